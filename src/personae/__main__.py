@@ -1,0 +1,5 @@
+"""``python -m personae`` runs the CLI."""
+
+from personae.cli.app import main
+
+main()

@@ -1,0 +1,1 @@
+"""The personae command-line interface (nothing imports this package)."""

@@ -1,0 +1,61 @@
+"""The ``personae`` command: one Typer app, one module per noun.
+
+``main()`` maps every :class:`~personae.errors.PersonaeError` to one line on
+stderr and exit 1, and bad CLI usage to exit 2. No tracebacks for user mistakes.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from personae.cli import chain, context, handover, hosts, personas, project, run, serve
+from personae.errors import PersonaeError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="personae",
+    help="Persona and context engine for multi-agent LLM systems.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+app.add_typer(personas.app, name="personas")
+app.add_typer(context.app, name="context")
+app.add_typer(run.runs_app, name="runs")
+app.add_typer(handover.app, name="handover")
+app.add_typer(chain.app, name="chain")
+app.add_typer(hosts.app, name="hosts")
+app.add_typer(hosts.hook_app, name="hook")
+project.register(app)
+run.register(app)
+serve.register(app)
+hosts.register(app)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns (and, without ``argv``, exits with) the process exit code.
+
+    Typer handles bad usage itself (message and exit 2); every PersonaeError
+    becomes one line on stderr and exit 1.
+    """
+    args = sys.argv[1:] if argv is None else argv
+    code: int
+    try:
+        app(args=args, prog_name="personae", standalone_mode=True)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except PersonaeError as exc:
+        print(f"personae: error: {exc}", file=sys.stderr)
+        code = 1
+    except KeyboardInterrupt:
+        print("personae: interrupted", file=sys.stderr)
+        code = 130
+    else:
+        code = 0
+    if argv is None:
+        sys.exit(code)
+    return code

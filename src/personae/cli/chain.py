@@ -1,0 +1,9 @@
+"""`personae chain ...` commands."""
+
+from __future__ import annotations
+
+import typer
+
+__all__ = ["app"]
+
+app = typer.Typer(help="chain commands.", no_args_is_help=True)

@@ -1,0 +1,9 @@
+"""`personae context ...` commands."""
+
+from __future__ import annotations
+
+import typer
+
+__all__ = ["app"]
+
+app = typer.Typer(help="context commands.", no_args_is_help=True)

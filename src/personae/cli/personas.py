@@ -1,0 +1,9 @@
+"""`personae personas ...` commands."""
+
+from __future__ import annotations
+
+import typer
+
+__all__ = ["app"]
+
+app = typer.Typer(help="personas commands.", no_args_is_help=True)

@@ -1,0 +1,3 @@
+"""personae.context."""
+
+__all__: list[str] = []

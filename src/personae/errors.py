@@ -1,0 +1,147 @@
+"""The personae error tree.
+
+Every error a user can cause or meet derives from :class:`PersonaeError`.
+Usage errors (bad files, bad config, unknown names) carry the file, line and
+field where known, and render as ``file:line: message``. Run errors carry data
+(never loggers). The CLI turns any ``PersonaeError`` into one line on stderr
+and exit code 1.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "BudgetExceededError",
+    "ConfigError",
+    "ModelNotConfiguredError",
+    "PersonaeError",
+    "RunError",
+    "ToolError",
+    "UnknownNameError",
+    "UsageError",
+    "closest_name",
+]
+
+
+class PersonaeError(Exception):
+    """Root of every error personae raises on purpose."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(PersonaeError):
+    """A user mistake: a bad file, field, flag or name.
+
+    Rendered as ``file:line: message`` (or ``file: message``, or just the message).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.file = Path(file) if file is not None else None
+        self.line = line
+        self.field = field
+
+    def location(self) -> str:
+        """``file:line`` (or ``file``), empty when the error has no file."""
+        if self.file is None:
+            return ""
+        return f"{self.file}:{self.line}" if self.line is not None else str(self.file)
+
+    def __str__(self) -> str:
+        where = self.location()
+        text = f"{self.field}: {self.message}" if self.field else self.message
+        return f"{where}: {text}" if where else text
+
+
+class ConfigError(UsageError):
+    """Invalid configuration (settings, ``.personae/config.yaml``, profiles)."""
+
+
+class ModelNotConfiguredError(UsageError):
+    """No model was given and none is configured."""
+
+
+def closest_name(name: str, choices: Iterable[str]) -> str | None:
+    """The valid name closest to ``name``, or ``None`` when nothing is close."""
+    options = list(choices)
+    lowered = {c.lower(): c for c in options}
+    if name.lower() in lowered:
+        return lowered[name.lower()]
+    match = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.5)
+    return lowered[match[0]] if match else None
+
+
+class UnknownNameError(UsageError):
+    """A name (tool, persona, role, profile) that is not defined.
+
+    The message lists the valid names and the closest match.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        choices: Iterable[str],
+        *,
+        file: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        valid = sorted(set(choices))
+        self.kind = kind
+        self.name = name
+        self.choices = valid
+        self.closest = closest_name(name, valid)
+        hint = f"; did you mean {self.closest!r}?" if self.closest else ""
+        listing = ", ".join(valid) if valid else "(none)"
+        super().__init__(
+            f"unknown {kind} {name!r}{hint} (valid: {listing})", file=file, line=line, field=field
+        )
+
+
+class RunError(PersonaeError):
+    """Something went wrong while running; carries data about what and where."""
+
+    def __init__(self, message: str, **data: Any) -> None:
+        super().__init__(message)
+        self.data: dict[str, Any] = data
+
+
+class ToolError(RunError):
+    """A tool call failed (returned to the model as a tool error, never a crash)."""
+
+    def __init__(self, tool: str, message: str, **data: Any) -> None:
+        super().__init__(f"{tool}: {message}", tool=tool, **data)
+        self.tool = tool
+
+
+class BudgetExceededError(RunError):
+    """Pinned content alone does not fit the token budget."""
+
+    def __init__(self, needed: int, budget: int, *, what: str = "pinned content") -> None:
+        over = needed - budget
+        super().__init__(
+            f"{what} needs {needed} tokens but the budget is {budget} ({over} over)",
+            needed=needed,
+            budget=budget,
+            over=over,
+        )
+        self.needed = needed
+        self.budget = budget
+        self.over = over

@@ -1,0 +1,3 @@
+"""personae.handover."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""personae.hosts."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""personae.mind."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""personae.models."""
+
+__all__: list[str] = []

@@ -1,0 +1,121 @@
+"""The Persona and Skill data models (what every loader produces)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Constraints", "ContextMode", "Persona", "Skill"]
+
+
+class ContextMode(StrEnum):
+    """How much of the parent's context a persona receives when spawned or handed work."""
+
+    ISOLATED = "isolated"
+    """Only the task."""
+    BRIEF = "brief"
+    """Task + conversation summary + directive constraints."""
+    SUMMARY_RECENT = "summary_recent"
+    """Task + summary + recent messages."""
+    FORK = "fork"
+    """The parent's whole visible context."""
+
+
+class Constraints(BaseModel):
+    """Persona rules the validator checks."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mandatory_steps: list[str] = Field(default_factory=list)
+    """Steps the work must include."""
+    required_tools: list[str] = Field(default_factory=list)
+    """Tools that must be used for the work to count."""
+    safety_rules: list[str] = Field(default_factory=list)
+    """Rules that must never be broken."""
+    validation_guidance: str = ""
+    """Free text for the validator."""
+
+
+class Skill(BaseModel):
+    """An Agent Skill (``SKILL.md``): L1 frontmatter eager, L2 body and L3 files on demand."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """Skill name (``^[a-z0-9]+(-[a-z0-9]+)*$``, at most 64 chars)."""
+    description: str
+    """What the skill does and when to use it (at most 1024 chars, no ``<`` or ``>``)."""
+    path: Path
+    """The ``SKILL.md`` file."""
+    allowed_tools: list[str] = Field(default_factory=list)
+    """Tools the skill may use (``allowed-tools``)."""
+    constraints: Constraints = Field(default_factory=Constraints)
+    """Validation constraints the skill adds to personas that use it."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Frontmatter keys personae does not interpret, kept as they were."""
+
+    @property
+    def folder(self) -> Path:
+        """The skill's folder (L3 files live here)."""
+        return self.path.parent
+
+    def body(self) -> str:
+        """L2: the Markdown body of ``SKILL.md``, read on demand."""
+        import frontmatter
+
+        post = frontmatter.loads(self.path.read_text(encoding="utf-8"))
+        return str(post.content)
+
+    def files(self) -> list[Path]:
+        """L3: the other files beside ``SKILL.md`` (sorted, relative to the folder)."""
+        return sorted(
+            p.relative_to(self.folder)
+            for p in self.folder.rglob("*")
+            if p.is_file() and p != self.path
+        )
+
+
+class Persona(BaseModel):
+    """A named bundle of identity, tools and budget.
+
+    ``system_prompt`` is the persona file's body, used verbatim (nothing of a
+    parent's prompt is added).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    """Unique name; what a parent passes to the ``agent`` tool."""
+    description: str
+    """One line shown to a parent in ``<available_agents>``; never seen by the persona itself."""
+    system_prompt: str = ""
+    """The full system prompt (file body, verbatim)."""
+    tools: list[str] | None = None
+    """Allowed tool names (personae names); ``None`` means every tool the parent has."""
+    disallowed_tools: list[str] = Field(default_factory=list)
+    """Tools removed from the allowed set."""
+    model: str | None = None
+    """Model override (``provider:name``, or ``sonnet|opus|haiku|inherit`` from Claude Code)."""
+    max_steps: int | None = None
+    """Step budget for one task; ``None`` means no limit of its own."""
+    needs_temp_workspace: bool = False
+    """Run each delegated task in a fresh temporary directory, deleted afterwards."""
+    skills: list[str] = Field(default_factory=list)
+    """Names of skills this persona uses."""
+    mcp_servers: dict[str, Any] = Field(default_factory=dict)
+    """MCP servers this persona uses (name -> server config)."""
+    context: ContextMode = ContextMode.BRIEF
+    """Context inheritance mode."""
+    constraints: Constraints = Field(default_factory=Constraints)
+    """Rules the validator checks."""
+    version: str | None = None
+    """Persona version, if declared."""
+    source: Path | None = None
+    """The file it was loaded from."""
+    source_kind: str = "personae"
+    """Which loader produced it: ``personae``, ``claude-code`` or ``plugin``."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Frontmatter keys personae does not interpret, kept for round trips."""

@@ -1,0 +1,120 @@
+"""A personae project: the ``.personae/`` folder of a working directory and its config.
+
+``.personae/config.yaml`` is optional; every field has a default. Each part of
+personae owns one section of the config.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from personae.errors import ConfigError
+
+__all__ = [
+    "CommandsConfig",
+    "HandoverConfig",
+    "Project",
+    "ProjectConfig",
+]
+
+CONFIG_NAMES = ("config.yaml", "config.yml", "config")
+
+
+class CommandsConfig(BaseModel):
+    """``!command`` injection in profile and skill text (off unless enabled)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = False
+    """Run ``!command`` lines at all."""
+    allow: list[str] = Field(default_factory=list)
+    """Allowed commands (the program name, first word of the line)."""
+    timeout: float = 5.0
+    """Seconds each command may run."""
+    max_output: int = 4000
+    """Characters of output kept from each command."""
+
+
+class HandoverConfig(BaseModel):
+    """Handover safety settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    allowed_roots: list[Path] = Field(default_factory=list)
+    """Extra roots artifact paths may live in (besides cwd, the handover dir and temp)."""
+    env_allow: list[str] = Field(default_factory=list)
+    """Extra environment variables a handover may capture and carry."""
+
+
+class ProjectConfig(BaseModel):
+    """The contents of ``.personae/config.yaml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = None
+    """Default model for this project (``provider:name``); ``PERSONAE_MODEL`` wins over it."""
+    base_url: str | None = None
+    """Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp)."""
+    commands: CommandsConfig = Field(default_factory=CommandsConfig)
+    handover: HandoverConfig = Field(default_factory=HandoverConfig)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Project:
+    """A working directory with (possibly) a ``.personae/`` folder."""
+
+    root: Path
+    """The working directory (resolved)."""
+    config: ProjectConfig
+    """The loaded project config (defaults when there is no file)."""
+
+    @property
+    def dir(self) -> Path:
+        """The ``.personae/`` folder (may not exist)."""
+        return self.root / ".personae"
+
+    @property
+    def state_db(self) -> Path:
+        """Path of the project's SQLite store."""
+        return self.dir / "state.db"
+
+    @classmethod
+    def open(cls, root: Path | str = ".") -> Project:
+        """Open the project at ``root``, reading its config if present."""
+        resolved = Path(root).resolve()
+        return cls(root=resolved, config=load_config(resolved / ".personae"))
+
+
+def load_config(personae_dir: Path) -> ProjectConfig:
+    """Read the project config from ``personae_dir``; defaults when absent."""
+    for name in CONFIG_NAMES:
+        path = personae_dir / name
+        if path.is_file():
+            return _parse_config(path)
+    return ProjectConfig()
+
+
+def _parse_config(path: Path) -> ProjectConfig:
+    try:
+        raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read config: {exc.strerror}", file=path) from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        raise ConfigError("malformed YAML", file=path, line=line) from exc
+    if raw is None:
+        return ProjectConfig()
+    if not isinstance(raw, dict):
+        raise ConfigError("config must be a mapping", file=path)
+    try:
+        return ProjectConfig.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(first["msg"], file=path, field=field) from exc

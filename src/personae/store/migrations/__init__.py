@@ -1,0 +1,3 @@
+"""Numbered SQL migrations (NNNN_name.sql), one owner per file."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""personae.team."""
+
+__all__: list[str] = []
