@@ -100,9 +100,11 @@ def _open_regular(path: Path, ctx: ToolContext, shown: str) -> int:
         raise ctx.error(f"{shown} is a directory", path=shown) from None
     except OSError as exc:
         raise ctx.error(f"cannot open {shown}: {exc.strerror}", path=shown) from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        raise ctx.error(f"{shown} is not a regular file", path=shown)
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise ctx.error(f"{shown} is {kind}", path=shown)
     return fd
 
 
