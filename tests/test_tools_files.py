@@ -142,3 +142,20 @@ def test_edit_file_multi_edit_all_or_nothing(tmp_path: Path) -> None:
         call(tools, "edit_file", path="t.md", old_string="a", new_string="b", edits=edits)
     with pytest.raises(ToolError, match="old_string and new_string"):
         call(tools, "edit_file", path="t.md")
+
+
+def test_read_file_edges(tmp_path: Path) -> None:
+    (tmp_path / "nonl.txt").write_text("a\nb")  # no trailing newline
+    (tmp_path / "one_line.txt").write_text("q" * 5000)
+    (tmp_path / "empty.txt").write_text("")
+    tools = _subset(tmp_path, read_max_bytes=100)
+    assert call(tools, "read_file", path="nonl.txt") == "a\nb"
+    assert call(tools, "read_file", path="nonl.txt", offset=2) == "b"
+    assert call(tools, "read_file", path="nonl.txt", offset=1, limit=1) == (
+        "a\n[more lines after line 1; use offset=2 to continue]"
+    )
+    assert "past the end" in call(tools, "read_file", path="nonl.txt", offset=3)
+    assert call(tools, "read_file", path="empty.txt") == ""
+    long = call(tools, "read_file", path="one_line.txt")
+    assert long.startswith("q" * 100 + "\n[truncated at 100 bytes, stopped in line 1")
+    assert "q" * 101 not in long

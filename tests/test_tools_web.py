@@ -53,6 +53,13 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(302)
             self.send_header("Location", "/hello")
             self.end_headers()
+        elif self.path == "/page":
+            page = (
+                "<html><head><title>Loop  page</title><style>p{color:red}</style></head>"
+                "<body><script>alert('x')</script><h1>Heading</h1><p>First &amp; only"
+                " paragraph.</p><ul><li>one</li><li>two</li></ul></body></html>"
+            )
+            self._send(200, page.encode(), "text/html; charset=utf-8")
         elif self.path == "/image":
             self._send(200, b"\x89PNG\r\n\x1a\n", "image/png")
         else:
@@ -84,6 +91,14 @@ def test_fetch_text(server: str, tmp_path: Path) -> None:
     out = fetch(_subset(tmp_path), server + "/hello")
     assert out.startswith(f"HTTP 200 OK from {server}/hello\ncontent-type: text/plain")
     assert out.endswith("\n\nhéllo from loopback\n")
+
+
+def test_html_is_converted_to_text(server: str, tmp_path: Path) -> None:
+    out = fetch(_subset(tmp_path), server + "/page")
+    head, body = out.split("\n\n", 1)
+    assert head.endswith("content-type: text/html; charset=utf-8 (converted to text)")
+    assert body == "# Loop page\n\nHeading\n\nFirst & only paragraph.\n\n- one\n- two"
+    assert "alert" not in out and "color" not in out
 
 
 def test_redirect_is_followed(server: str, tmp_path: Path) -> None:
