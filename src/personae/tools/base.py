@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from personae.errors import ToolError, UsageError
+from personae.errors import ConfigError, ToolError, UnknownNameError, UsageError
 from personae.tools.workspace import Workspace
 
 __all__ = ["Tool", "ToolContext", "ToolLimits"]
@@ -50,6 +50,24 @@ class ToolLimits:
     preview_chars: int = 400
     """Characters of a result kept in a call record's preview."""
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, file: str | None = None) -> ToolLimits:
+        """Limits from a config mapping (e.g. a ``tools:`` section); bad keys or values raise.
+
+        Raises:
+            ConfigError: an unknown key or a value of the wrong type, naming the field.
+        """
+        names = {f.name for f in fields(cls)}
+        for key in data:
+            if key not in names:
+                raise UnknownNameError("tool limit", str(key), names, file=file)
+        try:
+            return TypeAdapter(cls).validate_python(dict(data), strict=False)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            field_name = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(first["msg"], file=file, field=field_name) from exc
+
 
 @dataclass(frozen=True, kw_only=True)
 class ToolContext:
@@ -65,9 +83,6 @@ class ToolContext:
     def error(self, message: str, **data: Any) -> ToolError:
         """A :class:`ToolError` for this tool."""
         return ToolError(self.tool or "tool", message, **data)
-
-
-ToolFunc = Callable[[P, ToolContext], "str | Awaitable[str]"]
 
 
 @dataclass(frozen=True, eq=False)
