@@ -25,8 +25,8 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 class ToolLimits:
     """Caps the built-in tools apply. ``None`` means no limit."""
 
-    read_max_bytes: int | None = 256 * 1024
-    """Bytes ``read_file`` returns at most (a notice says when it stopped early)."""
+    read_max_bytes: int | None = 100_000
+    """Bytes ``read_file`` returns at most (a notice says when it stopped early; ~25k tokens)."""
     write_max_bytes: int | None = 10 * 1024 * 1024
     """Largest content ``write_file``/``edit_file`` will write."""
     list_max_entries: int | None = 1000
@@ -45,8 +45,8 @@ class ToolLimits:
     """Extra environment variable names passed to ``run_shell`` (dangerous ones are refused)."""
     fetch_timeout: float | None = 20.0
     """Seconds a ``web_fetch`` may take in total."""
-    fetch_max_bytes: int | None = 1024 * 1024
-    """Bytes of body ``web_fetch`` keeps."""
+    fetch_max_bytes: int | None = 256 * 1024
+    """Bytes of body ``web_fetch`` downloads and keeps (HTML shrinks when turned into text)."""
     preview_chars: int = 400
     """Characters of a result kept in a call record's preview."""
 
