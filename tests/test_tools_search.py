@@ -151,3 +151,13 @@ def test_tool_descriptions_and_schemas_fit_host_limits(tree: Path) -> None:
         assert schema["type"] == "object"
         assert schema.get("additionalProperties") is False
         json.dumps(schema)
+
+
+def test_walk_budget_stops_with_notice(tree: Path) -> None:
+    tools = _subset(tree, walk_max_files=2)
+    out = call(tools, "glob", pattern="**/*").splitlines()
+    assert len(out) == 3
+    assert out[-1] == "[stopped after looking at 2 files; search a narrower path]"
+    assert call(tools, "grep", pattern="absent").endswith(
+        " [stopped after looking at 2 files; search a narrower path]"
+    )

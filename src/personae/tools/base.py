@@ -31,6 +31,8 @@ class ToolLimits:
     """Largest content ``write_file``/``edit_file`` will write."""
     list_max_entries: int | None = 1000
     """Entries ``list_dir`` and ``glob`` return at most."""
+    walk_max_files: int | None = 50_000
+    """Files ``glob`` and ``grep`` look at before stopping with a notice."""
     grep_max_results: int | None = 200
     """Matching lines ``grep`` returns at most."""
     grep_max_file_bytes: int | None = 4 * 1024 * 1024
