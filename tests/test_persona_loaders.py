@@ -280,3 +280,36 @@ def test_load_persona_file_directly(tmp_path: Path) -> None:
     assert loaded is not None and loaded.persona.tools == ["read_file"]
     assert loaded.lines["tools"] == 4
     assert problems == []
+
+
+def test_claude_tool_argument_patterns_are_whole_tools(tmp_path: Path) -> None:
+    write(
+        tmp_path / ".claude/agents/g.md",
+        "---\nname: g\ndescription: d\ntools: Bash(git status:*), Read\n---\n",
+    )
+    cast = Cast.load(tmp_path)
+    assert cast.get("g").tools == ["run_shell", "read_file"]
+    assert "argument pattern ignored" in str(cast.warnings[0])
+
+
+def test_tools_star_or_empty_means_all(tmp_path: Path) -> None:
+    write(tmp_path / ".claude/agents/a.md", "---\nname: a\ndescription: d\ntools: '*'\n---\n")
+    write(tmp_path / ".claude/agents/b.md", "---\nname: b\ndescription: d\ntools:\n---\n")
+    cast = Cast.load(tmp_path)
+    assert cast.get("a").tools is None and cast.get("b").tools is None
+
+
+def test_skill_l3_files_stay_inside_the_skill_folder(tmp_path: Path) -> None:
+    folder = tmp_path / ".personae/skills/s"
+    write(folder / "SKILL.md", "---\nname: s\ndescription: d\n---\nbody\n")
+    write(tmp_path / "secret.txt", "x")
+    (folder / "leak.txt").symlink_to(tmp_path / "secret.txt")
+    write(folder / "ok.txt", "fine")
+    assert Cast.load(tmp_path).skill("s").files() == [Path("ok.txt")]
+
+
+def test_skill_name_must_match_folder_is_a_warning(tmp_path: Path) -> None:
+    write(tmp_path / ".personae/skills/folder/SKILL.md", "---\nname: other\ndescription: d\n---\n")
+    cast = Cast.load(tmp_path)
+    assert cast.errors == [] and "other" in cast.skills
+    assert "differs from its folder 'folder'" in str(cast.warnings[0])
