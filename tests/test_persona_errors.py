@@ -324,3 +324,21 @@ def test_get_unknown_persona_lists_closest(tmp_path: Path) -> None:
 def test_dir_that_does_not_exist(tmp_path: Path) -> None:
     cast = Cast.load(tmp_path, [tmp_path / "nope"])
     assert [str(e) for e in cast.errors] == [f"{tmp_path / 'nope'}: no such directory"]
+
+
+def test_mcp_json_through_escaping_symlinked_folder_is_not_read(tmp_path: Path) -> None:
+    write(tmp_path / "outside/mcp.json", '{"mcpServers": {"evil": {"command": "x"}}}')
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".personae").symlink_to(tmp_path / "outside")
+    cast = Cast.load(project)
+    assert cast.mcp_servers == {}
+    assert any("symlink escapes" in str(e) for e in cast.errors)
+
+
+def test_escaping_symlink_in_a_dir_option(tmp_path: Path) -> None:
+    write(tmp_path / "outside/x.md", GOOD.replace("good", "x"))
+    write(tmp_path / "agents/good.md", GOOD)
+    (tmp_path / "agents/x.md").symlink_to(tmp_path / "outside/x.md")
+    cast = Cast.load(tmp_path / "empty", [tmp_path / "agents"])
+    assert "symlink escapes the project root" in only_error(cast)
