@@ -282,14 +282,33 @@ def test_load_persona_file_directly(tmp_path: Path) -> None:
     assert problems == []
 
 
-def test_claude_tool_argument_patterns_are_whole_tools(tmp_path: Path) -> None:
+def test_claude_tool_argument_patterns_fail_closed(tmp_path: Path) -> None:
+    # personae cannot enforce "only git commands": the allowed entry is left out,
+    # while a denied pattern denies the whole tool.
     write(
         tmp_path / ".claude/agents/g.md",
-        "---\nname: g\ndescription: d\ntools: Bash(git status:*), Read\n---\n",
+        "---\nname: g\ndescription: d\ntools: Bash(git status:*), Read, Edit\n"
+        "disallowedTools: Edit(src/**)\n---\n",
     )
     cast = Cast.load(tmp_path)
-    assert cast.get("g").tools == ["run_shell", "read_file"]
-    assert "argument pattern ignored" in str(cast.warnings[0])
+    g = cast.get("g")
+    assert g.tools == ["read_file", "edit_file"]
+    assert g.unavailable_tools == ["Bash(git status:*)"]
+    assert g.disallowed_tools == ["edit_file"]
+    texts = [str(w) for w in cast.warnings]
+    assert any("Bash(git status:*)" in t and "left out" in t for t in texts)
+    assert any("whole tool denied" in t for t in texts)
+
+
+def test_personae_file_tool_pattern_is_an_error(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / ".personae/personas/p.md",
+        "---\nname: p\ndescription: d\ntools: [run_shell(git:*)]\n---\n",
+    )
+    cast = Cast.load(tmp_path)
+    assert [str(e) for e in cast.errors] == [
+        f"{path}:4: tool 'run_shell(git:*)': argument patterns cannot be enforced; tool left out"
+    ]
 
 
 def test_tools_star_or_empty_means_all(tmp_path: Path) -> None:

@@ -273,7 +273,9 @@ def _tools(
         except ValueError as exc:
             sink.add(line(key), "error", f"{key} {exc}")
             return
-        check = check_tool_names(names, servers)
+        check = check_tool_names(names, servers, deny=True)
+        for note in check.notes:
+            sink.add(line(key), "warning", note)
         if strict:
             for message in check.messages:
                 sink.add(line(key), "error", message)
