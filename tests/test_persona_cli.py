@@ -68,7 +68,7 @@ def test_init_never_overwrites_a_changed_file(project: Path) -> None:
     assert mine.read_text() == "my own writer\n"
     assert "kept" in result.output and "writer.md" in result.output
     assert (project / ".personae/directive.md").is_file()
-    assert "created 1 files" in result.output
+    assert "created 1 file in" in result.output
 
 
 def test_init_into_a_file_is_an_error(tmp_path: Path) -> None:
