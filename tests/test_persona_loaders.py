@@ -332,3 +332,15 @@ def test_skill_name_must_match_folder_is_a_warning(tmp_path: Path) -> None:
     cast = Cast.load(tmp_path)
     assert cast.errors == [] and "other" in cast.skills
     assert "differs from its folder 'folder'" in str(cast.warnings[0])
+
+
+def test_unknown_field_warning_suggests_closest(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / ".personae/personas/a.md", "---\nname: a\ndescription: d\nmax_step: 3\n---\n"
+    )
+    cast = Cast.load(tmp_path)
+    assert [str(w) for w in cast.warnings] == [
+        f"{path}:4: unknown field 'max_step' kept as is (personae ignores it); "
+        "did you mean 'max_steps'?"
+    ]
+    assert cast.get("a").extra == {"max_step": 3} and cast.get("a").max_steps is None
