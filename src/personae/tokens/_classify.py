@@ -1,7 +1,8 @@
 """Content classes for token estimates (private).
 
 Text is split into lines; each line's characters are assigned to one content
-class by character-class features (CJK by code point; ASCII lines by their
+class by character-class features (CJK by code point; random-looking runs such as hashes,
+UUIDs and base64 as ``ids``; the rest of each ASCII line by its
 share of digits, punctuation and indentation). Non-ASCII characters outside
 CJK are classed as ``other`` (letters of other scripts) or ``symbol``
 (emoji and pictographs), both counted pessimistically.
@@ -16,10 +17,12 @@ __all__: list[str] = []
 PROSE = "prose"
 CODE = "code"
 DATA = "data"
+NUMERIC = "numeric"
+IDS = "ids"
 CJK = "cjk"
 OTHER = "other"
 SYMBOL = "symbol"
-CLASSES: tuple[str, ...] = (PROSE, CODE, DATA, CJK, OTHER, SYMBOL)
+CLASSES: tuple[str, ...] = (PROSE, CODE, DATA, NUMERIC, IDS, CJK, OTHER, SYMBOL)
 
 _CJK_RE = re.compile(
     "["
@@ -43,10 +46,18 @@ _SYMBOL_RE = re.compile(
     "[\u2000-\u2bff\ue000-\uf8ff\ufe00-\ufe0f\U0001f000-\U0001ffff\U000e0000-\U000fffff]"
 )
 
+# Random-looking runs (hashes, UUIDs, base64, request ids, hex dumps): letters
+# and digits mixed, which BPE vocabularies split into very short tokens.
+_IDS_RE = re.compile(
+    r"(?<![A-Za-z0-9_+/=-])(?=[A-Za-z0-9_+/=-]*[0-9])(?=[A-Za-z0-9_+/=-]*[A-Za-z])"
+    r"[A-Za-z0-9_+/=-]{8,}"
+    r"|(?:(?<![0-9A-Za-z])[0-9a-fA-F]{2}[ :](?=[0-9a-fA-F]{2}(?![0-9A-Za-z]))){3,}"
+)
 _DIGITS = str.maketrans("", "", "0123456789")
 _PUNCT = str.maketrans("", "", "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _CODE_PUNCT = str.maketrans("", "", "(){}[]=<>;|&*+\\`$@#^~")
-_HEXY = re.compile(r"[0-9a-fA-F]{8,}|[A-Za-z0-9+/_-]{24,}")
+_LONG_RUN = re.compile(r"[A-Za-z0-9+/_-]{24}")
+_ANY_DIGIT = re.compile(r"[0-9]")
 _CODE_START = re.compile(
     r"\s*(def |class |return\b|import |from \S+ import|if |elif |else:|for |while |try:|except|"
     r"function |const |let |var |fn |pub |impl |func |package |#include|public |private |"
@@ -60,30 +71,23 @@ def _share(line: str, table: dict[int, int | None]) -> int:
 
 
 def classify_line(line: str) -> str:
-    """The content class of one ASCII line (``prose``, ``code`` or ``data``)."""
+    """The content class of one ASCII line: ``prose``, ``code``, ``data`` or ``numeric``."""
     stripped = line.strip()
     if not stripped:
         return PROSE
     visible = len(stripped) - stripped.count(" ")
     digits = _share(stripped, _DIGITS)
-    punct = _share(stripped, _PUNCT)
-    code_punct = _share(stripped, _CODE_PUNCT)
-    first = stripped[0]
-    if (
-        digits * 8 > visible
-        or first in '{["'
-        or '":' in stripped
-        or _HEXY.search(stripped) is not None
-        or punct * 3 > visible
-    ):
+    if digits * 4 >= visible:
+        return NUMERIC
+    if digits * 8 > visible or stripped[0] in '{["' or '":' in stripped:
         return DATA
+    punct = _share(stripped, _PUNCT)
+    if punct * 3 > visible or _LONG_RUN.search(stripped) is not None:
+        return DATA
+    if punct * 6 > visible or _CODE_START.match(line) is not None:
+        return CODE
     indent = len(line) - len(line.lstrip(" \t"))
-    if (
-        code_punct * 12 > visible
-        or _CODE_START.match(line) is not None
-        or (indent >= 2 and punct * 8 > visible)
-        or punct * 6 > visible
-    ):
+    if (indent >= 2 and punct * 8 > visible) or _share(stripped, _CODE_PUNCT) * 12 > visible:
         return CODE
     return PROSE
 
@@ -107,6 +111,10 @@ def profile(text: str) -> dict[str, int]:
             counts[CJK] += cjk
             counts[SYMBOL] += symbols
             counts[OTHER] += len(rest) - len(line)
+        if _ANY_DIGIT.search(line) is not None and _IDS_RE.search(line) is not None:
+            rest = _IDS_RE.sub("", line)
+            counts[IDS] += len(line) - len(rest)
+            line = rest
         # the line break belongs to its line
         counts[classify_line(line)] += len(line) + (index != last)
     return counts
