@@ -17,12 +17,13 @@ __all__: list[str] = []
 PROSE = "prose"
 CODE = "code"
 DATA = "data"
-NUMERIC = "numeric"
+DENSE = "dense"
 IDS = "ids"
+REPEAT = "repeat"
 CJK = "cjk"
 OTHER = "other"
 SYMBOL = "symbol"
-CLASSES: tuple[str, ...] = (PROSE, CODE, DATA, NUMERIC, IDS, CJK, OTHER, SYMBOL)
+CLASSES: tuple[str, ...] = (PROSE, CODE, DATA, DENSE, IDS, REPEAT, CJK, OTHER, SYMBOL)
 
 _CJK_RE = re.compile(
     "["
@@ -47,12 +48,41 @@ _SYMBOL_RE = re.compile(
 )
 
 # Random-looking runs (hashes, UUIDs, base64, request ids, hex dumps): letters
-# and digits mixed, which BPE vocabularies split into very short tokens.
+# and digits alternate, which BPE vocabularies split into very short tokens.
+# Candidates need a digit and a letter; ``_is_random`` then asks for at least
+# three letter/digit alternations, so ``render_46`` or ``b64decode`` stay words.
 _IDS_RE = re.compile(
-    r"(?<![A-Za-z0-9_+/=-])(?=[A-Za-z0-9_+/=-]*[0-9])(?=[A-Za-z0-9_+/=-]*[A-Za-z])"
-    r"[A-Za-z0-9_+/=-]{8,}"
+    r"(?<![A-Za-z0-9_+/-])(?=[A-Za-z0-9_+/-]*[0-9])(?=[A-Za-z0-9_+/-]*[A-Za-z])"
+    r"[A-Za-z0-9_+/-]{8,}=*"
     r"|(?:(?<![0-9A-Za-z])[0-9a-fA-F]{2}[ :](?=[0-9a-fA-F]{2}(?![0-9A-Za-z]))){3,}"
 )
+_ALTERNATION = re.compile(r"[A-Za-z][0-9]|[0-9][A-Za-z]")
+# Runs of one repeated character (rules, separators, padding) compress well.
+_REPEAT_RE = re.compile(r"(.)\1{7,}")
+_REPEAT_KEEP = 4
+
+
+def _is_random(run: str) -> bool:
+    if " " in run or ":" in run:  # a hex-dump run
+        return True
+    return len(_ALTERNATION.findall(run)) >= 3
+
+
+def _cut(pattern: re.Pattern[str], line: str, keep: int, accept: bool) -> tuple[str, int]:
+    """Remove matches of ``pattern`` (or keep ``keep`` chars of each); return removed count."""
+    removed = 0
+
+    def replace(match: re.Match[str]) -> str:
+        nonlocal removed
+        text = match.group(0)
+        if accept and not _is_random(text):
+            return text
+        removed += len(text) - keep
+        return text[:keep]
+
+    return pattern.sub(replace, line), removed
+
+
 _DIGITS = str.maketrans("", "", "0123456789")
 _PUNCT = str.maketrans("", "", "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _CODE_PUNCT = str.maketrans("", "", "(){}[]=<>;|&*+\\`$@#^~")
@@ -78,10 +108,14 @@ def classify_line(line: str) -> str:
     visible = len(stripped) - stripped.count(" ")
     digits = _share(stripped, _DIGITS)
     if digits * 4 >= visible:
-        return NUMERIC
-    if digits * 8 > visible or stripped[0] in '{["' or '":' in stripped:
+        return DENSE
+    if digits * 8 > visible or '":' in stripped:
+        return DATA
+    if stripped[0] in "{[" and stripped[-1] in "{[,]}" and len(stripped) > 2:
         return DATA
     punct = _share(stripped, _PUNCT)
+    if punct * 2 >= visible >= 8:
+        return DENSE
     if punct * 3 > visible or _LONG_RUN.search(stripped) is not None:
         return DATA
     if punct * 6 > visible or _CODE_START.match(line) is not None:
@@ -99,6 +133,9 @@ def profile(text: str) -> dict[str, int]:
     last = len(lines) - 1
     for index, raw in enumerate(lines):
         line = raw
+        if _REPEAT_RE.search(line) is not None:
+            line, removed = _cut(_REPEAT_RE, line, _REPEAT_KEEP, False)
+            counts[REPEAT] += removed
         if not line.isascii():
             rest = line
             cjk = len(_CJK_RE.findall(rest))
@@ -112,9 +149,8 @@ def profile(text: str) -> dict[str, int]:
             counts[SYMBOL] += symbols
             counts[OTHER] += len(rest) - len(line)
         if _ANY_DIGIT.search(line) is not None and _IDS_RE.search(line) is not None:
-            rest = _IDS_RE.sub("", line)
-            counts[IDS] += len(line) - len(rest)
-            line = rest
+            line, removed = _cut(_IDS_RE, line, 0, True)
+            counts[IDS] += removed
         # the line break belongs to its line
         counts[classify_line(line)] += len(line) + (index != last)
     return counts
