@@ -363,7 +363,7 @@ class ConversationStore:
         for row in rows:
             mid = row[0]
             if mid in recount:
-                yield stored_message(row, recount[mid], counter.name if counter else row[7])
+                yield stored_message(row, recount[mid], wanted or row[7])
             else:
                 yield stored_message(row, row[6], row[7])
 

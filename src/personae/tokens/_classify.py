@@ -127,30 +127,30 @@ def classify_line(line: str) -> str:
 
 
 def profile(text: str) -> dict[str, int]:
-    """Characters of ``text`` per content class (every character counted once)."""
+    """Characters of ``text`` per content class (every character counted once).
+
+    Whole-text passes first (repeated runs, CJK, symbols, other scripts,
+    random-looking IDs), then each remaining ASCII line is classified.
+    """
     counts = dict.fromkeys(CLASSES, 0)
-    lines = text.split("\n")
-    last = len(lines) - 1
-    for index, raw in enumerate(lines):
-        line = raw
-        if _REPEAT_RE.search(line) is not None:
-            line, removed = _cut(_REPEAT_RE, line, _REPEAT_KEEP, False)
-            counts[REPEAT] += removed
-        if not line.isascii():
-            rest = line
-            cjk = len(_CJK_RE.findall(rest))
-            if cjk:
-                rest = _CJK_RE.sub("", rest)
-            symbols = len(_SYMBOL_RE.findall(rest))
-            if symbols:
-                rest = _SYMBOL_RE.sub("", rest)
-            line = rest.encode("ascii", "ignore").decode("ascii")
-            counts[CJK] += cjk
-            counts[SYMBOL] += symbols
-            counts[OTHER] += len(rest) - len(line)
-        if _ANY_DIGIT.search(line) is not None and _IDS_RE.search(line) is not None:
-            line, removed = _cut(_IDS_RE, line, 0, True)
-            counts[IDS] += removed
+    rest = text
+    if _REPEAT_RE.search(rest) is not None:
+        rest, counts[REPEAT] = _cut(_REPEAT_RE, rest, _REPEAT_KEEP, False)
+    if not rest.isascii():
+        before = len(rest)
+        rest = _CJK_RE.sub("", rest)
+        counts[CJK] = before - len(rest)
+        before = len(rest)
+        rest = _SYMBOL_RE.sub("", rest)
+        counts[SYMBOL] = before - len(rest)
+        before = len(rest)
+        rest = rest.encode("ascii", "ignore").decode("ascii")
+        counts[OTHER] = before - len(rest)
+    if _ANY_DIGIT.search(rest) is not None:
+        rest, counts[IDS] = _cut(_IDS_RE, rest, 0, True)
+    lines = rest.split("\n")
+    for line in lines:
         # the line break belongs to its line
-        counts[classify_line(line)] += len(line) + (index != last)
+        counts[classify_line(line)] += len(line) + 1
+    counts[classify_line(lines[-1])] -= 1  # no line break after the last line
     return counts
