@@ -57,8 +57,10 @@ _IDS_RE = re.compile(
     r"|(?:(?<![0-9A-Za-z])[0-9a-fA-F]{2}[ :](?=[0-9a-fA-F]{2}(?![0-9A-Za-z]))){3,}"
 )
 _ALTERNATION = re.compile(r"[A-Za-z][0-9]|[0-9][A-Za-z]")
-# Runs of one repeated character (rules, separators, padding) compress well.
-_REPEAT_RE = re.compile(r"(.)\1{7,}")
+# Runs of one repeated character (rules, separators, padding) compress well,
+# but only for ASCII and a few rule characters: a run of one CJK character or
+# of most symbols stays about one token (or more) per character.
+_REPEAT_RE = re.compile("([\t\x20-\x7e\u2500\u2014\u2026])\\1{7,}")
 _REPEAT_KEEP = 4
 
 

@@ -14,13 +14,37 @@ cannot make estimates useless. Exact tokenizers are never calibrated.
 from __future__ import annotations
 
 import math
+import sqlite3
 import threading
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
+from typing import Protocol
 
-from personae.store.db import Store
 from personae.tokens.registry import model_info, normalize_model
 
-__all__ = ["MAX_FACTOR", "MIN_FACTOR", "Calibration"]
+__all__ = ["MAX_FACTOR", "MIN_FACTOR", "Calibration", "CalibrationStore"]
+
+
+class CalibrationStore(Protocol):
+    """What calibration needs from a store (``personae.store.Store`` fits).
+
+    A protocol, so that ``tokens`` does not import ``store`` (imports point
+    from ``store`` to ``tokens``, never back).
+    """
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The SQLite connection (migrated: has ``token_calibration``)."""
+        ...
+
+    @property
+    def lock(self) -> AbstractContextManager[object]:
+        """Serializes statements on ``conn``."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A write transaction, all or nothing."""
+        ...
 
 MIN_FACTOR = 0.5
 """Lowest calibration factor (estimates at most halved)."""
@@ -30,9 +54,9 @@ _MIN_WEIGHT = 0.2  # later reports still move the factor by at least 20% of the 
 
 
 class Calibration:
-    """Calibration factors per model, persisted in a :class:`Store`."""
+    """Calibration factors per model, persisted in a personae ``Store``."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: CalibrationStore) -> None:
         self._store = store
         self._lock = threading.Lock()
         with store.lock:

@@ -60,3 +60,49 @@ def test_killed_mid_append_leaves_store_consistent(tmp_path: Path) -> None:
         rows = store.conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
         assert rows == 1
         assert conv.append(sid, Message("user", "after restart")) == 2
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from personae.store import Store
+    from personae.store.conversations import ConversationStore, Message, ToolCall
+    from personae.tokens import exact_counter
+
+    store = Store(sys.argv[1])
+    conv = ConversationStore(store, exact_counter("o200k_base"))
+    me = sys.argv[3]
+    for i in range(int(sys.argv[4])):
+        conv.append_many(sys.argv[2], [
+            Message("assistant", "", [ToolCall(f"{me}-{i}", "read_file", {"i": i})]),
+            Message("tool", f"result {me} {i}", tool_call_id=f"{me}-{i}"),
+        ])
+    """
+)
+
+
+def test_concurrent_writers_get_unique_contiguous_seqs(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    with Store(path) as store:
+        sid = ConversationStore(store, exact_counter("o200k_base")).create_session()
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), sid, name, "60"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("w1", "w2", "w3")
+    ]
+    for writer in writers:
+        _, err = writer.communicate(timeout=180)
+        assert writer.returncode == 0, err
+    with Store(path) as store:
+        conv = ConversationStore(store, exact_counter("o200k_base"))
+        messages = conv.between(sid)
+        assert [m.seq for m in messages] == list(range(1, 361))
+        assert conv.count(sid) == 360
+        # Each batch stayed together: every tool result directly follows its call.
+        for call, result in zip(messages[::2], messages[1::2], strict=True):
+            assert call.role == "assistant" and result.role == "tool"
+            assert result.tool_call_id == call.tool_calls[0].id
