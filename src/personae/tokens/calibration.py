@@ -46,6 +46,7 @@ class CalibrationStore(Protocol):
         """A write transaction, all or nothing."""
         ...
 
+
 MIN_FACTOR = 0.5
 """Lowest calibration factor (estimates at most halved)."""
 MAX_FACTOR = 3.0
