@@ -1,7 +1,9 @@
 """A fixed corpus of agent-context text for token-estimate tests (deterministic).
 
-Real files (this repository's Python sources, the Markdown READMEs of pinned
-packages in the environment) plus generated content of the kinds agents see:
+Real files (Python standard-library modules, which are fixed for a Python
+version, and the Markdown READMEs of pinned packages in the environment), a
+hand-written technical Markdown page, and generated content of the kinds
+agents see:
 ID-heavy JSON, git log, shell output, service logs, CJK and other scripts,
 emoji, base64, CSV, minified code.
 """
@@ -12,13 +14,55 @@ import base64
 import hashlib
 import json
 import random
+import textwrap
 import uuid
 from importlib import metadata
 from pathlib import Path
 
 __all__ = ["corpus"]
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "personae"
+STDLIB = Path(textwrap.__file__).resolve().parent
+STDLIB_MODULES = [
+    "textwrap.py",
+    "json/decoder.py",
+    "json/encoder.py",
+    "sqlite3/__init__.py",
+    "difflib.py",
+    "argparse.py",
+    "dataclasses.py",
+    "pathlib.py",
+    "shlex.py",
+    "configparser.py",
+]
+
+TECH_MARKDOWN = """\
+# Context budget
+
+The assembled prompt must fit `budget = floor(window * share)` tokens, where
+`share` defaults to `0.30`. Counting uses the model's tokenizer when it is
+public (`o200k_base` for `gpt-4o`, `cl100k_base` for `gpt-4`), else an estimate.
+
+| section | cap | truncation | pinned |
+|---------|----:|------------|:------:|
+| `directive` | 500 | tail | no |
+| `summary` | 300 | summarize | no |
+| `recent_messages` | 800 | drop oldest exchange | no |
+| `task` | - | never | yes |
+
+## Files
+
+- `.personae/config.yaml` -> `commands.enabled`, `commands.allow[]`, `commands.timeout`
+- `.personae/project/goals/01-core/02-store/STEP.md` (see `## Decisions`)
+- `src/personae/store/migrations/0001_conversations.sql`
+
+```bash
+PYTHONPATH=src python -m personae context build --role worker --budget 4000 --report
+personae context report --session 3f2a9c1e --model anthropic:claude-sonnet-4-5 --json
+```
+
+> **Note:** a tool result is never kept without its call (see issue #33245);
+> the latest user turn is always kept, its large outputs shrunk with a notice.
+"""
 
 PROSE = """\
 The committee met on Thursday to review the proposal for the new library wing. \
@@ -206,12 +250,13 @@ def corpus() -> dict[str, str]:
         "git_log": _git_log(rng),
         "shell": _shell(rng),
         "logs": _logs(rng),
+        "markdown:technical": TECH_MARKDOWN,
         "mixed_cjk_code": CHINESE + "\n```python\nprint('你好')  # greet\n```\n" + JAPANESE,
     }
     samples.update(_misc(rng))
     samples.update(_package_markdown())
-    for path in sorted(SRC.rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        if len(text) > 300:
-            samples[f"python:{path.relative_to(SRC)}"] = text
+    for name in STDLIB_MODULES:
+        path = STDLIB / name
+        if path.is_file():
+            samples[f"python:{name}"] = path.read_text(encoding="utf-8")[:30000]
     return samples

@@ -118,8 +118,10 @@ def classify_line(line: str) -> str:
     punct = _share(stripped, _PUNCT)
     if punct * 2 >= visible >= 8:
         return DENSE
-    if punct * 3 > visible or _LONG_RUN.search(stripped) is not None:
+    if punct * 3 > visible or "://" in stripped or _LONG_RUN.search(stripped) is not None:
         return DATA
+    if "`" in stripped or " --" in stripped:  # inline code, command-line flags
+        return CODE
     if punct * 6 > visible or _CODE_START.match(line) is not None:
         return CODE
     indent = len(line) - len(line.lstrip(" \t"))
