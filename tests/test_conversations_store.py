@@ -214,6 +214,10 @@ def test_sessions_and_errors(store: Store) -> None:
     with pytest.raises(UnknownNameError):
         conv.recent("missing", 3)
     with pytest.raises(UnknownNameError):
+        conv.within_budget("missing", 100, before_seq=5)
+    with pytest.raises(UnknownNameError):
+        conv.between("missing")
+    with pytest.raises(UnknownNameError):
         conv.latest_summary("missing")
     other = conv.create_session()
     assert len(other) == 32

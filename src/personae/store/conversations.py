@@ -255,6 +255,7 @@ class ConversationStore:
         """
         cursor = before_seq
         size = max(1, page)
+        first = True
         while True:
             with self._store.lock:
                 if cursor is None:
@@ -278,9 +279,10 @@ class ConversationStore:
                         .fetchall()
                     )
             if not rows:
-                if cursor is None:
+                if first:
                     self.session(session_id)  # raises for an unknown session
                 return
+            first = False
             yield from self._materialize(rows, counter)
             if len(rows) < size:
                 return
@@ -348,6 +350,8 @@ class ConversationStore:
                 )
                 .fetchall()
             )
+        if not rows:
+            self.session(session_id)  # raises for an unknown session
         return list(self._materialize(rows, None))
 
     def _materialize(
