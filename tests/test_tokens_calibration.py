@@ -88,3 +88,19 @@ def test_exact_models_and_bad_reports_are_ignored(tmp_path: Path) -> None:
         assert calibration.calibrate(MODEL, 100, -5) == 1.0
         count = store.conn.execute("SELECT COUNT(*) FROM token_calibration").fetchone()[0]
         assert count == 0
+
+
+def test_two_calibrations_on_one_database_share_reports(tmp_path: Path) -> None:
+    """A second handle (another process, in effect) sees and builds on earlier reports."""
+    path = tmp_path / "state.db"
+    with Store(path) as first_store, Store(path) as second_store:
+        first = Calibration(first_store)
+        second = Calibration(second_store)
+        first.calibrate(MODEL, 1200, 500)
+        after_first = first.factor(MODEL)
+        counter = counter_for_model(MODEL, calibration=first)
+        assert isinstance(counter, EstimateCounter)
+        second.calibrate(MODEL, 1200, 500, used_factor=1.0)
+        assert second.samples(MODEL) == 2  # re-read inside the transaction
+        assert second.factor(MODEL) <= after_first
+        assert Calibration(first_store).samples(MODEL) == 2
