@@ -104,3 +104,18 @@ def test_two_calibrations_on_one_database_share_reports(tmp_path: Path) -> None:
         assert second.samples(MODEL) == 2  # re-read inside the transaction
         assert second.factor(MODEL) <= after_first
         assert Calibration(first_store).samples(MODEL) == 2
+
+
+def test_documented_feedback_loop_works_for_any_model(tmp_path: Path) -> None:
+    """The loop from docs/tokens.md, for an exact and an estimated model."""
+    prompt = corpus()["markdown:technical"]
+    with Store(tmp_path / "state.db") as store:
+        calibration = Calibration(store)
+        for model, reported in (("gpt-4o", 305), (MODEL, 300)):
+            counter = counter_for_model(model, calibration=calibration)
+            estimate = counter.count(prompt)
+            factor = getattr(counter, "factor", None)
+            assert factor is not None
+            calibration.calibrate(model, estimate, reported, used_factor=factor)
+        assert calibration.factor("gpt-4o") == 1.0
+        assert calibration.factor(MODEL) < 1.0

@@ -134,6 +134,11 @@ class ExactCounter:
         return True
 
     @property
+    def factor(self) -> float:
+        """Always 1.0: exact counts are never calibrated."""
+        return 1.0
+
+    @property
     def encoding(self) -> tiktoken.Encoding:
         """The underlying ``tiktoken.Encoding``."""
         return self._encoding
