@@ -14,7 +14,7 @@ def register(app: typer.Typer) -> None:
     """Add ``serve`` to the main app."""
 
     @app.command("serve")
-    def serve_command(
+    def serve_command(  # noqa: PLR0917
         memory_dir: Annotated[
             Path | None,
             typer.Option("--memory-dir", help="Memory folder (default .personae/memory)."),

@@ -45,7 +45,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:
     data = _parse_simple(header)
     if data is None:
         try:
-            loaded = yaml.load(header, Loader=_Loader)  # noqa: S506 - a SafeLoader
+            loaded = yaml.load(header, Loader=_Loader)
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             line = mark.line + 2 if mark is not None else None

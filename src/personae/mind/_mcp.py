@@ -7,8 +7,10 @@ text content carries the same JSON (a ``-> str`` tool would be wrapped as
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from mcp.server import MCPServer
@@ -20,7 +22,7 @@ from personae.mind.packet import BootstrapPacket, MindContext
 from personae.mind.results import MemoryFile, MemoryList, ObserveResult, RecallResult, WriteResult
 from personae.mind.service import MindService
 
-__all__ = ["build_server", "run_http", "run_stdio", "tool_names"]
+__all__ = ["build_server", "probe_stdio", "run_http", "run_stdio", "tool_names"]
 
 _T = TypeVar("_T")
 
@@ -50,9 +52,7 @@ def build_server(service: MindService, *, name: str = "personae") -> MCPServer:
     def context() -> MindContext:
         return _guard(service.context)
 
-    def list_memory_files(
-        type: str | None = None, offset: int = 0, limit: int = 200
-    ) -> MemoryList:
+    def list_memory_files(type: str | None = None, offset: int = 0, limit: int = 200) -> MemoryList:
         return _guard(service.list_memory_files, type, offset, limit)
 
     def read_memory_file(name: str) -> MemoryFile:
@@ -96,3 +96,26 @@ def run_http(server: MCPServer, host: str, port: int) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp``."""
     print(f"personae: mind server on http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     server.run("streamable-http", host=host, port=port)
+
+
+async def probe_stdio(
+    command: str, args: list[str], *, cwd: Path, env: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Start a stdio server, call bootstrap_session, return its structured content.
+
+    Raises RuntimeError when the call fails or returns no structured content.
+    """
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=command, args=args, cwd=str(cwd), env=env)
+    with open(os.devnull, "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool("bootstrap_session", {})
+    if result.is_error or not isinstance(result.structured_content, dict):
+        text = result.content[0].text if result.content else "no content"  # type: ignore[union-attr]
+        raise RuntimeError(f"bootstrap_session failed: {text}")
+    return dict(result.structured_content)

@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from functools import cache
 
-__all__ = ["counter_name", "count_tokens"]
+__all__ = ["count_tokens", "counter_name"]
 
 
 @cache
@@ -22,7 +22,7 @@ def _counter() -> tuple[str, Callable[[str], int]]:
         module = importlib.import_module("personae.tokens.exact")
         counter = module.exact_counter("o200k_base")
         return str(counter.name), counter.count
-    except Exception:  # noqa: BLE001 - any failure means: use the estimate
+    except Exception:
         return "estimate:conservative", _estimate
 
 

@@ -81,7 +81,8 @@ class MindIndex:
         on_disk = memory.scan()
         with self.store.lock:
             rows = self.store.conn.execute(
-                "SELECT id, name, mtime_ns, size FROM mind_docs WHERE dir = ? AND source = 'memory'",
+                "SELECT id, name, mtime_ns, size FROM mind_docs"
+                " WHERE dir = ? AND source = 'memory'",
                 (memory.key,),
             ).fetchall()
         cached = {row[1]: (row[0], row[2], row[3]) for row in rows}
@@ -127,15 +128,28 @@ class MindIndex:
         conn.execute("DELETE FROM mind_docs WHERE id = ?", (doc_id,))
 
     @staticmethod
-    def _insert(
-        conn: sqlite3.Connection, key: str, source: str, entry: MemoryEntry, mtime_ns: int,
+    def _insert(  # noqa: PLR0917
+        conn: sqlite3.Connection,
+        key: str,
+        source: str,
+        entry: MemoryEntry,
+        mtime_ns: int,
         size: int,
     ) -> int:
         cur = conn.execute(
-            "INSERT INTO mind_docs(dir, source, name, mtime_ns, size, title, description, type, body)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, source, entry.name, mtime_ns, size, entry.title, entry.description,
-             entry.type, entry.body),
+            "INSERT INTO mind_docs(dir, source, name, mtime_ns, size, title, description,"
+            " type, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                source,
+                entry.name,
+                mtime_ns,
+                size,
+                entry.title,
+                entry.description,
+                entry.type,
+                entry.body,
+            ),
         )
         doc_id = int(cur.lastrowid or 0)
         conn.execute(
@@ -210,7 +224,12 @@ class MindIndex:
     # -- recall ----------------------------------------------------------------------
 
     def search(
-        self, memory: MemoryDir, query: str, *, k: int, facet: tuple[str, str] | None = None,
+        self,
+        memory: MemoryDir,
+        query: str,
+        *,
+        k: int,
+        facet: tuple[str, str] | None = None,
         exclude: int | None = None,
     ) -> list[Hit]:
         """Best ``k`` hits for ``query`` (OR of its words), optionally within a facet."""
@@ -219,9 +238,7 @@ class MindIndex:
         cols = "d.id, d.source, d.name, d.title, d.description, d.type, d.body, d.created_at"
         facet_sql = ""
         if facet is not None:
-            facet_sql = (
-                " AND d.id IN (SELECT doc_id FROM mind_facets WHERE key = ? AND value = ?)"
-            )
+            facet_sql = " AND d.id IN (SELECT doc_id FROM mind_facets WHERE key = ? AND value = ?)"
         if match is not None:
             sql = (
                 f"SELECT {cols}, {_BM25} AS score FROM mind_fts JOIN mind_docs d"
@@ -249,8 +266,14 @@ class MindIndex:
     # -- journal ---------------------------------------------------------------------
 
     def add_journal(
-        self, memory: MemoryDir, *, kind: str, text: str, tool_name: str | None = None,
-        args: str | None = None, result: str | None = None,
+        self,
+        memory: MemoryDir,
+        *,
+        kind: str,
+        text: str,
+        tool_name: str | None = None,
+        args: str | None = None,
+        result: str | None = None,
     ) -> tuple[int, int]:
         """Record one entry verbatim and index it; returns (journal id, doc id)."""
         with self.store.transaction() as conn:

@@ -125,9 +125,8 @@ class MemoryDir:
                 if not entry.name.endswith(".md") or not _NAME.match(entry.name):
                     continue
                 try:
-                    if entry.is_symlink():
-                        if Path(entry.path).resolve().parent != self.root:
-                            continue
+                    if entry.is_symlink() and Path(entry.path).resolve().parent != self.root:
+                        continue
                     st = entry.stat()
                 except OSError:
                     continue

@@ -167,14 +167,20 @@ def build_packet(
     """Assemble the schema v1 packet, bounded to MAX_PACKET_CHARS."""
     reasons: list[str] = []
     if not mind_contract_available:
-        reasons.append("mind contract unavailable" + (f": {contract_reason}" if contract_reason else ""))
+        reasons.append(
+            "mind contract unavailable" + (f": {contract_reason}" if contract_reason else "")
+        )
     reasons.extend(extra_reasons)
     context = MindContext(
         open_commitments=_short(context["open_commitments"]),
         recent_carry_forward=_short(context["recent_carry_forward"]),
         recent_journal=[
-            JournalNote(id=n["id"], kind=n["kind"], text=_short([n["text"]])[0] if n["text"] else "",
-                        created_at=n["created_at"])
+            JournalNote(
+                id=n["id"],
+                kind=n["kind"],
+                text=_short([n["text"]])[0] if n["text"] else "",
+                created_at=n["created_at"],
+            )
             for n in context["recent_journal"][:10]
         ],
         last_bootstrap_at=context["last_bootstrap_at"],
@@ -193,7 +199,9 @@ def build_packet(
             index_present=index_present,
             category_counts=_categories(category_counts),
         ),
-        degraded_mode=DegradedMode(mind_contract_available=mind_contract_available, reasons=reasons),
+        degraded_mode=DegradedMode(
+            mind_contract_available=mind_contract_available, reasons=reasons
+        ),
         host_limitations=list(HOST_LIMITATIONS),
         contract_hash=contract_hash,
         generated_at=generated_at,

@@ -34,7 +34,7 @@ class MindPaths:
 
 
 def default_paths(root: Path) -> MindPaths:
-    """Defaults for a project root: ``.personae/memory``, ``.personae/mind.md``, ``.personae/state.db``."""
+    """Project defaults: ``.personae/memory``, ``.personae/mind.md``, ``.personae/state.db``."""
     base = root / ".personae"
     return MindPaths(memory_dir=base / "memory", prompt=base / "mind.md", store=base / "state.db")
 
@@ -54,7 +54,9 @@ def _loopback(host: str) -> bool:
         return False
 
 
-def serve(paths: MindPaths, *, http: bool = False, host: str = "127.0.0.1", port: int = 8765) -> None:
+def serve(
+    paths: MindPaths, *, http: bool = False, host: str = "127.0.0.1", port: int = 8765
+) -> None:
     """Run the server: stdio by default, streamable HTTP on a loopback address with ``http``."""
     if http and not _loopback(host):
         raise UsageError(

@@ -158,7 +158,10 @@ class MindService:
         text = self.memory.read(name)
         entry = parse_memory(name, text)
         return MemoryFile(
-            name=name, title=entry.title, description=entry.description, type=entry.type,
+            name=name,
+            title=entry.title,
+            description=entry.description,
+            type=entry.type,
             content=text,
         )
 
@@ -172,7 +175,9 @@ class MindService:
             index_text = (self.memory.root / "MEMORY.md").read_text(encoding="utf-8")
             self.index.upsert(self.memory, parse_memory("MEMORY.md", index_text))
         return WriteResult(
-            name=name, type=entry.type, bytes=len(content.encode("utf-8")),
+            name=name,
+            type=entry.type,
+            bytes=len(content.encode("utf-8")),
             index_updated=name != "MEMORY.md",
         )
 
@@ -187,8 +192,12 @@ class MindService:
         hits = self.index.search(self.memory, query, k=k, facet=parsed)
         items, used = _excerpts(hits, query, _RECALL_BUDGET)
         return RecallResult(
-            query=query, facet=facet, results=items, token_budget=_RECALL_BUDGET,
-            tokens_used=used, token_counter=counter_name(),
+            query=query,
+            facet=facet,
+            results=items,
+            token_budget=_RECALL_BUDGET,
+            tokens_used=used,
+            token_counter=counter_name(),
         )
 
     def observe(self, tool_name: str, args: Any, result: Any = None) -> ObserveResult:
@@ -196,12 +205,18 @@ class MindService:
         if not tool_name or len(tool_name) > 200:
             raise UsageError("tool_name must be 1-200 characters", field="tool_name")
         args_text = args if isinstance(args, str) else dumps(args)
-        result_text = None if result is None else (result if isinstance(result, str) else dumps(result))
+        result_text = (
+            None if result is None else (result if isinstance(result, str) else dumps(result))
+        )
         text = f"{tool_name} {args_text}" + ("" if result_text is None else f"\n{result_text}")
         _check_size(text)
         kind = "tool_result" if result is not None else "tool_call"
         jid, doc_id = self.index.add_journal(
-            self.memory, kind=kind, text=text, tool_name=tool_name, args=args_text,
+            self.memory,
+            kind=kind,
+            text=text,
+            tool_name=tool_name,
+            args=args_text,
             result=result_text,
         )
         return self._answer(jid, kind, f"{tool_name} {args_text}", doc_id, result_text)
@@ -283,8 +298,13 @@ def _excerpts(hits: Sequence[Hit], query: str, budget: int) -> tuple[list[Recall
         used += tokens
         items.append(
             RecallItem(
-                source=hit.source, name=hit.name, title=hit.title, type=hit.type,
-                score=round(hit.score, 4), excerpt=excerpt, created_at=hit.created_at,
+                source=hit.source,
+                name=hit.name,
+                title=hit.title,
+                type=hit.type,
+                score=round(hit.score, 4),
+                excerpt=excerpt,
+                created_at=hit.created_at,
             )
         )
     return items, used
