@@ -22,6 +22,8 @@ __all__ = ["Hit", "JournalRow", "MindIndex", "SyncStats", "fts_query"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _BM25 = "bm25(mind_fts, 10.0, 5.0, 1.0)"
+# MEMORY.md repeats every title and description: a catalog, not a memory to recall.
+_NOT_INDEX = f" AND NOT (d.source = 'memory' AND d.name = '{INDEX_NAME}')"
 
 
 @dataclass(frozen=True)
@@ -243,13 +245,13 @@ class MindIndex:
             sql = (
                 f"SELECT {cols}, {_BM25} AS score FROM mind_fts JOIN mind_docs d"
                 " ON d.id = mind_fts.rowid WHERE mind_fts MATCH ? AND d.dir = ?"
-                f"{facet_sql} AND d.id != ? ORDER BY score LIMIT ?"
+                f"{facet_sql} AND d.id != ?{_NOT_INDEX} ORDER BY score LIMIT ?"
             )
             params = [match, memory.key]
         elif facet is not None:
             sql = (
                 f"SELECT {cols}, 0.0 AS score FROM mind_docs d WHERE d.dir = ?"
-                f"{facet_sql} AND d.id != ? ORDER BY d.id DESC LIMIT ?"
+                f"{facet_sql} AND d.id != ?{_NOT_INDEX} ORDER BY d.id DESC LIMIT ?"
             )
             params = [memory.key]
         else:

@@ -206,21 +206,21 @@ def build_packet(
         contract_hash=contract_hash,
         generated_at=generated_at,
     )
-    over = packet_chars(packet) - MAX_PACKET_CHARS
-    if over > 0:
+    if packet_chars(packet) > MAX_PACKET_CHARS:
         notice = (
             "\n\n[mind contract truncated to fit the bootstrap packet; call get_system_prompt() "
             "for the full text]"
         )
-        # json escaping can grow text; cut generously and re-check.
-        text = mind_contract
-        while over > 0 and text:
-            text = text[: max(0, len(text) - over - len(notice) - 64)]
-            packet["mind_contract"] = text + notice
-            over = packet_chars(packet) - MAX_PACKET_CHARS
         packet["degraded_mode"]["reasons"].append(
             "mind contract truncated in the packet; get_system_prompt() has the full text"
         )
-        if packet_chars(packet) > MAX_PACKET_CHARS:
+        text = mind_contract
+        over = packet_chars(packet) - MAX_PACKET_CHARS
+        while over > 0 and text:
+            # JSON escaping can make text longer than its length: cut generously, re-check.
+            text = text[: max(0, len(text) - over - len(notice) - 64)]
+            packet["mind_contract"] = text + notice
+            over = packet_chars(packet) - MAX_PACKET_CHARS
+        if over > 0:
             packet["context"]["recent_journal"] = []
     return packet

@@ -317,7 +317,8 @@ def _window(text: str, words: Sequence[str], budget: int) -> str:
     start = max(0, min(positions) - 80) if positions else 0
     chars = budget * 3
     excerpt = text[start : start + chars]
-    while excerpt and count_tokens(excerpt) > budget:
+    limit = max(1, budget - 2)  # room for the ellipses added below
+    while excerpt and count_tokens(excerpt) > limit:
         excerpt = excerpt[: int(len(excerpt) * 0.85)]
     if start > 0:
         excerpt = "…" + excerpt[1:]
