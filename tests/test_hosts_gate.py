@@ -27,7 +27,9 @@ CASES = json.loads((CORPUS / "cases.json").read_text(encoding="utf-8"))
 GATES = compile_gates(list(DEFAULT_GATES))
 
 
-def _claude(tool: str, transcript: Path | None, *, session: str = "s1", cwd: Path | None = None) -> bytes:
+def _claude(
+    tool: str, transcript: Path | None, *, session: str = "s1", cwd: Path | None = None
+) -> bytes:
     payload = {
         "session_id": session,
         "transcript_path": str(transcript) if transcript else None,
@@ -70,11 +72,17 @@ def test_corpus_decision(name: str, tmp_path: Path) -> None:
 def test_gate_as_a_real_subprocess() -> None:
     cmd = [sys.executable, "-m", "personae", "hook", "pre-tool-use", "--gate", "Bash"]
     ok = subprocess.run(
-        cmd, input=_claude("Bash", CORPUS / "ok_json_string.jsonl"), capture_output=True, check=False
+        cmd,
+        input=_claude("Bash", CORPUS / "ok_json_string.jsonl"),
+        capture_output=True,
+        check=False,
     )
     assert ok.returncode == 0, ok.stderr
     bad = subprocess.run(
-        cmd, input=_claude("Bash", CORPUS / "block_flag_false.jsonl"), capture_output=True, check=False
+        cmd,
+        input=_claude("Bash", CORPUS / "block_flag_false.jsonl"),
+        capture_output=True,
+        check=False,
     )
     assert bad.returncode == 2
     assert b"mind_contract_available false" in bad.stderr

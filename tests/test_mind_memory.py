@@ -33,8 +33,12 @@ def test_write_validates_and_updates_the_index(service: MindService) -> None:
     result = service.write_memory_file(
         "deploy.md", _mem("Deploy rules", "how releases are cut", "project", "Tag then push.")
     )
-    assert result == {"name": "deploy.md", "type": "project", "bytes": result["bytes"],
-                      "index_updated": True}
+    assert result == {
+        "name": "deploy.md",
+        "type": "project",
+        "bytes": result["bytes"],
+        "index_updated": True,
+    }
     index = (service.memory.root / "MEMORY.md").read_text(encoding="utf-8")
     assert "- [Deploy rules](deploy.md) - how releases are cut" in index
     service.write_memory_file("deploy.md", _mem("Deploy rules", "v2", "project", "x"))
@@ -56,7 +60,9 @@ def test_write_validates_and_updates_the_index(service: MindService) -> None:
         ("x.md", "---\nname: a\n", "not closed"),
     ],
 )
-def test_bad_writes_fail_cleanly(service: MindService, name: str, content: str, message: str) -> None:
+def test_bad_writes_fail_cleanly(
+    service: MindService, name: str, content: str, message: str
+) -> None:
     with pytest.raises(MemoryFileError, match=message):
         service.write_memory_file(name, content)
     root = service.memory.root
@@ -73,7 +79,7 @@ def test_symlink_out_of_the_folder_is_refused(service: MindService, tmp_path: Pa
 
 
 def test_read_missing_names_the_file(service: MindService) -> None:
-    with pytest.raises(MemoryFileError, match="no memory file named 'nope.md'"):
+    with pytest.raises(MemoryFileError, match=r"no memory file named 'nope\.md'"):
         service.read_memory_file("nope.md")
 
 
@@ -98,7 +104,8 @@ def test_catalog_rereads_only_changed_files(tmp_path: Path) -> None:
 
 def test_recall_bm25_or_semantics_boosts_and_facets(service: MindService) -> None:
     service.write_memory_file(
-        "portal.md", _mem("Portal launch", "portal project plan", "project", "Dates.", project="portal")
+        "portal.md",
+        _mem("Portal launch", "portal project plan", "project", "Dates.", project="portal"),
     )
     service.write_memory_file(
         "misc.md", _mem("Misc", "various", "note", "the portal was mentioned once in passing")
@@ -110,7 +117,9 @@ def test_recall_bm25_or_semantics_boosts_and_facets(service: MindService) -> Non
     assert {"portal.md", "user.md"} <= either
     assert [h["name"] for h in service.recall("portal", facet="type:user")["results"]] == []
     assert [h["name"] for h in service.recall("likes", facet="type:user")["results"]] == ["user.md"]
-    assert [h["name"] for h in service.recall("", facet="project:portal")["results"]] == ["portal.md"]
+    assert [h["name"] for h in service.recall("", facet="project:portal")["results"]] == [
+        "portal.md"
+    ]
     assert service.recall("zzzz-nothing")["results"] == []
     with pytest.raises(UsageError, match="key:value"):
         service.recall("x", facet="nocolon")
@@ -142,7 +151,10 @@ def test_observe_and_reflect_are_verbatim_and_recallable(service: MindService) -
     said = service.reflect("The user prefers squash merges on portal work", "user_said")
     hits = service.recall("squash merges")["results"]
     assert hits[0]["source"] == "journal" and "squash merges" in hits[0]["excerpt"]
-    assert service.recall("squash", facet="kind:user_said")["results"][0]["name"] == f"journal/{said['id']}"
+    assert (
+        service.recall("squash", facet="kind:user_said")["results"][0]["name"]
+        == f"journal/{said['id']}"
+    )
     with pytest.raises(UsageError, match="kind must be one of"):
         service.reflect("x", "gossip")
     with pytest.raises(UsageError, match="must not be empty"):
@@ -174,8 +186,13 @@ def test_list_memory_files_pages_and_filters(service: MindService) -> None:
 def test_context_reads_commitments_by_facet_too(service: MindService) -> None:
     service.write_memory_file(
         "goals.md",
-        _mem("Goals", "open items", "project", "- [ ] finish gate\n- [x] done thing\n* second",
-             context="commitments"),
+        _mem(
+            "Goals",
+            "open items",
+            "project",
+            "- [ ] finish gate\n- [x] done thing\n* second",
+            context="commitments",
+        ),
     )
     assert service.context()["open_commitments"] == ["finish gate", "second"]
 

@@ -34,7 +34,11 @@ def test_four_files_give_total_and_category_counts(tmp_path: Path, prompt: Path)
     mem = tmp_path / "memory"
     _write(mem, "MEMORY.md", "# Index\n- [Brandon](user_brandon.md) - sponsor context\n")
     _write(mem, "user_brandon.md", "---\nname: Brandon\ntype: user\n---\nUser profile")
-    _write(mem, "running_commitments.md", "---\nname: Commitments\ntype: project\n---\n- Ship bootstrap")
+    _write(
+        mem,
+        "running_commitments.md",
+        "---\nname: Commitments\ntype: project\n---\n- Ship bootstrap",
+    )
     _write(mem, "carry_forward.md", "---\nname: Carry\ntype: session\n---\n- Continue context work")
     packet = _service(tmp_path, mem, prompt).bootstrap("s1", TOOLS)
     assert packet["schema_version"] == 1

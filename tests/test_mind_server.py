@@ -23,8 +23,15 @@ from personae.mind.server import MindPaths, create_server
 
 MEMORY = "---\nname: Brandon\ndescription: sponsor of the portal\ntype: user\n---\nLikes tea.\n"
 EXPECTED_TOOLS = {
-    "bootstrap_session", "get_system_prompt", "context", "list_memory_files", "read_memory_file",
-    "write_memory_file", "observe", "reflect", "recall",
+    "bootstrap_session",
+    "get_system_prompt",
+    "context",
+    "list_memory_files",
+    "read_memory_file",
+    "write_memory_file",
+    "observe",
+    "reflect",
+    "recall",
 }
 
 
@@ -33,10 +40,13 @@ def paths(tmp_path: Path) -> MindPaths:
     (tmp_path / "memory").mkdir()
     (tmp_path / "memory" / "user_brandon.md").write_text(MEMORY, encoding="utf-8")
     (tmp_path / "prompt").mkdir()
-    (tmp_path / "prompt" / "mind.md").write_text("You are Sati.\n@include voice.md\n", encoding="utf-8")
+    (tmp_path / "prompt" / "mind.md").write_text(
+        "You are Sati.\n@include voice.md\n", encoding="utf-8"
+    )
     (tmp_path / "prompt" / "voice.md").write_text("Speak plainly.\n", encoding="utf-8")
     return MindPaths(
-        memory_dir=tmp_path / "memory", prompt=tmp_path / "prompt" / "mind.md",
+        memory_dir=tmp_path / "memory",
+        prompt=tmp_path / "prompt" / "mind.md",
         store=tmp_path / "state.db",
     )
 
@@ -104,7 +114,9 @@ def test_every_tool_in_memory(paths: MindPaths) -> None:
         assert wrote["index_updated"] is True
 
         seen = _structured(
-            await client.call_tool("observe", {"tool_name": "Bash", "args": {"command": "ls portal"}})
+            await client.call_tool(
+                "observe", {"tool_name": "Bash", "args": {"command": "ls portal"}}
+            )
         )
         assert seen["kind"] == "tool_call" and seen["id"] >= 1
         done = _structured(
@@ -116,7 +128,8 @@ def test_every_tool_in_memory(paths: MindPaths) -> None:
 
         said = _structured(
             await client.call_tool(
-                "reflect", {"observation": "User wants weekly portal summaries", "kind": "user_said"}
+                "reflect",
+                {"observation": "User wants weekly portal summaries", "kind": "user_said"},
             )
         )
         assert said["kind"] == "user_said"
@@ -161,8 +174,15 @@ def test_broken_prompt_degrades_with_the_same_text(paths: MindPaths) -> None:
 
 def _serve_args(paths: MindPaths) -> list[str]:
     return [
-        "-m", "personae", "serve", "--memory-dir", str(paths.memory_dir),
-        "--prompt", str(paths.prompt), "--store", str(paths.store),
+        "-m",
+        "personae",
+        "serve",
+        "--memory-dir",
+        str(paths.memory_dir),
+        "--prompt",
+        str(paths.prompt),
+        "--store",
+        str(paths.store),
     ]
 
 
@@ -173,9 +193,10 @@ def test_stdio_client_session_against_a_real_subprocess(paths: MindPaths, tmp_pa
 
     async def main() -> dict[str, Any]:
         with anyio.fail_after(90), open(tmp_path / "stderr.log", "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(
-                read, write
-            ) as session:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
                 await session.initialize()
                 result = await session.call_tool("bootstrap_session", {"session_id": "stdio-1"})
                 return _structured(result)
@@ -196,7 +217,9 @@ def test_streamable_http_on_loopback(paths: MindPaths, tmp_path: Path) -> None:
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, *_serve_args(paths), "--http", "--port", str(port)],
-        cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 60
@@ -222,7 +245,11 @@ def test_streamable_http_on_loopback(paths: MindPaths, tmp_path: Path) -> None:
 def test_http_refuses_non_loopback(paths: MindPaths, tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, *_serve_args(paths), "--http", "--host", "0.0.0.0"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert proc.returncode == 1
     assert "not a loopback address" in proc.stderr and "Traceback" not in proc.stderr
@@ -237,9 +264,17 @@ def _inspector(args: list[str], paths: MindPaths, tmp_path: Path) -> str:
     if npx is None:
         pytest.skip("npx (npm) is not installed: MCP Inspector CLI test skipped")
     cmd = [
-        npx, "-y", INSPECTOR, "--cli",
-        "-e", f"PYTHONPATH={os.environ['PYTHONPATH']}", "--cwd", str(tmp_path),
-        sys.executable, *_serve_args(paths), *args,
+        npx,
+        "-y",
+        INSPECTOR,
+        "--cli",
+        "-e",
+        f"PYTHONPATH={os.environ['PYTHONPATH']}",
+        "--cwd",
+        str(tmp_path),
+        sys.executable,
+        *_serve_args(paths),
+        *args,
     ]
     # Keep the Inspector away from the real home directory (it keeps a catalog there),
     # while reusing the npm cache.
@@ -247,7 +282,7 @@ def _inspector(args: list[str], paths: MindPaths, tmp_path: Path) -> str:
         os.environ,
         HOME=str(tmp_path / "home"),
         MCP_CATALOG_PATH=str(tmp_path / "catalog.json"),
-        npm_config_cache=os.environ.get("npm_config_cache", str(Path.home() / ".npm")),
+        NPM_CONFIG_CACHE=os.environ.get("NPM_CONFIG_CACHE", str(Path.home() / ".npm")),
     )
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
     if proc.returncode != 0 and any(code in proc.stderr for code in _FETCH_ERRORS):
@@ -261,9 +296,16 @@ def test_mcp_inspector_cli(paths: MindPaths, tmp_path: Path) -> None:
     assert {t["name"] for t in listed["tools"]} == EXPECTED_TOOLS
     called = json.loads(
         _inspector(
-            ["--method", "tools/call", "--tool-name", "bootstrap_session",
-             "--tool-arg", "session_id=inspector-1"],
-            paths, tmp_path,
+            [
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "bootstrap_session",
+                "--tool-arg",
+                "session_id=inspector-1",
+            ],
+            paths,
+            tmp_path,
         )
     )
     packet = called.get("structuredContent") or json.loads(called["content"][0]["text"])
