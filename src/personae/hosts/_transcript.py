@@ -8,14 +8,24 @@ by its id, forward from the call.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import mmap
 import os
 import re
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Verdict", "latest_bootstrap", "packet_verdict"]
+__all__ = [
+    "ScanState",
+    "Verdict",
+    "latest_bootstrap",
+    "packet_verdict",
+    "scan_backward",
+    "scan_forward",
+]
 
 _NEEDLE = b"bootstrap_session"
 _PERSISTED = re.compile(r"Full output saved to:\s*(.+?)\s*$", re.MULTILINE)
@@ -46,55 +56,188 @@ def _line_bounds(mm: mmap.mmap, pos: int, size: int) -> tuple[int, int]:
     return start, size if end < 0 else end
 
 
-def _find_result(mm: mmap.mmap, tool_use_id: str, start: int, size: int) -> dict[str, Any] | None:
+def _find_result(mm: mmap.mmap, tool_use_id: str, start: int, limit: int) -> dict[str, Any] | None:
     needle = tool_use_id.encode("utf-8")
-    pos = mm.find(needle, start)
+    pos = mm.find(needle, start, limit)
     while pos >= 0:
-        ls, le = _line_bounds(mm, pos, size)
+        ls, le = _line_bounds(mm, pos, limit)
         for item in _items(_parse_line(mm[ls:le])):
             if item.get("type") == "tool_result" and item.get("tool_use_id") == tool_use_id:
                 return item
-        pos = mm.find(needle, le)
+        pos = mm.find(needle, le, limit)
     return None
 
 
-def latest_bootstrap(transcript: Path) -> Verdict:
-    """The verdict of the latest bootstrap_session call that has a result."""
+@dataclass
+class ScanState:
+    """What a scan learned, up to ``offset`` (resumable when the transcript grows)."""
+
+    offset: int
+    latest: tuple[int, bool, str] | None = None
+    """(position of the call, success, reason) of the latest call that has a result."""
+    pending: list[tuple[str, int]] = field(default_factory=list)
+    """Calls after ``latest`` still without a result: (tool_use id, position)."""
+
+
+def _uses(mm: mmap.mmap, ls: int, le: int) -> list[tuple[str, int]]:
+    found = []
+    for item in _items(_parse_line(mm[ls:le])):
+        name, tid = item.get("name"), item.get("id")
+        if (
+            item.get("type") == "tool_use"
+            and isinstance(name, str)
+            and name.endswith("bootstrap_session")
+            and isinstance(tid, str)
+            and tid
+        ):
+            found.append((tid, mm.find(tid.encode("utf-8"), ls, le)))
+    return found
+
+
+def _judge(result: dict[str, Any], transcript: Path) -> tuple[bool, str]:
+    ok, reason = packet_verdict(result, transcript)
+    return ok is True, reason
+
+
+def scan_backward(mm: mmap.mmap, limit: int, transcript: Path) -> ScanState:
+    """Scan ``[0, limit)`` from the end; stop at the latest call that has a result."""
+    state = ScanState(offset=limit)
+    end = limit
+    while end > 0:
+        pos = mm.rfind(_NEEDLE, 0, end)
+        if pos < 0:
+            break
+        ls, le = _line_bounds(mm, pos, limit)
+        end = ls
+        for tid, where in reversed(_uses(mm, ls, le)):
+            result = _find_result(mm, tid, le, limit)
+            if result is None:
+                state.pending.append((tid, where))
+                continue
+            ok, reason = _judge(result, transcript)
+            state.latest = (where, ok, reason)
+            return state
+    return state
+
+
+def scan_forward(mm: mmap.mmap, state: ScanState, limit: int, transcript: Path) -> ScanState:
+    """Extend ``state`` with the bytes ``[state.offset, limit)`` appended since."""
+    start = state.offset
+    done: list[tuple[int, bool, str]] = []
+    still: list[tuple[str, int]] = []
+    for tid, where in state.pending:
+        result = _find_result(mm, tid, start, limit)
+        if result is None:
+            still.append((tid, where))
+        else:
+            done.append((where, *_judge(result, transcript)))
+    pos = mm.find(_NEEDLE, start, limit)
+    while pos >= 0:
+        ls, le = _line_bounds(mm, pos, limit)
+        for tid, where in _uses(mm, ls, le):
+            result = _find_result(mm, tid, le, limit)
+            if result is None:
+                still.append((tid, where))
+            else:
+                done.append((where, *_judge(result, transcript)))
+        pos = mm.find(_NEEDLE, le, limit)
+    latest = max([*done, *([state.latest] if state.latest else [])], default=None)
+    pending = [p for p in still if latest is None or p[1] > latest[0]]
+    return ScanState(offset=limit, latest=latest, pending=pending)
+
+
+def _verdict(state: ScanState) -> Verdict:
+    if state.latest is not None:
+        return state.latest[1], state.latest[2]
+    if state.pending:
+        return None, "bootstrap_session was called but has no result yet"
+    return None, "no bootstrap_session call in the transcript"
+
+
+def latest_bootstrap(transcript: Path, cache_dir: Path | None = None) -> Verdict:
+    """The verdict of the latest bootstrap_session call that has a result.
+
+    With ``cache_dir``, the scan state is kept per transcript, so a later call
+    only reads what was appended since (transcripts are append-only; a
+    rewritten or truncated file is detected and scanned afresh).
+    """
     try:
         handle = transcript.open("rb")
     except OSError as exc:
         return None, f"transcript unreadable: {exc.strerror or exc}"
     with handle:
-        size = os.fstat(handle.fileno()).st_size
-        if size == 0:
+        st = os.fstat(handle.fileno())
+        if st.st_size == 0:
             return None, "transcript is empty"
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            end = size
-            pending = 0
-            while True:
-                pos = mm.rfind(_NEEDLE, 0, end)
-                if pos < 0:
-                    break
-                ls, le = _line_bounds(mm, pos, size)
-                end = ls
-                uses = [
-                    i
-                    for i in _items(_parse_line(mm[ls:le]))
-                    if i.get("type") == "tool_use"
-                    and str(i.get("name", "")).endswith("bootstrap_session")
-                    and isinstance(i.get("id"), str)
-                ]
-                for use in reversed(uses):
-                    result = _find_result(mm, use["id"], le, size)
-                    if result is None:
-                        pending += 1
-                        continue
-                    return packet_verdict(result, transcript)
-                if end == 0:
-                    break
-    if pending:
-        return None, "bootstrap_session was called but has no result yet"
-    return None, "no bootstrap_session call in the transcript"
+            limit = mm.rfind(b"\n") + 1  # complete lines only; the last may be mid-write
+            cached = _load(cache_dir, transcript, st.st_ino, mm) if cache_dir else None
+            if cached is None:
+                state = scan_backward(mm, limit, transcript)
+            else:
+                state = scan_forward(mm, cached, limit, transcript)
+            if cache_dir is not None:
+                _save(cache_dir, transcript, st.st_ino, mm, state)
+    return _verdict(state)
+
+
+def _cache_file(cache_dir: Path, transcript: Path) -> Path:
+    key = hashlib.sha256(str(transcript.resolve()).encode("utf-8")).hexdigest()[:40]
+    return cache_dir / f"{key}.json"
+
+
+def _tail(mm: mmap.mmap, offset: int) -> str:
+    return hashlib.sha256(mm[max(0, offset - 512) : offset]).hexdigest()
+
+
+def _safe_dir(cache_dir: Path) -> bool:
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        info = cache_dir.stat()
+    except OSError:
+        return False
+    return info.st_uid == os.getuid() and not info.st_mode & 0o022
+
+
+def _load(cache_dir: Path, transcript: Path, inode: int, mm: mmap.mmap) -> ScanState | None:
+    if not _safe_dir(cache_dir):
+        return None
+    try:
+        data = json.loads(_cache_file(cache_dir, transcript).read_text(encoding="utf-8"))
+        offset = int(data["offset"])
+        if data["inode"] != inode or offset > len(mm) or data["tail"] != _tail(mm, offset):
+            return None
+        latest = data["latest"]
+        return ScanState(
+            offset=offset,
+            latest=(int(latest[0]), bool(latest[1]), str(latest[2])) if latest else None,
+            pending=[(str(t), int(p)) for t, p in data["pending"]],
+        )
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+
+
+def _save(cache_dir: Path, transcript: Path, inode: int, mm: mmap.mmap, state: ScanState) -> None:
+    if not _safe_dir(cache_dir):
+        return
+    data = {
+        "inode": inode,
+        "offset": state.offset,
+        "tail": _tail(mm, state.offset),
+        "latest": list(state.latest) if state.latest else None,
+        "pending": [list(p) for p in state.pending[-50:]],
+    }
+    target = _cache_file(cache_dir, transcript)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".gate.")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(data, out)
+        os.replace(tmp, target)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def packet_verdict(result: dict[str, Any], transcript: Path | None = None) -> Verdict:

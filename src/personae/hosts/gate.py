@@ -18,6 +18,7 @@ Kept free of heavy imports: it runs on every tool call.
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import sys
@@ -35,6 +36,7 @@ __all__ = [
     "HookInputError",
     "compile_gates",
     "decide",
+    "default_cache_dir",
     "parse_hook_input",
     "run",
     "session_start",
@@ -156,14 +158,29 @@ def store_has_bootstrap(
     return True, "bootstrap_session succeeded (recorded in the store)"
 
 
-def decide(hook: HookInput, gates: list[re.Pattern[str]], *, store: Path | None = None) -> Decision:
+def default_cache_dir() -> Path:
+    """Where the gate keeps per-transcript scan state (user-only directory)."""
+    explicit = os.environ.get("PERSONAE_GATE_CACHE")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "personae" / "gate"
+
+
+def decide(
+    hook: HookInput,
+    gates: list[re.Pattern[str]],
+    *,
+    store: Path | None = None,
+    cache_dir: Path | None = None,
+) -> Decision:
     """The gate decision for one tool call."""
     name = hook.tool_name
     if name.endswith("bootstrap_session") or not any(g.fullmatch(name) for g in gates):
         return Decision(True, f"{name} is not gated")
     why: list[str] = []
     if hook.transcript_path is not None:
-        verdict, reason = latest_bootstrap(hook.transcript_path)
+        verdict, reason = latest_bootstrap(hook.transcript_path, cache_dir)
         if verdict is True:
             return Decision(True, reason)
         if verdict is False:
@@ -191,15 +208,19 @@ def _message(tool: str, reason: str) -> str:
 
 
 def run(argv: list[str], stdin: Any = None, stdout: Any = None, stderr: Any = None) -> int:
-    """``personae hook pre-tool-use [--gate REGEX]... [--store PATH]``; returns the exit code."""
+    """``personae hook pre-tool-use [--gate REGEX]... [--store PATH] [--no-cache]``: exit code."""
     stdin = sys.stdin.buffer if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
     patterns: list[str] = []
     store: Path | None = None
+    cache: Path | None = default_cache_dir()
     args = list(argv)
     while args:
         arg = args.pop(0)
+        if arg == "--no-cache":
+            cache = None
+            continue
         if arg in ("--gate", "--store") and args:
             value = args.pop(0)
         elif arg.startswith(("--gate=", "--store=")):
@@ -224,7 +245,7 @@ def run(argv: list[str], stdin: Any = None, stdout: Any = None, stderr: Any = No
     except (HookInputError, OSError) as exc:
         print(f"personae gate: blocked: {exc}", file=stderr)
         return 2
-    decision = decide(hook, gates, store=store)
+    decision = decide(hook, gates, store=store, cache_dir=cache)
     if decision.allow:
         return 0
     message = _message(hook.tool_name, decision.reason)

@@ -6,14 +6,12 @@ anything else goes through ``yaml.safe_load`` (libyaml when available).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import yaml
 
 __all__ = ["FrontmatterError", "split_frontmatter"]
 
-_SIMPLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*):[ \t]*(.*?)[ \t]*$")
 _SPECIAL_START = tuple("[{|>&*!%@`\"'#")
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -59,31 +57,40 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:
 
 
 def _closing(text: str, start: int) -> int | None:
-    pos = start
+    pos = start - 1  # the newline ending the opening line
     while True:
-        if text.startswith("---", pos) and text[pos + 3 : pos + 4] in ("", "\n", "\r"):
-            return pos
-        nxt = text.find("\n", pos)
-        if nxt == -1:
+        pos = text.find("\n---", pos)
+        if pos == -1:
             return None
-        pos = nxt + 1
+        if text[pos + 4 : pos + 5] in ("", "\n", "\r"):
+            return pos + 1
+        pos += 4
+
+
+_KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_YAML_WORDS = frozenset(("true", "false", "null", "~", "yes", "no", "on", "off", ""))
 
 
 def _parse_simple(header: str) -> dict[str, Any] | None:
     """Parse ``key: plain value`` lines; None when YAML is needed."""
     data: dict[str, Any] = {}
-    for raw in header.splitlines():
-        if not raw.strip():
+    for raw in header.split("\n"):
+        key, sep, value = raw.partition(":")
+        if not sep:
+            if raw.strip():
+                return None
             continue
-        match = _SIMPLE.match(raw)
-        if match is None:
+        if not key or not _KEY_CHARS.issuperset(key) or key[0] in "-0123456789":
             return None
-        value = match.group(2)
-        if value.startswith(_SPECIAL_START) or ": " in value or " #" in value:
+        value = value.strip()
+        if (
+            value.startswith(_SPECIAL_START)
+            or ": " in value
+            or " #" in value
+            or value.lower() in _YAML_WORDS
+            or value[0].isdigit()
+            or value[0] in "+-."
+        ):
             return None
-        if value.lower() in ("true", "false", "null", "~", "yes", "no", "on", "off", ""):
-            return None
-        if value[:1].isdigit() or value[:1] in "+-.":
-            return None
-        data[match.group(1)] = value
+        data[key] = value
     return data

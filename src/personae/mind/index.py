@@ -9,6 +9,7 @@ description weigh more than the body).
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -88,25 +89,28 @@ class MindIndex:
                 (memory.key,),
             ).fetchall()
         cached = {row[1]: (row[0], row[2], row[3]) for row in rows}
-        changed = [n for n, st in on_disk.items() if n not in cached or cached[n][1:] != st]
+        stats = {row[1]: (row[2], row[3]) for row in rows}
+        changed = [n for n, st in on_disk.items() if stats.get(n) != st]
         removed = [cached[n][0] for n in cached if n not in on_disk]
         if not changed and not removed:
             return SyncStats(0, 0, 0, len(on_disk))
         parsed: list[tuple[MemoryEntry, tuple[int, int]]] = []
+        base = str(memory.root)
         for name in changed:
             try:
-                text = (memory.root / name).read_text(encoding="utf-8", errors="replace")
+                with open(os.path.join(base, name), "rb") as handle:
+                    text = handle.read().decode("utf-8", errors="replace")
             except OSError:
                 continue
             parsed.append((parse_memory(name, text), on_disk[name]))
         with self.store.transaction() as conn:
             for doc_id in removed:
                 self._delete(conn, doc_id)
-            for entry, (mtime_ns, size) in parsed:
+            for entry, _st in parsed:
                 old = cached.get(entry.name)
                 if old is not None:
                     self._delete(conn, old[0])
-                self._insert(conn, memory.key, "memory", entry, mtime_ns, size)
+            self._insert_many(conn, memory.key, parsed)
         added = sum(1 for n in changed if n not in cached)
         return SyncStats(added, len(changed) - added, len(removed), len(on_disk) - len(changed))
 
@@ -128,6 +132,32 @@ class MindIndex:
         conn.execute("DELETE FROM mind_fts WHERE rowid = ?", (doc_id,))
         conn.execute("DELETE FROM mind_facets WHERE doc_id = ?", (doc_id,))
         conn.execute("DELETE FROM mind_docs WHERE id = ?", (doc_id,))
+
+    @staticmethod
+    def _insert_many(
+        conn: sqlite3.Connection, key: str, parsed: list[tuple[MemoryEntry, tuple[int, int]]]
+    ) -> None:
+        """Insert many memory files in three executemany batches (ids assigned here)."""
+        if not parsed:
+            return
+        start = int(conn.execute("SELECT coalesce(max(id), 0) FROM mind_docs").fetchone()[0]) + 1
+        ids = range(start, start + len(parsed))
+        conn.executemany(
+            "INSERT INTO mind_docs(id, dir, source, name, mtime_ns, size, title, description,"
+            " type, body) VALUES (?, ?, 'memory', ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (i, key, e.name, st[0], st[1], e.title, e.description, e.type, e.body)
+                for i, (e, st) in zip(ids, parsed, strict=True)
+            ],
+        )
+        conn.executemany(
+            "INSERT INTO mind_fts(rowid, title, description, body) VALUES (?, ?, ?, ?)",
+            [(i, e.title, e.description, e.body) for i, (e, _) in zip(ids, parsed, strict=True)],
+        )
+        conn.executemany(
+            "INSERT INTO mind_facets(doc_id, key, value) VALUES (?, ?, ?)",
+            [(i, k, v) for i, (e, _) in zip(ids, parsed, strict=True) for k, v in e.facets],
+        )
 
     @staticmethod
     def _insert(  # noqa: PLR0917

@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from stat import S_ISREG
+from typing import Any, NamedTuple
 
 from filelock import FileLock
 
@@ -42,8 +42,7 @@ class MemoryFileError(UsageError):
     """A bad memory file name or content."""
 
 
-@dataclass(frozen=True)
-class MemoryEntry:
+class MemoryEntry(NamedTuple):
     """One parsed memory file."""
 
     name: str
@@ -51,7 +50,7 @@ class MemoryEntry:
     description: str
     type: str
     body: str
-    facets: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    facets: tuple[tuple[str, str], ...] = ()
     error: str | None = None
 
 
@@ -62,23 +61,24 @@ def parse_memory(name: str, text: str) -> MemoryEntry:
     except FrontmatterError as exc:
         return MemoryEntry(name, name, "", "unknown", text, (), str(exc))
     default_type = "index" if name == INDEX_NAME else "unknown"
-    mtype = _scalar(meta.get("type")) or default_type
+    mtype = (_scalar(meta.get("type")) or default_type).lower()
     title = _scalar(meta.get("name")) or name.removesuffix(".md")
     description = _scalar(meta.get("description")) or ""
-    facets: list[tuple[str, str]] = [("type", mtype.lower())]
+    facets: list[tuple[str, str]] = [("type", mtype)]
     for key, value in meta.items():
-        lowered = str(key).lower()
-        if lowered in ("type", "description"):
+        lowered = key.lower()
+        if lowered in {"type", "description"}:
             continue
-        values = value if isinstance(value, list) else [value]
-        for item in values:
-            text_value = _scalar(item)
+        for item in value if isinstance(value, list) else (value,):
+            text_value = item.strip() if isinstance(item, str) else _scalar(item)
             if text_value and len(text_value) <= 200:
                 facets.append((lowered, text_value.lower()))
-    return MemoryEntry(name, title, description, mtype.lower(), body, tuple(facets))
+    return MemoryEntry(name, title, description, mtype, body, tuple(facets))
 
 
 def _scalar(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value.strip() or None
     if value is None or isinstance(value, dict | list):
         return None
     return str(value).strip() or None
@@ -89,6 +89,7 @@ class MemoryDir:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
+        self._valid: dict[str, bool] = {}
 
     @property
     def key(self) -> str:
@@ -120,9 +121,14 @@ class MemoryDir:
             entries = os.scandir(self.root)
         except FileNotFoundError:
             return found
+        valid = self._valid
         with entries:
             for entry in entries:
-                if not entry.name.endswith(".md") or not _NAME.match(entry.name):
+                name = entry.name
+                ok = valid.get(name)
+                if ok is None:
+                    ok = valid[name] = bool(name.endswith(".md") and _NAME.match(name))
+                if not ok:
                     continue
                 try:
                     if entry.is_symlink() and Path(entry.path).resolve().parent != self.root:
@@ -130,8 +136,8 @@ class MemoryDir:
                     st = entry.stat()
                 except OSError:
                     continue
-                if entry.is_file():
-                    found[entry.name] = (st.st_mtime_ns, st.st_size)
+                if S_ISREG(st.st_mode):
+                    found[name] = (st.st_mtime_ns, st.st_size)
         return found
 
     def read(self, name: str) -> str:

@@ -41,7 +41,8 @@ _SESSION_ID = re.compile(r"^[\w.:@/-]{1,200}$")
 _FACET = re.compile(r"^([A-Za-z_][\w-]{0,63}):(.{1,200})$")
 _MAX_TEXT = 200_000
 _RECALL_BUDGET = 1_200
-_RESYNC_SECONDS = 2.0
+_RESYNC_SECONDS = 10.0
+"""recall/observe/list re-stat every file at most this often unless the folder changed."""
 _CONTEXT_FILES = {
     "open_commitments": ("running_commitments.md", "commitments.md"),
     "recent_carry_forward": ("carry_forward.md", "recent_carry_forward.md"),

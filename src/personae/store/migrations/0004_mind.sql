@@ -18,6 +18,8 @@ CREATE TABLE mind_docs (
 );
 
 CREATE INDEX mind_docs_type ON mind_docs (dir, source, type);
+-- Covering index for the catalog sync (stat comparison without reading bodies).
+CREATE INDEX mind_docs_stat ON mind_docs (dir, source, name, mtime_ns, size);
 
 -- Facets (frontmatter key/value pairs, lower-cased) for filters such as type:user.
 CREATE TABLE mind_facets (
