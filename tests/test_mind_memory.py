@@ -217,3 +217,35 @@ def test_fts_query_never_breaks_sqlite(text: str) -> None:
 def test_parse_memory_never_raises(text: str) -> None:
     entry = parse_memory("x.md", text)
     assert isinstance(entry.type, str) and entry.type
+
+
+def test_two_servers_on_one_store_keep_one_row_per_file(tmp_path: Path) -> None:
+    prompt = tmp_path / "mind.md"
+    prompt.write_text("c\n", encoding="utf-8")
+    mem = tmp_path / "memory"
+    a = MindService(mem, prompt, Store(tmp_path / "state.db"))
+    b = MindService(mem, prompt, Store(tmp_path / "state.db"))
+    a.write_memory_file("x.md", _mem("X", "d", "note", "one"))
+    a.sync(force=True)
+    b.write_memory_file("x.md", _mem("X", "d", "user", "two two"))
+    (mem / "y.md").write_text(_mem("Y", "d", "note", "y"), encoding="utf-8")
+    b.sync(force=True)
+    a.sync(force=True)
+    rows = a.index.store.conn.execute(
+        "SELECT name, count(*) FROM mind_docs WHERE source = 'memory' GROUP BY name"
+    ).fetchall()
+    assert {r[0]: r[1] for r in rows} == {"MEMORY.md": 1, "x.md": 1, "y.md": 1}
+    assert a.bootstrap(None, [])["memory_catalog"]["category_counts"] == {
+        "index": 1,
+        "note": 1,
+        "user": 1,
+    }
+
+
+def test_near_universal_words_do_not_drown_the_query(service: MindService) -> None:
+    for i in range(60):
+        service.write_memory_file(f"c{i}.md", _mem(f"C{i}", "common", "note", "common words"))
+    service.write_memory_file("rare.md", _mem("Rare", "common", "note", "common zebra"))
+    hits = service.recall("common zebra", k=3)["results"]
+    assert hits[0]["name"] == "rare.md"
+    assert len(service.recall("common", k=3)["results"]) == 3  # a lone word is kept

@@ -63,9 +63,14 @@ class JournalRow:
     created_at: str
 
 
-def fts_query(query: str) -> str | None:
+def query_words(query: str) -> list[str]:
+    """The distinct lower-cased words of ``query`` (at most 32)."""
+    return list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:32]
+
+
+def fts_query(query: str | list[str]) -> str | None:
     """An FTS5 OR query of the words in ``query`` (None when there are none)."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))[:32]
+    words = query_words(query) if isinstance(query, str) else query
     if not words:
         return None
     return " OR ".join(f'"{w}"' for w in words)
@@ -76,21 +81,48 @@ class MindIndex:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        # dir -> (generation, {name: (doc id, mtime_ns, size)}) of the last sync.
+        self._memo: dict[str, tuple[int, dict[str, tuple[int, int, int]]]] = {}
+
+    def _generation(self, key: str) -> int:
+        row = self.store.conn.execute(
+            "SELECT generation FROM mind_dirs WHERE dir = ?", (key,)
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    @staticmethod
+    def _bump(conn: sqlite3.Connection, key: str) -> int:
+        conn.execute(
+            "INSERT INTO mind_dirs(dir, generation) VALUES (?, 1)"
+            " ON CONFLICT(dir) DO UPDATE SET generation = generation + 1",
+            (key,),
+        )
+        return int(
+            conn.execute("SELECT generation FROM mind_dirs WHERE dir = ?", (key,)).fetchone()[0]
+        )
+
+    def _cached(self, key: str) -> dict[str, tuple[int, int, int]]:
+        with self.store.lock:
+            generation = self._generation(key)
+            memo = self._memo.get(key)
+            if memo is not None and memo[0] == generation:
+                return memo[1]
+            rows = self.store.conn.execute(
+                "SELECT id, name, mtime_ns, size FROM mind_docs"
+                " WHERE dir = ? AND source = 'memory'",
+                (key,),
+            ).fetchall()
+        cached = {row[1]: (row[0], row[2], row[3]) for row in rows}
+        self._memo[key] = (generation, cached)
+        return cached
 
     # -- catalog ---------------------------------------------------------------------
 
     def sync(self, memory: MemoryDir) -> SyncStats:
         """Bring the cached catalog of ``memory`` up to date with the folder."""
         on_disk = memory.scan()
-        with self.store.lock:
-            rows = self.store.conn.execute(
-                "SELECT id, name, mtime_ns, size FROM mind_docs"
-                " WHERE dir = ? AND source = 'memory'",
-                (memory.key,),
-            ).fetchall()
-        cached = {row[1]: (row[0], row[2], row[3]) for row in rows}
-        stats = {row[1]: (row[2], row[3]) for row in rows}
-        changed = [n for n, st in on_disk.items() if stats.get(n) != st]
+        cached = self._cached(memory.key)
+        changed = [n for n, st in on_disk.items() if (c := cached.get(n)) is None or c[1:] != st]
         removed = [cached[n][0] for n in cached if n not in on_disk]
         if not changed and not removed:
             return SyncStats(0, 0, 0, len(on_disk))
@@ -111,6 +143,8 @@ class MindIndex:
                 if old is not None:
                     self._delete(conn, old[0])
             self._insert_many(conn, memory.key, parsed)
+            self._bump(conn, memory.key)
+        self._memo.pop(memory.key, None)
         added = sum(1 for n in changed if n not in cached)
         return SyncStats(added, len(changed) - added, len(removed), len(on_disk) - len(changed))
 
@@ -126,6 +160,8 @@ class MindIndex:
             if row is not None:
                 self._delete(conn, row[0])
             self._insert(conn, memory.key, "memory", entry, st.st_mtime_ns, st.st_size)
+            self._bump(conn, memory.key)
+        self._memo.pop(memory.key, None)
 
     @staticmethod
     def _delete(conn: sqlite3.Connection, doc_id: int) -> None:
@@ -265,7 +301,7 @@ class MindIndex:
         exclude: int | None = None,
     ) -> list[Hit]:
         """Best ``k`` hits for ``query`` (OR of its words), optionally within a facet."""
-        match = fts_query(query)
+        match = fts_query(self._informative(query_words(query)))
         params: list[object] = []
         cols = "d.id, d.source, d.name, d.title, d.description, d.type, d.body, d.created_at"
         facet_sql = ""
@@ -294,6 +330,24 @@ class MindIndex:
         return [
             Hit(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], float(-r[8]), r[7]) for r in rows
         ]
+
+    def _informative(self, words: list[str]) -> list[str]:
+        """Drop words found in over 40% of all documents (they barely move bm25 but cost
+        a scan of nearly every row), keeping at least the rarest word."""
+        if len(words) < 2:
+            return words
+        marks = ",".join("?" * len(words))
+        with self.store.lock:
+            total = self.store.conn.execute("SELECT count(*) FROM mind_docs").fetchone()[0]
+            freq = dict(
+                self.store.conn.execute(
+                    f"SELECT term, doc FROM mind_fts_vocab WHERE term IN ({marks})", words
+                ).fetchall()
+            )
+        if total < 50:
+            return words
+        kept = [w for w in words if freq.get(w, 0) <= 0.4 * total]
+        return kept or [min(words, key=lambda w: freq.get(w, 0))]
 
     # -- journal ---------------------------------------------------------------------
 

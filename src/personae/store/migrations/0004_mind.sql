@@ -21,6 +21,13 @@ CREATE INDEX mind_docs_type ON mind_docs (dir, source, type);
 -- Covering index for the catalog sync (stat comparison without reading bodies).
 CREATE INDEX mind_docs_stat ON mind_docs (dir, source, name, mtime_ns, size);
 
+-- Bumped on every catalog change of a folder: lets a server keep the catalog's
+-- stat map in memory and notice when another process changed the table.
+CREATE TABLE mind_dirs (
+  dir TEXT PRIMARY KEY,
+  generation INTEGER NOT NULL DEFAULT 0
+);
+
 -- Facets (frontmatter key/value pairs, lower-cased) for filters such as type:user.
 CREATE TABLE mind_facets (
   doc_id INTEGER NOT NULL REFERENCES mind_docs (id) ON DELETE CASCADE,
@@ -33,6 +40,9 @@ CREATE INDEX mind_facets_doc ON mind_facets (doc_id);
 
 -- Full-text index; rowid = mind_docs.id.
 CREATE VIRTUAL TABLE mind_fts USING fts5 (title, description, body, tokenize = 'unicode61');
+
+-- Document frequency per term: recall drops near-universal words from OR queries.
+CREATE VIRTUAL TABLE mind_fts_vocab USING fts5vocab (mind_fts, 'row');
 
 -- Verbatim record of observe/reflect calls.
 CREATE TABLE mind_journal (
