@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from functools import cache
 
-__all__ = ["count_tokens", "counter_name"]
+__all__ = ["count_tokens", "counter_name", "warm_up"]
 
 
 @cache
@@ -34,6 +34,13 @@ def _estimate(text: str) -> int:
 def count_tokens(text: str) -> int:
     """Tokens in ``text`` (exact when available, else a conservative estimate)."""
     return _counter()[1](text)
+
+
+def warm_up() -> None:
+    """Load the tokenizer in a background thread (the first load takes seconds)."""
+    import threading
+
+    threading.Thread(target=_counter, name="personae-tokens-warm-up", daemon=True).start()
 
 
 def counter_name() -> str:
