@@ -27,7 +27,7 @@ from mcp import Client
 
 from personae.hosts.gate import DEFAULT_GATES, compile_gates, decide, parse_hook_input
 from personae.mind import MindService
-from personae.mind._tokens import counter_name
+from personae.mind._tokens import count_tokens, counter_name
 from personae.mind.packet import packet_chars
 from personae.mind.server import MindPaths, create_server
 from personae.store.db import Store
@@ -202,6 +202,7 @@ def bench(files: int, transcript_mb: int) -> dict[str, Any]:
         make_memory(memory, files, rng)
         results["generate_files_s"] = round(time.perf_counter() - t0, 2)
 
+        count_tokens("warm up")  # steady state: the server loads the tokenizer after bootstrap
         cold: list[float] = []
         cold_cpu: list[float] = []
         for run in range(3):

@@ -64,7 +64,7 @@ def check_command(root: _Root = Path(".")) -> None:
     context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
 )
 def pre_tool_use_command(ctx: typer.Context) -> None:
-    """PreToolUse gate: [--gate REGEX]... [--store PATH]; exit 2 blocks (reason on stderr)."""
+    """PreToolUse gate: [--gate REGEX]... [--store PATH] [--no-cache]; exit 2 blocks."""
     from personae.hosts.gate import run
 
     raise typer.Exit(run(list(ctx.args)))

@@ -15,7 +15,6 @@ from mcp.server import MCPServer
 
 from personae.errors import UsageError
 from personae.mind import _mcp
-from personae.mind._tokens import warm_up
 from personae.mind.service import MindService
 from personae.store.db import Store
 
@@ -43,7 +42,6 @@ def default_paths(root: Path) -> MindPaths:
 def create_server(paths: MindPaths, *, name: str = "personae") -> tuple[MCPServer, MindService]:
     """The MCP server and the service behind it (the store opens, and migrates, now)."""
     service = MindService(paths.memory_dir, paths.prompt, Store(paths.store))
-    warm_up()
     return _mcp.build_server(service, name=name), service
 
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from personae.errors import UsageError
 from personae.mind._flags import cautionary_flags
-from personae.mind._tokens import count_tokens, counter_name
+from personae.mind._tokens import count_tokens, counter_name, warm_up
 from personae.mind.contract import Contract, load_contract
 from personae.mind.index import Hit, MindIndex, dumps
 from personae.mind.memory import MemoryDir
@@ -58,6 +58,7 @@ class MindService:
         self.prompt = prompt
         self.index = MindIndex(store)
         self._synced_at = 0.0
+        self._tokenizer_warm = False
         self._dir_mtime: int | None = None
 
     # -- contract / bootstrap --------------------------------------------------------
@@ -99,6 +100,10 @@ class MindService:
         )
         if contract.available:
             self.index.record_bootstrap(session_id, contract.hash)
+        if not self._tokenizer_warm:
+            # Load the tokenizer for recall excerpts while the host reads the packet.
+            self._tokenizer_warm = True
+            warm_up()
         return packet
 
     # -- catalog ---------------------------------------------------------------------
