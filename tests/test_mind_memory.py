@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -249,3 +250,42 @@ def test_near_universal_words_do_not_drown_the_query(service: MindService) -> No
     hits = service.recall("common zebra", k=3)["results"]
     assert hits[0]["name"] == "rare.md"
     assert len(service.recall("common", k=3)["results"]) == 3  # a lone word is kept
+
+
+def test_concurrent_syncs_from_two_connections_leave_no_duplicates(tmp_path: Path) -> None:
+    mem = tmp_path / "memory"
+    mem.mkdir()
+    for i in range(150):
+        (mem / f"m{i}.md").write_text(_mem(f"M{i}", "d", "note", "body"), encoding="utf-8")
+    prompt = tmp_path / "mind.md"
+    prompt.write_text("c\n", encoding="utf-8")
+    services = [MindService(mem, prompt, Store(tmp_path / "state.db")) for _ in range(2)]
+    errors: list[BaseException] = []
+
+    def sync(service: MindService) -> None:
+        try:
+            service.sync(force=True)
+        except BaseException as exc:
+            errors.append(exc)
+
+    for round_ in range(3):
+        for i in range(0, 150, 7):
+            (mem / f"m{i}.md").write_text(
+                _mem(f"M{i}", "d", "user", "changed " * (round_ + 2)), encoding="utf-8"
+            )
+        threads = [threading.Thread(target=sync, args=(s,)) for s in services]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        rows = (
+            services[0]
+            .index.store.conn.execute(
+                "SELECT count(*), count(DISTINCT name) FROM mind_docs WHERE source = 'memory'"
+            )
+            .fetchone()
+        )
+        assert tuple(rows) == (150, 150)
+        fts = services[0].index.store.conn.execute("SELECT count(*) FROM mind_fts").fetchone()
+        assert fts[0] == 150

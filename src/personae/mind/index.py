@@ -12,6 +12,7 @@ import json
 import os
 import re
 import sqlite3
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,7 @@ class MindIndex:
         self.store = store
         # dir -> (generation, {name: (doc id, mtime_ns, size)}) of the last sync.
         self._memo: dict[str, tuple[int, dict[str, tuple[int, int, int]]]] = {}
+        self._sync_lock = threading.Lock()
 
     def _generation(self, key: str) -> int:
         row = self.store.conn.execute(
@@ -119,11 +121,20 @@ class MindIndex:
     # -- catalog ---------------------------------------------------------------------
 
     def sync(self, memory: MemoryDir) -> SyncStats:
-        """Bring the cached catalog of ``memory`` up to date with the folder."""
+        """Bring the cached catalog of ``memory`` up to date with the folder.
+
+        Safe under concurrency: rows are replaced by name inside one write
+        transaction, so two threads or processes syncing at once never leave
+        duplicates.
+        """
+        with self._sync_lock:
+            return self._sync(memory)
+
+    def _sync(self, memory: MemoryDir) -> SyncStats:
         on_disk = memory.scan()
         cached = self._cached(memory.key)
         changed = [n for n, st in on_disk.items() if (c := cached.get(n)) is None or c[1:] != st]
-        removed = [cached[n][0] for n in cached if n not in on_disk]
+        removed = [n for n in cached if n not in on_disk]
         if not changed and not removed:
             return SyncStats(0, 0, 0, len(on_disk))
         parsed: list[tuple[MemoryEntry, tuple[int, int]]] = []
@@ -136,12 +147,7 @@ class MindIndex:
                 continue
             parsed.append((parse_memory(name, text), on_disk[name]))
         with self.store.transaction() as conn:
-            for doc_id in removed:
-                self._delete(conn, doc_id)
-            for entry, _st in parsed:
-                old = cached.get(entry.name)
-                if old is not None:
-                    self._delete(conn, old[0])
+            self._delete_names(conn, memory.key, [*removed, *(e.name for e, _ in parsed)])
             self._insert_many(conn, memory.key, parsed)
             self._bump(conn, memory.key)
         self._memo.pop(memory.key, None)
@@ -162,6 +168,19 @@ class MindIndex:
             self._insert(conn, memory.key, "memory", entry, st.st_mtime_ns, st.st_size)
             self._bump(conn, memory.key)
         self._memo.pop(memory.key, None)
+
+    @classmethod
+    def _delete_names(cls, conn: sqlite3.Connection, key: str, names: list[str]) -> None:
+        for start in range(0, len(names), 500):
+            chunk = names[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            ids = conn.execute(
+                "SELECT id FROM mind_docs WHERE dir = ? AND source = 'memory'"
+                f" AND name IN ({marks})",
+                [key, *chunk],
+            ).fetchall()
+            for (doc_id,) in ids:
+                cls._delete(conn, doc_id)
 
     @staticmethod
     def _delete(conn: sqlite3.Connection, doc_id: int) -> None:
