@@ -8,15 +8,14 @@ description weigh more than the body).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
+from personae.mind._rows import delete_doc, delete_names, insert_doc, insert_many
 from personae.mind.memory import INDEX_NAME, MemoryDir, MemoryEntry, parse_memory
 from personae.store.db import Store
 
@@ -147,8 +146,8 @@ class MindIndex:
                 continue
             parsed.append((parse_memory(name, text), on_disk[name]))
         with self.store.transaction() as conn:
-            self._delete_names(conn, memory.key, [*removed, *(e.name for e, _ in parsed)])
-            self._insert_many(conn, memory.key, parsed)
+            delete_names(conn, memory.key, [*removed, *(e.name for e, _ in parsed)])
+            insert_many(conn, memory.key, parsed)
             self._bump(conn, memory.key)
         self._memo.pop(memory.key, None)
         added = sum(1 for n in changed if n not in cached)
@@ -164,90 +163,10 @@ class MindIndex:
                 (memory.key, entry.name),
             ).fetchone()
             if row is not None:
-                self._delete(conn, row[0])
-            self._insert(conn, memory.key, "memory", entry, st.st_mtime_ns, st.st_size)
+                delete_doc(conn, row[0])
+            insert_doc(conn, memory.key, "memory", entry, st.st_mtime_ns, st.st_size)
             self._bump(conn, memory.key)
         self._memo.pop(memory.key, None)
-
-    @classmethod
-    def _delete_names(cls, conn: sqlite3.Connection, key: str, names: list[str]) -> None:
-        for start in range(0, len(names), 500):
-            chunk = names[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            ids = conn.execute(
-                "SELECT id FROM mind_docs WHERE dir = ? AND source = 'memory'"
-                f" AND name IN ({marks})",
-                [key, *chunk],
-            ).fetchall()
-            for (doc_id,) in ids:
-                cls._delete(conn, doc_id)
-
-    @staticmethod
-    def _delete(conn: sqlite3.Connection, doc_id: int) -> None:
-        conn.execute("DELETE FROM mind_fts WHERE rowid = ?", (doc_id,))
-        conn.execute("DELETE FROM mind_facets WHERE doc_id = ?", (doc_id,))
-        conn.execute("DELETE FROM mind_docs WHERE id = ?", (doc_id,))
-
-    @staticmethod
-    def _insert_many(
-        conn: sqlite3.Connection, key: str, parsed: list[tuple[MemoryEntry, tuple[int, int]]]
-    ) -> None:
-        """Insert many memory files in three executemany batches (ids assigned here)."""
-        if not parsed:
-            return
-        start = int(conn.execute("SELECT coalesce(max(id), 0) FROM mind_docs").fetchone()[0]) + 1
-        ids = range(start, start + len(parsed))
-        conn.executemany(
-            "INSERT INTO mind_docs(id, dir, source, name, mtime_ns, size, title, description,"
-            " type, body) VALUES (?, ?, 'memory', ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (i, key, e.name, st[0], st[1], e.title, e.description, e.type, e.body)
-                for i, (e, st) in zip(ids, parsed, strict=True)
-            ],
-        )
-        conn.executemany(
-            "INSERT INTO mind_fts(rowid, title, description, body) VALUES (?, ?, ?, ?)",
-            [(i, e.title, e.description, e.body) for i, (e, _) in zip(ids, parsed, strict=True)],
-        )
-        conn.executemany(
-            "INSERT INTO mind_facets(doc_id, key, value) VALUES (?, ?, ?)",
-            [(i, k, v) for i, (e, _) in zip(ids, parsed, strict=True) for k, v in e.facets],
-        )
-
-    @staticmethod
-    def _insert(  # noqa: PLR0917
-        conn: sqlite3.Connection,
-        key: str,
-        source: str,
-        entry: MemoryEntry,
-        mtime_ns: int,
-        size: int,
-    ) -> int:
-        cur = conn.execute(
-            "INSERT INTO mind_docs(dir, source, name, mtime_ns, size, title, description,"
-            " type, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                source,
-                entry.name,
-                mtime_ns,
-                size,
-                entry.title,
-                entry.description,
-                entry.type,
-                entry.body,
-            ),
-        )
-        doc_id = int(cur.lastrowid or 0)
-        conn.execute(
-            "INSERT INTO mind_fts(rowid, title, description, body) VALUES (?, ?, ?, ?)",
-            (doc_id, entry.title, entry.description, entry.body),
-        )
-        conn.executemany(
-            "INSERT INTO mind_facets(doc_id, key, value) VALUES (?, ?, ?)",
-            [(doc_id, k, v) for k, v in entry.facets],
-        )
-        return doc_id
 
     def catalog(self, memory: MemoryDir) -> tuple[int, dict[str, int], bool]:
         """(total files, counts by frontmatter type, MEMORY.md present)."""
@@ -393,7 +312,7 @@ class MindIndex:
                 facets.append(("tool", tool_name.lower()))
             title = f"{kind}: {tool_name}" if tool_name else kind
             entry = MemoryEntry(f"journal/{journal_id}", title, "", "journal", text, tuple(facets))
-            doc_id = self._insert(conn, memory.key, "journal", entry, 0, len(text))
+            doc_id = insert_doc(conn, memory.key, "journal", entry, 0, len(text))
             conn.execute("UPDATE mind_journal SET doc_id = ? WHERE id = ?", (doc_id, journal_id))
         return journal_id, doc_id
 
@@ -437,13 +356,3 @@ class MindIndex:
         with self.store.lock:
             row = self.store.conn.execute(sql + " ORDER BY id DESC LIMIT 1", params).fetchone()
         return None if row is None else str(row[0])
-
-
-def dumps(value: object) -> str:
-    """Compact, deterministic JSON for journal fields."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def store_path_for(root: Path) -> Path:
-    """The default store of a project root (``.personae/state.db``)."""
-    return root / ".personae" / "state.db"

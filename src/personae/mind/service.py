@@ -6,6 +6,7 @@ and other code can call them directly.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -18,7 +19,7 @@ from personae.errors import UsageError
 from personae.mind._flags import cautionary_flags
 from personae.mind._tokens import count_tokens, counter_name, warm_up
 from personae.mind.contract import Contract, load_contract
-from personae.mind.index import Hit, MindIndex, dumps
+from personae.mind.index import Hit, MindIndex
 from personae.mind.memory import MemoryDir
 from personae.mind.packet import BootstrapPacket, JournalNote, MindContext, build_packet
 from personae.mind.results import (
@@ -249,6 +250,11 @@ class MindService:
             query, result=result, memory_hits=[(h.title, h.type) for h in hits]
         )
         return ObserveResult(id=jid, kind=kind, relevant_memories=items, cautionary_flags=flags)
+
+
+def dumps(value: object) -> str:
+    """Compact, deterministic JSON for journal fields."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _now() -> str:
