@@ -6,9 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from personae.mind import ERROR_PREFIX, REQUIRED_KEYS, MindService
-from personae.mind.packet import MAX_PACKET_CHARS, packet_chars
+from personae.mind.packet import (
+    MAX_PACKET_CHARS,
+    JournalNote,
+    MindContext,
+    build_packet,
+    packet_chars,
+)
 from personae.store.db import Store
 
 TOOLS = ["bootstrap_session", "observe", "reflect", "recall"]
@@ -131,3 +139,43 @@ def test_successful_bootstrap_is_recorded(tmp_path: Path, prompt: Path) -> None:
     prompt.unlink()
     service.bootstrap("sess-2", TOOLS)  # degraded: not recorded
     assert store.conn.execute("SELECT count(*) FROM mind_bootstraps").fetchone()[0] == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    contract=st.text(max_size=60_000),
+    counts=st.dictionaries(
+        st.text(max_size=120) | st.text(max_size=5).map(lambda t: "x" * 60 + t),
+        st.integers(0, 10**9),
+        max_size=400,
+    ),
+    items=st.lists(st.text(max_size=2_000), max_size=80),
+)
+def test_build_packet_is_bounded_for_any_input(
+    contract: str, counts: dict[str, int], items: list[str]
+) -> None:
+    context = MindContext(
+        open_commitments=items,
+        recent_carry_forward=items,
+        recent_journal=[
+            JournalNote(id=i, kind="user_said", text=t, created_at="now")
+            for i, t in enumerate(items)
+        ],
+        last_bootstrap_at=None,
+    )
+    packet = build_packet(
+        session_id="s",
+        mind_contract=contract,
+        mind_contract_available=True,
+        contract_reason=None,
+        contract_hash="h",
+        available_mind_tools=["bootstrap_session"],
+        context=context,
+        total_count=sum(counts.values()),
+        category_counts=counts,
+        index_present=False,
+        generated_at="now",
+    )
+    assert packet_chars(packet) <= MAX_PACKET_CHARS
+    assert set(REQUIRED_KEYS) <= set(packet)
+    assert sum(packet["memory_catalog"]["category_counts"].values()) == sum(counts.values())

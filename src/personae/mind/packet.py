@@ -142,7 +142,9 @@ def _short(items: Sequence[str]) -> list[str]:
 
 def _categories(counts: Mapping[str, int]) -> dict[str, int]:
     ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    kept = {k[:60]: v for k, v in ordered[:CATEGORY_LIMIT]}
+    kept: dict[str, int] = {}
+    for name, count in ordered[:CATEGORY_LIMIT]:
+        kept[name[:60]] = kept.get(name[:60], 0) + count
     rest = sum(v for _, v in ordered[CATEGORY_LIMIT:])
     if rest:
         kept["other"] = kept.get("other", 0) + rest
