@@ -289,3 +289,17 @@ def test_concurrent_syncs_from_two_connections_leave_no_duplicates(tmp_path: Pat
         assert tuple(rows) == (150, 150)
         fts = services[0].index.store.conn.execute("SELECT count(*) FROM mind_fts").fetchone()
         assert fts[0] == 150
+
+
+def test_context_is_bounded(service: MindService) -> None:
+    for _ in range(12):
+        service.reflect("long " * 5_000, "internal")
+    service.write_memory_file(
+        "commitments.md", _mem("C", "open items", "project", "- item\n" * 100)
+    )
+    context = service.context()
+    assert len(context["recent_journal"]) <= 10
+    assert all(len(n["text"]) <= 300 for n in context["recent_journal"])
+    assert len(context["open_commitments"]) <= 20
+    # The journal itself keeps the whole text.
+    assert len(str(service.index.journal_entry(1)["text"])) == len("long " * 5_000)

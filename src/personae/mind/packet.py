@@ -24,6 +24,7 @@ __all__ = [
     "JournalNote",
     "MemoryCatalog",
     "MindContext",
+    "bounded_context",
     "build_packet",
     "packet_chars",
 ]
@@ -151,6 +152,24 @@ def _categories(counts: Mapping[str, int]) -> dict[str, int]:
     return kept
 
 
+def bounded_context(context: MindContext) -> MindContext:
+    """``context`` with at most 20 items per list, each at most 300 characters."""
+    return MindContext(
+        open_commitments=_short(context["open_commitments"]),
+        recent_carry_forward=_short(context["recent_carry_forward"]),
+        recent_journal=[
+            JournalNote(
+                id=n["id"],
+                kind=n["kind"],
+                text=_short([n["text"]])[0] if n["text"] else "",
+                created_at=n["created_at"],
+            )
+            for n in context["recent_journal"][:10]
+        ],
+        last_bootstrap_at=context["last_bootstrap_at"],
+    )
+
+
 def build_packet(
     *,
     session_id: str | None,
@@ -173,20 +192,7 @@ def build_packet(
             "mind contract unavailable" + (f": {contract_reason}" if contract_reason else "")
         )
     reasons.extend(extra_reasons)
-    context = MindContext(
-        open_commitments=_short(context["open_commitments"]),
-        recent_carry_forward=_short(context["recent_carry_forward"]),
-        recent_journal=[
-            JournalNote(
-                id=n["id"],
-                kind=n["kind"],
-                text=_short([n["text"]])[0] if n["text"] else "",
-                created_at=n["created_at"],
-            )
-            for n in context["recent_journal"][:10]
-        ],
-        last_bootstrap_at=context["last_bootstrap_at"],
-    )
+    context = bounded_context(context)
     packet = BootstrapPacket(
         schema_version=1,
         required_first_call="bootstrap_session",

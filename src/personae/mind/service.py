@@ -21,7 +21,13 @@ from personae.mind._tokens import count_tokens, counter_name, warm_up
 from personae.mind.contract import Contract, load_contract
 from personae.mind.index import Hit, MindIndex
 from personae.mind.memory import MemoryDir
-from personae.mind.packet import BootstrapPacket, JournalNote, MindContext, build_packet
+from personae.mind.packet import (
+    BootstrapPacket,
+    JournalNote,
+    MindContext,
+    bounded_context,
+    build_packet,
+)
 from personae.mind.results import (
     MemoryFile,
     MemoryFileInfo,
@@ -138,11 +144,13 @@ class MindService:
             JournalNote(id=j.id, kind=j.kind, text=j.text, created_at=j.created_at)
             for j in self.index.recent_journal(self.memory, 5)
         ]
-        return MindContext(
-            open_commitments=found["open_commitments"],
-            recent_carry_forward=found["recent_carry_forward"],
-            recent_journal=journal,
-            last_bootstrap_at=self.index.last_bootstrap(),
+        return bounded_context(
+            MindContext(
+                open_commitments=found["open_commitments"],
+                recent_carry_forward=found["recent_carry_forward"],
+                recent_journal=journal,
+                last_bootstrap_at=self.index.last_bootstrap(),
+            )
         )
 
     def list_memory_files(
