@@ -99,7 +99,12 @@ def test_gate_patterns_are_carried_into_hook_commands(tmp_path: Path) -> None:
     write(tmp_path, plan(tmp_path, ["Bash", "mcp__github__.*"]))
     codex = json.loads((tmp_path / ".codex/hooks.json").read_text(encoding="utf-8"))
     command = codex["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert command == "personae hook pre-tool-use --gate 'Bash' --gate 'mcp__github__.*'"
+    assert command == "personae hook pre-tool-use --gate Bash --gate 'mcp__github__.*'"
+    assert codex["hooks"]["PreToolUse"][0]["matcher"] == "^(?:Bash)$|^(?:mcp__github__.*)$"
+    write(tmp_path, plan(tmp_path, ["it's"]))
+    claude = json.loads((tmp_path / ".claude/settings.json").read_text(encoding="utf-8"))
+    assert claude["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith("""--gate 'it'"'"'s'""")
+    assert len(claude["hooks"]["PreToolUse"]) == 1  # replaced, not duplicated
 
 
 def test_broken_files_are_reported_not_overwritten(tmp_path: Path) -> None:

@@ -116,25 +116,20 @@ def _load_json(path: Path, rel: str) -> dict[str, Any]:
     return data
 
 
-def _gate_args(gates: list[str]) -> str:
-    return "".join(f" --gate '{g}'" for g in gates)
-
-
 def plan(root: Path, gates: list[str] | None = None) -> list[FileChange]:
     """Every file change ``render --write`` would make under ``root``."""
-    gate_args = _gate_args(gates or [])
     out: list[tuple[str, str]] = []
     for rel, host in INSTRUCTION_FILES.items():
         path = root / rel
         existing = path.read_text(encoding="utf-8") if path.is_file() else ""
         out.append((rel, merge_block(existing, snippet(host), path=rel)))
     for rel, ours in (
-        (CLAUDE_SETTINGS, claude_hooks(gate_args)),
-        (CODEX_HOOKS, claude_hooks(gate_args)),
+        (CLAUDE_SETTINGS, claude_hooks(gates)),
+        (CODEX_HOOKS, claude_hooks(gates)),
     ):
         config = merge_hooks(_load_json(root / rel, rel), ours, path=rel)
         out.append((rel, json.dumps(config, indent=2) + "\n"))
-    copilot = copilot_hooks(gate_args)
+    copilot = copilot_hooks(gates)
     config = _load_json(root / COPILOT_HOOKS, COPILOT_HOOKS)
     config.setdefault("version", 1)
     config = merge_hooks(config, copilot["hooks"], path=COPILOT_HOOKS)

@@ -7,6 +7,7 @@ server instructions; so the bootstrap rule goes into every instruction file.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "SESSION_START_COMMAND",
     "claude_hooks",
     "copilot_hooks",
+    "gate_args",
     "home_instructions",
     "mcp_entry",
     "snippet",
@@ -89,24 +91,31 @@ def _command_hook(command: str, timeout: int) -> dict[str, Any]:
     return {"type": "command", "command": command, "timeout": timeout}
 
 
-def claude_hooks(gate_args: str = "") -> dict[str, Any]:
-    """The ``hooks`` entries for Claude Code settings and Codex hooks.json."""
-    command = f"{HOOK_COMMAND}{gate_args}"
+def gate_args(gates: list[str]) -> str:
+    """`` --gate PATTERN`` for each pattern, shell-quoted."""
+    return "".join(f" --gate {shlex.quote(g)}" for g in gates)
+
+
+def claude_hooks(gates: list[str] | None = None) -> dict[str, Any]:
+    """The ``hooks`` entries for Claude Code settings and Codex hooks.json.
+
+    The matcher is the union of the gate patterns (the hook only runs for tools
+    it may block); the gate itself matches each pattern against the whole name.
+    """
+    command = f"{HOOK_COMMAND}{gate_args(gates or [])}"
+    matcher = "|".join(f"^(?:{g})$" for g in gates) if gates else GATE_MATCHER
     return {
-        "PreToolUse": [{"matcher": GATE_MATCHER, "hooks": [_command_hook(command, 10)]}],
+        "PreToolUse": [{"matcher": matcher, "hooks": [_command_hook(command, 10)]}],
         "SessionStart": [{"hooks": [_command_hook(SESSION_START_COMMAND, 10)]}],
     }
 
 
-def copilot_hooks(gate_args: str = "") -> dict[str, Any]:
+def copilot_hooks(gates: list[str] | None = None) -> dict[str, Any]:
     """The Copilot CLI hook file (``.github/hooks/personae.json``)."""
+    command = f"{HOOK_COMMAND}{gate_args(gates or [])}"
     return {
         "version": 1,
-        "hooks": {
-            "preToolUse": [
-                {"type": "command", "bash": f"{HOOK_COMMAND}{gate_args}", "timeoutSec": 10}
-            ]
-        },
+        "hooks": {"preToolUse": [{"type": "command", "bash": command, "timeoutSec": 10}]},
     }
 
 
