@@ -67,8 +67,8 @@ def parse_memory(name: str, text: str) -> MemoryEntry:
     facets: list[tuple[str, str]] = [("type", mtype)]
     for key, value in meta.items():
         lowered = key.lower()
-        if lowered in {"type", "description"}:
-            continue
+        if lowered in {"type", "description", "name"}:
+            continue  # type is added above; name and description are searched as text
         for item in value if isinstance(value, list) else (value,):
             text_value = item.strip() if isinstance(item, str) else _scalar(item)
             if text_value and len(text_value) <= 200:
