@@ -303,3 +303,16 @@ def test_context_is_bounded(service: MindService) -> None:
     assert len(context["open_commitments"]) <= 20
     # The journal itself keeps the whole text.
     assert len(str(service.index.journal_entry(1)["text"])) == len("long " * 5_000)
+
+
+def test_memory_dir_that_is_a_file(tmp_path: Path) -> None:
+    prompt = tmp_path / "mind.md"
+    prompt.write_text("c\n", encoding="utf-8")
+    not_a_dir = tmp_path / "memory"
+    not_a_dir.write_text("oops", encoding="utf-8")
+    service = MindService(not_a_dir, prompt, Store(tmp_path / "state.db"))
+    packet = service.bootstrap(None, [])
+    assert packet["memory_catalog"]["total_count"] == 0
+    assert any("memory directory not found" in r for r in packet["degraded_mode"]["reasons"])
+    with pytest.raises(MemoryFileError, match="cannot write"):
+        service.write_memory_file("a.md", _mem("A", "d", "note", "b"))

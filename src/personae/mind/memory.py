@@ -119,7 +119,7 @@ class MemoryDir:
         found: dict[str, tuple[int, int]] = {}
         try:
             entries = os.scandir(self.root)
-        except FileNotFoundError:
+        except OSError:  # missing, not a folder, unreadable: an empty catalog
             return found
         valid = self._valid
         with entries:
@@ -162,11 +162,16 @@ class MemoryDir:
         entry = parse_memory(name, content)
         if name != INDEX_NAME:
             _validate(name, content, entry)
-        self.root.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.root / ".memory.lock"), timeout=10):
-            _atomic_write(path, content)
-            if name != INDEX_NAME:
-                self._update_index(entry)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(self.root / ".memory.lock"), timeout=10):
+                _atomic_write(path, content)
+                if name != INDEX_NAME:
+                    self._update_index(entry)
+        except OSError as exc:
+            raise MemoryFileError(
+                f"{name}: cannot write in {self.root}: {exc.strerror or exc}"
+            ) from None
         return entry
 
     def _update_index(self, entry: MemoryEntry) -> None:
