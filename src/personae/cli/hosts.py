@@ -2,13 +2,116 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+if TYPE_CHECKING:
+    from personae.hosts.render import CheckItem
 
 __all__ = ["app", "hook_app", "register"]
 
 app = typer.Typer(help="Host instruction files and hooks.", no_args_is_help=True)
 hook_app = typer.Typer(help="Host hook gates.", no_args_is_help=True)
 
+_Root = Annotated[Path, typer.Option("--root", help="Repository root (default: current dir).")]
+
+
+@app.command("render")
+def render_command(
+    write: Annotated[bool, typer.Option("--write", help="Write repo-local files.")] = False,
+    gate: Annotated[
+        list[str] | None, typer.Option("--gate", help="Gate pattern for the hook (repeatable).")
+    ] = None,
+    root: _Root = Path("."),
+) -> None:
+    """Render host instructions, hook configs and MCP entries (print, or --write them)."""
+    from personae.hosts.render import plan
+    from personae.hosts.render import write as write_files
+    from personae.hosts.snippets import home_instructions
+
+    changes = plan(root, list(gate or []))
+    if write:
+        written = write_files(root, changes)
+        for change in changes:
+            state = "wrote" if change.path in written else "unchanged"
+            typer.echo(f"{state}: {change.path}")
+    else:
+        for change in changes:
+            typer.echo(f"===== {change.path} ({'update' if change.existed else 'new'}) =====")
+            typer.echo(change.text.rstrip("\n"))
+            typer.echo("")
+    typer.echo("")
+    typer.echo(home_instructions().rstrip("\n"))
+
+
+@app.command("check")
+def check_command(root: _Root = Path(".")) -> None:
+    """Check the host files of a repository; exit 1 when any item fails."""
+    from personae.hosts.render import check
+
+    items = check(root)
+    _print_items(items)
+    if not all(i.ok for i in items):
+        raise typer.Exit(1)
+
+
+@hook_app.command(
+    "pre-tool-use",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def pre_tool_use_command(ctx: typer.Context) -> None:
+    """PreToolUse gate: [--gate REGEX]... [--store PATH] [--no-cache]; exit 2 blocks."""
+    from personae.hosts.gate import run
+
+    raise typer.Exit(run(list(ctx.args)))
+
+
+@hook_app.command("session-start")
+def session_start_command() -> None:
+    """SessionStart hook: tell the model its session id and to call bootstrap_session."""
+    from personae.hosts.gate import session_start
+
+    raise typer.Exit(session_start())
+
+
+def _print_items(items: Sequence[CheckItem]) -> None:
+    for item in items:
+        typer.echo(f"{'OK  ' if item.ok else 'FAIL'} {item.name}: {item.detail}")
+        if not item.ok and item.fix:
+            typer.echo(f"     fix: {item.fix}")
+
 
 def register(app: typer.Typer) -> None:
     """Add ``doctor`` to the main app."""
+
+    @app.command("doctor")
+    def doctor_command(
+        root: _Root = Path("."),
+        memory_dir: Annotated[Path | None, typer.Option("--memory-dir")] = None,
+        prompt: Annotated[Path | None, typer.Option("--prompt")] = None,
+        store: Annotated[Path | None, typer.Option("--store")] = None,
+        no_probe: Annotated[
+            bool, typer.Option("--no-probe", help="Skip starting the server.")
+        ] = False,
+    ) -> None:
+        """Check the local setup: each item OK or FAIL with the fix."""
+        from personae.hosts.doctor import diagnose
+        from personae.mind.server import MindPaths, default_paths
+
+        base = root.resolve()
+        defaults = default_paths(base)
+        paths = MindPaths(
+            memory_dir=memory_dir or defaults.memory_dir,
+            prompt=prompt or defaults.prompt,
+            store=store or defaults.store,
+        )
+        items = diagnose(base, paths, probe=not no_probe)
+        _print_items(items)
+        failed = sum(1 for i in items if not i.ok)
+        typer.echo(f"{len(items) - failed} OK, {failed} FAIL")
+        if failed:
+            sys.exit(1)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 __all__ = ["register"]
@@ -9,3 +12,36 @@ __all__ = ["register"]
 
 def register(app: typer.Typer) -> None:
     """Add ``serve`` to the main app."""
+
+    @app.command("serve")
+    def serve_command(  # noqa: PLR0917
+        memory_dir: Annotated[
+            Path | None,
+            typer.Option("--memory-dir", help="Memory folder (default .personae/memory)."),
+        ] = None,
+        prompt: Annotated[
+            Path | None,
+            typer.Option("--prompt", help="Mind contract prompt file (default .personae/mind.md)."),
+        ] = None,
+        store: Annotated[
+            Path | None,
+            typer.Option("--store", help="SQLite store (default .personae/state.db)."),
+        ] = None,
+        http: Annotated[
+            bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")
+        ] = False,
+        host: Annotated[str, typer.Option("--host", help="Loopback address for --http.")] = (
+            "127.0.0.1"
+        ),
+        port: Annotated[int, typer.Option("--port", help="Port for --http.")] = 8765,
+    ) -> None:
+        """Run the mind MCP server (stdio by default; --http for streamable HTTP on loopback)."""
+        from personae.mind.server import MindPaths, default_paths, serve
+
+        defaults = default_paths(Path.cwd())
+        paths = MindPaths(
+            memory_dir=memory_dir or defaults.memory_dir,
+            prompt=prompt or defaults.prompt,
+            store=store or defaults.store,
+        )
+        serve(paths, http=http, host=host, port=port)

@@ -1,0 +1,237 @@
+"""``personae hosts render|check``: host files in a repository.
+
+Rendering merges into existing files without losing their content: the
+Markdown instruction files get one marker-delimited block (replaced on every
+run, so re-running is idempotent); JSON configs get our hook and server
+entries replaced or appended, other keys kept. Files in the home directory
+are never written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from personae.errors import UsageError
+from personae.hosts.snippets import (
+    BEGIN,
+    END,
+    HOOK_COMMAND,
+    MAX_SNIPPET_CHARS,
+    REQUIRED_MARKERS,
+    SERVER_NAME,
+    SESSION_START_COMMAND,
+    claude_hooks,
+    copilot_hooks,
+    mcp_entry,
+    snippet,
+)
+
+__all__ = ["INSTRUCTION_FILES", "CheckItem", "FileChange", "check", "plan", "write"]
+
+INSTRUCTION_FILES = {
+    "CLAUDE.md": "claude",
+    "AGENTS.md": "codex",
+    ".github/copilot-instructions.md": "copilot",
+}
+"""Instruction file (relative to the repo) -> host whose snippet it carries."""
+
+CLAUDE_SETTINGS = ".claude/settings.json"
+CODEX_HOOKS = ".codex/hooks.json"
+COPILOT_HOOKS = ".github/hooks/personae.json"
+MCP_JSON = ".mcp.json"
+_OURS = (HOOK_COMMAND, SESSION_START_COMMAND)
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file ``render`` would write."""
+
+    path: str
+    text: str
+    existed: bool
+    changed: bool
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    """One ``hosts check`` / ``doctor`` result."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def merge_block(existing: str, block: str, *, path: str) -> str:
+    """``existing`` with our marker block replaced (or appended)."""
+    start = existing.find(BEGIN.split(" (")[0])
+    if start < 0:
+        return existing.rstrip("\n") + "\n\n" + block if existing.strip() else block
+    end = existing.find(END, start)
+    if end < 0:
+        raise UsageError(
+            "personae block has a begin marker but no end marker; fix the file by hand",
+            file=path,
+        )
+    end += len(END)
+    if existing[end : end + 1] == "\n":
+        end += 1
+    return existing[:start] + block + existing[end:]
+
+
+def _is_ours(entry: Any) -> bool:
+    text = json.dumps(entry)
+    return any(cmd in text for cmd in _OURS)
+
+
+def merge_hooks(config: dict[str, Any], ours: dict[str, Any], *, path: str) -> dict[str, Any]:
+    """Replace our entries under ``hooks.<event>`` (keep everything else)."""
+    hooks = config.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise UsageError("'hooks' must be an object", file=path, field="hooks")
+    for event, entries in ours.items():
+        current = hooks.get(event, [])
+        if not isinstance(current, list):
+            raise UsageError(f"'hooks.{event}' must be a list", file=path, field=f"hooks.{event}")
+        hooks[event] = [e for e in current if not _is_ours(e)] + entries
+    return config
+
+
+def _load_json(path: Path, rel: str) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"not valid JSON: {exc.msg}", file=rel, line=exc.lineno) from None
+    if not isinstance(data, dict):
+        raise UsageError("top level must be a JSON object", file=rel)
+    return data
+
+
+def plan(root: Path, gates: list[str] | None = None) -> list[FileChange]:
+    """Every file change ``render --write`` would make under ``root``."""
+    out: list[tuple[str, str]] = []
+    for rel, host in INSTRUCTION_FILES.items():
+        path = root / rel
+        existing = path.read_text(encoding="utf-8") if path.is_file() else ""
+        out.append((rel, merge_block(existing, snippet(host), path=rel)))
+    for rel, ours in (
+        (CLAUDE_SETTINGS, claude_hooks(gates)),
+        (CODEX_HOOKS, claude_hooks(gates)),
+    ):
+        config = merge_hooks(_load_json(root / rel, rel), ours, path=rel)
+        out.append((rel, json.dumps(config, indent=2) + "\n"))
+    copilot = copilot_hooks(gates)
+    config = _load_json(root / COPILOT_HOOKS, COPILOT_HOOKS)
+    config.setdefault("version", 1)
+    config = merge_hooks(config, copilot["hooks"], path=COPILOT_HOOKS)
+    out.append((COPILOT_HOOKS, json.dumps(config, indent=2) + "\n"))
+    mcp = _load_json(root / MCP_JSON, MCP_JSON)
+    servers = mcp.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise UsageError("'mcpServers' must be an object", file=MCP_JSON, field="mcpServers")
+    servers[SERVER_NAME] = mcp_entry()
+    out.append((MCP_JSON, json.dumps(mcp, indent=2) + "\n"))
+    changes = []
+    for rel, text in out:
+        path = root / rel
+        old = path.read_text(encoding="utf-8") if path.is_file() else None
+        changes.append(FileChange(rel, text, old is not None, old != text))
+    return changes
+
+
+def write(root: Path, changes: list[FileChange]) -> list[str]:
+    """Write the changed files atomically; refuses the home directory itself."""
+    resolved = root.resolve()
+    if resolved == Path.home().resolve():
+        raise UsageError(
+            f"{resolved} is your home directory; personae never writes there. "
+            "Run this in a repository, and paste the printed home-dir snippets by hand."
+        )
+    written = []
+    for change in changes:
+        if not change.changed:
+            continue
+        path = resolved / change.path
+        if not path.resolve().is_relative_to(resolved):
+            raise UsageError(f"{change.path} resolves outside {resolved}; not written")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(change.text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        written.append(change.path)
+    return written
+
+
+def _block_of(text: str) -> str | None:
+    start = text.find(BEGIN.split(" (")[0])
+    end = text.find(END, start)
+    return None if start < 0 or end < 0 else text[start : end + len(END)]
+
+
+def check(root: Path) -> list[CheckItem]:
+    """Check the host files of the repository at ``root``."""
+    items: list[CheckItem] = []
+    fix = "run `personae hosts render --write`"
+    for rel in INSTRUCTION_FILES:
+        path = root / rel
+        if not path.is_file():
+            items.append(CheckItem(rel, False, "missing", fix))
+            continue
+        block = _block_of(path.read_text(encoding="utf-8"))
+        if block is None:
+            items.append(CheckItem(rel, False, "no personae bootstrap block", fix))
+            continue
+        missing = [m for m in REQUIRED_MARKERS if m not in block]
+        if missing:
+            items.append(CheckItem(rel, False, f"block lacks: {', '.join(missing)}", fix))
+        elif len(block) > MAX_SNIPPET_CHARS:
+            items.append(CheckItem(rel, False, f"block is {len(block)} chars (> 1500)", fix))
+        else:
+            items.append(CheckItem(rel, True, f"bootstrap block complete ({len(block)} chars)"))
+    for rel, event in (
+        (CLAUDE_SETTINGS, "PreToolUse"),
+        (CODEX_HOOKS, "PreToolUse"),
+        (COPILOT_HOOKS, "preToolUse"),
+    ):
+        try:
+            config = _load_json(root / rel, rel)
+        except UsageError as exc:
+            items.append(CheckItem(rel, False, str(exc), "fix the JSON, then " + fix))
+            continue
+        entries = (
+            config.get("hooks", {}).get(event, []) if isinstance(config.get("hooks"), dict) else []
+        )
+        ok = isinstance(entries, list) and any(HOOK_COMMAND in json.dumps(e) for e in entries)
+        detail = (
+            f"{event} runs `{HOOK_COMMAND}`" if ok else f"no {event} hook running `{HOOK_COMMAND}`"
+        )
+        items.append(CheckItem(rel, ok, detail, "" if ok else fix))
+    try:
+        mcp = _load_json(root / MCP_JSON, MCP_JSON)
+        servers = mcp.get("mcpServers")
+        ok = isinstance(servers, dict) and SERVER_NAME in servers
+        items.append(
+            CheckItem(
+                MCP_JSON,
+                ok,
+                "personae MCP server configured" if ok else "no personae server",
+                "" if ok else fix,
+            )
+        )
+    except UsageError as exc:
+        items.append(CheckItem(MCP_JSON, False, str(exc), "fix the JSON, then " + fix))
+    return items

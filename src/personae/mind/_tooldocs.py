@@ -1,0 +1,92 @@
+"""Server instructions and tool descriptions (each kept under 1,800 characters).
+
+Hosts cut these at 2,048 characters and may not show the instructions to the
+model at all, so every description is self-sufficient.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DESCRIPTIONS", "INSTRUCTIONS", "MAX_DOC_CHARS"]
+
+MAX_DOC_CHARS = 1_800
+
+INSTRUCTIONS = """\
+personae mind server: the persona's mind contract, memory and cognition journal.
+
+Session start: call bootstrap_session() once, before the first substantive answer or any \
+external tool call. It returns one packet (schema v1): mind_contract (the persona's operating \
+contract), mind_contract_available, available_mind_tools, cognition_protocol, active context, \
+memory_catalog (counts, never file names), degraded_mode and host_limitations. Treat the \
+packet as live context for the session.
+
+If bootstrap_session is unavailable, fall back in this order: get_system_prompt(), context(), \
+list_memory_files().
+
+If mind_contract_available is false (or get_system_prompt() returns text starting with \
+"ERROR:"), say the mind is degraded and do not impersonate the persona. If this server is \
+unreachable, say you are running in degraded body-only mode.
+
+Per turn: observe(tool_name, args) before and observe(tool_name, args, result) after external \
+tool calls unless the host wraps them; reflect(observation, kind) for user_said, time_passed, \
+ambient and internal signals; recall(query, k, facet) when an excerpt is not enough. \
+Surface cautionary_flags before acting.
+
+These instructions may never reach the model: hosts should also carry the bootstrap rule in \
+CLAUDE.md / AGENTS.md / .github/copilot-instructions.md (see `personae hosts render`).
+"""
+
+DESCRIPTIONS: dict[str, str] = {
+    "bootstrap_session": """\
+Call this FIRST in every session, before the first substantive answer or any external tool \
+call. Returns the bootstrap packet (schema v1) as structured JSON: schema_version, \
+required_first_call, session_id, mind_contract (the persona's assembled operating contract: \
+voice, rules, memory discipline), mind_contract_available, available_mind_tools, \
+cognition_protocol, context (open commitments, recent carry-forward, recent journal), \
+memory_catalog (total_count, index_present, category_counts by type; never file names), \
+degraded_mode {mind_contract_available, reasons} and host_limitations.
+
+If mind_contract_available is false, say the mind is degraded and do not impersonate the \
+persona. Pass session_id (the host session id) when known: the hook gate uses the recorded \
+bootstrap of that session to unlock gated tools. Replaces the older get_system_prompt, \
+context, list_memory_files sequence (still available as a fallback).""",
+    "get_system_prompt": """\
+Fallback when bootstrap_session is unavailable: returns the assembled mind contract as text \
+(the same text as bootstrap_session's mind_contract). If it starts with "ERROR:", the contract \
+failed to assemble: say the mind is degraded and do not impersonate the persona.""",
+    "context": """\
+Fallback/refresh: the active context (open_commitments, recent_carry_forward, recent_journal, \
+last_bootstrap_at). bootstrap_session already includes it.""",
+    "list_memory_files": """\
+List memory files (name, title, description, type), sorted by name, paged with offset and \
+limit (default 200). Filter by type (e.g. user, project, feedback). Use recall() to search \
+by meaning instead of browsing.""",
+    "read_memory_file": """\
+Read one memory file (Markdown with frontmatter name, description, type) by its file name, \
+e.g. 'user_prefs.md'. Names are plain file names inside the memory directory.""",
+    "write_memory_file": """\
+Create or replace one memory file atomically. name: a plain file name ending in .md \
+(letters, digits, '.', '_', '-'). content: Markdown starting with a frontmatter block that \
+has name, description and type, e.g.
+---
+name: Deploy rules
+description: how releases are cut
+type: project
+---
+The MEMORY.md index is updated, and the memory is searchable by recall() at once.""",
+    "observe": """\
+Record an external tool call verbatim in the mind's journal: call it before the tool \
+(tool_name, args) and after it (tool_name, args, result) unless the host records tool calls \
+mechanically. Returns the journal id, relevant_memories (excerpts) and cautionary_flags \
+(destructive commands, credentials, failed results, feedback memories that may apply). \
+Surface flags before acting. Nothing is filtered or dropped; the entry is recallable at once.""",
+    "reflect": """\
+Record a signal that is not a tool call, verbatim: kind is user_said (behaviour feedback, a \
+change of direction, durable personal context, questions about the agent's cognition), \
+time_passed, ambient or internal. Returns the journal id, relevant_memories and \
+cautionary_flags; the entry is recallable at once.""",
+    "recall": """\
+Search memory files and the journal (SQLite FTS5, bm25; any word may match; title and \
+description weigh more than the body). k: number of results (1-50, default 5). facet: \
+optional key:value filter from frontmatter, e.g. type:user, project:portal, kind:user_said. \
+Returns excerpts that fit a token budget; read_memory_file() gives the full text.""",
+}

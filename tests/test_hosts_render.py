@@ -1,0 +1,143 @@
+"""`personae hosts render|check` and `personae doctor`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from personae.errors import UsageError
+from personae.hosts.render import INSTRUCTION_FILES, check, plan, write
+from personae.hosts.snippets import BEGIN, END, MAX_SNIPPET_CHARS, REQUIRED_MARKERS, snippet
+
+
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "personae", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("host", ["claude", "codex", "copilot"])
+def test_snippets_have_markers_and_fit(host: str) -> None:
+    text = snippet(host)
+    assert len(text) < MAX_SNIPPET_CHARS
+    missing = [m for m in REQUIRED_MARKERS if m not in text]
+    assert missing == []
+    assert text.startswith(BEGIN) and text.rstrip().endswith(END)
+    # Fallback order is stated in order.
+    order = [text.index(n) for n in ("get_system_prompt", "context()", "list_memory_files")]
+    assert order == sorted(order)
+
+
+def test_render_write_then_check_via_cli(tmp_path: Path) -> None:
+    (tmp_path / "CLAUDE.md").write_text("# Mine\n\nKeep this line.\n", encoding="utf-8")
+    (tmp_path / ".claude").mkdir()
+    settings = {
+        "permissions": {"allow": ["Read"]},
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint"}]}]
+        },
+    }
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
+    (tmp_path / ".mcp.json").write_text(
+        '{"mcpServers": {"other": {"command": "x"}}}', encoding="utf-8"
+    )
+
+    before = _cli("hosts", "check", cwd=tmp_path)
+    assert before.returncode == 1 and "FAIL" in before.stdout
+    printed = _cli("hosts", "render", cwd=tmp_path)
+    assert printed.returncode == 0 and "===== AGENTS.md (new) =====" in printed.stdout
+    assert not (tmp_path / "AGENTS.md").exists()  # printing writes nothing
+    assert "~/.claude/CLAUDE.md" in printed.stdout  # home-dir files: printed, not written
+
+    first = _cli("hosts", "render", "--write", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    after = _cli("hosts", "check", cwd=tmp_path)
+    assert after.returncode == 0, after.stdout
+    assert after.stdout.count("OK  ") == 7
+
+    claude = (tmp_path / "CLAUDE.md").read_text(encoding="utf-8")
+    assert claude.startswith("# Mine\n\nKeep this line.\n") and BEGIN in claude
+    merged = json.loads((tmp_path / ".claude" / "settings.json").read_text(encoding="utf-8"))
+    assert merged["permissions"] == {"allow": ["Read"]}
+    commands = [h["command"] for e in merged["hooks"]["PreToolUse"] for h in e["hooks"]]
+    assert commands == ["lint", "personae hook pre-tool-use"]
+    mcp = json.loads((tmp_path / ".mcp.json").read_text(encoding="utf-8"))
+    assert set(mcp["mcpServers"]) == {"other", "personae"}
+    copilot = json.loads((tmp_path / ".github/hooks/personae.json").read_text(encoding="utf-8"))
+    assert copilot["version"] == 1 and copilot["hooks"]["preToolUse"][0]["bash"].startswith(
+        "personae hook pre-tool-use"
+    )
+
+    snapshot = {p: (tmp_path / p).read_text(encoding="utf-8") for p in INSTRUCTION_FILES}
+    again = _cli("hosts", "render", "--write", cwd=tmp_path)
+    assert again.stdout.count("unchanged:") == 7
+    assert {p: (tmp_path / p).read_text(encoding="utf-8") for p in INSTRUCTION_FILES} == snapshot
+
+
+def test_rerender_replaces_an_edited_block_only(tmp_path: Path) -> None:
+    write(tmp_path, plan(tmp_path))
+    path = tmp_path / "AGENTS.md"
+    text = path.read_text(encoding="utf-8").replace("reflect(", "REMOVED(")
+    path.write_text("Intro.\n\n" + text + "\nOutro.\n", encoding="utf-8")
+    assert not next(i for i in check(tmp_path) if i.name == "AGENTS.md").ok
+    write(tmp_path, plan(tmp_path))
+    final = path.read_text(encoding="utf-8")
+    assert final.startswith("Intro.\n") and final.endswith("Outro.\n")
+    assert final.count(BEGIN) == 1 and "REMOVED(" not in final
+
+
+def test_gate_patterns_are_carried_into_hook_commands(tmp_path: Path) -> None:
+    write(tmp_path, plan(tmp_path, ["Bash", "mcp__github__.*"]))
+    codex = json.loads((tmp_path / ".codex/hooks.json").read_text(encoding="utf-8"))
+    command = codex["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert command == "personae hook pre-tool-use --gate Bash --gate 'mcp__github__.*'"
+    assert codex["hooks"]["PreToolUse"][0]["matcher"] == "^(?:Bash)$|^(?:mcp__github__.*)$"
+    write(tmp_path, plan(tmp_path, ["it's"]))
+    claude = json.loads((tmp_path / ".claude/settings.json").read_text(encoding="utf-8"))
+    assert claude["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith("""--gate 'it'"'"'s'""")
+    assert len(claude["hooks"]["PreToolUse"]) == 1  # replaced, not duplicated
+
+
+def test_broken_files_are_reported_not_overwritten(tmp_path: Path) -> None:
+    (tmp_path / ".codex").mkdir()
+    (tmp_path / ".codex" / "hooks.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(UsageError, match=r"\.codex/hooks\.json:1: not valid JSON"):
+        plan(tmp_path)
+    (tmp_path / "CLAUDE.md").write_text(BEGIN + "\nhalf a block\n", encoding="utf-8")
+    proc = _cli("hosts", "render", "--write", cwd=tmp_path)
+    assert proc.returncode == 1 and proc.stderr.startswith("personae: error:")
+    assert "Traceback" not in proc.stderr
+    assert (tmp_path / ".codex" / "hooks.json").read_text(encoding="utf-8") == "{not json"
+    assert not (tmp_path / "AGENTS.md").exists()  # nothing half-written
+
+
+def test_never_writes_the_home_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(UsageError, match="home directory"):
+        write(tmp_path, plan(tmp_path))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_doctor_reports_ok_and_fail_with_fixes(tmp_path: Path) -> None:
+    bad = _cli("doctor", "--no-probe", cwd=tmp_path)
+    assert bad.returncode == 1
+    assert "FAIL mind contract" in bad.stdout and "fix:" in bad.stdout
+    personae_dir = tmp_path / ".personae"
+    (personae_dir / "memory").mkdir(parents=True)
+    (personae_dir / "mind.md").write_text("Contract.\n", encoding="utf-8")
+    write(tmp_path, plan(tmp_path))
+    good = _cli("doctor", cwd=tmp_path)
+    assert "OK   server answers bootstrap" in good.stdout, good.stdout + good.stderr
+    assert "OK   mind contract" in good.stdout and "OK   CLAUDE.md" in good.stdout
+    # Only `personae on PATH` may fail here (tests run the module, not an installed script).
+    failing = [line for line in good.stdout.splitlines() if line.startswith("FAIL")]
+    assert all("personae on PATH" in line for line in failing)

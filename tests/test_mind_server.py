@@ -1,0 +1,313 @@
+"""The mind MCP server through real clients: in-memory, stdio subprocess, HTTP, Inspector."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
+
+from personae.mind import ERROR_PREFIX, REQUIRED_KEYS
+from personae.mind._tooldocs import MAX_DOC_CHARS
+from personae.mind.server import MindPaths, create_server
+
+MEMORY = "---\nname: Brandon\ndescription: sponsor of the portal\ntype: user\n---\nLikes tea.\n"
+EXPECTED_TOOLS = {
+    "bootstrap_session",
+    "get_system_prompt",
+    "context",
+    "list_memory_files",
+    "read_memory_file",
+    "write_memory_file",
+    "observe",
+    "reflect",
+    "recall",
+}
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> MindPaths:
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / "user_brandon.md").write_text(MEMORY, encoding="utf-8")
+    (tmp_path / "prompt").mkdir()
+    (tmp_path / "prompt" / "mind.md").write_text(
+        "You are Sati.\n@include voice.md\n", encoding="utf-8"
+    )
+    (tmp_path / "prompt" / "voice.md").write_text("Speak plainly.\n", encoding="utf-8")
+    return MindPaths(
+        memory_dir=tmp_path / "memory",
+        prompt=tmp_path / "prompt" / "mind.md",
+        store=tmp_path / "state.db",
+    )
+
+
+def _in_memory(paths: MindPaths, body: Callable[[Client], Awaitable[None]]) -> None:
+    server, _ = create_server(paths)
+
+    async def main() -> None:
+        async with Client(server) as client:
+            await body(client)
+
+    anyio.run(main)
+
+
+def _structured(result: Any) -> dict[str, Any]:
+    assert result.is_error is False, result.content
+    assert isinstance(result.structured_content, dict)
+    # The text content carries the same JSON as the structured content.
+    assert json.loads(result.content[0].text) == result.structured_content
+    return result.structured_content
+
+
+def test_instructions_and_descriptions_fit_host_limits(paths: MindPaths) -> None:
+    async def body(client: Client) -> None:
+        assert client.instructions is not None
+        assert 200 < len(client.instructions) < MAX_DOC_CHARS
+        tools = (await client.list_tools()).tools
+        assert {t.name for t in tools} == EXPECTED_TOOLS
+        for tool in tools:
+            assert tool.description and len(tool.description) < MAX_DOC_CHARS, tool.name
+        boot = next(t for t in tools if t.name == "bootstrap_session")
+        assert set(REQUIRED_KEYS) <= set(boot.output_schema["properties"])  # typed, not -> str
+        reflect = next(t for t in tools if t.name == "reflect")
+        kind = json.dumps(reflect.input_schema["properties"]["kind"])
+        for k in ("user_said", "time_passed", "ambient", "internal"):
+            assert k in kind
+
+    _in_memory(paths, body)
+
+
+def test_every_tool_in_memory(paths: MindPaths) -> None:
+    async def body(client: Client) -> None:
+        packet = _structured(await client.call_tool("bootstrap_session", {"session_id": "s-1"}))
+        listed = {t.name for t in (await client.list_tools()).tools}
+        assert set(packet["available_mind_tools"]) == listed
+        assert packet["mind_contract"] == "You are Sati.\nSpeak plainly.\n"
+        assert packet["memory_catalog"]["category_counts"] == {"user": 1}
+
+        prompt = await client.call_tool("get_system_prompt", {})
+        assert prompt.content[0].text == packet["mind_contract"]
+
+        context = _structured(await client.call_tool("context", {}))
+        assert context["last_bootstrap_at"] is not None
+
+        listing = _structured(await client.call_tool("list_memory_files", {}))
+        assert [f["name"] for f in listing["files"]] == ["user_brandon.md"]
+
+        read = _structured(await client.call_tool("read_memory_file", {"name": "user_brandon.md"}))
+        assert read["content"] == MEMORY and read["type"] == "user"
+
+        content = "---\nname: Portal\ndescription: the portal project\ntype: project\n---\nShip it."
+        wrote = _structured(
+            await client.call_tool("write_memory_file", {"name": "portal.md", "content": content})
+        )
+        assert wrote["index_updated"] is True
+
+        seen = _structured(
+            await client.call_tool(
+                "observe", {"tool_name": "Bash", "args": {"command": "ls portal"}}
+            )
+        )
+        assert seen["kind"] == "tool_call" and seen["id"] >= 1
+        done = _structured(
+            await client.call_tool(
+                "observe", {"tool_name": "Bash", "args": "ls portal", "result": {"stdout": "a b"}}
+            )
+        )
+        assert done["kind"] == "tool_result"
+
+        said = _structured(
+            await client.call_tool(
+                "reflect",
+                {"observation": "User wants weekly portal summaries", "kind": "user_said"},
+            )
+        )
+        assert said["kind"] == "user_said"
+
+        found = _structured(await client.call_tool("recall", {"query": "weekly summaries", "k": 3}))
+        assert found["results"][0]["source"] == "journal"
+        faceted = _structured(
+            await client.call_tool("recall", {"query": "portal", "facet": "type:project"})
+        )
+        assert [r["name"] for r in faceted["results"]] == ["portal.md"]
+
+    _in_memory(paths, body)
+
+
+def test_tool_errors_are_one_line_messages(paths: MindPaths) -> None:
+    async def body(client: Client) -> None:
+        bad = await client.call_tool("read_memory_file", {"name": "../../etc/passwd"})
+        assert bad.is_error and "invalid memory file name" in bad.content[0].text
+        bad = await client.call_tool("reflect", {"observation": "x", "kind": "gossip"})
+        assert bad.is_error
+        bad = await client.call_tool("write_memory_file", {"name": "a.md", "content": "no header"})
+        assert bad.is_error and "frontmatter" in bad.content[0].text
+        bad = await client.call_tool("bootstrap_session", {"session_id": "bad id with spaces"})
+        assert bad.is_error and "session_id" in bad.content[0].text
+
+    _in_memory(paths, body)
+
+
+def test_broken_prompt_degrades_with_the_same_text(paths: MindPaths) -> None:
+    assert paths.prompt is not None
+    paths.prompt.write_text("@include missing.md\n", encoding="utf-8")
+
+    async def body(client: Client) -> None:
+        packet = _structured(await client.call_tool("bootstrap_session", {}))
+        assert packet["mind_contract_available"] is False
+        assert packet["mind_contract"].startswith(ERROR_PREFIX)
+        prompt = await client.call_tool("get_system_prompt", {})
+        assert prompt.content[0].text == packet["mind_contract"]
+
+    _in_memory(paths, body)
+
+
+def _serve_args(paths: MindPaths) -> list[str]:
+    return [
+        "-m",
+        "personae",
+        "serve",
+        "--memory-dir",
+        str(paths.memory_dir),
+        "--prompt",
+        str(paths.prompt),
+        "--store",
+        str(paths.store),
+    ]
+
+
+def test_stdio_client_session_against_a_real_subprocess(paths: MindPaths, tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=_serve_args(paths), cwd=str(tmp_path), env=dict(os.environ)
+    )
+
+    async def main() -> dict[str, Any]:
+        with anyio.fail_after(90), open(tmp_path / "stderr.log", "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                result = await session.call_tool("bootstrap_session", {"session_id": "stdio-1"})
+                return _structured(result)
+
+    packet = anyio.run(main)
+    assert packet["schema_version"] == 1 and packet["mind_contract_available"] is True
+    assert packet["session_id"] == "stdio-1"
+    assert len(json.dumps(packet, indent=2)) <= 40_000
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_streamable_http_on_loopback(paths: MindPaths, tmp_path: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, *_serve_args(paths), "--http", "--port", str(port)],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.2)
+
+        async def main() -> dict[str, Any]:
+            with anyio.fail_after(60):
+                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                    return _structured(await client.call_tool("bootstrap_session", {}))
+
+        packet = anyio.run(main)
+        assert packet["mind_contract_available"] is True
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_http_refuses_non_loopback(paths: MindPaths, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, *_serve_args(paths), "--http", "--host", "0.0.0.0"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 1
+    assert "not a loopback address" in proc.stderr and "Traceback" not in proc.stderr
+
+
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+_FETCH_ERRORS = ("E404", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNREFUSED", "ENETUNREACH")
+
+
+def _inspector(args: list[str], paths: MindPaths, tmp_path: Path) -> str:
+    npx = shutil.which("npx")
+    if npx is None:
+        pytest.skip("npx (npm) is not installed: MCP Inspector CLI test skipped")
+    cmd = [
+        npx,
+        "-y",
+        INSPECTOR,
+        "--cli",
+        "-e",
+        f"PYTHONPATH={os.environ['PYTHONPATH']}",
+        "--cwd",
+        str(tmp_path),
+        sys.executable,
+        *_serve_args(paths),
+        *args,
+    ]
+    # Keep the Inspector away from the real home directory (it keeps a catalog there),
+    # while reusing the npm cache.
+    env = dict(
+        os.environ,
+        HOME=str(tmp_path / "home"),
+        MCP_CATALOG_PATH=str(tmp_path / "catalog.json"),
+        NPM_CONFIG_CACHE=os.environ.get("NPM_CONFIG_CACHE", str(Path.home() / ".npm")),
+    )
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
+    if proc.returncode != 0 and any(code in proc.stderr for code in _FETCH_ERRORS):
+        pytest.skip(f"{INSPECTOR} could not be fetched from npm: {proc.stderr[-300:]}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def test_mcp_inspector_cli(paths: MindPaths, tmp_path: Path) -> None:
+    listed = json.loads(_inspector(["--method", "tools/list"], paths, tmp_path))
+    assert {t["name"] for t in listed["tools"]} == EXPECTED_TOOLS
+    called = json.loads(
+        _inspector(
+            [
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "bootstrap_session",
+                "--tool-arg",
+                "session_id=inspector-1",
+            ],
+            paths,
+            tmp_path,
+        )
+    )
+    packet = called.get("structuredContent") or json.loads(called["content"][0]["text"])
+    assert packet["session_id"] == "inspector-1"
+    assert packet["mind_contract_available"] is True
