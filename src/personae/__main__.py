@@ -1,5 +1,5 @@
 """``python -m personae`` runs the CLI."""
 
-from personae.cli.app import main
+from personae.cli.entry import main
 
 main()

@@ -44,14 +44,6 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = sys.argv[1:] if argv is None else argv
     code: int
-    if args[:2] == ["hook", "pre-tool-use"] and "--help" not in args:
-        # Fast path: the gate runs on every tool call; skip Typer's parsing.
-        from personae.hosts.gate import run as run_gate
-
-        code = run_gate(args[2:])
-        if argv is None:
-            sys.exit(code)
-        return code
     try:
         app(args=args, prog_name="personae", standalone_mode=True)
     except SystemExit as exc:

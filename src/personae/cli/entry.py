@@ -1,0 +1,23 @@
+"""The console-script entry point: a fast path for hook gates, else the Typer app.
+
+Hooks run on every host tool call, so ``personae hook pre-tool-use`` must not
+pay for importing Typer, rich and pydantic-ai.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+
+def main() -> None:
+    """Run ``personae`` with ``sys.argv`` and exit with its code."""
+    args = sys.argv[1:]
+    if args[:2] == ["hook", "pre-tool-use"] and "--help" not in args:
+        from personae.hosts.gate import run as run_gate
+
+        sys.exit(run_gate(args[2:]))
+    from personae.cli.app import main as app_main
+
+    sys.exit(app_main(args))
