@@ -59,8 +59,7 @@ def _largest(n: int, guess: int, fits: Callable[[int], bool]) -> int:
         while lo > 0 and not fits(lo):
             hi, step = lo, step * 2
             lo = hi - step
-        if lo <= 0:
-            lo = 0
+        lo = max(0, lo)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if fits(mid):

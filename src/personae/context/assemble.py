@@ -89,12 +89,16 @@ def _prepared(
     hit = snapshot.cache.get(key)
     if hit is None:
         costs_of = MessageCosts(counter, tags)
-        prepared = {}
-        for m in snapshot.messages:
-            prepared[id(m)] = costs_of.prepare(m)
-        units, dropped = group_units([prepared[id(m)][0] for m in snapshot.messages])
-        cost_by_msg = {id(p[0]): p[1] for p in prepared.values()}
-        costs = tuple(tuple(cost_by_msg[id(m)] for m in u.messages) for u in units)
+        prepared = [costs_of.prepare(m) for m in snapshot.messages]
+        units, dropped = group_units([p[0] for p in prepared])
+        cost_by_msg = {id(p[0]): p[1] for p in prepared}
+        costs = tuple(
+            tuple(
+                cost_by_msg[id(m)] if id(m) in cost_by_msg else costs_of.prepare(m)[1]
+                for m in u.messages
+            )
+            for u in units
+        )
         hit = (tuple(units), costs, dropped)
         snapshot.cache[key] = hit
     return hit  # type: ignore[no-any-return]

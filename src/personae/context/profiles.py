@@ -69,7 +69,11 @@ def _spec_fields(
     for key in raw:
         if key not in _SPEC_FIELDS and key != "tag":
             raise UnknownNameError(
-                "section field", str(key), _SPEC_FIELDS, file=file, line=line_of(lines, (*path, key))
+                "section field",
+                str(key),
+                _SPEC_FIELDS,
+                file=file,
+                line=line_of(lines, (*path, key)),
             )
     source = raw.get("source")
     if source is not None and source not in SOURCES:
@@ -103,7 +107,9 @@ def _merge_file(
     _check_mapping(data, file, lines, ())
     for key in data:
         if key not in _TOP_KEYS:
-            raise UnknownNameError("key", str(key), _TOP_KEYS, file=file, line=line_of(lines, (key,)))
+            raise UnknownNameError(
+                "key", str(key), _TOP_KEYS, file=file, line=line_of(lines, (key,))
+            )
     if data.get("version", 1) != 1:
         raise _fail("unsupported version (expected 1)", file, lines, ("version",))
     sections = data.get("sections") or {}
@@ -124,7 +130,11 @@ def _merge_file(
         for key in raw:
             if key not in _ROLE_KEYS:
                 raise UnknownNameError(
-                    "role field", str(key), _ROLE_KEYS, file=file, line=line_of(lines, (*rpath, key))
+                    "role field",
+                    str(key),
+                    _ROLE_KEYS,
+                    file=file,
+                    line=line_of(lines, (*rpath, key)),
                 )
         entries = raw.get("sections")
         if not isinstance(entries, list) or not entries:
@@ -138,9 +148,13 @@ def _merge_file(
             elif isinstance(entry, dict) and isinstance(entry.get("tag"), str):
                 tag, fields = entry["tag"], _spec_fields(entry, file, lines, epath)
             else:
-                raise _fail("each section is a tag name or a mapping with 'tag'", file, lines, epath)
+                raise _fail(
+                    "each section is a tag name or a mapping with 'tag'", file, lines, epath
+                )
             if tag not in catalogue and "source" not in fields:
-                raise UnknownNameError("section", tag, catalogue, file=file, line=line_of(lines, epath))
+                raise UnknownNameError(
+                    "section", tag, catalogue, file=file, line=line_of(lines, epath)
+                )
             if tag in seen:
                 raise _fail(f"section {tag!r} appears twice", file, lines, epath)
             seen.add(tag)

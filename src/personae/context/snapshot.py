@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from personae.context._conversation import Summarizer, load_conversation
 from personae.context.commands import CommandRun, expand_commands, has_commands
@@ -25,6 +25,9 @@ from personae.context.report import HistoryPath
 from personae.context.sources import git_log, read_directive, read_project, resolve_task
 from personae.project import CommandsConfig, load_config
 from personae.tokens.base import TokenCounter
+
+if TYPE_CHECKING:
+    from personae.store.conversations import ConversationStore
 
 __all__ = ["Snapshot", "Summarizer"]
 
@@ -38,7 +41,7 @@ class Snapshot:
     root: Path
     """Project root."""
     texts: dict[str, str]
-    """Source key -> content (directive, summary, persona, validation, handover, task, project files)."""
+    """Source key -> content (directive, summary, persona, handover, task, project files...)."""
     files: dict[str, str]
     """Source key -> where the content came from."""
     messages: tuple[ChatMessage, ...] = ()
@@ -67,7 +70,7 @@ class Snapshot:
         cls,
         root: Path | str,
         *,
-        conversations: object | None = None,
+        conversations: ConversationStore | None = None,
         session: str | None = None,
         counter: TokenCounter | None = None,
         summarizer: Summarizer | None = None,
@@ -117,14 +120,17 @@ class Snapshot:
             ("task", task_text, task_file or "--task"),
         ):
             if value and value.strip():
-                if key == "persona" and has_commands(value):
-                    value, done = expand_commands(
-                        value, commands, base, trusted=not persona_from_handover
+                text = value
+                if key == "persona" and has_commands(text):
+                    text, done = expand_commands(
+                        text, commands, base, trusted=not persona_from_handover
                     )
                     runs.extend(done)
-                texts[key], files[key] = value, where
+                texts[key], files[key] = text, where
         profile_texts: dict[str, str] = {}
-        for text in sorted({s.text for p in profiles.profiles.values() for s in p.sections if s.text}):
+        for text in sorted(
+            {s.text for p in profiles.profiles.values() for s in p.sections if s.text}
+        ):
             if has_commands(text):
                 profile_texts[text], done = expand_commands(text, commands, base)
                 runs.extend(done)
@@ -132,8 +138,7 @@ class Snapshot:
         earlier, path = 0, "none"
         if conversations is not None and session is not None:
             if counter is None:
-                counter = conversations.counter  # type: ignore[attr-defined]
-            assert counter is not None
+                counter = conversations.counter
             loaded = load_conversation(
                 conversations, session, counter, recent=recent, summarizer=summarizer
             )
@@ -155,8 +160,13 @@ class Snapshot:
             "path": path,
             "persona": persona,
             "messages": [
-                [m.role, m.content, [[c.id, c.name, c.arguments] for c in m.tool_calls],
-                 m.tool_call_id, m.seq]
+                [
+                    m.role,
+                    m.content,
+                    [[c.id, c.name, c.arguments] for c in m.tool_calls],
+                    m.tool_call_id,
+                    m.seq,
+                ]
                 for m in history
             ],
         }

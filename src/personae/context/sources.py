@@ -32,20 +32,60 @@ DIRECTIVE_FILES = (".personae/directive.md", "AGENTS.md", "CLAUDE.md")
 # Seed 003 task-type detection: keywords -> codebase files (research files: our choice).
 TASK_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "testing": (
-        ("test", "tests", "spec", "coverage", "assert", "expect", "mock", "fixture", "e2e",
-         "unit test", "integration test"),
+        (
+            "test",
+            "tests",
+            "spec",
+            "coverage",
+            "assert",
+            "expect",
+            "mock",
+            "fixture",
+            "e2e",
+            "unit test",
+            "integration test",
+        ),
         ("TESTING.md", "CONVENTIONS.md"),
         ("PITFALLS.md",),
     ),
     "api": (
-        ("endpoint", "route", "api", "request", "response", "database", "query", "schema",
-         "model", "migration", "rest", "graphql", "server", "middleware"),
+        (
+            "endpoint",
+            "route",
+            "api",
+            "request",
+            "response",
+            "database",
+            "query",
+            "schema",
+            "model",
+            "migration",
+            "rest",
+            "graphql",
+            "server",
+            "middleware",
+        ),
         ("ARCHITECTURE.md", "CONVENTIONS.md"),
         ("STACK.md", "ARCHITECTURE.md"),
     ),
     "ui": (
-        ("page", "component", "form", "layout", "button", "modal", "style", "css", "tailwind",
-         "responsive", "visual", "screen", "view", "template", "render"),
+        (
+            "page",
+            "component",
+            "form",
+            "layout",
+            "button",
+            "modal",
+            "style",
+            "css",
+            "tailwind",
+            "responsive",
+            "visual",
+            "screen",
+            "view",
+            "template",
+            "render",
+        ),
         ("CONVENTIONS.md", "STRUCTURE.md"),
         ("FEATURES.md",),
     ),
@@ -71,7 +111,7 @@ def _read(path: Path) -> str | None:
 
 
 def read_directive(root: Path) -> tuple[str, Path] | None:
-    """The directive text and its file: ``.personae/directive.md``, else AGENTS.md, else CLAUDE.md."""
+    """The directive and its file: ``.personae/directive.md``, else AGENTS.md, else CLAUDE.md."""
     for name in DIRECTIVE_FILES:
         path = root / name
         text = _read(path)
@@ -220,8 +260,15 @@ def git_log(root: Path, *, count: int = 15, timeout: float = 3.0) -> str | None:
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     try:
         proc = subprocess.run(
-            ["git", "--no-pager", "log", f"-n{count}", "--no-merges", "--date=short",
-             "--pretty=format:- %ad %s (%h)"],
+            [
+                "git",
+                "--no-pager",
+                "log",
+                f"-n{count}",
+                "--no-merges",
+                "--date=short",
+                "--pretty=format:- %ad %s (%h)",
+            ],
             cwd=root,
             capture_output=True,
             text=True,
