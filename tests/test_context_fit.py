@@ -93,7 +93,7 @@ def tags_once(rendered: str) -> None:
     assert len(opens) == len(set(opens))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=histories(), budget=st.integers(60, 2500), role=st.sampled_from(["worker", "client"]))
 def test_fitting_invariants(root: Path, history: list[dict[str, Any]], budget: int, role: str) -> None:
     snap = Snapshot.build(

@@ -172,16 +172,31 @@ def _read(path: Path) -> str:
         raise ConfigError("profiles file is not UTF-8 text", file=path) from exc
 
 
+_CACHE: dict[tuple[str, ...], ProfileSet] = {}
+
+
 def load_profiles(root: Path | None = None) -> ProfileSet:
-    """The built-in profiles, overridden by ``root/.personae/profiles.yaml`` when present."""
+    """The built-in profiles, overridden by ``root/.personae/profiles.yaml`` when present.
+
+    Parsed sets are memoized by the override file's path, size and mtime, so a
+    changed file is read again on the next call.
+    """
     builtin = resources.files("personae.context") / BUILTIN_PROFILES
-    sources: list[tuple[str, str]] = [(f"<builtin>/{BUILTIN_PROFILES}", builtin.read_text("utf-8"))]
+    sources: list[tuple[str, str]] = [(f"<builtin>/{BUILTIN_PROFILES}", "")]
+    key: tuple[str, ...] = ()
     if root is not None:
         for name in ("profiles.yaml", "profiles.yml"):
             candidate = Path(root) / ".personae" / name
             if candidate.is_file():
+                stat = candidate.stat()
+                key = (str(candidate), str(stat.st_size), str(stat.st_mtime_ns))
+                if key in _CACHE:
+                    return _CACHE[key]
                 sources.append((str(candidate), _read(candidate)))
                 break
+    if key in _CACHE:
+        return _CACHE[key]
+    sources[0] = (sources[0][0], builtin.read_text("utf-8"))
     catalogue: dict[str, dict[str, Any]] = {}
     roles: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {}
     for file, text in sources:
@@ -195,4 +210,8 @@ def load_profiles(root: Path | None = None) -> ProfileSet:
         )
         profiles[role] = Profile(role=role, description=description, sections=specs)
     tags = frozenset(catalogue) | {s.tag for p in profiles.values() for s in p.sections}
-    return ProfileSet(profiles=profiles, tags=tags, files=tuple(f for f, _ in sources))
+    result = ProfileSet(profiles=profiles, tags=tags, files=tuple(f for f, _ in sources))
+    if len(_CACHE) > 64:
+        _CACHE.clear()
+    _CACHE[key] = result
+    return result
