@@ -54,6 +54,30 @@ def _tail(
     return out
 
 
+def _window(
+    conv: ConversationStore, session: str, counter: TokenCounter, recent: int
+) -> list[ChatMessage]:
+    """Whole exchanges, newest first, while they fit in ``recent`` messages (path A).
+
+    The latest user turn is always included, however long it is.
+    """
+    out: list[ChatMessage] = []
+    pending: list[ChatMessage] = []
+    seen_user = False
+    for raw in conv.iter_backward(session, counter=counter):
+        msg = from_stored(raw)
+        pending.append(msg)
+        if msg.role == "tool":
+            continue
+        if seen_user and len(out) + len(pending) > recent:
+            break
+        out.extend(pending)
+        pending = []
+        seen_user = seen_user or msg.role == "user"
+    out.reverse()
+    return out
+
+
 def load_conversation(
     conv: ConversationStore,
     session: str,
@@ -70,7 +94,7 @@ def load_conversation(
     if summarizer is None:
         tail = _tail(conv, session, counter, max(recent * 4, 24), max(recent * 64, 512))
         return Loaded(None, None, tuple(tail), total - len(tail), "B", 0)
-    tail = _tail(conv, session, counter, recent, max(recent * 64, 512))
+    tail = _window(conv, session, counter, recent)
     units, _ = group_units(tail)
     start_seq = units[0].head.seq if units else tail[-1].seq + 1
     tail = [m for m in tail if m.seq >= start_seq]

@@ -19,10 +19,15 @@ from personae.context._yamlpos import Lines, line_of, load_with_lines
 from personae.context.spec import SOURCES, Profile, SectionSpec
 from personae.errors import ConfigError, UnknownNameError
 
-__all__ = ["BUILTIN_PROFILES", "ProfileSet", "load_profiles"]
+__all__ = ["BUILTIN_PROFILES", "ProfileNameError", "ProfileSet", "load_profiles"]
 
 BUILTIN_PROFILES = "profiles.yaml"
 """Name of the built-in profile file inside the ``personae.context`` package."""
+
+
+class ProfileNameError(UnknownNameError, ConfigError):
+    """An unknown name (key, field, section, source) in a profiles file: a ConfigError too."""
+
 
 _TOP_KEYS = {"version", "sections", "roles"}
 _ROLE_KEYS = {"description", "sections"}
@@ -50,7 +55,7 @@ class ProfileSet:
         try:
             return self.profiles[role]
         except KeyError:
-            raise UnknownNameError("role", role, self.profiles) from None
+            raise ProfileNameError("role", role, self.profiles) from None
 
 
 def _fail(message: str, file: str, lines: Lines, path: tuple[str | int, ...]) -> ConfigError:
@@ -68,7 +73,7 @@ def _spec_fields(
 ) -> dict[str, Any]:
     for key in raw:
         if key not in _SPEC_FIELDS and key != "tag":
-            raise UnknownNameError(
+            raise ProfileNameError(
                 "section field",
                 str(key),
                 _SPEC_FIELDS,
@@ -77,7 +82,7 @@ def _spec_fields(
             )
     source = raw.get("source")
     if source is not None and source not in SOURCES:
-        raise UnknownNameError(
+        raise ProfileNameError(
             "source", str(source), SOURCES, file=file, line=line_of(lines, (*path, "source"))
         )
     return {k: v for k, v in raw.items() if k != "tag"}
@@ -107,7 +112,7 @@ def _merge_file(
     _check_mapping(data, file, lines, ())
     for key in data:
         if key not in _TOP_KEYS:
-            raise UnknownNameError(
+            raise ProfileNameError(
                 "key", str(key), _TOP_KEYS, file=file, line=line_of(lines, (key,))
             )
     if data.get("version", 1) != 1:
@@ -129,7 +134,7 @@ def _merge_file(
         _check_mapping(raw, file, lines, rpath)
         for key in raw:
             if key not in _ROLE_KEYS:
-                raise UnknownNameError(
+                raise ProfileNameError(
                     "role field",
                     str(key),
                     _ROLE_KEYS,
@@ -152,7 +157,7 @@ def _merge_file(
                     "each section is a tag name or a mapping with 'tag'", file, lines, epath
                 )
             if tag not in catalogue and "source" not in fields:
-                raise UnknownNameError(
+                raise ProfileNameError(
                     "section", tag, catalogue, file=file, line=line_of(lines, epath)
                 )
             if tag in seen:
