@@ -92,7 +92,7 @@ def load_conversation(
     if total == 0:
         return Loaded(None, None, (), 0, "none", 0)
     if summarizer is None:
-        tail = _tail(conv, session, counter, max(recent * 4, 24), max(recent * 64, 512))
+        tail = _tail(conv, session, counter, max(recent * 2, 12), max(recent * 64, 512))
         return Loaded(None, None, tuple(tail), total - len(tail), "B", 0)
     tail = _window(conv, session, counter, recent)
     units, _ = group_units(tail)

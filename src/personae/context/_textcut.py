@@ -7,6 +7,7 @@ counts of strings about the size of the kept part, never a loop over the text.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -16,11 +17,21 @@ __all__ = ["Cut", "count_small", "cut_text", "outline"]
 
 _SMALL: dict[tuple[str, str], int] = {}
 _SMALL_MAX = 4096
+_MEMO_CHARS = 4_096  # longer texts are memoized by digest
 
 
 def count_small(counter: TokenCounter, text: str) -> int:
-    """Count a short string (tags, headers, notices), memoized per counter."""
-    key = (counter.name, text)
+    """Count a string (tags, headers, notices, section texts), memoized per counter.
+
+    Turn after turn the same directive, persona block and headers come back;
+    each is counted once per process (bounded memo, cleared when full).
+    """
+    # Long texts are remembered by digest, so the memo never keeps them alive.
+    key = (
+        (counter.name, text)
+        if len(text) <= _MEMO_CHARS
+        else (counter.name, hashlib.blake2b(text.encode("utf-8", "surrogatepass")).hexdigest())
+    )
     hit = _SMALL.get(key)
     if hit is None:
         hit = counter.count(text)

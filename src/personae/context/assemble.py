@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from personae.context._textcut import count_small
 from personae.context.budget import Budget
 from personae.context.commands import expand_commands, has_commands
 from personae.context.fit import FittedSection, SectionContent, fit
@@ -154,13 +155,8 @@ def assemble(
         if text is None:
             contents.append(SectionContent(spec))
             continue
-        key = ("text", counter.name, tags, text)
-        cached = snapshot.cache.get(key)
-        if cached is None:
-            escaped = escape(text, tags)
-            cached = (escaped, counter.count(escaped))
-            snapshot.cache[key] = cached
-        contents.append(SectionContent(spec, text=cached[0], tokens=cached[1]))
+        escaped = escape(text, tags)
+        contents.append(SectionContent(spec, text=escaped, tokens=count_small(counter, escaped)))
     result = fit(contents, budget.tokens, counter)
     return AssembledContext(
         role=role,

@@ -74,7 +74,7 @@ class Snapshot:
         session: str | None = None,
         counter: TokenCounter | None = None,
         summarizer: Summarizer | None = None,
-        recent: int = 6,
+        recent: int | None = None,
         messages: Sequence[object] | None = None,
         persona: str | None = None,
         execution_block: str | None = None,
@@ -93,7 +93,9 @@ class Snapshot:
         (with ``session`` and ``counter``); ``messages`` may be given directly
         instead (path B). ``summarizer(previous_summary, new_messages) -> str``
         selects path A: messages that leave the recent window are folded into
-        the stored running summary. ``persona_from_handover`` marks persona text
+        the stored running summary. ``recent`` (default: the largest
+        ``max_messages`` of the profiles, 6 built in) sizes the window read
+        from the store. ``persona_from_handover`` marks persona text
         received in a handover: its ``!command`` forms never run.
         """
         base = Path(root).resolve()
@@ -134,6 +136,14 @@ class Snapshot:
             if has_commands(text):
                 profile_texts[text], done = expand_commands(text, commands, base)
                 runs.extend(done)
+        if recent is None:
+            limits = [
+                s.max_messages or 64
+                for p in profiles.profiles.values()
+                for s in p.sections
+                if s.source == "messages"
+            ]
+            recent = max(limits, default=6)
         history: tuple[ChatMessage, ...] = ()
         earlier, path = 0, "none"
         if conversations is not None and session is not None:
@@ -151,7 +161,7 @@ class Snapshot:
             path = "B"
             files["messages"] = "given messages"
         digest = hashlib.sha256()
-        payload = {
+        head = {
             "root": str(base),
             "texts": texts,
             "step_without_decisions": project.step_without_decisions,
@@ -159,18 +169,13 @@ class Snapshot:
             "earlier": earlier,
             "path": path,
             "persona": persona,
-            "messages": [
-                [
-                    m.role,
-                    m.content,
-                    [[c.id, c.name, c.arguments] for c in m.tool_calls],
-                    m.tool_call_id,
-                    m.seq,
-                ]
-                for m in history
-            ],
         }
-        digest.update(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode())
+        digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
+        for m in history:
+            digest.update(f"\x00{m.seq}\x00{m.role}\x00{m.tool_call_id}\x00".encode())
+            for c in m.tool_calls:
+                digest.update(f"{c.id}\x01{c.name}\x01{c.arguments}\x01".encode())
+            digest.update(m.content.encode())
         return cls(
             id=digest.hexdigest()[:16],
             root=base,

@@ -124,13 +124,22 @@ def detect_task_type(task: str | None) -> str:
     """``testing``, ``api``, ``ui`` or ``general`` from keywords in the task text."""
     if not task:
         return "general"
-    lowered = task.lower()
     best, best_hits = "general", 0
-    for kind, (words, _, _) in TASK_TYPES.items():
-        hits = sum(len(re.findall(rf"\b{re.escape(w)}s?\b", lowered)) for w in words)
+    for kind, pattern in _KEYWORDS.items():
+        hits = len(pattern.findall(task))
         if hits > best_hits:
             best, best_hits = kind, hits
     return best
+
+
+_KEYWORDS = {
+    kind: re.compile(
+        r"\b(?:" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + r")s?\b",
+        re.IGNORECASE,
+    )
+    for kind, (words, _, _) in TASK_TYPES.items()
+    if words
+}
 
 
 def split_decisions(step: str) -> tuple[str, str | None]:
