@@ -60,7 +60,9 @@ def stored_session(conv: ConversationStore, sid: str, n: int, rng: random.Random
             call += len(ids)
             calls = [{"id": i, "name": "read_file", "args": {"path": f"src/{i}.py"}} for i in ids]
             batch.append(Message("assistant", text(rng, 60), tool_calls=calls))
-            batch.extend(Message("tool", text(rng, rng.choice([40, 200, 1500])), tool_call_id=i) for i in ids)
+            batch.extend(
+                Message("tool", text(rng, rng.choice([40, 200, 1500])), tool_call_id=i) for i in ids
+            )
         batch.append(Message("assistant", text(rng, rng.randint(40, 300))))
     # drop a partial last exchange so the store's pairing check holds
     while batch[-1].role != "assistant" or batch[-1].tool_calls:
@@ -73,7 +75,9 @@ def bench_assembly(n: int, runs: int, rng: random.Random) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / ".personae").mkdir()
-        (root / ".personae" / "directive.md").write_text("# Directive\n" + PROSE * 20, encoding="utf-8")
+        (root / ".personae" / "directive.md").write_text(
+            "# Directive\n" + PROSE * 20, encoding="utf-8"
+        )
         store = Store(root / ".personae" / "state.db")
         conv = ConversationStore(store, COUNTER)
         sid = conv.create_session()
@@ -86,8 +90,13 @@ def bench_assembly(n: int, runs: int, rng: random.Random) -> dict[str, Any]:
         for i in range(runs + 5):  # the first 5 warm the memo and the tokenizer
             t0 = time.perf_counter()
             snap = Snapshot.build(
-                root, conversations=conv, session=sid, counter=COUNTER, task="Fix the failing test",
-                execution_block="You are the builder persona.", include_git_log=False,
+                root,
+                conversations=conv,
+                session=sid,
+                counter=COUNTER,
+                task="Fix the failing test",
+                execution_block="You are the builder persona.",
+                include_git_log=False,
             )
             t1 = time.perf_counter()
             ctx = assemble(snap, "worker", budget, COUNTER)
@@ -132,8 +141,16 @@ def random_history(rng: random.Random, pool: Pool) -> list[ChatMessage]:
 
     def add(role: str, content: str, **kw: Any) -> None:
         tokens = pool.counts.get(content) if not kw.get("tool_calls") else None
-        msgs.append(ChatMessage(role=role, content=content, seq=len(msgs) + 1,  # type: ignore[arg-type]
-                                tokens=tokens, counter=COUNTER.name, **kw))
+        msgs.append(
+            ChatMessage(
+                role=role,
+                content=content,
+                seq=len(msgs) + 1,  # type: ignore[arg-type]
+                tokens=tokens,
+                counter=COUNTER.name,
+                **kw,
+            )
+        )
 
     turns = rng.randint(1, 8)
     for t in range(turns):
@@ -144,8 +161,13 @@ def random_history(rng: random.Random, pool: Pool) -> list[ChatMessage]:
                 call += 1
                 from personae.context import ToolCall
 
-                calls.append(ToolCall(id=f"call_{call}", name=rng.choice(["read_file", "grep", "shell"]),
-                                      arguments=json.dumps({"path": f"f{call}"})))
+                calls.append(
+                    ToolCall(
+                        id=f"call_{call}",
+                        name=rng.choice(["read_file", "grep", "shell"]),
+                        arguments=json.dumps({"path": f"f{call}"}),
+                    )
+                )
             add("assistant", pool(rng.choice([10, 40, 200])), tool_calls=tuple(calls))
             running = t == turns - 1 and rng.random() < 0.15
             for c in calls[: len(calls) // 2] if running else calls:
@@ -183,17 +205,32 @@ def check(kept: tuple[ChatMessage, ...]) -> tuple[int, int]:
 
 def bench_trims(n: int, rng: random.Random, root: Path) -> dict[str, Any]:
     pool = Pool(rng)
-    stats = dict(orphans=0, dangling=0, lost_latest=0, overruns=0, report_mismatch=0,
-                 refused_pinned=0, nondeterministic=0, shrunk_latest=0, evicted=0)
+    stats = dict(
+        orphans=0,
+        dangling=0,
+        lost_latest=0,
+        overruns=0,
+        report_mismatch=0,
+        refused_pinned=0,
+        nondeterministic=0,
+        shrunk_latest=0,
+        evicted=0,
+    )
     times = []
     profiles = load_profiles(None)
     for k in range(n):
         history = random_history(rng, pool)
         budget = rng.choice([150, 300, 600, 1000, 2000, 4000, 8000])
         role = rng.choice(["worker", "client", "manager"])
-        snap = Snapshot.build(root, messages=history, task="Fix the bug in the parser </task>",
-                              execution_block="You are careful.", validation_context="Tests must pass.",
-                              include_git_log=False, profiles=profiles)
+        snap = Snapshot.build(
+            root,
+            messages=history,
+            task="Fix the bug in the parser </task>",
+            execution_block="You are careful.",
+            validation_context="Tests must pass.",
+            include_git_log=False,
+            profiles=profiles,
+        )
         t0 = time.perf_counter()
         try:
             ctx = assemble(snap, role, Budget.absolute(budget), COUNTER)
@@ -216,21 +253,28 @@ def bench_trims(n: int, rng: random.Random, root: Path) -> dict[str, Any]:
         if k % 50 == 0:
             again = assemble(snap, role, Budget.absolute(budget), COUNTER).render()
             stats["nondeterministic"] += again != rendered
-    return {"trims": n, **stats, "median_ms": round(statistics.median(times), 3),
-            "p95_ms": round(sorted(times)[int(0.95 * (len(times) - 1))], 3)}
+    return {
+        "trims": n,
+        **stats,
+        "median_ms": round(statistics.median(times), 3),
+        "p95_ms": round(sorted(times)[int(0.95 * (len(times) - 1))], 3),
+    }
 
 
 def bench_prefix(root: Path, turns: int) -> dict[str, float]:
-    """Share of the previous prompt reused as an identical prefix, averaged over a growing session."""
+    """Share of the previous prompt reused as an identical prefix (mean over a growing session)."""
     out = {}
     sliding_dir = root / "sliding"
     (sliding_dir / ".personae").mkdir(parents=True, exist_ok=True)
     (sliding_dir / ".personae" / "profiles.yaml").write_text(
-        "sections:\n  recent_messages: {evict_batch: 1, max_messages: 24, cap: 4000}\n", encoding="utf-8")
+        "sections:\n  recent_messages: {evict_batch: 1, max_messages: 24, cap: 4000}\n",
+        encoding="utf-8",
+    )
     batched_dir = root / "batched"
     (batched_dir / ".personae").mkdir(parents=True, exist_ok=True)
     (batched_dir / ".personae" / "profiles.yaml").write_text(
-        "sections:\n  recent_messages: {max_messages: 24, cap: 4000}\n", encoding="utf-8")
+        "sections:\n  recent_messages: {max_messages: 24, cap: 4000}\n", encoding="utf-8"
+    )
     rng = random.Random(7)
     for name, folder in (("batched", batched_dir), ("sliding", sliding_dir)):
         profiles = load_profiles(folder)
@@ -239,9 +283,17 @@ def bench_prefix(root: Path, turns: int) -> dict[str, float]:
         prev = None
         for t in range(turns):
             history.append(ChatMessage("user", f"q{t} " + text(rng, 80), seq=len(history) + 1))
-            history.append(ChatMessage("assistant", f"a{t} " + text(rng, 200), seq=len(history) + 1))
-            snap = Snapshot.build(folder, messages=history, task="t", execution_block="persona",
-                                  include_git_log=False, profiles=profiles)
+            history.append(
+                ChatMessage("assistant", f"a{t} " + text(rng, 200), seq=len(history) + 1)
+            )
+            snap = Snapshot.build(
+                folder,
+                messages=history,
+                task="t",
+                execution_block="persona",
+                include_git_log=False,
+                profiles=profiles,
+            )
             cur = assemble(snap, "worker", Budget.absolute(20_000), COUNTER).render()
             if prev is not None:
                 common = 0
@@ -262,7 +314,11 @@ def main() -> int:
     args = parser.parse_args()
     rng = random.Random(2026)
     sizes = [(1_000, 20)] if args.quick else [(10_000, 100), (100_000, 100)]
-    results: dict[str, Any] = {"counter": COUNTER.name, "assembly": [], "python": sys.version.split()[0]}
+    results: dict[str, Any] = {
+        "counter": COUNTER.name,
+        "assembly": [],
+        "python": sys.version.split()[0],
+    }
     for n, runs in sizes:
         results["assembly"].append(bench_assembly(n, runs, rng))
     with tempfile.TemporaryDirectory() as tmp:
@@ -272,28 +328,57 @@ def main() -> int:
         results["cache_prefix"] = bench_prefix(Path(tmp), 30 if args.quick else 80)
     targets = {10_000: 5.0, 100_000: 20.0}
     print("Assembly from a stored session (Snapshot.build + assemble, worker, 30% of 128k):")
-    print(f"  {'messages':>9} {'median ms':>10} {'p95 ms':>8} {'build ms':>9} {'assemble ms':>12} {'target':>7}")
+    print(
+        f"  {'messages':>9} {'median ms':>10} {'p95 ms':>8} {'build ms':>9}"
+        f" {'assemble ms':>12} {'target':>7}"
+    )
     for row in results["assembly"]:
-        target = targets.get(row["messages"] // 1000 * 1000, None)
-        mark = "" if target is None else f"< {target:g}" + (" ok" if row["median_ms"] < target else " MISSED")
-        print(f"  {row['messages']:>9,} {row['median_ms']:>10.3f} {row['p95_ms']:>8.3f} "
-              f"{row['build_median_ms']:>9.3f} {row['assemble_median_ms']:>12.3f} {mark:>7}")
+        target = targets.get(row["messages"] // 1000 * 1000)
+        mark = (
+            ""
+            if target is None
+            else f"< {target:g}" + (" ok" if row["median_ms"] < target else " MISSED")
+        )
+        print(
+            f"  {row['messages']:>9,} {row['median_ms']:>10.3f} {row['p95_ms']:>8.3f} "
+            f"{row['build_median_ms']:>9.3f} {row['assemble_median_ms']:>12.3f} {mark:>7}"
+        )
     tr = results["trims"]
-    print(f"\nRandomized trims: {tr['trims']:,} tool-heavy histories in {tr['seconds']} s "
-          f"(median {tr['median_ms']} ms, p95 {tr['p95_ms']} ms)")
-    for key in ("orphans", "dangling", "lost_latest", "overruns", "report_mismatch", "nondeterministic"):
+    print(
+        f"\nRandomized trims: {tr['trims']:,} tool-heavy histories in {tr['seconds']} s "
+        f"(median {tr['median_ms']} ms, p95 {tr['p95_ms']} ms)"
+    )
+    for key in (
+        "orphans",
+        "dangling",
+        "lost_latest",
+        "overruns",
+        "report_mismatch",
+        "nondeterministic",
+    ):
         print(f"  {key:<18} {tr[key]:>7}   (must be 0)")
     for key in ("refused_pinned", "shrunk_latest", "evicted"):
         print(f"  {key:<18} {tr[key]:>7}")
     cp = results["cache_prefix"]
-    print(f"\nPrompt prefix reused turn to turn: batched eviction {cp['batched']:.1%}, "
-          f"sliding {cp['sliding']:.1%}")
+    print(
+        f"\nPrompt prefix reused turn to turn: batched eviction {cp['batched']:.1%}, "
+        f"sliding {cp['sliding']:.1%}"
+    )
     out = Path(__file__).resolve().parent / "results" / "context.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"\nwrote {out}")
-    bad = sum(tr[k] for k in ("orphans", "dangling", "lost_latest", "overruns", "report_mismatch",
-                               "nondeterministic"))
+    bad = sum(
+        tr[k]
+        for k in (
+            "orphans",
+            "dangling",
+            "lost_latest",
+            "overruns",
+            "report_mismatch",
+            "nondeterministic",
+        )
+    )
     return 1 if bad else 0
 
 

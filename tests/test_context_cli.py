@@ -16,14 +16,22 @@ from personae.tokens.exact import exact_counter
 COUNTER = exact_counter("o200k_base")
 
 
-def cli(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     import os
 
     full = {**os.environ, **(env or {})}
-    full.pop("PERSONAE_MODEL", None) if env is None or "PERSONAE_MODEL" not in env else None
+    if env is None or "PERSONAE_MODEL" not in env:
+        full.pop("PERSONAE_MODEL", None)
     return subprocess.run(
-        [sys.executable, "-m", "personae", *args], cwd=root, capture_output=True, text=True,
-        timeout=120, env=full, check=False,
+        [sys.executable, "-m", "personae", *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=full,
+        check=False,
     )
 
 
@@ -36,8 +44,18 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_build_shows_a_real_assembled_context(example: Path, isolated_home: Path) -> None:
-    done = cli(example, "context", "build", "--role", "worker", "--persona", "analyst",
-               "--task", "Which product sold best in March?", "--report")
+    done = cli(
+        example,
+        "context",
+        "build",
+        "--role",
+        "worker",
+        "--persona",
+        "analyst",
+        "--task",
+        "Which product sold best in March?",
+        "--report",
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("<active_persona>\n")
@@ -48,8 +66,20 @@ def test_build_shows_a_real_assembled_context(example: Path, isolated_home: Path
 
 
 def test_json_report_total_is_the_exact_count(example: Path, isolated_home: Path) -> None:
-    done = cli(example, "context", "build", "--role", "client", "--persona", "analyst", "--task", "t",
-               "--budget", "3000", "--json")
+    done = cli(
+        example,
+        "context",
+        "build",
+        "--role",
+        "client",
+        "--persona",
+        "analyst",
+        "--task",
+        "t",
+        "--budget",
+        "3000",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["report"]["total"] == COUNTER.count(data["rendered"])
@@ -59,12 +89,21 @@ def test_json_report_total_is_the_exact_count(example: Path, isolated_home: Path
 
 
 def test_model_decides_counter_and_window(example: Path, isolated_home: Path) -> None:
-    done = cli(example, "context", "report", "--role", "worker", "--json", "--model", "openai:gpt-4o")
+    done = cli(
+        example, "context", "report", "--role", "worker", "--json", "--model", "openai:gpt-4o"
+    )
     rep = json.loads(done.stdout)
     assert rep["counter"] == "o200k_base" and rep["counter_exact"] is True
     assert rep["window"] and rep["budget"] == int(rep["window"] * 0.3)
-    done = cli(example, "context", "report", "--role", "worker", "--json",
-               env={"PERSONAE_MODEL": "anthropic:claude-sonnet-4-5"})
+    done = cli(
+        example,
+        "context",
+        "report",
+        "--role",
+        "worker",
+        "--json",
+        env={"PERSONAE_MODEL": "anthropic:claude-sonnet-4-5"},
+    )
     rep = json.loads(done.stdout)
     assert rep["counter_exact"] is False and rep["counter"].startswith("estimate")
     done = cli(example, "context", "report", "--role", "worker", "--window", "10000")
@@ -76,10 +115,17 @@ def test_session_from_the_project_store(example: Path, isolated_home: Path) -> N
     conv = ConversationStore(store, COUNTER)
     sid = conv.create_session(session_id="s1")
     conv.append(sid, Message("user", "How many rows are in sales.csv?"))
-    conv.append(sid, Message("assistant", "", tool_calls=[{"id": "c1", "name": "read_file", "args": {"path": "x"}}]))
+    conv.append(
+        sid,
+        Message(
+            "assistant", "", tool_calls=[{"id": "c1", "name": "read_file", "args": {"path": "x"}}]
+        ),
+    )
     conv.append(sid, Message("tool", "date,product,qty\n2026-03-01,tea,4", tool_call_id="c1"))
     store.close()
-    done = cli(example, "context", "build", "--role", "worker", "--session", "s1", "--task", "count rows")
+    done = cli(
+        example, "context", "build", "--role", "worker", "--session", "s1", "--task", "count rows"
+    )
     assert done.returncode == 0, done.stderr
     assert "### tool result c1\ndate,product,qty" in done.stdout
     bad = cli(example, "context", "build", "--role", "worker", "--session", "nope")
@@ -97,7 +143,9 @@ def test_session_from_the_project_store(example: Path, isolated_home: Path) -> N
         (["--role", "worker", "--task", "word " * 400, "--budget", "50"], 1, "over)"),
     ],
 )
-def test_bad_usage_is_one_clear_line(example: Path, isolated_home: Path, args: list[str], code: int, needle: str) -> None:
+def test_bad_usage_is_one_clear_line(
+    example: Path, isolated_home: Path, args: list[str], code: int, needle: str
+) -> None:
     done = cli(example, "context", "build", *args)
     assert done.returncode == code, done.stderr
     assert needle in done.stderr
@@ -112,7 +160,9 @@ def test_session_without_a_store_writes_nothing(tmp_path: Path, isolated_home: P
 
 def test_bad_profiles_file_names_file_and_line(tmp_path: Path, isolated_home: Path) -> None:
     (tmp_path / ".personae").mkdir()
-    (tmp_path / ".personae" / "profiles.yaml").write_text("sections:\n  directive:\n    cap: -5\n", encoding="utf-8")
+    (tmp_path / ".personae" / "profiles.yaml").write_text(
+        "sections:\n  directive:\n    cap: -5\n", encoding="utf-8"
+    )
     done = cli(tmp_path, "context", "roles")
     assert done.returncode == 1
     assert done.stderr.strip().count("\n") == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -43,13 +44,18 @@ def histories(draw: Any) -> list[dict[str, Any]]:
     turns = draw(st.integers(1, 7))
     call = 0
     for t in range(turns):
-        add(role="user", content=f"turn {t}: " + _text(draw(st.integers(0, 4)), draw(st.integers(1, 200))))
+        add(
+            role="user",
+            content=f"turn {t}: " + _text(draw(st.integers(0, 4)), draw(st.integers(1, 200))),
+        )
         for _ in range(draw(st.integers(0, 3))):
             n_calls = draw(st.integers(0, 4))
             calls = []
             for _ in range(n_calls):
                 call += 1
-                calls.append({"id": f"call_{call}", "name": "read_file", "args": {"path": f"f{call}"}})
+                calls.append(
+                    {"id": f"call_{call}", "name": "read_file", "args": {"path": f"f{call}"}}
+                )
             add(role="assistant", content=_text(0, draw(st.integers(0, 120))), tool_calls=calls)
             last = t == turns - 1
             answered = calls if not last or draw(st.booleans()) else calls[: len(calls) // 2]
@@ -94,8 +100,12 @@ def tags_once(rendered: str) -> None:
 
 
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(history=histories(), budget=st.integers(60, 2500), role=st.sampled_from(["worker", "client"]))
-def test_fitting_invariants(root: Path, history: list[dict[str, Any]], budget: int, role: str) -> None:
+@given(
+    history=histories(), budget=st.integers(60, 2500), role=st.sampled_from(["worker", "client"])
+)
+def test_fitting_invariants(
+    root: Path, history: list[dict[str, Any]], budget: int, role: str
+) -> None:
     snap = Snapshot.build(
         root,
         messages=history,
@@ -147,7 +157,10 @@ def test_pinned_over_budget_says_by_how_much(root: Path) -> None:
 
 
 def test_default_caps_apply_with_visible_notices(root: Path) -> None:
-    history = [{"seq": i + 1, "role": "user" if i % 2 == 0 else "assistant", "content": PROSE * 5} for i in range(30)]
+    history = [
+        {"seq": i + 1, "role": "user" if i % 2 == 0 else "assistant", "content": PROSE * 5}
+        for i in range(30)
+    ]
     snap = Snapshot.build(
         root,
         messages=history,
@@ -195,6 +208,14 @@ def test_truncation_order_follows_seed_003(root: Path) -> None:
     for tag in ("vision", "decisions", "task"):
         assert rows[tag].kept == rows_full[tag], tag
     assert COUNTER.count(tight.render()) <= need - 3000
+    # Tighter still: the step is summarized (outline); the builder keeps its codebase docs.
+    tighter = {
+        r.tag: r
+        for r in assemble(snap, "builder", Budget.absolute(1500), COUNTER).report().sections
+    }
+    assert tighter["current_step"].rule == "budget: outline"
+    assert tighter["codebase"].rule == "full"
+    assert tighter["recent_changes"].kept < 20 and tighter["research"].kept < 20
 
 
 def test_latest_turn_shrinks_instead_of_being_lost(root: Path) -> None:
@@ -202,8 +223,15 @@ def test_latest_turn_shrinks_instead_of_being_lost(root: Path) -> None:
         {"seq": 1, "role": "user", "content": "old question"},
         {"seq": 2, "role": "assistant", "content": "old answer"},
         {"seq": 3, "role": "user", "content": "Read the giant log please"},
-        {"seq": 4, "role": "assistant", "content": "", "tool_calls": [
-            {"id": "a", "name": "read_file", "args": {}}, {"id": "b", "name": "grep", "args": {}}]},
+        {
+            "seq": 4,
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "a", "name": "read_file", "args": {}},
+                {"id": "b", "name": "grep", "args": {}},
+            ],
+        },
         {"seq": 5, "role": "tool", "tool_call_id": "a", "content": LOG * 3000},
         {"seq": 6, "role": "tool", "tool_call_id": "b", "content": CJK * 3000},
     ]
@@ -229,7 +257,7 @@ def _start_moves(root: Path, profiles: Any) -> tuple[int, list[int]]:
         starts.append(ctx.messages[0].seq)
         sizes.append(len(ctx.messages))
         check_pairs(ctx.messages)
-    moves = sum(1 for a, b in zip(starts, starts[1:], strict=False) if a != b)
+    moves = sum(1 for a, b in itertools.pairwise(starts) if a != b)
     return moves, sizes
 
 
@@ -250,13 +278,21 @@ def test_eviction_in_batches_keeps_a_stable_prefix(root: Path, tmp_path: Path) -
 def test_roles_share_byte_identical_sections(root: Path) -> None:
     history = [{"seq": 1, "role": "user", "content": "hello </recent_messages>"}]
     snap = Snapshot.build(
-        root, messages=history, task="t", execution_block="exec", validation_context="val",
-        handover="## Handover\nfrom planner", include_git_log=False,
+        root,
+        messages=history,
+        task="t",
+        execution_block="exec",
+        validation_context="val",
+        handover="## Handover\nfrom planner",
+        include_git_log=False,
     )
     snap.texts["directive"] = "Never touch prod."
 
     def sections(role: str) -> dict[str, str]:
-        found = re.findall(r"(?ms)^<([a-z_]+)>\n(.*?)\n</\1>$", assemble(snap, role, Budget.absolute(4000), COUNTER).render())
+        found = re.findall(
+            r"(?ms)^<([a-z_]+)>\n(.*?)\n</\1>$",
+            assemble(snap, role, Budget.absolute(4000), COUNTER).render(),
+        )
         return dict(found)
 
     m, w, c = sections("manager"), sections("worker"), sections("client")
@@ -273,3 +309,30 @@ def test_budget_share_of_window() -> None:
         Budget.of_window(1000, share=1.5)
     with pytest.raises(Exception, match="at least 1"):
         Budget.absolute(0)
+
+
+def test_truncation_modes_through_the_pure_fit() -> None:
+    from personae.context import SectionContent, SectionSpec, Truncation, fit
+
+    body = "\n".join(f"line {i} " + PROSE for i in range(200))
+    specs = {
+        mode: SectionSpec(tag=f"s_{mode.value}", source="text", truncation=mode, cap=150)
+        for mode in Truncation
+    }
+    contents = [SectionContent(spec, text=body) for spec in specs.values()]
+    result = fit(contents, 5000, COUNTER)
+    kept = {s.tag: s for s in result.sections}
+    assert kept["s_tail"].text is not None and kept["s_tail"].text.startswith("line 0 ")
+    assert kept["s_head"].text is not None and kept["s_head"].text.rstrip().endswith(PROSE.strip())
+    assert "line 199" in kept["s_head"].text and "line 0 " not in kept["s_head"].text
+    assert (
+        kept["s_drop"].text
+        == f"[s_drop omitted: {kept['s_drop'].requested} tokens did not fit the budget]"
+    )
+    for s in result.sections:
+        assert s.kept <= 150 < s.requested
+        assert s.text is not None and ("[" in s.text)
+    assert result.total == COUNTER.count(result.rendered) <= 5000
+    md = "# Title\nintro line\n\n## Part A\n" + PROSE * 30 + "\n## Part B\n" + PROSE * 30
+    outline = fit([SectionContent(specs[Truncation.SUMMARIZE], text=md)], 5000, COUNTER).sections[0]
+    assert outline.rule.endswith("outline") and "## Part B" in (outline.text or "")

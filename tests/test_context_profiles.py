@@ -19,7 +19,16 @@ def write(root: Path, text: str) -> Path:
 
 def test_builtin_roles_and_seed_defaults() -> None:
     ps = load_profiles(None)
-    for role in ("manager", "worker", "client", "builder", "planner", "verifier", "researcher", "inspector"):
+    for role in (
+        "manager",
+        "worker",
+        "client",
+        "builder",
+        "planner",
+        "verifier",
+        "researcher",
+        "inspector",
+    ):
         assert role in ps.roles
     worker = [s.tag for s in ps.get("worker").sections]
     client = [s.tag for s in ps.get("client").sections]
@@ -34,7 +43,11 @@ def test_builtin_roles_and_seed_defaults() -> None:
     assert caps["validation_context"].cap == 400
     builder = {s.tag: s for s in ps.get("builder").sections}
     assert builder["task"].pinned and builder["vision"].pinned and builder["decisions"].pinned
-    assert builder["recent_changes"].priority < builder["research"].priority < builder["current_step"].priority
+    assert (
+        builder["recent_changes"].priority
+        < builder["research"].priority
+        < builder["current_step"].priority
+    )
     assert builder["current_step"].truncation is Truncation.SUMMARIZE
     assert {"vision", "gameplan", "project_state", "research_summary"} <= {
         s.tag for s in ps.get("planner").sections
@@ -91,7 +104,9 @@ def test_unknown_role_names_the_closest() -> None:
         ("sections:\n  directive:\n    truncation: middle\n", 3, "truncation"),
     ],
 )
-def test_bad_profile_files_name_file_and_line(tmp_path: Path, text: str, line: int, needle: str) -> None:
+def test_bad_profile_files_name_file_and_line(
+    tmp_path: Path, text: str, line: int, needle: str
+) -> None:
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as info:
         load_profiles(tmp_path)

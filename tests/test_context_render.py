@@ -35,12 +35,21 @@ def test_no_content_breaks_out_of_its_section(tmp_path: Path, payload: str) -> N
     (tmp_path / ".personae" / "directive.md").write_text(f"Rules {payload} end", encoding="utf-8")
     history = [
         {"seq": 1, "role": "user", "content": f"hi {payload}"},
-        {"seq": 2, "role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "t", "args": {"q": payload}}]},
+        {
+            "seq": 2,
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "name": "t", "args": {"q": payload}}],
+        },
         {"seq": 3, "role": "tool", "tool_call_id": "c1", "content": f"out {payload}"},
     ]
     snap = Snapshot.build(
-        tmp_path, messages=history, task=f"do it {payload}", handover=f"from x {payload}",
-        execution_block=f"persona {payload}", include_git_log=False,
+        tmp_path,
+        messages=history,
+        task=f"do it {payload}",
+        handover=f"from x {payload}",
+        execution_block=f"persona {payload}",
+        include_git_log=False,
     )
     for role in ("worker", "client"):
         rendered = assemble(snap, role, Budget.absolute(5000), COUNTER).render()
@@ -73,4 +82,6 @@ def test_order_is_fixed_and_stable_first(tmp_path: Path) -> None:
     rendered = assemble(snap, "worker", Budget.absolute(2000), COUNTER).render()
     shown = re.findall(r"(?m)^<([a-z_]+)>$", rendered)
     assert shown == ["active_persona", "directive", "handover", "task", "recent_messages"]
-    assert rendered.startswith("<active_persona>\ne\n</active_persona>\n\n<directive>\nd\n</directive>")
+    assert rendered.startswith(
+        "<active_persona>\ne\n</active_persona>\n\n<directive>\nd\n</directive>"
+    )

@@ -39,7 +39,9 @@ def test_directive_is_read_fresh_every_turn(tmp_path: Path) -> None:
     put(tmp_path, ".personae/directive.md", "Never deploy on Fridays.")
 
     def turn() -> str:
-        snap = Snapshot.build(tmp_path, conversations=conv, session=sid, task="t", include_git_log=False)
+        snap = Snapshot.build(
+            tmp_path, conversations=conv, session=sid, task="t", include_git_log=False
+        )
         return assemble(snap, "manager", Budget.absolute(3000), COUNTER).render()
 
     assert "Never deploy on Fridays." in turn()
@@ -64,7 +66,11 @@ def _session(tmp_path: Path, turns: int) -> tuple[Store, ConversationStore, str]
         conv.append(sid, Message("user", f"question {t}"))
         conv.append(
             sid,
-            Message("assistant", f"checking {t}", tool_calls=[{"id": f"c{t}", "name": "grep", "args": {"q": str(t)}}]),
+            Message(
+                "assistant",
+                f"checking {t}",
+                tool_calls=[{"id": f"c{t}", "name": "grep", "args": {"q": str(t)}}],
+            ),
         )
         conv.append(sid, Message("tool", f"result {t}", tool_call_id=f"c{t}"))
         conv.append(sid, Message("assistant", f"answer {t}"))
@@ -73,7 +79,9 @@ def _session(tmp_path: Path, turns: int) -> tuple[Store, ConversationStore, str]
 
 def test_path_b_trims_when_there_is_no_summarizer(tmp_path: Path) -> None:
     store, conv, sid = _session(tmp_path, 20)
-    snap = Snapshot.build(tmp_path, conversations=conv, session=sid, task="t", include_git_log=False)
+    snap = Snapshot.build(
+        tmp_path, conversations=conv, session=sid, task="t", include_git_log=False
+    )
     assert snap.history_path == "B"
     ctx = assemble(snap, "worker", Budget.absolute(4000), COUNTER)
     report = ctx.report()
@@ -96,7 +104,12 @@ def test_path_a_folds_into_a_stored_running_summary(tmp_path: Path) -> None:
         return (previous + "; " if previous else "Summary: ") + ", ".join(answers)
 
     snap = Snapshot.build(
-        tmp_path, conversations=conv, session=sid, summarizer=summarizer, task="t", include_git_log=False
+        tmp_path,
+        conversations=conv,
+        session=sid,
+        summarizer=summarizer,
+        task="t",
+        include_git_log=False,
     )
     assert snap.history_path == "A"
     assert len(calls) == 1 and calls[0][0] is None
@@ -108,12 +121,26 @@ def test_path_a_folds_into_a_stored_running_summary(tmp_path: Path) -> None:
     assert "<conversation_summary>\nSummary: answer 0" in ctx.render()
     assert "earlier messages omitted" not in ctx.render()
     # Next turn with nothing new: the summary is reused, not recomputed.
-    Snapshot.build(tmp_path, conversations=conv, session=sid, summarizer=summarizer, task="t", include_git_log=False)
+    Snapshot.build(
+        tmp_path,
+        conversations=conv,
+        session=sid,
+        summarizer=summarizer,
+        task="t",
+        include_git_log=False,
+    )
     assert len(calls) == 1
     conv.append(sid, Message("user", "one more"))
     conv.append(sid, Message("assistant", "answer 10"))
     conv.append(sid, Message("user", "and another"))
-    Snapshot.build(tmp_path, conversations=conv, session=sid, summarizer=summarizer, task="t", include_git_log=False)
+    Snapshot.build(
+        tmp_path,
+        conversations=conv,
+        session=sid,
+        summarizer=summarizer,
+        task="t",
+        include_git_log=False,
+    )
     assert len(calls) == 2 and calls[1][0] == saved.text
     store.close()
 
@@ -131,7 +158,11 @@ def project(root: Path) -> None:
         "### Flexible\n- Styling\n\n### Deferred\n- Dark mode\n\n## Notes\nKeep it simple.\n",
     )
     put(root, base + "goals/01-setup/02-profile/RESEARCH.md", "Avatar storage options.")
-    put(root, base + "tasks/profile-page.md", "## Build the user profile page\n**Files:** src/pages/Profile.tsx")
+    put(
+        root,
+        base + "tasks/profile-page.md",
+        "## Build the user profile page\n**Files:** src/pages/Profile.tsx",
+    )
     for name in ("CONVENTIONS", "STRUCTURE", "ARCHITECTURE", "TESTING", "SUMMARY"):
         put(root, base + f"codebase/{name}.md", f"codebase {name} doc")
     for name in ("FEATURES", "STACK", "PITFALLS", "SUMMARY"):
@@ -142,9 +173,24 @@ def project(root: Path) -> None:
     ("task", "kind", "code", "not_code"),
     [
         ("profile-page", "ui", ["CONVENTIONS", "STRUCTURE"], ["ARCHITECTURE", "TESTING"]),
-        ("Add a REST endpoint for the feed query", "api", ["ARCHITECTURE", "CONVENTIONS"], ["STRUCTURE"]),
-        ("Write unit test coverage for the feed", "testing", ["TESTING", "CONVENTIONS"], ["STRUCTURE"]),
-        ("Rename the project", "general", ["CONVENTIONS"], ["STRUCTURE", "ARCHITECTURE", "TESTING"]),
+        (
+            "Add a REST endpoint for the feed query",
+            "api",
+            ["ARCHITECTURE", "CONVENTIONS"],
+            ["STRUCTURE"],
+        ),
+        (
+            "Write unit test coverage for the feed",
+            "testing",
+            ["TESTING", "CONVENTIONS"],
+            ["STRUCTURE"],
+        ),
+        (
+            "Rename the project",
+            "general",
+            ["CONVENTIONS"],
+            ["STRUCTURE", "ARCHITECTURE", "TESTING"],
+        ),
     ],
 )
 def test_project_files_and_task_type_selection(
@@ -163,13 +209,21 @@ def test_project_files_and_task_type_selection(
         assert f"codebase {name} doc" not in codebase.group(1)
     assert "<vision>\n# Social app" in rendered
     step = re.search(r"(?s)<current_step>\n(.*?)\n</current_step>", rendered)
-    assert step is not None and "Step 2: Profiles" in step.group(1) and "Locked" not in step.group(1)
+    assert (
+        step is not None and "Step 2: Profiles" in step.group(1) and "Locked" not in step.group(1)
+    )
     decisions = re.search(r"(?s)<decisions>\n(.*?)\n</decisions>", rendered)
-    assert decisions is not None and "- Use Supabase" in decisions.group(1) and "RULES:" in decisions.group(1)
+    assert (
+        decisions is not None
+        and "- Use Supabase" in decisions.group(1)
+        and "RULES:" in decisions.group(1)
+    )
     if task == "profile-page":
         assert "<task>\n## Build the user profile page" in rendered
     planner = assemble(snap, "planner", Budget.absolute(8000), COUNTER).render()
-    assert "<gameplan>" in planner and "<project_state>" in planner and "<research_summary>" in planner
+    assert (
+        "<gameplan>" in planner and "<project_state>" in planner and "<research_summary>" in planner
+    )
     assert "<current_step>" not in planner
     verifier = assemble(snap, "verifier", Budget.absolute(8000), COUNTER).render()
     assert "Locked" in verifier  # no decisions tag here, so the step keeps them
@@ -187,15 +241,23 @@ def test_missing_files_are_skipped_silently(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
 def test_recent_changes_come_from_git_log(tmp_path: Path) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@x", "GIT_CONFIG_GLOBAL": os.devnull}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@x",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@x",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True, env=env)
     for msg in ("Add login page", "Add signup page"):
         (tmp_path / "f.txt").write_text(msg, encoding="utf-8")
         subprocess.run(["git", "-C", str(tmp_path), "add", "-A"], check=True, env=env)
         subprocess.run(["git", "-C", str(tmp_path), "commit", "-qm", msg], check=True, env=env)
     project(tmp_path)
-    rendered = assemble(Snapshot.build(tmp_path, task="t"), "builder", Budget.absolute(8000), COUNTER).render()
+    rendered = assemble(
+        Snapshot.build(tmp_path, task="t"), "builder", Budget.absolute(8000), COUNTER
+    ).render()
     changes = re.search(r"(?s)<recent_changes>\n(.*?)\n</recent_changes>", rendered)
     assert changes is not None
     assert changes.group(1).index("Add signup page") < changes.group(1).index("Add login page")
@@ -204,15 +266,23 @@ def test_recent_changes_come_from_git_log(tmp_path: Path) -> None:
 
 def test_no_git_repository_means_no_recent_changes(tmp_path: Path) -> None:
     project(tmp_path)
-    (tmp_path / ".git").write_text("not a repository", encoding="utf-8")  # stops git's search upward
-    rendered = assemble(Snapshot.build(tmp_path, task="t"), "builder", Budget.absolute(8000), COUNTER).render()
+    (tmp_path / ".git").write_text(
+        "not a repository", encoding="utf-8"
+    )  # stops git's search upward
+    rendered = assemble(
+        Snapshot.build(tmp_path, task="t"), "builder", Budget.absolute(8000), COUNTER
+    ).render()
     assert "<recent_changes>" not in rendered
 
 
 def _with_commands(root: Path, config: str, text: str) -> str:
     put(root, ".personae/config.yaml", config)
-    put(root, ".personae/profiles.yaml", "roles:\n  worker:\n    sections:\n      - tag: instructions\n"
-        f"        text: {text!r}\n      - task\n")
+    put(
+        root,
+        ".personae/profiles.yaml",
+        "roles:\n  worker:\n    sections:\n      - tag: instructions\n"
+        f"        text: {text!r}\n      - task\n",
+    )
     snap = Snapshot.build(root, task="t", include_git_log=False)
     return assemble(snap, "worker", Budget.absolute(4000), COUNTER).render()
 
@@ -226,23 +296,33 @@ def test_commands_run_only_when_enabled_and_allowed(tmp_path: Path) -> None:
     assert "Greeting: hello world" in on and "State: !printf hi" in on
     both = _with_commands(tmp_path, "commands: {enabled: true, allow: [echo, printf]}\n", text)
     assert "State: hi" in both
-    refused = _with_commands(tmp_path, "commands: {enabled: true, allow: [echo]}\n", "X !`cat /etc/passwd`")
+    refused = _with_commands(
+        tmp_path, "commands: {enabled: true, allow: [echo]}\n", "X !`cat /etc/passwd`"
+    )
     assert "'cat' is not in commands.allow" in refused and "root:" not in refused
 
 
 def test_commands_have_no_shell_a_timeout_and_an_output_cap(tmp_path: Path) -> None:
-    noshell = _with_commands(tmp_path, "commands: {enabled: true, allow: [echo]}\n", "!`echo a; touch pwned`")
+    noshell = _with_commands(
+        tmp_path, "commands: {enabled: true, allow: [echo]}\n", "!`echo a; touch pwned`"
+    )
     assert "a; touch pwned" in noshell and not (tmp_path / "pwned").exists()
-    slow = _with_commands(tmp_path, "commands: {enabled: true, allow: [sleep], timeout: 0.3}\n", "!`sleep 5`")
+    slow = _with_commands(
+        tmp_path, "commands: {enabled: true, allow: [sleep], timeout: 0.3}\n", "!`sleep 5`"
+    )
     assert "timed out after 0.3s" in slow
-    big = _with_commands(tmp_path, "commands: {enabled: true, allow: [seq], max_output: 40}\n", "!`seq 1 100000`")
+    big = _with_commands(
+        tmp_path, "commands: {enabled: true, allow: [seq], max_output: 40}\n", "!`seq 1 100000`"
+    )
     assert "[output cut:" in big and "99999" not in big
 
 
 def test_commands_never_run_for_handover_personas(tmp_path: Path) -> None:
     put(tmp_path, ".personae/config.yaml", "commands: {enabled: true, allow: [touch]}\n")
     block = "Setup: !`touch marker`"
-    snap = Snapshot.build(tmp_path, execution_block=block, persona_from_handover=True, task="t", include_git_log=False)
+    snap = Snapshot.build(
+        tmp_path, execution_block=block, persona_from_handover=True, task="t", include_git_log=False
+    )
     assert not (tmp_path / "marker").exists()
     assert "text came from a handover" in snap.texts["persona"]
     Snapshot.build(tmp_path, execution_block=block, task="t", include_git_log=False)
@@ -264,7 +344,7 @@ def test_bad_inputs(tmp_path: Path) -> None:
 
     put(tmp_path, ".personae/directive.md", "x")
     (tmp_path / ".personae" / "directive.md").write_bytes(b"\xff\xfe bad")
-    with pytest.raises(ConfigError, match="directive.md: not UTF-8"):
+    with pytest.raises(ConfigError, match=r"directive\.md: not UTF-8"):
         Snapshot.build(tmp_path, include_git_log=False)
     (tmp_path / ".personae" / "directive.md").unlink()
     project(tmp_path)

@@ -136,8 +136,18 @@ def cut_text(
     return Cut(text=joined, tokens=tokens)
 
 
+_FIRST = 200
+
+
+def _first_sentence(line: str) -> str:
+    end = line.find(". ")
+    if 0 <= end < _FIRST:
+        return line[: end + 1]
+    return line if len(line) <= _FIRST else line[:_FIRST].rstrip() + "…"
+
+
 def outline(text: str) -> str:
-    """A deterministic extractive summary: Markdown headings and the first line under each."""
+    """A deterministic extractive summary: Markdown headings and the first sentence under each."""
     out: list[str] = []
     want_line = True
     for line in text.splitlines():
@@ -146,6 +156,6 @@ def outline(text: str) -> str:
             out.append(line.rstrip())
             want_line = True
         elif stripped and want_line:
-            out.append(line.rstrip())
+            out.append(_first_sentence(line.rstrip()))
             want_line = False
     return "\n".join(out)
