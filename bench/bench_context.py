@@ -120,6 +120,7 @@ def bench_assembly(n: int, runs: int, rng: random.Random) -> dict[str, Any]:
         "p95_ms": round(sorted(total_ms)[int(0.95 * (runs - 1))], 3),
         "cpu_median_ms": round(statistics.median(cpu_ms), 3),
         "rendered_tokens": ctx.total,
+        "messages_rule": next(r.rule for r in ctx.report().sections if r.tag == "recent_messages"),
     }
 
 
@@ -348,6 +349,7 @@ def main() -> int:
             f"  {row['messages']:>9,} {row['median_ms']:>10.3f} {row['p95_ms']:>8.3f} "
             f"{row['cpu_median_ms']:>7.3f} "
             f"{row['build_median_ms']:>9.3f} {row['assemble_median_ms']:>12.3f} {mark:>7}"
+            f"  (recent messages: {row['messages_rule']})"
         )
     tr = results["trims"]
     print(
