@@ -44,7 +44,7 @@ DEFAULT_RATIOS: Mapping[str, float] = MappingProxyType(
         PROSE: 4.0,  # FIELD-NOTES median 4.68 chars/token (English prose)
         CODE: 3.0,  # Python median 4.44; punctuation-dense lines go lower
         DATA: 2.0,  # ID-heavy JSON 2.92, git log 3.04, shell 3.24 (medians)
-        DENSE: 1.6,  # CSV, timestamps, regexes: digits in groups of <= 3, lone symbols
+        DENSE: 1.45,  # CSV, timestamps, hex dumps, regexes: 1.46-2.5 measured
         IDS: 1.3,  # hashes, UUIDs, base64: 1.35-1.75 measured
         REPEAT: 3.0,  # runs of one character beyond the first four ("-----", "0000")
         CJK: 1.0,  # o200k median 1.72 chars/token; other tokenizers are worse
