@@ -103,6 +103,7 @@ class _Wire(BaseModel):
         alias_generator=to_camel,
         validate_assignment=True,
         str_strip_whitespace=False,
+        use_attribute_docstrings=True,
     )
 
     @model_serializer(mode="wrap")
