@@ -27,7 +27,7 @@ def _fmt(value: str | None) -> Any:
 
 
 @app.command("create")
-def create(
+def create(  # noqa: PLR0917 (typer options)
     to: Annotated[str, typer.Option("--to", help="Target persona.")],
     task: Annotated[str, typer.Option("--task", help="What the target persona should do.")],
     file: Annotated[
@@ -97,7 +97,9 @@ def show(
         f"task     {h.target.task}",
     ]
     for f in h.artifacts.files:
-        lines.append(f"file     {f.type}: {f.path}" + (f" - {f.description}" if f.description else ""))
+        lines.append(
+            f"file     {f.type}: {f.path}" + (f" - {f.description}" if f.description else "")
+        )
     lines += [f"insight  {i}" for i in h.artifacts.insights]
     lines += [f"history  {e.persona}: {e.summary}" for e in h.context.history]
     if h.artifacts.data:
@@ -144,7 +146,7 @@ def schema(
 
 
 @app.command("run")
-def run(
+def run(  # noqa: PLR0917 (typer options)
     file: Annotated[Path, typer.Argument(help="Handover file.")],
     timeout: Annotated[
         float | None, typer.Option("--timeout", help="Seconds per attempt (default 300).")

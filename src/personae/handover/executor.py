@@ -293,7 +293,7 @@ def run_handover(
     command: CommandBuilder = personae_run_command,
     persona: str | None = None,
     return_path: Path | None = None,
-    ledger_db: Path | None | Literal["auto"] = "auto",
+    ledger_db: Path | Literal["auto"] | None = "auto",
     on_start: Callable[[int], None] | None = None,
     on_attempt: Callable[[AttemptOutcome], None] | None = None,
 ) -> RunOutcome:
