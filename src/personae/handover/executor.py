@@ -77,6 +77,8 @@ class ChildSpec:
     """Where results go (``--context-return``), or ``None`` for the same file."""
     cwd: Path
     """The child's working directory."""
+    model: str | None = None
+    """Model for the child (``--model``), or ``None`` for its default."""
 
 
 CommandBuilder = Callable[[ChildSpec], Sequence[str]]
@@ -100,6 +102,8 @@ def personae_run_command(spec: ChildSpec) -> list[str]:
     ]
     if spec.return_path is not None:
         cmd += ["--context-return", str(spec.return_path)]
+    if spec.model:
+        cmd += ["--model", spec.model]
     return cmd
 
 
@@ -292,6 +296,7 @@ def run_handover(
     factor: float = 2.0,
     command: CommandBuilder = personae_run_command,
     persona: str | None = None,
+    model: str | None = None,
     return_path: Path | None = None,
     ledger_db: Path | Literal["auto"] | None = "auto",
     on_start: Callable[[int], None] | None = None,
@@ -313,6 +318,7 @@ def run_handover(
         timeout=timeout,
         return_path=return_path.resolve() if return_path is not None else None,
         cwd=Path(cwd),
+        model=model,
     )
     argv = list(command(spec))
     db = Path(cwd) / ".personae" / "state.db" if ledger_db == "auto" else ledger_db

@@ -46,6 +46,7 @@ __all__ = [
     "sha256_file",
     "update_handover",
     "validate_safety",
+    "write_atomic",
 ]
 
 ContextFormat = Literal["json", "yaml"]
@@ -281,7 +282,8 @@ def dump_handover(handover: ContextHandover, fmt: ContextFormat = "json") -> byt
     return raw
 
 
-def _atomic_write(path: Path, raw: bytes) -> None:
+def write_atomic(path: Path, raw: bytes) -> None:
+    """Write ``raw`` to a temp file beside ``path``, fsync, then ``os.replace`` it over."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -304,7 +306,7 @@ def save_handover(
     raw = dump_handover(handover, fmt or detect_format(file))
     try:
         with file_lock(file):
-            _atomic_write(file, raw)
+            write_atomic(file, raw)
     except Timeout:
         raise UsageError("handover file is locked by another process", file=file) from None
     return hashlib.sha256(raw).hexdigest()
@@ -320,7 +322,7 @@ def update_handover(
             loaded = load_handover(file)
             updated = change(loaded.handover)
             raw = dump_handover(updated, loaded.format)
-            _atomic_write(file, raw)
+            write_atomic(file, raw)
     except Timeout:
         raise UsageError("handover file is locked by another process", file=file) from None
     return updated, hashlib.sha256(raw).hexdigest()
