@@ -77,6 +77,8 @@ class HandoverSecurityError(UsageError):
 # --- paths -----------------------------------------------------------------
 
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+# Characters that look like '/' or '.' but are not (NFKC keeps some of them).
+_LOOKALIKES = frozenset("\u2215\u2044\u29f8\u2571\uff0f\u3033\u0338\u2024\u2025\u2026\ufe52\uff0e")
 
 
 def default_roots(
@@ -108,6 +110,8 @@ def check_path_text(text: str) -> None:
             raise ValueError("contains an unpaired surrogate (bad encoding)")
         if cat in {"Cf", "Co", "Cn"}:
             raise ValueError(f"contains invisible or unassigned character U+{ord(ch):04X}")
+    if any(ch in _LOOKALIKES for ch in text):
+        raise ValueError("contains a look-alike of '/' or '.'")
     if unicodedata.normalize("NFKC", text) != text:
         raise ValueError("is not in normal form (look-alike unicode characters)")
     if _PERCENT.search(text):
