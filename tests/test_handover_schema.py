@@ -39,9 +39,7 @@ def base(**extra: Any) -> dict[str, Any]:
             "returnResults": True,
         },
         "artifacts": {
-            "files": [
-                {"path": "a.csv", "type": "data", "description": "numbers", "format": "csv"}
-            ],
+            "files": [{"path": "a.csv", "type": "data", "description": "numbers", "format": "csv"}],
             "data": {"rows": 3},
             "insights": ["up 5%"],
         },
@@ -101,7 +99,9 @@ _values = st.recursive(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     extras=st.dictionaries(
         st.sampled_from(["top", "source", "target", "artifacts", "file", "context", "results"]),

@@ -255,9 +255,19 @@ def _hash_or_none(path: Path) -> str | None:
         return None
 
 
-def _fresh_results(path: Path, before: str | None) -> Results | None:
-    """Results the child wrote during this attempt (the file changed), else None."""
-    if _hash_or_none(path) in {None, before}:
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    """Identity of the file's current version (atomic writes make a new inode)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _fresh_results(path: Path, before: tuple[int, int, int] | None) -> Results | None:
+    """Results the child wrote during this attempt (the file was rewritten), else None."""
+    now = _signature(path)
+    if now is None or now == before:
         return None
     try:
         return load_handover(path).handover.results
@@ -326,7 +336,7 @@ def run_handover(
     delays = backoff_delays(attempts, backoff, factor)
     last_error = ""
     for n in range(1, attempts + 1):
-        before = _hash_or_none(results_file)
+        before = _signature(results_file)
         a = run_child(argv, cwd=Path(cwd), timeout=timeout, attempt=n, on_start=on_start)
         outcome.attempts.append(a)
         results = _fresh_results(results_file, before)
