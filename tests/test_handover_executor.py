@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_handover_childprog import calls, command
 
 from personae.handover.create import build_handover, create_handover
 from personae.handover.executor import (
@@ -26,6 +25,7 @@ from personae.handover.executor import (
 from personae.handover.files import load_handover
 from personae.handover.tool import handover_to_persona
 from personae.store.handovers import HandoverLedger
+from test_handover_childprog import calls, command
 
 
 @pytest.fixture
@@ -170,7 +170,7 @@ def test_cli_run_saves_error_when_child_fails(project: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "personae", "handover", "run", str(path),
          "--retries", "1", "--backoff", "0.05", "--timeout", "60"],
-        cwd=project, capture_output=True, text=True, timeout=120,
+        check=False, cwd=project, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     results = load_handover(path).handover.results
     assert results is not None
@@ -187,7 +187,7 @@ def test_cli_run_refuses_unsafe_file_without_spawning(project: Path) -> None:
     path.write_text(text)
     out = subprocess.run(
         [sys.executable, "-m", "personae", "handover", "run", str(path)],
-        cwd=project, capture_output=True, text=True, timeout=60,
+        check=False, cwd=project, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert out.returncode == 1 and "LD_PRELOAD" in out.stderr
     assert load_handover(path).handover.results is None

@@ -23,6 +23,7 @@ from personae.tokens.registry import counter_for_model
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "personae", *args],
+        check=False,
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -234,5 +235,5 @@ def test_cli_validate_refuses_unsafe_and_corrupt(project: Path) -> None:
 def test_begin_on_bad_file_raises_usage_error(project: Path) -> None:
     bad = project / "x.json"
     bad.write_text("{")
-    with pytest.raises(UsageError, match="x.json"):
+    with pytest.raises(UsageError, match=r"x\.json"):
         runflow.begin(bad, None, cwd=project, non_interactive=True)

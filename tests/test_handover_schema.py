@@ -205,7 +205,7 @@ def test_bad_enum_and_too_long_text_refused(tmp_path: Path) -> None:
         parse_handover(json.dumps(doc), tmp_path / "h.json")
     doc = base()
     doc["target"]["task"] = "x" * 20_001
-    with pytest.raises(UsageError, match="target.task"):
+    with pytest.raises(UsageError, match=r"target\.task"):
         parse_handover(json.dumps(doc), tmp_path / "h.json")
 
 
@@ -235,7 +235,7 @@ def test_handover_id_must_be_filename_safe(tmp_path: Path) -> None:
 def test_persona_names_cannot_look_like_flags(tmp_path: Path) -> None:
     doc = base()
     doc["target"]["persona"] = "--model=evil"
-    with pytest.raises(UsageError, match="target.persona"):
+    with pytest.raises(UsageError, match=r"target\.persona"):
         parse_handover(json.dumps(doc), tmp_path / "h.json")
 
 
