@@ -3,8 +3,8 @@
 It goes through the real receiving side (``runflow.begin`` / ``finish``) and
 behaves as the handover's ``artifacts.data.behave`` says:
 ``{"sleep": s, "fail_times": n, "exit": code, "grandchild": true, "no_results": true}``.
-Each invocation appends a line to ``<cwd>/calls.log`` (handover id, persona, start,
-end) so tests can count attempts and measure overlap. Run as a script only.
+Each invocation appends a line to ``<cwd>/started.log`` when it starts and to
+``<cwd>/calls.log`` (handover id, persona, start, end) when its work is done, so tests can count attempts and measure overlap. Run as a script only.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ def command(spec: object) -> list[str]:
     ]
 
 
-def calls(cwd: Path) -> list[dict[str, object]]:
-    """The invocations logged in ``cwd/calls.log``."""
-    log = cwd / "calls.log"
+def calls(cwd: Path, log_name: str = "calls.log") -> list[dict[str, object]]:
+    """The invocations logged in ``cwd/calls.log`` (finished) or ``started.log``."""
+    log = cwd / log_name
     if not log.exists():
         return []
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
@@ -49,6 +49,8 @@ def _main(argv: list[str]) -> int:
     session = runflow.begin(path, persona, cwd=cwd, non_interactive=True)
     behave = session.handover.artifacts.data.get("behave", {})
     hid = session.handover.handover_id
+    with (cwd / "started.log").open("a") as log:
+        log.write(json.dumps({"id": hid, "persona": persona, "start": start}) + "\n")
     previous = [c for c in calls(cwd) if c["id"] == hid]
     if behave.get("grandchild"):
         grand = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])

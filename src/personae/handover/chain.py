@@ -216,6 +216,10 @@ def _make_handover(wf: Workflow, step: Step, states: dict[str, StepState], sdir:
         history=history,
     )
     path = sdir / "handovers" / f"{step.id}.json"
+    try:  # a rerun (resume) keeps the step's handover id: one ledger trail per step
+        handover.handover_id = load_handover(path).handover.handover_id
+    except UsageError:
+        pass
     create_handover(handover, cwd=wf.path.parent, out=path, fmt="json")
     return path
 
