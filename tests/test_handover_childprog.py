@@ -4,7 +4,8 @@ It goes through the real receiving side (``runflow.begin`` / ``finish``) and
 behaves as the handover's ``artifacts.data.behave`` says:
 ``{"sleep": s, "fail_times": n, "exit": code, "grandchild": true, "no_results": true}``.
 Each invocation appends a line to ``<cwd>/started.log`` when it starts and to
-``<cwd>/calls.log`` (handover id, persona, start, end) when its work is done, so tests can count attempts and measure overlap. Run as a script only.
+``<cwd>/calls.log`` (handover id, persona, start, end) when its work is done,
+so tests can count attempts and measure overlap. Run as a script only.
 """
 
 from __future__ import annotations
