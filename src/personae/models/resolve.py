@@ -96,8 +96,17 @@ class ModelResolver:
     """Default spec for the run."""
     base_url: str | None = None
     """Base URL for ``openai``/``openai-compatible`` specs (config); env OPENAI_BASE_URL wins."""
+    fixed: Any = None
+    """A pydantic-ai model every persona uses (tests, benchmarks); overrides specs."""
+    fixed_label: str = "fixed"
+    """Label reported for ``fixed``."""
     _cache: dict[str, Any] = field(default_factory=dict)
     _servers: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def using(cls, model: Any, label: str) -> ModelResolver:
+        """A resolver that answers every persona with ``model`` (e.g. a FunctionModel)."""
+        return cls(fixed=model, fixed_label=label)
 
     def spec_for(self, persona_model: str | None = None) -> ModelSpec:
         """The spec a persona runs with: its own model unless unset or ``inherit``."""
@@ -109,10 +118,14 @@ class ModelResolver:
 
     def label(self, persona_model: str | None = None) -> str:
         """Display label of the model a persona runs with (``scripted:...`` for scripted)."""
+        if self.fixed is not None:
+            return self.fixed_label
         return str(self.spec_for(persona_model))
 
     def model(self, persona_model: str | None = None) -> Any:
         """The pydantic-ai model for a persona (or the default)."""
+        if self.fixed is not None:
+            return self.fixed
         spec = self.spec_for(persona_model)
         key = str(spec)
         if key not in self._cache:

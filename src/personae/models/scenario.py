@@ -95,9 +95,9 @@ class Answer(BaseModel):
 
     @model_validator(mode="after")
     def _one_kind(self) -> Answer:
-        kinds = sum(
-            [self.output is not None, bool(self.tool_calls), self.error is not None]
-        ) + (1 if self.text is not None and not self.tool_calls else 0)
+        kinds = sum([self.output is not None, bool(self.tool_calls), self.error is not None]) + (
+            1 if self.text is not None and not self.tool_calls else 0
+        )
         if kinds != 1:
             raise ValueError("an answer needs exactly one of text, tool_calls, output, error")
         return self

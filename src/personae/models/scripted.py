@@ -26,9 +26,7 @@ def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(
-            str(part.get("text", "")) for part in content if isinstance(part, dict)
-        )
+        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
     return ""
 
 
@@ -187,6 +185,7 @@ class ScriptedServer:
         with self._lock:
             self.requests.append(body)
             steps = self.scenario.steps
+            answer: Answer | None = None
             if self._next_step < len(steps) and _matches(steps[self._next_step].when, body):
                 answer = steps[self._next_step]
                 self._next_step += 1
@@ -250,9 +249,7 @@ def _stream_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
     """The chunks of a streamed answer equivalent to ``payload``."""
     choice = payload["choices"][0]
     message = choice["message"]
-    base = {k: payload[k] for k in ("id", "created", "model")} | {
-        "object": "chat.completion.chunk"
-    }
+    base = {k: payload[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
     delta: dict[str, Any] = {"role": "assistant"}
     if message.get("content"):
         delta["content"] = message["content"]
