@@ -278,7 +278,7 @@ class Team:
                     budget=budget,
                     detector=detector,
                     original=original,
-                )  # fmt: skip
+                )
             )
         statuses = {r.status for r in results}
         status = "validated" if statuses == {"validated"} else (
