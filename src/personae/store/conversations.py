@@ -1,0 +1,430 @@
+"""The conversation store: sessions, messages counted once, running summaries.
+
+Every message is counted once, when it is appended, with the store's counter;
+the count is stored with the counter's name. Reads under another counter
+recount lazily and cache the result per (message, counter) in
+``message_tokens``, so each message is counted at most once per counter.
+
+Newest-first reads (:meth:`ConversationStore.iter_backward`,
+:meth:`~ConversationStore.within_budget`, :meth:`~ConversationStore.recent`)
+walk the ``(session_id, seq)`` index backward in small pages and stop as soon
+as they have enough: their cost grows with what they return, not with the
+length of the history.
+
+Appends are transactional: a message (or a batch) is stored whole together
+with the session's counters, or not at all.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+
+from personae.errors import UnknownNameError
+from personae.store._conversation_model import (
+    ROLES,
+    ConversationError,
+    Message,
+    Role,
+    Session,
+    Summary,
+    ToolCall,
+    token_text,
+    tool_calls_from_json,
+)
+from personae.store.db import Store
+from personae.tokens.base import TokenCounter
+
+__all__ = [
+    "ROLES",
+    "ConversationError",
+    "ConversationStore",
+    "Message",
+    "Role",
+    "Session",
+    "Summary",
+    "ToolCall",
+    "token_text",
+]
+
+_COLUMNS = "id, seq, role, content, tool_calls, tool_call_id, tokens, counter, created"
+_PAGE = 32
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class ConversationStore:
+    """Conversation sessions and messages in a personae :class:`Store`."""
+
+    def __init__(self, store: Store, counter: TokenCounter) -> None:
+        self._store = store
+        self._counter = counter
+        self._summary_counts: dict[tuple[str, int, str], int] = {}
+
+    @property
+    def store(self) -> Store:
+        """The underlying store."""
+        return self._store
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The counter messages are counted with when appended."""
+        return self._counter
+
+    # -- sessions -----------------------------------------------------------------
+
+    def create_session(
+        self,
+        *,
+        title: str | None = None,
+        persona: str | None = None,
+        session_id: str | None = None,
+    ) -> str:
+        """Create a session and return its id (a new random id unless given)."""
+        sid = session_id if session_id is not None else uuid.uuid4().hex
+        if not sid.strip():
+            raise ConversationError("session id must not be empty", field="session")
+        try:
+            with self._store.transaction() as conn:
+                conn.execute(
+                    "INSERT INTO sessions(id, created, title, persona) VALUES (?, ?, ?, ?)",
+                    (sid, _now(), title, persona),
+                )
+        except sqlite3.IntegrityError as exc:
+            raise ConversationError(f"session {sid!r} already exists", field="session") from exc
+        return sid
+
+    def session(self, session_id: str) -> Session:
+        """The session ``session_id`` (``UnknownNameError`` if there is none)."""
+        with self._store.lock:
+            row = self._store.conn.execute(
+                "SELECT id, created, title, persona, message_count, last_seq, token_total"
+                " FROM sessions WHERE id = ?",
+                (session_id,),
+            ).fetchone()
+        if row is None:
+            raise self._unknown(session_id)
+        return Session(*row)
+
+    def sessions(self, *, limit: int | None = None) -> list[Session]:
+        """Sessions, newest first."""
+        sql = (
+            "SELECT id, created, title, persona, message_count, last_seq, token_total"
+            " FROM sessions ORDER BY created DESC, rowid DESC"
+        )
+        params: tuple[int, ...] = ()
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (limit,)
+        with self._store.lock:
+            rows = self._store.conn.execute(sql, params).fetchall()
+        return [Session(*row) for row in rows]
+
+    def count(self, session_id: str) -> int:
+        """Number of messages stored in the session."""
+        return self.session(session_id).message_count
+
+    def _unknown(self, session_id: str) -> UnknownNameError:
+        recent = [s.id for s in self.sessions(limit=10)]
+        return UnknownNameError("session", session_id, recent, field="session")
+
+    # -- appending ----------------------------------------------------------------
+
+    def append(self, session_id: str, message: Message) -> int:
+        """Store ``message`` at the end of the session and return its seq.
+
+        The message is counted here, once, with the store's counter.
+        """
+        return self.append_many(session_id, [message])[0]
+
+    def append_many(self, session_id: str, messages: Iterable[Message]) -> list[int]:
+        """Store several messages in one transaction (all or none); return their seqs."""
+        batch = list(messages)
+        if not batch:
+            return []
+        # Everything that can fail on bad input happens before the transaction.
+        prepared = []
+        name = self._counter.name
+        for message in batch:
+            if not isinstance(message, Message):
+                raise ConversationError(f"expected a Message, got {type(message).__name__}")
+            calls = message.tool_calls_json()
+            tokens = self._counter.count(token_text(message))
+            prepared.append((message, calls, tokens))
+        created = _now()
+        seqs: list[int] = []
+        with self._store.transaction() as conn:
+            row = conn.execute(
+                "SELECT last_seq FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                raise self._unknown(session_id)
+            seq = int(row[0])
+            self._check_tool_results(conn, session_id, seq, batch)
+            total = 0
+            for message, calls, tokens in prepared:
+                seq += 1
+                conn.execute(
+                    "INSERT INTO messages(session_id, seq, role, content, tool_calls,"
+                    " tool_call_id, tokens, counter, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        session_id,
+                        seq,
+                        message.role,
+                        message.content,
+                        calls,
+                        message.tool_call_id,
+                        tokens,
+                        name,
+                        created,
+                    ),
+                )
+                seqs.append(seq)
+                total += tokens
+            conn.execute(
+                "UPDATE sessions SET last_seq = ?, message_count = message_count + ?,"
+                " token_total = token_total + ? WHERE id = ?",
+                (seq, len(batch), total, session_id),
+            )
+        return seqs
+
+    def _check_tool_results(
+        self, conn: sqlite3.Connection, session_id: str, last_seq: int, batch: Sequence[Message]
+    ) -> None:
+        """A tool result must answer an open call of the assistant message just before it."""
+        if not any(m.role == "tool" for m in batch):
+            return
+        open_calls: set[str] | None = None  # None: no assistant turn to answer
+        if batch[0].role == "tool":
+            answered: set[str] = set()
+            cursor = last_seq
+            while cursor > 0:
+                row = conn.execute(
+                    "SELECT role, tool_calls, tool_call_id FROM messages"
+                    " WHERE session_id = ? AND seq = ?",
+                    (session_id, cursor),
+                ).fetchone()
+                if row is None or row[0] != "tool":
+                    if row is not None and row[0] == "assistant":
+                        made = {call.id for call in tool_calls_from_json(row[1])}
+                        open_calls = made - answered
+                    break
+                answered.add(row[2])
+                cursor -= 1
+        for message in batch:
+            if message.role == "assistant":
+                open_calls = {call.id for call in message.tool_calls}
+            elif message.role == "tool":
+                if open_calls is None or message.tool_call_id not in open_calls:
+                    raise ConversationError(
+                        f"tool result {message.tool_call_id!r} does not answer an open tool call"
+                        " of the assistant message before it",
+                        field="tool_call_id",
+                    )
+                open_calls.discard(message.tool_call_id)
+            else:
+                open_calls = None
+
+    # -- reading ------------------------------------------------------------------
+
+    def iter_backward(
+        self,
+        session_id: str,
+        *,
+        before_seq: int | None = None,
+        counter: TokenCounter | None = None,
+        page: int = _PAGE,
+    ) -> Iterator[Message]:
+        """Messages newest first, read lazily a page at a time.
+
+        With ``counter`` (other than the store's), ``tokens`` are that
+        counter's counts: computed once per message and cached.
+        """
+        cursor = before_seq
+        size = max(1, page)
+        while True:
+            with self._store.lock:
+                if cursor is None:
+                    rows = self._store.conn.execute(
+                        f"SELECT {_COLUMNS} FROM messages WHERE session_id = ?"
+                        " ORDER BY seq DESC LIMIT ?",
+                        (session_id, size),
+                    ).fetchall()
+                else:
+                    rows = self._store.conn.execute(
+                        f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND seq < ?"
+                        " ORDER BY seq DESC LIMIT ?",
+                        (session_id, cursor, size),
+                    ).fetchall()
+            if not rows:
+                if cursor is None:
+                    self.session(session_id)  # raises for an unknown session
+                return
+            yield from self._materialize(rows, counter)
+            if len(rows) < size:
+                return
+            cursor = int(rows[-1][1])
+            size = min(size * 2, 512)
+
+    def recent(
+        self,
+        session_id: str,
+        limit: int = 6,
+        *,
+        before_seq: int | None = None,
+        counter: TokenCounter | None = None,
+    ) -> list[Message]:
+        """The newest ``limit`` messages, oldest first."""
+        if limit <= 0:
+            return []
+        out: list[Message] = []
+        for message in self.iter_backward(
+            session_id, before_seq=before_seq, counter=counter, page=limit
+        ):
+            out.append(message)
+            if len(out) >= limit:
+                break
+        out.reverse()
+        return out
+
+    def within_budget(
+        self,
+        session_id: str,
+        budget: int,
+        *,
+        before_seq: int | None = None,
+        counter: TokenCounter | None = None,
+        max_messages: int | None = None,
+    ) -> list[Message]:
+        """The newest messages whose token counts sum to at most ``budget``, oldest first.
+
+        Stops at the first (going backward) message that would not fit, so the
+        result is always a contiguous tail of the history.
+        """
+        out: list[Message] = []
+        used = 0
+        for message in self.iter_backward(session_id, before_seq=before_seq, counter=counter):
+            tokens = message.tokens or 0
+            if used + tokens > budget or (max_messages is not None and len(out) >= max_messages):
+                break
+            used += tokens
+            out.append(message)
+        out.reverse()
+        return out
+
+    def between(
+        self, session_id: str, *, after_seq: int = 0, upto_seq: int | None = None
+    ) -> list[Message]:
+        """Messages with ``after_seq < seq <= upto_seq``, oldest first (for summarizers)."""
+        upper = upto_seq if upto_seq is not None else 2**62
+        with self._store.lock:
+            rows = self._store.conn.execute(
+                f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND seq <= ?"
+                " ORDER BY seq",
+                (session_id, after_seq, upper),
+            ).fetchall()
+        return list(self._materialize(rows, None))
+
+    def _materialize(
+        self, rows: Sequence[sqlite3.Row], counter: TokenCounter | None
+    ) -> list[Message]:
+        wanted = counter.name if counter is not None else None
+        recount: dict[int, int] = {}
+        if counter is not None and wanted is not None:
+            foreign = [int(row[0]) for row in rows if row[7] != wanted]
+            if foreign:
+                recount = self._counts_for(counter, foreign, rows)
+        messages = []
+        for row in rows:
+            mid, seq, role, content, calls, call_id, tokens, name, created = row
+            if mid in recount:
+                tokens, name = recount[mid], wanted
+            messages.append(
+                Message(
+                    role,
+                    content,
+                    tool_calls_from_json(calls),
+                    call_id,
+                    tokens=tokens,
+                    counter=name,
+                    seq=seq,
+                    created=created,
+                )
+            )
+        return messages
+
+    def _counts_for(
+        self, counter: TokenCounter, ids: list[int], rows: Sequence[sqlite3.Row]
+    ) -> dict[int, int]:
+        """Counts by ``counter`` for message ``ids``: cached ones read, others counted once."""
+        marks = ",".join("?" * len(ids))
+        with self._store.lock:
+            cached = dict(
+                self._store.conn.execute(
+                    f"SELECT message_id, tokens FROM message_tokens"
+                    f" WHERE counter = ? AND message_id IN ({marks})",
+                    (counter.name, *ids),
+                ).fetchall()
+            )
+        needed = set(ids).difference(cached)
+        missing = [row for row in rows if row[0] in needed]
+        if missing:
+            fresh = []
+            for row in missing:
+                message = Message(row[2], row[3], tool_calls_from_json(row[4]), row[5])
+                fresh.append((int(row[0]), counter.name, counter.count(token_text(message))))
+            with self._store.transaction() as conn:
+                conn.executemany(
+                    "INSERT OR IGNORE INTO message_tokens(message_id, counter, tokens)"
+                    " VALUES (?, ?, ?)",
+                    fresh,
+                )
+            cached.update({mid: tokens for mid, _, tokens in fresh})
+        return cached
+
+    # -- summaries ----------------------------------------------------------------
+
+    def save_summary(self, session_id: str, covers_seq: int, text: str) -> Summary:
+        """Store a running summary of the messages with ``seq <= covers_seq``."""
+        session = self.session(session_id)
+        if covers_seq < 0 or covers_seq > session.last_seq:
+            raise ConversationError(
+                f"summary covers seq {covers_seq} but the session has {session.last_seq}",
+                field="covers_seq",
+            )
+        if not isinstance(text, str):
+            raise ConversationError("summary text must be text", field="text")
+        tokens = self._counter.count(text)
+        created = _now()
+        with self._store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO summaries(session_id, covers_seq, text, tokens, counter, created)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (session_id, covers_seq, text, tokens, self._counter.name, created),
+            )
+        return Summary(session_id, covers_seq, text, tokens, self._counter.name, created)
+
+    def latest_summary(
+        self, session_id: str, *, counter: TokenCounter | None = None
+    ) -> Summary | None:
+        """The summary covering the most messages (newest on ties), or ``None``."""
+        with self._store.lock:
+            row = self._store.conn.execute(
+                "SELECT id, covers_seq, text, tokens, counter, created FROM summaries"
+                " WHERE session_id = ? ORDER BY covers_seq DESC, id DESC LIMIT 1",
+                (session_id,),
+            ).fetchone()
+        if row is None:
+            self.session(session_id)
+            return None
+        sid, covers, text, tokens, name, created = row
+        if counter is not None and counter.name != name:
+            key = (session_id, int(sid), counter.name)
+            if key not in self._summary_counts:
+                self._summary_counts[key] = counter.count(text)
+            tokens, name = self._summary_counts[key], counter.name
+        return Summary(session_id, covers, text, tokens, name, created)

@@ -1,0 +1,55 @@
+-- Conversations: sessions, messages (counted once when stored), summaries,
+-- per-counter token cache, and token-estimate calibration per model.
+
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    created TEXT NOT NULL,
+    title TEXT,
+    persona TEXT,
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    token_total INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system')),
+    content TEXT NOT NULL,
+    tool_calls TEXT,
+    tool_call_id TEXT,
+    tokens INTEGER NOT NULL CHECK (tokens >= 0),
+    counter TEXT NOT NULL,
+    created TEXT NOT NULL,
+    -- The (session_id, seq) index this creates is what newest-first reads
+    -- walk backward from the end of a session (cost grows with the rows read).
+    UNIQUE (session_id, seq)
+);
+
+-- Counts of a message by a counter other than the one used at append time.
+CREATE TABLE message_tokens (
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    counter TEXT NOT NULL,
+    tokens INTEGER NOT NULL CHECK (tokens >= 0),
+    PRIMARY KEY (message_id, counter)
+) WITHOUT ROWID;
+
+CREATE TABLE summaries (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    covers_seq INTEGER NOT NULL CHECK (covers_seq >= 0),
+    text TEXT NOT NULL,
+    tokens INTEGER NOT NULL CHECK (tokens >= 0),
+    counter TEXT NOT NULL,
+    created TEXT NOT NULL
+);
+
+CREATE INDEX summaries_session_covers ON summaries (session_id, covers_seq DESC, id DESC);
+
+CREATE TABLE token_calibration (
+    model TEXT PRIMARY KEY,
+    factor REAL NOT NULL CHECK (factor > 0),
+    samples INTEGER NOT NULL DEFAULT 0,
+    updated TEXT NOT NULL
+);
