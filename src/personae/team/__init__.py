@@ -1,6 +1,6 @@
 """The team runtime: Manager, Worker, Validator, completion signals, dispatch, sub-agents."""
 
-from personae.team.context import ConversationMessage, TurnContext
+from personae.team.context import ContextView, TurnContext
 from personae.team.dispatch import Action, Decision, SubtaskBudget, decide
 from personae.team.events import Event, EventBus, EventKind
 from personae.team.loop import Team, TeamConfig, TurnResult
@@ -26,7 +26,7 @@ __all__ = [
     "BlockerType",
     "CompletionSignal",
     "Confidence",
-    "ConversationMessage",
+    "ContextView",
     "Decision",
     "Event",
     "EventBus",

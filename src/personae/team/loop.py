@@ -150,19 +150,20 @@ class Team:
     ) -> tuple[AbstractToolset[Any], frozenset[str]]:
         if self.box is None:
             return CombinedToolset([]), frozenset()
-        allowed = narrow_names(persona, self.box.names | {"agent"})
-        toolset: AbstractToolset[Any] = self.box.toolset
-        if "agent" in allowed and persona.tools is not None and self.personas:
+        wanted = narrow_names(persona, self.box.names | {"agent"})
+        box = self.box.narrow(wanted - {"agent"})
+        allowed = box.names
+        toolset = box.toolset
+        if "agent" in wanted and self.personas:
             spawner = Spawner(
                 runtime=self.runtime,
                 personas=self.personas,
                 turn=self._turn,
                 depth_cap=self.config.depth_cap,
             )
-            agent_tools = spawner.toolset(self.box, allowed, depth=0, subtask=number)
-            toolset = CombinedToolset([self.box.toolset, agent_tools])
-        else:
-            allowed = allowed - {"agent"}
+            allowed = allowed | {"agent"}
+            agent_tools = spawner.toolset(box, allowed, depth=0, subtask=number)
+            toolset = CombinedToolset([toolset, agent_tools])
         return toolset, allowed
 
     _turn: TurnContext | None = None

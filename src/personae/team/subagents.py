@@ -74,7 +74,10 @@ def child_prompt(mode: ContextMode, task: str, turn: TurnContext | None) -> str:
         if turn.persona_name:
             parts.append(f"<parent_persona>{turn.persona_name}</parent_persona>")
         if mode is ContextMode.SUMMARY_RECENT:
-            recent = "\n".join(f"[{m.role}] {m.content}" for m in turn.recent[-6:])
+            recent = "\n".join(
+                f"[{m.role}] {m.content or ', '.join(c.name for c in m.tool_calls)}"
+                for m in turn.messages[-6:]
+            )
             if recent:
                 parts.append(f"<recent_messages>\n{recent}\n</recent_messages>")
     parts.append(task_block)
@@ -153,8 +156,7 @@ class Spawner:
             child_box = box
             if persona.needs_temp_workspace:
                 temp = Path(tempfile.mkdtemp(prefix=f"personae-{name}-"))
-                if box.rebase is not None:
-                    child_box = box.rebase(temp)
+                child_box = box.rebase(temp)
             outcome = await self._run_child(
                 persona, task=task, box=child_box, parent_allowed=parent_allowed,
                 depth=depth, temp=temp,
@@ -187,12 +189,13 @@ class Spawner:
         temp: Path | None,
     ) -> SubagentOutcome:
         # Narrow only: the child never gets a tool its parent lacks.
-        allowed = narrow_names(persona, box.narrowed(parent_allowed - {"agent"}))
-        wants_agent = persona.tools is not None and "agent" in persona.tools
-        base: AbstractToolset[Any] = box.toolset
-        if wants_agent and "agent" in parent_allowed and depth < self.depth_cap:
+        wanted = narrow_names(persona, parent_allowed)
+        child_box = box.narrow(wanted - {"agent"})
+        allowed = child_box.names
+        base: AbstractToolset[Any] = child_box.toolset
+        if "agent" in wanted and depth < self.depth_cap:
             allowed = allowed | {"agent"}
-            base = CombinedToolset([box.toolset, self.toolset(box, allowed, depth=depth)])
+            base = CombinedToolset([base, self.toolset(child_box, allowed, depth=depth)])
         recorder = RecordingToolset(
             wrapped=base, allowed=allowed, persona=persona.name, detector=LoopDetector()
         )
