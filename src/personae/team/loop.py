@@ -319,7 +319,6 @@ class Team:
                     EventKind.VALIDATION,
                     ("approved" if r.approved else "rejected: " + "; ".join(r.issues)),
                     subtask=number,
-                    approved=r.approved,
                     used_llm=outcome.used_llm,
                     **r.model_dump(mode="json", exclude={"completion_signal"}),
                     completion_signal=signal.model_dump(mode="json"),

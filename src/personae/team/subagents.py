@@ -28,6 +28,7 @@ from personae.team.events import EventKind
 from personae.team.loopdetect import LoopDetector
 from personae.team.recording import RecordingToolset
 from personae.team.runtime import CallInfo, Runtime
+from personae.team.signals import ToolCallRecord
 from personae.team.toolbox import ToolBox, narrow_names
 from personae.team.worker import DEFAULT_MAX_STEPS
 
@@ -159,7 +160,7 @@ class Spawner:
                 child_box = box.rebase(temp)
             outcome = await self._run_child(
                 persona, task=task, box=child_box, parent_allowed=parent_allowed,
-                depth=depth, temp=temp,
+                depth=depth, temp=temp, subtask=subtask,
             )  # fmt: skip
         finally:
             if temp is not None:
@@ -187,6 +188,7 @@ class Spawner:
         parent_allowed: frozenset[str],
         depth: int,
         temp: Path | None,
+        subtask: int | None = None,
     ) -> SubagentOutcome:
         # Narrow only: the child never gets a tool its parent lacks.
         wanted = narrow_names(persona, parent_allowed)
@@ -195,9 +197,30 @@ class Spawner:
         base: AbstractToolset[Any] = child_box.toolset
         if "agent" in wanted and depth < self.depth_cap:
             allowed = allowed | {"agent"}
-            base = CombinedToolset([base, self.toolset(child_box, allowed, depth=depth)])
+            base = CombinedToolset(
+                [base, self.toolset(child_box, allowed, depth=depth, subtask=subtask)]
+            )
+        runtime = self.runtime
+
+        def on_call(record: ToolCallRecord) -> None:
+            runtime.emit(
+                EventKind.TOOL_CALL,
+                f"[{persona.name}] {record.tool} {'ok' if record.ok else 'FAILED'}",
+                subtask=subtask,
+                tool=record.tool,
+                args=record.args,
+                ok=record.ok,
+                result=record.result[:500],
+                persona=persona.name,
+                depth=depth,
+            )
+
         recorder = RecordingToolset(
-            wrapped=base, allowed=allowed, persona=persona.name, detector=LoopDetector()
+            wrapped=base,
+            allowed=allowed,
+            persona=persona.name,
+            detector=LoopDetector(),
+            on_call=on_call,
         )
         prompt = child_prompt(persona.context, task, self.turn)
         if temp is not None:
