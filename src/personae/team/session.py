@@ -188,13 +188,12 @@ async def run_turn(
         try:
             result = await team.run_turn(turn)
         except PersonaeError:
-            runs.finish(run_id, status="failed", final_text="", usage=team.runtime.usage.as_dict())
+            runs.finish(run_id, status="failed", final_text="", usage=usage.as_dict())
             raise
         except Exception as exc:
-            runs.finish(
-                run_id, status="failed", final_text=str(exc), usage=team.runtime.usage.as_dict()
-            )
-            raise RunError(f"run {run_id} failed: {type(exc).__name__}: {exc}", run_id=run_id) from exc  # fmt: skip
+            message = f"run {run_id} failed: {type(exc).__name__}: {exc}"
+            runs.finish(run_id, status="failed", final_text=message, usage=usage.as_dict())
+            raise RunError(message, run_id=run_id) from exc
         finally:
             if resolver is None:
                 models.close()
