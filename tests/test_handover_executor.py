@@ -1,0 +1,223 @@
+"""Child runs in real subprocesses: process-group kill, retries with backoff, results on failure."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from personae.handover.create import build_handover, create_handover
+from personae.handover.executor import (
+    EXIT_FAILURE,
+    EXIT_SUCCESS,
+    EXIT_TIMEOUT,
+    ChildSpec,
+    backoff_delays,
+    personae_run_command,
+    run_child,
+    run_handover,
+)
+from personae.handover.files import load_handover
+from personae.handover.tool import handover_to_persona
+from personae.store.handovers import HandoverLedger
+from test_handover_childprog import calls, command
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    return root
+
+
+def make(project: Path, behave: dict[str, Any] | None = None) -> Path:
+    h = build_handover(
+        source_persona="data-analyst",
+        target_persona="report-writer",
+        task="Write the report",
+        cwd=project,
+        data={"behave": behave or {}},
+    )
+    return create_handover(h, cwd=project).path
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_success_results_written_by_child(project: Path) -> None:
+    path = make(project)
+    out = run_handover(path, cwd=project, timeout=30, command=command)
+    assert out.status == "success" and out.exit_code == EXIT_SUCCESS
+    assert len(out.attempts) == 1
+    results = load_handover(path).handover.results
+    assert results is not None
+    assert results.output == "report-writer did: Write the report | history: "
+    assert results.artifacts == ["out-report-writer.txt"]
+
+
+def test_child_without_results_gets_them_from_exit_code(project: Path) -> None:
+    path = make(project, {"no_results": True})
+    out = run_handover(path, cwd=project, timeout=30, command=command)
+    assert out.status == "success"
+    results = load_handover(path).handover.results
+    assert results is not None and "plain output from report-writer" in (results.output or "")
+
+
+def test_timeout_kills_whole_process_group(project: Path) -> None:
+    path = make(project, {"grandchild": True, "sleep": 30})
+    started = time.monotonic()
+    out = run_handover(path, cwd=project, timeout=3, attempts=1, command=command)
+    assert time.monotonic() - started < 15
+    assert out.exit_code == EXIT_TIMEOUT and out.attempts[0].timed_out
+    hid = load_handover(path).handover.handover_id
+    grandchild = int((project / f"grandchild-{hid}.pid").read_text())
+    deadline = time.monotonic() + 5
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(grandchild), "grandchild survived the group kill"
+    results = load_handover(path).handover.results
+    assert results is not None and results.status == "failure"
+    assert "timed out" in (results.error or "")
+
+
+def test_run_child_kills_group_of_a_shell_pipeline(project: Path) -> None:
+    pidfile = project / "sleeper.pid"
+    script = f"sleep 30 & echo $! > {pidfile}; wait"
+    out = run_child(["/bin/sh", "-c", script], cwd=project, timeout=1.0)
+    assert out.timed_out and out.exit_code is not None and out.exit_code < 0
+    sleeper = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while alive(sleeper) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(sleeper)
+
+
+def test_retries_with_exponential_backoff_then_success(project: Path) -> None:
+    path = make(project, {"fail_times": 2})
+    out = run_handover(path, cwd=project, timeout=30, attempts=3, backoff=0.3, command=command)
+    assert out.status == "success" and len(out.attempts) == 3
+    log = calls(project)
+    assert len(log) == 3
+    gaps = [float(log[i + 1]["start"]) - float(log[i]["end"]) for i in range(2)]  # type: ignore[arg-type]
+    # Delay before retry n is 0.3 * 2**n: at least 0.3 s then 0.6 s (plus process start-up).
+    assert gaps[0] >= 0.3 and gaps[1] >= 0.6
+    assert gaps[1] > gaps[0]
+    assert gaps[1] < 0.6 + 10  # bounded: no runaway waits
+
+
+def test_final_failure_saves_error_state(project: Path) -> None:
+    path = make(project, {"fail_times": 10})
+    out = run_handover(path, cwd=project, timeout=30, attempts=2, backoff=0.05, command=command)
+    assert out.exit_code == EXIT_FAILURE and len(out.attempts) == 2
+    results = load_handover(path).handover.results
+    assert results is not None and results.status == "failure"
+    assert "all 2 attempt(s) failed" in (results.error or "")
+    assert "scripted failure" in (results.error or "")
+    hid = load_handover(path).handover.handover_id
+    ledger = HandoverLedger.open(project / ".personae" / "state.db")
+    try:
+        entry = ledger.get(hid)
+        assert entry is not None and entry.status == "failure"
+        events = [e.event for e in ledger.events(hid)]
+        assert events.count("attempt") == 2 and events[-1] == "result"
+    finally:
+        ledger.close()
+
+
+def test_non_zero_exit_with_success_results_is_retried_no_more_than_asked(project: Path) -> None:
+    path = make(project, {"exit": 7, "no_results": True})
+    out = run_handover(path, cwd=project, timeout=30, attempts=2, backoff=0.01, command=command)
+    assert out.status == "failure" and [a.exit_code for a in out.attempts] == [7, 7]
+
+
+def test_backoff_delays() -> None:
+    assert backoff_delays(3) == [1.0, 2.0]
+    assert backoff_delays(4, 0.5) == [0.5, 1.0, 2.0]
+    assert backoff_delays(1) == []
+
+
+def test_default_command_is_a_separate_personae_process(project: Path) -> None:
+    spec = ChildSpec(
+        handover_path=project / "h.json",
+        persona="writer",
+        timeout=12,
+        return_path=project / "r.json",
+        cwd=project,
+        model="scripted:s.yaml",
+    )
+    assert personae_run_command(spec) == [
+        sys.executable, "-m", "personae", "run", "--persona", "writer",
+        "--context-from", str(project / "h.json"), "--non-interactive",
+        "--handover-timeout", "12", "--context-return", str(project / "r.json"),
+        "--model", "scripted:s.yaml",
+    ]  # fmt: skip
+
+
+def test_cli_run_saves_error_when_child_fails(project: Path) -> None:
+    """`handover run` spawns `personae run`; whatever it does, the outcome lands in the file."""
+    path = make(project)
+    out = subprocess.run(
+        [sys.executable, "-m", "personae", "handover", "run", str(path),
+         "--retries", "1", "--backoff", "0.05", "--timeout", "60"],
+        check=False, cwd=project, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    results = load_handover(path).handover.results
+    assert results is not None
+    expected = {"success": 0, "partial": 5, "failure": 3}[results.status]
+    assert out.returncode == expected, out.stderr
+    assert "attempt 1:" in out.stderr
+    if results.status == "failure":
+        assert "all 2 attempt(s) failed" in (results.error or "")
+
+
+def test_cli_run_refuses_unsafe_file_without_spawning(project: Path) -> None:
+    path = make(project)
+    text = path.read_text().replace('"environment": {}', '"environment": {"LD_PRELOAD": "/x"}')
+    path.write_text(text)
+    out = subprocess.run(
+        [sys.executable, "-m", "personae", "handover", "run", str(path)],
+        check=False, cwd=project, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 1 and "LD_PRELOAD" in out.stderr
+    assert load_handover(path).handover.results is None
+
+
+def test_tool_waits_for_results(project: Path) -> None:
+    result = handover_to_persona(
+        "report-writer",
+        "Summarize",
+        source_persona="data-analyst",
+        cwd=project,
+        insights=["x"],
+        command=command,
+        timeout=30,
+    )
+    assert result.success and result.status == "success"
+    assert result.results is not None and result.results["status"] == "success"
+    assert "nextSteps" in result.results
+
+
+def test_tool_returns_command_for_later(project: Path) -> None:
+    result = handover_to_persona(
+        "report-writer",
+        "Summarize",
+        source_persona="data-analyst",
+        cwd=project,
+        files=[{"path": "notes.md", "type": "document", "description": "notes"}],
+        wait_for_results=False,
+    )
+    assert result.status == "prepared" and result.results is None
+    assert "personae run --persona report-writer --context-from" in result.message
+    assert Path(result.context_path).exists()
+    assert not calls(project)
