@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
     """Add ``run`` and ``demo`` to the main app."""
 
     @app.command("run")
-    def run(
+    def run(  # noqa: PLR0917
         task: Annotated[str | None, typer.Argument(help="What the team should do.")] = None,
         persona: Annotated[str | None, typer.Option(help="Active persona.")] = None,
         model: Annotated[
@@ -220,7 +220,9 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
                 if keep is not None
                 else "use --keep DIR to keep the project and inspect the stored run"
             )
-            view.console.print(f"\nStored as run {outcome.run_id} in {target}/.personae/state.db; {where}")
+            view.console.print(
+                f"\nStored as run {outcome.run_id} in {target}/.personae/state.db; {where}"
+            )
     finally:
         if holder is not None:
             holder.cleanup()
@@ -235,7 +237,9 @@ def _store(root: Path) -> Any:
     if not project.state_db.exists():
         from personae.errors import UsageError
 
-        raise UsageError("no runs stored here yet (run 'personae run TASK' first)", file=project.state_db)
+        raise UsageError(
+            "no runs stored here yet (run 'personae run TASK' first)", file=project.state_db
+        )
     return RunStore(Store(project.state_db))
 
 
@@ -297,10 +301,16 @@ def show_run(
     console.print(Text(f"\n{len(calls)} model call(s):", style="bold"))
     for c in calls:
         where = f"subtask {c.subtask}" if c.subtask else "turn"
-        console.print(Text(f"\n#{c.seq} {c.role} ({c.persona or '-'}, {where}) usage {c.usage}", style="bold"))
+        console.print(
+            Text(f"\n#{c.seq} {c.role} ({c.persona or '-'}, {where}) usage {c.usage}", style="bold")
+        )
         try:
             console.print(BudgetReport.model_validate(c.budget).to_text())
         except ValueError:
             console.print(json.dumps(c.budget))
-        text = c.context_text if full else c.context_text[:600] + ("…" if len(c.context_text) > 600 else "")
+        text = (
+            c.context_text
+            if full
+            else c.context_text[:600] + ("…" if len(c.context_text) > 600 else "")
+        )
         console.print(Text(text, style="dim"))

@@ -7,6 +7,7 @@ note for newcomers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from personae.team.events import Event, EventKind
@@ -54,50 +55,101 @@ def describe(event: Event, *, explain: bool = False, seen: set[str] | None = Non
     if explain and seen is not None and kind.value not in seen:
         seen.add(kind.value)
         lines.append(("note", f"  ({EXPLANATIONS[kind.value]})"))
-    if kind is EventKind.PLAN:
-        lines.append(("title", f"Plan: {len(d.get('subtasks', []))} subtask(s)"))
-        for i, sub in enumerate(d.get("subtasks", []), start=1):
-            reqs = "; ".join(sub.get("requirements") or [])
-            lines.append(("plain", f"  {i}. {sub.get('description')}" + (f"  [{reqs}]" * bool(reqs))))
-    elif kind is EventKind.SUBTASK_START:
-        lines.append(("title", f"Subtask {event.subtask}: {event.message}  (persona: {d.get('persona')})"))
-    elif kind is EventKind.TOOL_CALL:
-        who = f"[{d.get('persona')}] " if d.get("depth") else ""
-        indent = "      " if d.get("depth") else "  "
-        status = "ok" if d.get("ok") else "FAILED"
-        style = "tool" if d.get("ok") else "bad"
-        lines.append((style, f"{indent}tool {who}{d.get('tool')}({_args(d.get('args', {}))}) -> {status}"))
-        if not d.get("ok"):
-            lines.append(("bad", f"{indent}  {_short(d.get('result'))}"))
-    elif kind is EventKind.WORK_RESULT:
-        label = "Worker" if d.get("success") else "Worker (did not finish)"
-        lines.append(("plain", f"  {label}, attempt {d.get('attempt')}: {_short(d.get('result'))}"))
-    elif kind is EventKind.VALIDATION:
-        signal = d.get("completion_signal") or {}
-        how = "model check" if d.get("used_llm") else "code check"
-        level = d.get("involvement_level")
-        if d.get("approved"):
-            lines.append(("good", f"  Validator ({how}, {level}): approved, confidence {signal.get('confidence')}"))
-        else:
-            lines.append(("bad", f"  Validator ({how}, {level}): REJECTED: {_short('; '.join(d.get('issues', [])))}"))
-            lines.append(("plain", f"    blocker={signal.get('blocker_type')} progress={signal.get('progress_made')} "
-                                   f"confidence={signal.get('confidence')}"))
-    elif kind is EventKind.CORRECTION:
-        lines.append(("warn", f"  Correction ({d.get('retries_used')}/{d.get('max_retries')}): {_short(event.message, 220)}"))
-    elif kind is EventKind.SUBAGENT:
-        if d.get("phase") == "start":
-            lines.append(("tool", f"    sub-agent {d.get('persona')} starts (context mode: {d.get('context_mode')}, depth {d.get('depth')})"))
-        else:
-            usage = d.get("usage") or {}
-            lines.append(("tool", f"    sub-agent {d.get('persona')} finished: {d.get('status')} "
-                                  f"({usage.get('requests', 0)} requests, {usage.get('tool_calls', 0)} tool calls)"))
-    elif kind is EventKind.WARNING:
-        lines.append(("warn", f"  Warning: {event.message}"))
-    elif kind is EventKind.FINAL:
-        usage = d.get("usage") or {}
-        lines.append(("title", f"Answer ({d.get('status')}):"))
-        lines.extend(("answer", f"  {line}") for line in event.message.splitlines())
-        lines.append(("note", f"  usage: {usage.get('requests', 0)} model requests, "
-                              f"{usage.get('input_tokens', 0)} input + {usage.get('output_tokens', 0)} output tokens, "
-                              f"{usage.get('tool_calls', 0)} tool calls"))  # fmt: skip
+    handler = _HANDLERS.get(kind)
+    if handler is not None:
+        lines.extend(handler(event, d))
     return lines
+
+
+def _plan(event: Event, d: dict[str, Any]) -> EventLines:
+    subs = d.get("subtasks", [])
+    lines: EventLines = [("title", f"Plan: {len(subs)} subtask(s)")]
+    for i, sub in enumerate(subs, start=1):
+        reqs = "; ".join(sub.get("requirements") or [])
+        tail = f"  [{reqs}]" if reqs else ""
+        lines.append(("plain", f"  {i}. {sub.get('description')}{tail}"))
+    return lines
+
+
+def _subtask(event: Event, d: dict[str, Any]) -> EventLines:
+    head = f"Subtask {event.subtask}: {event.message}"
+    return [("title", f"{head}  (persona: {d.get('persona')})")]
+
+
+def _tool(event: Event, d: dict[str, Any]) -> EventLines:
+    nested = bool(d.get("depth"))
+    who = f"[{d.get('persona')}] " if nested else ""
+    indent = "      " if nested else "  "
+    ok = bool(d.get("ok"))
+    call = f"{d.get('tool')}({_args(d.get('args', {}))})"
+    status = "ok" if ok else "FAILED"
+    lines: EventLines = [("tool" if ok else "bad", f"{indent}tool {who}{call} -> {status}")]
+    if not ok:
+        lines.append(("bad", f"{indent}  {_short(d.get('result'))}"))
+    return lines
+
+
+def _work(event: Event, d: dict[str, Any]) -> EventLines:
+    label = "Worker" if d.get("success") else "Worker (did not finish)"
+    return [("plain", f"  {label}, attempt {d.get('attempt')}: {_short(d.get('result'))}")]
+
+
+def _validation(event: Event, d: dict[str, Any]) -> EventLines:
+    signal = d.get("completion_signal") or {}
+    how = "model check" if d.get("used_llm") else "code check"
+    head = f"  Validator ({how}, {d.get('involvement_level')})"
+    if d.get("approved"):
+        return [("good", f"{head}: approved, confidence {signal.get('confidence')}")]
+    issues = _short("; ".join(d.get("issues", [])))
+    detail = (
+        f"    blocker={signal.get('blocker_type')} progress={signal.get('progress_made')} "
+        f"confidence={signal.get('confidence')}"
+    )
+    return [("bad", f"{head}: REJECTED: {issues}"), ("plain", detail)]
+
+
+def _correction(event: Event, d: dict[str, Any]) -> EventLines:
+    budget = f"{d.get('retries_used')}/{d.get('max_retries')}"
+    return [("warn", f"  Correction ({budget}): {_short(event.message, 220)}")]
+
+
+def _subagent(event: Event, d: dict[str, Any]) -> EventLines:
+    name = d.get("persona")
+    if d.get("phase") == "start":
+        mode = f"context mode: {d.get('context_mode')}, depth {d.get('depth')}"
+        return [("tool", f"    sub-agent {name} starts ({mode})")]
+    usage = d.get("usage") or {}
+    counts = f"{usage.get('requests', 0)} requests, {usage.get('tool_calls', 0)} tool calls"
+    return [("tool", f"    sub-agent {name} finished: {d.get('status')} ({counts})")]
+
+
+def _warning(event: Event, d: dict[str, Any]) -> EventLines:
+    return [("warn", f"  Warning: {event.message}")]
+
+
+def _final(event: Event, d: dict[str, Any]) -> EventLines:
+    usage = d.get("usage") or {}
+    lines: EventLines = [("title", f"Answer ({d.get('status')}):")]
+    lines.extend(("answer", f"  {line}") for line in event.message.splitlines())
+    tokens = f"{usage.get('input_tokens', 0)} input + {usage.get('output_tokens', 0)} output"
+    lines.append(
+        (
+            "note",
+            f"  usage: {usage.get('requests', 0)} model requests, {tokens} tokens, "
+            f"{usage.get('tool_calls', 0)} tool calls",
+        )
+    )
+    return lines
+
+
+_HANDLERS: dict[EventKind, Callable[[Event, dict[str, Any]], EventLines]] = {
+    EventKind.PLAN: _plan,
+    EventKind.SUBTASK_START: _subtask,
+    EventKind.TOOL_CALL: _tool,
+    EventKind.WORK_RESULT: _work,
+    EventKind.VALIDATION: _validation,
+    EventKind.CORRECTION: _correction,
+    EventKind.SUBAGENT: _subagent,
+    EventKind.WARNING: _warning,
+    EventKind.FINAL: _final,
+}
