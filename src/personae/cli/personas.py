@@ -1,9 +1,183 @@
-"""`personae personas ...` commands."""
+"""`personae personas ...`: list, show, check and export the cast."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
+
+if TYPE_CHECKING:
+    from personae.persona import Cast, Persona
 
 __all__ = ["app"]
 
-app = typer.Typer(help="personas commands.", no_args_is_help=True)
+app = typer.Typer(help="List, show, check and export personas.", no_args_is_help=True)
+
+DirsOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--dir",
+        "-d",
+        help="Extra folder of persona/agent files, a plugin folder or a project (repeatable; "
+        "later ones override earlier ones).",
+    ),
+]
+RootOpt = Annotated[Path, typer.Option("--root", help="Project folder (default: current).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def _load(root: Path, dirs: list[Path] | None) -> Cast:
+    from personae.persona import Cast
+
+    return Cast.load(root, dirs or [])
+
+
+def _summary(persona: Persona) -> dict[str, Any]:
+    return {
+        "name": persona.name,
+        "description": persona.description,
+        "source": str(persona.source) if persona.source else None,
+        "source_kind": persona.source_kind,
+        "tools": persona.tools,
+        "unavailable_tools": persona.unavailable_tools,
+        "model": persona.model,
+        "max_steps": persona.max_steps,
+        "context": persona.context.value,
+        "skills": persona.skills,
+    }
+
+
+def _problem_hint(cast: Cast) -> None:
+    if cast.problems:
+        typer.echo(
+            f"personae: {len(cast.errors)} errors, {len(cast.warnings)} warnings while loading;"
+            " run `personae personas check` for details",
+            err=True,
+        )
+
+
+@app.command("list")
+def list_personas(
+    dirs: DirsOpt = None, root: RootOpt = Path("."), as_json: JsonOpt = False
+) -> None:
+    """List the personas of the project (and --dir folders)."""
+    cast = _load(root, dirs)
+    people = [cast.personas[n] for n in sorted(cast.personas)]
+    if as_json:
+        typer.echo(json.dumps([_summary(p) for p in people], indent=2))
+        _problem_hint(cast)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    from personae.persona.render import tools_summary
+
+    table = Table(title=f"{len(people)} personas, {len(cast.skills)} skills")
+    for column in ("name", "kind", "tools", "description"):
+        table.add_column(column, overflow="fold")
+    for p in people:
+        desc = " ".join(p.description.split())
+        table.add_row(p.name, p.source_kind, tools_summary(p), desc)
+    Console(width=160 if not sys.stdout.isatty() else None).print(table)
+    _problem_hint(cast)
+
+
+@app.command()
+def show(
+    name: Annotated[str, typer.Argument(help="Persona name.")],
+    dirs: DirsOpt = None,
+    root: RootOpt = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one persona: every field and its system prompt."""
+    cast = _load(root, dirs)
+    persona = cast.get(name)
+    if as_json:
+        data = persona.model_dump(mode="json")
+        data["skill_details"] = [
+            {"name": s.name, "description": s.description, "location": str(s.path)}
+            for s in cast.persona_skills(name)
+        ]
+        typer.echo(json.dumps(data, indent=2))
+        return
+    from personae.persona.render import tools_summary
+
+    rows = [
+        ("name", persona.name),
+        ("description", " ".join(persona.description.split())),
+        ("source", f"{persona.source} ({persona.source_kind})"),
+        ("tools", tools_summary(persona)),
+        ("unavailable tools", ", ".join(persona.unavailable_tools) or "-"),
+        ("model", persona.model or "-"),
+        ("max steps", str(persona.max_steps) if persona.max_steps is not None else "-"),
+        ("temp workspace", "yes" if persona.needs_temp_workspace else "no"),
+        ("context", persona.context.value),
+        ("skills", ", ".join(persona.skills) or "-"),
+        ("mcp servers", ", ".join(persona.mcp_servers) or "-"),
+        ("version", persona.version or "-"),
+    ]
+    for key, value in rows:
+        typer.echo(f"{key + ':':<19}{value}")
+    typer.echo("\n--- system prompt ---")
+    typer.echo(persona.system_prompt.rstrip())
+
+
+@app.command()
+def check(
+    dirs: DirsOpt = None,
+    root: RootOpt = Path("."),
+    strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Validate every persona, skill and plugin; print each problem as file:line: message.
+
+    Exit 1 on any error (or any warning with --strict), else 0.
+    """
+    cast = _load(root, dirs)
+    if as_json:
+        payload = {
+            "personas": len(cast.personas),
+            "skills": len(cast.skills),
+            "errors": len(cast.errors),
+            "warnings": len(cast.warnings),
+            "problems": [p.to_dict() for p in cast.problems],
+        }
+        typer.echo(json.dumps(payload, indent=2))
+    else:
+        for p in cast.problems:
+            where = f"{p.file}:{p.line}" if p.line is not None else str(p.file)
+            typer.echo(f"{where}: {p.severity}: {p.message}")
+        typer.echo(
+            f"checked {len(cast.personas)} personas, {len(cast.skills)} skills: "
+            f"{len(cast.errors)} errors, {len(cast.warnings)} warnings"
+        )
+    if cast.errors or (strict and cast.warnings):
+        raise typer.Exit(1)
+
+
+@app.command()
+def export(
+    name: Annotated[str, typer.Argument(help="Persona name.")],
+    fmt: Annotated[str, typer.Option("--format", help="Output format: claude-code.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write.")] = None,
+    dirs: DirsOpt = None,
+    root: RootOpt = Path("."),
+) -> None:
+    """Export a persona as a Claude Code agent file (to --out, or stdout)."""
+    from personae.errors import UnknownNameError
+    from personae.persona.export import to_claude_code
+
+    if fmt != "claude-code":
+        raise UnknownNameError("export format", fmt, ["claude-code"], field="--format")
+    cast = _load(root, dirs)
+    text = to_claude_code(cast.get(name))
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    from personae.persona.scaffold import write_text_atomic
+
+    write_text_atomic(out, text)
+    typer.echo(f"wrote {out}")

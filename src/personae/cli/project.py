@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
 
 __all__ = ["register"]
@@ -9,3 +12,32 @@ __all__ = ["register"]
 
 def register(app: typer.Typer) -> None:
     """Add ``init`` to the main app."""
+
+    @app.command("init")
+    def init(
+        directory: Annotated[
+            Path, typer.Argument(help="Project folder (created if missing).")
+        ] = Path("."),
+    ) -> None:
+        """Scaffold .personae/ with the example cast (three personas, two skills, a directive).
+
+        Safe to run again: existing files are never overwritten.
+        """
+        from personae.persona.scaffold import init_project
+
+        report = init_project(directory)
+        for rel in report.created:
+            typer.echo(f"created  {directory / rel}")
+        for rel in report.kept:
+            typer.echo(f"kept     {directory / rel} (differs from the example; left as is)")
+        if report.changed_anything:
+            typer.echo(
+                f"personae init: created {len(report.created)} files in {directory}"
+                " (try: personae personas list)"
+            )
+        else:
+            typer.echo(
+                f"personae init: nothing to do; {directory} already has the example cast "
+                f"({len(report.unchanged)} files unchanged, {len(report.kept)} kept with your "
+                "changes)"
+            )

@@ -97,6 +97,9 @@ class Persona(BaseModel):
     """Allowed tool names (personae names); ``None`` means every tool the parent has."""
     disallowed_tools: list[str] = Field(default_factory=list)
     """Tools removed from the allowed set."""
+    unavailable_tools: list[str] = Field(default_factory=list)
+    """Tools a Claude Code file names that personae does not provide (as written);
+    reported as warnings and left out of ``tools``."""
     model: str | None = None
     """Model override (``provider:name``, or ``sonnet|opus|haiku|inherit`` from Claude Code)."""
     max_steps: int | None = None

@@ -1,0 +1,86 @@
+"""Loading the conversation part of a snapshot from the store (paths A and B)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from personae.context.messages import ChatMessage, from_stored, group_units
+from personae.tokens.base import TokenCounter
+
+__all__: list[str] = []
+
+Summarizer = Callable[[str | None, Sequence[ChatMessage]], str]
+
+
+@dataclass(frozen=True)
+class Loaded:
+    summary: str | None
+    summary_tokens: int | None
+    messages: tuple[ChatMessage, ...]
+    earlier: int
+    path: str
+    folded: int
+
+
+def _tail(
+    conv: object, session: str, counter: TokenCounter, want: int, hard_max: int
+) -> list[ChatMessage]:
+    """The newest messages: at least ``want``, whole exchanges, always the latest user message.
+
+    Reads newest first and stops as soon as it has enough, so the cost follows
+    what is kept, not the length of the history. Past ``hard_max`` messages
+    without a user message (one very long agent turn) it skips ahead to the
+    latest user message and keeps it.
+    """
+    out: list[ChatMessage] = []
+    seen_user = False
+    for raw in conv.iter_backward(session, counter=counter):  # type: ignore[attr-defined]
+        msg = from_stored(raw)
+        if len(out) >= hard_max and not seen_user:
+            if msg.role == "user":
+                out.append(msg)
+                break
+            continue
+        out.append(msg)
+        seen_user = seen_user or msg.role == "user"
+        if len(out) >= want and seen_user and msg.role != "tool":
+            break  # an exchange head: the oldest kept exchange is whole
+    out.reverse()
+    return out
+
+
+def load_conversation(
+    conv: object,
+    session: str,
+    counter: TokenCounter,
+    *,
+    recent: int,
+    summarizer: Summarizer | None,
+) -> Loaded:
+    """Path A (summary + last messages) with a summarizer, else path B (trim only)."""
+    info = conv.session(session)  # type: ignore[attr-defined]
+    total = int(info.message_count)
+    if total == 0:
+        return Loaded(None, None, (), 0, "none", 0)
+    if summarizer is None:
+        tail = _tail(conv, session, counter, max(recent * 4, 24), max(recent * 64, 512))
+        return Loaded(None, None, tuple(tail), total - len(tail), "B", 0)
+    tail = _tail(conv, session, counter, recent, max(recent * 64, 512))
+    units, _ = group_units(tail)
+    start_seq = units[0].head.seq if units else tail[-1].seq + 1
+    tail = [m for m in tail if m.seq >= start_seq]
+    prior = conv.latest_summary(session, counter=counter)  # type: ignore[attr-defined]
+    covers = int(prior.covers_seq) if prior is not None else 0
+    text = prior.text if prior is not None else None
+    tokens = int(prior.tokens) if prior is not None else None
+    folded = 0
+    if covers < start_seq - 1:
+        new = [from_stored(m) for m in conv.between(session, after_seq=covers, upto_seq=start_seq - 1)]  # type: ignore[attr-defined]
+        if new:
+            text = summarizer(text, new)
+            saved = conv.save_summary(session, start_seq - 1, text)  # type: ignore[attr-defined]
+            tokens = int(saved.tokens) if saved.counter == counter.name else None
+            folded = len(new)
+    earlier = 0 if text else max(0, total - len(tail))
+    return Loaded(text or None, tokens, tuple(tail), earlier, "A", folded)

@@ -1,0 +1,173 @@
+"""Assembling one role's context from a snapshot: profile -> sections -> fit -> render."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from personae.context.budget import Budget
+from personae.context.commands import expand_commands, has_commands
+from personae.context.fit import FittedSection, SectionContent, fit
+from personae.context.history import MessageCosts
+from personae.context.messages import ChatMessage, Unit, group_units
+from personae.context.profiles import ProfileSet, load_profiles
+from personae.context.render import escape
+from personae.context.report import BudgetReport, HistoryPath, SectionReport
+from personae.context.snapshot import Snapshot
+from personae.context.spec import Profile, SectionSpec
+from personae.project import CommandsConfig
+from personae.tokens.base import TokenCounter
+
+__all__ = ["AssembledContext", "assemble"]
+
+
+@dataclass(frozen=True)
+class AssembledContext:
+    """One role's fitted context."""
+
+    role: str
+    snapshot_id: str
+    sections: tuple[FittedSection, ...]
+    """Every section of the profile, in order (``text`` None when not rendered)."""
+    rendered: str
+    total: int
+    """Exact token count of ``rendered``."""
+    budget: Budget
+    counter: str
+    counter_exact: bool
+    history_path: HistoryPath
+    files: dict[str, str]
+    refits: int = 0
+
+    @property
+    def messages(self) -> tuple[ChatMessage, ...]:
+        """The conversation messages kept (whole exchanges), oldest first."""
+        for s in self.sections:
+            if s.source == "messages":
+                return s.messages
+        return ()
+
+    def render(self) -> str:
+        """The prompt text: XML boundary tags wrapping Markdown, in profile order."""
+        return self.rendered
+
+    def report(self) -> BudgetReport:
+        """The budget report (``total`` is the exact count of :meth:`render`)."""
+        rows = [
+            SectionReport(
+                tag=s.tag,
+                source=s.source,
+                requested=s.requested,
+                allotted=s.allotted,
+                kept=s.kept if s.text is not None else 0,
+                rule=s.rule,
+                detail=self.files.get(s.source, ""),
+            )
+            for s in self.sections
+        ]
+        kept = sum(r.kept for r in rows)
+        return BudgetReport(
+            role=self.role,
+            snapshot_id=self.snapshot_id,
+            counter=self.counter,
+            counter_exact=self.counter_exact,
+            history_path=self.history_path,
+            budget=self.budget.tokens,
+            window=self.budget.window,
+            share=self.budget.share,
+            total=self.total,
+            overhead=self.total - kept,
+            refits=self.refits,
+            sections=rows,
+        )
+
+
+def _prepared(
+    snapshot: Snapshot, counter: TokenCounter, tags: frozenset[str]
+) -> tuple[tuple[Unit, ...], tuple[tuple[int, ...], ...], int]:
+    """Escaped exchanges and their costs, computed once per snapshot and counter."""
+    key = ("messages", counter.name, tags)
+    hit = snapshot.cache.get(key)
+    if hit is None:
+        costs_of = MessageCosts(counter, tags)
+        prepared = {}
+        for m in snapshot.messages:
+            prepared[id(m)] = costs_of.prepare(m)
+        units, dropped = group_units([prepared[id(m)][0] for m in snapshot.messages])
+        cost_by_msg = {id(p[0]): p[1] for p in prepared.values()}
+        costs = tuple(tuple(cost_by_msg[id(m)] for m in u.messages) for u in units)
+        hit = (tuple(units), costs, dropped)
+        snapshot.cache[key] = hit
+    return hit  # type: ignore[no-any-return]
+
+
+def _text(snapshot: Snapshot, spec: SectionSpec, profile: Profile) -> str | None:
+    source = spec.source
+    if source == "text":
+        raw = spec.text
+        if not raw:
+            return None
+        if raw in snapshot.profile_texts:
+            return snapshot.profile_texts[raw]
+        if has_commands(raw):  # not expanded at build time: never run here
+            return expand_commands(raw, CommandsConfig(), snapshot.root)[0]
+        return raw
+    if (
+        source == "step"
+        and snapshot.step_without_decisions is not None
+        and "decisions" in snapshot.texts
+        and any(s.source == "decisions" for s in profile.sections)
+    ):
+        return snapshot.step_without_decisions
+    return snapshot.content(source)
+
+
+def assemble(
+    snapshot: Snapshot,
+    role: str,
+    budget: Budget,
+    counter: TokenCounter,
+    *,
+    profiles: ProfileSet | None = None,
+) -> AssembledContext:
+    """Fit the snapshot into ``budget`` for ``role``.
+
+    Same snapshot, budget and counter give byte-identical output. Raises
+    :class:`~personae.errors.BudgetExceededError` when pinned content alone
+    does not fit, and :class:`~personae.errors.UnknownNameError` for an unknown role.
+    """
+    profiles = profiles or snapshot.profiles or load_profiles(snapshot.root)
+    profile = profiles.get(role)
+    tags = profiles.tags
+    contents: list[SectionContent] = []
+    for spec in profile.sections:
+        if spec.source == "messages":
+            units, costs, dropped = _prepared(snapshot, counter, tags)
+            contents.append(
+                SectionContent(spec, units=units, costs=costs, earlier=snapshot.earlier + dropped)
+            )
+            continue
+        text = _text(snapshot, spec, profile)
+        if text is None:
+            contents.append(SectionContent(spec))
+            continue
+        key = ("text", counter.name, tags, text)
+        cached = snapshot.cache.get(key)
+        if cached is None:
+            escaped = escape(text, tags)
+            cached = (escaped, counter.count(escaped))
+            snapshot.cache[key] = cached
+        contents.append(SectionContent(spec, text=cached[0], tokens=cached[1]))
+    result = fit(contents, budget.tokens, counter)
+    return AssembledContext(
+        role=role,
+        snapshot_id=snapshot.id,
+        sections=result.sections,
+        rendered=result.rendered,
+        total=result.total,
+        budget=budget,
+        counter=counter.name,
+        counter_exact=bool(getattr(counter, "exact", False)),
+        history_path=snapshot.history_path,
+        files=dict(snapshot.files),
+        refits=result.refits,
+    )

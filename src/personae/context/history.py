@@ -1,0 +1,277 @@
+"""Conversation trimming that keeps whole exchanges.
+
+- An assistant message with tool calls is kept or dropped with all of its results.
+- The latest user turn (the last user message and everything after it) is always
+  kept; when it alone is too big its tool outputs (then assistant texts) shrink
+  with a visible notice. Only when even that is not enough are whole middle
+  steps of the turn elided (with a notice); the user message and the last step stay.
+- Older exchanges are evicted in batches anchored on a fixed grid of message
+  positions (hysteresis), so the kept prefix stays byte-stable for several turns
+  and provider prompt caches keep hitting.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from personae.context._textcut import count_small, cut_text
+from personae.context.messages import ChatMessage, Unit, latest_turn_start
+from personae.context.render import escape
+from personae.tokens.base import TokenCounter
+
+__all__ = ["HistoryFit", "MessageCosts", "fit_history", "render_message"]
+
+_SEP = "\n\n"
+_ARGS_SHOWN = 2000
+
+
+def _header(msg: ChatMessage) -> str:
+    if msg.role == "tool":
+        return f"### tool result {msg.tool_call_id}\n"
+    return f"### {msg.role}\n"
+
+
+def _calls(msg: ChatMessage) -> str:
+    lines = []
+    for c in msg.tool_calls:
+        args = c.arguments
+        if len(args) > _ARGS_SHOWN:
+            args = f"{args[:_ARGS_SHOWN]}… [{len(args) - _ARGS_SHOWN} more characters of arguments]"
+        lines.append(f"\n→ call {c.id}: {c.name}({args})")
+    return "".join(lines)
+
+
+def render_message(msg: ChatMessage) -> str:
+    """One message as Markdown (header line, content, tool call lines)."""
+    return f"{_header(msg)}{msg.content}{_calls(msg)}"
+
+
+class MessageCosts:
+    """Token cost of each rendered message, counted once (stored counts reused)."""
+
+    def __init__(self, counter: TokenCounter, tags: frozenset[str]) -> None:
+        self.counter = counter
+        self.tags = tags
+        self.sep = count_small(counter, _SEP)
+
+    def prepare(self, msg: ChatMessage) -> tuple[ChatMessage, int]:
+        """The escaped message and its rendered cost."""
+        content = escape(msg.content, self.tags)
+        calls = tuple(replace(c, arguments=escape(c.arguments, self.tags)) for c in msg.tool_calls)
+        if content is not msg.content or any(
+            a.arguments is not b.arguments for a, b in zip(calls, msg.tool_calls, strict=True)
+        ):
+            msg = replace(msg, content=content, tool_calls=calls, tokens=None)
+        if msg.tokens is not None and msg.counter == self.counter.name:
+            body = msg.tokens
+        else:
+            body = self.counter.count(msg.content) if msg.content else 0
+        extra = _calls(msg)
+        cost = count_small(self.counter, _header(msg)) + body
+        if extra:
+            cost += self.counter.count(extra)
+        return msg, cost
+
+
+@dataclass(frozen=True)
+class HistoryFit:
+    """The kept part of a conversation."""
+
+    messages: tuple[ChatMessage, ...]
+    """Kept messages (latest-turn contents possibly shortened)."""
+    text: str
+    """Rendered section content (notice line first when anything was omitted)."""
+    tokens: int
+    """Estimated tokens of ``text`` (sum of counted pieces)."""
+    omitted: int
+    """Messages not shown (evicted, never fetched, or unpaired)."""
+    shrunk: int
+    """Latest-turn messages whose content was shortened."""
+    fits: bool
+    """False when even the smallest form is over the limit (then this is that smallest form)."""
+
+
+def _notice(template: str, omitted_msgs: int, omitted_tokens: int) -> str:
+    return template.format(
+        omitted=omitted_tokens, messages=omitted_msgs, total=omitted_tokens, kept=0, tag="messages"
+    )
+
+
+def _overhead(msg: ChatMessage, counter: TokenCounter) -> int:
+    """Tokens of a message's header and call lines (everything but the content)."""
+    extra = _calls(msg)
+    return count_small(counter, _header(msg)) + (counter.count(extra) if extra else 0)
+
+
+def fit_history(
+    units: Sequence[Unit],
+    costs: Sequence[Sequence[int]],
+    counter: TokenCounter,
+    *,
+    limit: int,
+    max_messages: int | None,
+    earlier: int,
+    notice: str,
+    batch: int,
+) -> HistoryFit:
+    """Choose which exchanges to keep within ``limit`` tokens and ``max_messages``.
+
+    ``costs[k][j]`` is the rendered cost of message ``j`` of unit ``k``.
+    ``earlier`` counts messages before ``units`` that are not shown at all.
+    """
+    sep = count_small(counter, _SEP)
+    n = len(units)
+    last = latest_turn_start(units)
+    unit_cost = [sum(c) + sep * len(c) for c in costs]
+    unit_msgs = [len(u.messages) for u in units]
+    # suffix sums over the evictable part [0, last)
+    suffix_cost = [0] * (last + 1)
+    suffix_msgs = [0] * (last + 1)
+    for k in range(last - 1, -1, -1):
+        suffix_cost[k] = suffix_cost[k + 1] + unit_cost[k]
+        suffix_msgs[k] = suffix_msgs[k + 1] + unit_msgs[k]
+    turn_cost = sum(unit_cost[last:])
+    turn_msgs = sum(unit_msgs[last:])
+    total_before = sum(unit_msgs[:last])
+
+    def notice_cost(evicted_msgs: int, evicted_tokens: int) -> int:
+        if evicted_msgs + earlier == 0:
+            return 0
+        return count_small(counter, _notice(notice, evicted_msgs + earlier, evicted_tokens)) + sep
+
+    msg_room = None if max_messages is None else max(0, max_messages - turn_msgs)
+    # Smallest start s in [0, last] whose suffix fits; suffix sums are monotone, so bisect.
+    room = limit - turn_cost - notice_cost(max(1, total_before), suffix_cost[0])
+    neg = [-c for c in suffix_cost]
+    s_min = bisect.bisect_left(neg, -room) if room >= 0 else last
+    if msg_room is not None:
+        negm = [-m for m in suffix_msgs]
+        s_min = max(s_min, bisect.bisect_left(negm, -msg_room))
+    if s_min == 0 and turn_cost + suffix_cost[0] + notice_cost(0, 0) <= limit:
+        start = 0
+    else:
+        start = _anchor(units, s_min, last, batch)
+    kept = list(units[start:])
+    kept_costs = [list(c) for c in costs[start:]]
+    evicted_msgs = total_before - suffix_msgs[start] if start <= last else total_before
+    evicted_tokens = suffix_cost[0] - suffix_cost[start]
+    body_cost = suffix_cost[start] + turn_cost
+    shrunk = 0
+    fits = True
+    head_cost = notice_cost(evicted_msgs, evicted_tokens)
+    if body_cost + head_cost > limit and n:
+        # Only the latest turn can stay and it is too big: shrink its contents.
+        start = last
+        evicted_msgs = total_before
+        evicted_tokens = suffix_cost[0]
+        head_cost = notice_cost(evicted_msgs, evicted_tokens)
+        kept, kept_costs, shrunk, fits, elided = _shrink_turn(
+            list(units[last:]), [list(c) for c in costs[last:]], counter, limit - head_cost, sep
+        )
+        evicted_msgs += elided
+        head_cost = notice_cost(evicted_msgs, evicted_tokens)
+        body_cost = sum(sum(c) + sep * len(c) for c in kept_costs)
+        fits = fits and body_cost + head_cost <= limit
+    msgs = tuple(m for u in kept for m in u.messages)
+    parts = [render_message(m) for m in msgs]
+    omitted = evicted_msgs + earlier
+    if omitted:
+        parts.insert(0, _notice(notice, omitted, evicted_tokens))
+    text = _SEP.join(parts)
+    return HistoryFit(msgs, text, body_cost + head_cost - sep, omitted, shrunk, fits)
+
+
+def _anchor(units: Sequence[Unit], s_min: int, last: int, batch: int) -> int:
+    """First exchange at or after ``s_min`` that starts a new batch on the position grid."""
+    if batch <= 1:
+        return s_min
+    for k in range(max(1, s_min), last):
+        if units[k].head.seq // batch != units[k - 1].head.seq // batch:
+            return k
+    return s_min
+
+
+def _shrink_turn(
+    turn: list[Unit], costs: list[list[int]], counter: TokenCounter, limit: int, sep: int
+) -> tuple[list[Unit], list[list[int]], int, bool, int]:
+    """Shrink tool outputs, then assistant texts, of the latest turn to fit ``limit``."""
+    fixed = 0
+    items: list[tuple[int, int, int, int]] = []  # (cost, floor, unit index, message index)
+    for k, (u, c) in enumerate(zip(turn, costs, strict=True)):
+        for j, (m, cost) in enumerate(zip(u.messages, c, strict=True)):
+            fixed += sep
+            if m.role in ("tool", "assistant") and m.content:
+                floor = _overhead(m, counter) + count_small(counter, _OMITTED)
+                items.append((cost, min(cost, floor), k, j))
+            else:
+                fixed += cost
+    for roles in (("tool",), ("tool", "assistant")):
+        pool = [it for it in items if turn[it[2]].messages[it[3]].role in roles]
+        rest = sum(it[0] for it in items if it not in pool)
+        level = _water_level(pool, limit - fixed - rest)
+        if level is None:
+            continue
+        turn, costs, shrunk = _apply_level(turn, costs, pool, level, counter)
+        return turn, costs, shrunk, True, 0
+    # Last resort: every output becomes a notice, then middle steps of the turn are elided.
+    turn, costs, shrunk = _apply_level(turn, costs, items, 0, counter)
+    elided = 0
+    while len(turn) > 2 and sum(sum(c) + sep * len(c) for c in costs) > limit:
+        elided += len(turn[1].messages)
+        del turn[1], costs[1]
+    fits = sum(sum(c) + sep * len(c) for c in costs) <= limit
+    return turn, costs, shrunk, fits, elided
+
+
+_OMITTED = "[output omitted to fit the budget]"
+
+
+def _water_level(pool: list[tuple[int, int, int, int]], room: int) -> int | None:
+    """Largest per-item cap L with sum(max(floor, min(cost, L))) <= room, or None."""
+
+    def total(level: int) -> int:
+        return sum(max(fl, min(c, level)) for c, fl, _, _ in pool)
+
+    if total(0) > room:
+        return None
+    lo, hi = 0, max((c for c, _, _, _ in pool), default=0)
+    if total(hi) <= room:
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if total(mid) <= room:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _apply_level(
+    turn: list[Unit],
+    costs: list[list[int]],
+    pool: list[tuple[int, int, int, int]],
+    level: int,
+    counter: TokenCounter,
+) -> tuple[list[Unit], list[list[int]], int]:
+    turn = list(turn)
+    costs = [list(c) for c in costs]
+    shrunk = 0
+    for cost, floor, k, j in pool:
+        if cost <= level:
+            continue
+        msg = turn[k].messages[j]
+        over = _overhead(msg, counter)
+        note = f"[output shortened to fit the budget: {len(msg.content):,} characters in full]"
+        cut = cut_text(msg.content, level - over, counter, note) if level > over else None
+        if cut is not None and over + cut.tokens <= max(level, floor):
+            text, new_cost = cut.text, over + cut.tokens
+        else:
+            text, new_cost = _OMITTED, floor
+        msgs = list(turn[k].messages)
+        msgs[j] = replace(msg, content=text, tokens=None)
+        turn[k] = Unit(tuple(msgs))
+        costs[k][j] = new_cost
+        shrunk += 1
+    return turn, costs, shrunk

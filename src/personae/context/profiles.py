@@ -1,0 +1,184 @@
+"""Role profiles as data: the built-in YAML, overridable by ``.personae/profiles.yaml``.
+
+The override file has the built-in file's schema. Entries under ``sections``
+change a tag's defaults field by field; entries under ``roles`` replace that
+role's section list or add a new role. Every mistake is a :class:`ConfigError`
+(or :class:`UnknownNameError`) naming the file and line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from personae.context._yamlpos import Lines, line_of, load_with_lines
+from personae.context.spec import SOURCES, Profile, SectionSpec
+from personae.errors import ConfigError, UnknownNameError
+
+__all__ = ["BUILTIN_PROFILES", "ProfileSet", "load_profiles"]
+
+BUILTIN_PROFILES = "profiles.yaml"
+"""Name of the built-in profile file inside the ``personae.context`` package."""
+
+_TOP_KEYS = {"version", "sections", "roles"}
+_ROLE_KEYS = {"description", "sections"}
+_SPEC_FIELDS = set(SectionSpec.model_fields) - {"tag"}
+
+
+@dataclass(frozen=True)
+class ProfileSet:
+    """All known role profiles and the tag catalogue."""
+
+    profiles: dict[str, Profile]
+    """Role name -> profile."""
+    tags: frozenset[str]
+    """Every tag any profile may render (used to escape content)."""
+    files: tuple[str, ...]
+    """The files the set was read from (built-in first)."""
+
+    @property
+    def roles(self) -> list[str]:
+        """Role names, sorted."""
+        return sorted(self.profiles)
+
+    def get(self, role: str) -> Profile:
+        """The profile of ``role`` (UnknownNameError with the closest role)."""
+        try:
+            return self.profiles[role]
+        except KeyError:
+            raise UnknownNameError("role", role, self.profiles) from None
+
+
+def _fail(message: str, file: str, lines: Lines, path: tuple[str | int, ...]) -> ConfigError:
+    field = ".".join(str(p) for p in path) or None
+    return ConfigError(message, file=file, line=line_of(lines, path), field=field)
+
+
+def _check_mapping(value: Any, file: str, lines: Lines, path: tuple[str | int, ...]) -> None:
+    if not isinstance(value, dict):
+        raise _fail("must be a mapping", file, lines, path)
+
+
+def _spec_fields(
+    raw: dict[str, Any], file: str, lines: Lines, path: tuple[str | int, ...]
+) -> dict[str, Any]:
+    for key in raw:
+        if key not in _SPEC_FIELDS and key != "tag":
+            raise UnknownNameError(
+                "section field", str(key), _SPEC_FIELDS, file=file, line=line_of(lines, (*path, key))
+            )
+    source = raw.get("source")
+    if source is not None and source not in SOURCES:
+        raise UnknownNameError(
+            "source", str(source), SOURCES, file=file, line=line_of(lines, (*path, "source"))
+        )
+    return {k: v for k, v in raw.items() if k != "tag"}
+
+
+def _build_spec(
+    tag: Any, fields: dict[str, Any], file: str, lines: Lines, path: tuple[str | int, ...]
+) -> SectionSpec:
+    try:
+        return SectionSpec.model_validate({"tag": tag, **fields})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = tuple(str(p) for p in first["loc"])
+        where = (*path, *loc) if loc and loc[0] != "tag" else path
+        raise _fail(first["msg"], file, lines, where) from exc
+
+
+def _merge_file(
+    data: Any,
+    file: str,
+    lines: Lines,
+    catalogue: dict[str, dict[str, Any]],
+    roles: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]],
+) -> None:
+    if data is None:
+        return
+    _check_mapping(data, file, lines, ())
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise UnknownNameError("key", str(key), _TOP_KEYS, file=file, line=line_of(lines, (key,)))
+    if data.get("version", 1) != 1:
+        raise _fail("unsupported version (expected 1)", file, lines, ("version",))
+    sections = data.get("sections") or {}
+    _check_mapping(sections, file, lines, ("sections",))
+    for tag, raw in sections.items():
+        path: tuple[str | int, ...] = ("sections", str(tag))
+        _check_mapping(raw, file, lines, path)
+        merged = {**catalogue.get(str(tag), {}), **_spec_fields(raw, file, lines, path)}
+        if "source" not in merged:
+            raise _fail("a new section needs a source", file, lines, path)
+        _build_spec(tag, merged, file, lines, path)  # validate now, with this file's lines
+        catalogue[str(tag)] = merged
+    role_map = data.get("roles") or {}
+    _check_mapping(role_map, file, lines, ("roles",))
+    for role, raw in role_map.items():
+        rpath: tuple[str | int, ...] = ("roles", str(role))
+        _check_mapping(raw, file, lines, rpath)
+        for key in raw:
+            if key not in _ROLE_KEYS:
+                raise UnknownNameError(
+                    "role field", str(key), _ROLE_KEYS, file=file, line=line_of(lines, (*rpath, key))
+                )
+        entries = raw.get("sections")
+        if not isinstance(entries, list) or not entries:
+            raise _fail("sections must be a non-empty list", file, lines, (*rpath, "sections"))
+        items: list[tuple[str, dict[str, Any]]] = []
+        seen: set[str] = set()
+        for i, entry in enumerate(entries):
+            epath: tuple[str | int, ...] = (*rpath, "sections", i)
+            if isinstance(entry, str):
+                tag, fields = entry, {}
+            elif isinstance(entry, dict) and isinstance(entry.get("tag"), str):
+                tag, fields = entry["tag"], _spec_fields(entry, file, lines, epath)
+            else:
+                raise _fail("each section is a tag name or a mapping with 'tag'", file, lines, epath)
+            if tag not in catalogue and "source" not in fields:
+                raise UnknownNameError("section", tag, catalogue, file=file, line=line_of(lines, epath))
+            if tag in seen:
+                raise _fail(f"section {tag!r} appears twice", file, lines, epath)
+            seen.add(tag)
+            _build_spec(tag, {**catalogue.get(tag, {}), **fields}, file, lines, epath)
+            items.append((tag, fields))
+        roles[str(role)] = (str(raw.get("description", "")), items)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read profiles: {exc.strerror}", file=path) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError("profiles file is not UTF-8 text", file=path) from exc
+
+
+def load_profiles(root: Path | None = None) -> ProfileSet:
+    """The built-in profiles, overridden by ``root/.personae/profiles.yaml`` when present."""
+    builtin = resources.files("personae.context") / BUILTIN_PROFILES
+    sources: list[tuple[str, str]] = [(f"<builtin>/{BUILTIN_PROFILES}", builtin.read_text("utf-8"))]
+    if root is not None:
+        for name in ("profiles.yaml", "profiles.yml"):
+            candidate = Path(root) / ".personae" / name
+            if candidate.is_file():
+                sources.append((str(candidate), _read(candidate)))
+                break
+    catalogue: dict[str, dict[str, Any]] = {}
+    roles: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {}
+    for file, text in sources:
+        data, lines = load_with_lines(text, file)
+        _merge_file(data, file, lines, catalogue, roles)
+    profiles: dict[str, Profile] = {}
+    for role, (description, items) in roles.items():
+        specs = tuple(
+            SectionSpec.model_validate({"tag": tag, **catalogue.get(tag, {}), **fields})
+            for tag, fields in items
+        )
+        profiles[role] = Profile(role=role, description=description, sections=specs)
+    tags = frozenset(catalogue) | {s.tag for p in profiles.values() for s in p.sections}
+    return ProfileSet(profiles=profiles, tags=tags, files=tuple(f for f, _ in sources))

@@ -1,0 +1,97 @@
+"""The budget report: per section requested, allotted and kept tokens, and the totals."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["BudgetReport", "HistoryPath", "SectionReport"]
+
+HistoryPath = Literal["A", "B", "none"]
+
+_PATHS = {
+    "A": "A (stored running summary + recent messages)",
+    "B": "B (recent messages only, trimmed; no summarizer)",
+    "none": "none (no conversation)",
+}
+
+
+class SectionReport(BaseModel):
+    """One section's line in the report."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tag: str
+    """The section's XML tag."""
+    source: str
+    """Where the content came from."""
+    requested: int
+    """Tokens of the full content."""
+    allotted: int
+    """Tokens the section was allowed."""
+    kept: int
+    """Tokens of the rendered content."""
+    rule: str
+    """The rule that fired (full, pinned, cap, cut, outline, dropped, evicted, removed, absent)."""
+    detail: str = ""
+    """Where the content was read from (file path, session, ...)."""
+
+
+class BudgetReport(BaseModel):
+    """What went into one assembled context and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: str
+    snapshot_id: str
+    counter: str
+    """Name of the token counter used."""
+    counter_exact: bool
+    """True when the counter is the model's own tokenizer."""
+    history_path: HistoryPath
+    """A: summary + recent messages; B: trim only; none: no conversation."""
+    budget: int
+    window: int | None = None
+    share: float | None = None
+    total: int
+    """Exact token count of the rendered text (tags, notices and separators included)."""
+    overhead: int
+    """Tokens of tags and separators (``total`` minus the kept content)."""
+    refits: int = 0
+    """Refits after the exact verification (tokens merged across a boundary)."""
+    sections: list[SectionReport]
+
+    @property
+    def within_budget(self) -> bool:
+        """True when ``total`` is at most ``budget`` (always, for a fitted context)."""
+        return self.total <= self.budget
+
+    def _pct(self, tokens: int) -> str:
+        base = self.window or self.budget
+        return f"{100 * tokens / base:.1f}%" if base else "-"
+
+    def to_text(self) -> str:
+        """The report as an aligned text table (seed 003 layout)."""
+        base = "window" if self.window else "budget"
+        lines = [f"Context Budget Report (role: {self.role}, snapshot {self.snapshot_id})"]
+        lines.append(
+            f"  {'Section':<22}{'Kept':>9} {'% ' + base:>10}{'Requested':>11}{'Allotted':>10}  Rule"
+        )
+        for s in self.sections:
+            name = s.tag.replace("_", " ").title() + ":"
+            lines.append(
+                f"  {name:<22}{s.kept:>9,} {self._pct(s.kept):>10}{s.requested:>11,}"
+                f"{s.allotted:>10,}  {s.rule}"
+            )
+        lines.append(f"  {'Tags/separators:':<22}{self.overhead:>9,} {self._pct(self.overhead):>10}")
+        lines.append("  " + "─" * 29)
+        lines.append(f"  {'Total:':<22}{self.total:>9,} {self._pct(self.total):>10}  (exact count)")
+        share = f" ({self.share:.0%} of {self.window:,} window)" if self.share and self.window else ""
+        lines.append(f"  {'Budget:':<22}{self.budget:>9,} {self._pct(self.budget):>10}{share}")
+        status = "Within budget" if self.within_budget else "OVER BUDGET"
+        lines.append(f"  {'Status:':<22}{status}")
+        kind = "exact" if self.counter_exact else "estimate"
+        lines.append(f"  {'Counter:':<22}{self.counter} ({kind})")
+        lines.append(f"  {'History:':<22}{_PATHS[self.history_path]}")
+        return "\n".join(lines)

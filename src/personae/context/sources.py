@@ -1,0 +1,239 @@
+"""Reading the directive and the ``.personae/project/`` files (seed 003 layout).
+
+Everything here is read fresh on every call; missing files are skipped
+silently (a section without content is never rendered, so there is never an
+empty tag).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from personae.errors import ConfigError
+
+__all__ = [
+    "DIRECTIVE_FILES",
+    "TASK_TYPES",
+    "ProjectFiles",
+    "detect_task_type",
+    "git_log",
+    "read_directive",
+    "read_project",
+    "split_decisions",
+]
+
+DIRECTIVE_FILES = (".personae/directive.md", "AGENTS.md", "CLAUDE.md")
+"""Where the directive is looked for, first existing non-empty file wins."""
+
+# Seed 003 task-type detection: keywords -> codebase files (research files: our choice).
+TASK_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
+    "testing": (
+        ("test", "tests", "spec", "coverage", "assert", "expect", "mock", "fixture", "e2e",
+         "unit test", "integration test"),
+        ("TESTING.md", "CONVENTIONS.md"),
+        ("PITFALLS.md",),
+    ),
+    "api": (
+        ("endpoint", "route", "api", "request", "response", "database", "query", "schema",
+         "model", "migration", "rest", "graphql", "server", "middleware"),
+        ("ARCHITECTURE.md", "CONVENTIONS.md"),
+        ("STACK.md", "ARCHITECTURE.md"),
+    ),
+    "ui": (
+        ("page", "component", "form", "layout", "button", "modal", "style", "css", "tailwind",
+         "responsive", "visual", "screen", "view", "template", "render"),
+        ("CONVENTIONS.md", "STRUCTURE.md"),
+        ("FEATURES.md",),
+    ),
+    "general": ((), ("CONVENTIONS.md",), ()),
+}
+"""task type -> (keywords, codebase files, research files)."""
+
+
+def _read(path: Path) -> str | None:
+    """File text, or None when missing, unreadable as a file, or blank."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        return None
+    except UnicodeDecodeError as exc:
+        raise ConfigError("not UTF-8 text", file=path) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", file=path) from exc
+    text = text.strip("\n")
+    return text if text.strip() else None
+
+
+def read_directive(root: Path) -> tuple[str, Path] | None:
+    """The directive text and its file: ``.personae/directive.md``, else AGENTS.md, else CLAUDE.md."""
+    for name in DIRECTIVE_FILES:
+        path = root / name
+        text = _read(path)
+        if text is not None:
+            return text, path
+    return None
+
+
+def detect_task_type(task: str | None) -> str:
+    """``testing``, ``api``, ``ui`` or ``general`` from keywords in the task text."""
+    if not task:
+        return "general"
+    lowered = task.lower()
+    best, best_hits = "general", 0
+    for kind, (words, _, _) in TASK_TYPES.items():
+        hits = sum(len(re.findall(rf"\b{re.escape(w)}s?\b", lowered)) for w in words)
+        if hits > best_hits:
+            best, best_hits = kind, hits
+    return best
+
+
+def split_decisions(step: str) -> tuple[str, str | None]:
+    """``(step without its ## Decisions section, the decisions block)``."""
+    match = re.search(r"(?im)^##\s+decisions\s*$", step)
+    if not match:
+        return step, None
+    rest = step[match.end() :]
+    nxt = re.search(r"(?m)^##\s+\S", rest)
+    body = (rest[: nxt.start()] if nxt else rest).strip("\n")
+    remaining = (step[: match.start()] + (rest[nxt.start() :] if nxt else "")).strip("\n")
+    if not body.strip():
+        return remaining, None
+    block = (
+        "These are the user's decisions for this step. Follow them exactly:\n\n"
+        f"{body}\n\n"
+        "RULES:\n"
+        "- Locked items are non-negotiable -- follow them exactly as stated.\n"
+        "- Flexible items are your choice -- use your best judgment.\n"
+        "- Deferred items are out of scope -- do NOT implement them, even partially."
+    )
+    return remaining, block
+
+
+@dataclass(frozen=True)
+class ProjectFiles:
+    """The seed-003 project documents found for one turn (source key -> text)."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    """Source key (vision, gameplan, state, step, decisions, ...) -> content."""
+    files: dict[str, str] = field(default_factory=dict)
+    """Source key -> where it was read from."""
+    step_without_decisions: str | None = None
+    """The STEP.md text with its Decisions section taken out."""
+    task_type: str = "general"
+    """Detected task type."""
+
+
+def _steps(base: Path) -> list[Path]:
+    return sorted(base.glob("goals/[0-9]*/[0-9]*/STEP.md"))
+
+
+def _current_step(base: Path, step: str | None, state: str | None) -> Path | None:
+    steps = _steps(base)
+    if step:
+        for p in steps:
+            rel = p.parent.relative_to(base / "goals").as_posix()
+            if step in (rel, p.parent.name) or rel.endswith(step.strip("/")):
+                return p
+        raise ConfigError(f"no step {step!r} under {base / 'goals'}", field="step")
+    if state:
+        for p in steps:
+            if re.search(rf"(?i)current step\W+.*{re.escape(p.parent.name)}", state):
+                return p
+    for p in steps:
+        text = _read(p) or ""
+        if not re.search(r"(?im)^\**status\**:\s*(done|complete|completed)\b", text):
+            return p
+    return steps[-1] if steps else None
+
+
+def _docs(folder: Path, names: tuple[str, ...]) -> tuple[str | None, list[str]]:
+    parts, used = [], []
+    for name in dict.fromkeys(names):
+        text = _read(folder / name)
+        if text is not None:
+            parts.append(f"## {name}\n\n{text}")
+            used.append(str(folder / name))
+    return ("\n\n".join(parts) if parts else None), used
+
+
+def resolve_task(root: Path, task: str | None) -> tuple[str | None, str | None]:
+    """A task given as a task file name (``tasks/NAME.md``) is read; otherwise it is the text."""
+    if not task:
+        return None, None
+    base = root / ".personae" / "project"
+    if "\n" not in task and len(task) < 200:
+        for folder in [base / "tasks", *(p.parent / "tasks" for p in _steps(base))]:
+            for cand in (folder / task, folder / f"{task}.md"):
+                if cand.is_file():
+                    return _read(cand), str(cand)
+    return task, "--task"
+
+
+def read_project(root: Path, *, task: str | None, step: str | None = None) -> ProjectFiles:
+    """Read ``.personae/project/`` for this turn."""
+    base = root / ".personae" / "project"
+    texts: dict[str, str] = {}
+    files: dict[str, str] = {}
+
+    def put(key: str, path: Path) -> str | None:
+        text = _read(path)
+        if text is not None:
+            texts[key], files[key] = text, str(path)
+        return text
+
+    if not base.is_dir():
+        return ProjectFiles(task_type=detect_task_type(task))
+    put("vision", base / "VISION.md")
+    put("gameplan", base / "GAMEPLAN.md")
+    state = put("state", base / "STATE.md")
+    without: str | None = None
+    current = _current_step(base, step, state)
+    if current is not None:
+        text = put("step", current)
+        if text is not None:
+            without, decisions = split_decisions(text)
+            if decisions:
+                texts["decisions"], files["decisions"] = decisions, f"{current} (## Decisions)"
+        put("step_research", current.parent / "RESEARCH.md")
+    put("research_summary", base / "research" / "SUMMARY.md")
+    put("codebase_summary", base / "codebase" / "SUMMARY.md")
+    kind = detect_task_type(task)
+    _, code_files, research_files = TASK_TYPES[kind]
+    for key, folder, names in (
+        ("codebase", base / "codebase", code_files),
+        ("research", base / "research", research_files),
+    ):
+        text, used = _docs(folder, names)
+        if text is not None:
+            texts[key], files[key] = text, ", ".join(used)
+    return ProjectFiles(texts=texts, files=files, step_without_decisions=without, task_type=kind)
+
+
+def git_log(root: Path, *, count: int = 15, timeout: float = 3.0) -> str | None:
+    """Recent commits as plain lines (newest first); None without git or a repository."""
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+    try:
+        proc = subprocess.run(
+            ["git", "--no-pager", "log", f"-n{count}", "--no-merges", "--date=short",
+             "--pretty=format:- %ad %s (%h)"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = proc.stdout.strip()
+    if proc.returncode != 0 or not out:
+        return None
+    return f"Recent commits (newest first):\n{out}"

@@ -1,0 +1,109 @@
+"""Section specs and role profiles: what a role sees, in which order, with which limits."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "DEFAULT_NOTICE",
+    "SOURCES",
+    "Profile",
+    "SectionSpec",
+    "Truncation",
+]
+
+DEFAULT_NOTICE = "[… {tag} truncated to fit the budget: about {omitted} of {total} tokens omitted]"
+
+SOURCES: dict[str, str] = {
+    "directive": "the directive file (.personae/directive.md, AGENTS.md or CLAUDE.md)",
+    "summary": "the stored running conversation summary (history path A)",
+    "messages": "the recent conversation messages (user, assistant and tool roles)",
+    "persona": "the active persona's execution block",
+    "validation": "the active persona's validation context",
+    "handover": "the handover section received from another persona",
+    "task": "the task text (--task, or the handover's task)",
+    "text": "the profile's own text (with allowed !command injection)",
+    "vision": ".personae/project/VISION.md",
+    "gameplan": ".personae/project/GAMEPLAN.md",
+    "state": ".personae/project/STATE.md",
+    "step": "the current STEP.md (goals/NN-*/NN-*/STEP.md)",
+    "decisions": "the ## Decisions section of the current STEP.md",
+    "step_research": "the current step's RESEARCH.md",
+    "git_log": "recent commits of the working directory (git log)",
+    "research": "research/ files chosen by task type",
+    "codebase": "codebase/ files chosen by task type",
+    "research_summary": ".personae/project/research/SUMMARY.md",
+    "codebase_summary": ".personae/project/codebase/SUMMARY.md",
+}
+"""Every content source a section may name, with what it reads."""
+
+
+class Truncation(StrEnum):
+    """How a section shrinks when it is over its cap or the budget."""
+
+    TAIL = "tail"
+    """Cut the end, keep the beginning."""
+    HEAD = "head"
+    """Cut the beginning, keep the end (for messages: evict the oldest exchanges)."""
+    DROP = "drop"
+    """All or nothing: replaced by a one-line notice when it does not fit."""
+    SUMMARIZE = "summarize"
+    """Outline (headings and first lines) first, then cut the end."""
+
+
+class SectionSpec(BaseModel):
+    """One section of an assembled context."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tag: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    """XML boundary tag (top level, once per context)."""
+    source: str
+    """Where the content comes from (a key of :data:`SOURCES`)."""
+    cap: int | None = Field(default=None, ge=1)
+    """Most tokens the content may take; ``None`` means no cap of its own."""
+    max_messages: int | None = Field(default=None, ge=1)
+    """For the messages source: most messages kept (whole exchanges)."""
+    priority: int = 50
+    """Truncation order when over budget: lower is cut first."""
+    pinned: bool = False
+    """Never truncated (nor capped); fitting fails loudly if pinned content does not fit."""
+    truncation: Truncation = Truncation.TAIL
+    """How the section shrinks."""
+    notice: str = DEFAULT_NOTICE
+    """Visible notice left where content was cut ({tag}, {omitted}, {total}, {kept})."""
+    text: str | None = None
+    """Static text for the ``text`` source."""
+
+    @field_validator("notice")
+    @classmethod
+    def _notice_fields(cls, value: str) -> str:
+        try:
+            value.format(tag="t", omitted=1, total=2, kept=1, messages=1)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"notice may only use {{tag}}, {{omitted}}, {{total}}, {{kept}}, {{messages}} ({exc})"
+            ) from None
+        return value
+
+
+class Profile(BaseModel):
+    """A role's sections, in rendering order (most stable first)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str
+    """Role name (manager, worker, client, builder, ...)."""
+    description: str = ""
+    """What the role is for."""
+    sections: tuple[SectionSpec, ...]
+    """Sections in fixed order."""
+
+    def spec(self, tag: str) -> SectionSpec | None:
+        """The section with ``tag``, if the profile has it."""
+        for s in self.sections:
+            if s.tag == tag:
+                return s
+        return None

@@ -1,0 +1,115 @@
+"""Split a Markdown file into YAML frontmatter and body, keeping line numbers."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+__all__ = ["Document", "FrontmatterError", "parse_document"]
+
+_OFFSET = 2  # file line (1-based) of the first frontmatter line
+
+
+class FrontmatterError(Exception):
+    """The frontmatter is missing or malformed (``line`` is 1-based in the file)."""
+
+    def __init__(self, message: str, line: int | None, *, missing: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.missing = missing
+        """True when the file has no frontmatter at all."""
+
+
+@dataclass
+class Document:
+    """A parsed Markdown + frontmatter file."""
+
+    meta: dict[str, Any]
+    """The frontmatter mapping."""
+    body: str
+    """Everything after the closing ``---`` (verbatim, leading blank lines removed)."""
+    key_lines: dict[str, int] = field(default_factory=dict)
+    """1-based file line of each top-level frontmatter key."""
+    repaired: FrontmatterError | None = None
+    """Set when strict YAML failed and the lenient reading (quoting plain values) was used."""
+
+    def line_of(self, key: str) -> int:
+        """The line of ``key`` (or of the frontmatter start when absent)."""
+        return self.key_lines.get(key, 1)
+
+
+_PLAIN_KEY = re.compile(r"^(?P<key>[A-Za-z_][\w-]*):[ \t]+(?P<value>\S.*?)\s*$")
+
+
+def _quote_plain_values(yaml_text: str) -> str:
+    """Quote top-level ``key: value`` plain scalars (what Claude Code's reader tolerates:
+    descriptions with ``: `` or ``#`` inside, e.g. ``Examples: <example>Context: ...``)."""
+    out = []
+    for raw in yaml_text.splitlines():
+        match = _PLAIN_KEY.match(raw)
+        if match and match.group("value")[0] not in "\"'[{|>&*!":
+            out.append(f"{match.group('key')}: {json.dumps(match.group('value'))}")
+        else:
+            out.append(raw)
+    return "\n".join(out) + "\n"
+
+
+def parse_document(text: str, *, lenient: bool = False) -> Document:
+    """Parse ``text``; raises :class:`FrontmatterError` with the file line on bad YAML.
+
+    With ``lenient``, frontmatter that is not valid YAML is read again with its
+    top-level plain values quoted (as Claude Code does); the document then
+    carries the original error in ``repaired``.
+    """
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.splitlines(keepends=True)
+    if not lines or lines[0].strip() != "---":
+        raise FrontmatterError(
+            "no YAML frontmatter (the file must start with '---')", 1, missing=True
+        )
+    end = next((i for i in range(1, len(lines)) if lines[i].rstrip() in ("---", "...")), None)
+    if end is None:
+        raise FrontmatterError("frontmatter is not closed (no second '---' line)", 1)
+    yaml_text = "".join(lines[1:end])
+    repaired: FrontmatterError | None = None
+    try:
+        node, data = _load(yaml_text)
+    except FrontmatterError as exc:
+        if not lenient:
+            raise
+        try:
+            node, data = _load(_quote_plain_values(yaml_text))
+        except FrontmatterError:
+            raise exc from None
+        repaired = exc
+    if data is None:
+        data = {}
+    offset = _OFFSET
+    if not isinstance(data, dict):
+        raise FrontmatterError("frontmatter must be a YAML mapping of keys to values", offset)
+    key_lines: dict[str, int] = {}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                key_lines[str(key_node.value)] = key_node.start_mark.line + offset
+    body = "".join(lines[end + 1 :]).lstrip("\r\n")
+    meta = {str(k): v for k, v in data.items()}
+    return Document(meta=meta, body=body, key_lines=key_lines, repaired=repaired)
+
+
+def _load(yaml_text: str) -> tuple[yaml.Node | None, Any]:
+    try:
+        node = yaml.compose(yaml_text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(yaml_text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + _OFFSET if mark is not None else 1
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise FrontmatterError(f"malformed YAML frontmatter: {problem}", line) from exc
+    return node, data

@@ -1,0 +1,154 @@
+"""Find the sources of a cast: plugin folders, ``.claude/``, ``.personae/`` and ``--dir`` paths."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from personae.persona._files import iter_files
+from personae.persona.loader import LoadedPersona, load_persona_file
+from personae.persona.model import Skill
+from personae.persona.plugin import is_plugin_dir, load_plugin, read_mcp_json
+from personae.persona.problems import Problem
+from personae.persona.skills import load_skill_file
+
+__all__ = ["Source", "collect_dir", "collect_project"]
+
+
+@dataclass
+class Source:
+    """One source of personas and skills; names must be unique within it."""
+
+    label: str
+    """Human label (the folder)."""
+    personas: list[LoadedPersona] = field(default_factory=list)
+    skills: list[Skill] = field(default_factory=list)
+
+
+def _confined_folder(folder: Path, root: Path, problems: list[Problem]) -> bool:
+    if not folder.is_dir():
+        return False
+    if not folder.resolve().is_relative_to(root.resolve()):
+        problems.append(
+            Problem(
+                file=folder,
+                line=None,
+                severity="error",
+                message=f"symlink escapes the project root {root} "
+                f"(points to {folder.resolve()}); skipped",
+            )
+        )
+        return False
+    return True
+
+
+def _folder_source(
+    folder: Path,
+    *,
+    kind: str,
+    root: Path,
+    servers: dict[str, Any],
+    problems: list[Problem],
+    skills_folder: Path | None = None,
+) -> Source:
+    source = Source(label=str(folder))
+    if _confined_folder(folder, root, problems):
+        for path in iter_files(folder, root, problems):
+            if path.name == "SKILL.md":
+                skill = load_skill_file(path, root=root, problems=problems, servers=servers)
+                if skill is not None:
+                    source.skills.append(skill)
+                continue
+            loaded = load_persona_file(
+                path, kind=kind, root=root, problems=problems, servers=servers
+            )
+            if loaded is not None:
+                source.personas.append(loaded)
+    if skills_folder is not None and _confined_folder(skills_folder, root, problems):
+        for path in iter_files(skills_folder, root, problems, pattern="SKILL.md"):
+            skill = load_skill_file(path, root=root, problems=problems, servers=servers)
+            if skill is not None:
+                source.skills.append(skill)
+    return source
+
+
+def collect_project(root: Path, problems: list[Problem], servers: dict[str, Any]) -> list[Source]:
+    """Sources of the project at ``root``, in override order (later wins).
+
+    1. plugin folders under ``.claude/plugins/`` and ``.personae/plugins/``;
+    2. ``.claude/agents/`` and ``.claude/skills/`` (Claude Code files);
+    3. ``.personae/personas/`` and ``.personae/skills/`` (personae files).
+
+    ``servers`` receives the MCP servers configured for the project
+    (``.mcp.json``, ``.personae/mcp.json`` and plugins' ``.mcp.json``).
+    """
+    servers.update(read_mcp_json(root / ".mcp.json", root, problems))
+    servers.update(read_mcp_json(root / ".personae" / "mcp.json", root, problems))
+    sources: list[Source] = []
+    for base in (root / ".claude" / "plugins", root / ".personae" / "plugins"):
+        if not _confined_folder(base, root, problems):
+            continue
+        for sub in sorted(p for p in base.iterdir() if p.is_dir()):
+            if is_plugin_dir(sub):
+                sources.append(_plugin_source(sub, root, problems, servers))
+    sources.append(
+        _folder_source(
+            root / ".claude" / "agents",
+            kind="claude-code",
+            root=root,
+            servers=servers,
+            problems=problems,
+            skills_folder=root / ".claude" / "skills",
+        )
+    )
+    sources.append(
+        _folder_source(
+            root / ".personae" / "personas",
+            kind="personae",
+            root=root,
+            servers=servers,
+            problems=problems,
+            skills_folder=root / ".personae" / "skills",
+        )
+    )
+    return sources
+
+
+def _plugin_source(
+    folder: Path, root: Path, problems: list[Problem], servers: dict[str, Any]
+) -> Source:
+    plugin = load_plugin(folder, problems, root=root)
+    servers.update(plugin.mcp_servers)
+    return Source(label=str(folder), personas=plugin.personas, skills=plugin.skills)
+
+
+def collect_dir(folder: Path, problems: list[Problem], servers: dict[str, Any]) -> list[Source]:
+    """Sources of one ``--dir`` path (confined to that folder).
+
+    A plugin folder loads as a plugin; a folder with ``.personae/`` or
+    ``.claude/`` loads as a project; any other folder is a folder of persona
+    files (personae files when it is named ``personas`` or lies inside
+    ``.personae/``, otherwise Claude Code agent files) and ``SKILL.md`` files.
+    """
+    if not folder.exists():
+        problems.append(
+            Problem(file=folder, line=None, severity="error", message="no such directory")
+        )
+        return []
+    if not folder.is_dir():
+        problems.append(
+            Problem(file=folder, line=None, severity="error", message="not a directory")
+        )
+        return []
+    if is_plugin_dir(folder):
+        return [_plugin_source(folder, folder, problems, servers)]
+    if (folder / ".personae").is_dir() or (folder / ".claude").is_dir():
+        return collect_project(folder, problems, servers)
+    resolved = folder.resolve()
+    kind = (
+        "personae"
+        if resolved.name == "personas" or ".personae" in resolved.parts
+        else ("claude-code")
+    )
+    return [_folder_source(folder, kind=kind, root=folder, servers=servers, problems=problems)]

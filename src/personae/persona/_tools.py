@@ -1,0 +1,107 @@
+"""Tool-name parsing and checking shared by the persona and skill loaders."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from personae.errors import closest_name
+from personae.tools.names import BUILTIN_TOOL_NAMES, CLAUDE_TOOL_MAP, canonical_tool_name
+
+__all__ = [
+    "ToolCheck",
+    "check_tool_names",
+    "claude_name",
+    "mcp_server_of",
+    "split_names",
+]
+
+_TOKEN = re.compile(r"[^\s,()]+(?:\([^)]*\))?")
+_MCP = re.compile(r"^mcp__(?P<server>.+?)(?:__(?P<tool>.+))?$")
+_REVERSE = {v: k for k, v in reversed(list(CLAUDE_TOOL_MAP.items()))}
+
+
+def split_names(value: Any, *, spaces: bool = False) -> list[str]:
+    """Names from a comma string (or space string when ``spaces``) or a list of strings.
+
+    Raises ``ValueError`` with a message when the value has the wrong type.
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        if spaces:
+            return _TOKEN.findall(value)
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, list):
+        out: list[str] = []
+        for item in value:
+            if not isinstance(item, str):
+                raise ValueError(f"entries must be strings, got {type(item).__name__} {item!r}")
+            if item.strip():
+                out.append(item.strip())
+        return out
+    raise ValueError(
+        f"must be a comma-separated string or a list of names, got {type(value).__name__}"
+    )
+
+
+def mcp_server_of(name: str) -> str | None:
+    """The server part of an ``mcp__<server>__<tool>`` (or ``mcp__<server>``) name."""
+    match = _MCP.match(name)
+    return match.group("server") if match else None
+
+
+def claude_name(tool: str) -> str:
+    """The Claude Code name for a personae tool name (unchanged when there is none)."""
+    return _REVERSE.get(tool, tool)
+
+
+@dataclass
+class ToolCheck:
+    """Result of checking a list of tool names."""
+
+    tools: list[str] = field(default_factory=list)
+    """Canonical names personae can provide (order kept, duplicates removed)."""
+    unavailable: list[str] = field(default_factory=list)
+    """Names as written that personae does not provide."""
+    messages: list[str] = field(default_factory=list)
+    """One message per unavailable name (with the closest valid name when there is one)."""
+    notes: list[str] = field(default_factory=list)
+    """Warnings about names that were accepted with a change (argument patterns dropped)."""
+
+
+def check_tool_names(names: Iterable[str], servers: Iterable[str]) -> ToolCheck:
+    """Map ``names`` to personae names and split them into available and unavailable.
+
+    Valid names are the built-in tools and ``mcp__<server>[__<tool>]`` for a
+    configured ``server``.
+    """
+    configured = set(servers)
+    result = ToolCheck()
+    for raw in names:
+        base = raw.split("(", 1)[0].strip() if "(" in raw else raw.strip()
+        if base != raw.strip():
+            result.notes.append(
+                f"tool {raw!r}: argument pattern ignored (personae allows or denies whole tools)"
+            )
+        name = canonical_tool_name(base)
+        server = mcp_server_of(name)
+        if name in BUILTIN_TOOL_NAMES or (server is not None and server in configured):
+            if name not in result.tools:
+                result.tools.append(name)
+            continue
+        result.unavailable.append(raw)
+        if server is not None:
+            result.messages.append(
+                f"tool {raw!r}: MCP server {server!r} is not configured"
+                + (f" (configured: {', '.join(sorted(configured))})" if configured else "")
+            )
+            continue
+        valid = sorted(BUILTIN_TOOL_NAMES | set(CLAUDE_TOOL_MAP))
+        hint = closest_name(name, valid)
+        close = f"; did you mean {canonical_tool_name(hint)!r}?" if hint else ""
+        listing = ", ".join(sorted(BUILTIN_TOOL_NAMES))
+        result.messages.append(f"unknown tool {raw!r}{close} (valid: {listing})")
+    return result

@@ -1,0 +1,180 @@
+"""The Cast: every persona and skill of a project, with the problems found loading them.
+
+Load order (later sources override earlier ones by name, with a warning):
+
+1. plugin folders (``.claude/plugins/*/``, ``.personae/plugins/*/``);
+2. ``.claude/agents/`` and ``.claude/skills/`` (Claude Code files);
+3. ``.personae/personas/`` and ``.personae/skills/`` (personae files);
+4. each ``extra_dirs`` path, in the order given.
+
+Two personas (or skills) with the same name in one source is an error naming
+both files; the first one is kept. A file with an error is left out and the
+rest of the cast still loads; ``problems`` lists everything found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from personae.errors import UnknownNameError, closest_name
+from personae.persona._sources import Source, collect_dir, collect_project
+from personae.persona.loader import LoadedPersona
+from personae.persona.model import Persona, Skill
+from personae.persona.problems import Problem
+from personae.persona.render import (
+    render_available_agents,
+    render_available_skills,
+    render_execution_block,
+    render_validation_context,
+)
+
+__all__ = ["Cast"]
+
+
+@dataclass
+class Cast:
+    """The registry of personas and skills (see the module docstring for load order)."""
+
+    personas: dict[str, Persona] = field(default_factory=dict)
+    """Personas by name."""
+    skills: dict[str, Skill] = field(default_factory=dict)
+    """Skills by name (L1 metadata; bodies and files are read on demand)."""
+    problems: list[Problem] = field(default_factory=list)
+    """Every error and warning found while loading."""
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    """MCP servers configured for the project (``.mcp.json``, plugins)."""
+
+    @classmethod
+    def load(cls, root: Path, extra_dirs: Sequence[Path] = ()) -> Cast:
+        """Load the project at ``root`` plus ``extra_dirs`` (never raises for bad files)."""
+        root = Path(root).absolute()
+        problems: list[Problem] = []
+        servers: dict[str, Any] = {}
+        sources = collect_project(root, problems, servers)
+        for extra in extra_dirs:
+            sources.extend(collect_dir(Path(extra).absolute(), problems, servers))
+        cast = cls(problems=problems, mcp_servers=servers)
+        winners: dict[str, LoadedPersona] = {}
+        for source in sources:
+            cast._merge_source(source, winners)
+        cast._check_skill_refs(winners)
+        return cast
+
+    def _merge_source(self, source: Source, winners: dict[str, LoadedPersona]) -> None:
+        here: dict[str, LoadedPersona] = {}
+        for loaded in source.personas:
+            name = loaded.persona.name
+            line = loaded.lines.get("name")
+            if name in here:
+                self._add(
+                    loaded.path,
+                    line,
+                    "error",
+                    f"duplicate persona name {name!r}: also defined in "
+                    f"{here[name].path}; this file is ignored",
+                )
+                continue
+            here[name] = loaded
+            if name in winners:
+                self._add(
+                    loaded.path,
+                    line,
+                    "warning",
+                    f"persona {name!r} overrides the one from {winners[name].path}",
+                )
+            winners[name] = loaded
+            self.personas[name] = loaded.persona
+        seen: dict[str, Skill] = {}
+        for skill in source.skills:
+            if skill.name in seen:
+                self._add(
+                    skill.path,
+                    None,
+                    "error",
+                    f"duplicate skill name {skill.name!r}: also defined in "
+                    f"{seen[skill.name].path}; this file is ignored",
+                )
+                continue
+            seen[skill.name] = skill
+            if skill.name in self.skills:
+                self._add(
+                    skill.path,
+                    None,
+                    "warning",
+                    f"skill {skill.name!r} overrides the one from {self.skills[skill.name].path}",
+                )
+            self.skills[skill.name] = skill
+
+    def _check_skill_refs(self, winners: dict[str, LoadedPersona]) -> None:
+        for loaded in winners.values():
+            for ref in loaded.persona.skills:
+                if ref in self.skills:
+                    continue
+                hint = closest_name(ref, self.skills)
+                close = f"; did you mean {hint!r}?" if hint else ""
+                self._add(
+                    loaded.path,
+                    loaded.lines.get("skills"),
+                    "error" if loaded.strict else "warning",
+                    f"unknown skill {ref!r}{close}",
+                )
+
+    def _add(self, file: Path, line: int | None, severity: Any, message: str) -> None:
+        self.problems.append(Problem(file=file, line=line, severity=severity, message=message))
+
+    @property
+    def errors(self) -> list[Problem]:
+        """Problems of severity ``error``."""
+        return [p for p in self.problems if p.severity == "error"]
+
+    @property
+    def warnings(self) -> list[Problem]:
+        """Problems of severity ``warning``."""
+        return [p for p in self.problems if p.severity == "warning"]
+
+    def get(self, name: str) -> Persona:
+        """The persona called ``name``; :class:`UnknownNameError` (with the closest) if none."""
+        try:
+            return self.personas[name]
+        except KeyError:
+            raise UnknownNameError("persona", name, self.personas) from None
+
+    def skill(self, name: str) -> Skill:
+        """The skill called ``name``; :class:`UnknownNameError` if none."""
+        try:
+            return self.skills[name]
+        except KeyError:
+            raise UnknownNameError("skill", name, self.skills) from None
+
+    def persona_skills(self, name: str) -> list[Skill]:
+        """The loaded skills a persona names (unknown names skipped), in its order."""
+        return [self.skills[s] for s in self.get(name).skills if s in self.skills]
+
+    def available_agents_xml(self, names: Sequence[str] | None = None) -> str:
+        """``<available_agents>``: name and description of each persona (default: all, sorted)."""
+        chosen = (
+            [self.get(n) for n in names]
+            if names is not None
+            else [self.personas[n] for n in sorted(self.personas)]
+        )
+        return render_available_agents(chosen)
+
+    def available_skills_xml(self, names: Sequence[str] | None = None) -> str:
+        """``<available_skills>``: name, description and location of each skill."""
+        chosen = (
+            [self.skill(n) for n in names]
+            if names is not None
+            else [self.skills[n] for n in sorted(self.skills)]
+        )
+        return render_available_skills(chosen)
+
+    def execution_block(self, name: str) -> str:
+        """What the worker/manager see: the prompt verbatim, its skills' L1, its tools."""
+        return render_execution_block(self.get(name), self.persona_skills(name))
+
+    def validation_context(self, name: str) -> str:
+        """What the validator sees; never contains the persona's execution prompt."""
+        return render_validation_context(self.get(name), self.persona_skills(name))

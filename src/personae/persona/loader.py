@@ -1,0 +1,341 @@
+"""Load one persona file (personae persona file or Claude Code agent file) into a Persona.
+
+Both formats share one reader: a personae persona file is a superset of a
+Claude Code agent file. The difference is strictness. In personae's own files
+(``kind="personae"``) an unknown tool or skill is an error; in Claude Code
+files (``kind="claude-code"`` or ``"plugin"``) a tool personae does not provide
+is a warning, listed in ``Persona.unavailable_tools`` and left out of
+``Persona.tools``, and unknown keys are kept in ``Persona.extra`` with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from personae.errors import closest_name
+from personae.persona._files import read_confined
+from personae.persona._frontmatter import FrontmatterError, parse_document
+from personae.persona._tools import check_tool_names, mcp_server_of, split_names
+from personae.persona.model import Constraints, ContextMode, Persona
+from personae.persona.problems import Problem, Severity
+
+__all__ = [
+    "CLAUDE_KEYS",
+    "PERSONAE_KEYS",
+    "LoadedPersona",
+    "load_persona_file",
+    "persona_from_text",
+]
+
+PERSONAE_KEYS = frozenset(
+    {
+        "max_steps",
+        "needs_temp_workspace",
+        "context",
+        "constraints",
+        "version",
+        "mcp_servers",
+        "disallowed_tools",
+    }
+)
+"""Frontmatter keys personae adds to the Claude Code agent format."""
+
+CLAUDE_KEYS = frozenset(
+    {"name", "description", "tools", "disallowedTools", "model", "maxTurns", "skills", "mcpServers"}
+)
+"""Claude Code agent keys personae interprets."""
+
+_CLAUDE_KEPT = frozenset(
+    {
+        "color",
+        "permissionMode",
+        "hooks",
+        "memory",
+        "background",
+        "isolation",
+        "effort",
+        "initialPrompt",
+    }
+)
+# Documented Claude Code keys personae does not use: kept in `extra` without a warning.
+
+_NAME_STRICT = re.compile(r"^[a-z0-9]+([-_][a-z0-9]+)*$")
+_NAME_FORBIDDEN = re.compile(r"[<>/\\\x00-\x1f\x7f\"']")
+MAX_NAME = 64
+
+
+@dataclass
+class LoadedPersona:
+    """A persona plus what the Cast needs to check it against other files."""
+
+    persona: Persona
+    """The loaded persona."""
+    path: Path
+    """The file it came from."""
+    lines: dict[str, int] = field(default_factory=dict)
+    """1-based line of each frontmatter key."""
+
+    @property
+    def strict(self) -> bool:
+        """Whether unknown names are errors (personae's own files)."""
+        return self.persona.source_kind == "personae"
+
+
+class _Sink:
+    def __init__(self, path: Path, problems: list[Problem]) -> None:
+        self.path = path
+        self.problems = problems
+        self.failed = False
+
+    def add(self, line: int | None, severity: Severity, message: str) -> None:
+        if severity == "error":
+            self.failed = True
+        self.problems.append(Problem(file=self.path, line=line, severity=severity, message=message))
+
+
+def load_persona_file(
+    path: Path,
+    *,
+    kind: str,
+    root: Path,
+    problems: list[Problem],
+    servers: Iterable[str] = (),
+) -> LoadedPersona | None:
+    """Load ``path``; problems are appended to ``problems``; ``None`` when it cannot load.
+
+    ``kind`` is ``personae``, ``claude-code`` or ``plugin``; ``root`` confines
+    symlinks; ``servers`` are the MCP servers configured for the project.
+    """
+    text = read_confined(path, root, problems)
+    if text is None:
+        return None
+    return persona_from_text(text, path=path, kind=kind, problems=problems, servers=servers)
+
+
+def persona_from_text(
+    text: str,
+    *,
+    path: Path,
+    kind: str,
+    problems: list[Problem],
+    servers: Iterable[str] = (),
+) -> LoadedPersona | None:
+    """Parse persona file text (see :func:`load_persona_file`)."""
+    sink = _Sink(path, problems)
+    strict = kind == "personae"
+    try:
+        doc = parse_document(text, lenient=not strict)
+    except FrontmatterError as exc:
+        if exc.missing and not strict:
+            # Claude Code skips Markdown files without frontmatter in agent folders.
+            sink.add(exc.line, "warning", f"{exc.message}; not an agent file, skipped")
+        else:
+            sink.add(exc.line, "error", exc.message)
+        return None
+    if doc.repaired is not None:
+        sink.add(
+            doc.repaired.line,
+            "warning",
+            f"{doc.repaired.message}; read leniently (plain values quoted) as Claude Code does",
+        )
+    meta = doc.meta
+    line = doc.line_of
+    values: dict[str, Any] = {"system_prompt": doc.body, "source": path, "source_kind": kind}
+
+    name = meta.get("name")
+    if name is None:
+        sink.add(1, "error", "missing required field 'name'")
+    elif not isinstance(name, str):
+        sink.add(line("name"), "error", f"name must be a string, got {type(name).__name__}")
+    else:
+        _check_name(name, sink, line("name"), strict)
+        values["name"] = name
+    desc = meta.get("description")
+    if desc is None or (isinstance(desc, str) and not desc.strip()):
+        sink.add(
+            1 if desc is None else line("description"),
+            "error",
+            "missing required field 'description'",
+        )
+    elif not isinstance(desc, str):
+        sink.add(line("description"), "error", "description must be a string")
+    else:
+        values["description"] = desc.strip()
+
+    mcp = _mcp_servers(meta, sink, line)
+    values["mcp_servers"] = mcp
+    known = set(servers) | set(mcp)
+    _tools(meta, sink, line, values, servers=known, strict=strict)
+    _scalars(meta, sink, line, values, strict)
+
+    extra: dict[str, Any] = {}
+    for key, value in meta.items():
+        if key in CLAUDE_KEYS or key in PERSONAE_KEYS or key in _CLAUDE_KEPT:
+            if key in _CLAUDE_KEPT:
+                extra[key] = value
+            continue
+        extra[key] = value
+        sink.add(line(key), "warning", f"unknown field {key!r} kept as is (personae ignores it)")
+    values["extra"] = extra
+    if sink.failed or "name" not in values or "description" not in values:
+        return None
+    return LoadedPersona(persona=Persona(**values), path=path, lines=doc.key_lines)
+
+
+def _unavailable_message(names: list[str]) -> str:
+    servers = sorted({s for n in names if (s := mcp_server_of(n)) is not None})
+    why = f" (MCP servers not configured: {', '.join(servers)})" if servers else ""
+    return (
+        f"tools personae does not provide, left out of the persona's tools: {', '.join(names)}{why}"
+    )
+
+
+def _check_name(name: str, sink: _Sink, line: int, strict: bool) -> None:
+    rule = f"lowercase letters, digits, '-' or '_', at most {MAX_NAME} chars"
+    if strict:
+        if len(name) > MAX_NAME or not _NAME_STRICT.match(name):
+            sink.add(line, "error", f"bad name {name!r}: use {rule}")
+        return
+    # Claude Code files: refuse only names that cannot be passed around safely.
+    if not name.strip() or len(name) > 2 * MAX_NAME or _NAME_FORBIDDEN.search(name):
+        sink.add(line, "error", f"bad name {name!r}: use {rule}")
+    elif not _NAME_STRICT.match(name):
+        sink.add(line, "warning", f"name {name!r} is not an identifier ({rule}); used as is")
+
+
+def _pick(meta: dict[str, Any], sink: _Sink, line: Any, snake: str, camel: str) -> str | None:
+    if snake in meta and camel in meta:
+        sink.add(line(camel), "warning", f"both {camel!r} and {snake!r} given; using {snake!r}")
+    if snake in meta:
+        return snake
+    return camel if camel in meta else None
+
+
+def _mcp_servers(meta: dict[str, Any], sink: _Sink, line: Any) -> dict[str, Any]:
+    key = _pick(meta, sink, line, "mcp_servers", "mcpServers")
+    if key is None or meta[key] is None:
+        return {}
+    raw = meta[key]
+    if isinstance(raw, dict):
+        return {str(k): v for k, v in raw.items()}
+    if isinstance(raw, list):
+        out: dict[str, Any] = {}
+        for item in raw:
+            if isinstance(item, str):
+                out[item] = {}
+            elif isinstance(item, dict):
+                out.update({str(k): v for k, v in item.items()})
+            else:
+                sink.add(line(key), "error", f"{key} entries must be names or mappings")
+        return out
+    sink.add(line(key), "error", f"{key} must be a mapping or a list, got {type(raw).__name__}")
+    return {}
+
+
+def _tools(
+    meta: dict[str, Any],
+    sink: _Sink,
+    line: Any,
+    values: dict[str, Any],
+    *,
+    servers: set[str],
+    strict: bool,
+) -> None:
+    if "tools" in meta and meta["tools"] is not None:
+        try:
+            names = split_names(meta["tools"])
+        except ValueError as exc:
+            sink.add(line("tools"), "error", f"tools {exc}")
+            names = None
+        if names == ["*"]:
+            names = None
+        if names is not None:
+            check = check_tool_names(names, servers)
+            for note in check.notes:
+                sink.add(line("tools"), "warning", note)
+            if strict:
+                for message in check.messages:
+                    sink.add(line("tools"), "error", message)
+            elif check.unavailable:
+                sink.add(line("tools"), "warning", _unavailable_message(check.unavailable))
+            values["tools"] = check.tools
+            values["unavailable_tools"] = check.unavailable
+    key = _pick(meta, sink, line, "disallowed_tools", "disallowedTools")
+    if key is not None and meta[key] is not None:
+        try:
+            names = split_names(meta[key])
+        except ValueError as exc:
+            sink.add(line(key), "error", f"{key} {exc}")
+            return
+        check = check_tool_names(names, servers)
+        if strict:
+            for message in check.messages:
+                sink.add(line(key), "error", message)
+        # Denying a tool personae does not have is harmless: keep every name.
+        denied = list(check.tools)
+        denied += [n for n in check.unavailable if n not in denied]
+        values["disallowed_tools"] = denied
+
+
+def _scalars(
+    meta: dict[str, Any], sink: _Sink, line: Any, values: dict[str, Any], strict: bool
+) -> None:
+    if meta.get("model") is not None:
+        if isinstance(meta["model"], str):
+            values["model"] = meta["model"].strip()
+        else:
+            sink.add(line("model"), "error", "model must be a string")
+    key = _pick(meta, sink, line, "max_steps", "maxTurns")
+    if key is not None and meta[key] is not None:
+        steps = meta[key]
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+            sink.add(line(key), "error", f"{key} must be a whole number >= 1, got {steps!r}")
+        else:
+            values["max_steps"] = steps
+    if "needs_temp_workspace" in meta:
+        flag = meta["needs_temp_workspace"]
+        if isinstance(flag, bool):
+            values["needs_temp_workspace"] = flag
+        else:
+            sink.add(
+                line("needs_temp_workspace"), "error", "needs_temp_workspace must be true or false"
+            )
+    if meta.get("skills") is not None:
+        try:
+            values["skills"] = split_names(meta["skills"])
+        except ValueError as exc:
+            sink.add(line("skills"), "error", f"skills {exc}")
+    if meta.get("context") is not None:
+        mode = str(meta["context"]).strip()
+        valid = [m.value for m in ContextMode]
+        if mode in valid:
+            values["context"] = ContextMode(mode)
+        else:
+            hint = closest_name(mode, valid)
+            close = f"; did you mean {hint!r}?" if hint else ""
+            sink.add(
+                line("context"),
+                "error" if strict else "warning",
+                f"unknown context mode {mode!r}{close} (valid: {', '.join(valid)})",
+            )
+    if meta.get("constraints") is not None:
+        raw = meta["constraints"]
+        try:
+            values["constraints"] = Constraints.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            label = f"constraints.{where}" if where else "constraints"
+            sink.add(line("constraints"), "error", f"{label}: {first['msg']}")
+    if meta.get("version") is not None:
+        version = meta["version"]
+        if isinstance(version, str | int | float) and not isinstance(version, bool):
+            values["version"] = str(version)
+        else:
+            sink.add(line("version"), "error", "version must be a string")

@@ -1,0 +1,127 @@
+"""Load Claude Code plugin folders and ``.mcp.json`` files.
+
+A plugin folder has ``.claude-plugin/plugin.json`` (``name``, ``description``
+and ``version`` required), ``agents/*.md``, ``skills/*/SKILL.md`` and an
+optional ``.mcp.json`` (``{"mcpServers": {...}}`` or a bare map of servers).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from personae.persona._files import iter_files, read_confined
+from personae.persona.loader import LoadedPersona, load_persona_file
+from personae.persona.model import Skill
+from personae.persona.problems import Problem
+from personae.persona.skills import load_skill_file
+
+__all__ = ["Plugin", "is_plugin_dir", "load_plugin", "read_mcp_json"]
+
+
+@dataclass
+class Plugin:
+    """What one plugin folder contributes to a cast."""
+
+    folder: Path
+    """The plugin root."""
+    name: str | None = None
+    """``plugin.json`` name (``None`` when the manifest is broken)."""
+    version: str | None = None
+    """``plugin.json`` version."""
+    description: str | None = None
+    """``plugin.json`` description."""
+    personas: list[LoadedPersona] = field(default_factory=list)
+    """Agents from ``agents/``."""
+    skills: list[Skill] = field(default_factory=list)
+    """Skills from ``skills/*/SKILL.md``."""
+    mcp_servers: dict[str, Any] = field(default_factory=dict)
+    """Servers from ``.mcp.json`` (and an inline ``mcpServers`` in ``plugin.json``)."""
+
+
+def is_plugin_dir(folder: Path) -> bool:
+    """Whether ``folder`` has a ``.claude-plugin/plugin.json``."""
+    return (folder / ".claude-plugin" / "plugin.json").is_file()
+
+
+def _json(path: Path, root: Path, problems: list[Problem]) -> Any:
+    text = read_confined(path, root, problems)
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        problems.append(
+            Problem(
+                file=path, line=exc.lineno, severity="error", message=f"malformed JSON: {exc.msg}"
+            )
+        )
+        return None
+
+
+def read_mcp_json(path: Path, root: Path, problems: list[Problem]) -> dict[str, Any]:
+    """MCP servers from ``path`` (either layout); empty when absent or broken."""
+    if not path.is_file() and not path.is_symlink():
+        return {}
+    data = _json(path, root, problems)
+    if data is None:
+        return {}
+    if isinstance(data, dict) and isinstance(data.get("mcpServers"), dict):
+        data = data["mcpServers"]
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        problems.append(
+            Problem(
+                file=path,
+                line=None,
+                severity="error",
+                message='MCP config must be {"mcpServers": {name: {...}}} or {name: {...}}',
+            )
+        )
+        return {}
+    return {str(k): v for k, v in data.items()}
+
+
+def load_plugin(folder: Path, problems: list[Problem], *, root: Path | None = None) -> Plugin:
+    """Load a plugin folder; every problem is appended to ``problems``."""
+    confine = root if root is not None else folder
+    plugin = Plugin(folder=folder)
+    manifest = folder / ".claude-plugin" / "plugin.json"
+    data = _json(manifest, confine, problems)
+    if data is not None and not isinstance(data, dict):
+        problems.append(
+            Problem(
+                file=manifest, line=1, severity="error", message="plugin.json must be a JSON object"
+            )
+        )
+    elif isinstance(data, dict):
+        for key in ("name", "description", "version"):
+            value = data.get(key)
+            if not isinstance(value, str) or not value.strip():
+                problems.append(
+                    Problem(
+                        file=manifest,
+                        line=None,
+                        severity="error",
+                        message=f"plugin.json: missing required field {key!r}",
+                    )
+                )
+            else:
+                setattr(plugin, key, value.strip())
+        inline = data.get("mcpServers")
+        if isinstance(inline, dict):
+            plugin.mcp_servers.update(inline)
+    plugin.mcp_servers.update(read_mcp_json(folder / ".mcp.json", confine, problems))
+    servers = set(plugin.mcp_servers)
+    for path in iter_files(folder / "agents", confine, problems):
+        loaded = load_persona_file(
+            path, kind="plugin", root=confine, problems=problems, servers=servers
+        )
+        if loaded is not None:
+            plugin.personas.append(loaded)
+    for path in iter_files(folder / "skills", confine, problems, pattern="SKILL.md"):
+        skill = load_skill_file(path, root=confine, problems=problems, servers=servers)
+        if skill is not None:
+            plugin.skills.append(skill)
+    return plugin

@@ -1,0 +1,133 @@
+"""Load ``SKILL.md`` files per the Agent Skills rules (L1 eagerly; L2/L3 on demand)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from personae.persona._files import read_confined
+from personae.persona._frontmatter import FrontmatterError, parse_document
+from personae.persona._tools import check_tool_names, split_names
+from personae.persona.model import Constraints, Skill
+from personae.persona.problems import Problem
+
+__all__ = ["MAX_DESCRIPTION", "MAX_NAME", "SKILL_NAME", "load_skill_file", "skill_from_text"]
+
+SKILL_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+"""The Agent Skills name rule."""
+MAX_NAME = 64
+"""Longest skill name."""
+MAX_DESCRIPTION = 1024
+"""Longest skill description."""
+
+_KNOWN = frozenset({"name", "description", "allowed-tools", "allowedTools", "constraints"})
+_KEPT = frozenset(
+    {
+        "license",
+        "compatibility",
+        "metadata",
+        "model",
+        "disable-model-invocation",
+        "user-invocable",
+        "argument-hint",
+        "context",
+        "agent",
+        "hooks",
+        "version",
+        "when_to_use",
+    }
+)
+
+
+def load_skill_file(
+    path: Path, *, root: Path, problems: list[Problem], servers: Iterable[str] = ()
+) -> Skill | None:
+    """Load one ``SKILL.md``; problems are appended; ``None`` when it cannot load."""
+    text = read_confined(path, root, problems)
+    if text is None:
+        return None
+    return skill_from_text(text, path=path, problems=problems, servers=servers)
+
+
+def skill_from_text(
+    text: str, *, path: Path, problems: list[Problem], servers: Iterable[str] = ()
+) -> Skill | None:
+    """Parse ``SKILL.md`` text (only the frontmatter: L1)."""
+    before = len(problems)
+
+    def add(line: int | None, message: str, severity: str = "error") -> None:
+        problems.append(
+            Problem(
+                file=path,
+                line=line,
+                severity="error" if severity == "error" else "warning",
+                message=message,
+            )
+        )
+
+    try:
+        doc = parse_document(text)
+    except FrontmatterError as exc:
+        add(exc.line, exc.message)
+        return None
+    meta, line = doc.meta, doc.line_of
+    values: dict[str, Any] = {"path": path}
+    name = meta.get("name")
+    if name is None:
+        add(1, "missing required field 'name'")
+    elif not isinstance(name, str) or len(name) > MAX_NAME or not SKILL_NAME.match(name):
+        add(
+            line("name"),
+            f"bad skill name {name!r}: lowercase letters, digits and single "
+            f"hyphens (^[a-z0-9]+(-[a-z0-9]+)*$), at most {MAX_NAME} chars",
+        )
+    else:
+        values["name"] = name
+        if path.parent.name != name:
+            add(
+                line("name"),
+                f"skill name {name!r} differs from its folder {path.parent.name!r}",
+                "warning",
+            )
+    desc = meta.get("description")
+    if desc is None or (isinstance(desc, str) and not desc.strip()):
+        add(1 if desc is None else line("description"), "missing required field 'description'")
+    elif not isinstance(desc, str):
+        add(line("description"), "description must be a string")
+    elif len(desc) > MAX_DESCRIPTION:
+        add(line("description"), f"description is {len(desc)} chars; at most {MAX_DESCRIPTION}")
+    elif "<" in desc or ">" in desc:
+        add(line("description"), "description must not contain '<' or '>'")
+    else:
+        values["description"] = desc.strip()
+    key = "allowed-tools" if "allowed-tools" in meta else "allowedTools"
+    if meta.get(key) is not None:
+        try:
+            names = split_names(meta[key], spaces=True)
+        except ValueError as exc:
+            add(line(key), f"{key} {exc}")
+        else:
+            check = check_tool_names(names, servers)
+            for message in check.messages + check.notes:
+                add(line(key), message, "warning")
+            values["allowed_tools"] = check.tools
+    if meta.get("constraints") is not None:
+        try:
+            values["constraints"] = Constraints.model_validate(meta["constraints"])
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            add(line("constraints"), f"constraints{'.' + where if where else ''}: {first['msg']}")
+    extra = {k: v for k, v in meta.items() if k not in _KNOWN}
+    for k in extra:
+        if k not in _KEPT:
+            add(line(k), f"unknown field {k!r} kept as is (personae ignores it)", "warning")
+    values["extra"] = extra
+    failed = any(p.severity == "error" for p in problems[before:])
+    if failed or "name" not in values or "description" not in values:
+        return None
+    return Skill(**values)

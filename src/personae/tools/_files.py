@@ -1,0 +1,229 @@
+"""Built-in file tools: read_file, write_file, edit_file."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from personae.tools.base import ToolContext
+
+__all__ = [
+    "EditFileArgs",
+    "ReadFileArgs",
+    "WriteFileArgs",
+    "edit_file",
+    "read_file",
+    "write_atomic",
+    "write_file",
+]
+
+_BINARY_SNIFF = 8192
+
+
+class ReadFileArgs(BaseModel):
+    """Arguments of ``read_file``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="File path, relative to the workspace root.")
+    offset: int = Field(default=1, ge=1, description="First line to return (1-based).")
+    limit: int | None = Field(default=None, ge=1, description="Number of lines to return.")
+
+
+class WriteFileArgs(BaseModel):
+    """Arguments of ``write_file``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="File path, relative to the workspace root.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+class Edit(BaseModel):
+    """One exact-text replacement."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    old_string: str = Field(description="Exact text to replace (must occur exactly once).")
+    new_string: str = Field(description="Replacement text.")
+    replace_all: bool = Field(default=False, description="Replace every occurrence.")
+
+
+class EditFileArgs(BaseModel):
+    """Arguments of ``edit_file``: one edit, or a list applied in order (all or nothing)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(description="File path, relative to the workspace root.")
+    old_string: str | None = Field(default=None, description="Exact text to replace.")
+    new_string: str | None = Field(default=None, description="Replacement text.")
+    replace_all: bool = Field(default=False, description="Replace every occurrence.")
+    edits: list[Edit] | None = Field(
+        default=None, description="Several edits applied in order; either this or old/new_string."
+    )
+
+    @model_validator(mode="after")
+    def _one_form(self) -> EditFileArgs:
+        single = self.old_string is not None or self.new_string is not None
+        if single and self.edits:
+            raise ValueError("give either old_string/new_string or edits, not both")
+        if not single and not self.edits:
+            raise ValueError("give old_string and new_string, or a non-empty edits list")
+        if single and (self.old_string is None or self.new_string is None):
+            raise ValueError("old_string and new_string go together")
+        return self
+
+    def all_edits(self) -> list[Edit]:
+        """The edits to apply, in order."""
+        if self.edits:
+            return list(self.edits)
+        assert self.old_string is not None and self.new_string is not None
+        return [
+            Edit(
+                old_string=self.old_string, new_string=self.new_string, replace_all=self.replace_all
+            )
+        ]
+
+
+def _open_regular(path: Path, ctx: ToolContext, shown: str) -> int:
+    """Open ``path`` read-only without following a final symlink; must be a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        raise ctx.error(f"no such file: {shown}", path=shown) from None
+    except IsADirectoryError:
+        raise ctx.error(f"{shown} is a directory", path=shown) from None
+    except OSError as exc:
+        raise ctx.error(f"cannot open {shown}: {exc.strerror}", path=shown) from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ctx.error(f"{shown} is not a regular file", path=shown)
+    return fd
+
+
+def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
+    """Return lines ``offset``.. of a text file, cut at the byte cap with a notice."""
+    path = ctx.workspace.resolve(args.path, tool=ctx.tool)
+    shown = ctx.workspace.relative(path)
+    cap = ctx.limits.read_max_bytes
+    with os.fdopen(_open_regular(path, ctx, shown), "rb") as fh:
+        if b"\x00" in fh.read(_BINARY_SNIFF):
+            raise ctx.error(f"{shown} looks like a binary file; not returned", path=shown)
+        fh.seek(0)
+        out: list[bytes] = []
+        used = 0
+        lineno = 0
+        stopped = ""
+        for raw in fh:
+            lineno += 1
+            if lineno < args.offset:
+                continue
+            if args.limit is not None and lineno >= args.offset + args.limit:
+                stopped = f"[more lines after line {lineno - 1}; use offset={lineno} to continue]"
+                break
+            if cap is not None and used + len(raw) > cap:
+                room = cap - used
+                if room > 0 and not out:
+                    out.append(raw[:room])
+                stopped = (
+                    f"[truncated at {cap} bytes, stopped in line {lineno}; "
+                    f"use offset/limit to read further]"
+                )
+                break
+            out.append(raw)
+            used += len(raw)
+    if lineno < args.offset and args.offset > 1:
+        return f"[{shown} has {lineno} lines; offset {args.offset} is past the end]"
+    text = b"".join(out).decode("utf-8", errors="replace")
+    if stopped:
+        text = (text if text.endswith("\n") or not text else text + "\n") + stopped
+    return text
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same directory and ``os.replace``.
+
+    An existing file's permission bits are kept.
+    """
+    mode: int | None = None
+    with contextlib.suppress(FileNotFoundError):
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode if mode is not None else 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _check_size(data: bytes, ctx: ToolContext, shown: str) -> None:
+    cap = ctx.limits.write_max_bytes
+    if cap is not None and len(data) > cap:
+        raise ctx.error(f"content for {shown} is {len(data)} bytes; the cap is {cap}", path=shown)
+
+
+def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
+    """Create or replace a file atomically (parent directories are created)."""
+    path = ctx.workspace.resolve(args.path, tool=ctx.tool)
+    shown = ctx.workspace.relative(path)
+    if path == ctx.workspace.root or path.is_dir():
+        raise ctx.error(f"{shown} is a directory", path=shown)
+    data = args.content.encode("utf-8")
+    _check_size(data, ctx, shown)
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, data)
+    except OSError as exc:
+        raise ctx.error(f"cannot write {shown}: {exc.strerror or exc}", path=shown) from exc
+    verb = "replaced" if existed else "created"
+    return f"{verb} {shown} ({len(data)} bytes)"
+
+
+def edit_file(args: EditFileArgs, ctx: ToolContext) -> str:
+    """Apply exact-text replacements in order; nothing is written unless every edit applies."""
+    path = ctx.workspace.resolve(args.path, tool=ctx.tool)
+    shown = ctx.workspace.relative(path)
+    with os.fdopen(_open_regular(path, ctx, shown), "rb") as fh:
+        raw = fh.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ctx.error(f"{shown} is not UTF-8 text; cannot edit", path=shown) from None
+    replaced = 0
+    for index, edit in enumerate(args.all_edits(), start=1):
+        label = f"edit {index}: " if args.edits else ""
+        if edit.old_string == "":
+            raise ctx.error(f"{label}old_string is empty (use write_file to create)", path=shown)
+        if edit.old_string == edit.new_string:
+            raise ctx.error(f"{label}old_string and new_string are identical", path=shown)
+        count = text.count(edit.old_string)
+        if count == 0:
+            raise ctx.error(f"{label}old_string not found in {shown}", path=shown)
+        if count > 1 and not edit.replace_all:
+            raise ctx.error(
+                f"{label}old_string occurs {count} times in {shown}; "
+                "add surrounding context to make it unique or set replace_all",
+                path=shown,
+            )
+        text = text.replace(edit.old_string, edit.new_string)
+        replaced += count
+    data = text.encode("utf-8")
+    _check_size(data, ctx, shown)
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise ctx.error(f"cannot write {shown}: {exc.strerror or exc}", path=shown) from exc
+    plural = "s" if replaced != 1 else ""
+    return f"edited {shown}: {replaced} replacement{plural}"

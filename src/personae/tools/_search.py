@@ -1,0 +1,179 @@
+"""Built-in lookup tools: list_dir, glob, grep."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from personae.tools._walk import glob_regex, walk_files
+from personae.tools.base import ToolContext
+
+__all__ = ["GlobArgs", "GrepArgs", "ListDirArgs", "glob_files", "grep", "list_dir"]
+
+_MAX_LINE_CHARS = 500
+
+
+class ListDirArgs(BaseModel):
+    """Arguments of ``list_dir``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(default=".", description="Directory, relative to the workspace root.")
+
+
+class GlobArgs(BaseModel):
+    """Arguments of ``glob``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(description="Glob such as '**/*.py' or 'src/*.{md,txt}'.")
+    path: str = Field(default=".", description="Directory to search from.")
+
+
+class GrepArgs(BaseModel):
+    """Arguments of ``grep``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pattern: str = Field(description="Python regular expression searched line by line.")
+    path: str = Field(default=".", description="File or directory to search.")
+    glob: str | None = Field(
+        default=None,
+        description="Only files matching this glob ('*.py' matches the file name anywhere).",
+    )
+    ignore_case: bool = Field(default=False, description="Case-insensitive match.")
+    max_results: int | None = Field(default=None, ge=1, description="Stop after this many lines.")
+
+
+def _cap(requested: int | None, limit: int | None) -> int | None:
+    if requested is None:
+        return limit
+    return requested if limit is None else min(requested, limit)
+
+
+def list_dir(args: ListDirArgs, ctx: ToolContext) -> str:
+    """List a directory: sub-directories end in ``/``, symlinks show ``-> target``."""
+    path = ctx.workspace.resolve(args.path, tool=ctx.tool)
+    shown = ctx.workspace.relative(path)
+    if not path.exists():
+        raise ctx.error(f"no such directory: {shown}", path=shown)
+    if not path.is_dir():
+        raise ctx.error(f"{shown} is not a directory", path=shown)
+    try:
+        entries = sorted(os.scandir(path), key=lambda e: e.name)
+    except OSError as exc:
+        raise ctx.error(f"cannot list {shown}: {exc.strerror}", path=shown) from exc
+    cap = ctx.limits.list_max_entries
+    lines: list[str] = []
+    for entry in entries[:cap] if cap is not None else entries:
+        if entry.is_symlink():
+            lines.append(f"{entry.name} -> {os.readlink(entry.path)}")
+        elif entry.is_dir():
+            lines.append(entry.name + "/")
+        else:
+            lines.append(entry.name)
+    if cap is not None and len(entries) > cap:
+        lines.append(f"[{len(entries) - cap} more entries not shown]")
+    if not lines:
+        return f"[{shown} is empty]"
+    return "\n".join(lines)
+
+
+def _check_pattern(pattern: str, ctx: ToolContext) -> None:
+    if not pattern.strip() or "\x00" in pattern:
+        raise ctx.error("pattern is empty or holds a NUL byte")
+    parts = PurePosixPath(pattern).parts
+    if pattern.startswith("/") or ".." in parts:
+        raise ctx.error(f"pattern {pattern!r} may not be absolute or contain '..'")
+
+
+def glob_files(args: GlobArgs, ctx: ToolContext) -> str:
+    """Files matching a glob below ``path``, relative to the workspace root, sorted."""
+    _check_pattern(args.pattern, ctx)
+    start = ctx.workspace.resolve(args.path, tool=ctx.tool)
+    if not start.is_dir():
+        raise ctx.error(f"{ctx.workspace.relative(start)} is not a directory")
+    regex = glob_regex(args.pattern)
+    cap = ctx.limits.list_max_entries
+    found: list[str] = []
+    more = 0
+    for file in walk_files(ctx.workspace, start):
+        rel = file.relative_to(start).as_posix()
+        if regex.match(rel):
+            if cap is not None and len(found) >= cap:
+                more += 1
+                continue
+            found.append(ctx.workspace.relative(file))
+    if not found:
+        return f"[no files match {args.pattern!r}]"
+    if more:
+        found.append(f"[{more} more files not shown]")
+    return "\n".join(found)
+
+
+def _compile(args: GrepArgs, ctx: ToolContext) -> re.Pattern[str]:
+    try:
+        return re.compile(args.pattern, re.IGNORECASE if args.ignore_case else 0)
+    except re.error as exc:
+        raise ctx.error(f"invalid regular expression {args.pattern!r}: {exc}") from exc
+
+
+def _file_filter(args: GrepArgs, ctx: ToolContext) -> re.Pattern[str] | None:
+    if args.glob is None:
+        return None
+    _check_pattern(args.glob, ctx)
+    return glob_regex(args.glob)
+
+
+def grep(args: GrepArgs, ctx: ToolContext) -> str:
+    """Lines matching a regex, as ``path:line: text``, capped with a notice."""
+    regex = _compile(args, ctx)
+    only = _file_filter(args, ctx)
+    start = ctx.workspace.resolve(args.path, tool=ctx.tool)
+    if not start.exists():
+        raise ctx.error(f"no such file or directory: {ctx.workspace.relative(start)}")
+    cap = _cap(args.max_results, ctx.limits.grep_max_results)
+    size_cap = ctx.limits.grep_max_file_bytes
+    hits: list[str] = []
+    more = 0
+    skipped = 0
+    for file in walk_files(ctx.workspace, start):
+        rel = file.relative_to(start).as_posix() if start.is_dir() else file.name
+        if only is not None and not (only.match(rel) or only.match(file.name)):
+            continue
+        if size_cap is not None and file.stat().st_size > size_cap:
+            skipped += 1
+            continue
+        more += _grep_file(file, regex, hits, cap, ctx)
+    if not hits:
+        return f"[no matches for {args.pattern!r}]"
+    if more:
+        hits.append(f"[{more} more matching lines not shown; narrow the search]")
+    if skipped:
+        hits.append(f"[{skipped} files over {size_cap} bytes skipped]")
+    return "\n".join(hits)
+
+
+def _grep_file(
+    file: Path, regex: re.Pattern[str], hits: list[str], cap: int | None, ctx: ToolContext
+) -> int:
+    """Append matches of one file to ``hits``; return how many matches did not fit."""
+    try:
+        data = file.read_bytes()
+    except OSError:
+        return 0
+    if b"\x00" in data[:8192]:
+        return 0
+    shown = ctx.workspace.relative(file)
+    overflow = 0
+    for lineno, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+        if regex.search(line):
+            if cap is not None and len(hits) >= cap:
+                overflow += 1
+                continue
+            text = line if len(line) <= _MAX_LINE_CHARS else line[:_MAX_LINE_CHARS] + "…"
+            hits.append(f"{shown}:{lineno}: {text}")
+    return overflow

@@ -1,0 +1,184 @@
+"""Built-in run_shell: a command in the workspace with a timeout, output cap and clean env.
+
+This confines the working directory and the environment, not what the command
+can do: it is not a sandbox. Every command runs in its own process group; on
+timeout (and once the command has exited, for anything it left running in the
+background) the whole group is killed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal
+import time
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from personae.errors import ConfigError
+from personae.tools.base import ToolContext, ToolLimits
+
+__all__ = ["RunShellArgs", "check_env_allow", "run_shell", "scrubbed_env"]
+
+SAFE_ENV = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TERM", "TZ", "USER", "LOGNAME")
+"""Variables passed through from personae's own environment."""
+
+_DANGEROUS = re.compile(
+    r"^(LD_|DYLD_|PYTHON|PERL5|PERLLIB|RUBY|NODE_|JAVA_TOOL|_JAVA|GCONV|MALLOC_|GIT_)"
+    r"|^(BASH_ENV|ENV|IFS|SHELLOPTS|BASHOPTS|PS4|PROMPT_COMMAND|CDPATH|HOME|TMPDIR|PWD)$"
+    r"|TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE|^AWS_|^GH_|^GITHUB_|^OPENAI|^ANTHROPIC",
+    re.IGNORECASE,
+)
+_DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+class RunShellArgs(BaseModel):
+    """Arguments of ``run_shell``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | list[str] = Field(
+        description="A shell command line (run by /bin/sh -c) or an argv list run directly."
+    )
+    cwd: str = Field(default=".", description="Working directory, relative to the workspace root.")
+    timeout: float | None = Field(
+        default=None, gt=0, description="Seconds before the command is killed (capped)."
+    )
+
+
+def check_env_allow(names: tuple[str, ...]) -> None:
+    """Refuse allow-listed variable names that inject code or carry secrets."""
+    for name in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+            raise ConfigError(
+                f"invalid environment variable name {name!r}", field="shell_env_allow"
+            )
+        if _DANGEROUS.search(name):
+            raise ConfigError(
+                f"environment variable {name!r} may not be passed to commands "
+                "(it can inject code or carry a secret)",
+                field="shell_env_allow",
+            )
+
+
+def scrubbed_env(
+    cwd: str, root: str, limits: ToolLimits, source: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment a command gets: a few safe variables, HOME/TMPDIR in the workspace."""
+    check_env_allow(limits.shell_env_allow)
+    src = os.environ if source is None else source
+    env = {k: src[k] for k in (*SAFE_ENV, *limits.shell_env_allow) if k in src}
+    # Relative PATH entries would resolve against the (model-chosen) cwd.
+    path = [p for p in env.get("PATH", _DEFAULT_PATH).split(os.pathsep) if os.path.isabs(p)]
+    env["PATH"] = os.pathsep.join(path) or _DEFAULT_PATH
+    env["HOME"] = root
+    env["PWD"] = cwd
+    return env
+
+
+def _cap_timeout(requested: float | None, limit: float | None) -> float | None:
+    if requested is None:
+        return limit
+    return requested if limit is None else min(requested, limit)
+
+
+async def _drain(stream: asyncio.StreamReader, cap: int | None, kept: bytearray) -> int:
+    """Read ``stream`` to EOF keeping at most ``cap`` bytes; return the total size."""
+    total = 0
+    while chunk := await stream.read(65536):
+        total += len(chunk)
+        room = len(chunk) if cap is None else max(0, cap - len(kept))
+        if room:
+            kept.extend(chunk[:room])
+    return total
+
+
+def _killpg(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def _wait_reader(task: asyncio.Task[int], wait: float, *, cancel: bool) -> int | None:
+    """The reader's byte count once it hits EOF within ``wait`` s, else ``None``."""
+    done, _ = await asyncio.wait({task}, timeout=wait)
+    if done:
+        return task.result()
+    if cancel:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    return None
+
+
+async def run_shell(args: RunShellArgs, ctx: ToolContext) -> str:
+    """Run a command; output and exit code are returned, a failure is a tool error."""
+    cwd = ctx.workspace.resolve(args.cwd, tool=ctx.tool)
+    if not cwd.is_dir():
+        raise ctx.error(f"cwd {args.cwd!r} is not a directory")
+    if isinstance(args.command, list):
+        if not args.command or not args.command[0]:
+            raise ctx.error("argv list is empty")
+        argv = list(args.command)
+    else:
+        if not args.command.strip():
+            raise ctx.error("command is empty")
+        argv = ["/bin/sh", "-c", args.command]
+    if any("\x00" in a for a in argv):
+        raise ctx.error("command contains a NUL byte")
+    limits = ctx.limits
+    env = scrubbed_env(str(cwd), str(ctx.workspace.root), limits)
+    timeout = _cap_timeout(args.timeout, limits.shell_timeout)
+    started = time.monotonic()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except FileNotFoundError:
+        raise ctx.error(f"command not found: {argv[0]!r}") from None
+    except PermissionError:
+        raise ctx.error(f"permission denied: {argv[0]!r}") from None
+    kept = bytearray()
+    assert proc.stdout is not None
+    reader = asyncio.ensure_future(_drain(proc.stdout, limits.shell_max_output, kept))
+    timed_out = False
+    try:
+        await asyncio.wait_for(proc.wait(), timeout)
+    except TimeoutError:
+        timed_out = True
+    finally:
+        if proc.returncode is None or timed_out:
+            _killpg(proc.pid)
+            await proc.wait()
+    # Pipes close when every process holding them is gone; give them a moment,
+    # then kill whatever the command left running and stop waiting.
+    total = await _wait_reader(reader, 1.0 if timed_out else limits.shell_grace, cancel=False)
+    _killpg(proc.pid)
+    if total is None:
+        total = await _wait_reader(reader, 1.0, cancel=True)
+    elapsed = time.monotonic() - started
+    text = bytes(kept).decode("utf-8", errors="replace")
+    if total is not None and total > len(kept):
+        text += f"\n[output truncated: kept the first {len(kept)} of {total} bytes]"
+    elif total is None:
+        text += "\n[output incomplete: a background process kept the pipe open]"
+    if timed_out:
+        raise ctx.error(
+            f"timed out after {timeout:g}s; the process group was killed\n{text}".rstrip(),
+            timed_out=True,
+        )
+    code = proc.returncode
+    if code != 0:
+        reason = (
+            f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        )
+        raise ctx.error(f"{reason}\n{text}".rstrip(), exit_code=code)
+    return f"{text.rstrip()}\n[exit code 0, {elapsed:.2f}s]".lstrip("\n")

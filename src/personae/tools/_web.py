@@ -1,0 +1,94 @@
+"""Built-in web_fetch: one HTTP(S) GET with a total timeout and a body size cap."""
+
+from __future__ import annotations
+
+import asyncio
+from urllib.parse import urlsplit
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field
+
+from personae.tools.base import ToolContext
+
+__all__ = ["WebFetchArgs", "web_fetch"]
+
+_TEXT_TYPES = ("text/", "application/json", "application/xml", "application/xhtml", "+json", "+xml")
+_MAX_REDIRECTS = 5
+
+
+class WebFetchArgs(BaseModel):
+    """Arguments of ``web_fetch``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(description="An http:// or https:// URL to GET.")
+
+
+def _check_url(url: str, ctx: ToolContext) -> None:
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as exc:
+        raise ctx.error(f"invalid URL {url!r}: {exc}") from exc
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ctx.error(f"only http and https URLs can be fetched, not {url!r}")
+    if not parts.hostname:
+        raise ctx.error(f"URL {url!r} has no host")
+    if any(ord(c) < 0x21 for c in url.strip()):
+        raise ctx.error(f"URL {url!r} contains spaces or control characters")
+
+
+def _is_text(content_type: str) -> bool:
+    kind = content_type.split(";", 1)[0].strip().lower()
+    return not kind or any(t in kind for t in _TEXT_TYPES)
+
+
+async def _get(url: str, ctx: ToolContext) -> str:
+    cap = ctx.limits.fetch_max_bytes
+    async with (
+        httpx.AsyncClient(
+            follow_redirects=True,
+            max_redirects=_MAX_REDIRECTS,
+            trust_env=False,
+            timeout=ctx.limits.fetch_timeout,
+            headers={"User-Agent": "personae-web-fetch/0.1"},
+        ) as client,
+        client.stream("GET", url) as response,
+    ):
+        kept = bytearray()
+        total = 0
+        async for chunk in response.aiter_bytes():
+            total += len(chunk)
+            room = len(chunk) if cap is None else max(0, cap - len(kept))
+            kept.extend(chunk[:room])
+            if cap is not None and len(kept) >= cap and total > cap:
+                break  # stop downloading; the rest is not kept anyway
+        content_type = response.headers.get("content-type", "")
+        head = f"{response.status_code} {response.reason_phrase} from {response.url}"
+        if not _is_text(content_type):
+            raise ctx.error(
+                f"{head}: {content_type} is not text; not returned", status=response.status_code
+            )
+        body = bytes(kept).decode(response.encoding or "utf-8", errors="replace")
+        if cap is not None and total > cap:
+            body += f"\n[body truncated at {cap} bytes]"
+        if response.status_code >= 400:
+            raise ctx.error(f"HTTP {head}\n{body[:2000]}", status=response.status_code)
+        return f"HTTP {head}\ncontent-type: {content_type or '(none)'}\n\n{body}"
+
+
+async def web_fetch(args: WebFetchArgs, ctx: ToolContext) -> str:
+    """GET ``url`` and return status, content type and the text body (capped)."""
+    url = args.url.strip()
+    _check_url(url, ctx)
+    timeout = ctx.limits.fetch_timeout
+    try:
+        async with asyncio.timeout(timeout):
+            return await _get(url, ctx)
+    except TimeoutError:
+        raise ctx.error(f"fetching {url} timed out after {timeout:g}s", url=url) from None
+    except httpx.TooManyRedirects:
+        raise ctx.error(f"more than {_MAX_REDIRECTS} redirects from {url}", url=url) from None
+    except httpx.TimeoutException:
+        raise ctx.error(f"fetching {url} timed out after {timeout:g}s", url=url) from None
+    except httpx.HTTPError as exc:
+        raise ctx.error(f"fetching {url} failed: {exc}", url=url) from exc

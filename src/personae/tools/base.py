@@ -1,0 +1,128 @@
+"""The tool abstraction: a name, a description, a parameter model and an implementation."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from personae.errors import ToolError, UsageError
+from personae.tools.workspace import Workspace
+
+__all__ = ["Tool", "ToolContext", "ToolLimits"]
+
+P = TypeVar("P", bound=BaseModel)
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolLimits:
+    """Caps the built-in tools apply. ``None`` means no limit."""
+
+    read_max_bytes: int | None = 256 * 1024
+    """Bytes ``read_file`` returns at most (a notice says when it stopped early)."""
+    write_max_bytes: int | None = 10 * 1024 * 1024
+    """Largest content ``write_file``/``edit_file`` will write."""
+    list_max_entries: int | None = 1000
+    """Entries ``list_dir`` and ``glob`` return at most."""
+    grep_max_results: int | None = 200
+    """Matching lines ``grep`` returns at most."""
+    grep_max_file_bytes: int | None = 4 * 1024 * 1024
+    """Files larger than this are skipped by ``grep``."""
+    shell_timeout: float | None = 60.0
+    """Seconds a ``run_shell`` command may run (the model may ask for less, never more)."""
+    shell_max_output: int | None = 64 * 1024
+    """Bytes of combined stdout/stderr ``run_shell`` keeps."""
+    shell_grace: float = 0.5
+    """Seconds to wait for pipes to close after the command exits before killing its group."""
+    shell_env_allow: tuple[str, ...] = ()
+    """Extra environment variable names passed to ``run_shell`` (dangerous ones are refused)."""
+    fetch_timeout: float | None = 20.0
+    """Seconds a ``web_fetch`` may take in total."""
+    fetch_max_bytes: int | None = 1024 * 1024
+    """Bytes of body ``web_fetch`` keeps."""
+    preview_chars: int = 400
+    """Characters of a result kept in a call record's preview."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolContext:
+    """What a tool implementation gets besides its arguments."""
+
+    workspace: Workspace
+    """The workspace every path is confined to."""
+    limits: ToolLimits = field(default_factory=ToolLimits)
+    """Caps to apply."""
+    tool: str = ""
+    """The name of the tool being run (for error messages)."""
+
+    def error(self, message: str, **data: Any) -> ToolError:
+        """A :class:`ToolError` for this tool."""
+        return ToolError(self.tool or "tool", message, **data)
+
+
+ToolFunc = Callable[[P, ToolContext], "str | Awaitable[str]"]
+
+
+@dataclass(frozen=True, eq=False)
+class Tool(Generic[P]):
+    """One tool: what the model sees (name, description, JSON schema) and what runs.
+
+    ``func`` receives the validated parameter model and a :class:`ToolContext`;
+    it may be synchronous (run in a worker thread) or a coroutine function. It
+    raises :class:`ToolError` for failures the model should see.
+    """
+
+    name: str
+    """Name the model calls the tool by."""
+    description: str
+    """What the tool does, for the model."""
+    params: type[P]
+    """Pydantic model of the arguments (its JSON schema is what the model sees)."""
+    func: Callable[[P, ToolContext], Any]
+    """The implementation."""
+
+    def __post_init__(self) -> None:
+        if not _NAME_RE.match(self.name):
+            raise UsageError(f"invalid tool name {self.name!r} (letters, digits, _ and -, <= 64)")
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """JSON schema of the arguments (an object schema)."""
+        schema = self.params.model_json_schema()
+        schema.pop("title", None)
+        return schema
+
+    def validate(self, args: Mapping[str, Any] | None) -> P:
+        """Validate raw arguments; a :class:`ToolError` lists what is wrong."""
+        if args is None:
+            args = {}
+        if not isinstance(args, Mapping):
+            raise ToolError(self.name, f"arguments must be an object, got {type(args).__name__}")
+        try:
+            return self.params.model_validate(dict(args))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(args)'}: {err['msg']}"
+                for err in exc.errors(include_url=False)
+            )
+            raise ToolError(self.name, f"invalid arguments: {problems}") from exc
+
+    async def run(self, args: Mapping[str, Any] | None, ctx: ToolContext) -> str:
+        """Validate ``args`` and run the implementation; returns its text result."""
+        model = self.validate(args)
+        if inspect.iscoroutinefunction(self.func):
+            result = await self.func(model, ctx)
+        else:
+            result = await asyncio.to_thread(self.func, model, ctx)
+            if inspect.isawaitable(result):
+                result = await result
+        if not isinstance(result, str):
+            raise ToolError(self.name, f"tool returned {type(result).__name__}, expected text")
+        return result
