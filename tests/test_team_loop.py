@@ -327,7 +327,7 @@ def _rejected_three_times(progress: bool) -> list[dict[str, Any]]:
 
 def test_exhausted_budget_with_progress_continues_to_synthesis(tmp_path: Path) -> None:
     root = make_project(tmp_path)
-    outcome, player = run(root, [plan("Find the port"), *_rejected_three_times(True)])
+    outcome, _ = run(root, [plan("Find the port"), *_rejected_three_times(True)])
     assert outcome.result.outcomes[0].status == "unvalidated"
     assert "partial work" in kinds(outcome, "warning")[0].message
     assert "partial, not validated" in outcome.result.final_text
@@ -414,7 +414,7 @@ def test_validator_infrastructure_error_is_neither_approval_nor_rejection(tmp_pa
 
 def test_validator_down_keeps_work_unvalidated(tmp_path: Path) -> None:
     root = make_project(tmp_path)
-    outcome, player = run(
+    outcome, _ = run(
         root,
         [plan("Find the port"), tool("read_file", path="config.yaml"), work("port 8081")],
         rules=[{"when": {"role": "validator"}, "error": {"status": 503, "message": "down"}}],
