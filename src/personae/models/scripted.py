@@ -17,51 +17,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from personae.models.scenario import ROLE_MARKER, Answer, Match, Scenario, load_scenario
+from personae.models.player import ScenarioPlayer, request_text
+from personae.models.scenario import Answer, Scenario, load_scenario
 
 __all__ = ["ScriptedServer", "request_text"]
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
-
-
-def request_text(body: dict[str, Any], *, roles: tuple[str, ...] | None = None) -> str:
-    """All message text of a chat-completions request (optionally only some roles)."""
-    parts: list[str] = []
-    for message in body.get("messages", []):
-        if roles is not None and message.get("role") not in roles:
-            continue
-        parts.append(_content_text(message.get("content")))
-        for call in message.get("tool_calls") or []:
-            function = call.get("function", {})
-            parts.append(f"{function.get('name', '')} {function.get('arguments', '')}")
-    return "\n".join(parts)
-
-
-def _matches(match: Match | None, body: dict[str, Any]) -> bool:
-    if match is None:
-        return True
-    if match.role is not None:
-        system = request_text(body, roles=("system", "developer"))
-        if ROLE_MARKER.format(role=match.role) not in system:
-            return False
-    if match.contains is not None and match.contains not in request_text(body):
-        return False
-    if match.last_contains is not None:
-        messages = body.get("messages", [])
-        last = _content_text(messages[-1].get("content")) if messages else ""
-        if match.last_contains not in last:
-            return False
-    if match.tool is not None:
-        names = {t.get("function", {}).get("name") for t in body.get("tools") or []}
-        if match.tool not in names:
-            return False
-    return True
 
 
 def _output_tool(body: dict[str, Any]) -> str | None:
@@ -82,10 +41,8 @@ class ScriptedServer:
     def __init__(self, scenario: Scenario | Path | str, *, label: str = "scripted") -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.label = label
-        self.requests: list[dict[str, Any]] = []
-        self.served: list[Answer] = []
-        self._next_step = 0
-        self._lock = threading.Lock()
+        self.player = ScenarioPlayer(self.scenario)
+        """Picks answers; keeps every request and answer."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -175,34 +132,27 @@ class ScriptedServer:
         return OpenAIChatModel(self.model_name, provider=provider)
 
     @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request body received."""
+        return self.player.requests
+
+    @property
+    def served(self) -> list[Answer | None]:
+        """The answer given to each request."""
+        return self.player.served
+
+    @property
     def remaining_steps(self) -> int:
         """Ordered steps not answered yet."""
-        return len(self.scenario.steps) - self._next_step
-
-    # -- answering -----------------------------------------------------------------
-    def pick(self, body: dict[str, Any]) -> Answer | None:
-        """The answer for a request: the next step if it matches, else the first matching rule."""
-        with self._lock:
-            self.requests.append(body)
-            steps = self.scenario.steps
-            answer: Answer | None = None
-            if self._next_step < len(steps) and _matches(steps[self._next_step].when, body):
-                answer = steps[self._next_step]
-                self._next_step += 1
-            else:
-                answer = next((r for r in self.scenario.rules if _matches(r.when, body)), None)
-            if answer is not None:
-                self.served.append(answer)
-            return answer
+        return self.player.remaining_steps
 
     def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """HTTP status and JSON payload for a chat-completions request body."""
-        answer = self.pick(body)
+        answer = self.player.pick(body)
         if answer is None:
-            where = f"step {self._next_step + 1}" if self.remaining_steps else "end of steps"
             return 500, {
                 "error": {
-                    "message": f"scripted scenario has no answer for this request ({where})",
+                    "message": self.player.no_answer_message(),
                     "type": "scripted_scenario_exhausted",
                 }
             }

@@ -60,6 +60,8 @@ class TurnContext:
     """``<available_agents>`` listing for workers that may delegate."""
     turn_messages: list[ChatMessage] = field(default_factory=list)
     """Messages added during this turn (tool calls with results, validated work)."""
+    tool_memo: dict[str, str] = field(default_factory=dict)
+    """Results of read-only tool calls of this turn (identical later calls reuse them)."""
     _view_snapshot: Snapshot | None = field(default=None, repr=False)
     _views: dict[str, ContextView] = field(default_factory=dict, repr=False)
 

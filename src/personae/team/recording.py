@@ -10,10 +10,13 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from personae.team.loopdetect import LoopDetector
+from personae.team.loopdetect import LoopDetector, canonical_call
 from personae.team.signals import ToolCallRecord
 
-__all__ = ["CallLog", "RecordingToolset", "recording"]
+__all__ = ["READ_ONLY_TOOLS", "CallLog", "RecordingToolset", "recording"]
+
+READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "glob", "grep"})
+"""Tools whose identical calls within a turn are answered from the earlier result."""
 
 _KEEP = 2000
 
@@ -61,6 +64,8 @@ class RecordingToolset(WrapperToolset[Any]):
     log: CallLog = field(default_factory=CallLog)
     detector: LoopDetector = field(default_factory=LoopDetector)
     on_call: Callable[[ToolCallRecord], None] | None = None
+    memo: dict[str, str] | None = None
+    """Results of read-only calls made earlier in the turn (shared across subtasks)."""
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         tools = await self.wrapped.get_tools(ctx)
@@ -81,15 +86,30 @@ class RecordingToolset(WrapperToolset[Any]):
                 ok=False,
                 result="refused: identical call already made; use its earlier result",
             )
+        key = canonical_call("", name, tool_args)
+        if self.memo is not None and key in self.memo:
+            # An identical read made by an earlier subtask: answer from its result.
+            note = "(identical call already made earlier in this turn; its result:)\n"
+            return self._record(name, tool_args, ok=True, result=note + self.memo[key], reused=True)
         try:
             value = await self.wrapped.call_tool(name, tool_args, ctx, tool)
         except Exception as exc:
             return self._record(name, tool_args, ok=False, result=f"{type(exc).__name__}: {exc}")
-        self._record(name, tool_args, ok=True, result=_text(value))
+        text = _text(value)
+        if self.memo is not None:
+            if name in READ_ONLY_TOOLS:
+                self.memo[key] = text
+            else:
+                self.memo.clear()  # anything else may change what a read returns
+        self._record(name, tool_args, ok=True, result=text)
         return value
 
-    def _record(self, name: str, args: dict[str, Any], *, ok: bool, result: str) -> str:
-        record = ToolCallRecord(tool=name, args=args, ok=ok, result=result, persona=self.persona)
+    def _record(
+        self, name: str, args: dict[str, Any], *, ok: bool, result: str, reused: bool = False
+    ) -> str:
+        record = ToolCallRecord(
+            tool=name, args=args, ok=ok, result=result, persona=self.persona, reused=reused
+        )
         self.log.calls.append(record)
         if self.on_call is not None:
             self.on_call(record)

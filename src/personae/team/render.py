@@ -82,7 +82,7 @@ def _tool(event: Event, d: dict[str, Any]) -> EventLines:
     indent = "      " if nested else "  "
     ok = bool(d.get("ok"))
     call = f"{d.get('tool')}({_args(d.get('args', {}))})"
-    status = "ok" if ok else "FAILED"
+    status = ("ok (reused earlier result)" if d.get("reused") else "ok") if ok else "FAILED"
     lines: EventLines = [("tool" if ok else "bad", f"{indent}tool {who}{call} -> {status}")]
     if not ok:
         lines.append(("bad", f"{indent}  {_short(d.get('result'))}"))

@@ -134,6 +134,8 @@ class ToolCallRecord(BaseModel):
     """Result text (or error message), shortened."""
     persona: str = ""
     """Who called it."""
+    reused: bool = False
+    """Answered from an identical earlier call of this turn (not run again)."""
 
 
 class WorkerResult(BaseModel):

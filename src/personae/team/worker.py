@@ -73,8 +73,9 @@ async def run_worker(
             ok=record.ok,
             result=record.result[:500],
             persona=persona.name,
+            reused=record.reused,
         )
-        if record.ok:
+        if record.ok and not record.reused:
             turn.add_tool_result(record.tool, record.args, record.result[:800])
 
     log = CallLog()
@@ -85,6 +86,7 @@ async def run_worker(
         log=log,
         detector=detector,
         on_call=on_call,
+        memo=turn.tool_memo,
     )
     info = CallInfo(
         role="worker",
