@@ -163,6 +163,9 @@ def run(  # noqa: PLR0917 (typer options)
     return_path: Annotated[
         Path | None, typer.Option("--return", help="Write results here instead.")
     ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model for the child (provider:name).")
+    ] = None,
 ) -> None:
     """Run the target persona in a child `personae run` process; exit code per docs."""
     from personae.handover.executor import run_handover
@@ -186,6 +189,7 @@ def run(  # noqa: PLR0917 (typer options)
         attempts=retries + 1,
         backoff=backoff,
         persona=persona,
+        model=model,
         return_path=return_path,
         on_attempt=report,
     )
