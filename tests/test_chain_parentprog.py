@@ -29,8 +29,17 @@ def _main(argv: list[str]) -> int:
     return outcome.exit_code
 
 
-def test_parent_program_is_a_script() -> None:
-    assert PARENT.read_text().count('if __name__ == "__main__"') == 1
+def test_parent_program_runs_a_workflow(tmp_path: Path) -> None:
+    import subprocess
+
+    (tmp_path / "w.yaml").write_text("name: one\nsteps:\n  - {id: a, persona: p, task: go}\n")
+    done = subprocess.run(
+        [sys.executable, str(PARENT), str(tmp_path / "w.yaml")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "success"
+    assert (tmp_path / ".personae" / "chains" / "one" / "report.md").exists()
 
 
 if __name__ == "__main__":

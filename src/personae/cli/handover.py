@@ -49,6 +49,7 @@ def create(  # noqa: PLR0917 (typer options)
     ] = False,
 ) -> None:
     """Create a handover file (and record it in the ledger); prints its path."""
+    from personae.handover._cast import persona_facts
     from personae.handover._history import history_for
     from personae.handover.create import (
         build_handover,
@@ -61,6 +62,9 @@ def create(  # noqa: PLR0917 (typer options)
     cwd = Path.cwd()
     project = Project.open(cwd)
     files = [parse_file_spec(spec) for spec in file or []]
+    servers, warnings = persona_facts(cwd, source, to)
+    for warning in warnings:
+        typer.echo(f"personae: warning: {warning}", err=True)
     handover = build_handover(
         source_persona=source,
         target_persona=to,
@@ -72,6 +76,7 @@ def create(  # noqa: PLR0917 (typer options)
         insights=list(insight or []),
         interactive=interactive,
         history=history_for(project.state_db, session or None),
+        mcp_servers=servers,
         env_allow=project.config.handover.env_allow,
     )
     created = create_handover(handover, cwd=cwd, out=out, fmt=_fmt(context_format))
