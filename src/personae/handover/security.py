@@ -181,9 +181,7 @@ class PathPolicy:
         """
         return self.resolve_many([text], base, what=what)[0]
 
-    def resolve_many(
-        self, texts: Sequence[str], base: Path, *, what: str = "path"
-    ) -> list[Path]:
+    def resolve_many(self, texts: Sequence[str], base: Path, *, what: str = "path") -> list[Path]:
         """:meth:`resolve` for many paths (directories resolved once per call)."""
         return [Path(p) for p in self.resolve_strings(texts, base, what=what)]
 
