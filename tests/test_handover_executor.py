@@ -254,3 +254,36 @@ def test_tool_in_a_tool_registry(project: Path) -> None:
                 ctx,
             )
         )
+
+
+def test_interrupt_kills_child_group_and_records_failure(project: Path) -> None:
+    import signal
+
+    path = make(project, {"grandchild": True, "sleep": 60})
+    tests_dir = Path(__file__).resolve().parent
+    code = (
+        "import sys; from pathlib import Path; "
+        f"sys.path.insert(0, {str(tests_dir)!r}); "
+        "from test_handover_childprog import command; "
+        "from personae.handover.executor import run_handover; "
+        f"run_handover(Path({str(path)!r}), cwd=Path({str(project)!r}), timeout=120, "
+        "command=command)"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=project, stderr=subprocess.PIPE, text=True
+    )
+    hid = load_handover(path).handover.handover_id
+    pidfile = project / f"grandchild-{hid}.pid"
+    deadline = time.monotonic() + 60
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    grandchild = int(pidfile.read_text())
+    parent.send_signal(signal.SIGINT)
+    _, err = parent.communicate(timeout=30)
+    assert "KeyboardInterrupt" in err
+    deadline = time.monotonic() + 5
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(grandchild)
+    results = load_handover(path).handover.results
+    assert results is not None and results.error == "interrupted during attempt 1"
