@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic_ai import Agent
+from pydantic_ai import Agent, capture_run_messages
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import UsageLimitExceeded
-from pydantic_ai.messages import ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset
@@ -162,10 +162,12 @@ class Runtime:
         max_steps: int | None = None,
         timeout: float | None = None,
         output_retries: int = 2,
+        messages_out: list[ModelMessage] | None = None,
     ) -> tuple[Any, int]:
         """Run one agent call; returns (output, requests it made).
 
         ``max_steps`` caps this call's own requests (a fresh budget per call).
+        ``messages_out`` receives the run's messages, also when it raises.
         """
         model = self.models.model(persona_model)
         label = self.models.label(persona_model)
@@ -179,6 +181,11 @@ class Runtime:
             retries={"tools": 2, "output": output_retries},
         )
         limits = UsageLimits(request_limit=max_steps)
-        result = await agent.run(prompt, usage_limits=limits, timeout=timeout)
+        with capture_run_messages() as messages:
+            try:
+                result = await agent.run(prompt, usage_limits=limits, timeout=timeout)
+            finally:
+                if messages_out is not None:
+                    messages_out.extend(messages)
         self.usage.tool_calls += result.usage.tool_calls
         return result.output, recorder.local_requests

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.toolsets import AbstractToolset
 
 from personae.models.scenario import ROLE_MARKER
@@ -99,6 +100,7 @@ async def run_worker(
     requests_before = runtime.usage.requests
     error: str | None = None
     text = ""
+    messages: list[ModelMessage] = []
     try:
         output, _ = await runtime.call(
             info,
@@ -107,10 +109,13 @@ async def run_worker(
             persona_model=persona.model,
             toolsets=[wrapped, *(extra_toolsets or [])],
             max_steps=steps,
+            messages_out=messages,
         )
         text = str(output)
     except UsageLimitExceeded as exc:
         error = f"step budget of {steps} used up: {exc}"
+    finally:
+        wrapped.record_refused(messages)
     return _result(log, text, error, runtime.usage.requests - requests_before)
 
 
