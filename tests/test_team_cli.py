@@ -61,6 +61,7 @@ def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 def personae(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [sys.executable, "-m", "personae", *args],
+        check=False,
         cwd=cwd,
         capture_output=True,
         text=True,
