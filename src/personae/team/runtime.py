@@ -46,6 +46,14 @@ class TreeUsage:
     token_cap: int | None = None
     """Most total tokens the whole tree may use (``None``: no cap)."""
 
+    @property
+    def exhausted(self) -> bool:
+        """A cap has been reached."""
+        total = self.input_tokens + self.output_tokens
+        return (self.request_cap is not None and self.requests >= self.request_cap) or (
+            self.token_cap is not None and total >= self.token_cap
+        )
+
     def check(self) -> None:
         """Raise ``UsageLimitExceeded`` when a cap is reached."""
         if self.request_cap is not None and self.requests >= self.request_cap:
