@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import fnmatch
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from personae.errors import ToolError
 from personae.tools import ToolLimits, ToolRegistry, ToolSubset, Workspace
+from personae.tools._walk import glob_regex
 
 
 def _subset(root: Path, **limits: Any) -> ToolSubset:
@@ -118,3 +123,41 @@ def test_grep_limit_cannot_be_raised_by_the_model(tree: Path) -> None:
     out = call(tools, "grep", pattern="needle", max_results=100).splitlines()
     assert len(out) == 2
     assert out[1].startswith("[3 more matching lines")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet="ab.*?", min_size=1, max_size=6),
+    st.text(alphabet="ab.", max_size=6),
+)
+def test_property_glob_matches_fnmatch_on_names(pattern: str, name: str) -> None:
+    """For single path segments our glob agrees with the standard library's fnmatch."""
+    assert bool(glob_regex(pattern).match(name)) == fnmatch.fnmatchcase(name, pattern)
+
+
+def test_glob_regex_path_rules() -> None:
+    assert glob_regex("**/*.py").match("a.py")
+    assert glob_regex("**/*.py").match("x/y/a.py")
+    assert not glob_regex("*.py").match("x/a.py")
+    assert glob_regex("src/**").match("src/a/b.txt")
+    assert glob_regex("[!a]?.{md,txt}").match("bc.md")
+    assert not glob_regex("[!a]?.{md,txt}").match("ac.md")
+
+
+def test_tool_descriptions_and_schemas_fit_host_limits(tree: Path) -> None:
+    for tool in ToolRegistry.builtin(Workspace(tree)):
+        assert 0 < len(tool.description) <= 2048  # hosts cut tool descriptions at 2,048 chars
+        schema = tool.parameters
+        assert schema["type"] == "object"
+        assert schema.get("additionalProperties") is False
+        json.dumps(schema)
+
+
+def test_walk_budget_stops_with_notice(tree: Path) -> None:
+    tools = _subset(tree, walk_max_files=2)
+    out = call(tools, "glob", pattern="**/*").splitlines()
+    assert len(out) == 3
+    assert out[-1] == "[stopped after looking at 2 files; search a narrower path]"
+    assert call(tools, "grep", pattern="absent").endswith(
+        " [stopped after looking at 2 files; search a narrower path]"
+    )

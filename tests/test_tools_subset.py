@@ -202,3 +202,16 @@ def test_check_tool_names_for_personae_files() -> None:
     assert str(info.value).startswith(
         "p.md:3: tools: unknown tool 'web_fetc'; did you mean 'web_fetch'?"
     )
+
+
+def test_limits_from_config_mapping() -> None:
+    from personae.errors import ConfigError
+    from personae.tools import ToolLimits
+
+    limits = ToolLimits.from_dict({"shell_timeout": 5, "grep_max_results": None})
+    assert limits.shell_timeout == 5.0 and limits.grep_max_results is None
+    assert limits.read_max_bytes == ToolLimits().read_max_bytes
+    with pytest.raises(UnknownNameError, match="did you mean 'shell_timeout'"):
+        ToolLimits.from_dict({"shell_timout": 5}, file="config.yaml")
+    with pytest.raises(ConfigError, match=r"config\.yaml: shell_max_output: "):
+        ToolLimits.from_dict({"shell_max_output": "lots"}, file="config.yaml")

@@ -60,6 +60,10 @@ class _Handler(BaseHTTPRequestHandler):
                 " paragraph.</p><ul><li>one</li><li>two</li></ul></body></html>"
             )
             self._send(200, page.encode(), "text/html; charset=utf-8")
+        elif self.path == "/to-file":
+            self.send_response(302)
+            self.send_header("Location", "file:///etc/passwd")
+            self.end_headers()
         elif self.path == "/image":
             self._send(200, b"\x89PNG\r\n\x1a\n", "image/png")
         else:
@@ -132,6 +136,9 @@ def test_http_errors_and_refusals(server: str, tmp_path: Path) -> None:
     for url in ("file:///etc/passwd", "ftp://example.com/x", "gopher://h/", "javascript:alert(1)"):
         with pytest.raises(ToolError, match="only http and https"):
             fetch(tools, url)
+    with pytest.raises(ToolError, match="failed") as info:
+        fetch(tools, server + "/to-file")  # a redirect may not leave http(s)
+    assert "root:" not in str(info.value)
     with pytest.raises(ToolError, match="no host"):
         fetch(tools, "http:///nohost")
     with pytest.raises(ToolError, match="failed"):
