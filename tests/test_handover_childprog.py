@@ -3,8 +3,9 @@
 It goes through the real receiving side (``runflow.begin`` / ``finish``) and
 behaves as the handover's ``artifacts.data.behave`` says:
 ``{"sleep": s, "fail_times": n, "exit": code, "grandchild": true, "no_results": true}``.
-Each invocation appends a line to ``<cwd>/calls.log`` (handover id, persona, start,
-end) so tests can count attempts and measure overlap. Run as a script only.
+Each invocation appends a line to ``<cwd>/started.log`` when it starts and to
+``<cwd>/calls.log`` (handover id, persona, start, end) when its work is done,
+so tests can count attempts and measure overlap. Run as a script only.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ def command(spec: object) -> list[str]:
     ]
 
 
-def calls(cwd: Path) -> list[dict[str, object]]:
-    """The invocations logged in ``cwd/calls.log``."""
-    log = cwd / "calls.log"
+def calls(cwd: Path, log_name: str = "calls.log") -> list[dict[str, object]]:
+    """The invocations logged in ``cwd/calls.log`` (finished) or ``started.log``."""
+    log = cwd / log_name
     if not log.exists():
         return []
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
@@ -49,6 +50,8 @@ def _main(argv: list[str]) -> int:
     session = runflow.begin(path, persona, cwd=cwd, non_interactive=True)
     behave = session.handover.artifacts.data.get("behave", {})
     hid = session.handover.handover_id
+    with (cwd / "started.log").open("a") as log:
+        log.write(json.dumps({"id": hid, "persona": persona, "start": start}) + "\n")
     previous = [c for c in calls(cwd) if c["id"] == hid]
     if behave.get("grandchild"):
         grand = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -76,8 +79,20 @@ def _main(argv: list[str]) -> int:
     return int(behave.get("exit", 0))
 
 
-def test_child_program_is_a_script() -> None:
-    assert CHILD.read_text().count('if __name__ == "__main__"') == 1
+def test_child_program_writes_results_through_runflow(tmp_path: Path) -> None:
+    from personae.handover.create import build_handover, create_handover
+    from personae.handover.files import load_handover
+
+    h = build_handover(source_persona="a", target_persona="b", task="go", cwd=tmp_path)
+    path = create_handover(h, cwd=tmp_path).path
+    done = subprocess.run(
+        [sys.executable, str(CHILD), "--persona", "b", "--context-from", str(path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = load_handover(path).handover.results
+    assert results is not None and results.output == "b did: go | history: "
+    assert [c["persona"] for c in calls(tmp_path)] == ["b"]
 
 
 if __name__ == "__main__":

@@ -221,3 +221,36 @@ def test_tool_returns_command_for_later(project: Path) -> None:
     assert "personae run --persona report-writer --context-from" in result.message
     assert Path(result.context_path).exists()
     assert not calls(project)
+
+
+def test_tool_in_a_tool_registry(project: Path) -> None:
+    import asyncio
+    import json
+
+    from personae.errors import ToolError
+    from personae.handover.tool import register_handover_tool
+    from personae.tools.base import ToolContext
+    from personae.tools.registry import ToolRegistry
+    from personae.tools.workspace import Workspace
+
+    registry = ToolRegistry(Workspace(project))
+    register_handover_tool(registry, "data-analyst", command=command, timeout=30)
+    tool = registry.get("handover_to_persona")
+    assert {"target_persona", "task", "files"} <= set(tool.parameters["properties"])
+    ctx = ToolContext(workspace=registry.workspace, tool=tool.name)
+    text = asyncio.run(
+        tool.run({"target_persona": "report-writer", "task": "Summarize", "insights": ["i"]}, ctx)
+    )
+    result = json.loads(text)
+    assert result["status"] == "success" and result["results"]["status"] == "success"
+    with pytest.raises(ToolError, match="outside the allowed roots"):
+        asyncio.run(
+            tool.run(
+                {
+                    "target_persona": "w",
+                    "task": "t",
+                    "files": [{"path": "/etc/passwd", "type": "data"}],
+                },
+                ctx,
+            )
+        )

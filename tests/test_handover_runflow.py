@@ -237,3 +237,23 @@ def test_begin_on_bad_file_raises_usage_error(project: Path) -> None:
     bad.write_text("{")
     with pytest.raises(UsageError, match=r"x\.json"):
         runflow.begin(bad, None, cwd=project, non_interactive=True)
+
+
+def test_cli_create_uses_the_cast_for_mcp_servers_and_target_check(project: Path) -> None:
+    personas = project / ".personae" / "personas"
+    personas.mkdir(parents=True)
+    (personas / "data-analyst.md").write_text(
+        "---\nname: data-analyst\ndescription: Analyses data.\n"
+        "mcpServers:\n  hdf5: {command: hdf5-mcp}\n  slurm: {command: slurm-mcp}\n---\nAnalyse.\n"
+    )
+    (personas / "report-writer.md").write_text(
+        "---\nname: report-writer\ndescription: Writes reports.\n---\nWrite.\n"
+    )
+    out = cli(
+        project, "handover", "create", "--from", "data-analyst", "--to", "report-writr",
+        "--task", "t",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "did you mean 'report-writer'" in out.stderr
+    saved = json.loads(Path(out.stdout.strip()).read_text())
+    assert saved["context"]["mcpServers"] == ["hdf5", "slurm"]

@@ -49,6 +49,7 @@ def create(  # noqa: PLR0917 (typer options)
     ] = False,
 ) -> None:
     """Create a handover file (and record it in the ledger); prints its path."""
+    from personae.handover._cast import persona_facts
     from personae.handover._history import history_for
     from personae.handover.create import (
         build_handover,
@@ -61,6 +62,9 @@ def create(  # noqa: PLR0917 (typer options)
     cwd = Path.cwd()
     project = Project.open(cwd)
     files = [parse_file_spec(spec) for spec in file or []]
+    servers, warnings = persona_facts(cwd, source, to)
+    for warning in warnings:
+        typer.echo(f"personae: warning: {warning}", err=True)
     handover = build_handover(
         source_persona=source,
         target_persona=to,
@@ -72,6 +76,7 @@ def create(  # noqa: PLR0917 (typer options)
         insights=list(insight or []),
         interactive=interactive,
         history=history_for(project.state_db, session or None),
+        mcp_servers=servers,
         env_allow=project.config.handover.env_allow,
     )
     created = create_handover(handover, cwd=cwd, out=out, fmt=_fmt(context_format))
@@ -163,6 +168,9 @@ def run(  # noqa: PLR0917 (typer options)
     return_path: Annotated[
         Path | None, typer.Option("--return", help="Write results here instead.")
     ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model for the child (provider:name).")
+    ] = None,
 ) -> None:
     """Run the target persona in a child `personae run` process; exit code per docs."""
     from personae.handover.executor import run_handover
@@ -186,6 +194,7 @@ def run(  # noqa: PLR0917 (typer options)
         attempts=retries + 1,
         backoff=backoff,
         persona=persona,
+        model=model,
         return_path=return_path,
         on_attempt=report,
     )

@@ -10,6 +10,7 @@ and its results adopted when it succeeded.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -216,6 +217,8 @@ def _make_handover(wf: Workflow, step: Step, states: dict[str, StepState], sdir:
         history=history,
     )
     path = sdir / "handovers" / f"{step.id}.json"
+    with contextlib.suppress(UsageError):  # a rerun keeps the step's id: one ledger trail
+        handover.handover_id = load_handover(path).handover.handover_id
     create_handover(handover, cwd=wf.path.parent, out=path, fmt="json")
     return path
 

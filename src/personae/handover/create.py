@@ -49,25 +49,25 @@ class CreatedHandover:
     """Hash of the bytes written."""
 
 
-def parse_file_spec(spec: str) -> ArtifactFile:
+def parse_file_spec(spec: str, what: str = "--file") -> ArtifactFile:
     """``PATH:TYPE:DESCRIPTION`` (description optional) -> ArtifactFile."""
     parts = spec.split(":", 2)
     if len(parts) < 2 or not parts[0]:
         raise UsageError(
-            f"--file {spec!r}: expected PATH:TYPE[:DESCRIPTION] with TYPE one of "
+            f"{what} {spec!r}: expected PATH:TYPE[:DESCRIPTION] with TYPE one of "
             f"{', '.join(ARTIFACT_TYPES)}"
         )
     path, kind = parts[0], parts[1].strip().lower()
     if kind not in ARTIFACT_TYPES:
         raise UsageError(
-            f"--file {spec!r}: unknown type {kind!r} (valid: {', '.join(ARTIFACT_TYPES)})"
+            f"{what} {spec!r}: unknown type {kind!r} (valid: {', '.join(ARTIFACT_TYPES)})"
         )
     desc = parts[2] if len(parts) == 3 else ""
     suffix = Path(path).suffix.lstrip(".").lower()
     try:
         return ArtifactFile(path=path, type=kind, description=desc, format=suffix or None)  # type: ignore[arg-type]
     except ValidationError as exc:
-        raise UsageError(f"--file {spec!r}: {exc.errors()[0]['msg']}") from None
+        raise UsageError(f"{what} {spec!r}: {exc.errors()[0]['msg']}") from None
 
 
 def parse_data(text: str | None) -> dict[str, Any]:

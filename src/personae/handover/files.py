@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import pydantic_core
 import yaml
 from filelock import FileLock, Timeout
 from pydantic import ValidationError
@@ -67,6 +68,13 @@ class LoadedHandover:
     """``json`` or ``yaml``."""
     sha256: str
     """Hash of the bytes read."""
+    resolved: tuple[str, ...] = ()
+    """Resolved artifact paths (filled when loaded with a policy)."""
+
+    @property
+    def artifact_paths(self) -> list[Path]:
+        """The resolved artifact paths as ``Path`` objects."""
+        return [Path(p) for p in self.resolved]
 
 
 def detect_format(path: Path, text: str | None = None) -> ContextFormat:
@@ -190,8 +198,8 @@ def validate_safety(
     *,
     env_allow: Iterable[str] = (),
     path: Path | None = None,
-) -> list[Path]:
-    """Apply the safety rules; returns the resolved artifact paths.
+) -> list[str]:
+    """Apply the safety rules; returns the resolved artifact paths (as strings).
 
     Raises HandoverSecurityError naming the file, field and offending value.
     """
@@ -204,21 +212,22 @@ def validate_safety(
         raise HandoverSecurityError(
             "source.workingDirectory must be absolute", file=path, field="source.workingDirectory"
         )
-    resolved: list[Path] = []
-    for i, art in enumerate(handover.artifacts.files):
-        field = f"artifacts.files[{i}].path"
+    texts = [art.path for art in handover.artifacts.files]
+    try:
+        resolved = policy.resolve_strings(texts, workdir, what="artifact path")
+    except HandoverSecurityError as exc:
+        raise HandoverSecurityError(
+            exc.message, file=path, field=f"artifacts.files[{exc.index or 0}].path"
+        ) from None
+    if handover.results is not None and handover.results.artifacts:
         try:
-            resolved.append(policy.resolve(art.path, workdir, what="artifact path"))
+            policy.resolve_strings(
+                handover.results.artifacts, workdir, what="result artifact path"
+            )
         except HandoverSecurityError as exc:
-            raise HandoverSecurityError(exc.message, file=path, field=field) from None
-    if handover.results is not None:
-        for i, text in enumerate(handover.results.artifacts or []):
-            try:
-                policy.resolve(text, workdir, what="result artifact path")
-            except HandoverSecurityError as exc:
-                raise HandoverSecurityError(
-                    exc.message, file=path, field=f"results.artifacts[{i}]"
-                ) from None
+            raise HandoverSecurityError(
+                exc.message, file=path, field=f"results.artifacts[{exc.index or 0}]"
+            ) from None
     return resolved
 
 
@@ -259,10 +268,15 @@ def load_handover(
     text = _decode(data, file).removeprefix("\ufeff")
     chosen = fmt or detect_format(file, text)
     handover = parse_handover(text, file, chosen)
+    resolved: list[str] = []
     if policy is not None:
-        validate_safety(handover, policy, env_allow=env_allow, path=file)
+        resolved = validate_safety(handover, policy, env_allow=env_allow, path=file)
     return LoadedHandover(
-        handover=handover, path=file, format=chosen, sha256=hashlib.sha256(data).hexdigest()
+        handover=handover,
+        path=file,
+        format=chosen,
+        sha256=hashlib.sha256(data).hexdigest(),
+        resolved=tuple(resolved),
     )
 
 
@@ -273,10 +287,9 @@ def dump_handover(handover: ContextHandover, fmt: ContextFormat = "json") -> byt
     """Serialize (secrets redacted) to JSON or YAML bytes."""
     data = redact_secrets(handover.model_dump(mode="json", by_alias=True))
     if fmt == "yaml":
-        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+        raw = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100).encode("utf-8")
     else:
-        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    raw = text.encode("utf-8")
+        raw = pydantic_core.to_json(data, indent=2) + b"\n"
     if len(raw) > MAX_FILE_BYTES:
         raise UsageError(f"handover would be larger than {MAX_FILE_BYTES} bytes")
     return raw

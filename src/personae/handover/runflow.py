@@ -151,7 +151,7 @@ def begin(
         section_text=render_section(h),
         workdir=workdir,
         warnings=warnings,
-        artifact_paths=validate_paths(h, policy),
+        artifact_paths=loaded.artifact_paths,
         applied_env=applied,
         policy=policy,
         ledger_db=db,
@@ -162,12 +162,6 @@ def begin(
     if warn:
         warnings.append(warn)
     return session
-
-
-def validate_paths(h: ContextHandover, policy: PathPolicy) -> list[Path]:
-    """Resolved artifact paths (already checked by ``load_handover``)."""
-    base = Path(h.source.working_directory)
-    return [policy.resolve(f.path, base, what="artifact path") for f in h.artifacts.files]
 
 
 def _clip(text: str | None, limit: int) -> str | None:

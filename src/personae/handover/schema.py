@@ -18,11 +18,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
     StringConstraints,
     field_validator,
-    model_serializer,
 )
 from pydantic.alias_generators import to_camel
 
@@ -76,6 +73,10 @@ HandoverId = Annotated[
 _VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:[-+][0-9A-Za-z.+-]*)?$")
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
 def now_iso() -> str:
     """The current UTC time as ISO 8601 with a ``Z`` suffix."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
@@ -95,7 +96,11 @@ def _check_timestamp(value: str) -> str:
 
 
 class _Wire(BaseModel):
-    """Base: camelCase wire names, unknown fields kept, ``None`` fields omitted on dump."""
+    """Base: camelCase wire names, unknown fields kept.
+
+    Optional fields left at ``None`` are omitted on dump (``exclude_if``);
+    unknown fields are written back exactly as they came, ``None`` included.
+    """
 
     model_config = ConfigDict(
         extra="allow",
@@ -105,21 +110,6 @@ class _Wire(BaseModel):
         str_strip_whitespace=False,
         use_attribute_docstrings=True,
     )
-
-    @model_serializer(mode="wrap")
-    def _omit_unset_optionals(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> Any:
-        data = handler(self)
-        if not isinstance(data, dict):
-            return data
-        # Drop declared fields that are None (optional in the seed); keep unknown
-        # fields exactly as they came, None included.
-        for name, field in type(self).model_fields.items():
-            if getattr(self, name) is None:
-                key = field.alias if info.by_alias and field.alias else name
-                data.pop(key, None)
-        return data
 
 
 class Source(_Wire):
@@ -157,7 +147,7 @@ class ArtifactFile(_Wire):
     """``data``, ``code``, ``analysis`` or ``document``."""
     description: Text4k = ""
     """What the file is."""
-    format: ShortText | None = None
+    format: ShortText | None = Field(default=None, exclude_if=_is_none)
     """Optional format hint (``csv``, ``hdf5``, ``parquet``, ``jupyter`` ...)."""
 
 
@@ -192,9 +182,9 @@ class ExecutionContext(_Wire):
 
     history: list[HistoryEntry] = Field(default_factory=list, max_length=1000)
     """Earlier personas' work, oldest first."""
-    mcp_servers: list[ShortText] | None = None
+    mcp_servers: list[ShortText] | None = Field(default=None, exclude_if=_is_none)
     """Names of the source persona's MCP servers."""
-    memory_snapshot: Text200k | None = None
+    memory_snapshot: Text200k | None = Field(default=None, exclude_if=_is_none)
     """Optional memory state as text."""
 
 
@@ -203,13 +193,13 @@ class Results(_Wire):
 
     status: ResultStatus
     """``success``, ``failure`` or ``partial``."""
-    output: Text200k | None = None
+    output: Text200k | None = Field(default=None, exclude_if=_is_none)
     """The run's final answer / output text."""
-    artifacts: list[PathText] | None = None
+    artifacts: list[PathText] | None = Field(default=None, exclude_if=_is_none)
     """New files created."""
-    error: Text20k | None = None
+    error: Text20k | None = Field(default=None, exclude_if=_is_none)
     """What went wrong (on failure)."""
-    next_steps: list[Text4k] | None = None
+    next_steps: list[Text4k] | None = Field(default=None, exclude_if=_is_none)
     """Suggested next steps."""
 
 
@@ -230,7 +220,7 @@ class ContextHandover(_Wire):
     """Files, data and insights handed over."""
     context: ExecutionContext = Field(default_factory=ExecutionContext)
     """History, MCP servers, memory."""
-    results: Results | None = None
+    results: Results | None = Field(default=None, exclude_if=_is_none)
     """Results written back by the target (absent until then)."""
 
     _ts = field_validator("timestamp")(_check_timestamp)

@@ -7,6 +7,7 @@ environment variables are captured or applied; secrets are never written.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import tempfile
@@ -73,10 +74,24 @@ MAX_ENV_VALUE = 1024
 class HandoverSecurityError(UsageError):
     """A handover breaks a safety rule (path outside roots, refused variable ...)."""
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        index: int | None = None,
+    ) -> None:
+        super().__init__(message, file=file, line=line, field=field)
+        self.index = index
+        """Position of the offending item in a batch check, if any."""
+
 
 # --- paths -----------------------------------------------------------------
 
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Characters that look like '/' or '.' but are not (NFKC keeps some of them).
 _LOOKALIKES = frozenset("\u2215\u2044\u29f8\u2571\uff0f\u3033\u0338\u2024\u2025\u2026\ufe52\uff0e")
 
@@ -100,6 +115,26 @@ def check_path_text(text: str) -> None:
     """
     if not text:
         raise ValueError("empty path")
+    if text.isascii():
+        bad = _ASCII_CONTROL.search(text)
+        if bad is not None:
+            ch = bad.group()
+            if ch == "\x00":
+                raise ValueError("contains a NUL byte")
+            raise ValueError(f"contains control character U+{ord(ch):04X}")
+    else:
+        _check_unicode(text)
+    if _PERCENT.search(text):
+        raise ValueError("contains URL-encoded characters")
+    if "\\" in text:
+        raise ValueError("contains a backslash")
+    if text.startswith("~"):
+        raise ValueError("starts with '~' (home expansion is not done)")
+    if ".." in text and any(part == ".." for part in text.split("/")):
+        raise ValueError("contains a '..' component")
+
+
+def _check_unicode(text: str) -> None:
     for ch in text:
         cat = unicodedata.category(ch)
         if ch == "\x00":
@@ -114,18 +149,10 @@ def check_path_text(text: str) -> None:
         raise ValueError("contains a look-alike of '/' or '.'")
     if unicodedata.normalize("NFKC", text) != text:
         raise ValueError("is not in normal form (look-alike unicode characters)")
-    if _PERCENT.search(text):
-        raise ValueError("contains URL-encoded characters")
-    if "\\" in text:
-        raise ValueError("contains a backslash")
-    if text.startswith("~"):
-        raise ValueError("starts with '~' (home expansion is not done)")
-    if any(part == ".." for part in text.split("/")):
-        raise ValueError("contains a '..' component")
 
 
-def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+def _within(real: str, roots: Sequence[str]) -> bool:
+    return any(real == r or real.startswith(r if r.endswith("/") else r + "/") for r in roots)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,10 +162,12 @@ class PathPolicy:
     roots: Sequence[Path]
     """Allowed roots (resolved on use)."""
     _resolved: tuple[Path, ...] = field(init=False, repr=False, default=())
+    _root_strs: tuple[str, ...] = field(init=False, repr=False, default=())
 
     def __post_init__(self) -> None:
         resolved = tuple(dict.fromkeys(Path(os.path.realpath(r)) for r in self.roots))
         object.__setattr__(self, "_resolved", resolved)
+        object.__setattr__(self, "_root_strs", tuple(str(r) for r in resolved))
 
     @property
     def resolved_roots(self) -> tuple[Path, ...]:
@@ -150,24 +179,61 @@ class PathPolicy:
 
         Raises HandoverSecurityError naming the path otherwise.
         """
-        try:
-            check_path_text(text)
-        except ValueError as exc:
-            raise HandoverSecurityError(f"{what} {text!r} refused: {exc}") from None
-        candidate = Path(text) if os.path.isabs(text) else Path(base) / text
-        real = Path(os.path.realpath(candidate))
-        if not any(_within(real, root) for root in self._resolved):
-            shown = f" (resolves to {real})" if str(real) != str(candidate) else ""
-            raise HandoverSecurityError(
-                f"{what} {text!r} refused: outside the allowed roots{shown}; "
-                f"allowed: {', '.join(str(r) for r in self._resolved)}"
-            )
-        return real
+        return self.resolve_many([text], base, what=what)[0]
+
+    def resolve_many(
+        self, texts: Sequence[str], base: Path, *, what: str = "path"
+    ) -> list[Path]:
+        """:meth:`resolve` for many paths (directories resolved once per call)."""
+        return [Path(p) for p in self.resolve_strings(texts, base, what=what)]
+
+    def resolve_strings(
+        self, texts: Sequence[str], base: Path | str, *, what: str = "path"
+    ) -> list[str]:
+        """:meth:`resolve_many` returning plain strings (cheaper for thousands of paths).
+
+        Raises HandoverSecurityError with ``index`` set to the offending position.
+        """
+        dirs: dict[str, tuple[str, bool]] = {}
+        out: list[str] = []
+        base_s = str(base)
+        for index, text in enumerate(texts):
+            try:
+                check_path_text(text)
+            except ValueError as exc:
+                raise HandoverSecurityError(
+                    f"{what} {text!r} refused: {exc}", index=index
+                ) from None
+            candidate = text if os.path.isabs(text) else os.path.join(base_s, text)
+            real = self._real(candidate, dirs)
+            if not _within(real, self._root_strs):
+                shown = f" (resolves to {real})" if real != os.path.normpath(candidate) else ""
+                raise HandoverSecurityError(
+                    f"{what} {text!r} refused: outside the allowed roots{shown}; "
+                    f"allowed: {', '.join(self._root_strs)}",
+                    index=index,
+                )
+            out.append(real)
+        return out
+
+    @staticmethod
+    def _real(candidate: str, dirs: dict[str, tuple[str, bool]]) -> str:
+        """``os.path.realpath`` with the parent directory's resolution cached."""
+        head, name = os.path.split(candidate)
+        if name in {"", "."}:
+            return os.path.realpath(candidate)
+        cached = dirs.get(head)
+        if cached is None:
+            real_head = os.path.realpath(head)
+            cached = dirs[head] = (real_head, os.path.isdir(real_head))
+        real_head, exists = cached
+        joined = os.path.join(real_head, name)
+        # Only an existing directory can hold a symlink named ``name``.
+        return os.path.realpath(joined) if exists and os.path.islink(joined) else joined
 
     def allows(self, path: Path) -> bool:
         """Whether ``path`` (symlinks resolved) is inside a root."""
-        real = Path(os.path.realpath(path))
-        return any(_within(real, root) for root in self._resolved)
+        return _within(os.path.realpath(path), self._root_strs)
 
 
 # --- environment -------------------------------------------------------------
@@ -235,9 +301,11 @@ _SECRET_VALUE = re.compile(
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)"
     r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,})"
 )
+_MIN_SECRET = 14
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """Whether a key or variable name says it holds a secret (``API_KEY``, ``authToken`` ...)."""
     return bool(_SECRET_NAME.search(_CAMEL.sub("_", name).replace("-", "_")))
@@ -255,7 +323,8 @@ def redact_secrets(value: Any) -> Any:
     substrings anywhere are replaced in place.
     """
     if isinstance(value, str):
-        return _SECRET_VALUE.sub(REDACTED, value)
+        # Every credential shape is at least 14 characters long.
+        return _SECRET_VALUE.sub(REDACTED, value) if len(value) >= _MIN_SECRET else value
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         for key, item in value.items():

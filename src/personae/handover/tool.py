@@ -8,13 +8,16 @@ returns its results, or returns the command to run later.
 
 from __future__ import annotations
 
+import json
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from personae.errors import UsageError
+from pydantic import BaseModel, ConfigDict, Field
+
+from personae.errors import PersonaeError, UsageError
 from personae.handover.create import build_handover, create_handover
 from personae.handover.executor import (
     ChildSpec,
@@ -23,8 +26,17 @@ from personae.handover.executor import (
     run_handover,
 )
 from personae.handover.schema import ArtifactFile, HistoryEntry
+from personae.tools.base import Tool, ToolContext
+from personae.tools.registry import ToolRegistry
 
-__all__ = ["HANDOVER_TOOL_NAME", "HandoverToolResult", "handover_to_persona"]
+__all__ = [
+    "HANDOVER_TOOL_NAME",
+    "HandoverToolArgs",
+    "HandoverToolResult",
+    "handover_to_persona",
+    "handover_tool",
+    "register_handover_tool",
+]
 
 HANDOVER_TOOL_NAME = "handover_to_persona"
 """The tool's name."""
@@ -137,3 +149,79 @@ def handover_to_persona(
         command=argv,
         message=f"{target_persona} finished with status {outcome.status}",
     )
+
+
+class HandoverToolArgs(BaseModel):
+    """Arguments of the ``handover_to_persona`` tool (seed 001 handoverSchema)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target_persona: str = Field(
+        min_length=1, max_length=128, description="Target persona name (e.g. report-writer)."
+    )
+    task: str = Field(min_length=1, max_length=20_000, description="The target persona's task.")
+    files: list[ArtifactFile] = Field(
+        default_factory=list,
+        description="Files to share: {path, type: data|code|analysis|document, description}.",
+    )
+    data: dict[str, Any] = Field(default_factory=dict, description="Structured data to pass.")
+    insights: list[str] = Field(default_factory=list, description="Key insights to share.")
+    wait_for_results: bool = Field(
+        default=True,
+        description="Run the target now and wait for its results (else return the command).",
+    )
+
+
+def handover_tool(
+    source_persona: str,
+    *,
+    session_id: str = "",
+    timeout: float = 300.0,
+    attempts: int = 3,
+    backoff: float = 1.0,
+    command: CommandBuilder = personae_run_command,
+) -> Tool[HandoverToolArgs]:
+    """The ``handover_to_persona`` tool for a :class:`~personae.tools.registry.ToolRegistry`.
+
+    It runs in the tool context's workspace root; its result is the JSON of
+    :class:`HandoverToolResult`. Refused handovers become tool errors.
+    """
+
+    def run(args: HandoverToolArgs, ctx: ToolContext) -> str:
+        try:
+            result = handover_to_persona(
+                args.target_persona,
+                args.task,
+                source_persona=source_persona,
+                cwd=ctx.workspace.root,
+                files=args.files,
+                data=args.data,
+                insights=args.insights,
+                wait_for_results=args.wait_for_results,
+                session_id=session_id,
+                timeout=timeout,
+                attempts=attempts,
+                backoff=backoff,
+                command=command,
+            )
+        except PersonaeError as exc:
+            raise ctx.error(str(exc)) from None
+        return json.dumps(asdict(result), ensure_ascii=False)
+
+    return Tool(
+        HANDOVER_TOOL_NAME,
+        "Hand work over to another persona with context (files, data, insights). It runs as a "
+        "separate personae process; with wait_for_results it returns that persona's results, "
+        "otherwise the command to run it later.",
+        HandoverToolArgs,
+        run,
+    )
+
+
+def register_handover_tool(
+    registry: ToolRegistry, source_persona: str, **options: Any
+) -> Tool[HandoverToolArgs]:
+    """Register :func:`handover_tool` into ``registry`` (options as for ``handover_tool``)."""
+    tool = handover_tool(source_persona, **options)
+    registry.register(tool)
+    return tool

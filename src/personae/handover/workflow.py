@@ -92,9 +92,12 @@ class Step(BaseModel):
     @field_validator("files", mode="before")
     @classmethod
     def _files(cls, value: Any) -> Any:
-        if isinstance(value, list):
-            return [parse_file_spec(v) if isinstance(v, str) else v for v in value]
-        return value
+        if not isinstance(value, list):
+            return value
+        try:
+            return [parse_file_spec(v, "file") if isinstance(v, str) else v for v in value]
+        except UsageError as exc:
+            raise ValueError(exc.message) from None
 
 
 Stage = list[Step]
