@@ -23,6 +23,7 @@ from personae.context.assemble import assemble
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage, ToolCall
 from personae.context.snapshot import Snapshot, Summarizer
+from personae.store.conversations import ConversationStore
 from personae.tokens.base import TokenCounter
 
 __all__ = ["ContextView", "RoleName", "TurnContext"]
@@ -72,7 +73,7 @@ class TurnContext:
         task: str,
         counter: TokenCounter,
         budget: Budget | None = None,
-        conversations: object | None = None,
+        conversations: ConversationStore | None = None,
         session: str | None = None,
         summarizer: Summarizer | None = None,
         messages: Sequence[object] | None = None,
