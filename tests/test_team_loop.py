@@ -88,11 +88,13 @@ def run(
     rules: list[dict[str, Any]] | None = None,
     max_retries: int = 2,
     session: str | None = None,
+    request_cap: int | None = None,
 ) -> tuple[RunOutcome, Any]:
     model = scripted_function_model(Scenario.model_validate({"steps": steps, "rules": rules or []}))
     options = RunOptions(
-        root=root, persona="dev", max_retries=max_retries, session=session, include_git_log=False
-    )
+        root=root, persona="dev", max_retries=max_retries, session=session,
+        include_git_log=False, request_cap=request_cap,
+    )  # fmt: skip
     resolver = ModelResolver.using(model, "scripted:test")
     outcome = asyncio.run(run_turn(task, options, resolver=resolver))
     assert model.player.remaining_steps == 0, "scenario steps left unanswered"
@@ -467,3 +469,21 @@ def test_run_and_events_are_stored(tmp_path: Path) -> None:
         assert [c.role for c in calls] == ["manager", "worker", "worker", "validator", "manager"]
         assert all(c.context_text and c.budget["budget"] > 0 for c in calls)
         assert runs.get(outcome.run_id[:-2]).id == outcome.run_id  # unique prefix
+
+
+def test_run_usage_cap_stops_cleanly(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, player = run(
+        root,
+        [
+            plan("Find the port", "Find the host"),
+            tool("read_file", path="config.yaml"),
+            work("port 8081"),
+        ],
+        request_cap=3,
+    )
+    assert len(player.requests) == 3  # the validator call was never sent
+    assert [o.status for o in outcome.result.outcomes] == ["skipped", "skipped"]
+    assert "request cap of 3" in kinds(outcome, "warning")[0].message
+    assert "Not completed" in outcome.result.final_text
+    assert outcome.result.usage["requests"] == 3

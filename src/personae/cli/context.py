@@ -1,9 +1,213 @@
-"""`personae context ...` commands."""
+"""`personae context ...`: assemble a role's context, or show its budget report."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+if TYPE_CHECKING:
+    from personae.context.assemble import AssembledContext
 
 __all__ = ["app"]
 
-app = typer.Typer(help="context commands.", no_args_is_help=True)
+app = typer.Typer(
+    help="Assemble what a role sees (fitted to a token budget) and report on it.",
+    no_args_is_help=True,
+)
+
+RoleOpt = Annotated[
+    str, typer.Option("--role", "-r", help="Role profile (manager, worker, client, builder, ...).")
+]
+PersonaOpt = Annotated[str | None, typer.Option("--persona", "-p", help="Active persona.")]
+TaskOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--task", "-t", help="Task text, or a task file name under .personae/project/tasks/."
+    ),
+]
+SessionOpt = Annotated[
+    str | None,
+    typer.Option("--session", "-s", help="Conversation session id in .personae/state.db."),
+]
+ModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--model", "-m", help="Model (decides tokenizer and window); default PERSONAE_MODEL."
+    ),
+]
+BudgetOpt = Annotated[int | None, typer.Option("--budget", min=1, help="Budget in tokens.")]
+WindowOpt = Annotated[
+    int | None,
+    typer.Option("--window", min=1, help="Context window in tokens (budget = share of it)."),
+]
+StepOpt = Annotated[
+    str | None,
+    typer.Option("--step", help="Current step (NN-goal/NN-step) under .personae/project/goals/."),
+]
+RootOpt = Annotated[Path, typer.Option("--root", help="Project folder (default: current).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def _assemble(
+    *,
+    root: Path,
+    role: str,
+    persona: str | None,
+    task: str | None,
+    session: str | None,
+    model: str | None,
+    budget: int | None,
+    window: int | None,
+    step: str | None,
+) -> AssembledContext:
+    from personae.context.assemble import assemble
+    from personae.context.budget import Budget
+    from personae.context.profiles import load_profiles
+    from personae.context.snapshot import Snapshot
+    from personae.errors import UsageError
+    from personae.project import Project
+    from personae.settings import PersonaeSettings
+    from personae.tokens.registry import counter_for_model, model_info
+
+    if budget is not None and window is not None:
+        raise typer.BadParameter("give --budget or --window, not both")
+    settings = PersonaeSettings()
+    project = Project.open(root)
+    chosen = model or settings.model or project.config.model
+    info = model_info(chosen)
+    counter = counter_for_model(chosen)
+    profiles = load_profiles(project.root)
+    profiles.get(role)  # unknown role: fail before reading anything else
+    if budget is not None:
+        plan = Budget.absolute(budget)
+    else:
+        plan = Budget.of_window(window or info.context_window, settings.budget_share)
+    execution = validation = None
+    if persona is not None:
+        from personae.persona.cast import Cast
+
+        cast = Cast.load(project.root)
+        execution = cast.execution_block(persona)
+        validation = cast.validation_context(persona)
+    conversations = None
+    store = None
+    if session is not None:
+        if not project.state_db.is_file():
+            raise UsageError(
+                "no conversation store yet (nothing has been run in this project)",
+                file=project.state_db,
+                field="session",
+            )
+        from personae.store.conversations import ConversationStore
+        from personae.store.db import Store
+
+        store = Store(project.state_db)
+        conversations = ConversationStore(store, counter)
+    try:
+        snapshot = Snapshot.build(
+            project.root,
+            conversations=conversations,
+            session=session,
+            counter=counter,
+            persona=persona,
+            execution_block=execution,
+            validation_context=validation,
+            task=task,
+            step=step,
+            profiles=profiles,
+            commands=project.config.commands,
+        )
+        return assemble(snapshot, role, plan, counter, profiles=profiles)
+    finally:
+        if store is not None:
+            store.close()
+
+
+@app.command("build")
+def build(  # noqa: PLR0917
+    role: RoleOpt,
+    persona: PersonaOpt = None,
+    task: TaskOpt = None,
+    session: SessionOpt = None,
+    model: ModelOpt = None,
+    budget: BudgetOpt = None,
+    window: WindowOpt = None,
+    step: StepOpt = None,
+    report: Annotated[
+        bool, typer.Option("--report", help="Also print the budget report (on stderr).")
+    ] = False,
+    as_json: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> None:
+    """Print the rendered context for ROLE (or JSON with `rendered` and `report`)."""
+    ctx = _assemble(
+        root=root,
+        role=role,
+        persona=persona,
+        task=task,
+        session=session,
+        model=model,
+        budget=budget,
+        window=window,
+        step=step,
+    )
+    if as_json:
+        payload = {"rendered": ctx.render(), "report": ctx.report().model_dump(mode="json")}
+        typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+        return
+    typer.echo(ctx.render())
+    if report:
+        typer.echo(ctx.report().to_text(), err=True)
+
+
+@app.command("report")
+def report_cmd(  # noqa: PLR0917
+    role: RoleOpt,
+    persona: PersonaOpt = None,
+    task: TaskOpt = None,
+    session: SessionOpt = None,
+    model: ModelOpt = None,
+    budget: BudgetOpt = None,
+    window: WindowOpt = None,
+    step: StepOpt = None,
+    as_json: JsonOpt = False,
+    root: RootOpt = Path("."),
+) -> None:
+    """Print only the budget report for ROLE."""
+    ctx = _assemble(
+        root=root,
+        role=role,
+        persona=persona,
+        task=task,
+        session=session,
+        model=model,
+        budget=budget,
+        window=window,
+        step=step,
+    )
+    rep = ctx.report()
+    if as_json:
+        typer.echo(json.dumps(rep.model_dump(mode="json"), ensure_ascii=False, indent=2))
+    else:
+        typer.echo(rep.to_text())
+
+
+@app.command("roles")
+def roles(root: RootOpt = Path("."), as_json: JsonOpt = False) -> None:
+    """List the role profiles (built-in and .personae/profiles.yaml) and their sections."""
+    from personae.context.profiles import load_profiles
+
+    profiles = load_profiles(Path(root).resolve())
+    if as_json:
+        data = {
+            r: [s.model_dump(mode="json", exclude_none=True) for s in profiles.get(r).sections]
+            for r in profiles.roles
+        }
+        typer.echo(json.dumps(data, indent=2))
+        return
+    for r in profiles.roles:
+        p = profiles.get(r)
+        typer.echo(f"{r:<16} {', '.join(s.tag for s in p.sections)}")

@@ -51,6 +51,8 @@ def _summary(persona: Persona) -> dict[str, Any]:
 
 
 def _problem_hint(cast: Cast) -> None:
+    if not cast.personas:
+        typer.echo("personae: no personas found; `personae init` creates an example cast", err=True)
     if cast.problems:
         typer.echo(
             f"personae: {len(cast.errors)} errors, {len(cast.warnings)} warnings while loading;"

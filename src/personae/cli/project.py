@@ -31,8 +31,9 @@ def register(app: typer.Typer) -> None:
         for rel in report.kept:
             typer.echo(f"kept     {directory / rel} (differs from the example; left as is)")
         if report.changed_anything:
+            n = len(report.created)
             typer.echo(
-                f"personae init: created {len(report.created)} files in {directory}"
+                f"personae init: created {n} file{'s' if n != 1 else ''} in {directory}"
                 " (try: personae personas list)"
             )
         else:

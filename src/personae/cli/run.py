@@ -94,6 +94,10 @@ def register(app: typer.Typer) -> None:
         handover_timeout: Annotated[
             float | None, typer.Option(min=0.001, help="Seconds this run may take.")
         ] = None,
+        max_requests: Annotated[
+            int | None,
+            typer.Option(min=1, help="Most model requests for the whole run (all agents)."),
+        ] = None,
     ) -> None:
         """One turn of the team (Manager, Worker, Validator) on the current project."""
         from personae.project import Project
@@ -129,6 +133,7 @@ def register(app: typer.Typer) -> None:
             max_retries=settings.max_retries if max_retries is None else max_retries,
             budget_share=settings.budget_share,
             handover_text=handover.section_text if handover else None,
+            request_cap=max_requests,
         )
         view = _View(as_json=as_json)
         timeout = handover_timeout if handover_timeout is not None else (

@@ -1,3 +1,38 @@
-"""personae.context."""
+"""personae.context: what each agent sees, fitted to an exact token budget.
 
-__all__: list[str] = []
+``Snapshot.build(...)`` once per turn; ``assemble(snapshot, role, budget, counter)``
+for each role; ``.render()`` gives the prompt text, ``.report()`` the budget report.
+"""
+
+from personae.context.assemble import AssembledContext, assemble
+from personae.context.budget import DEFAULT_SHARE, Budget
+from personae.context.fit import FitResult, FittedSection, SectionContent, fit
+from personae.context.messages import ChatMessage, ToolCall
+from personae.context.profiles import ProfileSet, load_profiles
+from personae.context.render import escape
+from personae.context.report import BudgetReport, SectionReport
+from personae.context.snapshot import Snapshot, Summarizer
+from personae.context.spec import Profile, SectionSpec, Truncation
+
+__all__ = [
+    "DEFAULT_SHARE",
+    "AssembledContext",
+    "Budget",
+    "BudgetReport",
+    "ChatMessage",
+    "FitResult",
+    "FittedSection",
+    "Profile",
+    "ProfileSet",
+    "SectionContent",
+    "SectionReport",
+    "SectionSpec",
+    "Snapshot",
+    "Summarizer",
+    "ToolCall",
+    "Truncation",
+    "assemble",
+    "escape",
+    "fit",
+    "load_profiles",
+]

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from personae.context.messages import ChatMessage, from_stored, group_units
 from personae.tokens.base import TokenCounter
+
+if TYPE_CHECKING:
+    from personae.store.conversations import ConversationStore
 
 __all__: list[str] = []
 
@@ -24,7 +28,7 @@ class Loaded:
 
 
 def _tail(
-    conv: object, session: str, counter: TokenCounter, want: int, hard_max: int
+    conv: ConversationStore, session: str, counter: TokenCounter, want: int, hard_max: int
 ) -> list[ChatMessage]:
     """The newest messages: at least ``want``, whole exchanges, always the latest user message.
 
@@ -35,7 +39,7 @@ def _tail(
     """
     out: list[ChatMessage] = []
     seen_user = False
-    for raw in conv.iter_backward(session, counter=counter):  # type: ignore[attr-defined]
+    for raw in conv.iter_backward(session, counter=counter):
         msg = from_stored(raw)
         if len(out) >= hard_max and not seen_user:
             if msg.role == "user":
@@ -50,8 +54,32 @@ def _tail(
     return out
 
 
+def _window(
+    conv: ConversationStore, session: str, counter: TokenCounter, recent: int
+) -> list[ChatMessage]:
+    """Whole exchanges, newest first, while they fit in ``recent`` messages (path A).
+
+    The latest user turn is always included, however long it is.
+    """
+    out: list[ChatMessage] = []
+    pending: list[ChatMessage] = []
+    seen_user = False
+    for raw in conv.iter_backward(session, counter=counter):
+        msg = from_stored(raw)
+        pending.append(msg)
+        if msg.role == "tool":
+            continue
+        if seen_user and len(out) + len(pending) > recent:
+            break
+        out.extend(pending)
+        pending = []
+        seen_user = seen_user or msg.role == "user"
+    out.reverse()
+    return out
+
+
 def load_conversation(
-    conv: object,
+    conv: ConversationStore,
     session: str,
     counter: TokenCounter,
     *,
@@ -59,27 +87,29 @@ def load_conversation(
     summarizer: Summarizer | None,
 ) -> Loaded:
     """Path A (summary + last messages) with a summarizer, else path B (trim only)."""
-    info = conv.session(session)  # type: ignore[attr-defined]
+    info = conv.session(session)
     total = int(info.message_count)
     if total == 0:
         return Loaded(None, None, (), 0, "none", 0)
     if summarizer is None:
-        tail = _tail(conv, session, counter, max(recent * 4, 24), max(recent * 64, 512))
+        tail = _tail(conv, session, counter, max(recent * 2, 12), max(recent * 64, 512))
         return Loaded(None, None, tuple(tail), total - len(tail), "B", 0)
-    tail = _tail(conv, session, counter, recent, max(recent * 64, 512))
+    tail = _window(conv, session, counter, recent)
     units, _ = group_units(tail)
     start_seq = units[0].head.seq if units else tail[-1].seq + 1
     tail = [m for m in tail if m.seq >= start_seq]
-    prior = conv.latest_summary(session, counter=counter)  # type: ignore[attr-defined]
+    prior = conv.latest_summary(session, counter=counter)
     covers = int(prior.covers_seq) if prior is not None else 0
     text = prior.text if prior is not None else None
     tokens = int(prior.tokens) if prior is not None else None
     folded = 0
     if covers < start_seq - 1:
-        new = [from_stored(m) for m in conv.between(session, after_seq=covers, upto_seq=start_seq - 1)]  # type: ignore[attr-defined]
+        new = [
+            from_stored(m) for m in conv.between(session, after_seq=covers, upto_seq=start_seq - 1)
+        ]
         if new:
             text = summarizer(text, new)
-            saved = conv.save_summary(session, start_seq - 1, text)  # type: ignore[attr-defined]
+            saved = conv.save_summary(session, start_seq - 1, text)
             tokens = int(saved.tokens) if saved.counter == counter.name else None
             folded = len(new)
     earlier = 0 if text else max(0, total - len(tail))

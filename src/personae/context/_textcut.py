@@ -7,6 +7,7 @@ counts of strings about the size of the kept part, never a loop over the text.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -16,11 +17,21 @@ __all__ = ["Cut", "count_small", "cut_text", "outline"]
 
 _SMALL: dict[tuple[str, str], int] = {}
 _SMALL_MAX = 4096
+_MEMO_CHARS = 4_096  # longer texts are memoized by digest
 
 
 def count_small(counter: TokenCounter, text: str) -> int:
-    """Count a short string (tags, headers, notices), memoized per counter."""
-    key = (counter.name, text)
+    """Count a string (tags, headers, notices, section texts), memoized per counter.
+
+    Turn after turn the same directive, persona block and headers come back;
+    each is counted once per process (bounded memo, cleared when full).
+    """
+    # Long texts are remembered by digest, so the memo never keeps them alive.
+    key = (
+        (counter.name, text)
+        if len(text) <= _MEMO_CHARS
+        else (counter.name, hashlib.blake2b(text.encode("utf-8", "surrogatepass")).hexdigest())
+    )
     hit = _SMALL.get(key)
     if hit is None:
         hit = counter.count(text)
@@ -59,8 +70,7 @@ def _largest(n: int, guess: int, fits: Callable[[int], bool]) -> int:
         while lo > 0 and not fits(lo):
             hi, step = lo, step * 2
             lo = hi - step
-        if lo <= 0:
-            lo = 0
+        lo = max(0, lo)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if fits(mid):
@@ -126,8 +136,18 @@ def cut_text(
     return Cut(text=joined, tokens=tokens)
 
 
+_FIRST = 200
+
+
+def _first_sentence(line: str) -> str:
+    end = line.find(". ")
+    if 0 <= end < _FIRST:
+        return line[: end + 1]
+    return line if len(line) <= _FIRST else line[:_FIRST].rstrip() + "…"
+
+
 def outline(text: str) -> str:
-    """A deterministic extractive summary: Markdown headings and the first line under each."""
+    """A deterministic extractive summary: Markdown headings and the first sentence under each."""
     out: list[str] = []
     want_line = True
     for line in text.splitlines():
@@ -136,6 +156,6 @@ def outline(text: str) -> str:
             out.append(line.rstrip())
             want_line = True
         elif stripped and want_line:
-            out.append(line.rstrip())
+            out.append(_first_sentence(line.rstrip()))
             want_line = False
     return "\n".join(out)

@@ -1,4 +1,4 @@
-"""Load YAML keeping the line of every node, so errors can name ``file:line``."""
+"""Load YAML fast, and find the line of any node only when an error needs it."""
 
 from __future__ import annotations
 
@@ -9,43 +9,56 @@ import yaml
 
 from personae.errors import ConfigError
 
-__all__ = ["Lines", "load_with_lines"]
+__all__ = ["Lines", "line_of", "load_with_lines"]
 
-Lines = dict[tuple[str | int, ...], int]
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _walk(node: yaml.Node, path: tuple[str | int, ...], lines: Lines) -> Any:
-    lines[path] = node.start_mark.line + 1
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = yaml.safe_load(yaml.serialize(key_node))
-            out[key] = _walk(value_node, (*path, str(key)), lines)
-            lines[(*path, str(key))] = key_node.start_mark.line + 1
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_walk(child, (*path, i), lines) for i, child in enumerate(node.value)]
-    return yaml.safe_load(yaml.serialize(node))
+class Lines:
+    """Path -> line map of one YAML text, built on first use."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._map: dict[tuple[str | int, ...], int] | None = None
+
+    def _walk(self, node: yaml.Node, path: tuple[str | int, ...]) -> None:
+        assert self._map is not None
+        self._map[path] = node.start_mark.line + 1
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                key = (*path, str(key_node.value))
+                self._walk(value_node, key)
+                self._map[key] = key_node.start_mark.line + 1
+        elif isinstance(node, yaml.SequenceNode):
+            for i, child in enumerate(node.value):
+                self._walk(child, (*path, i))
+
+    def get(self, path: tuple[str | int, ...]) -> int | None:
+        """The line of ``path`` (1-based), if present."""
+        if self._map is None:
+            self._map = {}
+            node = yaml.compose(self._text, Loader=_Loader)
+            if node is not None:
+                self._walk(node, ())
+        return self._map.get(path)
 
 
 def load_with_lines(text: str, file: Path | str) -> tuple[Any, Lines]:
-    """Parse ``text`` (one YAML document); returns the data and a path -> line map."""
+    """Parse ``text`` (one YAML document); returns the data and its lazy line map."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or "malformed YAML"
         raise ConfigError(f"malformed YAML: {problem}", file=file, line=line) from exc
-    lines: Lines = {}
-    if node is None:
-        return None, lines
-    return _walk(node, (), lines), lines
+    return data, Lines(text)
 
 
 def line_of(lines: Lines, path: tuple[str | int, ...]) -> int | None:
     """The line of ``path`` or of its nearest ancestor present in the map."""
     for k in range(len(path), -1, -1):
-        if path[:k] in lines:
-            return lines[path[:k]]
+        line = lines.get(path[:k])
+        if line is not None:
+            return line
     return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from personae.context._textcut import count_small
 from personae.context.budget import Budget
 from personae.context.commands import expand_commands, has_commands
 from personae.context.fit import FittedSection, SectionContent, fit
@@ -89,12 +90,16 @@ def _prepared(
     hit = snapshot.cache.get(key)
     if hit is None:
         costs_of = MessageCosts(counter, tags)
-        prepared = {}
-        for m in snapshot.messages:
-            prepared[id(m)] = costs_of.prepare(m)
-        units, dropped = group_units([prepared[id(m)][0] for m in snapshot.messages])
-        cost_by_msg = {id(p[0]): p[1] for p in prepared.values()}
-        costs = tuple(tuple(cost_by_msg[id(m)] for m in u.messages) for u in units)
+        prepared = [costs_of.prepare(m) for m in snapshot.messages]
+        units, dropped = group_units([p[0] for p in prepared])
+        cost_by_msg = {id(p[0]): p[1] for p in prepared}
+        costs = tuple(
+            tuple(
+                cost_by_msg[id(m)] if id(m) in cost_by_msg else costs_of.prepare(m)[1]
+                for m in u.messages
+            )
+            for u in units
+        )
         hit = (tuple(units), costs, dropped)
         snapshot.cache[key] = hit
     return hit  # type: ignore[no-any-return]
@@ -150,13 +155,8 @@ def assemble(
         if text is None:
             contents.append(SectionContent(spec))
             continue
-        key = ("text", counter.name, tags, text)
-        cached = snapshot.cache.get(key)
-        if cached is None:
-            escaped = escape(text, tags)
-            cached = (escaped, counter.count(escaped))
-            snapshot.cache[key] = cached
-        contents.append(SectionContent(spec, text=cached[0], tokens=cached[1]))
+        escaped = escape(text, tags)
+        contents.append(SectionContent(spec, text=escaped, tokens=count_small(counter, escaped)))
     result = fit(contents, budget.tokens, counter)
     return AssembledContext(
         role=role,

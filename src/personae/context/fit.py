@@ -114,7 +114,7 @@ def _shrink(st: _State, limit: int, counter: TokenCounter) -> _Shrunk | None:
             max_messages=spec.max_messages,
             earlier=c.earlier,
             notice=spec.notice,
-            batch=max(1, (spec.max_messages or 6) // 2),
+            batch=spec.evict_batch or max(2, (spec.max_messages or 16) // 2),
         )
         rule = "evicted" if h.omitted else "full"
         if h.shrunk:
@@ -128,7 +128,7 @@ def _shrink(st: _State, limit: int, counter: TokenCounter) -> _Shrunk | None:
     if spec.truncation is Truncation.SUMMARIZE:
         brief = outline(text)
         if brief and brief != text:
-            note = f"[outline only (headings and first lines): full {spec.tag} is {st.requested} tokens]"
+            note = f"[outline only (headings, first lines): {spec.tag} is {st.requested} tokens]"
             joined = f"{brief}\n{note}"
             tokens = counter.count(joined)
             if tokens <= limit:
@@ -191,7 +191,9 @@ def _fit_once(
 
     deficit = total() - budget
     if deficit > 0:
-        order = sorted((s for s in live if not s.spec.pinned), key=lambda s: (s.spec.priority, s.index))
+        order = sorted(
+            (s for s in live if not s.spec.pinned), key=lambda s: (s.spec.priority, s.index)
+        )
         for st in order:
             if deficit <= 0:
                 break
@@ -226,9 +228,7 @@ def _smallest(st: _State, counter: TokenCounter) -> _Shrunk | None:
     return note, count_small(counter, note), "dropped", ()
 
 
-def fit(
-    contents: Sequence[SectionContent], budget: int, counter: TokenCounter
-) -> FitResult:
+def fit(contents: Sequence[SectionContent], budget: int, counter: TokenCounter) -> FitResult:
     """Fit sections (in rendering order) into ``budget`` tokens of rendered text.
 
     Raises :class:`BudgetExceededError` (saying by how much) when pinned content

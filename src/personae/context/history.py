@@ -67,11 +67,11 @@ class MessageCosts:
         if msg.tokens is not None and msg.counter == self.counter.name:
             body = msg.tokens
         else:
-            body = self.counter.count(msg.content) if msg.content else 0
+            body = count_small(self.counter, msg.content) if msg.content else 0
         extra = _calls(msg)
         cost = count_small(self.counter, _header(msg)) + body
         if extra:
-            cost += self.counter.count(extra)
+            cost += count_small(self.counter, extra)
         return msg, cost
 
 
@@ -102,7 +102,7 @@ def _notice(template: str, omitted_msgs: int, omitted_tokens: int) -> str:
 def _overhead(msg: ChatMessage, counter: TokenCounter) -> int:
     """Tokens of a message's header and call lines (everything but the content)."""
     extra = _calls(msg)
-    return count_small(counter, _header(msg)) + (counter.count(extra) if extra else 0)
+    return count_small(counter, _header(msg)) + (count_small(counter, extra) if extra else 0)
 
 
 def fit_history(
@@ -264,7 +264,12 @@ def _apply_level(
         msg = turn[k].messages[j]
         over = _overhead(msg, counter)
         note = f"[output shortened to fit the budget: {len(msg.content):,} characters in full]"
-        cut = cut_text(msg.content, level - over, counter, note) if level > over else None
+        body = cost - over  # the content's own count, known from the stored/first count
+        cut = (
+            cut_text(msg.content, level - over, counter, note, total=max(1, body))
+            if level > over
+            else None
+        )
         if cut is not None and over + cut.tokens <= max(level, floor):
             text, new_cost = cut.text, over + cut.tokens
         else:

@@ -103,6 +103,17 @@ def from_stored(message: Any, *, counter: str | None = None) -> ChatMessage:
     """Adapt a stored message (any object or mapping with the store's fields)."""
     if isinstance(message, ChatMessage):
         return message
+    if not isinstance(message, Mapping) and hasattr(message, "tool_call_id"):
+        calls = tuple(_call_from(c) for c in message.tool_calls) if message.tool_calls else ()
+        return ChatMessage(
+            role=message.role,
+            content=message.content or "",
+            tool_calls=calls,
+            tool_call_id=message.tool_call_id,
+            tokens=message.tokens if not calls else None,
+            seq=int(message.seq or 0),
+            counter=getattr(message, "counter", None) or counter,
+        )
     get = message.get if isinstance(message, Mapping) else lambda k, d=None: getattr(message, k, d)
     role = str(get("role", "user"))
     if role not in _ROLES:

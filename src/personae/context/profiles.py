@@ -19,10 +19,15 @@ from personae.context._yamlpos import Lines, line_of, load_with_lines
 from personae.context.spec import SOURCES, Profile, SectionSpec
 from personae.errors import ConfigError, UnknownNameError
 
-__all__ = ["BUILTIN_PROFILES", "ProfileSet", "load_profiles"]
+__all__ = ["BUILTIN_PROFILES", "ProfileNameError", "ProfileSet", "load_profiles"]
 
 BUILTIN_PROFILES = "profiles.yaml"
 """Name of the built-in profile file inside the ``personae.context`` package."""
+
+
+class ProfileNameError(UnknownNameError, ConfigError):
+    """An unknown name (key, field, section, source) in a profiles file: a ConfigError too."""
+
 
 _TOP_KEYS = {"version", "sections", "roles"}
 _ROLE_KEYS = {"description", "sections"}
@@ -50,7 +55,7 @@ class ProfileSet:
         try:
             return self.profiles[role]
         except KeyError:
-            raise UnknownNameError("role", role, self.profiles) from None
+            raise ProfileNameError("role", role, self.profiles) from None
 
 
 def _fail(message: str, file: str, lines: Lines, path: tuple[str | int, ...]) -> ConfigError:
@@ -68,12 +73,16 @@ def _spec_fields(
 ) -> dict[str, Any]:
     for key in raw:
         if key not in _SPEC_FIELDS and key != "tag":
-            raise UnknownNameError(
-                "section field", str(key), _SPEC_FIELDS, file=file, line=line_of(lines, (*path, key))
+            raise ProfileNameError(
+                "section field",
+                str(key),
+                _SPEC_FIELDS,
+                file=file,
+                line=line_of(lines, (*path, key)),
             )
     source = raw.get("source")
     if source is not None and source not in SOURCES:
-        raise UnknownNameError(
+        raise ProfileNameError(
             "source", str(source), SOURCES, file=file, line=line_of(lines, (*path, "source"))
         )
     return {k: v for k, v in raw.items() if k != "tag"}
@@ -103,7 +112,9 @@ def _merge_file(
     _check_mapping(data, file, lines, ())
     for key in data:
         if key not in _TOP_KEYS:
-            raise UnknownNameError("key", str(key), _TOP_KEYS, file=file, line=line_of(lines, (key,)))
+            raise ProfileNameError(
+                "key", str(key), _TOP_KEYS, file=file, line=line_of(lines, (key,))
+            )
     if data.get("version", 1) != 1:
         raise _fail("unsupported version (expected 1)", file, lines, ("version",))
     sections = data.get("sections") or {}
@@ -123,8 +134,12 @@ def _merge_file(
         _check_mapping(raw, file, lines, rpath)
         for key in raw:
             if key not in _ROLE_KEYS:
-                raise UnknownNameError(
-                    "role field", str(key), _ROLE_KEYS, file=file, line=line_of(lines, (*rpath, key))
+                raise ProfileNameError(
+                    "role field",
+                    str(key),
+                    _ROLE_KEYS,
+                    file=file,
+                    line=line_of(lines, (*rpath, key)),
                 )
         entries = raw.get("sections")
         if not isinstance(entries, list) or not entries:
@@ -138,9 +153,13 @@ def _merge_file(
             elif isinstance(entry, dict) and isinstance(entry.get("tag"), str):
                 tag, fields = entry["tag"], _spec_fields(entry, file, lines, epath)
             else:
-                raise _fail("each section is a tag name or a mapping with 'tag'", file, lines, epath)
+                raise _fail(
+                    "each section is a tag name or a mapping with 'tag'", file, lines, epath
+                )
             if tag not in catalogue and "source" not in fields:
-                raise UnknownNameError("section", tag, catalogue, file=file, line=line_of(lines, epath))
+                raise ProfileNameError(
+                    "section", tag, catalogue, file=file, line=line_of(lines, epath)
+                )
             if tag in seen:
                 raise _fail(f"section {tag!r} appears twice", file, lines, epath)
             seen.add(tag)
@@ -158,16 +177,31 @@ def _read(path: Path) -> str:
         raise ConfigError("profiles file is not UTF-8 text", file=path) from exc
 
 
+_CACHE: dict[tuple[str, ...], ProfileSet] = {}
+
+
 def load_profiles(root: Path | None = None) -> ProfileSet:
-    """The built-in profiles, overridden by ``root/.personae/profiles.yaml`` when present."""
+    """The built-in profiles, overridden by ``root/.personae/profiles.yaml`` when present.
+
+    Parsed sets are memoized by the override file's path, size and mtime, so a
+    changed file is read again on the next call.
+    """
     builtin = resources.files("personae.context") / BUILTIN_PROFILES
-    sources: list[tuple[str, str]] = [(f"<builtin>/{BUILTIN_PROFILES}", builtin.read_text("utf-8"))]
+    sources: list[tuple[str, str]] = [(f"<builtin>/{BUILTIN_PROFILES}", "")]
+    key: tuple[str, ...] = ()
     if root is not None:
         for name in ("profiles.yaml", "profiles.yml"):
             candidate = Path(root) / ".personae" / name
             if candidate.is_file():
+                stat = candidate.stat()
+                key = (str(candidate), str(stat.st_size), str(stat.st_mtime_ns))
+                if key in _CACHE:
+                    return _CACHE[key]
                 sources.append((str(candidate), _read(candidate)))
                 break
+    if key in _CACHE:
+        return _CACHE[key]
+    sources[0] = (sources[0][0], builtin.read_text("utf-8"))
     catalogue: dict[str, dict[str, Any]] = {}
     roles: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {}
     for file, text in sources:
@@ -181,4 +215,8 @@ def load_profiles(root: Path | None = None) -> ProfileSet:
         )
         profiles[role] = Profile(role=role, description=description, sections=specs)
     tags = frozenset(catalogue) | {s.tag for p in profiles.values() for s in p.sections}
-    return ProfileSet(profiles=profiles, tags=tags, files=tuple(f for f, _ in sources))
+    result = ProfileSet(profiles=profiles, tags=tags, files=tuple(f for f, _ in sources))
+    if len(_CACHE) > 64:
+        _CACHE.clear()
+    _CACHE[key] = result
+    return result

@@ -84,10 +84,14 @@ class BudgetReport(BaseModel):
                 f"  {name:<22}{s.kept:>9,} {self._pct(s.kept):>10}{s.requested:>11,}"
                 f"{s.allotted:>10,}  {s.rule}"
             )
-        lines.append(f"  {'Tags/separators:':<22}{self.overhead:>9,} {self._pct(self.overhead):>10}")
+        lines.append(
+            f"  {'Tags/separators:':<22}{self.overhead:>9,} {self._pct(self.overhead):>10}"
+        )
         lines.append("  " + "─" * 29)
         lines.append(f"  {'Total:':<22}{self.total:>9,} {self._pct(self.total):>10}  (exact count)")
-        share = f" ({self.share:.0%} of {self.window:,} window)" if self.share and self.window else ""
+        share = (
+            f" ({self.share:.0%} of {self.window:,} window)" if self.share and self.window else ""
+        )
         lines.append(f"  {'Budget:':<22}{self.budget:>9,} {self._pct(self.budget):>10}{share}")
         status = "Within budget" if self.within_budget else "OVER BUDGET"
         lines.append(f"  {'Status:':<22}{status}")

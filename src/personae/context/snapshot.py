@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from personae.context._conversation import Summarizer, load_conversation
 from personae.context.commands import CommandRun, expand_commands, has_commands
@@ -25,6 +25,9 @@ from personae.context.report import HistoryPath
 from personae.context.sources import git_log, read_directive, read_project, resolve_task
 from personae.project import CommandsConfig, load_config
 from personae.tokens.base import TokenCounter
+
+if TYPE_CHECKING:
+    from personae.store.conversations import ConversationStore
 
 __all__ = ["Snapshot", "Summarizer"]
 
@@ -38,7 +41,7 @@ class Snapshot:
     root: Path
     """Project root."""
     texts: dict[str, str]
-    """Source key -> content (directive, summary, persona, validation, handover, task, project files)."""
+    """Source key -> content (directive, summary, persona, handover, task, project files...)."""
     files: dict[str, str]
     """Source key -> where the content came from."""
     messages: tuple[ChatMessage, ...] = ()
@@ -67,11 +70,11 @@ class Snapshot:
         cls,
         root: Path | str,
         *,
-        conversations: object | None = None,
+        conversations: ConversationStore | None = None,
         session: str | None = None,
         counter: TokenCounter | None = None,
         summarizer: Summarizer | None = None,
-        recent: int = 6,
+        recent: int | None = None,
         messages: Sequence[object] | None = None,
         persona: str | None = None,
         execution_block: str | None = None,
@@ -90,7 +93,9 @@ class Snapshot:
         (with ``session`` and ``counter``); ``messages`` may be given directly
         instead (path B). ``summarizer(previous_summary, new_messages) -> str``
         selects path A: messages that leave the recent window are folded into
-        the stored running summary. ``persona_from_handover`` marks persona text
+        the stored running summary. ``recent`` (default: the largest
+        ``max_messages`` of the profiles, 6 built in) sizes the window read
+        from the store. ``persona_from_handover`` marks persona text
         received in a handover: its ``!command`` forms never run.
         """
         base = Path(root).resolve()
@@ -117,23 +122,33 @@ class Snapshot:
             ("task", task_text, task_file or "--task"),
         ):
             if value and value.strip():
-                if key == "persona" and has_commands(value):
-                    value, done = expand_commands(
-                        value, commands, base, trusted=not persona_from_handover
+                text = value
+                if key == "persona" and has_commands(text):
+                    text, done = expand_commands(
+                        text, commands, base, trusted=not persona_from_handover
                     )
                     runs.extend(done)
-                texts[key], files[key] = value, where
+                texts[key], files[key] = text, where
         profile_texts: dict[str, str] = {}
-        for text in sorted({s.text for p in profiles.profiles.values() for s in p.sections if s.text}):
+        for text in sorted(
+            {s.text for p in profiles.profiles.values() for s in p.sections if s.text}
+        ):
             if has_commands(text):
                 profile_texts[text], done = expand_commands(text, commands, base)
                 runs.extend(done)
+        if recent is None:
+            limits = [
+                s.max_messages or 64
+                for p in profiles.profiles.values()
+                for s in p.sections
+                if s.source == "messages"
+            ]
+            recent = max(limits, default=6)
         history: tuple[ChatMessage, ...] = ()
         earlier, path = 0, "none"
         if conversations is not None and session is not None:
             if counter is None:
-                counter = conversations.counter  # type: ignore[attr-defined]
-            assert counter is not None
+                counter = conversations.counter
             loaded = load_conversation(
                 conversations, session, counter, recent=recent, summarizer=summarizer
             )
@@ -146,7 +161,7 @@ class Snapshot:
             path = "B"
             files["messages"] = "given messages"
         digest = hashlib.sha256()
-        payload = {
+        head = {
             "root": str(base),
             "texts": texts,
             "step_without_decisions": project.step_without_decisions,
@@ -154,13 +169,13 @@ class Snapshot:
             "earlier": earlier,
             "path": path,
             "persona": persona,
-            "messages": [
-                [m.role, m.content, [[c.id, c.name, c.arguments] for c in m.tool_calls],
-                 m.tool_call_id, m.seq]
-                for m in history
-            ],
         }
-        digest.update(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode())
+        digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
+        for m in history:
+            digest.update(f"\x00{m.seq}\x00{m.role}\x00{m.tool_call_id}\x00".encode())
+            for c in m.tool_calls:
+                digest.update(f"{c.id}\x01{c.name}\x01{c.arguments}\x01".encode())
+            digest.update(m.content.encode())
         return cls(
             id=digest.hexdigest()[:16],
             root=base,

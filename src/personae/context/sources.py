@@ -32,20 +32,60 @@ DIRECTIVE_FILES = (".personae/directive.md", "AGENTS.md", "CLAUDE.md")
 # Seed 003 task-type detection: keywords -> codebase files (research files: our choice).
 TASK_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "testing": (
-        ("test", "tests", "spec", "coverage", "assert", "expect", "mock", "fixture", "e2e",
-         "unit test", "integration test"),
+        (
+            "test",
+            "tests",
+            "spec",
+            "coverage",
+            "assert",
+            "expect",
+            "mock",
+            "fixture",
+            "e2e",
+            "unit test",
+            "integration test",
+        ),
         ("TESTING.md", "CONVENTIONS.md"),
         ("PITFALLS.md",),
     ),
     "api": (
-        ("endpoint", "route", "api", "request", "response", "database", "query", "schema",
-         "model", "migration", "rest", "graphql", "server", "middleware"),
+        (
+            "endpoint",
+            "route",
+            "api",
+            "request",
+            "response",
+            "database",
+            "query",
+            "schema",
+            "model",
+            "migration",
+            "rest",
+            "graphql",
+            "server",
+            "middleware",
+        ),
         ("ARCHITECTURE.md", "CONVENTIONS.md"),
         ("STACK.md", "ARCHITECTURE.md"),
     ),
     "ui": (
-        ("page", "component", "form", "layout", "button", "modal", "style", "css", "tailwind",
-         "responsive", "visual", "screen", "view", "template", "render"),
+        (
+            "page",
+            "component",
+            "form",
+            "layout",
+            "button",
+            "modal",
+            "style",
+            "css",
+            "tailwind",
+            "responsive",
+            "visual",
+            "screen",
+            "view",
+            "template",
+            "render",
+        ),
         ("CONVENTIONS.md", "STRUCTURE.md"),
         ("FEATURES.md",),
     ),
@@ -71,7 +111,7 @@ def _read(path: Path) -> str | None:
 
 
 def read_directive(root: Path) -> tuple[str, Path] | None:
-    """The directive text and its file: ``.personae/directive.md``, else AGENTS.md, else CLAUDE.md."""
+    """The directive and its file: ``.personae/directive.md``, else AGENTS.md, else CLAUDE.md."""
     for name in DIRECTIVE_FILES:
         path = root / name
         text = _read(path)
@@ -84,13 +124,22 @@ def detect_task_type(task: str | None) -> str:
     """``testing``, ``api``, ``ui`` or ``general`` from keywords in the task text."""
     if not task:
         return "general"
-    lowered = task.lower()
     best, best_hits = "general", 0
-    for kind, (words, _, _) in TASK_TYPES.items():
-        hits = sum(len(re.findall(rf"\b{re.escape(w)}s?\b", lowered)) for w in words)
+    for kind, pattern in _KEYWORDS.items():
+        hits = len(pattern.findall(task))
         if hits > best_hits:
             best, best_hits = kind, hits
     return best
+
+
+_KEYWORDS = {
+    kind: re.compile(
+        r"\b(?:" + "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)) + r")s?\b",
+        re.IGNORECASE,
+    )
+    for kind, (words, _, _) in TASK_TYPES.items()
+    if words
+}
 
 
 def split_decisions(step: str) -> tuple[str, str | None]:
@@ -220,8 +269,15 @@ def git_log(root: Path, *, count: int = 15, timeout: float = 3.0) -> str | None:
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     try:
         proc = subprocess.run(
-            ["git", "--no-pager", "log", f"-n{count}", "--no-merges", "--date=short",
-             "--pretty=format:- %ad %s (%h)"],
+            [
+                "git",
+                "--no-pager",
+                "log",
+                f"-n{count}",
+                "--no-merges",
+                "--date=short",
+                "--pretty=format:- %ad %s (%h)",
+            ],
             cwd=root,
             capture_output=True,
             text=True,

@@ -66,6 +66,9 @@ class SectionSpec(BaseModel):
     """Most tokens the content may take; ``None`` means no cap of its own."""
     max_messages: int | None = Field(default=None, ge=1)
     """For the messages source: most messages kept (whole exchanges)."""
+    evict_batch: int | None = Field(default=None, ge=1)
+    """For the messages source: eviction grid in message positions (hysteresis); ``None``
+    means half of ``max_messages`` (or 8); 1 means sliding one exchange at a time."""
     priority: int = 50
     """Truncation order when over budget: lower is cut first."""
     pinned: bool = False
@@ -84,7 +87,8 @@ class SectionSpec(BaseModel):
             value.format(tag="t", omitted=1, total=2, kept=1, messages=1)
         except (KeyError, IndexError, ValueError) as exc:
             raise ValueError(
-                f"notice may only use {{tag}}, {{omitted}}, {{total}}, {{kept}}, {{messages}} ({exc})"
+                "notice may only use {tag}, {omitted}, {total}, {kept}, {messages}"
+                f" (problem: {exc})"
             ) from None
         return value
 

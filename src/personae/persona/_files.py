@@ -72,8 +72,11 @@ def _escape(path: Path, root: Path) -> Problem:
 
 
 def read_confined(path: Path, root: Path, problems: list[Problem]) -> str | None:
-    """The UTF-8 text of ``path``, or ``None`` with an error problem when it cannot be read."""
-    if path.is_symlink() and not _inside(path, root):
+    """The UTF-8 text of ``path``, or ``None`` with an error problem when it cannot be read.
+
+    The resolved path (symlinks anywhere in it) must lie inside ``root``.
+    """
+    if (path.is_symlink() or path.exists()) and not _inside(path, root):
         problems.append(_escape(path, root))
         return None
     try:

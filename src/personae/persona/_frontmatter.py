@@ -12,6 +12,7 @@ import yaml
 __all__ = ["Document", "FrontmatterError", "parse_document"]
 
 _OFFSET = 2  # file line (1-based) of the first frontmatter line
+_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
 
 
 class FrontmatterError(Exception):
@@ -104,12 +105,16 @@ def parse_document(text: str, *, lenient: bool = False) -> Document:
 
 
 def _load(yaml_text: str) -> tuple[yaml.Node | None, Any]:
+    # One pass: compose the node tree (for key lines), then build values from it.
+    loader = _LOADER(yaml_text)
     try:
-        node = yaml.compose(yaml_text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(yaml_text)
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + _OFFSET if mark is not None else 1
         problem = getattr(exc, "problem", None) or "syntax error"
         raise FrontmatterError(f"malformed YAML frontmatter: {problem}", line) from exc
+    finally:
+        loader.dispose()
     return node, data

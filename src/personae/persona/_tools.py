@@ -69,26 +69,38 @@ class ToolCheck:
     messages: list[str] = field(default_factory=list)
     """One message per unavailable name (with the closest valid name when there is one)."""
     notes: list[str] = field(default_factory=list)
-    """Warnings about names that were accepted with a change (argument patterns dropped)."""
+    """Warnings about names accepted with a change (a denied pattern denies the whole tool)."""
 
 
-def check_tool_names(names: Iterable[str], servers: Iterable[str]) -> ToolCheck:
+def check_tool_names(
+    names: Iterable[str], servers: Iterable[str], *, deny: bool = False
+) -> ToolCheck:
     """Map ``names`` to personae names and split them into available and unavailable.
 
     Valid names are the built-in tools and ``mcp__<server>[__<tool>]`` for a
-    configured ``server``.
+    configured ``server``. An argument pattern such as ``Bash(git:*)`` cannot be
+    enforced, so it fails closed: in an allow list (``deny=False``) the entry is
+    unavailable; in a deny list (``deny=True``) the whole tool is denied.
     """
     configured = set(servers)
     result = ToolCheck()
     for raw in names:
-        base = raw.split("(", 1)[0].strip() if "(" in raw else raw.strip()
-        if base != raw.strip():
-            result.notes.append(
-                f"tool {raw!r}: argument pattern ignored (personae allows or denies whole tools)"
-            )
+        base = raw.split("(", 1)[0].strip()
         name = canonical_tool_name(base)
         server = mcp_server_of(name)
-        if name in BUILTIN_TOOL_NAMES or (server is not None and server in configured):
+        known = name in BUILTIN_TOOL_NAMES or (server is not None and server in configured)
+        if known and base != raw.strip():
+            if deny:
+                result.notes.append(f"tool {raw!r}: argument pattern ignored; whole tool denied")
+                if name not in result.tools:
+                    result.tools.append(name)
+            else:
+                result.unavailable.append(raw)
+                result.messages.append(
+                    f"tool {raw!r}: argument patterns cannot be enforced; tool left out"
+                )
+            continue
+        if known:
             if name not in result.tools:
                 result.tools.append(name)
             continue

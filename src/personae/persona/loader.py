@@ -181,7 +181,11 @@ def persona_from_text(
                 extra[key] = value
             continue
         extra[key] = value
-        sink.add(line(key), "warning", f"unknown field {key!r} kept as is (personae ignores it)")
+        hint = closest_name(key, sorted(CLAUDE_KEYS | PERSONAE_KEYS | _CLAUDE_KEPT))
+        close = f"; did you mean {hint!r}?" if hint else ""
+        sink.add(
+            line(key), "warning", f"unknown field {key!r} kept as is (personae ignores it){close}"
+        )
     values["extra"] = extra
     if sink.failed or "name" not in values or "description" not in values:
         return None
@@ -273,7 +277,9 @@ def _tools(
         except ValueError as exc:
             sink.add(line(key), "error", f"{key} {exc}")
             return
-        check = check_tool_names(names, servers)
+        check = check_tool_names(names, servers, deny=True)
+        for note in check.notes:
+            sink.add(line(key), "warning", note)
         if strict:
             for message in check.messages:
                 sink.add(line(key), "error", message)

@@ -63,18 +63,21 @@ class Skill(BaseModel):
         return self.path.parent
 
     def body(self) -> str:
-        """L2: the Markdown body of ``SKILL.md``, read on demand."""
-        import frontmatter
+        """L2: the Markdown body of ``SKILL.md`` (verbatim), read from disk on demand."""
+        from personae.persona._frontmatter import parse_document
 
-        post = frontmatter.loads(self.path.read_text(encoding="utf-8"))
-        return str(post.content)
+        return parse_document(self.path.read_text(encoding="utf-8"), lenient=True).body
 
     def files(self) -> list[Path]:
-        """L3: the other files beside ``SKILL.md`` (sorted, relative to the folder)."""
+        """L3: the other files beside ``SKILL.md`` (sorted, relative to the folder).
+
+        Symlinks whose target lies outside the skill folder are left out.
+        """
+        root = self.folder.resolve()
         return sorted(
             p.relative_to(self.folder)
             for p in self.folder.rglob("*")
-            if p.is_file() and p != self.path
+            if p.is_file() and p != self.path and p.resolve().is_relative_to(root)
         )
 
 

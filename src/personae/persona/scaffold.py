@@ -51,7 +51,7 @@ def _walk(node: Traversable, prefix: Path) -> list[tuple[Path, bytes]]:
 
 def example_files() -> list[tuple[Path, bytes]]:
     """The bundled example project: (relative path, content) pairs, sorted."""
-    base = resources.files("personae").joinpath("examples", "project")
+    base = resources.files("personae").joinpath("examples").joinpath("project")
     return _walk(base, Path())
 
 

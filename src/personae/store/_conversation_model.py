@@ -117,6 +117,24 @@ class Message:
             ) from exc
 
 
+def stored_message(row: Sequence[Any], tokens: int, counter: str) -> Message:
+    """A message from a stored row ``(id, seq, role, content, tool_calls, tool_call_id, ...)``.
+
+    Rows were validated on append, so no checks run here (reads stay cheap).
+    """
+    message = object.__new__(Message)
+    put = object.__setattr__
+    put(message, "role", row[2])
+    put(message, "content", row[3])
+    put(message, "tool_calls", tool_calls_from_json(row[4]) if row[4] else ())
+    put(message, "tool_call_id", row[5])
+    put(message, "tokens", tokens)
+    put(message, "counter", counter)
+    put(message, "seq", row[1])
+    put(message, "created", row[8])
+    return message
+
+
 def token_text(message: Message) -> str:
     """The text a message's token count is taken over: content, then tool calls as JSON."""
     calls = message.tool_calls_json()

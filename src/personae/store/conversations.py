@@ -21,6 +21,7 @@ import sqlite3
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from personae.errors import UnknownNameError
 from personae.store._conversation_model import (
@@ -31,6 +32,7 @@ from personae.store._conversation_model import (
     Session,
     Summary,
     ToolCall,
+    stored_message,
     token_text,
     tool_calls_from_json,
 )
@@ -50,7 +52,8 @@ __all__ = [
 ]
 
 _COLUMNS = "id, seq, role, content, tool_calls, tool_call_id, tokens, counter, created"
-_PAGE = 32
+_PAGE = 16
+_MAX_PAGE = 256
 
 
 def _now() -> str:
@@ -74,6 +77,12 @@ class ConversationStore:
     def counter(self) -> TokenCounter:
         """The counter messages are counted with when appended."""
         return self._counter
+
+    def _cursor(self) -> sqlite3.Cursor:
+        """A cursor returning plain tuples (faster than ``sqlite3.Row`` for bulk reads)."""
+        cursor = self._store.conn.cursor()
+        cursor.row_factory = None
+        return cursor
 
     # -- sessions -----------------------------------------------------------------
 
@@ -246,29 +255,39 @@ class ConversationStore:
         """
         cursor = before_seq
         size = max(1, page)
+        first = True
         while True:
             with self._store.lock:
                 if cursor is None:
-                    rows = self._store.conn.execute(
-                        f"SELECT {_COLUMNS} FROM messages WHERE session_id = ?"
-                        " ORDER BY seq DESC LIMIT ?",
-                        (session_id, size),
-                    ).fetchall()
+                    rows = (
+                        self._cursor()
+                        .execute(
+                            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ?"
+                            " ORDER BY seq DESC LIMIT ?",
+                            (session_id, size),
+                        )
+                        .fetchall()
+                    )
                 else:
-                    rows = self._store.conn.execute(
-                        f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND seq < ?"
-                        " ORDER BY seq DESC LIMIT ?",
-                        (session_id, cursor, size),
-                    ).fetchall()
+                    rows = (
+                        self._cursor()
+                        .execute(
+                            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND seq < ?"
+                            " ORDER BY seq DESC LIMIT ?",
+                            (session_id, cursor, size),
+                        )
+                        .fetchall()
+                    )
             if not rows:
-                if cursor is None:
+                if first:
                     self.session(session_id)  # raises for an unknown session
                 return
+            first = False
             yield from self._materialize(rows, counter)
             if len(rows) < size:
                 return
             cursor = int(rows[-1][1])
-            size = min(size * 2, 512)
+            size = min(size * 2, _MAX_PAGE)
 
     def recent(
         self,
@@ -322,43 +341,38 @@ class ConversationStore:
         """Messages with ``after_seq < seq <= upto_seq``, oldest first (for summarizers)."""
         upper = upto_seq if upto_seq is not None else 2**62
         with self._store.lock:
-            rows = self._store.conn.execute(
-                f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND seq <= ?"
-                " ORDER BY seq",
-                (session_id, after_seq, upper),
-            ).fetchall()
+            rows = (
+                self._cursor()
+                .execute(
+                    f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND seq <= ?"
+                    " ORDER BY seq",
+                    (session_id, after_seq, upper),
+                )
+                .fetchall()
+            )
+        if not rows:
+            self.session(session_id)  # raises for an unknown session
         return list(self._materialize(rows, None))
 
     def _materialize(
-        self, rows: Sequence[sqlite3.Row], counter: TokenCounter | None
-    ) -> list[Message]:
+        self, rows: Sequence[tuple[Any, ...]], counter: TokenCounter | None
+    ) -> Iterator[Message]:
+        """Messages for ``rows``, built lazily (only the ones a caller consumes)."""
         wanted = counter.name if counter is not None else None
         recount: dict[int, int] = {}
         if counter is not None and wanted is not None:
             foreign = [int(row[0]) for row in rows if row[7] != wanted]
             if foreign:
                 recount = self._counts_for(counter, foreign, rows)
-        messages = []
         for row in rows:
-            mid, seq, role, content, calls, call_id, tokens, name, created = row
+            mid = row[0]
             if mid in recount:
-                tokens, name = recount[mid], wanted
-            messages.append(
-                Message(
-                    role,
-                    content,
-                    tool_calls_from_json(calls),
-                    call_id,
-                    tokens=tokens,
-                    counter=name,
-                    seq=seq,
-                    created=created,
-                )
-            )
-        return messages
+                yield stored_message(row, recount[mid], wanted or row[7])
+            else:
+                yield stored_message(row, row[6], row[7])
 
     def _counts_for(
-        self, counter: TokenCounter, ids: list[int], rows: Sequence[sqlite3.Row]
+        self, counter: TokenCounter, ids: list[int], rows: Sequence[tuple[Any, ...]]
     ) -> dict[int, int]:
         """Counts by ``counter`` for message ``ids``: cached ones read, others counted once."""
         marks = ",".join("?" * len(ids))

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from personae.errors import UnknownNameError
 from personae.store.db import Store
 
-__all__ = ["ModelCallRecord", "RunRecord", "RunStore", "StoredEvent"]
+__all__ = ["EventRow", "ModelCallRecord", "ModelCallRow", "RunRecord", "RunStore", "StoredEvent"]
 
 
 def _now() -> str:
@@ -107,12 +109,14 @@ class RunStore:
         data: dict[str, Any],
     ) -> None:
         """Store one event."""
+        self.add_events(run_id, [EventRow(seq, kind, at, message, subtask, data)])
+
+    def add_events(self, run_id: str, rows: Sequence[EventRow]) -> None:
+        """Store several events in one transaction."""
+        if not rows:
+            return
         with self.store.transaction() as conn:
-            conn.execute(
-                "INSERT INTO run_events(run_id, seq, kind, at, subtask, message, data_json)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (run_id, seq, kind, at, subtask, message, json.dumps(data, default=str)),
-            )
+            _insert_events(conn, run_id, rows)
 
     def add_model_call(
         self,
@@ -125,28 +129,30 @@ class RunStore:
         usage: dict[str, Any],
         persona: str | None = None,
         subtask: int | None = None,
-    ) -> int:
-        """Store a model call's assembled context and budget report; returns its number."""
-        seq = self._call_seq.get(run_id, 0) + 1
-        self._call_seq[run_id] = seq
+    ) -> None:
+        """Store one model call's assembled context and budget report."""
+        row = ModelCallRow(role, persona, subtask, model, context_text, budget, usage, _now())
+        self.write_batch(run_id, events=(), calls=[row])
+
+    def write_batch(
+        self, run_id: str, *, events: Sequence[EventRow], calls: Sequence[ModelCallRow]
+    ) -> None:
+        """Store events and model calls in one transaction (calls numbered in order)."""
+        if not events and not calls:
+            return
+        first = self._call_seq.get(run_id, 0) + 1
         with self.store.transaction() as conn:
-            conn.execute(
+            _insert_events(conn, run_id, events)
+            conn.executemany(
                 "INSERT INTO model_calls(run_id, seq, role, persona, subtask, model,"
                 " context_text, budget_json, usage_json, at) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (
-                    run_id,
-                    seq,
-                    role,
-                    persona,
-                    subtask,
-                    model,
-                    context_text,
-                    json.dumps(budget, default=str),
-                    json.dumps(usage),
-                    _now(),
-                ),
-            )
-        return seq
+                [
+                    (run_id, first + i, c.role, c.persona, c.subtask, c.model, c.context_text,
+                     json.dumps(c.budget, default=str), json.dumps(c.usage), c.at)
+                    for i, c in enumerate(calls)
+                ],
+            )  # fmt: skip
+        self._call_seq[run_id] = first + len(calls) - 1
 
     def finish(self, run_id: str, *, status: str, final_text: str, usage: dict[str, Any]) -> None:
         """Mark a run finished."""
@@ -218,6 +224,41 @@ class RunStore:
             )
             for r in rows
         ]
+
+
+class ModelCallRow(NamedTuple):
+    """A model call as written to ``model_calls``."""
+
+    role: str
+    persona: str | None
+    subtask: int | None
+    model: str
+    context_text: str
+    budget: dict[str, Any]
+    usage: dict[str, Any]
+    at: str
+
+
+class EventRow(NamedTuple):
+    """An event as written to ``run_events``."""
+
+    seq: int
+    kind: str
+    at: str
+    message: str
+    subtask: int | None
+    data: dict[str, Any]
+
+
+def _insert_events(conn: sqlite3.Connection, run_id: str, rows: Sequence[EventRow]) -> None:
+    conn.executemany(
+        "INSERT INTO run_events(run_id, seq, kind, at, subtask, message, data_json)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (run_id, r.seq, r.kind, r.at, r.subtask, r.message, json.dumps(r.data, default=str))
+            for r in rows
+        ],
+    )
 
 
 def _run(row: Any) -> RunRecord:

@@ -23,6 +23,7 @@ from personae.context.assemble import assemble
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage, ToolCall
 from personae.context.snapshot import Snapshot, Summarizer
+from personae.store.conversations import ConversationStore
 from personae.tokens.base import TokenCounter
 
 __all__ = ["ContextView", "RoleName", "TurnContext"]
@@ -41,9 +42,7 @@ class ContextView:
     text: str
     """The rendered context (XML boundary tags)."""
     report: dict[str, Any]
-    """The budget report (``BudgetReport.model_dump()``)."""
-    report_text: str = ""
-    """The budget report as text."""
+    """The budget report (``BudgetReport.model_dump()``; ``BudgetReport.to_text()`` renders it)."""
 
 
 @dataclass(kw_only=True)
@@ -64,6 +63,7 @@ class TurnContext:
     """Results of read-only tool calls of this turn (identical later calls reuse them)."""
     _view_snapshot: Snapshot | None = field(default=None, repr=False)
     _views: dict[str, ContextView] = field(default_factory=dict, repr=False)
+    _text_cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(
@@ -73,7 +73,7 @@ class TurnContext:
         task: str,
         counter: TokenCounter,
         budget: Budget | None = None,
-        conversations: object | None = None,
+        conversations: ConversationStore | None = None,
         session: str | None = None,
         summarizer: Summarizer | None = None,
         messages: Sequence[object] | None = None,
@@ -174,16 +174,16 @@ class TurnContext:
                     self.snapshot,
                     id=f"{self.snapshot.id}+{len(self.turn_messages)}",
                     messages=self.messages,
-                    cache={},
+                    # Keep counted texts (keyed by their content); recount messages only.
+                    cache=dict(self._text_cache),
                 )
             )
         assembled = assemble(self._view_snapshot, role, self.budget, self.counter)
-        report = assembled.report()
+        self._text_cache.update(
+            (k, v) for k, v in self._view_snapshot.cache.items() if k[0] != "messages"
+        )
         view = ContextView(
-            role=role,
-            text=assembled.render(),
-            report=report.model_dump(mode="json"),
-            report_text=report.to_text(),
+            role=role, text=assembled.render(), report=assembled.report().model_dump(mode="json")
         )
         self._views[role] = view
         return view

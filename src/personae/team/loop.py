@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
 from personae.persona.model import Persona
@@ -113,10 +114,14 @@ class Team:
                 requirements=subtask.requirements,
                 persona=self._persona_for(subtask).name,
             )
-            outcome = await self._run_subtask(
-                turn, subtask=subtask, number=number, budget=budget, detector=detector,
-                original=subtask,
-            )  # fmt: skip
+            try:
+                outcome = await self._run_subtask(
+                    turn, subtask=subtask, number=number, budget=budget, detector=detector,
+                    original=subtask,
+                )  # fmt: skip
+            except UsageLimitExceeded as exc:
+                outcomes.extend(self._stop_for_cap(plan.subtasks, number, str(exc)))
+                break
             outcomes.append(outcome)
             if outcome.status == "validated":
                 turn.add_assistant(f"[subtask {number}] {outcome.result}")
@@ -139,6 +144,18 @@ class Team:
             failure_count=self.failure_count,
             usage=rt.usage.as_dict(),
         )
+
+    def _stop_for_cap(
+        self, subtasks: list[Subtask], number: int, reason: str
+    ) -> list[SubtaskOutcome]:
+        warning = f"stopped at subtask {number}: {reason}"
+        self.warnings.append(warning)
+        self.runtime.emit(EventKind.WARNING, warning, subtask=number, action="usage_cap")
+        return [
+            SubtaskOutcome(number=n, subtask=s, status="skipped", result="", reason=reason)
+            for n, s in enumerate(subtasks, start=1)
+            if n >= number
+        ]
 
     def _persona_for(self, subtask: Subtask) -> Persona:
         if subtask.persona and subtask.persona in self.personas:

@@ -124,7 +124,12 @@ async def synthesize(
     validated = [o for o in outcomes if o.status == "validated"]
     not_done = not_done_section(outcomes)
     summary = ""
-    if validated:
+    if validated and runtime.usage.exhausted:
+        # No model call left: report the validated results themselves.
+        summary = "The run's usage cap was reached; validated results:\n" + "\n".join(
+            f"- {o.subtask.description}: {o.result}" for o in validated
+        )
+    elif validated:
         view = turn.view("manager")
         instructions = _instructions(
             persona,

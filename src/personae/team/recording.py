@@ -6,6 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    ToolCallPart,
+)
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -103,6 +110,31 @@ class RecordingToolset(WrapperToolset[Any]):
                 self.memo.clear()  # anything else may change what a read returns
         self._record(name, tool_args, ok=True, result=text)
         return value
+
+    def record_refused(self, messages: list[ModelMessage]) -> None:
+        """Record calls the model made to tools it was not offered (pydantic-ai refused them)."""
+        calls: dict[str, ToolCallPart] = {}
+        for message in messages:
+            if isinstance(message, ModelResponse):
+                for part in message.parts:
+                    if isinstance(part, ToolCallPart):
+                        calls[part.tool_call_id] = part
+            elif isinstance(message, ModelRequest):
+                for rpart in message.parts:
+                    unknown = getattr(getattr(rpart, "retry", None), "cause", None)
+                    if unknown != "unknown_tool" and not isinstance(rpart, RetryPromptPart):
+                        continue
+                    call = calls.get(str(getattr(rpart, "tool_call_id", "")))
+                    if call is None or call.tool_name in self.allowed:
+                        continue
+                    if call.tool_name.startswith("final_result"):
+                        continue
+                    self._record(
+                        call.tool_name,
+                        call.args_as_dict(),
+                        ok=False,
+                        result=f"tool {call.tool_name!r} is not available to this persona",
+                    )
 
     def _record(
         self, name: str, args: dict[str, Any], *, ok: bool, result: str, reused: bool = False

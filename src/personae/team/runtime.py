@@ -10,19 +10,20 @@ context and budget report that produced it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
-from pydantic_ai import Agent
+from pydantic_ai import Agent, capture_run_messages
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import UsageLimitExceeded
-from pydantic_ai.messages import ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import UsageLimits
 
 from personae.models.resolve import ModelResolver
-from personae.store.runs import RunStore
+from personae.store.runs import EventRow, ModelCallRow, RunStore
 from personae.team.events import Event, EventBus, EventKind
 
 __all__ = ["CallInfo", "Runtime", "TreeUsage"]
@@ -44,6 +45,14 @@ class TreeUsage:
     """Most requests the whole tree may make (``None``: no cap)."""
     token_cap: int | None = None
     """Most total tokens the whole tree may use (``None``: no cap)."""
+
+    @property
+    def exhausted(self) -> bool:
+        """A cap has been reached."""
+        total = self.input_tokens + self.output_tokens
+        return (self.request_cap is not None and self.requests >= self.request_cap) or (
+            self.token_cap is not None and total >= self.token_cap
+        )
 
     def check(self) -> None:
         """Raise ``UsageLimitExceeded`` when a cap is reached."""
@@ -107,19 +116,21 @@ class _Recorder(AbstractCapability[Any]):
         usage.output_tokens += response.usage.output_tokens
         self.local_requests += 1
         if self.runtime.runs is not None:
-            self.runtime.runs.add_model_call(
-                self.runtime.run_id,
-                role=self.info.role,
-                persona=self.info.persona,
-                subtask=self.info.subtask,
-                model=self.model_label,
-                context_text=self.info.context_text,
-                budget=self.info.budget,
-                usage={
-                    "input_tokens": response.usage.input_tokens,
-                    "output_tokens": response.usage.output_tokens,
-                    "step": self.local_requests,
-                },
+            self.runtime.pending_calls.append(
+                ModelCallRow(
+                    self.info.role,
+                    self.info.persona,
+                    self.info.subtask,
+                    self.model_label,
+                    self.info.context_text,
+                    self.info.budget,
+                    {
+                        "input_tokens": response.usage.input_tokens,
+                        "output_tokens": response.usage.output_tokens,
+                        "step": self.local_requests,
+                    },
+                    datetime.now(UTC).isoformat(timespec="milliseconds"),
+                )
             )
         return response
 
@@ -134,10 +145,28 @@ class Runtime:
     """Event fan-out."""
     runs: RunStore | None = None
     """Where events and model calls are stored (``None``: not stored)."""
+    pending: list[EventRow] = field(default_factory=list)
+    """Events not written yet (written after each role call, or by :meth:`flush`)."""
+    pending_calls: list[ModelCallRow] = field(default_factory=list)
+    """Model calls not written yet."""
     usage: TreeUsage = field(default_factory=TreeUsage)
     """Usage shared by the whole tree of agents."""
     validator_timeout: float = 120.0
     """Seconds a validator call may take before it counts as an infrastructure error."""
+
+    def store_event(self, event: Event) -> None:
+        """Bus listener: queue an event for storage (written in batches)."""
+        data = event.model_dump(mode="json")["data"]
+        self.pending.append(
+            EventRow(event.seq, event.kind.value, event.at, event.message, event.subtask, data)
+        )
+
+    def flush(self) -> None:
+        """Write queued events and model calls now (one transaction)."""
+        if self.runs is not None and (self.pending or self.pending_calls):
+            events, self.pending = self.pending, []
+            calls, self.pending_calls = self.pending_calls, []
+            self.runs.write_batch(self.run_id, events=events, calls=calls)
 
     @property
     def run_id(self) -> str:
@@ -162,10 +191,12 @@ class Runtime:
         max_steps: int | None = None,
         timeout: float | None = None,
         output_retries: int = 2,
+        messages_out: list[ModelMessage] | None = None,
     ) -> tuple[Any, int]:
         """Run one agent call; returns (output, requests it made).
 
         ``max_steps`` caps this call's own requests (a fresh budget per call).
+        ``messages_out`` receives the run's messages, also when it raises.
         """
         model = self.models.model(persona_model)
         label = self.models.label(persona_model)
@@ -179,6 +210,12 @@ class Runtime:
             retries={"tools": 2, "output": output_retries},
         )
         limits = UsageLimits(request_limit=max_steps)
-        result = await agent.run(prompt, usage_limits=limits, timeout=timeout)
+        with capture_run_messages() as messages:
+            try:
+                result = await agent.run(prompt, usage_limits=limits, timeout=timeout)
+            finally:
+                if messages_out is not None:
+                    messages_out.extend(messages)
+                self.flush()
         self.usage.tool_calls += result.usage.tool_calls
         return result.output, recorder.local_requests

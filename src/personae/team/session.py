@@ -167,18 +167,14 @@ async def run_turn(
         runs = RunStore(store)
         run_id = runs.create(task=task, model=label, persona=options.persona, session_id=session)
         bus = EventBus(run_id)
-        bus.subscribe(
-            lambda e: runs.add_event(
-                run_id, seq=e.seq, kind=e.kind.value, at=e.at, message=e.message,
-                subtask=e.subtask, data=e.model_dump(mode="json")["data"],
-            )
-        )  # fmt: skip
+        usage = TreeUsage(request_cap=options.request_cap)
+        runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
+        bus.subscribe(runtime.store_event)
         for listener in listeners:
             bus.subscribe(listener)
         registry = ToolRegistry.builtin(Workspace(project.root))
-        usage = TreeUsage(request_cap=options.request_cap)
         team = Team(
-            runtime=Runtime(models=models, bus=bus, runs=runs, usage=usage),
+            runtime=runtime,
             persona=persona,
             personas=cast.personas,
             box=ToolBox.of(ToolSubset.from_registry(registry)),
@@ -187,10 +183,13 @@ async def run_turn(
         )  # fmt: skip
         try:
             result = await team.run_turn(turn)
+            runtime.flush()
         except PersonaeError:
+            runtime.flush()
             runs.finish(run_id, status="failed", final_text="", usage=usage.as_dict())
             raise
         except Exception as exc:
+            runtime.flush()
             message = f"run {run_id} failed: {type(exc).__name__}: {exc}"
             runs.finish(run_id, status="failed", final_text=message, usage=usage.as_dict())
             raise RunError(message, run_id=run_id) from exc

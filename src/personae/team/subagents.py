@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
 
 from personae.errors import UnknownNameError
@@ -235,6 +236,7 @@ class Spawner:
         steps = persona.max_steps or DEFAULT_MAX_STEPS
         before = self.runtime.usage.requests
         status: Literal["success", "partial", "failed", "limit"] = "success"
+        messages: list[ModelMessage] = []
         final, error = "", None
         try:
             output, _ = await self.runtime.call(
@@ -244,14 +246,16 @@ class Spawner:
                 persona_model=persona.model,
                 toolsets=[recorder],
                 max_steps=steps,
+                messages_out=messages,
             )
             final = str(output)
-            if recorder.log.failed:
-                status = "partial"
         except UsageLimitExceeded as exc:
             status, error = "limit", str(exc)
         except (ModelAPIError, UnexpectedModelBehavior, TimeoutError, OSError) as exc:
             status, error = "failed", f"{type(exc).__name__}: {exc}"
+        recorder.record_refused(messages)
+        if status == "success" and recorder.log.failed:
+            status = "partial"
         log = recorder.log
         return SubagentOutcome(
             persona=persona.name,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.toolsets import AbstractToolset
 
 from personae.models.scenario import ROLE_MARKER
@@ -22,15 +23,24 @@ DEFAULT_MAX_STEPS = 12
 """Step budget when a persona sets none."""
 
 
-def worker_instructions(persona: Persona) -> str:
-    """The worker's system instructions: role marker + the persona's prompt."""
+def worker_instructions(persona: Persona, available_agents: str = "") -> str:
+    """The worker's system instructions: role marker, the persona's prompt, and the
+    ``<available_agents>`` listing when it may delegate."""
     head = (
         f"{ROLE_MARKER.format(role='worker')}\n"
         "You are the Worker of a personae team. Do exactly the subtask given, using your "
         "tools; report only what the tools' output supports. Do not repeat a tool call "
         "whose result is already in the context."
     )
-    return f"{head}\n\n{persona.system_prompt.strip()}" if persona.system_prompt.strip() else head
+    parts = [head]
+    if persona.system_prompt.strip():
+        parts.append(persona.system_prompt.strip())
+    if available_agents.strip():
+        parts.append(
+            "You may delegate a self-contained task with the agent tool (name, task); the "
+            "sub-agent sees only that task.\n" + available_agents.strip()
+        )
+    return "\n\n".join(parts)
 
 
 def worker_prompt(context_text: str, subtask: Subtask, correction: str | None) -> str:
@@ -60,7 +70,8 @@ async def run_worker(
 ) -> WorkerResult:
     """Run the worker once on ``subtask``; tool calls are recorded and shared with the turn."""
     view = turn.view("worker")
-    instructions = worker_instructions(persona)
+    agents = turn.available_agents if "agent" in allowed else ""
+    instructions = worker_instructions(persona, agents)
     prompt = worker_prompt(view.text, subtask, correction)
 
     def on_call(record: ToolCallRecord) -> None:
@@ -99,6 +110,7 @@ async def run_worker(
     requests_before = runtime.usage.requests
     error: str | None = None
     text = ""
+    messages: list[ModelMessage] = []
     try:
         output, _ = await runtime.call(
             info,
@@ -107,10 +119,15 @@ async def run_worker(
             persona_model=persona.model,
             toolsets=[wrapped, *(extra_toolsets or [])],
             max_steps=steps,
+            messages_out=messages,
         )
         text = str(output)
     except UsageLimitExceeded as exc:
+        if runtime.usage.exhausted:
+            raise  # the whole run's cap, not this worker's step budget
         error = f"step budget of {steps} used up: {exc}"
+    finally:
+        wrapped.record_refused(messages)
     return _result(log, text, error, runtime.usage.requests - requests_before)
 
 

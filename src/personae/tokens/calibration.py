@@ -14,13 +14,38 @@ cannot make estimates useless. Exact tokenizers are never calibrated.
 from __future__ import annotations
 
 import math
+import sqlite3
 import threading
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
+from typing import Protocol
 
-from personae.store.db import Store
 from personae.tokens.registry import model_info, normalize_model
 
-__all__ = ["MAX_FACTOR", "MIN_FACTOR", "Calibration"]
+__all__ = ["MAX_FACTOR", "MIN_FACTOR", "Calibration", "CalibrationStore"]
+
+
+class CalibrationStore(Protocol):
+    """What calibration needs from a store (``personae.store.Store`` fits).
+
+    A protocol, so that ``tokens`` does not import ``store`` (imports point
+    from ``store`` to ``tokens``, never back).
+    """
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The SQLite connection (migrated: has ``token_calibration``)."""
+        ...
+
+    @property
+    def lock(self) -> AbstractContextManager[object]:
+        """Serializes statements on ``conn``."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A write transaction, all or nothing."""
+        ...
+
 
 MIN_FACTOR = 0.5
 """Lowest calibration factor (estimates at most halved)."""
@@ -30,9 +55,9 @@ _MIN_WEIGHT = 0.2  # later reports still move the factor by at least 20% of the 
 
 
 class Calibration:
-    """Calibration factors per model, persisted in a :class:`Store`."""
+    """Calibration factors per model, persisted in a personae ``Store``."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: CalibrationStore) -> None:
         self._store = store
         self._lock = threading.Lock()
         with store.lock:
@@ -52,35 +77,47 @@ class Calibration:
         """How many reports shaped the factor for ``model``."""
         return self._factors.get(self.key(model), (1.0, 0))[1]
 
-    def calibrate(self, model: str, estimated_tokens: int, reported_input_tokens: int) -> float:
+    def calibrate(
+        self,
+        model: str,
+        estimated_tokens: int,
+        reported_input_tokens: int,
+        *,
+        used_factor: float | None = None,
+    ) -> float:
         """Record one report and return the model's new factor.
 
         ``estimated_tokens`` is what ``counter_for_model(model,
         calibration=self).count(prompt)`` returned for the prompt the provider
-        then reported as ``reported_input_tokens``. Non-positive values and
-        exact models leave the factor unchanged.
+        then reported as ``reported_input_tokens``; ``used_factor`` is that
+        counter's ``factor`` (default: the current factor). Non-positive values
+        and exact models leave the factor unchanged. The stored row is re-read
+        inside the write transaction, so several processes can calibrate.
         """
         info = model_info(model)
         if info.exact or estimated_tokens <= 0 or reported_input_tokens <= 0:
             return 1.0 if info.exact else self.factor(model)
         key = self.key(model)
-        with self._lock:
-            current, samples = self._factors.get(key, (1.0, 0))
-            raw = estimated_tokens / (current * (1.0 + info.safety_margin))
+        with self._lock, self._store.transaction() as conn:
+            row = conn.execute(
+                "SELECT factor, samples FROM token_calibration WHERE model = ?", (key,)
+            ).fetchone()
+            current, samples = (float(row[0]), int(row[1])) if row else (1.0, 0)
+            used = used_factor if used_factor is not None and used_factor > 0 else current
+            raw = estimated_tokens / (used * (1.0 + info.safety_margin))
             observed = reported_input_tokens / raw
             weight = max(1.0 / (samples + 1), _MIN_WEIGHT)
             moved = current + weight * (observed - current)
-            new = round(min(MAX_FACTOR, max(MIN_FACTOR, moved)), 2)
-            if not math.isfinite(new):
+            if not math.isfinite(moved):
                 return current
+            new = round(min(MAX_FACTOR, max(MIN_FACTOR, moved)), 2)
             now = datetime.now(UTC).isoformat(timespec="milliseconds")
-            with self._store.transaction() as conn:
-                conn.execute(
-                    "INSERT INTO token_calibration(model, factor, samples, updated)"
-                    " VALUES (?, ?, ?, ?) ON CONFLICT(model) DO UPDATE SET"
-                    " factor = excluded.factor, samples = excluded.samples,"
-                    " updated = excluded.updated",
-                    (key, new, samples + 1, now),
-                )
+            conn.execute(
+                "INSERT INTO token_calibration(model, factor, samples, updated)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT(model) DO UPDATE SET"
+                " factor = excluded.factor, samples = excluded.samples,"
+                " updated = excluded.updated",
+                (key, new, samples + 1, now),
+            )
             self._factors[key] = (new, samples + 1)
-            return new
+        return new

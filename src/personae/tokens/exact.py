@@ -11,19 +11,31 @@ ordinary text, which is what it is when it appears inside a prompt.
 
 from __future__ import annotations
 
+import hashlib
 import threading
+from dataclasses import dataclass
 
 import tiktoken
 
 from personae.errors import UnknownNameError
-from personae.tokens._vocab import SPECS, VocabularyError, data_file, parse_ranks, read_verified
+from personae.tokens._vocab import (
+    SPECS,
+    VocabularyError,
+    data_file,
+    parse_ranks,
+    read_verified,
+    verify,
+)
 
 __all__ = [
     "EXACT_ENCODINGS",
     "ExactCounter",
     "VocabularyError",
+    "VocabularyInfo",
+    "check_vocabulary",
     "exact_counter",
     "load_encoding",
+    "vocabulary_info",
 ]
 
 EXACT_ENCODINGS: tuple[str, ...] = tuple(sorted(SPECS))
@@ -34,11 +46,56 @@ _encodings: dict[str, tiktoken.Encoding] = {}
 _counters: dict[str, ExactCounter] = {}
 
 
-def load_encoding(name: str) -> tiktoken.Encoding:
-    """The ``tiktoken.Encoding`` for ``name``, built offline once per process."""
+@dataclass(frozen=True, slots=True)
+class VocabularyInfo:
+    """Where an encoding's vocabulary comes from and how it was verified."""
+
+    name: str
+    """Encoding name."""
+    source: str
+    """Package-relative path of the gzipped ``.tiktoken`` file."""
+    expected_sha256: str
+    """The sha256 tiktoken expects for the official file."""
+    actual_sha256: str
+    """The sha256 of the decompressed bytes we read (equal, or loading fails)."""
+    ranks: int
+    """Number of mergeable ranks in the file."""
+    special_tokens: dict[str, int]
+    """Special tokens as tiktoken defines them for this encoding."""
+
+
+def _spec(name: str) -> object:
     spec = SPECS.get(name)
     if spec is None:
         raise UnknownNameError("encoding", name, SPECS)
+    return spec
+
+
+def check_vocabulary(name: str, raw: bytes) -> None:
+    """Raise :class:`VocabularyError` unless ``raw`` is the official file for ``name``."""
+    _spec(name)
+    verify(raw, SPECS[name].sha256, data_file(name))
+
+
+def vocabulary_info(name: str) -> VocabularyInfo:
+    """Read and verify the vocabulary of ``name`` and describe it."""
+    _spec(name)
+    spec = SPECS[name]
+    raw = read_verified(spec)
+    return VocabularyInfo(
+        name=name,
+        source=data_file(name),
+        expected_sha256=spec.sha256,
+        actual_sha256=hashlib.sha256(raw).hexdigest(),
+        ranks=sum(1 for line in raw.splitlines() if line),
+        special_tokens=dict(spec.special_tokens),
+    )
+
+
+def load_encoding(name: str) -> tiktoken.Encoding:
+    """The ``tiktoken.Encoding`` for ``name``, built offline once per process."""
+    _spec(name)
+    spec = SPECS[name]
     cached = _encodings.get(name)
     if cached is not None:
         return cached
@@ -75,6 +132,11 @@ class ExactCounter:
     def exact(self) -> bool:
         """Always true: these are the tokenizer's own counts."""
         return True
+
+    @property
+    def factor(self) -> float:
+        """Always 1.0: exact counts are never calibrated."""
+        return 1.0
 
     @property
     def encoding(self) -> tiktoken.Encoding:

@@ -113,31 +113,31 @@ MODEL_TABLE: tuple[ModelEntry, ...] = (
     _e("text-embedding-ada-002", _CL100K, 8_191),
     # No public tokenizer: content-aware estimate with a margin.
     _e("claude*", _CLAUDE, 200_000, 0.20),
-    _e("gemini*", _GEMINI, 1_048_576, 0.15),
-    _e("gemma*", _GEMINI, 131_072, 0.15),
-    _e("llama*", _LOCAL, 131_072, 0.15),
-    _e("codellama*", _LOCAL, 16_384, 0.15),
-    _e("qwen*", _LOCAL, 32_768, 0.15),
-    _e("qwq*", _LOCAL, 32_768, 0.15),
-    _e("mistral*", _LOCAL, 32_768, 0.15),
-    _e("mixtral*", _LOCAL, 32_768, 0.15),
-    _e("codestral*", _LOCAL, 32_768, 0.15),
-    _e("deepseek*", _LOCAL, 131_072, 0.15),
-    _e("phi*", _LOCAL, 16_384, 0.15),
+    _e("gemini*", _GEMINI, 1_048_576, 0.20),
+    _e("gemma*", _GEMINI, 131_072, 0.20),
+    _e("llama*", _LOCAL, 131_072, 0.20),
+    _e("codellama*", _LOCAL, 16_384, 0.20),
+    _e("qwen*", _LOCAL, 32_768, 0.20),
+    _e("qwq*", _LOCAL, 32_768, 0.20),
+    _e("mistral*", _LOCAL, 32_768, 0.20),
+    _e("mixtral*", _LOCAL, 32_768, 0.20),
+    _e("codestral*", _LOCAL, 32_768, 0.20),
+    _e("deepseek*", _LOCAL, 131_072, 0.20),
+    _e("phi*", _LOCAL, 16_384, 0.20),
 )
 """Model patterns in match order (first match wins)."""
 
 _PROVIDER_DEFAULTS: dict[str, ModelEntry] = {
     "anthropic": _e("anthropic:*", _CLAUDE, 200_000, 0.20),
     "bedrock": _e("bedrock:*", _CLAUDE, 200_000, 0.20),
-    "google": _e("google:*", _GEMINI, 1_048_576, 0.15),
-    "google-gla": _e("google-gla:*", _GEMINI, 1_048_576, 0.15),
-    "google-vertex": _e("google-vertex:*", _GEMINI, 1_048_576, 0.15),
-    "gemini": _e("gemini:*", _GEMINI, 1_048_576, 0.15),
-    "ollama": _e("ollama:*", _LOCAL, 8_192, 0.15),
-    "lmstudio": _e("lmstudio:*", _LOCAL, 8_192, 0.15),
-    "vllm": _e("vllm:*", _LOCAL, 32_768, 0.15),
-    "local": _e("local:*", _LOCAL, 8_192, 0.15),
+    "google": _e("google:*", _GEMINI, 1_048_576, 0.20),
+    "google-gla": _e("google-gla:*", _GEMINI, 1_048_576, 0.20),
+    "google-vertex": _e("google-vertex:*", _GEMINI, 1_048_576, 0.20),
+    "gemini": _e("gemini:*", _GEMINI, 1_048_576, 0.20),
+    "ollama": _e("ollama:*", _LOCAL, 8_192, 0.20),
+    "lmstudio": _e("lmstudio:*", _LOCAL, 8_192, 0.20),
+    "vllm": _e("vllm:*", _LOCAL, 32_768, 0.20),
+    "local": _e("local:*", _LOCAL, 8_192, 0.20),
 }
 _KNOWN_PROVIDERS = frozenset(
     {
@@ -166,7 +166,7 @@ DEFAULT_MODEL_INFO = ModelInfo(
 )
 """Used when no model is chosen: exact o200k_base, a 128k window."""
 
-_FALLBACK = _e("*", "estimate:generic", 128_000, 0.20)
+_FALLBACK = _e("*", "estimate:generic", 128_000, 0.25)
 
 
 def normalize_model(model: str) -> tuple[str | None, str]:

@@ -7,6 +7,7 @@ import os
 import stat
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -23,6 +24,7 @@ __all__ = [
 ]
 
 _BINARY_SNIFF = 8192
+_CHUNK = 1 << 20
 
 
 class ReadFileArgs(BaseModel):
@@ -100,14 +102,31 @@ def _open_regular(path: Path, ctx: ToolContext, shown: str) -> int:
         raise ctx.error(f"{shown} is a directory", path=shown) from None
     except OSError as exc:
         raise ctx.error(f"cannot open {shown}: {exc.strerror}", path=shown) from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        raise ctx.error(f"{shown} is not a regular file", path=shown)
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise ctx.error(f"{shown} is {kind}", path=shown)
     return fd
 
 
+def _skip_lines(fh: BinaryIO, count: int) -> int:
+    """Skip ``count`` lines in bounded chunks; return how many were skipped."""
+    skipped = 0
+    while skipped < count:
+        chunk = fh.readline(_CHUNK)
+        if not chunk:
+            break
+        if chunk.endswith(b"\n"):
+            skipped += 1
+    return skipped
+
+
 def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
-    """Return lines ``offset``.. of a text file, cut at the byte cap with a notice."""
+    """Return lines ``offset``.. of a text file, cut at the byte cap with a notice.
+
+    Lines are read in bounded chunks, so one enormous line cannot exhaust memory.
+    """
     path = ctx.workspace.resolve(args.path, tool=ctx.tool)
     shown = ctx.workspace.relative(path)
     cap = ctx.limits.read_max_bytes
@@ -115,30 +134,36 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
         if b"\x00" in fh.read(_BINARY_SNIFF):
             raise ctx.error(f"{shown} looks like a binary file; not returned", path=shown)
         fh.seek(0)
+        skipped = _skip_lines(fh, args.offset - 1)
+        if skipped < args.offset - 1 or (args.offset > 1 and not fh.peek(1)):
+            return f"[{shown} has {skipped} lines; offset {args.offset} is past the end]"
         out: list[bytes] = []
         used = 0
-        lineno = 0
+        lines = 0  # complete lines returned
         stopped = ""
-        for raw in fh:
-            lineno += 1
-            if lineno < args.offset:
-                continue
-            if args.limit is not None and lineno >= args.offset + args.limit:
-                stopped = f"[more lines after line {lineno - 1}; use offset={lineno} to continue]"
+        while True:
+            if args.limit is not None and lines >= args.limit:
+                if fh.peek(1):
+                    last = args.offset + lines - 1
+                    stopped = f"[more lines after line {last}; use offset={last + 1} to continue]"
                 break
-            if cap is not None and used + len(raw) > cap:
-                room = cap - used
-                if room > 0 and not out:
-                    out.append(raw[:room])
+            room = None if cap is None else cap - used
+            chunk = fh.readline(_CHUNK if room is None else min(_CHUNK, room + 1))
+            if not chunk:
+                break
+            if room is not None and len(chunk) > room:
+                if not out:  # a first line longer than the cap: return its start
+                    out.append(chunk[:room])
+                line = args.offset + lines
                 stopped = (
-                    f"[truncated at {cap} bytes, stopped in line {lineno}; "
-                    f"use offset/limit to read further]"
+                    f"[truncated at {cap} bytes, stopped in line {line}; "
+                    f"use offset={line} and limit to read further]"
                 )
                 break
-            out.append(raw)
-            used += len(raw)
-    if lineno < args.offset and args.offset > 1:
-        return f"[{shown} has {lineno} lines; offset {args.offset} is past the end]"
+            out.append(chunk)
+            used += len(chunk)
+            if chunk.endswith(b"\n"):
+                lines += 1
     text = b"".join(out).decode("utf-8", errors="replace")
     if stopped:
         text = (text if text.endswith("\n") or not text else text + "\n") + stopped

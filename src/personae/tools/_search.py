@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +47,26 @@ class GrepArgs(BaseModel):
     )
     ignore_case: bool = Field(default=False, description="Case-insensitive match.")
     max_results: int | None = Field(default=None, ge=1, description="Stop after this many lines.")
+
+
+class _Budget:
+    """Stops a walk after ``limit`` files and says so."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.stopped = False
+
+    def files(self, files: Iterator[Path]) -> Iterator[Path]:
+        for count, file in enumerate(files):
+            if self.limit is not None and count >= self.limit:
+                self.stopped = True
+                return
+            yield file
+
+    def notice(self, sep: str) -> str:
+        if not self.stopped:
+            return ""
+        return f"{sep}[stopped after looking at {self.limit} files; search a narrower path]"
 
 
 def _cap(requested: int | None, limit: int | None) -> int | None:
@@ -100,7 +121,8 @@ def glob_files(args: GlobArgs, ctx: ToolContext) -> str:
     cap = ctx.limits.list_max_entries
     found: list[str] = []
     more = 0
-    for file in walk_files(ctx.workspace, start):
+    walked = _Budget(ctx.limits.walk_max_files)
+    for file in walked.files(walk_files(ctx.workspace, start)):
         rel = file.relative_to(start).as_posix()
         if regex.match(rel):
             if cap is not None and len(found) >= cap:
@@ -108,10 +130,10 @@ def glob_files(args: GlobArgs, ctx: ToolContext) -> str:
                 continue
             found.append(ctx.workspace.relative(file))
     if not found:
-        return f"[no files match {args.pattern!r}]"
+        return f"[no files match {args.pattern!r}]{walked.notice(' ')}"
     if more:
         found.append(f"[{more} more files not shown]")
-    return "\n".join(found)
+    return "\n".join(found) + walked.notice("\n")
 
 
 def _compile(args: GrepArgs, ctx: ToolContext) -> re.Pattern[str]:
@@ -140,7 +162,8 @@ def grep(args: GrepArgs, ctx: ToolContext) -> str:
     hits: list[str] = []
     more = 0
     skipped = 0
-    for file in walk_files(ctx.workspace, start):
+    walked = _Budget(ctx.limits.walk_max_files)
+    for file in walked.files(walk_files(ctx.workspace, start)):
         rel = file.relative_to(start).as_posix() if start.is_dir() else file.name
         if only is not None and not (only.match(rel) or only.match(file.name)):
             continue
@@ -149,12 +172,12 @@ def grep(args: GrepArgs, ctx: ToolContext) -> str:
             continue
         more += _grep_file(file, regex, hits, cap, ctx)
     if not hits:
-        return f"[no matches for {args.pattern!r}]"
+        return f"[no matches for {args.pattern!r}]{walked.notice(' ')}"
     if more:
         hits.append(f"[{more} more matching lines not shown; narrow the search]")
     if skipped:
         hits.append(f"[{skipped} files over {size_cap} bytes skipped]")
-    return "\n".join(hits)
+    return "\n".join(hits) + walked.notice("\n")
 
 
 def _grep_file(

@@ -101,6 +101,26 @@ def _killpg(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+async def _wait_exit(proc: asyncio.subprocess.Process, timeout: float | None) -> bool:
+    """Whether ``proc`` exited within ``timeout`` s.
+
+    Polls ``returncode``: on Python 3.11 ``proc.wait()`` also waits for the
+    pipes to close, which a background child can hold open indefinitely.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    delay = 0.002
+    while proc.returncode is None:
+        if deadline is not None:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            delay = min(delay, remaining)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return True
+
+
 async def _wait_reader(task: asyncio.Task[int], wait: float, *, cancel: bool) -> int | None:
     """The reader's byte count once it hits EOF within ``wait`` s, else ``None``."""
     done, _ = await asyncio.wait({task}, timeout=wait)
@@ -149,15 +169,12 @@ async def run_shell(args: RunShellArgs, ctx: ToolContext) -> str:
     kept = bytearray()
     assert proc.stdout is not None
     reader = asyncio.ensure_future(_drain(proc.stdout, limits.shell_max_output, kept))
-    timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), timeout)
-    except TimeoutError:
-        timed_out = True
+        timed_out = not await _wait_exit(proc, timeout)
     finally:
-        if proc.returncode is None or timed_out:
+        if proc.returncode is None:  # timed out or cancelled
             _killpg(proc.pid)
-            await proc.wait()
+            await _wait_exit(proc, None)
     # Pipes close when every process holding them is gone; give them a moment,
     # then kill whatever the command left running and stop waiting.
     total = await _wait_reader(reader, 1.0 if timed_out else limits.shell_grace, cancel=False)

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from personae.tools._html import html_to_text
 from personae.tools.base import ToolContext
 
 __all__ = ["WebFetchArgs", "web_fetch"]
@@ -71,6 +72,9 @@ async def _get(url: str, ctx: ToolContext) -> str:
         body = bytes(kept).decode(response.encoding or "utf-8", errors="replace")
         if cap is not None and total > cap:
             body += f"\n[body truncated at {cap} bytes]"
+        if "html" in content_type.lower():
+            body = html_to_text(body)
+            content_type += " (converted to text)"
         if response.status_code >= 400:
             raise ctx.error(f"HTTP {head}\n{body[:2000]}", status=response.status_code)
         return f"HTTP {head}\ncontent-type: {content_type or '(none)'}\n\n{body}"

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from personae.errors import ToolError, UsageError
+from personae.errors import ConfigError, ToolError, UnknownNameError, UsageError
 from personae.tools.workspace import Workspace
 
 __all__ = ["Tool", "ToolContext", "ToolLimits"]
@@ -25,12 +25,14 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 class ToolLimits:
     """Caps the built-in tools apply. ``None`` means no limit."""
 
-    read_max_bytes: int | None = 256 * 1024
-    """Bytes ``read_file`` returns at most (a notice says when it stopped early)."""
+    read_max_bytes: int | None = 100_000
+    """Bytes ``read_file`` returns at most (a notice says when it stopped early; ~25k tokens)."""
     write_max_bytes: int | None = 10 * 1024 * 1024
     """Largest content ``write_file``/``edit_file`` will write."""
     list_max_entries: int | None = 1000
     """Entries ``list_dir`` and ``glob`` return at most."""
+    walk_max_files: int | None = 50_000
+    """Files ``glob`` and ``grep`` look at before stopping with a notice."""
     grep_max_results: int | None = 200
     """Matching lines ``grep`` returns at most."""
     grep_max_file_bytes: int | None = 4 * 1024 * 1024
@@ -45,10 +47,28 @@ class ToolLimits:
     """Extra environment variable names passed to ``run_shell`` (dangerous ones are refused)."""
     fetch_timeout: float | None = 20.0
     """Seconds a ``web_fetch`` may take in total."""
-    fetch_max_bytes: int | None = 1024 * 1024
-    """Bytes of body ``web_fetch`` keeps."""
+    fetch_max_bytes: int | None = 256 * 1024
+    """Bytes of body ``web_fetch`` downloads and keeps (HTML shrinks when turned into text)."""
     preview_chars: int = 400
     """Characters of a result kept in a call record's preview."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, file: str | None = None) -> ToolLimits:
+        """Limits from a config mapping (e.g. a ``tools:`` section); bad keys or values raise.
+
+        Raises:
+            ConfigError: an unknown key or a value of the wrong type, naming the field.
+        """
+        names = {f.name for f in fields(cls)}
+        for key in data:
+            if key not in names:
+                raise UnknownNameError("tool limit", str(key), names, file=file)
+        try:
+            return TypeAdapter(cls).validate_python(dict(data), strict=False)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            field_name = ".".join(str(p) for p in first["loc"])
+            raise ConfigError(first["msg"], file=file, field=field_name) from exc
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,9 +85,6 @@ class ToolContext:
     def error(self, message: str, **data: Any) -> ToolError:
         """A :class:`ToolError` for this tool."""
         return ToolError(self.tool or "tool", message, **data)
-
-
-ToolFunc = Callable[[P, ToolContext], "str | Awaitable[str]"]
 
 
 @dataclass(frozen=True, eq=False)

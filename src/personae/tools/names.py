@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
-__all__ = ["BUILTIN_TOOL_NAMES", "CLAUDE_TOOL_MAP", "canonical_tool_name"]
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from personae.errors import UnknownNameError
+
+__all__ = [
+    "BUILTIN_TOOL_NAMES",
+    "CLAUDE_TOOL_MAP",
+    "canonical_tool_name",
+    "check_tool_names",
+    "split_tool_spec",
+]
+
+_SPEC_RE = re.compile(r"^\s*([^()\s]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(
     {
@@ -40,3 +54,39 @@ def canonical_tool_name(name: str) -> str:
     """The personae name for ``name`` (Claude Code names mapped; others unchanged)."""
     stripped = name.strip()
     return CLAUDE_TOOL_MAP.get(stripped, stripped)
+
+
+def split_tool_spec(spec: str) -> tuple[str, str | None]:
+    """``"Bash(git diff:*)"`` -> ``("run_shell", "git diff:*")``; a plain name gets ``None``."""
+    match = _SPEC_RE.match(spec)
+    if match is None:
+        return canonical_tool_name(spec), None
+    return canonical_tool_name(match.group(1)), match.group(2)
+
+
+def check_tool_names(
+    names: Iterable[str],
+    known: Iterable[str] = BUILTIN_TOOL_NAMES,
+    *,
+    file: str | Path | None = None,
+    line: int | None = None,
+    field: str = "tools",
+) -> list[str]:
+    """Canonical names of a tools list, each checked against ``known``.
+
+    For personae's own persona files, where an unknown tool is an error.
+    Claude Code names are mapped; a ``Name(pattern)`` entry is checked by its
+    name. Order is kept, duplicates dropped.
+
+    Raises:
+        UnknownNameError: the first unknown name, with the closest valid one.
+    """
+    valid = set(known)
+    out: list[str] = []
+    for spec in names:
+        name, _pattern = split_tool_spec(spec)
+        if name not in valid:
+            raise UnknownNameError("tool", spec, valid, file=file, line=line, field=field)
+        if name not in out:
+            out.append(name)
+    return out

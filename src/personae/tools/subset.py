@@ -9,7 +9,6 @@ not depend on what the prompt says.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from personae.errors import ToolError, UnknownNameError
 from personae.tools.base import Tool, ToolContext, ToolLimits
 from personae.tools.canonical import canonical_args
-from personae.tools.names import BUILTIN_TOOL_NAMES, canonical_tool_name
+from personae.tools.names import BUILTIN_TOOL_NAMES, canonical_tool_name, split_tool_spec
 from personae.tools.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -33,8 +32,6 @@ __all__ = [
     "split_tool_spec",
     "unavailable_tool_names",
 ]
-
-_SPEC_RE = re.compile(r"^\s*([^()\s]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 
 class ToolRefusedError(ToolError):
@@ -77,14 +74,6 @@ class ToolCallRecord:
 
 
 OnCall = Callable[[ToolCallRecord], None]
-
-
-def split_tool_spec(spec: str) -> tuple[str, str | None]:
-    """``"Bash(git diff:*)"`` -> ``("run_shell", "git diff:*")``; plain names get ``None``."""
-    match = _SPEC_RE.match(spec)
-    if match is None:
-        return canonical_tool_name(spec), None
-    return canonical_tool_name(match.group(1)), match.group(2)
 
 
 def _preview(text: str, limit: int) -> str:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import yaml
 
+__all__ = ["Handler"]
+
 SETTINGS = yaml.safe_load((Path(__file__).parent.parent / "config" / "settings.yaml").read_text())
 
 

@@ -1,0 +1,236 @@
+"""`personae personas ...` and `personae init`: exit codes, output, export round trip."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from personae.cli.app import app
+from personae.persona import Cast
+from personae.persona.scaffold import example_files
+
+runner = CliRunner()
+
+
+def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "personae", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    result = runner.invoke(app, ["init", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    return tmp_path
+
+
+def test_init_scaffolds_and_is_idempotent(tmp_path: Path) -> None:
+    first = personae("init", "proj", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    root = tmp_path / "proj"
+    expected = {rel for rel, _ in example_files()}
+    written = {p.relative_to(root) for p in root.rglob("*") if p.is_file()}
+    assert written == expected
+    assert len(list((root / ".personae/personas").glob("*.md"))) >= 3
+    assert len(list((root / ".personae/skills").glob("*/SKILL.md"))) >= 2
+    assert (root / ".personae/directive.md").is_file()
+    assert f"created {len(expected)} files" in first.stdout
+    before = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+    second = personae("init", "proj", cwd=tmp_path)
+    assert second.returncode == 0
+    assert "nothing to do" in second.stdout
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_init_never_overwrites_a_changed_file(project: Path) -> None:
+    mine = project / ".personae/personas/writer.md"
+    mine.write_text("my own writer\n")
+    (project / ".personae/directive.md").unlink()
+    result = runner.invoke(app, ["init", str(project)])
+    assert result.exit_code == 0
+    assert mine.read_text() == "my own writer\n"
+    assert "kept" in result.output and "writer.md" in result.output
+    assert (project / ".personae/directive.md").is_file()
+    assert "created 1 file in" in result.output
+
+
+def test_init_into_a_file_is_an_error(tmp_path: Path) -> None:
+    target = write(tmp_path / "f", "x")
+    result = personae("init", str(target), cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"personae: error: {target}: not a directory"
+
+
+def test_list_text_and_json(project: Path) -> None:
+    result = personae("personas", "list", cwd=project)
+    assert result.returncode == 0, result.stderr
+    for name in ("analyst", "researcher", "writer"):
+        assert name in result.stdout
+    data = json.loads(
+        runner.invoke(app, ["personas", "list", "--json", "--root", str(project)]).stdout
+    )
+    assert [p["name"] for p in data] == ["analyst", "researcher", "writer"]
+    assert data[0]["tools"] == ["read_file", "grep", "glob", "list_dir"]
+
+
+def test_list_with_dirs(project: Path, tmp_path: Path) -> None:
+    write(tmp_path / "extra/agents/helper.md", "---\nname: helper\ndescription: Helps.\n---\n")
+    result = runner.invoke(
+        app,
+        [
+            "personas",
+            "list",
+            "--json",
+            "--root",
+            str(project),
+            "--dir",
+            str(tmp_path / "extra/agents"),
+        ],
+    )
+    assert result.exit_code == 0
+    assert "helper" in [p["name"] for p in json.loads(result.stdout)]
+
+
+def test_show_text_json_and_unknown(project: Path) -> None:
+    text = runner.invoke(app, ["personas", "show", "researcher", "--root", str(project)])
+    assert text.exit_code == 0
+    assert "temp workspace:    yes" in text.stdout
+    assert "You are the researcher" in text.stdout
+    data = json.loads(
+        runner.invoke(app, ["personas", "show", "analyst", "--json", "--root", str(project)]).stdout
+    )
+    assert data["max_steps"] == 12 and data["context"] == "summary_recent"
+    assert data["skill_details"][0]["name"] == "csv-insights"
+    bad = personae("personas", "show", "analist", cwd=project)
+    assert bad.returncode == 1
+    assert "did you mean 'analyst'" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_check_exit_codes(project: Path) -> None:
+    ok = personae("personas", "check", cwd=project)
+    assert ok.returncode == 0
+    assert "checked 3 personas, 2 skills: 0 errors, 0 warnings" in ok.stdout
+    # A warning: exit 0, but 1 with --strict.
+    write(
+        project / ".claude/agents/web.md", "---\nname: web\ndescription: d\ntools: WebSearch\n---\n"
+    )
+    warn = personae("personas", "check", cwd=project)
+    assert warn.returncode == 0
+    assert (
+        f"{project / '.claude/agents/web.md'}:4: warning: tools personae does not provide"
+        in warn.stdout
+    )
+    strict = runner.invoke(app, ["personas", "check", "--strict", "--root", str(project)])
+    assert strict.exit_code == 1
+    # Two errors in two files: both reported, exit 1.
+    write(project / ".personae/personas/bad1.md", "---\nname: bad1\n---\n")
+    write(
+        project / ".personae/personas/bad2.md",
+        "---\nname: bad2\ndescription: d\ntools: [raed_file]\n---\n",
+    )
+    bad = personae("personas", "check", cwd=project)
+    assert bad.returncode == 1
+    assert (
+        f"{project / '.personae/personas/bad1.md'}:1: error: missing required field" in bad.stdout
+    )
+    assert (
+        f"{project / '.personae/personas/bad2.md'}:4: error: unknown tool 'raed_file'" in bad.stdout
+    )
+    assert "2 errors, 1 warnings" in bad.stdout
+    data = json.loads(
+        runner.invoke(app, ["personas", "check", "--json", "--root", str(project)]).stdout
+    )
+    assert data["errors"] == 2 and data["problems"][0]["severity"] in ("error", "warning")
+
+
+def test_check_bad_usage_exits_2(project: Path) -> None:
+    result = personae("personas", "check", "--no-such-flag", cwd=project)
+    assert result.returncode == 2
+
+
+ROUND_TRIP_CLAUDE = """---
+name: reviewer
+description: "Reviews pull requests. Examples: <example>Context: a PR</example>"
+tools: Read, Grep, Bash, WebSearch, mcp__github__get_pr, Task
+disallowedTools: Write
+model: opus
+maxTurns: 9
+skills: [checklist]
+mcpServers:
+  - github
+color: purple
+---
+You review code.
+
+Be kind.
+"""
+
+
+@pytest.mark.parametrize("name", ["analyst", "researcher", "writer", "reviewer"])
+def test_export_round_trip(project: Path, tmp_path: Path, name: str) -> None:
+    write(project / ".claude/agents/reviewer.md", ROUND_TRIP_CLAUDE)
+    write(
+        project / ".personae/skills/checklist/SKILL.md",
+        "---\nname: checklist\ndescription: d\n---\n",
+    )
+    original = Cast.load(project).get(name)
+    out = tmp_path / "exported" / ".claude/agents" / f"{name}.md"
+    out.parent.mkdir(parents=True)
+    result = personae(
+        "personas", "export", name, "--format", "claude-code", "--out", str(out), cwd=project
+    )
+    assert result.returncode == 0, result.stderr
+    write(
+        tmp_path / "exported/.personae/skills/checklist/SKILL.md",
+        "---\nname: checklist\ndescription: d\n---\n",
+    )
+    write(
+        tmp_path / "exported/.personae/skills/csv-insights/SKILL.md",
+        "---\nname: csv-insights\ndescription: d\n---\n",
+    )
+    write(
+        tmp_path / "exported/.personae/skills/report-writing/SKILL.md",
+        "---\nname: report-writing\ndescription: d\n---\n",
+    )
+    again = Cast.load(tmp_path / "exported")
+    assert again.errors == []
+    back = again.get(name)
+    skip = {"source", "source_kind"}
+    assert back.model_dump(exclude=skip) == original.model_dump(exclude=skip)
+    assert back.source_kind == "claude-code"
+
+
+def test_export_shape_is_claude_code(project: Path) -> None:
+    result = runner.invoke(
+        app, ["personas", "export", "analyst", "--format", "claude-code", "--root", str(project)]
+    )
+    assert result.exit_code == 0
+    head = result.stdout.split("---")[1]
+    assert "tools: Read, Grep, Glob, LS" in head
+    assert "disallowedTools: Write, Edit" in head
+    assert "maxTurns: 12" in head
+    assert result.stdout.rstrip().endswith("and any caveat.")
+
+
+def test_export_unknown_format(project: Path) -> None:
+    result = personae("personas", "export", "analyst", "--format", "yaml", cwd=project)
+    assert result.returncode == 1
+    assert "unknown export format 'yaml'" in result.stderr
