@@ -287,3 +287,25 @@ def test_interrupt_kills_child_group_and_records_failure(project: Path) -> None:
     assert not alive(grandchild)
     results = load_handover(path).handover.results
     assert results is not None and results.error == "interrupted during attempt 1"
+
+
+def test_tool_fills_history_from_the_conversation_store(project: Path) -> None:
+    import json
+
+    from personae.store.conversations import ConversationStore, Message
+    from personae.store.db import Store
+    from personae.tokens.registry import counter_for_model
+
+    store = Store(project / ".personae" / "state.db")
+    conv = ConversationStore(store, counter_for_model(None))
+    sid = conv.create_session(persona="data-analyst", title="analyse")
+    conv.append(sid, Message(role="user", content="go"))
+    conv.append(sid, Message(role="assistant", content="north grew 25%"))
+    store.close()
+    result = handover_to_persona(
+        "report-writer", "Write", source_persona="data-analyst", cwd=project,
+        session_id=sid, wait_for_results=False,
+    )  # fmt: skip
+    saved = json.loads(Path(result.context_path).read_text())
+    assert saved["context"]["history"][0]["summary"] == "north grew 25%"
+    assert saved["source"]["sessionId"] == sid
