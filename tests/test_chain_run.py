@@ -125,7 +125,7 @@ def _overlap(root: Path) -> int:
 @pytest.mark.parametrize("limit", [1, 2])
 def test_fan_out_respects_concurrency_limit(tmp_path: Path, limit: int) -> None:
     root = tmp_path / "p"
-    group = [step(f"s{i}", **behave(sleep=1.5)) for i in range(3)]
+    group = [step(f"s{i}", **behave(sleep=2.5)) for i in range(3)]
     wf = load_workflow(write(root, [{"parallel": group}, step("merge")]))
     out = run_chain(wf, concurrency=limit, executor=LocalProcessExecutor(command=command))
     assert out.status == "success"

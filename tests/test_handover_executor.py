@@ -75,10 +75,10 @@ def test_child_without_results_gets_them_from_exit_code(project: Path) -> None:
 
 
 def test_timeout_kills_whole_process_group(project: Path) -> None:
-    path = make(project, {"grandchild": True, "sleep": 30})
+    path = make(project, {"grandchild": True, "sleep": 60})
     started = time.monotonic()
-    out = run_handover(path, cwd=project, timeout=3, attempts=1, command=command)
-    assert time.monotonic() - started < 15
+    out = run_handover(path, cwd=project, timeout=8, attempts=1, command=command)
+    assert time.monotonic() - started < 30
     assert out.exit_code == EXIT_TIMEOUT and out.attempts[0].timed_out
     hid = load_handover(path).handover.handover_id
     grandchild = int((project / f"grandchild-{hid}.pid").read_text())
@@ -105,15 +105,19 @@ def test_run_child_kills_group_of_a_shell_pipeline(project: Path) -> None:
 
 def test_retries_with_exponential_backoff_then_success(project: Path) -> None:
     path = make(project, {"fail_times": 2})
-    out = run_handover(path, cwd=project, timeout=30, attempts=3, backoff=0.3, command=command)
+    spawned: list[float] = []
+    ended: list[float] = []
+    out = run_handover(
+        path, cwd=project, timeout=30, attempts=3, backoff=0.3, command=command,
+        on_start=lambda _pid: spawned.append(time.monotonic()),
+        on_attempt=lambda _a: ended.append(time.monotonic()),
+    )  # fmt: skip
     assert out.status == "success" and len(out.attempts) == 3
-    log = calls(project)
-    assert len(log) == 3
-    gaps = [float(log[i + 1]["start"]) - float(log[i]["end"]) for i in range(2)]  # type: ignore[arg-type]
-    # Delay before retry n is 0.3 * 2**n: at least 0.3 s then 0.6 s (plus process start-up).
-    assert gaps[0] >= 0.3 and gaps[1] >= 0.6
-    assert gaps[1] > gaps[0]
-    assert gaps[1] < 0.6 + 10  # bounded: no runaway waits
+    assert len(calls(project)) == 3  # the child really ran three times
+    waits = [spawned[i + 1] - ended[i] for i in range(2)]
+    # Delay before retry n is 0.3 * 2**n: 0.3 s, then 0.6 s (bounded above too).
+    assert 0.3 <= waits[0] < 0.3 + 1.0
+    assert 0.6 <= waits[1] < 0.6 + 1.0
 
 
 def test_final_failure_saves_error_state(project: Path) -> None:
