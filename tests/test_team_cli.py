@@ -133,6 +133,11 @@ def test_user_mistakes_are_one_line_errors(project: Path) -> None:
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
     wrong = personae(project, "run", "hi", "--model", "scripted:/no/such.yaml", check=False)
     assert wrong.returncode == 1 and "scenario file not found" in wrong.stderr
+    broken = project / ".personae" / "personas" / "broken.md"
+    broken.write_text("---\nname: broken\ndescription: x\nmax_steps: lots\n---\nhi\n")
+    bad_file = personae(project, "run", "hi", "--persona", "broken", "--model", spec, check=False)
+    assert bad_file.returncode == 1
+    assert bad_file.stderr.startswith(f"personae: error: {broken}:4: ")
 
 
 def test_handover_round_trip(project: Path) -> None:
