@@ -9,6 +9,7 @@ the run and its events.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -188,6 +189,10 @@ async def run_turn(
         try:
             result = await team.run_turn(turn)
             runtime.flush()
+        except asyncio.CancelledError:  # timed out or interrupted
+            runtime.flush()
+            runs.finish(run_id, status="cancelled", final_text="", usage=usage.as_dict())
+            raise
         except PersonaeError:
             runtime.flush()
             runs.finish(run_id, status="failed", final_text="", usage=usage.as_dict())
