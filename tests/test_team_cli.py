@@ -133,6 +133,11 @@ def test_user_mistakes_are_one_line_errors(project: Path) -> None:
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
     wrong = personae(project, "run", "hi", "--model", "scripted:/no/such.yaml", check=False)
     assert wrong.returncode == 1 and "scenario file not found" in wrong.stderr
+    broken = project / ".personae" / "personas" / "broken.md"
+    broken.write_text("---\nname: broken\ndescription: x\nmax_steps: lots\n---\nhi\n")
+    bad_file = personae(project, "run", "hi", "--persona", "broken", "--model", spec, check=False)
+    assert bad_file.returncode == 1
+    assert bad_file.stderr.startswith(f"personae: error: {broken}:4: ")
 
 
 def test_handover_round_trip(project: Path) -> None:
@@ -159,3 +164,12 @@ def test_demo_runs_offline_and_says_scripted(isolated_home: Path, tmp_path: Path
     assert "Correction (1/2): retry" in out  # ... and corrected
     assert "sub-agent scout starts" in out
     assert "Answer (done):" in out and "8081" in out
+
+
+def test_timeout_cancels_the_run_and_records_it(project: Path) -> None:
+    spec = f"scripted:{project.parent / 'one.yaml'}"
+    done = personae(project, "run", "What port?", "--persona", "dev", "--model", spec,
+                    "--handover-timeout", "0.001", check=False)  # fmt: skip
+    assert done.returncode == 1 and "run took longer than 0.001 s" in done.stderr
+    listed = json.loads(personae(project, "runs", "list", "--json").stdout)
+    assert listed[0]["status"] == "cancelled"

@@ -147,3 +147,16 @@ def test_shared_sections_are_identical_across_roles(tmp_path: Path) -> None:
     texts = [sent(player, r)[0] for r in ("manager", "worker", "validator")]
     assert len({section(t, "directive") for t in texts}) == 1
     assert len({section(t, "task") for t in texts}) == 1
+
+
+def test_long_sessions_fold_older_messages_into_a_summary(tmp_path: Path) -> None:
+    root = make_project(tmp_path, "Be brief.")
+    for i in range(3):
+        _, player = run(root, one_subtask(f"Step {i}", final=f"ANSWER-{i}"), f"QUESTION-{i}?")
+    manager = sent(player, "manager")[0]
+    # Path A: what left the recent window is summarized, the rest is recent messages.
+    summary = manager[
+        manager.index("<conversation_summary>") : manager.index("</conversation_summary>")
+    ]
+    assert "QUESTION-0" in summary
+    assert "ANSWER-1" in manager

@@ -487,3 +487,16 @@ def test_run_usage_cap_stops_cleanly(tmp_path: Path) -> None:
     assert "request cap of 3" in kinds(outcome, "warning")[0].message
     assert "Not completed" in outcome.result.final_text
     assert outcome.result.usage["requests"] == 3
+
+
+def test_without_a_persona_the_worker_only_gets_read_only_tools(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    steps = [plan("Look"), tool("list_dir", path="."), work("files listed"), verdict(True), synth()]
+    model = scripted_function_model(Scenario.model_validate({"steps": steps}))
+    options = RunOptions(root=root, include_git_log=False)
+    outcome = asyncio.run(
+        run_turn("Give me the files.", options, resolver=ModelResolver.using(model, "scripted:t"))
+    )
+    assert outcome.result.status == "done"
+    offered = {t["function"]["name"] for t in role_requests(model.player, "worker")[0]["tools"]}
+    assert offered == {"read_file", "list_dir", "glob", "grep"}

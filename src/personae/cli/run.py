@@ -40,6 +40,7 @@ class _View:
         self.explain = explain
         self.console = Console(highlight=False, soft_wrap=True)
         self.seen: set[str] = set()
+        self.status: Any = None
 
     def __call__(self, event: Event) -> None:
         if self.as_json:
@@ -52,6 +53,9 @@ class _View:
 
         for style, text in describe(event, explain=self.explain, seen=self.seen):
             self.console.print(Text(text, style=_STYLES.get(style, "")))
+        if self.status is not None:
+            where = f" (subtask {event.subtask})" if event.subtask else ""
+            self.status.update(f"working{where}: last step {event.kind.value}")
 
 
 def _execute(
@@ -59,10 +63,18 @@ def _execute(
 ) -> RunOutcome:
     from personae.team.session import run_turn
 
-    coro = run_turn(task, options, listeners=[view])
-    if timeout is not None:
-        return asyncio.run(asyncio.wait_for(coro, timeout))
-    return asyncio.run(coro)
+    async def go() -> RunOutcome:
+        coro = run_turn(task, options, listeners=[view])
+        return await (asyncio.wait_for(coro, timeout) if timeout is not None else coro)
+
+    if view.as_json or not view.console.is_terminal:
+        return asyncio.run(go())
+    with view.console.status("planning...") as status:
+        view.status = status
+        try:
+            return asyncio.run(go())
+        finally:
+            view.status = None
 
 
 def register(app: typer.Typer) -> None:

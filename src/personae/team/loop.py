@@ -25,7 +25,12 @@ from personae.team.toolbox import ToolBox, narrow_names
 
 __all__ = ["Team", "TeamConfig", "TurnResult", "involvement_for_subtask"]
 
-_DEFAULT_PERSONA = Persona(name="default", description="General worker", system_prompt="")
+_DEFAULT_PERSONA = Persona(
+    name="default",
+    description="General worker (no persona chosen): read-only tools",
+    tools=["read_file", "list_dir", "glob", "grep"],
+)
+"""Used when no persona is active: it may look but not change anything (fail closed)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -153,6 +153,7 @@ class Runtime:
     """Usage shared by the whole tree of agents."""
     validator_timeout: float = 120.0
     """Seconds a validator call may take before it counts as an infrastructure error."""
+    _agents: dict[Any, Agent[None, Any]] = field(default_factory=dict, repr=False)
 
     def store_event(self, event: Event) -> None:
         """Bus listener: queue an event for storage (written in batches)."""
@@ -201,18 +202,24 @@ class Runtime:
         model = self.models.model(persona_model)
         label = self.models.label(persona_model)
         recorder = _Recorder(runtime=self, info=info, model_label=label)
-        agent: Agent[None, Any] = Agent(
-            model,
-            output_type=output_type,
-            instructions=instructions,
-            toolsets=toolsets or [],
-            capabilities=[recorder],
-            retries={"tools": 2, "output": output_retries},
-        )
+        key = (id(model), output_type, output_retries)
+        agent = self._agents.get(key)
+        if agent is None:  # one agent per model and output type; the rest is per run
+            agent = Agent(
+                model, output_type=output_type, retries={"tools": 2, "output": output_retries}
+            )
+            self._agents[key] = agent
         limits = UsageLimits(request_limit=max_steps)
         with capture_run_messages() as messages:
             try:
-                result = await agent.run(prompt, usage_limits=limits, timeout=timeout)
+                result = await agent.run(
+                    prompt,
+                    instructions=instructions,
+                    toolsets=toolsets or [],
+                    capabilities=[recorder],
+                    usage_limits=limits,
+                    timeout=timeout,
+                )
             finally:
                 if messages_out is not None:
                     messages_out.extend(messages)

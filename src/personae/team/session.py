@@ -9,6 +9,7 @@ the run and its events.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage
-from personae.errors import PersonaeError, RunError
+from personae.errors import PersonaeError, RunError, UsageError
 from personae.models.resolve import ModelResolver
 from personae.persona.cast import Cast
 from personae.persona.model import Persona
@@ -135,6 +136,10 @@ async def run_turn(
     """Run one team turn on the project at ``options.root``."""
     project = Project.open(options.root)
     cast = Cast.load(project.root, options.extra_persona_dirs)
+    if options.persona and options.persona not in cast.personas:
+        broken = [p for p in cast.errors if options.persona in str(p.file)]
+        if broken:  # the persona file exists but did not load: say why
+            raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
     persona = cast.get(options.persona) if options.persona else None
     models = resolver or ModelResolver(default=options.model, base_url=project.config.base_url)
     label = models.label(persona.model if persona else None)
@@ -184,6 +189,10 @@ async def run_turn(
         try:
             result = await team.run_turn(turn)
             runtime.flush()
+        except asyncio.CancelledError:  # timed out or interrupted
+            runtime.flush()
+            runs.finish(run_id, status="cancelled", final_text="", usage=usage.as_dict())
+            raise
         except PersonaeError:
             runtime.flush()
             runs.finish(run_id, status="failed", final_text="", usage=usage.as_dict())

@@ -231,7 +231,12 @@ class Spawner:
             persona=persona.name,
             subtask=None,
             context_text=f"{persona.system_prompt}\n\n{prompt}",
-            budget={"context_mode": persona.context.value, "depth": depth},
+            budget={
+                "context_mode": persona.context.value,
+                "depth": depth,
+                "tokens": self.turn.counter.count(prompt) if self.turn is not None else None,
+                "counter": self.turn.counter.name if self.turn is not None else None,
+            },
         )
         steps = persona.max_steps or DEFAULT_MAX_STEPS
         before = self.runtime.usage.requests
