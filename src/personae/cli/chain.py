@@ -1,9 +1,72 @@
-"""`personae chain ...` commands."""
+"""`personae chain ...`: run declarative persona workflows (sequential and fan-out)."""
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 __all__ = ["app"]
 
-app = typer.Typer(help="chain commands.", no_args_is_help=True)
+app = typer.Typer(
+    help="Chains: multi-step persona workflows with fan-out and resume.", no_args_is_help=True
+)
+
+
+@app.command("run")
+def run(
+    workflow: Annotated[Path, typer.Argument(help="Workflow YAML file.")],
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue from the checkpoint; skip finished steps.")
+    ] = False,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=64, help="Children at once in a fan-out.")
+    ] = 2,
+    state_dir: Annotated[
+        Path | None, typer.Option("--state-dir", help="Checkpoint/report directory.")
+    ] = None,
+) -> None:
+    """Run a workflow; prints the aggregated report. Exit codes as `handover run`."""
+    from personae.handover.chain import run_chain
+    from personae.handover.workflow import load_workflow
+
+    wf = load_workflow(workflow)
+
+    def say(key: str, message: str) -> None:
+        typer.echo(f"[{key}] {message}", err=True)
+
+    outcome = run_chain(
+        wf, resume=resume, concurrency=concurrency, state_dir=state_dir, on_event=say
+    )
+    typer.echo(outcome.report_path.read_text(encoding="utf-8"))
+    typer.echo(f"report: {outcome.report_path}", err=True)
+    raise typer.Exit(outcome.exit_code)
+
+
+@app.command("status")
+def status(
+    workflow: Annotated[Path, typer.Argument(help="Workflow YAML file.")],
+    state_dir: Annotated[
+        Path | None, typer.Option("--state-dir", help="Checkpoint/report directory.")
+    ] = None,
+) -> None:
+    """Show each step's state from the checkpoint."""
+    import json
+
+    from personae.errors import UsageError
+    from personae.handover.chain import state_dir_for
+    from personae.handover.workflow import load_workflow
+
+    wf = load_workflow(workflow)
+    cp = (state_dir or state_dir_for(wf)) / "checkpoint.json"
+    if not cp.exists():
+        typer.echo(f"{wf.name}: not started")
+        return
+    try:
+        steps = json.loads(cp.read_text(encoding="utf-8"))["steps"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise UsageError(f"unreadable checkpoint: {exc}", file=cp) from None
+    for step in wf.steps():
+        st = steps.get(step.id, {})
+        typer.echo(f"{step.id:<20} {step.persona:<20} {st.get('status', 'pending')}")

@@ -1,9 +1,252 @@
-"""`personae handover ...` commands."""
+"""`personae handover ...`: create, show, validate, schema, run, ledger."""
 
 from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
 __all__ = ["app"]
 
-app = typer.Typer(help="handover commands.", no_args_is_help=True)
+app = typer.Typer(
+    help="Handover files: move work to another persona (seed 001).", no_args_is_help=True
+)
+
+
+def _fmt(value: str | None) -> Any:
+    from personae.errors import UsageError
+
+    if value is None:
+        return None
+    if value not in {"json", "yaml"}:
+        raise UsageError(f"--context-format must be json or yaml, not {value!r}")
+    return value
+
+
+@app.command("create")
+def create(  # noqa: PLR0917 (typer options)
+    to: Annotated[str, typer.Option("--to", help="Target persona.")],
+    task: Annotated[str, typer.Option("--task", help="What the target persona should do.")],
+    file: Annotated[
+        list[str] | None,
+        typer.Option("--file", help="Artifact as PATH:TYPE:DESCRIPTION (repeatable)."),
+    ] = None,
+    insight: Annotated[
+        list[str] | None, typer.Option("--insight", help="A key finding (repeatable).")
+    ] = None,
+    data: Annotated[str | None, typer.Option("--data", help="Structured data as JSON.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Where to write the file.")] = None,
+    context_format: Annotated[
+        str | None, typer.Option("--context-format", help="json (default) or yaml.")
+    ] = None,
+    source: Annotated[str, typer.Option("--from", help="Source persona.")] = "user",
+    session: Annotated[str, typer.Option("--session", help="Source session id.")] = "",
+    interactive: Annotated[
+        bool, typer.Option("--interactive", help="Target runs interactively.")
+    ] = False,
+) -> None:
+    """Create a handover file (and record it in the ledger); prints its path."""
+    from personae.handover._cast import persona_facts
+    from personae.handover._history import history_for
+    from personae.handover.create import (
+        build_handover,
+        create_handover,
+        parse_data,
+        parse_file_spec,
+    )
+    from personae.project import Project
+
+    cwd = Path.cwd()
+    project = Project.open(cwd)
+    files = [parse_file_spec(spec) for spec in file or []]
+    servers, warnings = persona_facts(cwd, source, to)
+    for warning in warnings:
+        typer.echo(f"personae: warning: {warning}", err=True)
+    handover = build_handover(
+        source_persona=source,
+        target_persona=to,
+        task=task,
+        cwd=cwd,
+        session_id=session,
+        files=files,
+        data=parse_data(data),
+        insights=list(insight or []),
+        interactive=interactive,
+        history=history_for(project.state_db, session or None),
+        mcp_servers=servers,
+        env_allow=project.config.handover.env_allow,
+    )
+    created = create_handover(handover, cwd=cwd, out=out, fmt=_fmt(context_format))
+    typer.echo(str(created.path))
+
+
+@app.command("show")
+def show(
+    file: Annotated[Path, typer.Argument(help="Handover file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the file as JSON.")] = False,
+) -> None:
+    """Show a handover: source, target, task, artifacts, insights, results."""
+    from personae.handover.files import load_handover
+
+    h = load_handover(file).handover
+    if as_json:
+        typer.echo(json.dumps(h.model_dump(mode="json", by_alias=True), indent=2))
+        return
+    lines = [
+        f"handover {h.handover_id} (version {h.version}, {h.timestamp})",
+        f"from     {h.source.persona} in {h.source.working_directory}",
+        f"to       {h.target.persona}" + (" (interactive)" if h.target.interactive else ""),
+        f"task     {h.target.task}",
+    ]
+    for f in h.artifacts.files:
+        lines.append(
+            f"file     {f.type}: {f.path}" + (f" - {f.description}" if f.description else "")
+        )
+    lines += [f"insight  {i}" for i in h.artifacts.insights]
+    lines += [f"history  {e.persona}: {e.summary}" for e in h.context.history]
+    if h.artifacts.data:
+        lines.append(f"data     {json.dumps(h.artifacts.data, sort_keys=True)[:500]}")
+    if h.results is None:
+        lines.append("results  (none yet)")
+    else:
+        lines.append(f"results  {h.results.status}")
+        if h.results.output:
+            lines.append(f"output   {h.results.output[:2000]}")
+        if h.results.error:
+            lines.append(f"error    {h.results.error}")
+    typer.echo("\n".join(lines))
+
+
+@app.command("validate")
+def validate(file: Annotated[Path, typer.Argument(help="Handover file.")]) -> None:
+    """Check a handover file: schema, version, sizes and every safety rule."""
+    from personae.handover.files import load_handover
+    from personae.handover.runflow import load_policy
+
+    cwd = Path.cwd()
+    policy, allow = load_policy(cwd, file)
+    loaded = load_handover(file, policy=policy, env_allow=allow)
+    h = loaded.handover
+    typer.echo(
+        f"ok: {file} (handover {h.handover_id}, {h.source.persona} -> {h.target.persona}, "
+        f"{len(h.artifacts.files)} artifact(s), {loaded.format})"
+    )
+
+
+@app.command("schema")
+def schema(
+    out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
+) -> None:
+    """Print the JSON Schema of handover files (generated from the model)."""
+    from personae.handover.jsonschema import handover_json_schema_text
+
+    text = handover_json_schema_text()
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        out.write_text(text, encoding="utf-8")
+
+
+@app.command("run")
+def run(  # noqa: PLR0917 (typer options)
+    file: Annotated[Path, typer.Argument(help="Handover file.")],
+    timeout: Annotated[
+        float | None, typer.Option("--timeout", help="Seconds per attempt (default 300).")
+    ] = None,
+    retries: Annotated[
+        int, typer.Option("--retries", min=0, help="Retries after the first attempt.")
+    ] = 2,
+    backoff: Annotated[
+        float, typer.Option("--backoff", min=0.0, help="First retry delay in seconds (x2 each).")
+    ] = 1.0,
+    persona: Annotated[
+        str | None, typer.Option("--persona", help="Run as this persona (default: target).")
+    ] = None,
+    return_path: Annotated[
+        Path | None, typer.Option("--return", help="Write results here instead.")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model for the child (provider:name).")
+    ] = None,
+) -> None:
+    """Run the target persona in a child `personae run` process; exit code per docs."""
+    from personae.handover.executor import run_handover
+    from personae.handover.files import load_handover
+    from personae.handover.runflow import load_policy
+    from personae.settings import PersonaeSettings
+
+    cwd = Path.cwd()
+    policy, allow = load_policy(cwd, file)
+    loaded = load_handover(file, policy=policy, env_allow=allow)  # refuse unsafe files first
+    if loaded.handover.target.interactive:
+        typer.echo(
+            "personae: warning: the target is interactive; `handover run` runs it in batch mode "
+            f"(run `personae run --context-from {file}` yourself for an interactive session)",
+            err=True,
+        )
+    seconds = timeout if timeout is not None else PersonaeSettings().handover_timeout
+
+    def report(a: Any) -> None:
+        state = "timed out" if a.timed_out else f"exit {a.exit_code}"
+        typer.echo(f"attempt {a.attempt}: {state} in {a.duration:.2f}s", err=True)
+
+    outcome = run_handover(
+        file,
+        cwd=cwd,
+        timeout=seconds,
+        attempts=retries + 1,
+        backoff=backoff,
+        persona=persona,
+        model=model,
+        return_path=return_path,
+        on_attempt=report,
+    )
+    results = outcome.handover.results
+    typer.echo(f"{outcome.status}: {outcome.path}")
+    if results is not None and results.output:
+        typer.echo(results.output)
+    if results is not None and results.error:
+        typer.echo(f"error: {results.error}", err=True)
+    raise typer.Exit(outcome.exit_code)
+
+
+@app.command("ledger")
+def ledger(
+    handover_id: Annotated[
+        str | None, typer.Argument(help="Show this handover's audit trail.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
+) -> None:
+    """List recorded handovers, or one handover's events (works after its file is gone)."""
+    from personae.errors import UsageError
+    from personae.project import Project
+    from personae.store.handovers import HandoverLedger
+
+    db = Project.open(Path.cwd()).state_db
+    if not db.exists():
+        typer.echo("no handovers recorded")
+        return
+    book = HandoverLedger.open(db)
+    try:
+        if handover_id is None:
+            for e in book.recent(limit=limit):
+                typer.echo(
+                    f"{e.handover_id}  {e.status:<8} {e.source_persona} -> {e.target_persona}"
+                    f"  {e.created_at}  {e.path}"
+                )
+            return
+        entry = book.get(handover_id)
+        if entry is None:
+            raise UsageError(f"no handover {handover_id!r} in the ledger")
+        typer.echo(
+            f"{entry.handover_id}: {entry.status} ({entry.source_persona} -> "
+            f"{entry.target_persona}), file {entry.path} sha256 {entry.file_hash}"
+        )
+        for ev in book.events(entry.handover_id):
+            detail = f"  {ev.detail}" if ev.detail else ""
+            typer.echo(f"  {ev.at}  {ev.event:<8} {ev.status or '':<8}{detail}")
+    finally:
+        book.close()

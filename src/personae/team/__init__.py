@@ -1,3 +1,53 @@
-"""personae.team."""
+"""The team runtime: Manager, Worker, Validator, completion signals, dispatch, sub-agents."""
 
-__all__: list[str] = []
+from personae.team.context import ContextView, TurnContext
+from personae.team.dispatch import Action, Decision, SubtaskBudget, decide
+from personae.team.events import Event, EventBus, EventKind
+from personae.team.loop import Team, TeamConfig, TurnResult
+from personae.team.loopdetect import LoopDetector
+from personae.team.runtime import Runtime, TreeUsage
+from personae.team.signals import (
+    BlockerType,
+    CompletionSignal,
+    Confidence,
+    InvolvementLevel,
+    Plan,
+    Strategy,
+    Subtask,
+    ToolCallRecord,
+    ValidationResult,
+    WorkerResult,
+)
+from personae.team.subagents import Spawner, SubagentOutcome
+from personae.team.toolbox import ToolBox
+
+__all__ = [
+    "Action",
+    "BlockerType",
+    "CompletionSignal",
+    "Confidence",
+    "ContextView",
+    "Decision",
+    "Event",
+    "EventBus",
+    "EventKind",
+    "InvolvementLevel",
+    "LoopDetector",
+    "Plan",
+    "Runtime",
+    "Spawner",
+    "Strategy",
+    "SubagentOutcome",
+    "Subtask",
+    "SubtaskBudget",
+    "Team",
+    "TeamConfig",
+    "ToolBox",
+    "ToolCallRecord",
+    "TreeUsage",
+    "TurnContext",
+    "TurnResult",
+    "ValidationResult",
+    "WorkerResult",
+    "decide",
+]

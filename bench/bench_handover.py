@@ -1,0 +1,220 @@
+"""Handover benchmarks: file round trip, child spawn latency, fan-out vs sequential.
+
+Run: ``PYTHONPATH=src python bench/bench_handover.py [--children 8] [--quick]``.
+Prints a table and writes ``bench/results/handover.json``. Children run the
+example project's personas on the SCRIPTED model (a loopback server replaying
+a scenario; not a real language model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from personae.handover.chain import run_chain  # noqa: E402
+from personae.handover.create import build_handover, create_handover  # noqa: E402
+from personae.handover.files import load_handover  # noqa: E402
+from personae.handover.runflow import load_policy  # noqa: E402
+from personae.handover.schema import ArtifactFile  # noqa: E402
+from personae.handover.workflow import load_workflow  # noqa: E402
+
+TARGETS = {"create_validate_load_ms": 50.0, "spawn_to_first_event_s": 1.5}
+
+
+def _example(dest: Path) -> Path:
+    src = Path(str(resources.files("personae.examples") / "chain"))
+    shutil.copytree(src, dest)
+    return dest
+
+
+def bench_file(root: Path, n_artifacts: int, repeats: int) -> dict[str, Any]:
+    """create (build + safety check + atomic write + ledger) + validate + load, 1,000 artifacts."""
+    files = [
+        ArtifactFile(path=f"data/part-{i:04d}.h5", type="data", description=f"shard {i}")
+        for i in range(n_artifacts)
+    ]
+    policy, allow = load_policy(root)
+    create_ms, load_ms, total_ms, cpu_ms = [], [], [], []
+    size = 0
+    for _ in range(repeats):
+        c0 = time.process_time()
+        t0 = time.perf_counter()
+        h = build_handover(
+            source_persona="data-analyst",
+            target_persona="report-writer",
+            task="Summarise the shards",
+            cwd=root,
+            files=files,
+            insights=["one", "two"],
+            data={"rows": 10_000},
+        )
+        created = create_handover(h, cwd=root)
+        t1 = time.perf_counter()
+        loaded = load_handover(created.path, policy=policy, env_allow=allow)
+        t2 = time.perf_counter()
+        cpu_ms.append((time.process_time() - c0) * 1000)
+        assert len(loaded.handover.artifacts.files) == n_artifacts
+        size = created.path.stat().st_size
+        create_ms.append((t1 - t0) * 1000)
+        load_ms.append((t2 - t1) * 1000)
+        total_ms.append((t2 - t0) * 1000)
+    return {
+        "artifacts": n_artifacts,
+        "file_bytes": size,
+        "repeats": repeats,
+        "create_ms_median": statistics.median(create_ms),
+        "validate_load_ms_median": statistics.median(load_ms),
+        "create_validate_load_ms_median": statistics.median(total_ms),
+        "create_validate_load_ms_p90": sorted(total_ms)[int(0.9 * (len(total_ms) - 1))],
+        "create_validate_load_cpu_ms_median": statistics.median(cpu_ms),
+    }
+
+
+def bench_spawn(root: Path, repeats: int) -> dict[str, Any]:
+    """Seconds from spawning `personae run --context-from ... --json` to its first event line."""
+    h = build_handover(
+        source_persona="data-analyst",
+        target_persona="report-writer",
+        task="Write report.md from the figures.",
+        cwd=root,
+        insights=["total revenue 12900"],
+    )
+    path = create_handover(h, cwd=root).path
+    firsts, totals, cpus = [], [], []
+    for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        argv = [
+            sys.executable, "-m", "personae", "run", "--persona", "report-writer",
+            "--context-from", str(path), "--non-interactive", "--json",
+            "--model", "scripted:report.scenario.yaml",
+        ]  # fmt: skip
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            argv, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+        )
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        t1 = time.perf_counter()
+        proc.stdout.read()
+        proc.wait()
+        t2 = time.perf_counter()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+        if not first.strip():
+            raise SystemExit("child produced no event")
+        json.loads(first)
+        firsts.append(t1 - t0)
+        totals.append(t2 - t0)
+    return {
+        "repeats": repeats,
+        "spawn_to_first_event_s_median": statistics.median(firsts),
+        "spawn_to_first_event_s_min": min(firsts),
+        "child_total_s_median": statistics.median(totals),
+        "child_cpu_s_median": statistics.median(cpus),
+    }
+
+
+def _fanout_workflow(root: Path, children: int) -> Path:
+    steps = [
+        {
+            "id": f"a{i}",
+            "persona": "data-analyst",
+            "task": f"Compute revenue per region from data/sales.csv (copy {i}).",
+            "model": "scripted:analysis.scenario.yaml",
+        }
+        for i in range(children)
+    ]
+    body = {"name": "fanout", "defaults": {"timeout": 300, "retries": 0}, "steps": [
+        {"parallel": steps}
+    ]}  # fmt: skip
+    path = root / "fanout.yaml"
+    path.write_text(json.dumps(body))
+    return path
+
+
+def bench_fanout(base: Path, children: int) -> dict[str, Any]:
+    """Wall time of N scripted children fanned out (concurrency N) vs one by one."""
+    out: dict[str, Any] = {"children": children, "cpus": os.cpu_count()}
+    for label, concurrency in (("parallel", children), ("sequential", 1)):
+        root = _example(base / f"fanout-{label}")
+        wf = load_workflow(_fanout_workflow(root, children))
+        t0 = time.perf_counter()
+        outcome = run_chain(wf, concurrency=concurrency)
+        out[f"{label}_s"] = time.perf_counter() - t0
+        out[f"{label}_status"] = outcome.status
+    out["speedup"] = out["sequential_s"] / out["parallel_s"]
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--children", type=int, default=8)
+    parser.add_argument("--quick", action="store_true", help="fewer repeats")
+    args = parser.parse_args()
+    env_pp = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT / "src"), env_pp] if p)
+    with tempfile.TemporaryDirectory(prefix="bench-handover-") as tmp:
+        base = Path(tmp)
+        file = bench_file(_example(base / "file"), 1000, 10 if args.quick else 30)
+        spawn = bench_spawn(_example(base / "spawn"), 2 if args.quick else 5)
+        fanout = bench_fanout(base, args.children)
+    results = {
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "load_average_1m": os.getloadavg()[0],
+        },
+        "targets": TARGETS,
+        "file_round_trip": file,
+        "spawn": spawn,
+        "fanout": fanout,
+        "model": "scripted (loopback replay server; not a real model)",
+    }
+    rows = [
+        ("create+validate+load, 1,000 artifacts (median)",
+         f"{file['create_validate_load_ms_median']:.1f} ms", "< 50 ms",
+         file["create_validate_load_ms_median"] < TARGETS["create_validate_load_ms"]),
+        ("  the same, CPU time of this process (median)",
+         f"{file['create_validate_load_cpu_ms_median']:.1f} ms", "< 50 ms",
+         file["create_validate_load_cpu_ms_median"] < TARGETS["create_validate_load_ms"]),
+        ("  of which create (build+check+write+ledger)",
+         f"{file['create_ms_median']:.1f} ms", "", None),
+        ("  of which validate+load", f"{file['validate_load_ms_median']:.1f} ms", "", None),
+        ("spawn -> first event of a child run (median)",
+         f"{spawn['spawn_to_first_event_s_median']:.2f} s", "< 1.5 s",
+         spawn["spawn_to_first_event_s_median"] < TARGETS["spawn_to_first_event_s"]),
+        ("  child run, whole (median wall / CPU)",
+         f"{spawn['child_total_s_median']:.1f}/{spawn['child_cpu_s_median']:.1f} s", "", None),
+        (f"fan-out of {fanout['children']} scripted children",
+         f"{fanout['parallel_s']:.1f} s", "", None),
+        (f"the same {fanout['children']} one by one", f"{fanout['sequential_s']:.1f} s", "", None),
+        ("speed-up", f"{fanout['speedup']:.2f}x", f"{os.cpu_count()} cores", None),
+    ]  # fmt: skip
+    print(f"{'benchmark':<50} {'result':>10}  {'target':<10} ok")
+    for name, value, target, ok in rows:
+        mark = "" if ok is None else ("yes" if ok else "NO")
+        print(f"{name:<50} {value:>10}  {target:<10} {mark}")
+    print(f"load average while running: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    out = ROOT / "bench" / "results" / "handover.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"wrote {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

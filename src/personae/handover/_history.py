@@ -1,0 +1,75 @@
+"""``context.history`` from the conversation store: one summary per persona."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from pathlib import Path
+
+from personae.errors import PersonaeError
+from personae.handover.schema import HistoryEntry
+from personae.store.conversations import ConversationStore, Session
+
+__all__ = ["history_for", "history_from_conversations"]
+
+MAX_SUMMARY = 2000
+
+
+def history_from_conversations(
+    conversations: ConversationStore, session_id: str | None = None, *, limit: int = 20
+) -> list[HistoryEntry]:
+    """Per-persona entries, oldest first: each persona's newest session with a persona.
+
+    The summary is the session's latest stored summary, or else its last
+    assistant message (clipped). ``session_id`` is always included when it
+    has a persona.
+    """
+    sessions = conversations.sessions(limit=limit)
+    if session_id is not None and all(s.id != session_id for s in sessions):
+        with contextlib.suppress(PersonaeError):
+            sessions.insert(0, conversations.session(session_id))
+    newest: dict[str, Session] = {}
+    for s in sessions:  # newest first
+        if s.persona and s.persona not in newest:
+            newest[s.persona] = s
+    entries: list[HistoryEntry] = []
+    for persona, s in reversed(newest.items()):  # oldest first: ties keep that order
+        sid = s.id
+        summary = conversations.latest_summary(sid)
+        if summary is not None:
+            text, when = summary.text, summary.created
+        else:
+            last = next(
+                (m for m in conversations.iter_backward(sid) if m.role == "assistant"), None
+            )
+            if last is None:
+                continue
+            text, when = last.content, last.created or s.created
+        title = s.title or ""
+        clipped = text if len(text) <= MAX_SUMMARY else text[: MAX_SUMMARY - 1] + "…"
+        try:
+            entries.append(
+                HistoryEntry(persona=persona, task=title, summary=clipped, timestamp=when)
+            )
+        except ValueError:
+            continue  # a persona name or timestamp the handover schema cannot carry
+    entries.sort(key=lambda e: e.timestamp)
+    return entries
+
+
+def history_for(db: Path, session_id: str | None = None) -> list[HistoryEntry]:
+    """History from the project store at ``db`` (empty when there is no store yet)."""
+    if not db.exists():
+        return []
+    from personae.store.db import Store
+    from personae.tokens.registry import counter_for_model
+
+    try:
+        store = Store(db)
+    except (sqlite3.Error, PersonaeError):
+        return []
+    try:
+        conversations = ConversationStore(store, counter_for_model(None))
+        return history_from_conversations(conversations, session_id)
+    finally:
+        store.close()

@@ -1,0 +1,51 @@
+"""Best-effort ledger writes for the run flow (never fail a run over the audit trail)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from personae.errors import PersonaeError
+from personae.handover.schema import ContextHandover
+from personae.store.handovers import HandoverLedger
+
+__all__ = ["ledger_event"]
+
+
+def ledger_event(
+    db: Path | None,
+    h: ContextHandover,
+    event: str,
+    *,
+    path: Path,
+    status: str | None = None,
+    file_hash: str | None = None,
+    detail: str | None = None,
+) -> str | None:
+    """Record ``event`` for ``h`` in the ledger at ``db``; returns a warning on failure."""
+    if db is None:
+        return None
+    try:
+        ledger = HandoverLedger.open(db)
+        try:
+            ledger.ensure(
+                handover_id=h.handover_id,
+                path=path,
+                file_hash=file_hash or "",
+                source_persona=h.source.persona,
+                target_persona=h.target.persona,
+                task=h.target.task,
+            )
+            ledger.record_event(
+                h.handover_id,
+                event,
+                status=status,
+                file_hash=file_hash,
+                path=path,
+                detail=detail,
+            )
+        finally:
+            ledger.close()
+    except (sqlite3.Error, OSError, PersonaeError) as exc:
+        return f"handover ledger not updated ({db}): {exc}"
+    return None

@@ -1,0 +1,182 @@
+"""Creating handover files: build, safety-check, write atomically, record in the ledger."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args
+
+from pydantic import ValidationError
+
+from personae.errors import UsageError
+from personae.handover.files import ContextFormat, save_handover, validate_safety
+from personae.handover.schema import (
+    ArtifactFile,
+    Artifacts,
+    ArtifactType,
+    ContextHandover,
+    ExecutionContext,
+    HistoryEntry,
+    Source,
+    Target,
+)
+from personae.handover.security import capture_environment
+from personae.store.handovers import HandoverLedger
+
+__all__ = [
+    "CreatedHandover",
+    "build_handover",
+    "create_handover",
+    "default_handover_path",
+    "parse_data",
+    "parse_file_spec",
+]
+
+ARTIFACT_TYPES: tuple[str, ...] = get_args(ArtifactType)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CreatedHandover:
+    """A handover written to disk."""
+
+    handover: ContextHandover
+    """The model as written (before secret redaction on disk)."""
+    path: Path
+    """Where it was written."""
+    sha256: str
+    """Hash of the bytes written."""
+
+
+def parse_file_spec(spec: str, what: str = "--file") -> ArtifactFile:
+    """``PATH:TYPE:DESCRIPTION`` (description optional) -> ArtifactFile."""
+    parts = spec.split(":", 2)
+    if len(parts) < 2 or not parts[0]:
+        raise UsageError(
+            f"{what} {spec!r}: expected PATH:TYPE[:DESCRIPTION] with TYPE one of "
+            f"{', '.join(ARTIFACT_TYPES)}"
+        )
+    path, kind = parts[0], parts[1].strip().lower()
+    if kind not in ARTIFACT_TYPES:
+        raise UsageError(
+            f"{what} {spec!r}: unknown type {kind!r} (valid: {', '.join(ARTIFACT_TYPES)})"
+        )
+    desc = parts[2] if len(parts) == 3 else ""
+    suffix = Path(path).suffix.lstrip(".").lower()
+    try:
+        return ArtifactFile(path=path, type=kind, description=desc, format=suffix or None)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        raise UsageError(f"{what} {spec!r}: {exc.errors()[0]['msg']}") from None
+
+
+def parse_data(text: str | None) -> dict[str, Any]:
+    """``--data JSON`` -> a JSON object."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--data is not valid JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(value, dict):
+        raise UsageError("--data must be a JSON object")
+    return value
+
+
+def build_handover(
+    *,
+    source_persona: str,
+    target_persona: str,
+    task: str,
+    cwd: Path,
+    session_id: str = "",
+    files: Sequence[ArtifactFile] = (),
+    data: Mapping[str, Any] | None = None,
+    insights: Sequence[str] = (),
+    interactive: bool = False,
+    return_results: bool = True,
+    history: Sequence[HistoryEntry] = (),
+    mcp_servers: Sequence[str] | None = None,
+    memory_snapshot: str | None = None,
+    env_allow: Iterable[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> ContextHandover:
+    """Build a validated handover (environment captured from the allow list only)."""
+    try:
+        return ContextHandover(
+            source=Source(
+                persona=source_persona,
+                session_id=session_id,
+                working_directory=str(Path(cwd).resolve()),
+                environment=capture_environment(environ, env_allow),
+            ),
+            target=Target(
+                persona=target_persona,
+                task=task,
+                interactive=interactive,
+                return_results=return_results,
+            ),
+            artifacts=Artifacts(files=list(files), data=dict(data or {}), insights=list(insights)),
+            context=ExecutionContext(
+                history=list(history),
+                mcp_servers=list(mcp_servers) if mcp_servers is not None else None,
+                memory_snapshot=memory_snapshot,
+            ),
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UsageError(f"{where}: {first['msg']}") from None
+
+
+def default_handover_path(cwd: Path, handover_id: str, fmt: ContextFormat = "json") -> Path:
+    """``<cwd>/.personae/handovers/handover-<id>.<fmt>``."""
+    return Path(cwd) / ".personae" / "handovers" / f"handover-{handover_id}.{fmt}"
+
+
+def create_handover(
+    handover: ContextHandover,
+    *,
+    cwd: Path,
+    out: Path | None = None,
+    fmt: ContextFormat | None = None,
+    allowed_roots: Sequence[Path] | None = None,
+    env_allow: Iterable[str] | None = None,
+    ledger_db: Path | None = None,
+) -> CreatedHandover:
+    """Safety-check and write ``handover``; record it in the ledger.
+
+    The ledger defaults to ``<cwd>/.personae/state.db``. If the ledger cannot
+    be written, the new file is removed again and the error raised.
+    """
+    from personae.handover.runflow import load_policy
+
+    chosen: ContextFormat = fmt or (
+        "yaml" if out is not None and out.suffix.lower() in {".yaml", ".yml"} else "json"
+    )
+    path = out if out is not None else default_handover_path(cwd, handover.handover_id, chosen)
+    if not path.is_absolute():
+        path = Path(cwd) / path
+    policy, allow = load_policy(Path(cwd), path, allowed_roots, env_allow)
+    validate_safety(handover, policy, env_allow=allow, path=path)
+    existed = path.exists()
+    digest = save_handover(handover, path, chosen)
+    db = ledger_db if ledger_db is not None else Path(cwd) / ".personae" / "state.db"
+    try:
+        ledger = HandoverLedger.open(db)
+        try:
+            ledger.record_created(
+                handover_id=handover.handover_id,
+                path=path.resolve(),
+                file_hash=digest,
+                source_persona=handover.source.persona,
+                target_persona=handover.target.persona,
+                task=handover.target.task,
+            )
+        finally:
+            ledger.close()
+    except BaseException:
+        if not existed:
+            path.unlink(missing_ok=True)
+        raise
+    return CreatedHandover(handover=handover, path=path.resolve(), sha256=digest)

@@ -1,0 +1,379 @@
+"""Running a handover in a child ``personae`` process: own process group, timeout, retries.
+
+The child is a separate process started in its own session/process group; at
+the timeout the whole group is killed (SIGTERM, a short grace, SIGKILL). A
+failed attempt (non-zero exit, timeout, or ``results.status == failure``) is
+retried with exponential backoff; after the last attempt the error state is
+saved into the handover file. Exit codes: see :data:`EXIT_CODES`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Literal
+
+from personae.errors import UsageError
+from personae.handover._ledger import ledger_event
+from personae.handover.files import load_handover, save_handover, sha256_file, update_handover
+from personae.handover.schema import ContextHandover, Results
+
+__all__ = [
+    "EXIT_CODES",
+    "EXIT_FAILURE",
+    "EXIT_INVALID",
+    "EXIT_PARTIAL",
+    "EXIT_SUCCESS",
+    "EXIT_TIMEOUT",
+    "AttemptOutcome",
+    "ChildSpec",
+    "CommandBuilder",
+    "RunOutcome",
+    "backoff_delays",
+    "kill_group",
+    "personae_run_command",
+    "run_child",
+    "run_handover",
+]
+
+EXIT_SUCCESS = 0
+EXIT_INVALID = 1
+EXIT_FAILURE = 3
+EXIT_TIMEOUT = 4
+EXIT_PARTIAL = 5
+EXIT_CODES: dict[int, str] = {
+    EXIT_SUCCESS: "success: the child wrote results with status success",
+    EXIT_INVALID: "the handover file (or another input) is invalid or unsafe; nothing was run",
+    2: "bad command-line usage",
+    EXIT_FAILURE: "the child run failed on every attempt; the error is saved in results",
+    EXIT_TIMEOUT: "the last attempt timed out (its process group was killed)",
+    EXIT_PARTIAL: "the child finished with status partial",
+}
+"""Exit codes of ``personae handover run`` and ``personae chain run``."""
+
+GRACE_SECONDS = 1.0
+TAIL_CHARS = 4000
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChildSpec:
+    """What a command builder needs to build one child command."""
+
+    handover_path: Path
+    """The handover file the child reads (``--context-from``)."""
+    persona: str
+    """The persona to run."""
+    timeout: float
+    """Seconds the child may run."""
+    return_path: Path | None
+    """Where results go (``--context-return``), or ``None`` for the same file."""
+    cwd: Path
+    """The child's working directory."""
+    model: str | None = None
+    """Model for the child (``--model``), or ``None`` for its default."""
+
+
+CommandBuilder = Callable[[ChildSpec], Sequence[str]]
+"""Builds a child's argv (no shell is ever used)."""
+
+
+def personae_run_command(spec: ChildSpec) -> list[str]:
+    """``python -m personae run --persona P --context-from FILE --non-interactive ...``."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "personae",
+        "run",
+        "--persona",
+        spec.persona,
+        "--context-from",
+        str(spec.handover_path),
+        "--non-interactive",
+        "--handover-timeout",
+        f"{spec.timeout:g}",
+    ]
+    if spec.return_path is not None:
+        cmd += ["--context-return", str(spec.return_path)]
+    if spec.model:
+        cmd += ["--model", spec.model]
+    return cmd
+
+
+@dataclass(frozen=True, kw_only=True)
+class AttemptOutcome:
+    """One child process run."""
+
+    attempt: int
+    """1-based attempt number."""
+    exit_code: int | None
+    """The child's exit code (negative: killed by that signal; None: not started)."""
+    timed_out: bool
+    """Whether the timeout killed it."""
+    duration: float
+    """Seconds from spawn to exit."""
+    stdout: str
+    """Tail of stdout."""
+    stderr: str
+    """Tail of stderr."""
+    pid: int | None
+    """Process (and process group) id."""
+    error: str | None = None
+    """Why it could not start, if it did not."""
+
+
+@dataclass(kw_only=True)
+class RunOutcome:
+    """The end state of a handover run (all attempts)."""
+
+    path: Path
+    """The file holding the results."""
+    handover: ContextHandover
+    """The handover with ``results``."""
+    attempts: list[AttemptOutcome] = field(default_factory=list)
+    """Every attempt, in order."""
+
+    @property
+    def status(self) -> str:
+        """``success``, ``failure`` or ``partial``."""
+        return self.handover.results.status if self.handover.results else "failure"
+
+    @property
+    def exit_code(self) -> int:
+        """The process exit code for this outcome (see EXIT_CODES)."""
+        if self.status == "success":
+            return EXIT_SUCCESS
+        if self.status == "partial":
+            return EXIT_PARTIAL
+        if self.attempts and self.attempts[-1].timed_out:
+            return EXIT_TIMEOUT
+        return EXIT_FAILURE
+
+
+def backoff_delays(attempts: int, base: float = 1.0, factor: float = 2.0) -> list[float]:
+    """Delays before attempts 2..N: ``base * factor**n`` for n = 0, 1, ..."""
+    return [base * factor**n for n in range(max(0, attempts - 1))]
+
+
+def kill_group(pgid: int, grace: float = GRACE_SECONDS) -> None:
+    """SIGTERM the process group, wait up to ``grace`` seconds, then SIGKILL it."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.02)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _tail(fh: IO[bytes]) -> str:
+    fh.seek(0, os.SEEK_END)
+    size = fh.tell()
+    fh.seek(max(0, size - TAIL_CHARS * 4))
+    return fh.read().decode("utf-8", "replace")[-TAIL_CHARS:]
+
+
+def run_child(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout: float,
+    attempt: int = 1,
+    env: dict[str, str] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> AttemptOutcome:
+    """Run ``argv`` in its own process group; kill the whole group at ``timeout``."""
+    child_env = dict(os.environ if env is None else env)
+    child_env["PERSONAE_HANDOVER_MODE"] = "1"
+    start = time.monotonic()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=child_env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return AttemptOutcome(
+                attempt=attempt,
+                exit_code=None,
+                timed_out=False,
+                duration=0.0,
+                stdout="",
+                stderr="",
+                pid=None,
+                error=f"cannot start {argv[0]}: {exc.strerror or exc}",
+            )
+        if on_start is not None:
+            on_start(proc.pid)
+        timed_out = False
+        try:
+            code: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            kill_group(proc.pid)
+            code = proc.wait()
+        finally:
+            if proc.poll() is None:  # interrupted (KeyboardInterrupt): never leave it behind
+                kill_group(proc.pid, grace=0.2)
+                proc.wait()
+        # Whatever the child left running in its group goes too.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return AttemptOutcome(
+            attempt=attempt,
+            exit_code=code,
+            timed_out=timed_out,
+            duration=time.monotonic() - start,
+            stdout=_tail(out),
+            stderr=_tail(err),
+            pid=proc.pid,
+        )
+
+
+def _hash_or_none(path: Path) -> str | None:
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    """Identity of the file's current version (atomic writes make a new inode)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _fresh_results(path: Path, before: tuple[int, int, int] | None) -> Results | None:
+    """Results the child wrote during this attempt (the file was rewritten), else None."""
+    now = _signature(path)
+    if now is None or now == before:
+        return None
+    try:
+        return load_handover(path).handover.results
+    except UsageError:
+        return None
+
+
+def _describe(a: AttemptOutcome, results: Results | None) -> str:
+    if a.error:
+        return a.error
+    if a.timed_out:
+        return f"timed out after {a.duration:.1f}s; process group {a.pid} killed"
+    if results is not None and results.error:
+        return results.error
+    tail = a.stderr.strip().splitlines()[-3:]
+    detail = f": {' | '.join(tail)}" if tail else ""
+    return f"child exited with code {a.exit_code}{detail}"
+
+
+def _write_results(path: Path, fallback: ContextHandover, results: Results) -> ContextHandover:
+    try:
+        updated, _ = update_handover(path, lambda h: h.model_copy(update={"results": results}))
+    except UsageError:
+        updated = fallback.model_copy(update={"results": results})
+        save_handover(updated, path)
+    return updated
+
+
+def run_handover(
+    path: Path | str,
+    *,
+    cwd: Path,
+    timeout: float = 300.0,
+    attempts: int = 3,
+    backoff: float = 1.0,
+    factor: float = 2.0,
+    command: CommandBuilder = personae_run_command,
+    persona: str | None = None,
+    model: str | None = None,
+    return_path: Path | None = None,
+    ledger_db: Path | Literal["auto"] | None = "auto",
+    on_start: Callable[[int], None] | None = None,
+    on_attempt: Callable[[AttemptOutcome], None] | None = None,
+) -> RunOutcome:
+    """Run the handover at ``path`` in a child process until it succeeds or attempts run out.
+
+    The file must already be valid and safe (see ``load_handover`` with a policy);
+    it is re-read here and refused with UsageError when it is not parseable.
+    """
+    if attempts < 1:
+        raise UsageError("attempts must be at least 1")
+    file = Path(path).resolve()
+    handover = load_handover(file).handover
+    results_file = return_path.resolve() if return_path is not None else file
+    spec = ChildSpec(
+        handover_path=file,
+        persona=persona or handover.target.persona,
+        timeout=timeout,
+        return_path=return_path.resolve() if return_path is not None else None,
+        cwd=Path(cwd),
+        model=model,
+    )
+    argv = list(command(spec))
+    db = Path(cwd) / ".personae" / "state.db" if ledger_db == "auto" else ledger_db
+    outcome = RunOutcome(path=results_file, handover=handover)
+    delays = backoff_delays(attempts, backoff, factor)
+    last_error = ""
+    for n in range(1, attempts + 1):
+        before = _signature(results_file)
+        try:
+            a = run_child(argv, cwd=Path(cwd), timeout=timeout, attempt=n, on_start=on_start)
+        except KeyboardInterrupt:
+            # The child's group is already killed (run_child's finally); record why.
+            stopped = Results(status="failure", error=f"interrupted during attempt {n}")
+            outcome.handover = _write_results(results_file, handover, stopped)
+            ledger_event(
+                db, handover, "result", path=results_file, status="failure",
+                detail=stopped.error,
+            )  # fmt: skip
+            raise
+        outcome.attempts.append(a)
+        results = _fresh_results(results_file, before)
+        if on_attempt is not None:
+            on_attempt(a)
+        if results is None and a.exit_code == 0 and not a.timed_out:
+            # The child exited cleanly without writing results (seed 001): record them.
+            results = Results(status="success", output=a.stdout[-TAIL_CHARS:] or None)
+            outcome.handover = _write_results(results_file, handover, results)
+        if results is not None and results.status in {"success", "partial"} and not a.timed_out:
+            outcome.handover = load_handover(results_file).handover
+            return outcome
+        last_error = _describe(a, results)
+        ledger_event(
+            db, handover, "attempt", path=results_file, status="running",
+            detail=f"attempt {n}/{attempts} failed: {last_error}",
+        )  # fmt: skip
+        if n < attempts:
+            time.sleep(delays[n - 1])
+    failure = Results(
+        status="failure",
+        error=f"all {attempts} attempt(s) failed; last: {last_error}"[:20_000],
+        artifacts=[],
+    )
+    outcome.handover = _write_results(results_file, handover, failure)
+    ledger_event(
+        db, handover, "result", path=results_file, status="failure",
+        file_hash=_hash_or_none(results_file), detail=failure.error,
+    )  # fmt: skip
+    return outcome

@@ -1,0 +1,242 @@
+"""The receiving side of a handover: ``begin`` before a run, ``finish`` after it.
+
+``personae run --context-from FILE`` calls :func:`begin` (load, validate,
+safety-check, apply allowed environment, pick the working directory, render the
+``handover`` context section, take the task as the prompt when
+non-interactive) and :func:`finish` when the run ends, on success *and* on
+failure, to write ``results`` back to the same file or ``--context-return``.
+Nothing in the file is ever executed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, MutableMapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from personae.errors import UsageError
+from personae.handover._ledger import ledger_event
+from personae.handover._render import render_section
+from personae.handover.files import (
+    ContextFormat,
+    detect_format,
+    load_handover,
+    save_handover,
+    update_handover,
+)
+from personae.handover.schema import ContextHandover, Results
+from personae.handover.security import HandoverSecurityError, PathPolicy, default_roots
+from personae.project import Project
+
+__all__ = ["HandoverSession", "begin", "finish", "load_policy"]
+
+MAX_OUTPUT = 200_000
+MAX_ERROR = 20_000
+
+
+@dataclass(kw_only=True)
+class HandoverSession:
+    """A handover being worked on by a run."""
+
+    handover: ContextHandover
+    """The validated handover as loaded."""
+    path: Path
+    """The handover file."""
+    format: ContextFormat
+    """Its format (results are written back in the same one)."""
+    persona: str
+    """The persona actually running (the target's when none was given)."""
+    task: str
+    """The target task."""
+    prompt: str | None
+    """The task as the prompt when non-interactive, else ``None``."""
+    section_text: str
+    """Text of the ``handover`` context section (the context engine fits it to its budget)."""
+    workdir: Path
+    """Where the run should work: the source working directory when allowed, else ``cwd``."""
+    warnings: list[str] = field(default_factory=list)
+    """Things the user should see (persona mismatch, directory not allowed ...)."""
+    artifact_paths: list[Path] = field(default_factory=list)
+    """Resolved artifact paths (all inside allowed roots)."""
+    applied_env: dict[str, str] = field(default_factory=dict)
+    """Variables from the handover set in the environment (only ones not already set)."""
+    policy: PathPolicy | None = None
+    """The path policy used."""
+    ledger_db: Path | None = None
+    """The store that records this handover's events."""
+    finished: bool = False
+    """Whether :func:`finish` has run."""
+
+
+def load_policy(
+    cwd: Path,
+    handover_path: Path | None = None,
+    allowed_roots: Sequence[Path] | None = None,
+    env_allow: Iterable[str] | None = None,
+) -> tuple[PathPolicy, list[str]]:
+    """The path policy and env allow list for ``cwd`` (project config when not given)."""
+    if allowed_roots is None or env_allow is None:
+        config = Project.open(cwd).config.handover
+        roots = list(config.allowed_roots) if allowed_roots is None else list(allowed_roots)
+        allow = list(config.env_allow) if env_allow is None else list(env_allow)
+    else:
+        roots, allow = list(allowed_roots), list(env_allow)
+    roots = [r if r.is_absolute() else cwd / r for r in roots]
+    project_dir = Path(cwd) / ".personae" / "handovers"
+    extra = [project_dir, *roots]
+    hdir = handover_path.resolve().parent if handover_path is not None else None
+    return PathPolicy(roots=default_roots(cwd, hdir, extra)), allow
+
+
+def begin(
+    path: Path | str,
+    persona: str | None,
+    *,
+    cwd: Path,
+    non_interactive: bool,
+    allowed_roots: Sequence[Path] | None = None,
+    env_allow: Iterable[str] | None = None,
+    environ: MutableMapping[str, str] | None = None,
+    ledger_db: Path | Literal["auto"] | None = "auto",
+) -> HandoverSession:
+    """Load and validate a handover for a run of ``persona`` in ``cwd``.
+
+    ``allowed_roots``/``env_allow`` default to the project config of ``cwd``.
+    Allowed environment values are set in ``environ`` (default ``os.environ``)
+    only where not already set. The process directory is not changed: run in
+    ``session.workdir``. Raises UsageError (HandoverSecurityError for unsafe
+    content) with the file and field on any problem.
+    """
+    cwd = Path(cwd).resolve()
+    file = Path(path)
+    if not file.is_absolute():
+        file = cwd / file
+    policy, allow = load_policy(cwd, file, allowed_roots, env_allow)
+    loaded = load_handover(file, policy=policy, env_allow=allow)
+    h = loaded.handover
+    warnings: list[str] = []
+    running = persona or h.target.persona
+    if persona and persona != h.target.persona:
+        warnings.append(
+            f"handover {h.handover_id} expects persona {h.target.persona!r} "
+            f"but the run uses {persona!r}"
+        )
+    workdir = cwd
+    source_dir = Path(h.source.working_directory)
+    if source_dir != cwd:
+        if not source_dir.is_dir():
+            warnings.append(f"source working directory {source_dir} does not exist; using {cwd}")
+        elif not policy.allows(source_dir):
+            warnings.append(
+                f"source working directory {source_dir} is outside the allowed roots; using {cwd}"
+            )
+        else:
+            workdir = Path(os.path.realpath(source_dir))
+    env = os.environ if environ is None else environ
+    applied: dict[str, str] = {}
+    for name, value in h.source.environment.items():
+        if name not in env:
+            env[name] = value
+            applied[name] = value
+    db = cwd / ".personae" / "state.db" if ledger_db == "auto" else ledger_db
+    session = HandoverSession(
+        handover=h,
+        path=file,
+        format=loaded.format,
+        persona=running,
+        task=h.target.task,
+        prompt=h.target.task if non_interactive else None,
+        section_text=render_section(h),
+        workdir=workdir,
+        warnings=warnings,
+        artifact_paths=loaded.artifact_paths,
+        applied_env=applied,
+        policy=policy,
+        ledger_db=db,
+    )
+    warn = ledger_event(
+        db, h, "started", path=file, status="running", file_hash=loaded.sha256, detail=running
+    )
+    if warn:
+        warnings.append(warn)
+    return session
+
+
+def _clip(text: str | None, limit: int) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    note = f"\n[... cut: {len(text) - limit + 40} characters]"
+    return text[: limit - len(note)] + note
+
+
+def finish(
+    session: HandoverSession,
+    *,
+    status: Literal["success", "failure", "partial"],
+    output: str | None,
+    error: str | None = None,
+    artifacts: Iterable[str | Path] = (),
+    next_steps: Iterable[str] = (),
+    return_path: Path | str | None = None,
+) -> Path:
+    """Write ``results`` back (same file, or ``return_path``); returns the file written.
+
+    Call it on failure too. Oversized output is cut with a notice rather than
+    refused; result artifacts outside the allowed roots are dropped with a
+    warning. Without ``return_path`` and with ``target.returnResults`` false,
+    nothing is written and the handover path is returned.
+    """
+    kept: list[str] = []
+    for item in artifacts:
+        text = str(item)
+        try:
+            if session.policy is not None:
+                session.policy.resolve(text, session.workdir, what="result artifact path")
+            kept.append(text)
+        except HandoverSecurityError as exc:
+            session.warnings.append(str(exc))
+    results = Results(
+        status=status,
+        output=_clip(output, MAX_OUTPUT),
+        error=_clip(error, MAX_ERROR),
+        artifacts=kept or None,
+        next_steps=[s[:4000] for s in next_steps] or None,
+    )
+    session.finished = True
+    h = session.handover
+    if return_path is None and not h.target.return_results:
+        return session.path
+    if return_path is not None:
+        target = Path(return_path)
+        if not target.is_absolute():
+            target = session.workdir / target
+        fmt = detect_format(target) if target.suffix else session.format
+        updated = h.model_copy(update={"results": results})
+        digest = save_handover(updated, target, fmt)
+    else:
+        target = session.path
+        try:
+            updated, digest = update_handover(target, lambda cur: _with_results(cur, results))
+        except UsageError:
+            # The file vanished or was damaged meanwhile: write what we loaded.
+            updated = h.model_copy(update={"results": results})
+            digest = save_handover(updated, target, session.format)
+    session.handover = updated
+    warn = ledger_event(
+        session.ledger_db,
+        h,
+        "result",
+        path=target,
+        status=status,
+        file_hash=digest,
+        detail=error,
+    )
+    if warn:
+        session.warnings.append(warn)
+    return target
+
+
+def _with_results(current: ContextHandover, results: Results) -> ContextHandover:
+    return current.model_copy(update={"results": results})

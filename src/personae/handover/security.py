@@ -1,0 +1,343 @@
+"""Safety rules for handover files: confined paths, allow-listed env, no secrets.
+
+A handover file is untrusted input. Nothing in it is executed; artifact paths
+must resolve (symlinks followed) inside allowed roots; only allow-listed
+environment variables are captured or applied; secrets are never written.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import tempfile
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from personae.errors import UsageError
+
+__all__ = [
+    "DANGEROUS_ENV",
+    "DEFAULT_ENV_ALLOW",
+    "REDACTED",
+    "HandoverSecurityError",
+    "PathPolicy",
+    "capture_environment",
+    "check_environment",
+    "check_path_text",
+    "default_roots",
+    "is_secret_name",
+    "looks_like_secret",
+    "redact_secrets",
+]
+
+DEFAULT_ENV_ALLOW: tuple[str, ...] = (
+    "SLURM_JOB_ID",
+    "PBS_JOBID",
+    "LSF_JOBID",
+    "CUDA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "CONDA_DEFAULT_ENV",
+)
+"""Environment variables a handover may carry by default."""
+
+DANGEROUS_ENV: frozenset[str] = frozenset(
+    {
+        "PATH",
+        "LD_PRELOAD",
+        "LD_LIBRARY_PATH",
+        "LD_AUDIT",
+        "DYLD_INSERT_LIBRARIES",
+        "DYLD_LIBRARY_PATH",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONSTARTUP",
+        "NODE_OPTIONS",
+        "BASH_ENV",
+        "ENV",
+        "SHELL",
+        "IFS",
+    }
+)
+"""Variables that change what runs; refused even if a config tries to allow them."""
+
+REDACTED = "[redacted]"
+"""What a secret is replaced with before a handover is written."""
+
+MAX_ENV_VALUE = 1024
+
+
+class HandoverSecurityError(UsageError):
+    """A handover breaks a safety rule (path outside roots, refused variable ...)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        index: int | None = None,
+    ) -> None:
+        super().__init__(message, file=file, line=line, field=field)
+        self.index = index
+        """Position of the offending item in a batch check, if any."""
+
+
+# --- paths -----------------------------------------------------------------
+
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# Characters that look like '/' or '.' but are not (NFKC keeps some of them).
+_LOOKALIKES = frozenset("\u2215\u2044\u29f8\u2571\uff0f\u3033\u0338\u2024\u2025\u2026\ufe52\uff0e")
+
+
+def default_roots(
+    cwd: Path, handover_dir: Path | None = None, extra: Iterable[Path | str] = ()
+) -> list[Path]:
+    """The allowed roots: ``cwd``, the handover dir, the system temp dir, plus ``extra``."""
+    roots = [Path(cwd)]
+    if handover_dir is not None:
+        roots.append(Path(handover_dir))
+    roots.append(Path(tempfile.gettempdir()))
+    roots.extend(Path(r) for r in extra)
+    return roots
+
+
+def check_path_text(text: str) -> None:
+    """Refuse path spellings that hide traversal or confuse tools.
+
+    Raises ValueError naming the reason (the caller adds the path and field).
+    """
+    if not text:
+        raise ValueError("empty path")
+    if text.isascii():
+        bad = _ASCII_CONTROL.search(text)
+        if bad is not None:
+            ch = bad.group()
+            if ch == "\x00":
+                raise ValueError("contains a NUL byte")
+            raise ValueError(f"contains control character U+{ord(ch):04X}")
+    else:
+        _check_unicode(text)
+    if _PERCENT.search(text):
+        raise ValueError("contains URL-encoded characters")
+    if "\\" in text:
+        raise ValueError("contains a backslash")
+    if text.startswith("~"):
+        raise ValueError("starts with '~' (home expansion is not done)")
+    if ".." in text and any(part == ".." for part in text.split("/")):
+        raise ValueError("contains a '..' component")
+
+
+def _check_unicode(text: str) -> None:
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if ch == "\x00":
+            raise ValueError("contains a NUL byte")
+        if cat == "Cc":
+            raise ValueError(f"contains control character U+{ord(ch):04X}")
+        if cat == "Cs":
+            raise ValueError("contains an unpaired surrogate (bad encoding)")
+        if cat in {"Cf", "Co", "Cn"}:
+            raise ValueError(f"contains invisible or unassigned character U+{ord(ch):04X}")
+    if any(ch in _LOOKALIKES for ch in text):
+        raise ValueError("contains a look-alike of '/' or '.'")
+    if unicodedata.normalize("NFKC", text) != text:
+        raise ValueError("is not in normal form (look-alike unicode characters)")
+
+
+def _within(real: str, roots: Sequence[str]) -> bool:
+    return any(real == r or real.startswith(r if r.endswith("/") else r + "/") for r in roots)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PathPolicy:
+    """Where artifact paths may point: inside any of ``roots`` (symlinks resolved)."""
+
+    roots: Sequence[Path]
+    """Allowed roots (resolved on use)."""
+    _resolved: tuple[Path, ...] = field(init=False, repr=False, default=())
+    _root_strs: tuple[str, ...] = field(init=False, repr=False, default=())
+    _prefixes: tuple[str, ...] = field(init=False, repr=False, default=())
+
+    def __post_init__(self) -> None:
+        resolved = tuple(dict.fromkeys(Path(os.path.realpath(r)) for r in self.roots))
+        object.__setattr__(self, "_resolved", resolved)
+        object.__setattr__(self, "_root_strs", tuple(str(r) for r in resolved))
+        prefixes = tuple(r if r.endswith("/") else r + "/" for r in self._root_strs)
+        object.__setattr__(self, "_prefixes", prefixes)
+
+    @property
+    def resolved_roots(self) -> tuple[Path, ...]:
+        """The roots with symlinks resolved."""
+        return self._resolved
+
+    def resolve(self, text: str, base: Path, *, what: str = "path") -> Path:
+        """Resolve ``text`` against ``base`` and return it if it stays inside a root.
+
+        Raises HandoverSecurityError naming the path otherwise.
+        """
+        return self.resolve_many([text], base, what=what)[0]
+
+    def resolve_many(self, texts: Sequence[str], base: Path, *, what: str = "path") -> list[Path]:
+        """:meth:`resolve` for many paths (directories resolved once per call)."""
+        return [Path(p) for p in self.resolve_strings(texts, base, what=what)]
+
+    def resolve_strings(
+        self, texts: Sequence[str], base: Path | str, *, what: str = "path"
+    ) -> list[str]:
+        """:meth:`resolve_many` returning plain strings (cheaper for thousands of paths).
+
+        Raises HandoverSecurityError with ``index`` set to the offending position.
+        """
+        dirs: dict[str, tuple[str, bool]] = {}
+        out: list[str] = []
+        base_s = os.path.realpath(base)
+        roots, prefixes = frozenset(self._root_strs), self._prefixes
+        for index, text in enumerate(texts):
+            try:
+                check_path_text(text)
+            except ValueError as exc:
+                raise HandoverSecurityError(
+                    f"{what} {text!r} refused: {exc}", index=index
+                ) from None
+            candidate = text if text.startswith("/") else f"{base_s}/{text}"
+            real = self._real(candidate, dirs)
+            if real not in roots and not real.startswith(prefixes):
+                shown = f" (resolves to {real})" if real != os.path.normpath(candidate) else ""
+                raise HandoverSecurityError(
+                    f"{what} {text!r} refused: outside the allowed roots{shown}; "
+                    f"allowed: {', '.join(self._root_strs)}",
+                    index=index,
+                )
+            out.append(real)
+        return out
+
+    @staticmethod
+    def _real(candidate: str, dirs: dict[str, tuple[str, bool]]) -> str:
+        """``os.path.realpath`` with the parent directory's resolution cached."""
+        head, _, name = candidate.rpartition("/")
+        if name in {"", "."} or not head:
+            return os.path.realpath(candidate)
+        cached = dirs.get(head)
+        if cached is None:
+            real_head = os.path.realpath(head)
+            cached = dirs[head] = (real_head, os.path.isdir(real_head))
+        real_head, exists = cached
+        joined = real_head + name if real_head.endswith("/") else f"{real_head}/{name}"
+        # Only an existing directory can hold a symlink named ``name``.
+        return os.path.realpath(joined) if exists and os.path.islink(joined) else joined
+
+    def allows(self, path: Path) -> bool:
+        """Whether ``path`` (symlinks resolved) is inside a root."""
+        return _within(os.path.realpath(path), self._root_strs)
+
+
+# --- environment -------------------------------------------------------------
+
+
+def _allow_set(extra: Iterable[str]) -> frozenset[str]:
+    return frozenset(DEFAULT_ENV_ALLOW) | (frozenset(extra) - DANGEROUS_ENV)
+
+
+def capture_environment(
+    environ: Mapping[str, str] | None = None, extra_allow: Iterable[str] = ()
+) -> dict[str, str]:
+    """The allow-listed variables of ``environ`` that are set, minus anything secret-looking."""
+    env = os.environ if environ is None else environ
+    captured: dict[str, str] = {}
+    for name in sorted(_allow_set(extra_allow)):
+        value = env.get(name)
+        if value is None or is_secret_name(name) or looks_like_secret(value):
+            continue
+        if len(value) > MAX_ENV_VALUE or "\x00" in value:
+            continue
+        captured[name] = value
+    return captured
+
+
+def check_environment(
+    environment: Mapping[str, str], extra_allow: Iterable[str] = ()
+) -> dict[str, str]:
+    """Validate a loaded handover's environment; raise on any refused variable."""
+    allowed = _allow_set(extra_allow)
+    for name, value in environment.items():
+        if name in DANGEROUS_ENV:
+            raise HandoverSecurityError(
+                f"environment variable {name!r} refused: it changes what runs"
+            )
+        if name not in allowed:
+            raise HandoverSecurityError(
+                f"environment variable {name!r} refused: not on the allow list "
+                f"({', '.join(sorted(allowed))}; add it to handover.env_allow in config)"
+            )
+        if "\x00" in value or len(value) > MAX_ENV_VALUE:
+            raise HandoverSecurityError(f"environment variable {name!r} refused: bad value")
+    return dict(environment)
+
+
+# --- secrets -----------------------------------------------------------------
+
+_SECRET_NAME = re.compile(
+    r"(^|_)(api_?key|apikey|secret|secret_?key|password|passwd|pwd|token|auth_?token|"
+    r"access_?token|refresh_?token|access_?key|private_?key|credentials?|authorization|"
+    r"cookie|session_?key)(_|$)",
+    re.IGNORECASE,
+)
+_SECRET_VALUE = re.compile(
+    r"(sk-[A-Za-z0-9_-]{16,}"  # OpenAI / Anthropic style
+    r"|sk-ant-[A-Za-z0-9_-]{16,}"
+    r"|gh[pousr]_[A-Za-z0-9]{20,}"  # GitHub
+    r"|github_pat_[A-Za-z0-9_]{20,}"
+    r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
+    r"|AKIA[0-9A-Z]{16}"  # AWS access key id
+    r"|AIza[0-9A-Za-z_-]{30,}"  # Google API key
+    r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face
+    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
+    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"  # JWT
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)"
+    r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,})"
+)
+_MIN_SECRET = 14
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+@functools.lru_cache(maxsize=4096)
+def is_secret_name(name: str) -> bool:
+    """Whether a key or variable name says it holds a secret (``API_KEY``, ``authToken`` ...)."""
+    return bool(_SECRET_NAME.search(_CAMEL.sub("_", name).replace("-", "_")))
+
+
+def looks_like_secret(value: str) -> bool:
+    """Whether a string contains something shaped like a credential."""
+    return bool(_SECRET_VALUE.search(value))
+
+
+def redact_secrets(value: Any) -> Any:
+    """A copy of a JSON-like value with secrets replaced by ``[redacted]``.
+
+    String values under secret-looking keys are replaced whole; credential-shaped
+    substrings anywhere are replaced in place.
+    """
+    kind = type(value)
+    if isinstance(value, str):
+        # Every credential shape is at least 14 characters long.
+        return _SECRET_VALUE.sub(REDACTED, value) if len(value) >= _MIN_SECRET else value
+    if kind is not dict and isinstance(value, Mapping):
+        value, kind = dict(value), dict
+    if kind is dict:
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if isinstance(item, str) and isinstance(key, str) and item and is_secret_name(key):
+                out[key] = REDACTED
+            else:
+                out[key] = redact_secrets(item)
+        return out
+    if kind is list or kind is tuple:
+        return [redact_secrets(item) for item in value]
+    return value

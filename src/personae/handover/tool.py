@@ -1,0 +1,246 @@
+"""The ``handover_to_persona`` tool: hand work to another persona, wait or defer.
+
+A plain function with a typed signature and a typed result, so any tool
+registry (or an MCP server) can wrap it. It creates a handover file (ledger
+recorded), then either runs the target in a child ``personae`` process and
+returns its results, or returns the command to run later.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from personae.errors import PersonaeError, UsageError
+from personae.handover.create import build_handover, create_handover
+from personae.handover.executor import (
+    ChildSpec,
+    CommandBuilder,
+    personae_run_command,
+    run_handover,
+)
+from personae.handover.schema import ArtifactFile, HistoryEntry
+from personae.tools.base import Tool, ToolContext
+from personae.tools.registry import ToolRegistry
+
+__all__ = [
+    "HANDOVER_TOOL_NAME",
+    "HandoverToolArgs",
+    "HandoverToolResult",
+    "handover_to_persona",
+    "handover_tool",
+    "register_handover_tool",
+]
+
+HANDOVER_TOOL_NAME = "handover_to_persona"
+"""The tool's name."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HandoverToolResult:
+    """What the tool returns."""
+
+    success: bool
+    """Whether the handover succeeded (or, when not waiting, was prepared)."""
+    handover_id: str
+    """The handover id (ledger key)."""
+    context_path: str
+    """The handover file."""
+    status: str
+    """``prepared``, ``success``, ``failure`` or ``partial``."""
+    results: dict[str, Any] | None = None
+    """The ``results`` object (camelCase) when waited for."""
+    command: list[str] = field(default_factory=list)
+    """The child command (argv)."""
+    message: str = ""
+    """One line for the model: what happened or what to run."""
+    warnings: list[str] = field(default_factory=list)
+    """Things to know (an unknown target persona ...)."""
+
+
+def _files(files: Sequence[ArtifactFile | Mapping[str, Any]]) -> list[ArtifactFile]:
+    out: list[ArtifactFile] = []
+    for item in files:
+        try:
+            out.append(
+                item if isinstance(item, ArtifactFile) else ArtifactFile.model_validate(item)
+            )
+        except ValueError as exc:
+            raise UsageError(f"files: {exc}") from None
+    return out
+
+
+def handover_to_persona(
+    target_persona: str,
+    task: str,
+    *,
+    source_persona: str,
+    cwd: Path,
+    files: Sequence[ArtifactFile | Mapping[str, Any]] = (),
+    data: Mapping[str, Any] | None = None,
+    insights: Sequence[str] = (),
+    interactive: bool = False,
+    wait_for_results: bool = True,
+    session_id: str = "",
+    history: Sequence[HistoryEntry] | None = None,
+    from_project: bool = True,
+    timeout: float = 300.0,
+    attempts: int = 3,
+    backoff: float = 1.0,
+    command: CommandBuilder = personae_run_command,
+) -> HandoverToolResult:
+    """Hand ``task`` to ``target_persona`` with files, data and insights.
+
+    With ``wait_for_results`` the target runs now in a separate process
+    (timeout, retries with backoff) and its results are returned; otherwise
+    the handover file is prepared and the command to run it is returned.
+    Refuses unsafe content (paths outside allowed roots ...) before writing.
+    ``history`` defaults to the project's conversation store (one summary per
+    persona); with ``from_project`` the source persona's MCP servers come from
+    the project's cast.
+    """
+    mcp_servers: list[str] | None = None
+    warnings: list[str] = []
+    if history is None or from_project:
+        from personae.handover._cast import persona_facts
+        from personae.handover._history import history_for
+
+        if history is None:
+            history = history_for(Path(cwd) / ".personae" / "state.db", session_id or None)
+        if from_project:
+            mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
+    handover = build_handover(
+        source_persona=source_persona,
+        target_persona=target_persona,
+        task=task,
+        cwd=cwd,
+        session_id=session_id,
+        files=_files(files),
+        data=data,
+        insights=insights,
+        interactive=interactive,
+        history=history,
+        mcp_servers=mcp_servers,
+    )
+    created = create_handover(handover, cwd=cwd)
+    spec = ChildSpec(
+        handover_path=created.path,
+        persona=target_persona,
+        timeout=timeout,
+        return_path=None,
+        cwd=Path(cwd),
+    )
+    argv = list(command(spec))
+    shown = ["personae", *argv[3:]] if argv[1:3] == ["-m", "personae"] else argv
+    if not wait_for_results or interactive:
+        return HandoverToolResult(
+            success=True,
+            handover_id=handover.handover_id,
+            context_path=str(created.path),
+            status="prepared",
+            command=argv,
+            warnings=warnings,
+            message=(f"Context prepared for {target_persona}. Run: {shlex.join(shown)}"),
+        )
+    outcome = run_handover(
+        created.path,
+        cwd=Path(cwd),
+        timeout=timeout,
+        attempts=attempts,
+        backoff=backoff,
+        command=command,
+    )
+    results = outcome.handover.results
+    dumped = results.model_dump(mode="json", by_alias=True) if results is not None else None
+    return HandoverToolResult(
+        success=outcome.status == "success",
+        handover_id=handover.handover_id,
+        context_path=str(outcome.path),
+        status=outcome.status,
+        results=dumped,
+        command=argv,
+        message=f"{target_persona} finished with status {outcome.status}",
+        warnings=warnings,
+    )
+
+
+class HandoverToolArgs(BaseModel):
+    """Arguments of the ``handover_to_persona`` tool (seed 001 handoverSchema)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target_persona: str = Field(
+        min_length=1, max_length=128, description="Target persona name (e.g. report-writer)."
+    )
+    task: str = Field(min_length=1, max_length=20_000, description="The target persona's task.")
+    files: list[ArtifactFile] = Field(
+        default_factory=list,
+        description="Files to share: {path, type: data|code|analysis|document, description}.",
+    )
+    data: dict[str, Any] = Field(default_factory=dict, description="Structured data to pass.")
+    insights: list[str] = Field(default_factory=list, description="Key insights to share.")
+    wait_for_results: bool = Field(
+        default=True,
+        description="Run the target now and wait for its results (else return the command).",
+    )
+
+
+def handover_tool(
+    source_persona: str,
+    *,
+    session_id: str = "",
+    timeout: float = 300.0,
+    attempts: int = 3,
+    backoff: float = 1.0,
+    command: CommandBuilder = personae_run_command,
+) -> Tool[HandoverToolArgs]:
+    """The ``handover_to_persona`` tool for a :class:`~personae.tools.registry.ToolRegistry`.
+
+    It runs in the tool context's workspace root; its result is the JSON of
+    :class:`HandoverToolResult`. Refused handovers become tool errors.
+    """
+
+    def run(args: HandoverToolArgs, ctx: ToolContext) -> str:
+        try:
+            result = handover_to_persona(
+                args.target_persona,
+                args.task,
+                source_persona=source_persona,
+                cwd=ctx.workspace.root,
+                files=args.files,
+                data=args.data,
+                insights=args.insights,
+                wait_for_results=args.wait_for_results,
+                session_id=session_id,
+                timeout=timeout,
+                attempts=attempts,
+                backoff=backoff,
+                command=command,
+            )
+        except PersonaeError as exc:
+            raise ctx.error(str(exc)) from None
+        return json.dumps(asdict(result), ensure_ascii=False)
+
+    return Tool(
+        HANDOVER_TOOL_NAME,
+        "Hand work over to another persona with context (files, data, insights). It runs as a "
+        "separate personae process; with wait_for_results it returns that persona's results, "
+        "otherwise the command to run it later.",
+        HandoverToolArgs,
+        run,
+    )
+
+
+def register_handover_tool(
+    registry: ToolRegistry, source_persona: str, **options: Any
+) -> Tool[HandoverToolArgs]:
+    """Register :func:`handover_tool` into ``registry`` (options as for ``handover_tool``)."""
+    tool = handover_tool(source_persona, **options)
+    registry.register(tool)
+    return tool

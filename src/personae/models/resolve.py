@@ -1,0 +1,172 @@
+"""``provider:name`` model specs -> pydantic-ai models.
+
+Specs: ``openai:gpt-4o``, ``anthropic:claude-sonnet-4-5``, ``ollama:llama3``
+(or any OpenAI-compatible server via a base URL: ``OPENAI_BASE_URL`` or the
+project config ``base_url``), ``scripted:<scenario.yaml>`` (the scripted
+loopback server; not a real model). Resolution order for the default model:
+``--model`` flag, ``PERSONAE_MODEL``, project config ``model``. A persona's
+``model`` overrides the default for that persona; Claude Code aliases
+(``sonnet``, ``opus``, ``haiku``) map to Anthropic models and ``inherit``
+means the default.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from personae.errors import ConfigError, ModelNotConfiguredError, closest_name
+
+__all__ = [
+    "CLAUDE_ALIASES",
+    "PROVIDERS",
+    "ModelResolver",
+    "ModelSpec",
+    "parse_model_spec",
+]
+
+CLAUDE_ALIASES: dict[str, str] = {
+    "sonnet": "anthropic:claude-sonnet-4-5",
+    "opus": "anthropic:claude-opus-4-1",
+    "haiku": "anthropic:claude-haiku-4-5",
+}
+"""Claude Code ``model:`` aliases -> personae specs."""
+
+PROVIDERS = ("openai", "anthropic", "openai-compatible", "ollama", "scripted")
+"""Known provider prefixes."""
+
+_OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434/v1"
+
+_HOW_TO = (
+    "no model configured: pass --model provider:name (e.g. openai:gpt-4o, "
+    "anthropic:claude-sonnet-4-5, ollama:llama3), set PERSONAE_MODEL, or add "
+    "'model: provider:name' to .personae/config.yaml; try 'personae demo' for an offline "
+    "run with the scripted model"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSpec:
+    """A parsed ``provider:name``."""
+
+    provider: str
+    """One of :data:`PROVIDERS`."""
+    name: str
+    """Model name (or scenario path for ``scripted``)."""
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.name}"
+
+    @property
+    def is_scripted(self) -> bool:
+        """True for the scripted loopback model (not a real model)."""
+        return self.provider == "scripted"
+
+
+def parse_model_spec(spec: str, *, source: str = "--model") -> ModelSpec:
+    """Parse ``provider:name`` (Claude Code aliases accepted)."""
+    text = spec.strip()
+    text = CLAUDE_ALIASES.get(text, text)
+    provider, sep, name = text.partition(":")
+    if not sep or not name.strip() or not provider:
+        raise ConfigError(
+            f"model {spec!r} must look like provider:name (providers: {', '.join(PROVIDERS)})",
+            field=source,
+        )
+    if provider not in PROVIDERS:
+        near = closest_name(provider, PROVIDERS)
+        hint = f"; did you mean {near!r}?" if near else ""
+        raise ConfigError(
+            f"unknown model provider {provider!r}{hint} (valid: {', '.join(PROVIDERS)})",
+            field=source,
+        )
+    return ModelSpec(provider=provider, name=name.strip())
+
+
+@dataclass(kw_only=True)
+class ModelResolver:
+    """Turns specs into pydantic-ai models; caches one instance per spec.
+
+    ``default`` is the run's default spec (``None``: not configured).
+    ``base_url`` is the project config's OpenAI-compatible base URL.
+    """
+
+    default: str | None = None
+    """Default spec for the run."""
+    base_url: str | None = None
+    """Base URL for ``openai``/``openai-compatible`` specs (config); env OPENAI_BASE_URL wins."""
+    fixed: Any = None
+    """A pydantic-ai model every persona uses (tests, benchmarks); overrides specs."""
+    fixed_label: str = "fixed"
+    """Label reported for ``fixed``."""
+    _cache: dict[str, Any] = field(default_factory=dict)
+    _servers: list[Any] = field(default_factory=list)
+
+    @classmethod
+    def using(cls, model: Any, label: str) -> ModelResolver:
+        """A resolver that answers every persona with ``model`` (e.g. a FunctionModel)."""
+        return cls(fixed=model, fixed_label=label)
+
+    def spec_for(self, persona_model: str | None = None) -> ModelSpec:
+        """The spec a persona runs with: its own model unless unset or ``inherit``."""
+        if persona_model and persona_model.strip() not in ("", "inherit"):
+            return parse_model_spec(persona_model, source="persona model")
+        if not self.default:
+            raise ModelNotConfiguredError(_HOW_TO)
+        return parse_model_spec(self.default)
+
+    def label(self, persona_model: str | None = None) -> str:
+        """Display label of the model a persona runs with (``scripted:...`` for scripted)."""
+        if self.fixed is not None:
+            return self.fixed_label
+        return str(self.spec_for(persona_model))
+
+    def model(self, persona_model: str | None = None) -> Any:
+        """The pydantic-ai model for a persona (or the default)."""
+        if self.fixed is not None:
+            return self.fixed
+        spec = self.spec_for(persona_model)
+        key = str(spec)
+        if key not in self._cache:
+            self._cache[key] = self._build(spec)
+        return self._cache[key]
+
+    def _build(self, spec: ModelSpec) -> Any:
+        if spec.provider == "scripted":
+            from personae.models.scripted import ScriptedServer
+
+            server = ScriptedServer(spec.name).start()
+            self._servers.append(server)
+            return server.model()
+        if spec.provider == "anthropic":
+            from pydantic_ai.models.anthropic import AnthropicModel
+            from pydantic_ai.providers.anthropic import AnthropicProvider
+
+            if not os.environ.get("ANTHROPIC_API_KEY"):
+                raise ConfigError("set ANTHROPIC_API_KEY to use anthropic models", field="model")
+            return AnthropicModel(spec.name, provider=AnthropicProvider())
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        base_url = os.environ.get("OPENAI_BASE_URL") or self.base_url
+        if spec.provider == "ollama":
+            base_url = os.environ.get("OLLAMA_BASE_URL") or base_url or _OLLAMA_DEFAULT_URL
+        if spec.provider == "openai-compatible" and not base_url:
+            raise ConfigError(
+                "openai-compatible models need a base URL: set OPENAI_BASE_URL or "
+                "'base_url:' in .personae/config.yaml",
+                field="model",
+            )
+        api_key = os.environ.get("OPENAI_API_KEY")
+        if api_key is None and base_url is None:
+            raise ConfigError("set OPENAI_API_KEY to use openai models", field="model")
+        provider = OpenAIProvider(base_url=base_url, api_key=api_key or "not-needed")
+        return OpenAIChatModel(spec.name, provider=provider)
+
+    def close(self) -> None:
+        """Stop any scripted servers this resolver started."""
+        for server in self._servers:
+            server.stop()
+        self._servers.clear()
+        self._cache.clear()

@@ -1,0 +1,145 @@
+"""Scenario files for the scripted model: what it answers, in order or by match.
+
+A scenario is YAML::
+
+    description: what this scenario shows
+    steps:            # answered in order, each once
+      - when: {role: manager}          # optional: the request must match
+        output: {subtasks: [...]}       # structured output (calls the output tool)
+      - tool_calls:
+          - {name: read_file, args: {path: README.md}}
+      - text: "The README says ..."
+    rules:            # answered whenever they match (after the next step did not)
+      - when: {role: validator}
+        output: {approved: true, ...}
+
+An answer has one of ``text``, ``tool_calls`` (optionally with ``text``),
+``output`` or ``error`` (``{status: 429, message: ...}``). ``when`` keys:
+``role`` (the ``personae-role: X`` marker of a team role), ``contains`` (text
+anywhere in the request), ``last_contains`` (the last message), ``tool`` (a
+tool offered in the request). The model answering is *scripted*: it is not a
+real language model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from personae.errors import UsageError
+
+__all__ = [
+    "ROLE_MARKER",
+    "Answer",
+    "Match",
+    "Scenario",
+    "ScenarioError",
+    "ScriptedToolCall",
+    "load_scenario",
+]
+
+ROLE_MARKER = "personae-role: {role}"
+"""Marker every team role puts in its instructions (lets scenarios match a role)."""
+
+
+class ScenarioError(UsageError):
+    """A scenario file is malformed."""
+
+
+class Match(BaseModel):
+    """Conditions a request must meet for an answer to apply (all given ones)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str | None = None
+    """Team role marker present in the system/instructions text."""
+    contains: str | None = None
+    """Substring anywhere in the request's messages."""
+    last_contains: str | None = None
+    """Substring in the last message of the request."""
+    tool: str | None = None
+    """A tool of this name is offered in the request."""
+
+
+class ScriptedToolCall(BaseModel):
+    """One tool call the scripted model makes."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """Tool name."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Tool arguments."""
+
+
+class Answer(BaseModel):
+    """One scripted answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    when: Match | None = None
+    """Conditions; ``None`` matches any request."""
+    text: str | None = None
+    """Assistant text."""
+    tool_calls: list[ScriptedToolCall] = Field(default_factory=list)
+    """Tool calls to make."""
+    output: dict[str, Any] | None = None
+    """Structured output: sent as a call to the request's output tool."""
+    error: dict[str, Any] | None = None
+    """An HTTP error instead of an answer: ``{status, message}``."""
+    note: str = ""
+    """What this step shows (for readers of the scenario)."""
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Answer:
+        kinds = sum([self.output is not None, bool(self.tool_calls), self.error is not None]) + (
+            1 if self.text is not None and not self.tool_calls else 0
+        )
+        if kinds != 1:
+            raise ValueError("an answer needs exactly one of text, tool_calls, output, error")
+        return self
+
+
+class Scenario(BaseModel):
+    """An ordered list of steps plus reusable matched rules."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    description: str = ""
+    """What the scenario shows."""
+    steps: list[Answer] = Field(default_factory=list)
+    """Answers consumed in order."""
+    rules: list[Answer] = Field(default_factory=list)
+    """Answers used whenever they match (checked after the next step)."""
+    source: Path | None = None
+    """The file it came from."""
+
+
+def load_scenario(path: Path | str) -> Scenario:
+    """Read and validate a scenario file (YAML)."""
+    file = Path(path)
+    try:
+        raw: Any = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ScenarioError("scenario file not found", file=file) from exc
+    except OSError as exc:
+        raise ScenarioError(f"cannot read scenario: {exc.strerror}", file=file) from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ScenarioError(
+            "malformed YAML", file=file, line=mark.line + 1 if mark is not None else None
+        ) from exc
+    if not isinstance(raw, dict):
+        raise ScenarioError("a scenario must be a mapping with 'steps' and/or 'rules'", file=file)
+    try:
+        scenario = Scenario.model_validate({**raw, "source": file})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise ScenarioError(first["msg"], file=file, field=field) from exc
+    if not scenario.steps and not scenario.rules:
+        raise ScenarioError("a scenario needs at least one step or rule", file=file)
+    return scenario

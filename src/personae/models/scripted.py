@@ -1,0 +1,215 @@
+"""The scripted model: a real OpenAI-compatible HTTP server on 127.0.0.1.
+
+It answers ``POST /v1/chat/completions`` (plain JSON or streamed SSE) from a
+:class:`~personae.models.scenario.Scenario`, so a run goes through the real
+OpenAI provider code of pydantic-ai and real loopback HTTP. It is a *scripted*
+model for tests and the demo, never a real language model; its model name is
+always ``scripted`` or ``scripted:<label>``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from personae.models.player import ScenarioPlayer, request_text
+from personae.models.scenario import Answer, Scenario, load_scenario
+
+__all__ = ["ScriptedServer", "request_text"]
+
+
+def _output_tool(body: dict[str, Any]) -> str | None:
+    for tool in body.get("tools") or []:
+        name = str(tool.get("function", {}).get("name", ""))
+        if name.startswith("final_result"):
+            return name
+    return None
+
+
+class ScriptedServer:
+    """An OpenAI-compatible chat-completions server answering from a scenario.
+
+    Use as a context manager (or ``start()``/``stop()``). ``requests`` keeps
+    every request body received, ``served`` the answers given (for tests).
+    """
+
+    def __init__(self, scenario: Scenario | Path | str, *, label: str = "scripted") -> None:
+        self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
+        self.label = label
+        self.player = ScenarioPlayer(self.scenario)
+        """Picks answers; keeps every request and answer."""
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    def start(self) -> ScriptedServer:
+        """Bind an ephemeral port on 127.0.0.1 and serve in a daemon thread."""
+        if self._httpd is not None:
+            return self
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except json.JSONDecodeError:
+                    self._send_json(400, {"error": {"message": "body is not JSON"}})
+                    return
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                status, payload = server.answer(body)
+                if status == 200 and body.get("stream"):
+                    self._send_stream(payload)
+                else:
+                    self._send_json(status, payload)
+
+            def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _send_stream(self, payload: dict[str, Any]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for chunk in _stream_chunks(payload):
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, name="personae-scripted-model", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Shut the server down."""
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>/v1``."""
+        if self._httpd is None:
+            raise RuntimeError("scripted server is not started")
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    @property
+    def model_name(self) -> str:
+        """The name runs report for this model (always says scripted)."""
+        return self.label if self.label.startswith("scripted") else f"scripted:{self.label}"
+
+    def model(self) -> Any:
+        """A pydantic-ai ``OpenAIChatModel`` talking to this server over loopback HTTP."""
+        from pydantic_ai.models.openai import OpenAIChatModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        provider = OpenAIProvider(base_url=self.base_url, api_key="scripted-no-key")
+        return OpenAIChatModel(self.model_name, provider=provider)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request body received."""
+        return self.player.requests
+
+    @property
+    def served(self) -> list[Answer | None]:
+        """The answer given to each request."""
+        return self.player.served
+
+    @property
+    def remaining_steps(self) -> int:
+        """Ordered steps not answered yet."""
+        return self.player.remaining_steps
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """HTTP status and JSON payload for a chat-completions request body."""
+        answer = self.player.pick(body)
+        if answer is None:
+            return 500, {
+                "error": {
+                    "message": self.player.no_answer_message(),
+                    "type": "scripted_scenario_exhausted",
+                }
+            }
+        if answer.error is not None:
+            status = int(answer.error.get("status", 500))
+            return status, {"error": {"message": str(answer.error.get("message", "scripted"))}}
+        message: dict[str, Any] = {"role": "assistant", "content": answer.text}
+        finish = "stop"
+        calls = [(c.name, c.args) for c in answer.tool_calls]
+        if answer.output is not None:
+            tool = _output_tool(body)
+            if tool is None:
+                message["content"] = json.dumps(answer.output)
+            else:
+                calls = [(tool, answer.output)]
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": f"call_{uuid.uuid4().hex[:12]}",
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+                for name, args in calls
+            ]
+            finish = "tool_calls"
+        prompt_chars = len(json.dumps(body.get("messages", [])))
+        completion_chars = len(json.dumps(message))
+        return 200, {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.model_name,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            # chars/4: the scripted server has no tokenizer; these are estimates.
+            "usage": {
+                "prompt_tokens": prompt_chars // 4,
+                "completion_tokens": completion_chars // 4,
+                "total_tokens": (prompt_chars + completion_chars) // 4,
+            },
+        }
+
+
+def _stream_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The chunks of a streamed answer equivalent to ``payload``."""
+    choice = payload["choices"][0]
+    message = choice["message"]
+    base = {k: payload[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    delta: dict[str, Any] = {"role": "assistant"}
+    if message.get("content"):
+        delta["content"] = message["content"]
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+    return [
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {
+            **base,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}],
+            "usage": payload["usage"],
+        },
+    ]

@@ -1,0 +1,223 @@
+"""The handover ledger: an audit trail of handovers that outlives their files.
+
+Every create and every result is recorded with the file's sha256, source and
+target persona, status and times, so a handover can be found and audited even
+after its file is deleted.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from personae.store.db import Store
+
+__all__ = ["HandoverLedger", "LedgerEntry", "LedgerEvent"]
+
+_TERMINAL = ("success", "failure", "partial")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LedgerEntry:
+    """One handover's current ledger row."""
+
+    handover_id: str
+    """The handover id."""
+    path: str
+    """Where its file was last written."""
+    file_hash: str
+    """sha256 of the file as last written."""
+    source_persona: str
+    """Who handed over."""
+    target_persona: str
+    """Who received."""
+    task: str
+    """The task."""
+    status: str
+    """created, running, success, failure or partial."""
+    error: str | None
+    """Last error, if any."""
+    created_at: str
+    """When it was created."""
+    updated_at: str
+    """When the row last changed."""
+    finished_at: str | None
+    """When a result was recorded."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LedgerEvent:
+    """One event in a handover's audit trail."""
+
+    handover_id: str
+    """The handover id."""
+    event: str
+    """created, started, attempt, result ..."""
+    status: str | None
+    """Status at that point."""
+    file_hash: str | None
+    """File hash at that point."""
+    path: str | None
+    """File path at that point."""
+    detail: str | None
+    """Free text (error, attempt number ...)."""
+    at: str
+    """When."""
+
+
+class HandoverLedger:
+    """Ledger access on a :class:`~personae.store.db.Store`."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    @classmethod
+    def open(cls, db_path: Path) -> HandoverLedger:
+        """Open (and migrate) the store at ``db_path``."""
+        return cls(Store(db_path))
+
+    def close(self) -> None:
+        """Close the underlying store."""
+        self.store.close()
+
+    def record_created(
+        self,
+        *,
+        handover_id: str,
+        path: Path,
+        file_hash: str,
+        source_persona: str,
+        target_persona: str,
+        task: str,
+    ) -> None:
+        """Record a new handover (or re-creation of the same id)."""
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO handover_ledger(handover_id, path, file_hash, source_persona,"
+                " target_persona, task) VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(handover_id) DO UPDATE SET path=excluded.path,"
+                " file_hash=excluded.file_hash,"
+                " updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')",
+                (handover_id, str(path), file_hash, source_persona, target_persona, task),
+            )
+            self._event(
+                conn,
+                handover_id,
+                "created",
+                status="created",
+                file_hash=file_hash,
+                path=path,
+                detail=None,
+            )
+
+    def record_event(
+        self,
+        handover_id: str,
+        event: str,
+        *,
+        status: str | None = None,
+        file_hash: str | None = None,
+        path: Path | None = None,
+        detail: str | None = None,
+    ) -> None:
+        """Append an event; a status also updates the ledger row (terminal ones set finished_at)."""
+        with self.store.transaction() as conn:
+            self._event(
+                conn,
+                handover_id,
+                event,
+                status=status,
+                file_hash=file_hash,
+                path=path,
+                detail=detail,
+            )
+            if status is None:
+                return
+            finished = status in _TERMINAL
+            conn.execute(
+                "UPDATE handover_ledger SET status=?,"
+                " file_hash=COALESCE(?, file_hash), path=COALESCE(?, path),"
+                " error=CASE WHEN ? THEN ? ELSE error END,"
+                " updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now'),"
+                " finished_at=CASE WHEN ? THEN strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+                " ELSE finished_at END WHERE handover_id=?",
+                (
+                    status,
+                    file_hash,
+                    str(path) if path else None,
+                    finished,
+                    detail if status == "failure" else None,
+                    finished,
+                    handover_id,
+                ),
+            )
+
+    def ensure(
+        self,
+        *,
+        handover_id: str,
+        path: Path,
+        file_hash: str,
+        source_persona: str,
+        target_persona: str,
+        task: str,
+    ) -> None:
+        """Insert a row for a handover created elsewhere (another project's ledger)."""
+        with self.store.transaction() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO handover_ledger(handover_id, path, file_hash,"
+                " source_persona, target_persona, task) VALUES (?, ?, ?, ?, ?, ?)",
+                (handover_id, str(path), file_hash, source_persona, target_persona, task),
+            )
+
+    @staticmethod
+    def _event(
+        conn: sqlite3.Connection,
+        handover_id: str,
+        event: str,
+        *,
+        status: str | None,
+        file_hash: str | None,
+        path: Path | None,
+        detail: str | None,
+    ) -> None:
+        conn.execute(
+            "INSERT INTO handover_events(handover_id, event, status, file_hash, path, detail)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (handover_id, event, status, file_hash, str(path) if path else None, detail),
+        )
+
+    def get(self, handover_id: str) -> LedgerEntry | None:
+        """The ledger row for ``handover_id`` (a unique prefix works too)."""
+        with self.store.lock:
+            rows = self.store.conn.execute(
+                "SELECT * FROM handover_ledger WHERE handover_id LIKE ? ESCAPE '\\'"
+                " ORDER BY created_at",
+                (handover_id.replace("%", "").replace("_", "\\_") + "%",),
+            ).fetchall()
+        exact = [r for r in rows if r["handover_id"] == handover_id]
+        chosen = exact or (rows if len(rows) == 1 else [])
+        return LedgerEntry(**dict(chosen[0])) if chosen else None
+
+    def recent(self, *, status: str | None = None, limit: int = 100) -> list[LedgerEntry]:
+        """Most recent handovers first."""
+        sql = "SELECT * FROM handover_ledger"
+        args: tuple[object, ...] = ()
+        if status:
+            sql += " WHERE status=?"
+            args = (status,)
+        sql += " ORDER BY created_at DESC, rowid DESC LIMIT ?"
+        with self.store.lock:
+            rows = self.store.conn.execute(sql, (*args, limit)).fetchall()
+        return [LedgerEntry(**dict(r)) for r in rows]
+
+    def events(self, handover_id: str) -> list[LedgerEvent]:
+        """The audit trail of one handover, oldest first."""
+        with self.store.lock:
+            rows = self.store.conn.execute(
+                "SELECT handover_id, event, status, file_hash, path, detail, at"
+                " FROM handover_events WHERE handover_id=? ORDER BY id",
+                (handover_id,),
+            ).fetchall()
+        return [LedgerEvent(**dict(r)) for r in rows]

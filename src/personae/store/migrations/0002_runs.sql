@@ -1,0 +1,39 @@
+-- Runs of the team and their typed events; every model call with its assembled context.
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    session_id TEXT,
+    task TEXT NOT NULL,
+    persona TEXT,
+    model TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'running',
+    started_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+    finished_at TEXT,
+    final_text TEXT,
+    usage_json TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX runs_session ON runs(session_id, started_at);
+
+CREATE TABLE run_events (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    at TEXT NOT NULL,
+    subtask INTEGER,
+    message TEXT NOT NULL DEFAULT '',
+    data_json TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (run_id, seq)
+);
+
+CREATE TABLE model_calls (
+    run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    persona TEXT,
+    subtask INTEGER,
+    model TEXT NOT NULL,
+    context_text TEXT NOT NULL,
+    budget_json TEXT NOT NULL DEFAULT '{}',
+    usage_json TEXT NOT NULL DEFAULT '{}',
+    at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
+    PRIMARY KEY (run_id, seq)
+);

@@ -1,0 +1,189 @@
+"""The per-turn shared context of the team and its role views, on the context engine.
+
+One :class:`TurnContext` per turn wraps one :class:`~personae.context.snapshot.Snapshot`
+(directive read fresh, conversation summary + recent messages, persona
+execution block and validation context). Each role's view is
+``assemble(snapshot, role, budget, counter)``: shared sections byte-identical
+across roles, the execution block for manager/worker only, the validation
+context for the validator only. Tool calls and validated work of this turn are
+appended as messages (tool calls paired with their results), so later
+subtasks see earlier tool results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from personae.context.assemble import assemble
+from personae.context.budget import Budget
+from personae.context.messages import ChatMessage, ToolCall
+from personae.context.snapshot import Snapshot, Summarizer
+from personae.store.conversations import ConversationStore
+from personae.tokens.base import TokenCounter
+
+__all__ = ["ContextView", "RoleName", "TurnContext"]
+
+RoleName = Literal["manager", "worker", "validator"]
+
+_DEFAULT_BUDGET = Budget.of_window(128_000)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextView:
+    """A role's assembled context and the budget report of how it was fitted."""
+
+    role: str
+    """manager, worker or validator."""
+    text: str
+    """The rendered context (XML boundary tags)."""
+    report: dict[str, Any]
+    """The budget report (``BudgetReport.model_dump()``; ``BudgetReport.to_text()`` renders it)."""
+
+
+@dataclass(kw_only=True)
+class TurnContext:
+    """Everything the three roles share for one turn."""
+
+    snapshot: Snapshot
+    """The turn's snapshot (built once)."""
+    counter: TokenCounter
+    """Token counter of the model."""
+    budget: Budget = _DEFAULT_BUDGET
+    """Token budget of each assembled context."""
+    available_agents: str = ""
+    """``<available_agents>`` listing for workers that may delegate."""
+    turn_messages: list[ChatMessage] = field(default_factory=list)
+    """Messages added during this turn (tool calls with results, validated work)."""
+    tool_memo: dict[str, str] = field(default_factory=dict)
+    """Results of read-only tool calls of this turn (identical later calls reuse them)."""
+    _view_snapshot: Snapshot | None = field(default=None, repr=False)
+    _views: dict[str, ContextView] = field(default_factory=dict, repr=False)
+    _text_cache: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(
+        cls,
+        root: Path | str,
+        *,
+        task: str,
+        counter: TokenCounter,
+        budget: Budget | None = None,
+        conversations: ConversationStore | None = None,
+        session: str | None = None,
+        summarizer: Summarizer | None = None,
+        messages: Sequence[object] | None = None,
+        persona: str | None = None,
+        execution_block: str | None = None,
+        validation_context: str | None = None,
+        handover: str | None = None,
+        available_agents: str = "",
+        include_git_log: bool = True,
+    ) -> TurnContext:
+        """Build the turn's snapshot (directive read fresh) and wrap it."""
+        snapshot = Snapshot.build(
+            root,
+            conversations=conversations,
+            session=session,
+            counter=counter,
+            summarizer=summarizer,
+            messages=messages,
+            persona=persona,
+            execution_block=execution_block,
+            validation_context=validation_context,
+            handover=handover,
+            task=task,
+            include_git_log=include_git_log,
+        )
+        return cls(
+            snapshot=snapshot,
+            counter=counter,
+            budget=budget or _DEFAULT_BUDGET,
+            available_agents=available_agents,
+        )
+
+    # -- what the turn knows --------------------------------------------------------
+    @property
+    def task(self) -> str:
+        """The user's request for this turn."""
+        return self.snapshot.content("task") or ""
+
+    @property
+    def directive(self) -> str:
+        """The directive as read this turn."""
+        return self.snapshot.content("directive") or ""
+
+    @property
+    def summary(self) -> str:
+        """The conversation summary (path A), or empty."""
+        return self.snapshot.content("summary") or ""
+
+    @property
+    def persona_name(self) -> str:
+        """The active persona's name, or empty."""
+        return self.snapshot.persona or ""
+
+    @property
+    def messages(self) -> tuple[ChatMessage, ...]:
+        """Stored recent messages followed by this turn's messages."""
+        return (*self.snapshot.messages, *self.turn_messages)
+
+    # -- growing during the turn ----------------------------------------------------
+    def _next_seq(self) -> int:
+        return max((m.seq for m in self.messages), default=0) + 1
+
+    def _add(self, *messages: ChatMessage) -> None:
+        self.turn_messages.extend(messages)
+        self._view_snapshot = None
+        self._views.clear()
+
+    def add_tool_result(self, tool: str, args: dict[str, Any], result: str) -> None:
+        """A tool call of this turn and its result (kept as one exchange)."""
+        seq = self._next_seq()
+        call_id = f"turn-call-{seq}"
+        arguments = json.dumps(args, sort_keys=True, separators=(",", ":"), default=str)
+        self._add(
+            ChatMessage(
+                role="assistant",
+                content="",
+                tool_calls=(ToolCall(id=call_id, name=tool, arguments=arguments),),
+                seq=seq,
+            ),
+            ChatMessage(role="tool", content=result, tool_call_id=call_id, seq=seq + 1),
+        )
+
+    def add_assistant(self, text: str) -> None:
+        """An assistant message of this turn (validated work)."""
+        self._add(ChatMessage(role="assistant", content=text, seq=self._next_seq()))
+
+    # -- role views ------------------------------------------------------------------
+    def view(self, role: RoleName) -> ContextView:
+        """The role's assembled context (cached until the turn's messages change)."""
+        cached = self._views.get(role)
+        if cached is not None:
+            return cached
+        if self._view_snapshot is None:
+            self._view_snapshot = (
+                self.snapshot
+                if not self.turn_messages
+                else dataclasses.replace(
+                    self.snapshot,
+                    id=f"{self.snapshot.id}+{len(self.turn_messages)}",
+                    messages=self.messages,
+                    # Keep counted texts (keyed by their content); recount messages only.
+                    cache=dict(self._text_cache),
+                )
+            )
+        assembled = assemble(self._view_snapshot, role, self.budget, self.counter)
+        self._text_cache.update(
+            (k, v) for k, v in self._view_snapshot.cache.items() if k[0] != "messages"
+        )
+        view = ContextView(
+            role=role, text=assembled.render(), report=assembled.report().model_dump(mode="json")
+        )
+        self._views[role] = view
+        return view

@@ -1,0 +1,188 @@
+"""Strategy dispatch (seed 000, Improvement #3): what to do with unapproved work.
+
+A pure function of the validation, the worker result and the subtask's own
+budget state. The budget is per original subtask and never shared; the
+session failure count is telemetry only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from personae.team.signals import BlockerType, Strategy, ValidationResult, WorkerResult
+
+__all__ = ["Action", "Decision", "SubtaskBudget", "decide"]
+
+LOOP_SKIP_AFTER = 2
+"""Loop detections on one subtask before it is skipped."""
+TOOL_FAILURE_RETRIES = 2
+"""At most this many retries for tool failures (within the retry budget)."""
+
+
+class Action(StrEnum):
+    """What the runner does next for a subtask."""
+
+    ACCEPT = "accept"
+    RETRY = "retry"
+    REPHRASE = "rephrase"
+    DECOMPOSE = "decompose"
+    SKIP = "skip"
+    ESCALATE = "escalate"
+    CONTINUE = "continue"
+    """Budget exhausted with progress: keep the partial work for synthesis (not validated)."""
+
+
+@dataclass(kw_only=True)
+class SubtaskBudget:
+    """Retry state of one original subtask (reset for every new subtask)."""
+
+    max_retries: int = 2
+    """Corrections allowed."""
+    retries_used: int = 0
+    """Corrections spent."""
+    loop_detections: int = 0
+    """Loops seen on this subtask."""
+    tool_failure_retries: int = 0
+    """Retries spent on tool failures."""
+    history: list[str] = field(default_factory=list)
+    """Actions taken, in order."""
+
+    @property
+    def exhausted(self) -> bool:
+        """No corrections left."""
+        return self.retries_used >= self.max_retries
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    """The dispatch outcome."""
+
+    action: Action
+    """What to do."""
+    blocker: BlockerType | None
+    """The blocker it answers."""
+    instruction: str = ""
+    """Correction text for the next attempt (retry/rephrase/decompose)."""
+    warning: str | None = None
+    """User-visible warning (skip, escalate, exhaustion)."""
+
+
+def _tools_hint(tools: list[str]) -> str:
+    return ", ".join(tools) if tools else "the tools available to you"
+
+
+def decide(
+    validation: ValidationResult,
+    work: WorkerResult,
+    budget: SubtaskBudget,
+    *,
+    subtask: str,
+    tools_to_use: list[str],
+) -> Decision:
+    """Choose the next action and update ``budget`` (retries spent, loops seen)."""
+    if validation.approved:
+        decision = Decision(action=Action.ACCEPT, blocker=None)
+        budget.history.append(decision.action.value)
+        return decision
+    signal = validation.completion_signal
+    # A repeated call detected in code is a loop whatever the validator said.
+    blocker = BlockerType.LOOP if work.loop_detected else signal.blocker_type
+    decision = _choose(
+        validation, work=work, budget=budget, blocker=blocker, subtask=subtask,
+        tools_to_use=tools_to_use,
+    )  # fmt: skip
+    if decision.action in (Action.RETRY, Action.REPHRASE, Action.DECOMPOSE):
+        budget.retries_used += 1
+        if blocker is BlockerType.TOOL_FAILURE:
+            budget.tool_failure_retries += 1
+    budget.history.append(decision.action.value)
+    return decision
+
+
+def _choose(
+    validation: ValidationResult,
+    *,
+    work: WorkerResult,
+    budget: SubtaskBudget,
+    blocker: BlockerType | None,
+    subtask: str,
+    tools_to_use: list[str],
+) -> Decision:
+    signal = validation.completion_signal
+    issues = "; ".join(validation.issues) or "the work was not approved"
+    if blocker is BlockerType.LOOP:
+        budget.loop_detections += 1
+        if budget.loop_detections >= LOOP_SKIP_AFTER:
+            return Decision(
+                action=Action.SKIP,
+                blocker=blocker,
+                warning=f"skipped {subtask!r}: the worker repeated the same action "
+                f"({budget.loop_detections} loop detections)",
+            )
+    if blocker is BlockerType.CAPABILITY_GAP or (
+        blocker is None and signal.suggested_strategy is Strategy.ESCALATE
+    ):
+        return Decision(
+            action=Action.ESCALATE,
+            blocker=blocker,
+            warning=f"needs you: {subtask!r} cannot be done with the available tools or "
+            f"capabilities ({issues})",
+        )
+    if blocker is None and signal.suggested_strategy is Strategy.SKIP:
+        return Decision(action=Action.SKIP, blocker=None, warning=f"skipped {subtask!r}: {issues}")
+    tool_failures_left = budget.tool_failure_retries < TOOL_FAILURE_RETRIES
+    if budget.exhausted or (blocker is BlockerType.TOOL_FAILURE and not tool_failures_left):
+        if signal.progress_made:
+            return Decision(
+                action=Action.CONTINUE,
+                blocker=blocker,
+                warning=f"retry budget used up for {subtask!r}; keeping its partial work "
+                "(not validated) for the summary",
+            )
+        return Decision(
+            action=Action.SKIP,
+            blocker=blocker,
+            warning=f"skipped {subtask!r} after {budget.retries_used} retries with no "
+            f"progress ({issues})",
+        )
+    if blocker is BlockerType.LOOP:
+        return Decision(
+            action=Action.REPHRASE,
+            blocker=blocker,
+            instruction="You repeated a tool call you had already made. Use the earlier "
+            "result instead of calling it again, and take a different next step.",
+        )
+    if blocker is BlockerType.HALLUCINATION:
+        return Decision(
+            action=Action.RETRY,
+            blocker=blocker,
+            instruction=f"Your previous answer claimed work no tool output supports ({issues}). "
+            f"Do the work with these tools and report only what their output shows: "
+            f"{_tools_hint(tools_to_use)}.",
+        )
+    if blocker is BlockerType.TOOL_FAILURE:
+        errors = "; ".join(f"{c.tool}: {c.result}" for c in work.failed_tools) or issues
+        return Decision(
+            action=Action.REPHRASE if budget.tool_failure_retries else Action.RETRY,
+            blocker=blocker,
+            instruction=f"A tool failed: {errors}. Fix the arguments or take another route.",
+        )
+    if blocker is BlockerType.PARTIAL:
+        return Decision(
+            action=Action.DECOMPOSE,
+            blocker=blocker,
+            instruction=f"Split into smaller steps; still missing: {issues}",
+        )
+    if blocker is BlockerType.SCOPE_DRIFT:
+        return Decision(
+            action=Action.REPHRASE,
+            blocker=blocker,
+            instruction=f"Stay strictly within this subtask: {subtask}. Do nothing else. "
+            f"({issues})",
+        )
+    return Decision(
+        action=Action.RETRY,
+        blocker=blocker,
+        instruction=f"The work was not accepted: {issues}. Address these points.",
+    )

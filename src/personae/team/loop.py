@@ -1,0 +1,355 @@
+"""One turn of the team: plan -> (work -> validate -> dispatch)* per subtask -> synthesis."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
+
+from personae.persona.model import Persona
+from personae.team import manager, validator, worker
+from personae.team.context import TurnContext
+from personae.team.dispatch import Action, SubtaskBudget, decide
+from personae.team.events import EventKind
+from personae.team.involvement import involvement_for
+from personae.team.loopdetect import LoopDetector
+from personae.team.manager import SubtaskOutcome
+from personae.team.runtime import Runtime
+from personae.team.signals import InvolvementLevel, Subtask, ValidationResult, WorkerResult
+from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
+from personae.team.toolbox import ToolBox, narrow_names
+
+__all__ = ["Team", "TeamConfig", "TurnResult", "involvement_for_subtask"]
+
+_DEFAULT_PERSONA = Persona(
+    name="default",
+    description="General worker (no persona chosen): read-only tools",
+    tools=["read_file", "list_dir", "glob", "grep"],
+)
+"""Used when no persona is active: it may look but not change anything (fail closed)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamConfig:
+    """Knobs of the team loop (defaults from the seeds)."""
+
+    max_retries: int = 2
+    """Corrections per subtask."""
+    loop_window: int = 6
+    """Calls remembered for loop detection."""
+    depth_cap: int = DEFAULT_DEPTH_CAP
+    """Sub-agent nesting cap."""
+    validator_attempts: int = 2
+    """Validator calls tried before its infrastructure error is reported."""
+
+
+@dataclass(kw_only=True)
+class TurnResult:
+    """What a turn produced."""
+
+    final_text: str
+    """The synthesized answer."""
+    outcomes: list[SubtaskOutcome]
+    """One per planned subtask."""
+    status: str
+    """done (all validated), partial, or failed."""
+    warnings: list[str] = field(default_factory=list)
+    """User-visible warnings."""
+    failure_count: int = 0
+    """Rejected validations (telemetry only)."""
+    usage: dict[str, int] = field(default_factory=dict)
+    """Total usage of the whole tree."""
+
+
+def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
+    """Thorough if the user's task or the subtask asks to test/verify; minimal if the user's
+    task is information-only; standard otherwise. Never depends on earlier failures."""
+    if InvolvementLevel.THOROUGH in (involvement_for(task), involvement_for(subtask)):
+        return InvolvementLevel.THOROUGH
+    return involvement_for(task)
+
+
+@dataclass(kw_only=True)
+class Team:
+    """Manager, Worker and Validator over one shared turn context."""
+
+    runtime: Runtime
+    """Shared runtime of the run."""
+    persona: Persona | None = None
+    """Active persona (``None``: a plain worker)."""
+    personas: Mapping[str, Persona] = field(default_factory=dict)
+    """Personas subtasks and sub-agents may use."""
+    box: ToolBox | None = None
+    """Tools available to the run."""
+    workspace: Path | None = None
+    """Project root (for the claimed-files check)."""
+    config: TeamConfig = field(default_factory=TeamConfig)
+    """Loop settings."""
+    failure_count: int = 0
+    """Rejected validations this session (telemetry only; never raises involvement)."""
+    warnings: list[str] = field(default_factory=list)
+
+    def reset_session_state(self) -> None:
+        """Forget telemetry and warnings (seed 000: resetSessionState)."""
+        self.failure_count = 0
+        self.warnings.clear()
+
+    async def run_turn(self, turn: TurnContext) -> TurnResult:
+        """Plan, execute and validate every subtask, then synthesize."""
+        rt = self.runtime
+        plan = await manager.plan(rt, turn, self.persona)
+        rt.emit(
+            EventKind.PLAN,
+            f"{len(plan.subtasks)} subtask(s)",
+            subtasks=[s.model_dump() for s in plan.subtasks],
+            rationale=plan.rationale,
+        )
+        outcomes: list[SubtaskOutcome] = []
+        for number, subtask in enumerate(plan.subtasks, start=1):
+            budget = SubtaskBudget(max_retries=self.config.max_retries)
+            detector = LoopDetector(self.config.loop_window)
+            rt.emit(
+                EventKind.SUBTASK_START,
+                subtask.description,
+                subtask=number,
+                requirements=subtask.requirements,
+                persona=self._persona_for(subtask).name,
+            )
+            try:
+                outcome = await self._run_subtask(
+                    turn, subtask=subtask, number=number, budget=budget, detector=detector,
+                    original=subtask,
+                )  # fmt: skip
+            except UsageLimitExceeded as exc:
+                outcomes.extend(self._stop_for_cap(plan.subtasks, number, str(exc)))
+                break
+            outcomes.append(outcome)
+            if outcome.status == "validated":
+                turn.add_assistant(f"[subtask {number}] {outcome.result}")
+        final = await manager.synthesize(rt, turn, self.persona, outcomes)
+        status = "done" if all(o.status == "validated" for o in outcomes) else "partial"
+        rt.emit(
+            EventKind.FINAL,
+            final,
+            status=status,
+            validated=[o.number for o in outcomes if o.status == "validated"],
+            not_validated={o.number: o.status for o in outcomes if o.status != "validated"},
+            usage=rt.usage.as_dict(),
+            failure_count=self.failure_count,
+        )
+        return TurnResult(
+            final_text=final,
+            outcomes=outcomes,
+            status=status,
+            warnings=list(self.warnings),
+            failure_count=self.failure_count,
+            usage=rt.usage.as_dict(),
+        )
+
+    def _stop_for_cap(
+        self, subtasks: list[Subtask], number: int, reason: str
+    ) -> list[SubtaskOutcome]:
+        warning = f"stopped at subtask {number}: {reason}"
+        self.warnings.append(warning)
+        self.runtime.emit(EventKind.WARNING, warning, subtask=number, action="usage_cap")
+        return [
+            SubtaskOutcome(number=n, subtask=s, status="skipped", result="", reason=reason)
+            for n, s in enumerate(subtasks, start=1)
+            if n >= number
+        ]
+
+    def _persona_for(self, subtask: Subtask) -> Persona:
+        if subtask.persona and subtask.persona in self.personas:
+            return self.personas[subtask.persona]
+        return self.persona or _DEFAULT_PERSONA
+
+    def _tools_for(
+        self, persona: Persona, number: int
+    ) -> tuple[AbstractToolset[Any], frozenset[str]]:
+        if self.box is None:
+            return CombinedToolset([]), frozenset()
+        wanted = narrow_names(persona, self.box.names | {"agent"})
+        box = self.box.narrow(wanted - {"agent"})
+        allowed = box.names
+        toolset = box.toolset
+        if "agent" in wanted and self.personas:
+            spawner = Spawner(
+                runtime=self.runtime,
+                personas=self.personas,
+                turn=self._turn,
+                depth_cap=self.config.depth_cap,
+            )
+            allowed = allowed | {"agent"}
+            agent_tools = spawner.toolset(box, allowed, depth=0, subtask=number)
+            toolset = CombinedToolset([toolset, agent_tools])
+        return toolset, allowed
+
+    _turn: TurnContext | None = None
+
+    async def _run_subtask(
+        self,
+        turn: TurnContext,
+        *,
+        subtask: Subtask,
+        number: int,
+        budget: SubtaskBudget,
+        detector: LoopDetector,
+        original: Subtask,
+    ) -> SubtaskOutcome:
+        rt = self.runtime
+        self._turn = turn
+        persona = self._persona_for(original)
+        toolset, allowed = self._tools_for(persona, number)
+        level = involvement_for_subtask(turn.task, subtask.description)
+        required = list(
+            dict.fromkeys([*subtask.required_tools, *persona.constraints.required_tools])
+        )
+        correction: str | None = None
+        attempts = 0
+        while True:
+            attempts += 1
+            work = await worker.run_worker(
+                rt, turn, subtask=subtask, number=number, persona=persona,
+                toolset=toolset, allowed=allowed, detector=detector, correction=correction,
+            )  # fmt: skip
+            rt.emit(
+                EventKind.WORK_RESULT,
+                work.result[:300],
+                subtask=number,
+                attempt=attempts,
+                success=work.success,
+                tools_used=work.tools_used,
+                failed_tools=[c.model_dump() for c in work.failed_tools],
+                loop_detected=work.loop_detected,
+                result=work.result,
+            )
+            result = await self._validate(
+                turn, subtask=subtask, number=number, work=work, level=level,
+                required=required, allowed=allowed,
+            )  # fmt: skip
+            if result is None:
+                return SubtaskOutcome(
+                    number=number, subtask=original, status="unvalidated", result=work.result,
+                    reason="validator unavailable (infrastructure error)", attempts=attempts,
+                )  # fmt: skip
+            if not result.approved:
+                self.failure_count += 1
+            decision = decide(
+                result, work, budget, subtask=original.description,
+                tools_to_use=required or sorted(allowed - {"agent"}),
+            )  # fmt: skip
+            if decision.action is Action.ACCEPT:
+                return SubtaskOutcome(
+                    number=number, subtask=original, status="validated", result=work.result,
+                    attempts=attempts,
+                )  # fmt: skip
+            if decision.warning:
+                self.warnings.append(decision.warning)
+                rt.emit(EventKind.WARNING, decision.warning, subtask=number, action=decision.action)
+            if decision.action in (Action.SKIP, Action.ESCALATE, Action.CONTINUE):
+                status = {
+                    Action.SKIP: "skipped",
+                    Action.ESCALATE: "escalated",
+                    Action.CONTINUE: "unvalidated",
+                }[decision.action]
+                return SubtaskOutcome(
+                    number=number, subtask=original, status=status, result=work.result,
+                    reason="; ".join(result.issues), attempts=attempts,
+                )  # fmt: skip
+            rt.emit(
+                EventKind.CORRECTION,
+                f"{decision.action.value}: {decision.instruction}",
+                subtask=number,
+                action=decision.action.value,
+                blocker=decision.blocker.value if decision.blocker else None,
+                retries_used=budget.retries_used,
+                max_retries=budget.max_retries,
+            )
+            if decision.action is Action.DECOMPOSE:
+                return await self._decompose(
+                    turn, subtask=subtask, number=number, budget=budget, detector=detector,
+                    original=original, missing="; ".join(result.issues), attempts=attempts,
+                )  # fmt: skip
+            correction = decision.instruction
+
+    async def _decompose(
+        self,
+        turn: TurnContext,
+        *,
+        subtask: Subtask,
+        number: int,
+        budget: SubtaskBudget,
+        detector: LoopDetector,
+        original: Subtask,
+        missing: str,
+        attempts: int,
+    ) -> SubtaskOutcome:
+        steps = await manager.decompose(
+            self.runtime, turn, self.persona, subtask=subtask, number=number, missing=missing
+        )
+        results: list[SubtaskOutcome] = []
+        for step in steps.subtasks:
+            results.append(
+                await self._run_subtask(
+                    turn,
+                    subtask=step,
+                    number=number,
+                    budget=budget,
+                    detector=detector,
+                    original=original,
+                )
+            )
+        statuses = {r.status for r in results}
+        status = "validated" if statuses == {"validated"} else (
+            "skipped" if statuses <= {"skipped", "escalated"} else "unvalidated"
+        )  # fmt: skip
+        return SubtaskOutcome(
+            number=number,
+            subtask=original,
+            status=status,
+            result="\n".join(r.result for r in results),
+            reason="; ".join(r.reason for r in results if r.reason),
+            attempts=attempts + sum(r.attempts for r in results),
+        )
+
+    async def _validate(
+        self,
+        turn: TurnContext,
+        *,
+        subtask: Subtask,
+        number: int,
+        work: WorkerResult,
+        level: InvolvementLevel,
+        required: list[str],
+        allowed: frozenset[str],
+    ) -> ValidationResult | None:
+        rt = self.runtime
+        for attempt in range(1, self.config.validator_attempts + 1):
+            outcome = await validator.validate(
+                rt, turn, subtask=subtask, number=number, work=work, level=level,
+                required_tools=required, tools_available=allowed, workspace=self.workspace,
+                persona=self._persona_for(subtask).name,
+            )  # fmt: skip
+            if outcome.result is not None:
+                r = outcome.result
+                signal = r.completion_signal
+                rt.emit(
+                    EventKind.VALIDATION,
+                    ("approved" if r.approved else "rejected: " + "; ".join(r.issues)),
+                    subtask=number,
+                    used_llm=outcome.used_llm,
+                    **r.model_dump(mode="json", exclude={"completion_signal"}),
+                    completion_signal=signal.model_dump(mode="json"),
+                )
+                return r
+            warning = (
+                f"validator unavailable for subtask {number} (attempt {attempt}): "
+                f"{outcome.infra_error}; not counted as approval or rejection"
+            )
+            rt.emit(EventKind.WARNING, warning, subtask=number, infra_error=outcome.infra_error)
+        self.warnings.append(f"subtask {number} kept as unvalidated: the validator was unavailable")
+        return None

@@ -1,0 +1,158 @@
+"""The Manager: plans (structured output), decomposes, and synthesizes.
+
+Synthesis keeps validated work separate from the rest: the model writes the
+answer from validated work only, and the list of work that failed, was
+skipped or was not validated is written by code, so the answer never claims
+it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from personae.models.scenario import ROLE_MARKER
+from personae.persona.model import Persona
+from personae.team.context import TurnContext
+from personae.team.runtime import CallInfo, Runtime
+from personae.team.signals import Plan, Subtask
+
+__all__ = ["SubtaskOutcome", "decompose", "plan", "synthesize"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubtaskOutcome:
+    """How one planned subtask ended."""
+
+    number: int
+    """Subtask number (from 1)."""
+    subtask: Subtask
+    """The original subtask."""
+    status: str
+    """validated, unvalidated (kept partial work), skipped or escalated."""
+    result: str
+    """The accepted (or last) worker result."""
+    reason: str = ""
+    """Why it was not validated."""
+    attempts: int = 1
+    """Worker attempts made."""
+
+
+def _instructions(persona: Persona | None, job: str) -> str:
+    head = f"{ROLE_MARKER.format(role='manager')}\nYou are the Manager of a personae team. {job}"
+    if persona is not None and persona.system_prompt.strip():
+        head += f"\n\nThe team works as persona {persona.name!r}."
+    return head
+
+
+async def plan(runtime: Runtime, turn: TurnContext, persona: Persona | None) -> Plan:
+    """Break the turn's task into subtasks (each with description and requirements)."""
+    view = turn.view("manager")
+    instructions = _instructions(
+        persona,
+        "Break the user's task into a short ordered list of subtasks, each with a description "
+        "and the requirements that show it is done. Use as few subtasks as the task needs.",
+    )
+    prompt = "\n\n".join(p for p in (view.text, f"<task>\n{turn.task}\n</task>") if p)
+    info = CallInfo(
+        role="manager",
+        persona=persona.name if persona else None,
+        subtask=None,
+        context_text=f"{instructions}\n\n{prompt}",
+        budget=view.report,
+    )
+    output, _ = await runtime.call(info, instructions=instructions, prompt=prompt, output_type=Plan)
+    assert isinstance(output, Plan)
+    return output
+
+
+async def decompose(
+    runtime: Runtime,
+    turn: TurnContext,
+    persona: Persona | None,
+    *,
+    subtask: Subtask,
+    number: int,
+    missing: str,
+) -> Plan:
+    """Split a subtask that was only partly done into smaller steps."""
+    view = turn.view("manager")
+    instructions = _instructions(
+        persona,
+        "A subtask was only partly done. Split what remains into smaller steps, each with a "
+        "description and requirements.",
+    )
+    prompt = "\n\n".join(
+        p
+        for p in (
+            view.text,
+            f"<subtask>\n{subtask.description}\n</subtask>",
+            f"<missing>\n{missing}\n</missing>",
+        )
+        if p
+    )
+    info = CallInfo(
+        role="manager",
+        persona=persona.name if persona else None,
+        subtask=number,
+        context_text=f"{instructions}\n\n{prompt}",
+        budget=view.report,
+    )
+    output, _ = await runtime.call(info, instructions=instructions, prompt=prompt, output_type=Plan)
+    assert isinstance(output, Plan)
+    return output
+
+
+def not_done_section(outcomes: list[SubtaskOutcome]) -> str:
+    """The code-written list of subtasks whose work is not validated."""
+    lines = []
+    for o in outcomes:
+        if o.status == "validated":
+            continue
+        label = {
+            "unvalidated": "partial, not validated",
+            "skipped": "skipped",
+            "escalated": "needs you",
+        }.get(o.status, o.status)
+        lines.append(f"- [{label}] {o.subtask.description}" + (f": {o.reason}" if o.reason else ""))
+    return "\n".join(lines)
+
+
+async def synthesize(
+    runtime: Runtime, turn: TurnContext, persona: Persona | None, outcomes: list[SubtaskOutcome]
+) -> str:
+    """The final answer: the model's summary of validated work + a code-written 'not done' list."""
+    validated = [o for o in outcomes if o.status == "validated"]
+    not_done = not_done_section(outcomes)
+    summary = ""
+    if validated and runtime.usage.exhausted:
+        # No model call left: report the validated results themselves.
+        summary = "The run's usage cap was reached; validated results:\n" + "\n".join(
+            f"- {o.subtask.description}: {o.result}" for o in validated
+        )
+    elif validated:
+        view = turn.view("manager")
+        instructions = _instructions(
+            persona,
+            "Write the final answer for the user from the VALIDATED work below only. Do not "
+            "mention or claim anything else as done.",
+        )
+        work = "\n\n".join(
+            f"<validated_work subtask='{o.number}'>\n{o.subtask.description}\n---\n{o.result}\n"
+            "</validated_work>"
+            for o in validated
+        )
+        prompt = "\n\n".join(p for p in (view.text, f"<task>\n{turn.task}\n</task>", work) if p)
+        info = CallInfo(
+            role="manager",
+            persona=persona.name if persona else None,
+            subtask=None,
+            context_text=f"{instructions}\n\n{prompt}",
+            budget=view.report,
+        )
+        output, _ = await runtime.call(info, instructions=instructions, prompt=prompt)
+        summary = str(output).strip()
+    else:
+        summary = "No part of the task could be validated."
+    if not_done:
+        summary += "\n\nNot completed:\n" + not_done
+    return summary

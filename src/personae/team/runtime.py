@@ -1,0 +1,228 @@
+"""What every role call of one run shares: models, events, storage, tree-wide usage.
+
+Each role call goes through :meth:`Runtime.call`: a pydantic-ai ``Agent`` run
+with a capability that (before every model request) enforces the run-wide
+usage cap across the whole tree of agents and (after it) adds the request's
+usage to the shared total and stores the model call with the assembled
+context and budget report that produced it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic_ai import Agent, capture_run_messages
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.tools import RunContext
+from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.usage import UsageLimits
+
+from personae.models.resolve import ModelResolver
+from personae.store.runs import EventRow, ModelCallRow, RunStore
+from personae.team.events import Event, EventBus, EventKind
+
+__all__ = ["CallInfo", "Runtime", "TreeUsage"]
+
+
+@dataclass(kw_only=True)
+class TreeUsage:
+    """Usage shared by every agent of a run (parents and sub-agents), optionally capped."""
+
+    requests: int = 0
+    """Model requests made."""
+    input_tokens: int = 0
+    """Input tokens reported by the model."""
+    output_tokens: int = 0
+    """Output tokens reported by the model."""
+    tool_calls: int = 0
+    """Tool calls made."""
+    request_cap: int | None = None
+    """Most requests the whole tree may make (``None``: no cap)."""
+    token_cap: int | None = None
+    """Most total tokens the whole tree may use (``None``: no cap)."""
+
+    @property
+    def exhausted(self) -> bool:
+        """A cap has been reached."""
+        total = self.input_tokens + self.output_tokens
+        return (self.request_cap is not None and self.requests >= self.request_cap) or (
+            self.token_cap is not None and total >= self.token_cap
+        )
+
+    def check(self) -> None:
+        """Raise ``UsageLimitExceeded`` when a cap is reached."""
+        if self.request_cap is not None and self.requests >= self.request_cap:
+            raise UsageLimitExceeded(
+                f"run request cap of {self.request_cap} reached (shared by all agents)"
+            )
+        total = self.input_tokens + self.output_tokens
+        if self.token_cap is not None and total >= self.token_cap:
+            raise UsageLimitExceeded(f"run token cap of {self.token_cap} reached")
+
+    def as_dict(self) -> dict[str, int]:
+        """JSON-safe totals."""
+        return {
+            "requests": self.requests,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "tool_calls": self.tool_calls,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallInfo:
+    """Who makes a model call and with which assembled context."""
+
+    role: str
+    """manager, worker, validator or subagent."""
+    persona: str | None
+    """Persona the call runs as."""
+    subtask: int | None
+    """Subtask number."""
+    context_text: str
+    """The assembled context (instructions + prompt) sent."""
+    budget: dict[str, Any]
+    """Budget report of the assembled context."""
+
+
+@dataclass
+class _Recorder(AbstractCapability[Any]):
+    runtime: Runtime
+    info: CallInfo
+    model_label: str
+    local_requests: int = 0
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        self.runtime.usage.check()
+        return request_context
+
+    async def after_model_request(
+        self,
+        ctx: RunContext[Any],
+        *,
+        request_context: ModelRequestContext,
+        response: ModelResponse,
+    ) -> ModelResponse:
+        usage = self.runtime.usage
+        usage.requests += 1
+        usage.input_tokens += response.usage.input_tokens
+        usage.output_tokens += response.usage.output_tokens
+        self.local_requests += 1
+        if self.runtime.runs is not None:
+            self.runtime.pending_calls.append(
+                ModelCallRow(
+                    self.info.role,
+                    self.info.persona,
+                    self.info.subtask,
+                    self.model_label,
+                    self.info.context_text,
+                    self.info.budget,
+                    {
+                        "input_tokens": response.usage.input_tokens,
+                        "output_tokens": response.usage.output_tokens,
+                        "step": self.local_requests,
+                    },
+                    datetime.now(UTC).isoformat(timespec="milliseconds"),
+                )
+            )
+        return response
+
+
+@dataclass(kw_only=True)
+class Runtime:
+    """Shared state of one run."""
+
+    models: ModelResolver
+    """Resolves each persona's model."""
+    bus: EventBus
+    """Event fan-out."""
+    runs: RunStore | None = None
+    """Where events and model calls are stored (``None``: not stored)."""
+    pending: list[EventRow] = field(default_factory=list)
+    """Events not written yet (written after each role call, or by :meth:`flush`)."""
+    pending_calls: list[ModelCallRow] = field(default_factory=list)
+    """Model calls not written yet."""
+    usage: TreeUsage = field(default_factory=TreeUsage)
+    """Usage shared by the whole tree of agents."""
+    validator_timeout: float = 120.0
+    """Seconds a validator call may take before it counts as an infrastructure error."""
+    _agents: dict[Any, Agent[None, Any]] = field(default_factory=dict, repr=False)
+
+    def store_event(self, event: Event) -> None:
+        """Bus listener: queue an event for storage (written in batches)."""
+        data = event.model_dump(mode="json")["data"]
+        self.pending.append(
+            EventRow(event.seq, event.kind.value, event.at, event.message, event.subtask, data)
+        )
+
+    def flush(self) -> None:
+        """Write queued events and model calls now (one transaction)."""
+        if self.runs is not None and (self.pending or self.pending_calls):
+            events, self.pending = self.pending, []
+            calls, self.pending_calls = self.pending_calls, []
+            self.runs.write_batch(self.run_id, events=events, calls=calls)
+
+    @property
+    def run_id(self) -> str:
+        """The run id (the bus's)."""
+        return self.bus.run_id
+
+    def emit(
+        self, kind: EventKind, message: str = "", *, subtask: int | None = None, **data: Any
+    ) -> Event:
+        """Emit an event (the store listens on the bus)."""
+        return self.bus.emit(kind, message, subtask=subtask, **data)
+
+    async def call(
+        self,
+        info: CallInfo,
+        *,
+        instructions: str,
+        prompt: str,
+        output_type: Any = str,
+        persona_model: str | None = None,
+        toolsets: list[AbstractToolset[Any]] | None = None,
+        max_steps: int | None = None,
+        timeout: float | None = None,
+        output_retries: int = 2,
+        messages_out: list[ModelMessage] | None = None,
+    ) -> tuple[Any, int]:
+        """Run one agent call; returns (output, requests it made).
+
+        ``max_steps`` caps this call's own requests (a fresh budget per call).
+        ``messages_out`` receives the run's messages, also when it raises.
+        """
+        model = self.models.model(persona_model)
+        label = self.models.label(persona_model)
+        recorder = _Recorder(runtime=self, info=info, model_label=label)
+        key = (id(model), output_type, output_retries)
+        agent = self._agents.get(key)
+        if agent is None:  # one agent per model and output type; the rest is per run
+            agent = Agent(
+                model, output_type=output_type, retries={"tools": 2, "output": output_retries}
+            )
+            self._agents[key] = agent
+        limits = UsageLimits(request_limit=max_steps)
+        with capture_run_messages() as messages:
+            try:
+                result = await agent.run(
+                    prompt,
+                    instructions=instructions,
+                    toolsets=toolsets or [],
+                    capabilities=[recorder],
+                    usage_limits=limits,
+                    timeout=timeout,
+                )
+            finally:
+                if messages_out is not None:
+                    messages_out.extend(messages)
+                self.flush()
+        self.usage.tool_calls += result.usage.tool_calls
+        return result.output, recorder.local_requests

@@ -1,0 +1,212 @@
+"""One ``personae run`` turn on a project: load everything, run the team, store it all.
+
+:func:`run_turn` opens the project store, loads the cast and the built-in
+tools, resolves the model, builds the turn's snapshot from the session's
+conversation, runs the team, appends the turn (user task, tool calls with
+results, final answer) to the session so the next run sees it, and records
+the run and its events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from personae.context.budget import Budget
+from personae.context.messages import ChatMessage
+from personae.errors import PersonaeError, RunError, UsageError
+from personae.models.resolve import ModelResolver
+from personae.persona.cast import Cast
+from personae.persona.model import Persona
+from personae.project import Project
+from personae.store.conversations import ConversationStore, Message, ToolCall
+from personae.store.db import Store
+from personae.store.runs import RunStore
+from personae.team.context import TurnContext
+from personae.team.events import Event, EventBus
+from personae.team.loop import Team, TeamConfig, TurnResult
+from personae.team.runtime import Runtime, TreeUsage
+from personae.team.toolbox import ToolBox
+from personae.tokens.registry import counter_for_model, model_info
+from personae.tools.registry import ToolRegistry
+from personae.tools.subset import ToolSubset
+from personae.tools.workspace import Workspace
+
+__all__ = ["RunOptions", "RunOutcome", "extractive_summary", "run_turn"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """What one run needs besides the task."""
+
+    root: Path
+    """Project root (working directory)."""
+    persona: str | None = None
+    """Active persona name."""
+    model: str | None = None
+    """Default model spec (flag > PERSONAE_MODEL > project config, resolved by the caller)."""
+    session: str | None = None
+    """Conversation session id (created when new; a fresh one when ``None``)."""
+    max_retries: int = 2
+    """Corrections per subtask."""
+    budget_share: float = 0.30
+    """Share of the model window the assembled context may use."""
+    request_cap: int | None = None
+    """Most model requests for the whole tree of agents (``None``: no cap)."""
+    handover_text: str | None = None
+    """Rendered handover section, when the run continues a handover."""
+    include_git_log: bool = True
+    """Add recent commits to the context."""
+    extra_persona_dirs: Sequence[Path] = ()
+    """More persona folders to load."""
+
+
+@dataclass(kw_only=True)
+class RunOutcome:
+    """A finished run."""
+
+    run_id: str
+    """Stored run id."""
+    session_id: str
+    """Conversation session used."""
+    model_label: str
+    """Model label (says ``scripted`` for the scripted model)."""
+    result: TurnResult
+    """The team's result."""
+    events: list[Event] = field(default_factory=list)
+    """Every event of the run."""
+
+
+def extractive_summary(previous: str | None, messages: Sequence[ChatMessage]) -> str:
+    """Fold messages into a running summary by keeping each one's first line (no model call)."""
+    lines = [previous.strip()] if previous and previous.strip() else []
+    for message in messages:
+        text = message.content.strip().splitlines()
+        if message.role in ("user", "assistant") and text:
+            lines.append(f"- {message.role}: {text[0][:200]}")
+    return "\n".join(lines[-40:])
+
+
+def _persona_texts(cast: Cast, persona: Persona | None) -> tuple[str | None, str | None, str]:
+    if persona is None:
+        return None, None, ""
+    agents = ""
+    if persona.tools is not None and any(t in ("agent", "Task", "Agent") for t in persona.tools):
+        others = [n for n in sorted(cast.personas) if n != persona.name]
+        agents = cast.available_agents_xml(others) if others else ""
+    return cast.execution_block(persona.name), cast.validation_context(persona.name), agents
+
+
+def _store_turn(
+    conversations: ConversationStore, session: str, task: str, turn: TurnContext, final: str
+) -> None:
+    batch: list[Message] = [Message(role="user", content=task)]
+    for m in turn.turn_messages:
+        if m.role == "assistant" and m.tool_calls:
+            calls = [
+                ToolCall(id=c.id, name=c.name, args=_json_args(c.arguments)) for c in m.tool_calls
+            ]
+            batch.append(Message(role="assistant", content=m.content, tool_calls=calls))
+        elif m.role == "tool":
+            batch.append(Message(role="tool", content=m.content, tool_call_id=m.tool_call_id))
+    batch.append(Message(role="assistant", content=final))
+    conversations.append_many(session, batch)
+
+
+def _json_args(text: str) -> dict[str, object]:
+    import json
+
+    try:
+        value = json.loads(text) if text else {}
+    except json.JSONDecodeError:
+        return {"raw": text}
+    return value if isinstance(value, dict) else {"value": value}
+
+
+async def run_turn(
+    task: str,
+    options: RunOptions,
+    *,
+    listeners: Sequence[Callable[[Event], None]] = (),
+    resolver: ModelResolver | None = None,
+) -> RunOutcome:
+    """Run one team turn on the project at ``options.root``."""
+    project = Project.open(options.root)
+    cast = Cast.load(project.root, options.extra_persona_dirs)
+    if options.persona and options.persona not in cast.personas:
+        broken = [p for p in cast.errors if options.persona in str(p.file)]
+        if broken:  # the persona file exists but did not load: say why
+            raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
+    persona = cast.get(options.persona) if options.persona else None
+    models = resolver or ModelResolver(default=options.model, base_url=project.config.base_url)
+    label = models.label(persona.model if persona else None)
+    counter = counter_for_model(label)
+    budget = Budget.of_window(model_info(label).context_window, options.budget_share)
+    with Store(project.state_db) as store:
+        conversations = ConversationStore(store, counter)
+        session = options.session or uuid.uuid4().hex[:12]
+        known = {s.id for s in conversations.sessions()}
+        if session not in known:
+            conversations.create_session(
+                session_id=session, persona=options.persona, title=task[:80]
+            )
+        execution, validation, agents = _persona_texts(cast, persona)
+        turn = TurnContext.build(
+            project.root,
+            task=task,
+            counter=counter,
+            budget=budget,
+            conversations=conversations,
+            session=session,
+            summarizer=extractive_summary,
+            persona=persona.name if persona else None,
+            execution_block=execution,
+            validation_context=validation,
+            handover=options.handover_text,
+            available_agents=agents,
+            include_git_log=options.include_git_log,
+        )
+        runs = RunStore(store)
+        run_id = runs.create(task=task, model=label, persona=options.persona, session_id=session)
+        bus = EventBus(run_id)
+        usage = TreeUsage(request_cap=options.request_cap)
+        runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
+        bus.subscribe(runtime.store_event)
+        for listener in listeners:
+            bus.subscribe(listener)
+        registry = ToolRegistry.builtin(Workspace(project.root))
+        team = Team(
+            runtime=runtime,
+            persona=persona,
+            personas=cast.personas,
+            box=ToolBox.of(ToolSubset.from_registry(registry)),
+            workspace=project.root,
+            config=TeamConfig(max_retries=options.max_retries),
+        )  # fmt: skip
+        try:
+            result = await team.run_turn(turn)
+            runtime.flush()
+        except asyncio.CancelledError:  # timed out or interrupted
+            runtime.flush()
+            runs.finish(run_id, status="cancelled", final_text="", usage=usage.as_dict())
+            raise
+        except PersonaeError:
+            runtime.flush()
+            runs.finish(run_id, status="failed", final_text="", usage=usage.as_dict())
+            raise
+        except Exception as exc:
+            runtime.flush()
+            message = f"run {run_id} failed: {type(exc).__name__}: {exc}"
+            runs.finish(run_id, status="failed", final_text=message, usage=usage.as_dict())
+            raise RunError(message, run_id=run_id) from exc
+        finally:
+            if resolver is None:
+                models.close()
+        _store_turn(conversations, session, task, turn, result.final_text)
+        runs.finish(run_id, status=result.status, final_text=result.final_text, usage=result.usage)
+    return RunOutcome(
+        run_id=run_id, session_id=session, model_label=label, result=result, events=bus.events
+    )

@@ -1,0 +1,161 @@
+"""The typed results the team passes around: plan, work, validation, completion signal."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "BlockerType",
+    "CompletionSignal",
+    "Confidence",
+    "InvolvementLevel",
+    "Plan",
+    "Strategy",
+    "Subtask",
+    "ToolCallRecord",
+    "ValidationResult",
+    "WorkerResult",
+]
+
+
+class InvolvementLevel(StrEnum):
+    """How deeply the validator checks a task (from the task type only)."""
+
+    MINIMAL = "minimal"
+    STANDARD = "standard"
+    THOROUGH = "thorough"
+
+
+class Confidence(StrEnum):
+    """Validator's confidence the subtask is done."""
+
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+    NONE = "none"
+
+
+class BlockerType(StrEnum):
+    """What stands in the way of completing a subtask."""
+
+    TOOL_FAILURE = "tool_failure"
+    HALLUCINATION = "hallucination"
+    SCOPE_DRIFT = "scope_drift"
+    PARTIAL = "partial"
+    LOOP = "loop"
+    CAPABILITY_GAP = "capability_gap"
+
+
+class Strategy(StrEnum):
+    """Corrective strategy for a subtask that was not approved."""
+
+    RETRY = "retry"
+    REPHRASE = "rephrase"
+    DECOMPOSE = "decompose"
+    SKIP = "skip"
+    ESCALATE = "escalate"
+
+
+class CompletionSignal(BaseModel):
+    """The validator's per-subtask assessment (seed 000, Improvement #3)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    confidence: Confidence
+    """How sure the validator is that the subtask is complete."""
+    progress_made: bool
+    """Did the worker make measurable forward progress?"""
+    blocker_type: BlockerType | None = None
+    """What blocks completion, if anything."""
+    suggested_strategy: Strategy | None = None
+    """What the validator suggests doing next."""
+
+
+class ValidationResult(BaseModel):
+    """The validator's verdict on one piece of work (ARCHITECTURE.md contract)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    approved: bool
+    """The work is accepted."""
+    requirements_met: bool
+    """Every requirement of the subtask is met."""
+    issues: list[str] = Field(default_factory=list)
+    """Problems found."""
+    next_action: str = ""
+    """What should happen next (free text)."""
+    involvement_level: InvolvementLevel = InvolvementLevel.STANDARD
+    """How deeply this was validated."""
+    completion_signal: CompletionSignal
+    """Structured assessment used for dispatch."""
+
+
+class Subtask(BaseModel):
+    """One step of the manager's plan."""
+
+    model_config = ConfigDict(frozen=True)
+
+    description: str
+    """What to do."""
+    requirements: list[str] = Field(default_factory=list)
+    """What must be true for it to count as done."""
+    persona: str | None = None
+    """Persona to run it (``None``: the run's persona)."""
+    required_tools: list[str] = Field(default_factory=list)
+    """Tools that must be used."""
+
+
+class Plan(BaseModel):
+    """The manager's plan (structured output)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    subtasks: list[Subtask] = Field(min_length=1)
+    """Subtasks in order."""
+    rationale: str = ""
+    """Why this plan."""
+
+
+class ToolCallRecord(BaseModel):
+    """One tool call the worker (or a sub-agent) made."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str
+    """Tool name."""
+    args: dict[str, Any] = Field(default_factory=dict)
+    """Arguments as called."""
+    ok: bool = True
+    """False when the tool failed."""
+    result: str = ""
+    """Result text (or error message), shortened."""
+    persona: str = ""
+    """Who called it."""
+    reused: bool = False
+    """Answered from an identical earlier call of this turn (not run again)."""
+
+
+class WorkerResult(BaseModel):
+    """What a worker returns for one subtask."""
+
+    model_config = ConfigDict(frozen=True)
+
+    success: bool
+    """The worker finished (no crash, no step-limit stop)."""
+    result: str
+    """The worker's final message."""
+    tools_used: list[str] = Field(default_factory=list)
+    """Distinct tool names used, in first-use order."""
+    tool_calls: list[ToolCallRecord] = Field(default_factory=list)
+    """Every tool call with its arguments."""
+    failed_tools: list[ToolCallRecord] = Field(default_factory=list)
+    """Tool calls that failed, with their errors."""
+    error: str | None = None
+    """Why the worker stopped, when it did not finish."""
+    loop_detected: bool = False
+    """The same tool call was repeated (detected in code)."""
+    usage: dict[str, int] = Field(default_factory=dict)
+    """requests, input_tokens, output_tokens of this work."""

@@ -1,0 +1,277 @@
+"""Sub-agents (seed 004): the ``agent`` tool and the child run it starts.
+
+The child runs with the named persona's system prompt verbatim (nothing of
+the parent's), the parent's tools narrowed to the persona's list (the same
+tool instances; a fresh copy on a temporary root when the persona
+``needs_temp_workspace``, deleted afterwards even on error), a fresh step
+budget of its ``max_steps``, and the context its persona's mode asks for. The
+parent gets a typed :class:`SubagentOutcome`, never the child's transcript.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
+
+from personae.errors import UnknownNameError
+from personae.persona.model import ContextMode, Persona
+from personae.team.context import TurnContext
+from personae.team.events import EventKind
+from personae.team.loopdetect import LoopDetector
+from personae.team.recording import RecordingToolset
+from personae.team.runtime import CallInfo, Runtime
+from personae.team.signals import ToolCallRecord
+from personae.team.toolbox import ToolBox, narrow_names
+from personae.team.worker import DEFAULT_MAX_STEPS
+
+__all__ = ["DEFAULT_DEPTH_CAP", "Spawner", "SubagentOutcome", "child_prompt"]
+
+DEFAULT_DEPTH_CAP = 2
+"""Deepest nesting of sub-agents (a depth-2 child cannot spawn)."""
+
+
+class SubagentOutcome(BaseModel):
+    """What the parent receives from an ``agent`` call."""
+
+    persona: str
+    """The persona that ran."""
+    status: Literal["success", "partial", "failed", "limit"]
+    """success; partial (finished with failed tool calls); failed; limit (budget hit)."""
+    final_message: str
+    """The child's final message (only this, not its transcript)."""
+    progress_made: bool
+    """The child did something that worked (a successful tool call or a final message)."""
+    context_mode: str
+    """The context mode used."""
+    usage: dict[str, int] = Field(default_factory=dict)
+    """requests and tool_calls of the child (the run's total is shared)."""
+    tools_used: list[str] = Field(default_factory=list)
+    """Tools the child used."""
+    error: str | None = None
+    """Why it failed or stopped."""
+
+
+def child_prompt(mode: ContextMode, task: str, turn: TurnContext | None) -> str:
+    """The child's first message for a context mode (the task is always included)."""
+    task_block = f"<task>\n{task}\n</task>"
+    if mode is ContextMode.ISOLATED or turn is None:
+        return task_block
+    parts: list[str] = []
+    if mode is ContextMode.FORK:
+        parts.append(turn.view("worker").text)
+    else:
+        if turn.summary.strip():
+            parts.append(f"<conversation_summary>\n{turn.summary.strip()}\n</conversation_summary>")
+        if turn.directive.strip():
+            parts.append(f"<directive>\n{turn.directive.strip()}\n</directive>")
+        if turn.persona_name:
+            parts.append(f"<parent_persona>{turn.persona_name}</parent_persona>")
+        if mode is ContextMode.SUMMARY_RECENT:
+            recent = "\n".join(
+                f"[{m.role}] {m.content or ', '.join(c.name for c in m.tool_calls)}"
+                for m in turn.messages[-6:]
+            )
+            if recent:
+                parts.append(f"<recent_messages>\n{recent}\n</recent_messages>")
+    parts.append(task_block)
+    return "\n\n".join(p for p in parts if p)
+
+
+@dataclass(kw_only=True)
+class Spawner:
+    """Builds ``agent`` toolsets and runs children for one run."""
+
+    runtime: Runtime
+    """The run's shared runtime (usage is shared across the tree)."""
+    personas: Mapping[str, Persona]
+    """Personas that may be spawned, by name."""
+    turn: TurnContext | None = None
+    """The parent's turn context (for brief/summary_recent/fork modes)."""
+    depth_cap: int = DEFAULT_DEPTH_CAP
+    """Deepest allowed nesting."""
+
+    def toolset(
+        self, box: ToolBox, allowed: frozenset[str], *, depth: int, subtask: int | None = None
+    ) -> AbstractToolset[Any]:
+        """A toolset with the ``agent`` tool for a parent at ``depth``."""
+        spawner = self
+
+        async def agent(name: str, task: str) -> dict[str, Any]:
+            """Delegate a task to a named sub-agent persona; returns its outcome.
+
+            Args:
+                name: Persona name from <available_agents>.
+                task: The complete task for the sub-agent (it sees nothing else).
+            """
+            outcome = await spawner.spawn(
+                name, task, box=box, parent_allowed=allowed, depth=depth + 1, subtask=subtask
+            )
+            return outcome.model_dump()
+
+        return FunctionToolset([agent])
+
+    async def spawn(
+        self,
+        name: str,
+        task: str,
+        *,
+        box: ToolBox,
+        parent_allowed: frozenset[str],
+        depth: int,
+        subtask: int | None = None,
+    ) -> SubagentOutcome:
+        """Run persona ``name`` on ``task`` as a child at ``depth``."""
+        persona = self.personas.get(name)
+        if persona is None:
+            error = UnknownNameError("persona", name, self.personas)
+            return SubagentOutcome(
+                persona=name, status="failed", final_message="", progress_made=False,
+                context_mode="none", error=str(error),
+            )  # fmt: skip
+        mode = persona.context
+        if depth > self.depth_cap:
+            return SubagentOutcome(
+                persona=name, status="failed", final_message="", progress_made=False,
+                context_mode=mode.value, error=f"sub-agent depth cap of {self.depth_cap} reached",
+            )  # fmt: skip
+        self.runtime.emit(
+            EventKind.SUBAGENT,
+            f"spawn {name} (context: {mode.value}, depth {depth})",
+            subtask=subtask,
+            persona=name,
+            phase="start",
+            context_mode=mode.value,
+            depth=depth,
+            task=task,
+        )
+        temp: Path | None = None
+        try:
+            child_box = box
+            if persona.needs_temp_workspace:
+                temp = Path(tempfile.mkdtemp(prefix=f"personae-{name}-"))
+                child_box = box.rebase(temp)
+            outcome = await self._run_child(
+                persona, task=task, box=child_box, parent_allowed=parent_allowed,
+                depth=depth, temp=temp, subtask=subtask,
+            )  # fmt: skip
+        finally:
+            if temp is not None:
+                shutil.rmtree(temp, ignore_errors=True)
+        self.runtime.emit(
+            EventKind.SUBAGENT,
+            f"{name} finished: {outcome.status}",
+            subtask=subtask,
+            persona=name,
+            phase="end",
+            context_mode=mode.value,
+            status=outcome.status,
+            progress_made=outcome.progress_made,
+            usage=outcome.usage,
+            temp_workspace=str(temp) if temp else None,
+        )
+        return outcome
+
+    async def _run_child(
+        self,
+        persona: Persona,
+        *,
+        task: str,
+        box: ToolBox,
+        parent_allowed: frozenset[str],
+        depth: int,
+        temp: Path | None,
+        subtask: int | None = None,
+    ) -> SubagentOutcome:
+        # Narrow only: the child never gets a tool its parent lacks.
+        wanted = narrow_names(persona, parent_allowed)
+        child_box = box.narrow(wanted - {"agent"})
+        allowed = child_box.names
+        base: AbstractToolset[Any] = child_box.toolset
+        if "agent" in wanted and depth < self.depth_cap:
+            allowed = allowed | {"agent"}
+            base = CombinedToolset(
+                [base, self.toolset(child_box, allowed, depth=depth, subtask=subtask)]
+            )
+        runtime = self.runtime
+
+        def on_call(record: ToolCallRecord) -> None:
+            runtime.emit(
+                EventKind.TOOL_CALL,
+                f"[{persona.name}] {record.tool} {'ok' if record.ok else 'FAILED'}",
+                subtask=subtask,
+                tool=record.tool,
+                args=record.args,
+                ok=record.ok,
+                result=record.result[:500],
+                persona=persona.name,
+                depth=depth,
+            )
+
+        recorder = RecordingToolset(
+            wrapped=base,
+            allowed=allowed,
+            persona=persona.name,
+            detector=LoopDetector(),
+            on_call=on_call,
+        )
+        prompt = child_prompt(persona.context, task, self.turn)
+        if temp is not None:
+            prompt += f"\n\n<workspace>{temp}</workspace>"
+        info = CallInfo(
+            role="subagent",
+            persona=persona.name,
+            subtask=None,
+            context_text=f"{persona.system_prompt}\n\n{prompt}",
+            budget={
+                "context_mode": persona.context.value,
+                "depth": depth,
+                "tokens": self.turn.counter.count(prompt) if self.turn is not None else None,
+                "counter": self.turn.counter.name if self.turn is not None else None,
+            },
+        )
+        steps = persona.max_steps or DEFAULT_MAX_STEPS
+        before = self.runtime.usage.requests
+        status: Literal["success", "partial", "failed", "limit"] = "success"
+        messages: list[ModelMessage] = []
+        final, error = "", None
+        try:
+            output, _ = await self.runtime.call(
+                info,
+                instructions=persona.system_prompt,
+                prompt=prompt,
+                persona_model=persona.model,
+                toolsets=[recorder],
+                max_steps=steps,
+                messages_out=messages,
+            )
+            final = str(output)
+        except UsageLimitExceeded as exc:
+            status, error = "limit", str(exc)
+        except (ModelAPIError, UnexpectedModelBehavior, TimeoutError, OSError) as exc:
+            status, error = "failed", f"{type(exc).__name__}: {exc}"
+        recorder.record_refused(messages)
+        if status == "success" and recorder.log.failed:
+            status = "partial"
+        log = recorder.log
+        return SubagentOutcome(
+            persona=persona.name,
+            status=status,
+            final_message=final,
+            progress_made=bool(log.tools_used) or bool(final.strip()),
+            context_mode=persona.context.value,
+            usage={
+                "requests": self.runtime.usage.requests - before,
+                "tool_calls": len(log.calls),
+            },
+            tools_used=log.tools_used,
+            error=error,
+        )

@@ -1,0 +1,263 @@
+"""The Validator (seed 000's Client): deterministic checks first, then one structured LLM call.
+
+Involvement comes from the task type only. A failed tool, a refused repeat
+(loop), work with no tool use, a required tool not used or a file claimed but
+missing is decided in code without a model call. Otherwise one structured call
+returns the verdict and the CompletionSignal. Timeouts, HTTP errors and output
+that stays unparsable are *infrastructure errors*: neither approval nor
+rejection (:class:`ValidationOutcome` with ``infra_error``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
+
+from personae.models.scenario import ROLE_MARKER
+from personae.team.context import TurnContext
+from personae.team.runtime import CallInfo, Runtime
+from personae.team.signals import (
+    BlockerType,
+    CompletionSignal,
+    Confidence,
+    InvolvementLevel,
+    Strategy,
+    Subtask,
+    ValidationResult,
+    WorkerResult,
+)
+
+__all__ = ["ValidationOutcome", "Verdict", "deterministic_checks", "validate"]
+
+_CLAIMED_FILE = re.compile(
+    r"\b(?:created|wrote|written|saved|generated|added)\s+(?:the\s+|a\s+|new\s+)?(?:file\s+)?"
+    r"[`'\"]?([\w.\-/]+\.[A-Za-z0-9]{1,8})[`'\"]?",
+    re.IGNORECASE,
+)
+
+
+class Verdict(BaseModel):
+    """What the validator model returns (the involvement level is set in code)."""
+
+    approved: bool
+    """Accept the work."""
+    requirements_met: bool
+    """All requirements met."""
+    issues: list[str] = Field(default_factory=list)
+    """Problems found."""
+    next_action: str = ""
+    """What to do next."""
+    completion_signal: CompletionSignal
+    """confidence, progress_made, blocker_type, suggested_strategy."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidationOutcome:
+    """A verdict, or an infrastructure error (which is neither approval nor rejection)."""
+
+    result: ValidationResult | None
+    """The verdict when the validator worked."""
+    infra_error: str | None = None
+    """Why the validator could not give a verdict."""
+    used_llm: bool = False
+    """A model call was made."""
+
+
+def _reject(
+    level: InvolvementLevel,
+    issue: str,
+    *,
+    confidence: Confidence,
+    progress: bool,
+    blocker: BlockerType,
+    strategy: Strategy,
+) -> ValidationResult:
+    return ValidationResult(
+        approved=False,
+        requirements_met=False,
+        issues=[issue],
+        next_action=strategy.value,
+        involvement_level=level,
+        completion_signal=CompletionSignal(
+            confidence=confidence,
+            progress_made=progress,
+            blocker_type=blocker,
+            suggested_strategy=strategy,
+        ),
+    )
+
+
+def deterministic_checks(
+    work: WorkerResult,
+    *,
+    level: InvolvementLevel,
+    required_tools: list[str],
+    tools_available: frozenset[str],
+    workspace: Path | None,
+) -> ValidationResult | None:
+    """A rejection decided in code, or ``None`` when the LLM check should run."""
+    if work.loop_detected:
+        return _reject(
+            level,
+            "the worker repeated an identical tool call",
+            confidence=Confidence.LOW,
+            progress=bool(work.tools_used),
+            blocker=BlockerType.LOOP,
+            strategy=Strategy.SKIP,
+        )
+    if work.failed_tools:
+        errors = "; ".join(f"{c.tool}: {c.result}" for c in work.failed_tools)
+        return _reject(
+            level,
+            f"tool failure: {errors}",
+            confidence=Confidence.NONE,
+            progress=False,
+            blocker=BlockerType.TOOL_FAILURE,
+            strategy=Strategy.ESCALATE,
+        )
+    if not work.success:
+        return _reject(
+            level,
+            work.error or "the worker did not finish",
+            confidence=Confidence.LOW,
+            progress=bool(work.tools_used),
+            blocker=BlockerType.PARTIAL,
+            strategy=Strategy.DECOMPOSE,
+        )
+    if not work.tool_calls and tools_available and level is not InvolvementLevel.MINIMAL:
+        return _reject(
+            level,
+            "no tool was used, so nothing supports the reported result",
+            confidence=Confidence.NONE,
+            progress=False,
+            blocker=BlockerType.HALLUCINATION,
+            strategy=Strategy.RETRY,
+        )
+    missing = [t for t in required_tools if t in tools_available and t not in work.tools_used]
+    if missing:
+        return _reject(
+            level,
+            f"required tools not used: {', '.join(missing)}",
+            confidence=Confidence.LOW,
+            progress=bool(work.tools_used),
+            blocker=BlockerType.HALLUCINATION,
+            strategy=Strategy.RETRY,
+        )
+    if workspace is not None:
+        absent = [
+            p
+            for p in _CLAIMED_FILE.findall(work.result)
+            if not (workspace / p).exists() and not Path(p).is_absolute()
+        ]
+        if absent:
+            return _reject(
+                level,
+                f"claimed files do not exist: {', '.join(absent)}",
+                confidence=Confidence.NONE,
+                progress=bool(work.tools_used),
+                blocker=BlockerType.HALLUCINATION,
+                strategy=Strategy.RETRY,
+            )
+    return None
+
+
+_GUIDE = {
+    InvolvementLevel.MINIMAL: "Information-only task: check the answer is supported and relevant.",
+    InvolvementLevel.STANDARD: "Check coherence with the tool output and the requirements.",
+    InvolvementLevel.THOROUGH: "The user asked for testing/verification: check every requirement "
+    "against tool output; anything unverified is not met.",
+}
+
+
+def validator_instructions(level: InvolvementLevel) -> str:
+    """The validator's instructions for an involvement level."""
+    return (
+        f"{ROLE_MARKER.format(role='validator')}\n"
+        "You are the Validator of a personae team. Judge one piece of work against its "
+        "subtask, its requirements, the shared context and the persona's validation context. "
+        "A claim not backed by tool output is a hallucination. A failure claim needs evidence. "
+        "Return the verdict and the completion signal (confidence high|medium|low|none, "
+        "progress_made, blocker_type tool_failure|hallucination|scope_drift|partial|loop|"
+        "capability_gap or null, suggested_strategy retry|rephrase|decompose|skip|escalate or "
+        f"null).\nInvolvement: {level.value}. {_GUIDE[level]}"
+    )
+
+
+def validator_prompt(context_text: str, subtask: Subtask, work: WorkerResult) -> str:
+    """The validator's prompt: shared context, subtask, and the work with its tool calls."""
+    calls = "\n".join(
+        f"- {c.tool}({c.args}) -> {'ok' if c.ok else 'failed'}: {c.result[:600]}"
+        for c in work.tool_calls
+    )
+    reqs = "\n".join(f"- {r}" for r in subtask.requirements) or "(none stated)"
+    parts = [context_text] if context_text else []
+    parts += [
+        f"<subtask>\n{subtask.description}\n</subtask>",
+        f"<requirements>\n{reqs}\n</requirements>",
+        f"<worker_result>\n{work.result}\n</worker_result>",
+        f"<tool_calls>\n{calls or '(none)'}\n</tool_calls>",
+    ]
+    return "\n\n".join(parts)
+
+
+async def validate(
+    runtime: Runtime,
+    turn: TurnContext,
+    *,
+    subtask: Subtask,
+    number: int,
+    work: WorkerResult,
+    level: InvolvementLevel,
+    required_tools: list[str],
+    tools_available: frozenset[str],
+    workspace: Path | None,
+    persona: str | None,
+) -> ValidationOutcome:
+    """Validate ``work``: code checks, then at most one structured model call."""
+    decided = deterministic_checks(
+        work,
+        level=level,
+        required_tools=required_tools,
+        tools_available=tools_available,
+        workspace=workspace,
+    )
+    if decided is not None:
+        return ValidationOutcome(result=decided)
+    view = turn.view("validator")
+    instructions = validator_instructions(level)
+    prompt = validator_prompt(view.text, subtask, work)
+    info = CallInfo(
+        role="validator",
+        persona=persona,
+        subtask=number,
+        context_text=f"{instructions}\n\n{prompt}",
+        budget=view.report,
+    )
+    try:
+        verdict, _ = await runtime.call(
+            info,
+            instructions=instructions,
+            prompt=prompt,
+            output_type=Verdict,
+            timeout=runtime.validator_timeout,
+        )
+    except UsageLimitExceeded:
+        raise
+    except (ModelAPIError, UnexpectedModelBehavior, TimeoutError, OSError) as exc:
+        return ValidationOutcome(result=None, infra_error=f"{type(exc).__name__}: {exc}")
+    assert isinstance(verdict, Verdict)
+    return ValidationOutcome(
+        result=ValidationResult(
+            approved=verdict.approved,
+            requirements_met=verdict.requirements_met,
+            issues=verdict.issues,
+            next_action=verdict.next_action,
+            involvement_level=level,
+            completion_signal=verdict.completion_signal,
+        ),
+        used_llm=True,
+    )

@@ -1,0 +1,149 @@
+"""The Worker: executes one subtask with its persona's tools, within its step budget."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.toolsets import AbstractToolset
+
+from personae.models.scenario import ROLE_MARKER
+from personae.persona.model import Persona
+from personae.team.context import TurnContext
+from personae.team.events import EventKind
+from personae.team.loopdetect import LoopDetector
+from personae.team.recording import CallLog, RecordingToolset
+from personae.team.runtime import CallInfo, Runtime
+from personae.team.signals import Subtask, ToolCallRecord, WorkerResult
+
+__all__ = ["DEFAULT_MAX_STEPS", "run_worker", "worker_prompt"]
+
+DEFAULT_MAX_STEPS = 12
+"""Step budget when a persona sets none."""
+
+
+def worker_instructions(persona: Persona, available_agents: str = "") -> str:
+    """The worker's system instructions: role marker, the persona's prompt, and the
+    ``<available_agents>`` listing when it may delegate."""
+    head = (
+        f"{ROLE_MARKER.format(role='worker')}\n"
+        "You are the Worker of a personae team. Do exactly the subtask given, using your "
+        "tools; report only what the tools' output supports. Do not repeat a tool call "
+        "whose result is already in the context."
+    )
+    parts = [head]
+    if persona.system_prompt.strip():
+        parts.append(persona.system_prompt.strip())
+    if available_agents.strip():
+        parts.append(
+            "You may delegate a self-contained task with the agent tool (name, task); the "
+            "sub-agent sees only that task.\n" + available_agents.strip()
+        )
+    return "\n\n".join(parts)
+
+
+def worker_prompt(context_text: str, subtask: Subtask, correction: str | None) -> str:
+    """The worker's prompt: shared context, the subtask, its requirements, any correction."""
+    parts = [context_text] if context_text else []
+    parts.append(f"<subtask>\n{subtask.description}\n</subtask>")
+    if subtask.requirements:
+        reqs = "\n".join(f"- {r}" for r in subtask.requirements)
+        parts.append(f"<requirements>\n{reqs}\n</requirements>")
+    if correction:
+        parts.append(f"<correction>\n{correction}\n</correction>")
+    return "\n\n".join(parts)
+
+
+async def run_worker(
+    runtime: Runtime,
+    turn: TurnContext,
+    *,
+    subtask: Subtask,
+    number: int,
+    persona: Persona,
+    toolset: AbstractToolset[Any],
+    allowed: frozenset[str],
+    detector: LoopDetector,
+    correction: str | None = None,
+    extra_toolsets: list[AbstractToolset[Any]] | None = None,
+) -> WorkerResult:
+    """Run the worker once on ``subtask``; tool calls are recorded and shared with the turn."""
+    view = turn.view("worker")
+    agents = turn.available_agents if "agent" in allowed else ""
+    instructions = worker_instructions(persona, agents)
+    prompt = worker_prompt(view.text, subtask, correction)
+
+    def on_call(record: ToolCallRecord) -> None:
+        runtime.emit(
+            EventKind.TOOL_CALL,
+            f"{record.tool}({_short_args(record.args)}) {'ok' if record.ok else 'FAILED'}",
+            subtask=number,
+            tool=record.tool,
+            args=record.args,
+            ok=record.ok,
+            result=record.result[:500],
+            persona=persona.name,
+            reused=record.reused,
+        )
+        if record.ok and not record.reused:
+            turn.add_tool_result(record.tool, record.args, record.result[:800])
+
+    log = CallLog()
+    wrapped = RecordingToolset(
+        wrapped=toolset,
+        allowed=allowed,
+        persona=persona.name,
+        log=log,
+        detector=detector,
+        on_call=on_call,
+        memo=turn.tool_memo,
+    )
+    info = CallInfo(
+        role="worker",
+        persona=persona.name,
+        subtask=number,
+        context_text=f"{instructions}\n\n{prompt}",
+        budget=view.report,
+    )
+    steps = persona.max_steps or DEFAULT_MAX_STEPS
+    requests_before = runtime.usage.requests
+    error: str | None = None
+    text = ""
+    messages: list[ModelMessage] = []
+    try:
+        output, _ = await runtime.call(
+            info,
+            instructions=instructions,
+            prompt=prompt,
+            persona_model=persona.model,
+            toolsets=[wrapped, *(extra_toolsets or [])],
+            max_steps=steps,
+            messages_out=messages,
+        )
+        text = str(output)
+    except UsageLimitExceeded as exc:
+        if runtime.usage.exhausted:
+            raise  # the whole run's cap, not this worker's step budget
+        error = f"step budget of {steps} used up: {exc}"
+    finally:
+        wrapped.record_refused(messages)
+    return _result(log, text, error, runtime.usage.requests - requests_before)
+
+
+def _result(log: CallLog, text: str, error: str | None, requests: int) -> WorkerResult:
+    return WorkerResult(
+        success=error is None,
+        result=text or (error or ""),
+        tools_used=log.tools_used,
+        tool_calls=list(log.calls),
+        failed_tools=log.failed,
+        error=error,
+        loop_detected=log.loop_detected,
+        usage={"requests": requests},
+    )
+
+
+def _short_args(args: dict[str, Any]) -> str:
+    text = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,259 @@
+"""The receiving side (begin/finish), the ledger, history and the handover CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from personae.errors import UsageError
+from personae.handover import runflow
+from personae.handover._history import history_for
+from personae.handover.create import build_handover, create_handover, parse_file_spec
+from personae.handover.files import load_handover
+from personae.store.conversations import ConversationStore, Message
+from personae.store.db import Store
+from personae.store.handovers import HandoverLedger
+from personae.tokens.registry import counter_for_model
+
+
+def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "personae", *args],
+        check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "sales.csv").write_text("month,total\n1,10\n")
+    return root
+
+
+def make(project: Path, **kw: object) -> Path:
+    h = build_handover(
+        source_persona="data-analyst",
+        target_persona="report-writer",
+        task="Write a one-page report",
+        cwd=project,
+        files=[parse_file_spec("data/sales.csv:data:monthly sales")],
+        insights=["sales up 5%"],
+        data={"months": 12},
+        **kw,  # type: ignore[arg-type]
+    )
+    return create_handover(h, cwd=project).path
+
+
+def test_begin_reads_task_section_and_workdir(project: Path) -> None:
+    path = make(project)
+    session = runflow.begin(path, "report-writer", cwd=project, non_interactive=True)
+    assert session.task == session.prompt == "Write a one-page report"
+    assert session.workdir == project.resolve()
+    assert session.warnings == []
+    assert session.artifact_paths == [project.resolve() / "data" / "sales.csv"]
+    text = session.section_text
+    for needle in ["data-analyst", "Write a one-page report", "sales up 5%", "data/sales.csv"]:
+        assert needle in text
+    interactive = runflow.begin(path, None, cwd=project, non_interactive=False)
+    assert interactive.prompt is None and interactive.persona == "report-writer"
+
+
+def test_begin_warns_on_persona_mismatch(project: Path) -> None:
+    session = runflow.begin(make(project), "someone-else", cwd=project, non_interactive=True)
+    assert session.persona == "someone-else"
+    assert "expects persona 'report-writer'" in session.warnings[0]
+
+
+def test_begin_moves_to_source_directory_when_allowed(project: Path, tmp_path: Path) -> None:
+    path = make(project)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    session = runflow.begin(path, None, cwd=other, non_interactive=True)
+    assert session.workdir == project.resolve()
+
+
+def test_finish_writes_results_in_place_on_success(project: Path) -> None:
+    path = make(project)
+    session = runflow.begin(path, None, cwd=project, non_interactive=True)
+    written = runflow.finish(
+        session,
+        status="success",
+        output="report written",
+        artifacts=["report.md", "/etc/passwd"],
+        next_steps=["share it"],
+    )
+    assert written == path
+    results = load_handover(path).handover.results
+    assert results is not None
+    assert (results.status, results.output, results.artifacts, results.next_steps) == (
+        "success",
+        "report written",
+        ["report.md"],
+        ["share it"],
+    )
+    assert any("/etc/passwd" in w for w in session.warnings)
+
+
+def test_finish_writes_failure_and_return_path(project: Path) -> None:
+    path = make(project)
+    session = runflow.begin(path, None, cwd=project, non_interactive=True)
+    ret = project / "out" / "result.yaml"
+    written = runflow.finish(session, status="failure", output=None, error="boom", return_path=ret)
+    assert written == ret
+    back = load_handover(ret)
+    assert back.format == "yaml"
+    assert back.handover.results is not None and back.handover.results.error == "boom"
+    assert load_handover(path).handover.results is None  # original untouched
+
+
+def test_finish_cuts_huge_output_instead_of_failing(project: Path) -> None:
+    session = runflow.begin(make(project), None, cwd=project, non_interactive=True)
+    runflow.finish(session, status="partial", output="x" * 500_000)
+    results = load_handover(session.path).handover.results
+    assert results is not None and len(results.output or "") <= 200_000
+    assert "cut" in (results.output or "")
+
+
+def test_finish_survives_deleted_file(project: Path) -> None:
+    path = make(project)
+    session = runflow.begin(path, None, cwd=project, non_interactive=True)
+    path.unlink()
+    runflow.finish(session, status="success", output="ok")
+    assert load_handover(path).handover.results is not None
+
+
+def test_ledger_records_create_start_result_and_outlives_file(project: Path) -> None:
+    path = make(project)
+    hid = load_handover(path).handover.handover_id
+    session = runflow.begin(path, None, cwd=project, non_interactive=True)
+    runflow.finish(session, status="success", output="ok")
+    path.unlink()
+    ledger = HandoverLedger.open(project / ".personae" / "state.db")
+    try:
+        entry = ledger.get(hid[:8])
+        assert entry is not None
+        assert (entry.status, entry.source_persona, entry.target_persona) == (
+            "success",
+            "data-analyst",
+            "report-writer",
+        )
+        assert entry.finished_at is not None and len(entry.file_hash) == 64
+        assert [e.event for e in ledger.events(hid)] == ["created", "started", "result"]
+    finally:
+        ledger.close()
+    out = cli(project, "handover", "ledger", hid)
+    assert out.returncode == 0 and "success" in out.stdout and "created" in out.stdout
+
+
+def test_history_comes_from_conversation_store(project: Path) -> None:
+    db = project / ".personae" / "state.db"
+    store = Store(db)
+    conv = ConversationStore(store, counter_for_model(None))
+    a = conv.create_session(persona="data-analyst", title="analyse sales")
+    conv.append(a, Message(role="user", content="analyse"))
+    conv.append(a, Message(role="assistant", content="sales grew 5% in Q4"))
+    b = conv.create_session(persona="reviewer", title="review")
+    conv.append(b, Message(role="user", content="review"))
+    seq = conv.append(b, Message(role="assistant", content="long answer"))
+    conv.save_summary(b, seq, "review found two issues")
+    store.close()
+    history = history_for(db)
+    assert [(h.persona, h.summary) for h in history] == [
+        ("data-analyst", "sales grew 5% in Q4"),
+        ("reviewer", "review found two issues"),
+    ]
+    out = cli(project, "handover", "create", "--to", "report-writer", "--task", "write")
+    assert out.returncode == 0, out.stderr
+    saved = json.loads(Path(out.stdout.strip()).read_text())
+    assert [h["persona"] for h in saved["context"]["history"]] == ["data-analyst", "reviewer"]
+
+
+def test_cli_create_show_validate(project: Path) -> None:
+    out = cli(
+        project,
+        "handover", "create", "--to", "report-writer", "--task", "Write it",
+        "--file", "data/sales.csv:data:monthly sales", "--insight", "up 5%",
+        "--data", '{"months": 12}', "--out", "h.yaml", "--from", "data-analyst",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    path = Path(out.stdout.strip())
+    assert path == project.resolve() / "h.yaml"
+    assert load_handover(path).format == "yaml"
+    show = cli(project, "handover", "show", "h.yaml")
+    assert "report-writer" in show.stdout and "up 5%" in show.stdout
+    valid = cli(project, "handover", "validate", "h.yaml")
+    assert valid.returncode == 0 and valid.stdout.startswith("ok:")
+    js = cli(project, "handover", "create", "--to", "w", "--task", "t", "--context-format", "json")
+    assert js.returncode == 0 and js.stdout.strip().endswith(".json")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--file", "data/sales.csv:binary"], "unknown type 'binary'"),
+        (["--file", "/etc/passwd:data"], "outside the allowed roots"),
+        (["--data", "{not json"], "--data is not valid JSON"),
+        (["--data", "[1]"], "must be a JSON object"),
+        (["--context-format", "xml"], "json or yaml"),
+    ],
+)
+def test_cli_create_refuses_bad_input(project: Path, args: list[str], needle: str) -> None:
+    out = cli(project, "handover", "create", "--to", "w", "--task", "t", *args)
+    assert out.returncode == 1
+    assert needle in out.stderr and "Traceback" not in out.stderr
+    assert (
+        not list((project / ".personae" / "handovers").glob("*.json"))
+        if (project / ".personae" / "handovers").exists()
+        else True
+    )
+
+
+def test_cli_validate_refuses_unsafe_and_corrupt(project: Path) -> None:
+    path = make(project)
+    data = json.loads(path.read_text())
+    data["source"]["environment"] = {"PYTHONPATH": "/evil"}
+    bad = project / "bad.json"
+    bad.write_text(json.dumps(data))
+    out = cli(project, "handover", "validate", "bad.json")
+    assert out.returncode == 1 and "PYTHONPATH" in out.stderr and "Traceback" not in out.stderr
+    bad.write_text(path.read_text()[:100])
+    out = cli(project, "handover", "validate", "bad.json")
+    assert out.returncode == 1 and "malformed JSON" in out.stderr
+    out = cli(project, "handover", "show", "missing.json")
+    assert out.returncode == 1 and "no such handover file" in out.stderr
+
+
+def test_begin_on_bad_file_raises_usage_error(project: Path) -> None:
+    bad = project / "x.json"
+    bad.write_text("{")
+    with pytest.raises(UsageError, match=r"x\.json"):
+        runflow.begin(bad, None, cwd=project, non_interactive=True)
+
+
+def test_cli_create_uses_the_cast_for_mcp_servers_and_target_check(project: Path) -> None:
+    personas = project / ".personae" / "personas"
+    personas.mkdir(parents=True)
+    (personas / "data-analyst.md").write_text(
+        "---\nname: data-analyst\ndescription: Analyses data.\n"
+        "mcpServers:\n  hdf5: {command: hdf5-mcp}\n  slurm: {command: slurm-mcp}\n---\nAnalyse.\n"
+    )
+    (personas / "report-writer.md").write_text(
+        "---\nname: report-writer\ndescription: Writes reports.\n---\nWrite.\n"
+    )
+    out = cli(
+        project, "handover", "create", "--from", "data-analyst", "--to", "report-writr",
+        "--task", "t",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "did you mean 'report-writer'" in out.stderr
+    saved = json.loads(Path(out.stdout.strip()).read_text())
+    assert saved["context"]["mcpServers"] == ["hdf5", "slurm"]

@@ -1,0 +1,73 @@
+"""``provider:name`` -> pydantic-ai models; persona overrides; clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic_ai.models.anthropic import AnthropicModel
+from pydantic_ai.models.openai import OpenAIChatModel
+
+from personae.errors import ConfigError, ModelNotConfiguredError
+from personae.models import ModelResolver, parse_model_spec
+
+
+def test_parse_specs_and_aliases() -> None:
+    assert str(parse_model_spec("openai:gpt-4o")) == "openai:gpt-4o"
+    assert parse_model_spec("sonnet").provider == "anthropic"
+    assert parse_model_spec("ollama:llama3:8b").name == "llama3:8b"
+    with pytest.raises(ConfigError, match="did you mean 'openai'"):
+        parse_model_spec("opnai:gpt-4o")
+    with pytest.raises(ConfigError, match="provider:name"):
+        parse_model_spec("gpt-4o")
+
+
+def test_no_model_configured_says_how_to_set_one() -> None:
+    with pytest.raises(ModelNotConfiguredError) as err:
+        ModelResolver().model()
+    message = str(err.value)
+    for hint in ("--model", "PERSONAE_MODEL", ".personae/config.yaml", "personae demo"):
+        assert hint in message
+
+
+def test_openai_compatible_base_url_from_env_or_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(ConfigError, match="base URL"):
+        ModelResolver(default="openai-compatible:qwen").model()
+    model = ModelResolver(
+        default="openai-compatible:qwen", base_url="http://127.0.0.1:9/v1"
+    ).model()
+    assert isinstance(model, OpenAIChatModel) and model.model_name == "qwen"
+    assert str(model.client.base_url).startswith("http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8/v1")
+    env_model = ModelResolver(default="openai:local", base_url="http://127.0.0.1:9/v1").model()
+    assert str(env_model.client.base_url).startswith("http://127.0.0.1:8/v1")
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    ollama = ModelResolver(default="ollama:llama3").model()
+    assert str(ollama.client.base_url).startswith("http://127.0.0.1:11434/v1")
+
+
+def test_persona_model_overrides_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-used")
+    resolver = ModelResolver(default="ollama:llama3")
+    assert resolver.label(None) == "ollama:llama3"
+    assert resolver.label("inherit") == "ollama:llama3"
+    assert resolver.label("haiku") == "anthropic:claude-haiku-4-5"
+    assert isinstance(resolver.model("opus"), AnthropicModel)
+    assert resolver.model("ollama:llama3") is resolver.model(None)  # cached per spec
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY"):
+        ModelResolver(default="anthropic:claude-x").model()
+
+
+def test_scripted_spec_starts_a_loopback_server(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("rules:\n  - text: hi\n")
+    resolver = ModelResolver(default=f"scripted:{scenario}")
+    model = resolver.model()
+    assert isinstance(model, OpenAIChatModel)
+    assert model.model_name.startswith("scripted")
+    assert str(model.client.base_url).startswith("http://127.0.0.1:")
+    assert resolver.label().startswith("scripted:")
+    resolver.close()

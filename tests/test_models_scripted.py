@@ -1,0 +1,123 @@
+"""The scripted OpenAI-compatible server over real loopback HTTP, and scenario files."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from pydantic import BaseModel
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelHTTPError
+from pydantic_ai.models import override_allow_model_requests
+from pydantic_ai.toolsets import FunctionToolset
+
+from personae.models import Scenario, ScenarioError, ScriptedServer, load_scenario
+
+SCENARIO = {
+    "steps": [
+        {"when": {"role": "manager"}, "output": {"items": ["a", "b"]}},
+        {"tool_calls": [{"name": "add", "args": {"a": 2, "b": 3}}]},
+        {"when": {"last_contains": "5"}, "text": "the sum is 5"},
+    ],
+    "rules": [{"when": {"contains": "ping"}, "text": "pong"}],
+}
+
+
+class Items(BaseModel):
+    items: list[str]
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def test_pydantic_ai_runs_through_the_real_openai_provider() -> None:
+    with ScriptedServer(Scenario.model_validate(SCENARIO)) as server:
+        assert server.base_url.startswith("http://127.0.0.1:")
+        with override_allow_model_requests(True):
+            planner = Agent(
+                server.model(), output_type=Items, instructions="personae-role: manager"
+            )
+            assert asyncio.run(planner.run("plan")).output == Items(items=["a", "b"])
+            worker = Agent(server.model(), toolsets=[FunctionToolset([add])])
+            result = asyncio.run(worker.run("add them"))
+        assert result.output == "the sum is 5"
+        assert server.remaining_steps == 0
+        # The tool result travelled back to the server as an OpenAI tool message.
+        last = server.requests[-1]["messages"][-1]
+        assert last["role"] == "tool" and last["content"] == "5"
+        assert server.model().model_name == "scripted"
+
+
+def test_streaming_and_plain_http() -> None:
+    with ScriptedServer(Scenario.model_validate(SCENARIO)) as server:
+        url = f"{server.base_url}/chat/completions"
+        body = {"model": "scripted", "messages": [{"role": "user", "content": "ping"}]}
+        plain = httpx.post(url, json=body).json()
+        assert plain["choices"][0]["message"]["content"] == "pong"
+        assert plain["model"] == "scripted" and plain["usage"]["prompt_tokens"] > 0
+        with httpx.stream("POST", url, json={**body, "stream": True}) as response:
+            assert response.headers["content-type"] == "text/event-stream"
+            lines = [x for x in response.iter_lines() if x.startswith("data: ")]
+        assert lines[-1] == "data: [DONE]"
+        chunks = [json.loads(x[6:]) for x in lines[:-1]]
+        assert chunks[0]["choices"][0]["delta"]["content"] == "pong"
+        with override_allow_model_requests(True):
+            agent = Agent(server.model())
+
+            async def stream() -> str:
+                async with agent.run_stream("ping") as run:
+                    return await run.get_output()
+
+            assert asyncio.run(stream()) == "pong"
+
+
+def test_errors_and_exhaustion() -> None:
+    scenario = Scenario.model_validate(
+        {"steps": [{"error": {"status": 429, "message": "slow down"}}, {"text": "ok"}]}
+    )
+    with ScriptedServer(scenario) as server:
+        url = f"{server.base_url}/chat/completions"
+        body = {"messages": [{"role": "user", "content": "x"}]}
+        first = httpx.post(url, json=body)
+        assert first.status_code == 429 and first.json()["error"]["message"] == "slow down"
+        assert httpx.post(url, json=body).json()["choices"][0]["message"]["content"] == "ok"
+        over = httpx.post(url, json=body)
+        assert over.status_code == 500 and "no answer" in over.json()["error"]["message"]
+        assert httpx.post(f"{server.base_url}/embeddings", json=body).status_code == 404
+        with override_allow_model_requests(True), pytest.raises(ModelHTTPError):
+            asyncio.run(Agent(server.model()).run("x"))
+
+
+def test_scenario_files(tmp_path: Path) -> None:
+    good = tmp_path / "s.yaml"
+    good.write_text("steps:\n  - text: hi\n")
+    assert load_scenario(good).steps[0].text == "hi"
+    bad_yaml = tmp_path / "bad.yaml"
+    bad_yaml.write_text("steps:\n  - text: [unclosed\n")
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(bad_yaml)
+    assert str(err.value).startswith(f"{bad_yaml}:")
+    two = tmp_path / "two.yaml"
+    two.write_text("steps:\n  - text: hi\n    output: {a: 1}\n")
+    with pytest.raises(ScenarioError, match="exactly one of"):
+        load_scenario(two)
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("steps:\n  - txt: hi\n")
+    with pytest.raises(ScenarioError, match="steps"):
+        load_scenario(unknown)
+    with pytest.raises(ScenarioError, match="not found"):
+        load_scenario(tmp_path / "none.yaml")
+
+
+def test_bundled_demo_scenario_is_valid() -> None:
+    from importlib import resources
+
+    path = Path(str(resources.files("personae.examples") / "demo" / "scenario.yaml"))
+    scenario = load_scenario(path)
+    assert len(scenario.steps) >= 10
+    assert "scripted" in path.read_text().lower()

@@ -1,0 +1,175 @@
+"""`personae run`, `runs`, `demo` and the handover flags, as real subprocesses.
+
+`personae run --model scripted:FILE` starts the scripted OpenAI-compatible
+server on 127.0.0.1 inside the child process: every model call crosses real
+loopback HTTP through pydantic-ai's OpenAI provider.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+PERSONA = """---
+name: dev
+description: Works on the sample project.
+tools: [read_file, grep]
+---
+You are dev.
+"""
+
+
+def scenario(answer: str) -> dict[str, Any]:
+    ok = {
+        "approved": True,
+        "requirements_met": True,
+        "issues": [],
+        "completion_signal": {"confidence": "high", "progress_made": True},
+    }
+    return {
+        "description": "scripted CLI test",
+        "steps": [
+            {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Read config"}]}},
+            {"when": {"role": "worker"},
+             "tool_calls": [{"name": "read_file", "args": {"path": "config.yaml"}}]},
+            {"when": {"role": "worker"}, "text": "config.yaml: port 8081"},
+            {"when": {"role": "validator"}, "output": ok},
+            {"when": {"role": "manager"}, "text": answer},
+        ],
+    }  # fmt: skip
+
+
+@pytest.fixture
+def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    root = tmp_path / "proj"
+    (root / ".personae" / "personas").mkdir(parents=True)
+    (root / ".personae" / "personas" / "dev.md").write_text(PERSONA)
+    (root / "config.yaml").write_text("port: 8081\n")
+    for name, answer in (("one", "ANSWER-ONE port 8081"), ("two", "ANSWER-TWO")):
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(scenario(answer)))
+    return root
+
+
+def personae(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "personae", *args],
+        check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=os.environ.copy(),
+    )
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_run_end_to_end_over_loopback_http(project: Path) -> None:
+    spec = f"scripted:{project.parent / 'one.yaml'}"
+    done = personae(project, "run", "What port?", "--persona", "dev", "--model", spec,
+                    "--json", "--session", "s1")  # fmt: skip
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "plan" and kinds[-1] == "final"
+    assert {"subtask_start", "tool_call", "work_result", "validation"} <= set(kinds)
+    assert events[-1]["message"] == "ANSWER-ONE port 8081"
+    assert events[-1]["data"]["status"] == "done"
+    run_id = events[0]["run_id"]
+
+    listed = json.loads(personae(project, "runs", "list", "--json").stdout)
+    assert listed[0]["id"] == run_id and listed[0]["model"].startswith("scripted")
+    shown = json.loads(personae(project, "runs", "show", run_id, "--json").stdout)
+    assert [e["kind"] for e in shown["events"]] == kinds
+    calls = shown["model_calls"]
+    assert [c["role"] for c in calls] == ["manager", "worker", "worker", "validator", "manager"]
+    for call in calls:
+        assert "<task>" in call["context_text"]
+        assert call["budget"]["sections"] and call["budget"]["budget"] > 0
+
+    # The next run in the same session sees the conversation.
+    spec_two = f"scripted:{project.parent / 'two.yaml'}"
+    personae(project, "run", "And the host?", "--persona", "dev", "--model", spec_two,
+             "--json", "--session", "s1")  # fmt: skip
+    second = json.loads(personae(project, "runs", "list", "--json").stdout)[0]
+    calls_two = json.loads(personae(project, "runs", "show", second["id"], "--json").stdout)
+    assert all("ANSWER-ONE" in c["context_text"] for c in calls_two["model_calls"])
+    # A new session does not.
+    personae(project, "run", "And the host?", "--persona", "dev", "--model", spec_two, "--json")
+    third = json.loads(personae(project, "runs", "list", "--json").stdout)[0]
+    calls_three = json.loads(personae(project, "runs", "show", third["id"], "--json").stdout)
+    assert not any("ANSWER-ONE" in c["context_text"] for c in calls_three["model_calls"])
+
+
+def test_live_view_and_runs_show_text(project: Path) -> None:
+    spec = f"scripted:{project.parent / 'one.yaml'}"
+    done = personae(project, "run", "What port?", "--persona", "dev", "--model", spec)
+    assert "Plan: 1 subtask(s)" in done.stdout
+    assert "Answer (done):" in done.stdout and "ANSWER-ONE" in done.stdout
+    run_id = done.stdout.split("personae runs show ")[1].split()[0]
+    shown = personae(project, "runs", "show", run_id).stdout
+    assert "Context Budget Report (role: validator" in shown
+    assert "5 model call(s)" in shown
+
+
+def test_user_mistakes_are_one_line_errors(project: Path) -> None:
+    no_model = personae(project, "run", "hi", check=False)
+    assert no_model.returncode == 1
+    assert no_model.stderr.startswith("personae: error: no model configured")
+    assert "Traceback" not in no_model.stderr
+    spec = f"scripted:{project.parent / 'one.yaml'}"
+    bad = personae(project, "run", "hi", "--persona", "deev", "--model", spec, check=False)
+    assert bad.returncode == 1 and "did you mean 'dev'" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    missing = personae(project, "runs", "show", "nope", check=False)
+    assert missing.returncode == 1 and "Traceback" not in missing.stderr
+    wrong = personae(project, "run", "hi", "--model", "scripted:/no/such.yaml", check=False)
+    assert wrong.returncode == 1 and "scenario file not found" in wrong.stderr
+    broken = project / ".personae" / "personas" / "broken.md"
+    broken.write_text("---\nname: broken\ndescription: x\nmax_steps: lots\n---\nhi\n")
+    bad_file = personae(project, "run", "hi", "--persona", "broken", "--model", spec, check=False)
+    assert bad_file.returncode == 1
+    assert bad_file.stderr.startswith(f"personae: error: {broken}:4: ")
+
+
+def test_handover_round_trip(project: Path) -> None:
+    handover = project / "handover.json"
+    personae(project, "handover", "create", "--to", "dev", "--task", "What port?",
+             "--out", str(handover))  # fmt: skip
+    spec = f"scripted:{project.parent / 'one.yaml'}"
+    back = project / "results.json"
+    done = personae(project, "run", "--context-from", str(handover), "--non-interactive",
+                    "--context-return", str(back), "--model", spec, "--json")  # fmt: skip
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[-1]["data"]["status"] == "done"
+    results = json.loads(back.read_text())["results"]
+    assert results["status"] == "success"
+    assert "ANSWER-ONE" in results["output"]
+
+
+def test_demo_runs_offline_and_says_scripted(isolated_home: Path, tmp_path: Path) -> None:
+    done = personae(tmp_path, "demo")
+    out = done.stdout
+    assert "Model: SCRIPTED" in out and "not a real language model" in out
+    assert "Plan: 2 subtask(s)" in out
+    assert "REJECTED: no tool was used" in out  # the hallucination is caught ...
+    assert "Correction (1/2): retry" in out  # ... and corrected
+    assert "sub-agent scout starts" in out
+    assert "Answer (done):" in out and "8081" in out
+
+
+def test_timeout_cancels_the_run_and_records_it(project: Path) -> None:
+    spec = f"scripted:{project.parent / 'one.yaml'}"
+    done = personae(project, "run", "What port?", "--persona", "dev", "--model", spec,
+                    "--handover-timeout", "0.001", check=False)  # fmt: skip
+    assert done.returncode == 1 and "run took longer than 0.001 s" in done.stderr
+    listed = json.loads(personae(project, "runs", "list", "--json").stdout)
+    assert listed[0]["status"] == "cancelled"

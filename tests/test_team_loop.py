@@ -1,0 +1,502 @@
+"""The team loop end to end (seed 000 testing plan): dispatch, budgets, involvement, synthesis.
+
+Every test runs a real turn through ``personae.team.session.run_turn`` on a
+real project folder (SQLite store, cast, built-in tools) with the in-process
+scripted function model (it replays scenario steps; it is not a real model).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from personae.models import ModelResolver, Scenario, scripted_function_model
+from personae.models.scenario import ROLE_MARKER
+from personae.store import Store
+from personae.store.runs import RunStore
+from personae.team.session import RunOptions, RunOutcome, run_turn
+
+PERSONA = """---
+name: dev
+description: Works on the sample project.
+tools: [read_file, grep, list_dir, write_file]
+max_steps: 6
+---
+You are dev. Use your tools.
+"""
+
+
+def make_project(root: Path, persona: str = PERSONA) -> Path:
+    (root / ".personae" / "personas").mkdir(parents=True)
+    (root / ".personae" / "personas" / "dev.md").write_text(persona)
+    (root / "config.yaml").write_text("port: 8081\nhost: localhost\n")
+    (root / "notes.md").write_text("Release on Friday.\n")
+    return root
+
+
+def plan(*descriptions: str) -> dict[str, Any]:
+    subtasks = [{"description": d, "requirements": [f"{d} is done"]} for d in descriptions]
+    return {"when": {"role": "manager"}, "output": {"subtasks": subtasks}}
+
+
+def work(text: str) -> dict[str, Any]:
+    return {"when": {"role": "worker"}, "text": text}
+
+
+def tool(name: str, **args: Any) -> dict[str, Any]:
+    return {"when": {"role": "worker"}, "tool_calls": [{"name": name, "args": args}]}
+
+
+def verdict(
+    approved: bool,
+    *,
+    blocker: str | None = None,
+    progress: bool = True,
+    confidence: str = "high",
+    strategy: str | None = None,
+    issues: list[str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "when": {"role": "validator"},
+        "output": {
+            "approved": approved,
+            "requirements_met": approved,
+            "issues": issues if issues is not None else ([] if approved else ["not good enough"]),
+            "next_action": "continue" if approved else "fix",
+            "completion_signal": {
+                "confidence": confidence,
+                "progress_made": progress,
+                "blocker_type": blocker,
+                "suggested_strategy": strategy,
+            },
+        },
+    }
+
+
+def synth(text: str = "Summary of validated work.") -> dict[str, Any]:
+    return {"when": {"role": "manager"}, "text": text}
+
+
+def run(
+    root: Path,
+    steps: list[dict[str, Any]],
+    task: str = "Give me the port and the release day.",
+    *,
+    rules: list[dict[str, Any]] | None = None,
+    max_retries: int = 2,
+    session: str | None = None,
+    request_cap: int | None = None,
+) -> tuple[RunOutcome, Any]:
+    model = scripted_function_model(Scenario.model_validate({"steps": steps, "rules": rules or []}))
+    options = RunOptions(
+        root=root, persona="dev", max_retries=max_retries, session=session,
+        include_git_log=False, request_cap=request_cap,
+    )  # fmt: skip
+    resolver = ModelResolver.using(model, "scripted:test")
+    outcome = asyncio.run(run_turn(task, options, resolver=resolver))
+    assert model.player.remaining_steps == 0, "scenario steps left unanswered"
+    return outcome, model.player
+
+
+def role_requests(player: Any, role: str) -> list[dict[str, Any]]:
+    marker = ROLE_MARKER.format(role=role)
+    return [
+        r for r in player.requests if any(marker in str(m.get("content")) for m in r["messages"])
+    ]
+
+
+def kinds(outcome: RunOutcome, kind: str) -> list[Any]:
+    return [e for e in outcome.events if e.kind.value == kind]
+
+
+def test_zero_failure_session_validates_each_subtask_once(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, player = run(
+        root,
+        [
+            plan("Find the port", "Find the release day"),
+            tool("read_file", path="config.yaml"),
+            work("config.yaml says port 8081."),
+            verdict(True),
+            tool("read_file", path="notes.md"),
+            work("notes.md says Friday."),
+            verdict(True),
+            synth("Port 8081, release on Friday."),
+        ],
+    )
+    result = outcome.result
+    assert result.status == "done"
+    assert [o.status for o in result.outcomes] == ["validated", "validated"]
+    assert result.failure_count == 0
+    assert not kinds(outcome, "correction") and not kinds(outcome, "warning")
+    # One structured validator call per subtask, no more.
+    assert len(role_requests(player, "validator")) == 2
+    levels = [e.data["involvement_level"] for e in kinds(outcome, "validation")]
+    assert levels == ["standard", "standard"]
+    assert result.final_text == "Port 8081, release on Friday."
+
+
+def test_failed_tool_is_decided_in_code_without_a_model_call(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, player = run(
+        root,
+        [
+            plan("Read the missing file"),
+            tool("read_file", path="missing.txt"),
+            work("The file says hello."),
+            # Retry with the error: the worker reads an existing file instead.
+            tool("read_file", path="notes.md"),
+            work("notes.md says Friday."),
+            verdict(True),
+            synth(),
+        ],
+    )
+    first = kinds(outcome, "validation")[0].data
+    assert first["used_llm"] is False
+    assert first["completion_signal"] == {
+        "confidence": "none",
+        "progress_made": False,
+        "blocker_type": "tool_failure",
+        "suggested_strategy": "escalate",
+    }
+    correction = kinds(outcome, "correction")[0]
+    assert correction.data["blocker"] == "tool_failure"
+    assert "missing.txt" in correction.message  # the retry carries the tool's error
+    assert len(role_requests(player, "validator")) == 1  # only the second attempt used the model
+    assert outcome.result.outcomes[0].status == "validated"
+
+
+def test_hallucination_retry_names_the_tools(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, player = run(
+        root,
+        [
+            plan("Find the port"),
+            tool("grep", pattern="port"),
+            work("The port is 9999."),
+            verdict(False, blocker="hallucination", progress=False, strategy="retry"),
+            tool("read_file", path="config.yaml"),
+            work("config.yaml: port 8081."),
+            verdict(True),
+            synth(),
+        ],
+    )
+    correction = kinds(outcome, "correction")[0]
+    assert correction.data["action"] == "retry"
+    for name in ("read_file", "grep", "list_dir", "write_file"):
+        assert name in correction.message
+    # The retried worker sees the correction.
+    retried = role_requests(player, "worker")[2]
+    assert any("<correction>" in str(m["content"]) for m in retried["messages"])
+
+
+@pytest.mark.parametrize(
+    ("blocker", "action"),
+    [("scope_drift", "rephrase"), ("tool_failure", "retry")],
+)
+def test_llm_blockers_dispatch_to_their_strategy(tmp_path: Path, blocker: str, action: str) -> None:
+    root = make_project(tmp_path)
+    outcome, _ = run(
+        root,
+        [
+            plan("Find the port"),
+            tool("read_file", path="config.yaml"),
+            work("port 8081 and I also edited notes."),
+            verdict(False, blocker=blocker, strategy=action),
+            tool("grep", pattern="port"),
+            work("port 8081."),
+            verdict(True),
+            synth(),
+        ],
+    )
+    assert [e.data["action"] for e in kinds(outcome, "correction")] == [action]
+    if blocker == "scope_drift":
+        assert "Stay strictly within this subtask" in kinds(outcome, "correction")[0].message
+
+
+def test_partial_is_decomposed_by_the_manager(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, player = run(
+        root,
+        [
+            plan("Find the port and the host"),
+            tool("read_file", path="config.yaml"),
+            work("port 8081; host unknown."),
+            verdict(False, blocker="partial", strategy="decompose", issues=["host missing"]),
+            plan("Find the host"),  # the manager splits what remains
+            tool("grep", pattern="host"),
+            work("host is localhost."),
+            verdict(True),
+            synth(),
+        ],
+    )
+    assert kinds(outcome, "correction")[0].data["action"] == "decompose"
+    decompose_request = role_requests(player, "manager")[1]
+    assert any("host missing" in str(m["content"]) for m in decompose_request["messages"])
+    assert outcome.result.outcomes[0].status == "validated"
+
+
+def test_capability_gap_escalates_at_once_without_retry(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, player = run(
+        root,
+        [
+            plan("Deploy to production"),
+            tool("list_dir", path="."),
+            work("I cannot deploy: no deploy tool."),
+            verdict(False, blocker="capability_gap", progress=False, strategy="escalate"),
+            {"when": {"role": "manager"}, "text": "unused"},
+        ][:4],
+    )
+    assert len(role_requests(player, "worker")) == 2  # one attempt: tool call + answer
+    assert not kinds(outcome, "correction")
+    warning = kinds(outcome, "warning")[0]
+    assert warning.data["action"] == "escalate"
+    assert outcome.result.outcomes[0].status == "escalated"
+    assert "Not completed" in outcome.result.final_text
+    assert "needs you" in outcome.result.final_text
+
+
+def test_loop_detected_in_code_skips_after_two_detections(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    same = tool("grep", pattern="port")
+    outcome, player = run(
+        root,
+        [
+            plan("Find the port"),
+            same,
+            same,  # identical call within the window: refused, a loop
+            work("port 8081"),
+            same,  # the retry repeats it again: second detection
+            work("port 8081"),
+        ],
+    )
+    validations = kinds(outcome, "validation")
+    assert [v.data["completion_signal"]["blocker_type"] for v in validations] == ["loop", "loop"]
+    assert all(v.data["used_llm"] is False for v in validations)
+    assert [e.data["action"] for e in kinds(outcome, "correction")] == ["rephrase"]
+    assert kinds(outcome, "warning")[0].data["action"] == "skip"
+    assert outcome.result.outcomes[0].status == "skipped"
+    # Nothing was validated, so the manager is not asked to synthesize anything.
+    assert len(role_requests(player, "manager")) == 1
+
+
+def _rejected_twice_then_ok(fact: str) -> list[dict[str, Any]]:
+    return [
+        tool("read_file", path="config.yaml"),
+        work(f"{fact} (first try)"),
+        verdict(False, blocker="hallucination", strategy="retry"),
+        tool("grep", pattern="port"),
+        work(f"{fact} (second try)"),
+        verdict(False, blocker="hallucination", strategy="retry"),
+        tool("list_dir", path="."),
+        work(f"{fact} (third try)"),
+        verdict(True),
+    ]
+
+
+def test_retry_budget_resets_for_each_subtask(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, _ = run(
+        root,
+        [
+            plan("Find the port", "Find the host"),
+            *_rejected_twice_then_ok("port 8081"),
+            *_rejected_twice_then_ok("host localhost"),
+            synth(),
+        ],
+    )
+    assert [o.status for o in outcome.result.outcomes] == ["validated", "validated"]
+    assert [o.attempts for o in outcome.result.outcomes] == [3, 3]
+    budgets = [(e.subtask, e.data["retries_used"]) for e in kinds(outcome, "correction")]
+    assert budgets == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert outcome.result.failure_count == 4  # telemetry only
+
+
+def _rejected_three_times(progress: bool) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    for i in range(3):
+        steps += [
+            tool("read_file", path="config.yaml") if i == 0 else tool("grep", pattern=f"p{i}"),
+            work(f"attempt {i}"),
+            verdict(False, blocker="hallucination", progress=progress, confidence="low"),
+        ]
+    return steps
+
+
+def test_exhausted_budget_with_progress_continues_to_synthesis(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, _ = run(root, [plan("Find the port"), *_rejected_three_times(True)])
+    assert outcome.result.outcomes[0].status == "unvalidated"
+    assert "partial work" in kinds(outcome, "warning")[0].message
+    assert "partial, not validated" in outcome.result.final_text
+    assert outcome.result.status == "partial"
+
+
+def test_exhausted_budget_without_progress_skips_with_warning(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, _ = run(root, [plan("Find the port"), *_rejected_three_times(False)])
+    assert outcome.result.outcomes[0].status == "skipped"
+    warning = kinds(outcome, "warning")[0]
+    assert "skipped" in warning.message and "no progress" in warning.message
+    assert warning.message in outcome.result.warnings
+
+
+def test_failure_in_subtask_one_does_not_raise_involvement_of_subtask_two(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, player = run(
+        root,
+        [
+            plan("Find the port", "Find the host"),
+            *_rejected_twice_then_ok("port"),
+            tool("read_file", path="config.yaml"),
+            work("host localhost"),
+            verdict(True),
+            synth(),
+        ],
+    )
+    levels = [(e.subtask, e.data["involvement_level"]) for e in kinds(outcome, "validation")]
+    assert set(levels) == {(1, "standard"), (2, "standard")}
+    last_validator = role_requests(player, "validator")[-1]
+    assert "Involvement: standard" in last_validator["messages"][0]["content"]
+
+
+def test_explicit_test_request_still_gets_thorough(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, player = run(
+        root,
+        [
+            plan("Check the port value"),
+            tool("read_file", path="config.yaml"),
+            work("port 8081 verified."),
+            verdict(True),
+            synth(),
+        ],
+        task="Verify that the config sets port 8081.",
+    )
+    assert kinds(outcome, "validation")[0].data["involvement_level"] == "thorough"
+    assert (
+        "Involvement: thorough" in role_requests(player, "validator")[0]["messages"][0]["content"]
+    )
+
+
+def test_information_only_request_is_minimal(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, _ = run(
+        root,
+        [plan("Say hello"), work("Hello!"), verdict(True), synth("Hello!")],
+        task="What is this project about?",
+    )
+    validation = kinds(outcome, "validation")[0].data
+    assert validation["involvement_level"] == "minimal"
+    assert validation["used_llm"] is True  # no zero-tools rejection for information-only
+
+
+def test_validator_infrastructure_error_is_neither_approval_nor_rejection(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, _ = run(
+        root,
+        [
+            plan("Find the port"),
+            tool("read_file", path="config.yaml"),
+            work("port 8081"),
+            {"when": {"role": "validator"}, "error": {"status": 429, "message": "slow down"}},
+            verdict(True),  # the second validator attempt works
+            synth(),
+        ],
+    )
+    assert not kinds(outcome, "correction")  # no retry budget spent
+    assert "not counted as approval or rejection" in kinds(outcome, "warning")[0].message
+    assert outcome.result.outcomes[0].status == "validated"
+    assert outcome.result.failure_count == 0
+
+
+def test_validator_down_keeps_work_unvalidated(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, _ = run(
+        root,
+        [plan("Find the port"), tool("read_file", path="config.yaml"), work("port 8081")],
+        rules=[{"when": {"role": "validator"}, "error": {"status": 503, "message": "down"}}],
+    )
+    assert outcome.result.outcomes[0].status == "unvalidated"
+    assert not kinds(outcome, "correction")
+    assert outcome.result.failure_count == 0
+    assert "validator unavailable" in outcome.result.final_text
+
+
+def test_synthesis_never_claims_failed_work(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, player = run(
+        root,
+        [
+            plan("Find the port", "Deploy it"),
+            tool("read_file", path="config.yaml"),
+            work("port 8081"),
+            verdict(True),
+            tool("list_dir", path="."),
+            work("DEPLOYED-SUCCESSFULLY to prod"),
+            verdict(False, blocker="capability_gap", progress=False),
+            synth("The port is 8081."),
+        ],
+    )
+    synthesis = role_requests(player, "manager")[-1]
+    text = "\n".join(str(m["content"]) for m in synthesis["messages"])
+    assert "port 8081" in text
+    assert "DEPLOYED-SUCCESSFULLY" not in text  # failed work never reaches the synthesis
+    final = outcome.result.final_text
+    assert final.startswith("The port is 8081.")
+    assert "Not completed:\n- [needs you] Deploy it" in final
+
+
+def test_run_and_events_are_stored(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, _ = run(
+        root,
+        [plan("Find the port"), tool("read_file", path="config.yaml"), work("8081"),
+         verdict(True), synth("8081")],
+    )  # fmt: skip
+    with Store(root / ".personae" / "state.db") as store:
+        runs = RunStore(store)
+        record = runs.get(outcome.run_id)
+        assert record.status == "done" and record.final_text == "8081"
+        stored = [e.kind for e in runs.events(outcome.run_id)]
+        assert stored == [e.kind.value for e in outcome.events]
+        assert stored[0] == "plan" and stored[-1] == "final"
+        calls = runs.model_calls(outcome.run_id)
+        assert [c.role for c in calls] == ["manager", "worker", "worker", "validator", "manager"]
+        assert all(c.context_text and c.budget["budget"] > 0 for c in calls)
+        assert runs.get(outcome.run_id[:-2]).id == outcome.run_id  # unique prefix
+
+
+def test_run_usage_cap_stops_cleanly(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, player = run(
+        root,
+        [
+            plan("Find the port", "Find the host"),
+            tool("read_file", path="config.yaml"),
+            work("port 8081"),
+        ],
+        request_cap=3,
+    )
+    assert len(player.requests) == 3  # the validator call was never sent
+    assert [o.status for o in outcome.result.outcomes] == ["skipped", "skipped"]
+    assert "request cap of 3" in kinds(outcome, "warning")[0].message
+    assert "Not completed" in outcome.result.final_text
+    assert outcome.result.usage["requests"] == 3
+
+
+def test_without_a_persona_the_worker_only_gets_read_only_tools(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    steps = [plan("Look"), tool("list_dir", path="."), work("files listed"), verdict(True), synth()]
+    model = scripted_function_model(Scenario.model_validate({"steps": steps}))
+    options = RunOptions(root=root, include_git_log=False)
+    outcome = asyncio.run(
+        run_turn("Give me the files.", options, resolver=ModelResolver.using(model, "scripted:t"))
+    )
+    assert outcome.result.status == "done"
+    offered = {t["function"]["name"] for t in role_requests(model.player, "worker")[0]["tools"]}
+    assert offered == {"read_file", "list_dir", "glob", "grep"}

@@ -1,0 +1,299 @@
+"""Sub-agents (seed 004): verbatim prompt, narrowed tools enforced at dispatch, step budget,
+temporary workspace, typed outcome, unknown names, depth cap, shared usage, context modes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from personae.models import ModelResolver, Scenario, scripted_function_model
+from personae.models.scenario import ROLE_MARKER
+from personae.persona.model import ContextMode, Persona
+from personae.team.events import EventBus
+from personae.team.runtime import Runtime, TreeUsage
+from personae.team.session import RunOptions, RunOutcome, run_turn
+from personae.team.subagents import Spawner, child_prompt
+from personae.team.toolbox import ToolBox
+from personae.tools.registry import ToolRegistry
+from personae.tools.subset import ToolSubset
+from personae.tools.workspace import Workspace
+
+LEAD = """---
+name: lead
+description: Delegates.
+tools: [read_file, write_file, agent]
+---
+You are lead.
+"""
+
+READER = """---
+name: reader
+description: Reads one file.
+tools: [read_file]
+max_steps: 2
+context: isolated
+---
+CHILD-READER: You read files and summarize them.
+Nothing else."""
+
+SCRATCH = """---
+name: scratch
+description: Works in a scratch folder.
+tools: [write_file, read_file]
+needs_temp_workspace: true
+context: brief
+---
+CHILD-SCRATCH: you work in a temporary folder."""
+
+RELAY = """---
+name: relay
+description: Passes work on.
+tools: [read_file, agent]
+context: fork
+---
+CHILD-RELAY: pass the task on."""
+
+OK = {
+    "approved": True,
+    "requirements_met": True,
+    "issues": [],
+    "completion_signal": {"confidence": "high", "progress_made": True},
+}
+
+
+def make_project(root: Path) -> Path:
+    folder = root / ".personae" / "personas"
+    folder.mkdir(parents=True)
+    for name, text in {"lead": LEAD, "reader": READER, "scratch": SCRATCH, "relay": RELAY}.items():
+        (folder / f"{name}.md").write_text(text)
+    (root / ".personae" / "directive.md").write_text("DIRECTIVE-D: stay in the project.")
+    (root / "secret.txt").write_text("SECRET-CONTENT-42\n")
+    return root
+
+
+def delegate(name: str, task: str) -> dict[str, Any]:
+    call = {"name": "agent", "args": {"name": name, "task": task}}
+    return {"when": {"role": "worker"}, "tool_calls": [call]}
+
+
+def child(marker: str, **answer: Any) -> dict[str, Any]:
+    return {"when": {"contains": marker}, **answer}
+
+
+def turn(*middle: dict[str, Any], final_worker: str = "done") -> list[dict[str, Any]]:
+    return [
+        {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Delegate it"}]}},
+        *middle,
+        {"when": {"role": "worker"}, "text": final_worker},
+        {"when": {"role": "validator"}, "output": OK},
+        {"when": {"role": "manager"}, "text": "final"},
+    ]
+
+
+def run(
+    root: Path, steps: list[dict[str, Any]], rules: list[dict[str, Any]] | None = None
+) -> tuple[RunOutcome, Any]:
+    model = scripted_function_model(Scenario.model_validate({"steps": steps, "rules": rules or []}))
+    options = RunOptions(root=root, persona="lead", include_git_log=False)
+    outcome = asyncio.run(
+        run_turn(
+            "Delegate the reading.", options, resolver=ModelResolver.using(model, "scripted:t")
+        )
+    )
+    assert model.player.remaining_steps == 0
+    return outcome, model.player
+
+
+def events(outcome: RunOutcome, kind: str) -> list[Any]:
+    return [e for e in outcome.events if e.kind.value == kind]
+
+
+def requests_with(player: Any, marker: str) -> list[dict[str, Any]]:
+    return [r for r in player.requests if any(marker in str(m["content"]) for m in r["messages"])]
+
+
+def tool_results(request: dict[str, Any]) -> list[str]:
+    return [str(m["content"]) for m in request["messages"] if m["role"] == "tool"]
+
+
+def test_child_gets_the_persona_prompt_verbatim_and_only_its_final_message_returns(
+    tmp_path: Path,
+) -> None:
+    root = make_project(tmp_path)
+    outcome, player = run(
+        root,
+        turn(
+            delegate("reader", "Summarize secret.txt"),
+            child(
+                "CHILD-READER", tool_calls=[{"name": "read_file", "args": {"path": "secret.txt"}}]
+            ),
+            child("CHILD-READER", text="A short summary without the value."),
+        ),
+    )
+    first_child = requests_with(player, "CHILD-READER")[0]
+    system = [m["content"] for m in first_child["messages"] if m["role"] == "system"]
+    assert system == [READER.split("---\n", 2)[2]]  # the body, verbatim, and nothing else
+    assert not any(
+        ROLE_MARKER.format(role="worker") in str(m["content"]) for m in first_child["messages"]
+    )
+    # The parent sees the typed outcome with the final message, not the child's tool output.
+    parent_after = requests_with(player, ROLE_MARKER.format(role="worker"))[1]
+    returned = json.loads(tool_results(parent_after)[-1])
+    assert returned["final_message"] == "A short summary without the value."
+    assert returned["status"] == "success" and returned["progress_made"] is True
+    assert returned["context_mode"] == "isolated"
+    assert "SECRET-CONTENT-42" not in json.dumps(parent_after)
+    end = next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
+    assert end.data["usage"]["requests"] == 2
+
+
+def test_child_tool_subset_is_enforced_at_dispatch(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, player = run(
+        root,
+        turn(
+            delegate("reader", "Write a file"),
+            # reader lists only read_file: write_file is refused even though lead has it.
+            child(
+                "CHILD-READER",
+                tool_calls=[{"name": "write_file", "args": {"path": "x.txt", "content": "no"}}],
+            ),
+            child("CHILD-READER", text="could not write"),
+        ),
+    )
+    assert not (root / "x.txt").exists()
+    first_child = requests_with(player, "CHILD-READER")[0]
+    assert {t["function"]["name"] for t in first_child["tools"]} <= {"read_file", "final_result"}
+    refused = [e for e in events(outcome, "tool_call") if e.data["tool"] == "write_file"]
+    assert refused and refused[0].data["ok"] is False
+    parent_after = requests_with(player, ROLE_MARKER.format(role="worker"))[1]
+    assert json.loads(tool_results(parent_after)[-1])["status"] == "partial"
+
+
+def test_each_call_gets_a_fresh_step_budget(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    looping = {
+        "when": {"contains": "CHILD-READER"},
+        "tool_calls": [{"name": "read_file", "args": {"path": "secret.txt"}}],
+    }
+    outcome, _ = run(
+        root,
+        turn(delegate("reader", "first"), delegate("reader", "second")),
+        rules=[looping],
+    )
+    ends = [e for e in events(outcome, "subagent") if e.data["phase"] == "end"]
+    assert [e.data["status"] for e in ends] == ["limit", "limit"]
+    assert [e.data["usage"]["requests"] for e in ends] == [2, 2]  # max_steps each time
+
+
+def test_temp_workspace_exists_during_the_call_and_is_removed(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, _ = run(
+        root,
+        turn(
+            delegate("scratch", "Take notes"),
+            child(
+                "CHILD-SCRATCH",
+                tool_calls=[{"name": "write_file", "args": {"path": "notes.txt", "content": "n"}}],
+            ),
+            child(
+                "CHILD-SCRATCH", tool_calls=[{"name": "read_file", "args": {"path": "notes.txt"}}]
+            ),
+            child("CHILD-SCRATCH", text="notes taken"),
+        ),
+    )
+    reads = [e for e in events(outcome, "tool_call") if e.data["tool"] == "read_file"]
+    assert reads[0].data["ok"] is True and "n" in reads[0].data["result"]
+    assert not (root / "notes.txt").exists()  # written in the scratch folder, not the project
+    end = next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
+    assert end.data["temp_workspace"] and not Path(end.data["temp_workspace"]).exists()
+    assert end.data["context_mode"] == "brief"
+
+
+def test_temp_workspace_is_removed_on_error(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    outcome, _ = run(
+        root,
+        turn(
+            delegate("scratch", "Take notes"),
+            child("CHILD-SCRATCH", error={"status": 500, "message": "boom"}),
+        ),
+    )
+    end = next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
+    assert end.data["status"] == "failed"
+    assert not Path(end.data["temp_workspace"]).exists()
+
+
+def test_unknown_persona_name_lists_valid_names_and_closest(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    _, player = run(root, turn(delegate("raeder", "Read it")))
+    parent_after = requests_with(player, ROLE_MARKER.format(role="worker"))[1]
+    returned = json.loads(tool_results(parent_after)[-1])
+    assert returned["status"] == "failed"
+    assert "did you mean 'reader'" in returned["error"]
+    assert "lead, reader, relay, scratch" in returned["error"]
+
+
+def _spawner(root: Path, usage: TreeUsage, depth_cap: int = 2) -> tuple[Spawner, ToolBox]:
+    from personae.persona.cast import Cast
+
+    cast = Cast.load(root)
+    model = scripted_function_model(
+        Scenario.model_validate({"rules": [{"text": "child done"}]}), label="scripted:t"
+    )
+    runtime = Runtime(
+        models=ModelResolver.using(model, "scripted:t"), bus=EventBus("r"), usage=usage
+    )
+    box = ToolBox.of(ToolSubset.from_registry(ToolRegistry.builtin(Workspace(root))))
+    return Spawner(runtime=runtime, personas=cast.personas, depth_cap=depth_cap), box
+
+
+def test_depth_is_capped(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    spawner, box = _spawner(root, TreeUsage(), depth_cap=2)
+    allowed = frozenset({"read_file", "agent"})
+    deep = asyncio.run(spawner.spawn("reader", "x", box=box, parent_allowed=allowed, depth=3))
+    assert deep.status == "failed" and "depth cap of 2" in (deep.error or "")
+    ok = asyncio.run(spawner.spawn("relay", "x", box=box, parent_allowed=allowed, depth=2))
+    assert ok.status == "success"  # runs, but at the cap it gets no agent tool
+    player = spawner.runtime.models.fixed.player
+    assert "agent" not in {t["function"]["name"] for t in player.requests[-1]["tools"]}
+
+
+def test_usage_is_shared_across_the_tree_and_capped_per_run(tmp_path: Path) -> None:
+    root = make_project(tmp_path)
+    usage = TreeUsage(request_cap=1)
+    spawner, box = _spawner(root, usage)
+    allowed = frozenset({"read_file"})
+    first = asyncio.run(spawner.spawn("reader", "x", box=box, parent_allowed=allowed, depth=1))
+    assert first.status == "success" and usage.requests == 1
+    second = asyncio.run(spawner.spawn("reader", "y", box=box, parent_allowed=allowed, depth=1))
+    assert second.status == "limit" and "request cap of 1" in (second.error or "")
+    assert usage.requests == 1
+
+
+def test_context_modes(tmp_path: Path) -> None:
+    from personae.team.context import TurnContext
+    from personae.tokens.exact import exact_counter
+
+    root = make_project(tmp_path)
+    turn_ctx = TurnContext.build(
+        root,
+        task="the user task",
+        counter=exact_counter("o200k_base"),
+        include_git_log=False,
+        execution_block="PARENT-EXECUTION-BLOCK",
+        persona="lead",
+    )
+    turn_ctx.add_tool_result("read_file", {"path": "a"}, "RECENT-TOOL-OUTPUT")
+    isolated = child_prompt(ContextMode.ISOLATED, "T", turn_ctx)
+    assert isolated == "<task>\nT\n</task>"
+    brief = child_prompt(ContextMode.BRIEF, "T", turn_ctx)
+    assert "DIRECTIVE-D" in brief and "RECENT-TOOL-OUTPUT" not in brief
+    recent = child_prompt(ContextMode.SUMMARY_RECENT, "T", turn_ctx)
+    assert "RECENT-TOOL-OUTPUT" in recent
+    fork = child_prompt(ContextMode.FORK, "T", turn_ctx)
+    assert "PARENT-EXECUTION-BLOCK" in fork and "RECENT-TOOL-OUTPUT" in fork
+    assert Persona(name="p", description="d").context is ContextMode.BRIEF
