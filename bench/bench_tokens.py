@@ -125,6 +125,13 @@ def bench_store(results: dict[str, object], sizes: tuple[int, ...]) -> list[tupl
                     ),
                     "latest_summary": _median_ms(lambda c=conv, s=sid: c.latest_summary(s), 300),
                 }
+                returned = {
+                    "recent(6)": 6,
+                    "recent(50)": 50,
+                    "within_budget(800)": len(conv.within_budget(sid, 800)),
+                    "within_budget(8000)": len(conv.within_budget(sid, 8000)),
+                    "latest_summary": 0,
+                }
                 entry: dict[str, object] = {
                     "fill_s": round(fill_s, 2),
                     "fill_msgs_per_s": round(size / fill_s),
@@ -138,8 +145,17 @@ def bench_store(results: dict[str, object], sizes: tuple[int, ...]) -> list[tupl
                 )
                 rows.append((f"{size:,} msgs: append one (median)", f"{single:.3f} ms"))
                 for name, (median, p95) in timings.items():
-                    entry[name] = {"median_ms": round(median, 4), "p95_ms": round(p95, 4)}
-                    rows.append((f"{size:,} msgs: {name}", f"{median:.3f} ms (p95 {p95:.3f})"))
+                    entry[name] = {
+                        "median_ms": round(median, 4),
+                        "p95_ms": round(p95, 4),
+                        "messages_returned": returned[name],
+                    }
+                    rows.append(
+                        (
+                            f"{size:,} msgs: {name} -> {returned[name]} msgs",
+                            f"{median:.3f} ms (p95 {p95:.3f})",
+                        )
+                    )
                 store_results[str(size)] = entry
     results["store"] = store_results
     return rows

@@ -106,6 +106,12 @@ def test_round_trip_of_tool_calls(store: Store) -> None:
     tool = conv.recent(sid, 5)[2]
     assert tool.tool_call_id == "call-7-a" and tool.tool_calls == ()
     assert '"name":"read_file"' in token_text(assistant)
+    openai_style = Message(
+        "assistant", "", [{"id": "x", "name": "grep", "arguments": '{"pattern": "def"}'}]
+    )
+    assert openai_style.tool_calls == (ToolCall("x", "grep", {"pattern": "def"}),)
+    with pytest.raises(ConversationError, match="not JSON"):
+        Message("assistant", "", [{"id": "x", "name": "grep", "arguments": "{oops"}])
 
 
 def test_other_counter_recounts_lazily_once_per_message(tmp_path: Path) -> None:

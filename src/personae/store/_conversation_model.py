@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
@@ -187,3 +188,41 @@ class Summary:
     """Counter name."""
     created: str
     """UTC timestamp (ISO 8601)."""
+
+
+def check_tool_results(
+    conn: sqlite3.Connection, session_id: str, last_seq: int, batch: Sequence[Message]
+) -> None:
+    """A tool result must answer an open call of the assistant message just before it."""
+    if not any(m.role == "tool" for m in batch):
+        return
+    open_calls: set[str] | None = None  # None: no assistant turn to answer
+    if batch[0].role == "tool":
+        answered: set[str] = set()
+        cursor = last_seq
+        while cursor > 0:
+            row = conn.execute(
+                "SELECT role, tool_calls, tool_call_id FROM messages"
+                " WHERE session_id = ? AND seq = ?",
+                (session_id, cursor),
+            ).fetchone()
+            if row is None or row[0] != "tool":
+                if row is not None and row[0] == "assistant":
+                    made = {call.id for call in tool_calls_from_json(row[1])}
+                    open_calls = made - answered
+                break
+            answered.add(row[2])
+            cursor -= 1
+    for message in batch:
+        if message.role == "assistant":
+            open_calls = {call.id for call in message.tool_calls}
+        elif message.role == "tool":
+            if open_calls is None or message.tool_call_id not in open_calls:
+                raise ConversationError(
+                    f"tool result {message.tool_call_id!r} does not answer an open tool call"
+                    " of the assistant message before it",
+                    field="tool_call_id",
+                )
+            open_calls.discard(message.tool_call_id)
+        else:
+            open_calls = None

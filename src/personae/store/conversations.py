@@ -32,6 +32,7 @@ from personae.store._conversation_model import (
     Session,
     Summary,
     ToolCall,
+    check_tool_results,
     stored_message,
     token_text,
     tool_calls_from_json,
@@ -173,7 +174,7 @@ class ConversationStore:
             if row is None:
                 raise self._unknown(session_id)
             seq = int(row[0])
-            self._check_tool_results(conn, session_id, seq, batch)
+            check_tool_results(conn, session_id, seq, batch)
             total = 0
             for message, calls, tokens in prepared:
                 seq += 1
@@ -200,43 +201,6 @@ class ConversationStore:
                 (seq, len(batch), total, session_id),
             )
         return seqs
-
-    def _check_tool_results(
-        self, conn: sqlite3.Connection, session_id: str, last_seq: int, batch: Sequence[Message]
-    ) -> None:
-        """A tool result must answer an open call of the assistant message just before it."""
-        if not any(m.role == "tool" for m in batch):
-            return
-        open_calls: set[str] | None = None  # None: no assistant turn to answer
-        if batch[0].role == "tool":
-            answered: set[str] = set()
-            cursor = last_seq
-            while cursor > 0:
-                row = conn.execute(
-                    "SELECT role, tool_calls, tool_call_id FROM messages"
-                    " WHERE session_id = ? AND seq = ?",
-                    (session_id, cursor),
-                ).fetchone()
-                if row is None or row[0] != "tool":
-                    if row is not None and row[0] == "assistant":
-                        made = {call.id for call in tool_calls_from_json(row[1])}
-                        open_calls = made - answered
-                    break
-                answered.add(row[2])
-                cursor -= 1
-        for message in batch:
-            if message.role == "assistant":
-                open_calls = {call.id for call in message.tool_calls}
-            elif message.role == "tool":
-                if open_calls is None or message.tool_call_id not in open_calls:
-                    raise ConversationError(
-                        f"tool result {message.tool_call_id!r} does not answer an open tool call"
-                        " of the assistant message before it",
-                        field="tool_call_id",
-                    )
-                open_calls.discard(message.tool_call_id)
-            else:
-                open_calls = None
 
     # -- reading ------------------------------------------------------------------
 
