@@ -336,3 +336,32 @@ def test_truncation_modes_through_the_pure_fit() -> None:
     md = "# Title\nintro line\n\n## Part A\n" + PROSE * 30 + "\n## Part B\n" + PROSE * 30
     outline = fit([SectionContent(specs[Truncation.SUMMARIZE], text=md)], 5000, COUNTER).sections[0]
     assert outline.rule.endswith("outline") and "## Part B" in (outline.text or "")
+
+
+def test_unpaired_messages_are_never_rendered(root: Path) -> None:
+    history = [
+        {"seq": 1, "role": "tool", "tool_call_id": "gone", "content": "orphan from a cut window"},
+        {"seq": 2, "role": "user", "content": "first"},
+        {
+            "seq": 3,
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "a", "name": "t"}, {"id": "b", "name": "t"}],
+        },
+        {"seq": 4, "role": "tool", "tool_call_id": "a", "content": "only a answered"},
+        {"seq": 5, "role": "user", "content": "second"},
+        {
+            "seq": 6,
+            "role": "assistant",
+            "content": "running",
+            "tool_calls": [{"id": "c", "name": "t"}, {"id": "d", "name": "t"}],
+        },
+        {"seq": 7, "role": "tool", "tool_call_id": "d", "content": "d done"},
+        {"seq": 8, "role": "tool", "tool_call_id": "zz", "content": "answers nothing"},
+    ]
+    snap = Snapshot.build(root, messages=history, task="t", include_git_log=False)
+    ctx = assemble(snap, "worker", Budget.absolute(3000), COUNTER)
+    check_pairs(ctx.messages)
+    assert [m.seq for m in ctx.messages] == [2, 5, 6, 7]
+    assert [c.id for c in ctx.messages[2].tool_calls] == ["d"]  # the running call c is not shown
+    assert ctx.render().count("[4 earlier messages omitted") == 1  # 1, 3, 4 and 8

@@ -145,6 +145,30 @@ def test_path_a_folds_into_a_stored_running_summary(tmp_path: Path) -> None:
     store.close()
 
 
+def test_a_failing_summarizer_falls_back_to_path_b(tmp_path: Path) -> None:
+    store, conv, sid = _session(tmp_path, 10)
+
+    def broken(previous: str | None, new: Sequence[ChatMessage]) -> str:
+        raise TimeoutError("model timed out")
+
+    snap = Snapshot.build(
+        tmp_path,
+        conversations=conv,
+        session=sid,
+        summarizer=broken,
+        task="t",
+        include_git_log=False,
+    )
+    report = assemble(snap, "worker", Budget.absolute(3000), COUNTER).report()
+    assert report.history_path == "B"
+    assert report.warnings == [
+        "summarizer failed (TimeoutError: model timed out); used path B (trim only)"
+    ]
+    assert "Warning:" in report.to_text()
+    assert conv.latest_summary(sid) is None
+    store.close()
+
+
 def project(root: Path) -> None:
     base = ".personae/project/"
     put(root, base + "VISION.md", "# Social app\nCreators share short videos.")

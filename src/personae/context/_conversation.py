@@ -25,6 +25,7 @@ class Loaded:
     earlier: int
     path: str
     folded: int
+    warning: str | None = None
 
 
 def _tail(
@@ -108,7 +109,14 @@ def load_conversation(
             from_stored(m) for m in conv.between(session, after_seq=covers, upto_seq=start_seq - 1)
         ]
         if new:
-            text = summarizer(text, new)
+            try:
+                text = summarizer(text, new)
+                if not isinstance(text, str):
+                    raise TypeError(f"returned {type(text).__name__}, not text")
+            except Exception as exc:  # a failing summarizer must not lose the turn
+                fallback = _tail(conv, session, counter, max(recent * 2, 12), max(recent * 64, 512))
+                why = f"summarizer failed ({type(exc).__name__}: {exc}); used path B (trim only)"
+                return Loaded(None, None, tuple(fallback), total - len(fallback), "B", 0, why)
             saved = conv.save_summary(session, start_seq - 1, text)
             tokens = int(saved.tokens) if saved.counter == counter.name else None
             folded = len(new)

@@ -38,6 +38,7 @@ class AssembledContext:
     history_path: HistoryPath
     files: dict[str, str]
     refits: int = 0
+    warnings: tuple[str, ...] = ()
 
     @property
     def messages(self) -> tuple[ChatMessage, ...]:
@@ -79,6 +80,7 @@ class AssembledContext:
             overhead=self.total - kept,
             refits=self.refits,
             sections=rows,
+            warnings=list(self.warnings),
         )
 
 
@@ -170,4 +172,5 @@ def assemble(
         history_path=snapshot.history_path,
         files=dict(snapshot.files),
         refits=result.refits,
+        warnings=snapshot.warnings,
     )

@@ -158,7 +158,9 @@ def _fit_once(
             continue
         live.append(st)
         if spec.source == "messages":
-            st.requested = sum(sum(x) for x in c.costs)
+            n_msgs = sum(len(x) for x in c.costs)
+            sep_cost = count_small(counter, SEPARATOR) * max(0, n_msgs - 1)
+            st.requested = sum(sum(x) for x in c.costs) + sep_cost
             limit = min(spec.cap or budget, budget)
             st.allotted = limit
             res = _shrink(st, limit, counter)

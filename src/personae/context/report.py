@@ -61,6 +61,8 @@ class BudgetReport(BaseModel):
     refits: int = 0
     """Refits after the exact verification (tokens merged across a boundary)."""
     sections: list[SectionReport]
+    warnings: list[str] = []
+    """Problems met while building the snapshot (the turn went on)."""
 
     @property
     def within_budget(self) -> bool:
@@ -98,4 +100,5 @@ class BudgetReport(BaseModel):
         kind = "exact" if self.counter_exact else "estimate"
         lines.append(f"  {'Counter:':<22}{self.counter} ({kind})")
         lines.append(f"  {'History:':<22}{_PATHS[self.history_path]}")
+        lines.extend(f"  {'Warning:':<22}{w}" for w in self.warnings)
         return "\n".join(lines)

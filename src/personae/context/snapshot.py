@@ -62,6 +62,8 @@ class Snapshot:
     """Every ``!command`` seen while building, and whether it ran."""
     profiles: ProfileSet | None = None
     """The profiles the snapshot was built for."""
+    warnings: tuple[str, ...] = ()
+    """Things that went wrong but did not stop the turn (e.g. a failing summarizer)."""
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)
     """Per-counter counts, filled by assembly (not part of the id)."""
 
@@ -145,6 +147,7 @@ class Snapshot:
             ]
             recent = max(limits, default=6)
         history: tuple[ChatMessage, ...] = ()
+        warnings: list[str] = []
         earlier, path = 0, "none"
         if conversations is not None and session is not None:
             if counter is None:
@@ -153,6 +156,8 @@ class Snapshot:
                 conversations, session, counter, recent=recent, summarizer=summarizer
             )
             history, earlier, path = loaded.messages, loaded.earlier, loaded.path
+            if loaded.warning:
+                warnings.append(loaded.warning)
             if loaded.summary:
                 texts["summary"], files["summary"] = loaded.summary, f"session {session}"
             files["messages"] = f"session {session}"
@@ -190,6 +195,7 @@ class Snapshot:
             profile_texts=profile_texts,
             commands=tuple(runs),
             profiles=profiles,
+            warnings=tuple(warnings),
         )
 
     def content(self, source: str) -> str | None:
