@@ -125,7 +125,7 @@ def _overlap(root: Path) -> int:
 @pytest.mark.parametrize("limit", [1, 2])
 def test_fan_out_respects_concurrency_limit(tmp_path: Path, limit: int) -> None:
     root = tmp_path / "p"
-    group = [step(f"s{i}", **behave(sleep=1.5)) for i in range(3)]
+    group = [step(f"s{i}", **behave(sleep=2.5)) for i in range(3)]
     wf = load_workflow(write(root, [{"parallel": group}, step("merge")]))
     out = run_chain(wf, concurrency=limit, executor=LocalProcessExecutor(command=command))
     assert out.status == "success"
@@ -219,3 +219,19 @@ def test_resume_of_a_finished_chain_runs_nothing(tmp_path: Path) -> None:
     again = run_chain(wf, resume=True, executor=LocalProcessExecutor(command=command))
     assert again.status == "success" and sorted(again.resumed) == ["a", "b"]
     assert by_step(root) == {"a": 1, "b": 1}
+
+
+def test_cli_chain_errors_are_one_line(tmp_path: Path) -> None:
+    path = write(tmp_path, [step("a"), step("a")])
+    out = subprocess.run(
+        [sys.executable, "-m", "personae", "chain", "run", str(path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert out.returncode == 1
+    assert out.stderr.strip().startswith("personae: error:") and "duplicate step id" in out.stderr
+    assert "Traceback" not in out.stderr
+    status = subprocess.run(
+        [sys.executable, "-m", "personae", "chain", "status", str(write(tmp_path, [step("a")]))],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert status.returncode == 0 and "not started" in status.stdout

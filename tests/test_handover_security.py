@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from personae.handover import runflow
 from personae.handover.create import build_handover, create_handover, parse_file_spec
@@ -288,3 +290,32 @@ def test_roundtrip_keeps_policy_on_reload(project: Path) -> None:
         "data/a.csv"
     )
     assert os.stat(path).st_mode & 0o077 == 0
+
+
+_PIECES = st.sampled_from(
+    ["..", ".", "/", "a", "data", "%2e", "%2f", "\\", "~", "\x00", "\uff0e", "\u2215",
+     "\u202e", "\u200b", "é", "e\u0301", "link", "out", "//", " "]
+)  # fmt: skip
+
+
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(parts=st.lists(_PIECES, min_size=1, max_size=8), absolute=st.booleans())
+def test_property_resolved_paths_never_leave_the_root(
+    tmp_path_factory: pytest.TempPathFactory, parts: list[str], absolute: bool
+) -> None:
+    root = tmp_path_factory.getbasetemp() / "prop-root"
+    if not root.exists():
+        (root / "data").mkdir(parents=True)
+        (root / "link").symlink_to("/usr")
+        (root / "data" / "out").symlink_to("/etc")
+    text = ("/" if absolute else "") + "".join(parts)
+    try:
+        real = strict(root).resolve(text, root)
+    except HandoverSecurityError as exc:
+        assert repr(text) in str(exc)
+        return
+    real_root = root.resolve()
+    assert real == real_root or real_root in real.parents
+    assert ".." not in text.split("/")

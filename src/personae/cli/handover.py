@@ -180,7 +180,13 @@ def run(  # noqa: PLR0917 (typer options)
 
     cwd = Path.cwd()
     policy, allow = load_policy(cwd, file)
-    load_handover(file, policy=policy, env_allow=allow)  # refuse unsafe files before spawning
+    loaded = load_handover(file, policy=policy, env_allow=allow)  # refuse unsafe files first
+    if loaded.handover.target.interactive:
+        typer.echo(
+            "personae: warning: the target is interactive; `handover run` runs it in batch mode "
+            f"(run `personae run --context-from {file}` yourself for an interactive session)",
+            err=True,
+        )
     seconds = timeout if timeout is not None else PersonaeSettings().handover_timeout
 
     def report(a: Any) -> None:

@@ -33,7 +33,7 @@ def history_from_conversations(
         if s.persona and s.persona not in newest:
             newest[s.persona] = s
     entries: list[HistoryEntry] = []
-    for persona, s in newest.items():
+    for persona, s in reversed(newest.items()):  # oldest first: ties keep that order
         sid = s.id
         summary = conversations.latest_summary(sid)
         if summary is not None:

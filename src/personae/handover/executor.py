@@ -337,7 +337,17 @@ def run_handover(
     last_error = ""
     for n in range(1, attempts + 1):
         before = _signature(results_file)
-        a = run_child(argv, cwd=Path(cwd), timeout=timeout, attempt=n, on_start=on_start)
+        try:
+            a = run_child(argv, cwd=Path(cwd), timeout=timeout, attempt=n, on_start=on_start)
+        except KeyboardInterrupt:
+            # The child's group is already killed (run_child's finally); record why.
+            stopped = Results(status="failure", error=f"interrupted during attempt {n}")
+            outcome.handover = _write_results(results_file, handover, stopped)
+            ledger_event(
+                db, handover, "result", path=results_file, status="failure",
+                detail=stopped.error,
+            )  # fmt: skip
+            raise
         outcome.attempts.append(a)
         results = _fresh_results(results_file, before)
         if on_attempt is not None:

@@ -221,9 +221,7 @@ def validate_safety(
         ) from None
     if handover.results is not None and handover.results.artifacts:
         try:
-            policy.resolve_strings(
-                handover.results.artifacts, workdir, what="result artifact path"
-            )
+            policy.resolve_strings(handover.results.artifacts, workdir, what="result artifact path")
         except HandoverSecurityError as exc:
             raise HandoverSecurityError(
                 exc.message, file=path, field=f"results.artifacts[{exc.index or 0}]"

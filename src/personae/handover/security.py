@@ -163,11 +163,14 @@ class PathPolicy:
     """Allowed roots (resolved on use)."""
     _resolved: tuple[Path, ...] = field(init=False, repr=False, default=())
     _root_strs: tuple[str, ...] = field(init=False, repr=False, default=())
+    _prefixes: tuple[str, ...] = field(init=False, repr=False, default=())
 
     def __post_init__(self) -> None:
         resolved = tuple(dict.fromkeys(Path(os.path.realpath(r)) for r in self.roots))
         object.__setattr__(self, "_resolved", resolved)
         object.__setattr__(self, "_root_strs", tuple(str(r) for r in resolved))
+        prefixes = tuple(r if r.endswith("/") else r + "/" for r in self._root_strs)
+        object.__setattr__(self, "_prefixes", prefixes)
 
     @property
     def resolved_roots(self) -> tuple[Path, ...]:
@@ -181,9 +184,7 @@ class PathPolicy:
         """
         return self.resolve_many([text], base, what=what)[0]
 
-    def resolve_many(
-        self, texts: Sequence[str], base: Path, *, what: str = "path"
-    ) -> list[Path]:
+    def resolve_many(self, texts: Sequence[str], base: Path, *, what: str = "path") -> list[Path]:
         """:meth:`resolve` for many paths (directories resolved once per call)."""
         return [Path(p) for p in self.resolve_strings(texts, base, what=what)]
 
@@ -196,7 +197,8 @@ class PathPolicy:
         """
         dirs: dict[str, tuple[str, bool]] = {}
         out: list[str] = []
-        base_s = str(base)
+        base_s = os.path.realpath(base)
+        roots, prefixes = frozenset(self._root_strs), self._prefixes
         for index, text in enumerate(texts):
             try:
                 check_path_text(text)
@@ -204,9 +206,9 @@ class PathPolicy:
                 raise HandoverSecurityError(
                     f"{what} {text!r} refused: {exc}", index=index
                 ) from None
-            candidate = text if os.path.isabs(text) else os.path.join(base_s, text)
+            candidate = text if text.startswith("/") else f"{base_s}/{text}"
             real = self._real(candidate, dirs)
-            if not _within(real, self._root_strs):
+            if real not in roots and not real.startswith(prefixes):
                 shown = f" (resolves to {real})" if real != os.path.normpath(candidate) else ""
                 raise HandoverSecurityError(
                     f"{what} {text!r} refused: outside the allowed roots{shown}; "
@@ -219,15 +221,15 @@ class PathPolicy:
     @staticmethod
     def _real(candidate: str, dirs: dict[str, tuple[str, bool]]) -> str:
         """``os.path.realpath`` with the parent directory's resolution cached."""
-        head, name = os.path.split(candidate)
-        if name in {"", "."}:
+        head, _, name = candidate.rpartition("/")
+        if name in {"", "."} or not head:
             return os.path.realpath(candidate)
         cached = dirs.get(head)
         if cached is None:
             real_head = os.path.realpath(head)
             cached = dirs[head] = (real_head, os.path.isdir(real_head))
         real_head, exists = cached
-        joined = os.path.join(real_head, name)
+        joined = real_head + name if real_head.endswith("/") else f"{real_head}/{name}"
         # Only an existing directory can hold a symlink named ``name``.
         return os.path.realpath(joined) if exists and os.path.islink(joined) else joined
 
@@ -322,17 +324,20 @@ def redact_secrets(value: Any) -> Any:
     String values under secret-looking keys are replaced whole; credential-shaped
     substrings anywhere are replaced in place.
     """
+    kind = type(value)
     if isinstance(value, str):
         # Every credential shape is at least 14 characters long.
         return _SECRET_VALUE.sub(REDACTED, value) if len(value) >= _MIN_SECRET else value
-    if isinstance(value, Mapping):
+    if kind is not dict and isinstance(value, Mapping):
+        value, kind = dict(value), dict
+    if kind is dict:
         out: dict[Any, Any] = {}
         for key, item in value.items():
-            if isinstance(key, str) and isinstance(item, str) and is_secret_name(key) and item:
+            if isinstance(item, str) and isinstance(key, str) and item and is_secret_name(key):
                 out[key] = REDACTED
             else:
                 out[key] = redact_secrets(item)
         return out
-    if isinstance(value, list | tuple):
+    if kind is list or kind is tuple:
         return [redact_secrets(item) for item in value]
     return value

@@ -60,6 +60,8 @@ class HandoverToolResult:
     """The child command (argv)."""
     message: str = ""
     """One line for the model: what happened or what to run."""
+    warnings: list[str] = field(default_factory=list)
+    """Things to know (an unknown target persona ...)."""
 
 
 def _files(files: Sequence[ArtifactFile | Mapping[str, Any]]) -> list[ArtifactFile]:
@@ -86,7 +88,8 @@ def handover_to_persona(
     interactive: bool = False,
     wait_for_results: bool = True,
     session_id: str = "",
-    history: Sequence[HistoryEntry] = (),
+    history: Sequence[HistoryEntry] | None = None,
+    from_project: bool = True,
     timeout: float = 300.0,
     attempts: int = 3,
     backoff: float = 1.0,
@@ -98,7 +101,20 @@ def handover_to_persona(
     (timeout, retries with backoff) and its results are returned; otherwise
     the handover file is prepared and the command to run it is returned.
     Refuses unsafe content (paths outside allowed roots ...) before writing.
+    ``history`` defaults to the project's conversation store (one summary per
+    persona); with ``from_project`` the source persona's MCP servers come from
+    the project's cast.
     """
+    mcp_servers: list[str] | None = None
+    warnings: list[str] = []
+    if history is None or from_project:
+        from personae.handover._cast import persona_facts
+        from personae.handover._history import history_for
+
+        if history is None:
+            history = history_for(Path(cwd) / ".personae" / "state.db", session_id or None)
+        if from_project:
+            mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
     handover = build_handover(
         source_persona=source_persona,
         target_persona=target_persona,
@@ -110,6 +126,7 @@ def handover_to_persona(
         insights=insights,
         interactive=interactive,
         history=history,
+        mcp_servers=mcp_servers,
     )
     created = create_handover(handover, cwd=cwd)
     spec = ChildSpec(
@@ -128,6 +145,7 @@ def handover_to_persona(
             context_path=str(created.path),
             status="prepared",
             command=argv,
+            warnings=warnings,
             message=(f"Context prepared for {target_persona}. Run: {shlex.join(shown)}"),
         )
     outcome = run_handover(
@@ -148,6 +166,7 @@ def handover_to_persona(
         results=dumped,
         command=argv,
         message=f"{target_persona} finished with status {outcome.status}",
+        warnings=warnings,
     )
 
 
