@@ -196,6 +196,8 @@ def test_deterministic_checks(tmp_path: Path) -> None:
     claimed = _check(claims, tmp_path)
     assert claimed and claimed.issues == ["claimed files do not exist: ghost.md"]
     assert _check(WORK, tmp_path) is None
+    numbers = WORK.model_copy(update={"result": "I added 0.5 seconds and wrote v2.0 notes."})
+    assert _check(numbers, tmp_path) is None  # numbers are not file names
     unfinished = WORK.model_copy(update={"success": False, "error": "step budget of 3 used up"})
     partial = _check(unfinished)
     assert partial and partial.completion_signal.blocker_type is BlockerType.PARTIAL

@@ -229,7 +229,7 @@ class Spawner:
         info = CallInfo(
             role="subagent",
             persona=persona.name,
-            subtask=None,
+            subtask=subtask,
             context_text=f"{persona.system_prompt}\n\n{prompt}",
             budget={
                 "context_mode": persona.context.value,

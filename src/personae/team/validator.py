@@ -35,7 +35,7 @@ __all__ = ["ValidationOutcome", "Verdict", "deterministic_checks", "validate"]
 
 _CLAIMED_FILE = re.compile(
     r"\b(?:created|wrote|written|saved|generated|added)\s+(?:the\s+|a\s+|new\s+)?(?:file\s+)?"
-    r"[`'\"]?([\w.\-/]+\.[A-Za-z0-9]{1,8})[`'\"]?",
+    r"[`'\"]?([\w.\-/]*[A-Za-z_][\w\-/]*\.[A-Za-z][A-Za-z0-9]{0,7})\b[`'\"]?",
     re.IGNORECASE,
 )
 
