@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 
 from personae.errors import ConfigError
 
@@ -34,9 +35,9 @@ class CommandsConfig(BaseModel):
     """Run ``!command`` lines at all."""
     allow: list[str] = Field(default_factory=list)
     """Allowed commands (the program name, first word of the line)."""
-    timeout: float = 5.0
+    timeout: float = Field(default=5.0, gt=0)
     """Seconds each command may run."""
-    max_output: int = 4000
+    max_output: int = Field(default=4000, ge=0)
     """Characters of output kept from each command."""
 
 
@@ -62,6 +63,20 @@ class ProjectConfig(BaseModel):
     """Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp)."""
     commands: CommandsConfig = Field(default_factory=CommandsConfig)
     handover: HandoverConfig = Field(default_factory=HandoverConfig)
+
+    @field_validator("model")
+    @classmethod
+    def _check_model(cls, value: str | None) -> str | None:
+        """``model`` must parse as ``provider:name`` (checked when the file is read)."""
+        if value is None:
+            return None
+        from personae.models.resolve import parse_model_spec
+
+        try:
+            parse_model_spec(value, source="model")
+        except ConfigError as exc:
+            raise PydanticCustomError("model_spec", exc.message) from None
+        return value
 
 
 @dataclass(frozen=True, kw_only=True)

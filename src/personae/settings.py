@@ -1,27 +1,46 @@
 """Process-wide settings from the environment (``PERSONAE_`` prefix).
 
 Read only at the edges (the CLI and the mind server); library code takes
-explicit arguments instead.
+explicit arguments instead. A bad value is a :class:`~personae.errors.ConfigError`
+naming the variable (``PERSONAE_BUDGET_SHARE: ...``), never a traceback.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from personae.errors import ConfigError
+
 __all__ = ["PersonaeSettings"]
+
+_PREFIX = "PERSONAE_"
 
 
 def _default_home() -> Path:
     return Path.home() / ".personae"
 
 
+def _describe(exc: ValidationError) -> str:
+    """``PERSONAE_X: message (got 'value')`` for each bad variable, joined by ``; ``."""
+    parts = []
+    for err in exc.errors():
+        name = _PREFIX + "_".join(str(p) for p in err["loc"]).upper()
+        value = err.get("input")
+        shown = isinstance(value, str) and repr(value) not in err["msg"]
+        got = f" (got {value!r})" if shown else ""
+        parts.append(f"{name}: {err['msg']}{got}")
+    return "; ".join(parts)
+
+
 class PersonaeSettings(BaseSettings):
     """Settings read from ``PERSONAE_*`` environment variables."""
 
-    model_config = SettingsConfigDict(env_prefix="PERSONAE_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(env_prefix=_PREFIX, extra="ignore", frozen=True)
 
     home: Path = Field(default_factory=_default_home)
     """User data directory (``PERSONAE_HOME``)."""
@@ -37,3 +56,26 @@ class PersonaeSettings(BaseSettings):
 
     handover_timeout: float = Field(default=300.0, gt=0)
     """Seconds a handover child run may take before it is killed."""
+
+    def __init__(self, **values: Any) -> None:
+        """Read the environment; a bad ``PERSONAE_*`` value raises ConfigError naming it."""
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise ConfigError(_describe(exc)) from None
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _check_model(cls, value: object) -> object:
+        """Blank means unset; anything else must parse as ``provider:name``."""
+        if not isinstance(value, str):
+            return value
+        if not value.strip():
+            return None
+        from personae.models.resolve import parse_model_spec
+
+        try:
+            parse_model_spec(value, source="PERSONAE_MODEL")
+        except ConfigError as exc:
+            raise PydanticCustomError("model_spec", exc.message) from None
+        return value.strip()

@@ -36,11 +36,26 @@ serve.register(app)
 hosts.register(app)
 
 
+_INTERRUPTED = 130
+
+
+def _describe_os_error(exc: OSError) -> str:
+    """``path: reason`` (or ``path -> other: reason``) without the errno noise."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is None:
+        return reason
+    where = str(exc.filename)
+    if exc.filename2 is not None:
+        where += f" -> {exc.filename2}"
+    return f"{where}: {reason}"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, without ``argv``, exits with) the process exit code.
 
     Typer handles bad usage itself (message and exit 2); every PersonaeError
-    becomes one line on stderr and exit 1.
+    (and any OSError about a file or folder) becomes one line on stderr and
+    exit 1; Ctrl-C prints ``personae: interrupted`` and exits 130.
     """
     args = sys.argv[1:] if argv is None else argv
     code: int
@@ -48,12 +63,17 @@ def main(argv: list[str] | None = None) -> int:
         app(args=args, prog_name="personae", standalone_mode=True)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if code == _INTERRUPTED:  # Typer turns Ctrl-C into a silent exit 130
+            print("personae: interrupted", file=sys.stderr)
     except PersonaeError as exc:
         print(f"personae: error: {exc}", file=sys.stderr)
         code = 1
     except KeyboardInterrupt:
         print("personae: interrupted", file=sys.stderr)
-        code = 130
+        code = _INTERRUPTED
+    except OSError as exc:  # a file or folder the user named is missing, unreadable, ...
+        print(f"personae: error: {_describe_os_error(exc)}", file=sys.stderr)
+        code = 1
     else:
         code = 0
     if argv is None:

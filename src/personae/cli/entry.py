@@ -18,6 +18,9 @@ def main() -> None:
         from personae.hosts.gate import run as run_gate
 
         sys.exit(run_gate(args[2:]))
-    from personae.cli.app import main as app_main
-
+    try:
+        from personae.cli.app import main as app_main
+    except KeyboardInterrupt:  # Ctrl-C while the CLI is still importing
+        print("personae: interrupted", file=sys.stderr)
+        sys.exit(130)
     sys.exit(app_main(args))

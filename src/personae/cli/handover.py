@@ -26,6 +26,20 @@ def _fmt(value: str | None) -> Any:
     return value
 
 
+def _check_persona_name(value: str, flag: str) -> None:
+    """Refuse a persona name the handover schema would reject, naming the flag."""
+    import re
+
+    from personae.errors import UsageError
+
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,127}", value):
+        raise UsageError(
+            f"bad persona name {value!r}: start with a letter, digit or '_', then letters, "
+            "digits or '_.:@-' (at most 128 characters)",
+            field=flag,
+        )
+
+
 @app.command("create")
 def create(  # noqa: PLR0917 (typer options)
     to: Annotated[str, typer.Option("--to", help="Target persona.")],
@@ -59,6 +73,8 @@ def create(  # noqa: PLR0917 (typer options)
     )
     from personae.project import Project
 
+    _check_persona_name(to, "--to")
+    _check_persona_name(source, "--from")
     cwd = Path.cwd()
     project = Project.open(cwd)
     files = [parse_file_spec(spec) for spec in file or []]
@@ -147,14 +163,18 @@ def schema(
     if out is None:
         sys.stdout.write(text)
     else:
-        out.write_text(text, encoding="utf-8")
+        from personae.persona.scaffold import write_text_atomic
+
+        write_text_atomic(out, text)
+        typer.echo(f"wrote {out}", err=True)
 
 
 @app.command("run")
 def run(  # noqa: PLR0917 (typer options)
     file: Annotated[Path, typer.Argument(help="Handover file.")],
     timeout: Annotated[
-        float | None, typer.Option("--timeout", help="Seconds per attempt (default 300).")
+        float | None,
+        typer.Option("--timeout", min=0.001, help="Seconds per attempt (default 300)."),
     ] = None,
     retries: Annotated[
         int, typer.Option("--retries", min=0, help="Retries after the first attempt.")

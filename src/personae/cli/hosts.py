@@ -29,11 +29,12 @@ def render_command(
     root: _Root = Path("."),
 ) -> None:
     """Render host instructions, hook configs and MCP entries (print, or --write them)."""
+    from personae.cli._paths import existing_dir
     from personae.hosts.render import plan
     from personae.hosts.render import write as write_files
     from personae.hosts.snippets import home_instructions
 
-    changes = plan(root, list(gate or []))
+    changes = plan(existing_dir(root), list(gate or []))
     if write:
         written = write_files(root, changes)
         for change in changes:
@@ -51,9 +52,10 @@ def render_command(
 @app.command("check")
 def check_command(root: _Root = Path(".")) -> None:
     """Check the host files of a repository; exit 1 when any item fails."""
+    from personae.cli._paths import existing_dir
     from personae.hosts.render import check
 
-    items = check(root)
+    items = check(existing_dir(root))
     _print_items(items)
     if not all(i.ok for i in items):
         raise typer.Exit(1)
@@ -99,10 +101,11 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Check the local setup: each item OK or FAIL with the fix."""
+        from personae.cli._paths import existing_dir
         from personae.hosts.doctor import diagnose
         from personae.mind.server import MindPaths, default_paths
 
-        base = root.resolve()
+        base = existing_dir(root).resolve()
         defaults = default_paths(base)
         paths = MindPaths(
             memory_dir=memory_dir or defaults.memory_dir,

@@ -30,9 +30,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _load(root: Path, dirs: list[Path] | None) -> Cast:
+    from personae.cli._paths import existing_dir
     from personae.persona import Cast
 
-    return Cast.load(root, dirs or [])
+    return Cast.load(existing_dir(root), dirs or [])
 
 
 def _summary(persona: Persona) -> dict[str, Any]:
@@ -97,6 +98,8 @@ def show(
     """Show one persona: every field and its system prompt."""
     cast = _load(root, dirs)
     persona = cast.get(name)
+    if cast.problems:
+        _problem_hint(cast)
     if as_json:
         data = persona.model_dump(mode="json")
         data["skill_details"] = [

@@ -164,10 +164,15 @@ def write(root: Path, changes: list[FileChange]) -> list[str]:
         if not path.resolve().is_relative_to(resolved):
             raise UsageError(f"{change.path} resolves outside {resolved}; not written")
         path.parent.mkdir(parents=True, exist_ok=True)
+        try:  # keep the user's permissions; new files rw-r--r-- (mkstemp makes 0600)
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o644
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(change.text)
+            os.chmod(tmp, mode)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -48,20 +48,29 @@ class Store:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        if str(path) != ":memory:":
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            if str(path) != ":memory:":
+                self.path.parent.mkdir(parents=True, exist_ok=True)
             self.conn = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=30.0
             )
-        except sqlite3.Error as exc:
-            raise StoreError(f"{path}: cannot open store: {exc}") from exc
+        except (OSError, sqlite3.Error) as exc:
+            reason: object = exc
+            if isinstance(exc, OSError) and exc.strerror:
+                reason = exc.strerror
+                if exc.filename is not None and str(exc.filename) != str(path):
+                    reason = f"{exc.filename}: {exc.strerror}"
+            raise StoreError(f"{path}: cannot open store: {reason}") from exc
         self.conn.row_factory = sqlite3.Row
         self.lock = threading.RLock()
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute("PRAGMA synchronous=NORMAL")
-        self.conn.execute("PRAGMA foreign_keys=ON")
-        self._migrate()
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            self.conn.execute("PRAGMA foreign_keys=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:  # not a database, corrupt, read-only, locked
+            self.conn.close()
+            raise StoreError(f"{path}: cannot open store: {exc}") from exc
 
     def _migrate(self) -> None:
         with self.transaction() as conn:

@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from personae.errors import UnknownNameError
+from personae.errors import UnknownNameError, UsageError
 from personae.store.db import Store
 
 __all__ = ["EventRow", "ModelCallRecord", "ModelCallRow", "RunRecord", "RunStore", "StoredEvent"]
@@ -184,6 +184,11 @@ class RunStore:
         exact = [r for r in rows if r["id"] == run_id]
         if exact or len(rows) == 1:
             return _run((exact or rows)[0])
+        if len(rows) > 1:
+            ids = ", ".join(r["id"] for r in rows[:10])
+            raise UsageError(
+                f"run id prefix {run_id!r} is ambiguous: {len(rows)} runs match ({ids})"
+            )
         raise UnknownNameError("run", run_id, [r.id for r in self.list_runs(limit=10)])
 
     def events(self, run_id: str) -> list[StoredEvent]:
