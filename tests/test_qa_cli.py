@@ -355,3 +355,34 @@ def test_interrupt_mid_run_prints_one_line_and_exits_130(tmp_path: Path) -> None
     with sqlite3.connect(root / ".personae" / "state.db") as conn:
         statuses = [r[0] for r in conn.execute("SELECT status FROM runs")]
     assert statuses == ["cancelled"]
+
+
+# --- chain and serve flags ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["run", "status"])
+def test_chain_state_dir_that_is_a_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path, command: str
+) -> None:
+    workflow = tmp_path / "wf.yaml"
+    workflow.write_text("name: x\nsteps:\n  - {id: a, persona: p, task: t}\n", encoding="utf-8")
+    blocker = tmp_path / "file"
+    blocker.write_text("x", encoding="utf-8")
+    code, out, err = cli(capsys, "chain", command, str(workflow), "--state-dir", str(blocker))
+    assert code == 1
+    assert one_error_line(err) == f"personae: error: {blocker}: --state-dir: not a folder"
+    assert out == ""
+
+
+def test_serve_http_on_a_taken_port_is_one_line(tmp_path: Path, isolated_home: Path) -> None:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = spawn("serve", "--http", "--port", str(port), cwd=tmp_path)
+    assert proc.returncode == 1
+    line = one_error_line(proc.stderr)
+    assert line.startswith(f"personae: error: --port: cannot listen on 127.0.0.1:{port}: ")
+    assert proc.stdout == ""

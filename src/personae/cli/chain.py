@@ -9,6 +9,16 @@ import typer
 
 __all__ = ["app"]
 
+
+def _state_dir(path: Path | None) -> Path | None:
+    """``--state-dir`` may be missing (it is created) but must not be a file."""
+    if path is not None and path.exists() and not path.is_dir():
+        from personae.errors import UsageError
+
+        raise UsageError("not a folder", file=path, field="--state-dir")
+    return path
+
+
 app = typer.Typer(
     help="Chains: multi-step persona workflows with fan-out and resume.", no_args_is_help=True
 )
@@ -32,6 +42,7 @@ def run(
     from personae.handover.workflow import load_workflow
 
     wf = load_workflow(workflow)
+    state_dir = _state_dir(state_dir)
 
     def say(key: str, message: str) -> None:
         typer.echo(f"[{key}] {message}", err=True)
@@ -59,6 +70,7 @@ def status(
     from personae.handover.workflow import load_workflow
 
     wf = load_workflow(workflow)
+    state_dir = _state_dir(state_dir)
     cp = (state_dir or state_dir_for(wf)) / "checkpoint.json"
     if not cp.exists():
         typer.echo(f"{wf.name}: not started")

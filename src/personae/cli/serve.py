@@ -10,6 +10,28 @@ import typer
 __all__ = ["register"]
 
 
+def _check_port_free(host: str, port: int) -> None:
+    """Fail with one line when ``--port`` is already taken (before the server says hello)."""
+    import socket
+
+    from personae.errors import UsageError
+
+    if not 1 <= port <= 65535:  # the server reports an out-of-range port
+        return
+    try:
+        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except OSError:
+        return  # the server reports a bad host
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="--port"
+            ) from None
+
+
 def register(app: typer.Typer) -> None:
     """Add ``serve`` to the main app."""
 
@@ -38,6 +60,8 @@ def register(app: typer.Typer) -> None:
         """Run the mind MCP server (stdio by default; --http for streamable HTTP on loopback)."""
         from personae.mind.server import MindPaths, default_paths, serve
 
+        if http:
+            _check_port_free(host, port)
         defaults = default_paths(Path.cwd())
         paths = MindPaths(
             memory_dir=memory_dir or defaults.memory_dir,
