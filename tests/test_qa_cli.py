@@ -386,3 +386,16 @@ def test_serve_http_on_a_taken_port_is_one_line(tmp_path: Path, isolated_home: P
     line = one_error_line(proc.stderr)
     assert line.startswith(f"personae: error: --port: cannot listen on 127.0.0.1:{port}: ")
     assert proc.stdout == ""
+
+
+def test_init_where_dot_personae_is_a_file_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path
+) -> None:
+    (tmp_path / ".personae").write_text("not a folder", encoding="utf-8")
+    code, out, err = cli(capsys, "init", str(tmp_path))
+    assert code == 1
+    assert one_error_line(err) == (
+        f"personae: error: {tmp_path / '.personae'}: exists but is not a folder; move it away first"
+    )
+    assert out == ""
+    assert (tmp_path / ".personae").read_text(encoding="utf-8") == "not a folder"
