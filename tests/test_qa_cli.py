@@ -399,3 +399,21 @@ def test_init_where_dot_personae_is_a_file_is_one_line(
     )
     assert out == ""
     assert (tmp_path / ".personae").read_text(encoding="utf-8") == "not a folder"
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (("--task", "   "), "--task: must not be empty"),
+        (("--task", "x" * 20_001), "--task: String should have at most 20000 characters"),
+        (("--task", "t", "--insight", "y" * 4_001), "--insight: String should have at most 4000"),
+    ],
+)
+def test_handover_create_bad_text_names_the_flag(
+    project: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], expected: str
+) -> None:
+    code, out, err = cli(capsys, "handover", "create", "--to", "writer", *extra)
+    assert code == 1
+    assert one_error_line(err).startswith(f"personae: error: {expected}")
+    assert out == ""
+    assert not (project / ".personae" / "handovers").exists()

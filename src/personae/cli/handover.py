@@ -40,6 +40,24 @@ def _check_persona_name(value: str, flag: str) -> None:
         )
 
 
+def _check_texts(task: str, insights: list[str]) -> None:
+    """Empty or oversized ``--task``/``--insight``: an error naming the flag, nothing written."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from personae.errors import UsageError
+    from personae.handover.schema import Text4k, Text20k
+
+    if not task.strip():
+        raise UsageError("must not be empty", field="--task")
+    checks: list[tuple[str, Any, str]] = [("--task", Text20k, task)]
+    checks += [("--insight", Text4k, text) for text in insights]
+    for flag, kind, text in checks:
+        try:
+            TypeAdapter(kind).validate_python(text)
+        except ValidationError as exc:
+            raise UsageError(exc.errors()[0]["msg"], field=flag) from None
+
+
 @app.command("create")
 def create(  # noqa: PLR0917 (typer options)
     to: Annotated[str, typer.Option("--to", help="Target persona.")],
@@ -75,6 +93,7 @@ def create(  # noqa: PLR0917 (typer options)
 
     _check_persona_name(to, "--to")
     _check_persona_name(source, "--from")
+    _check_texts(task, list(insight or []))
     cwd = Path.cwd()
     project = Project.open(cwd)
     files = [parse_file_spec(spec) for spec in file or []]
