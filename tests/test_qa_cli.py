@@ -417,3 +417,12 @@ def test_handover_create_bad_text_names_the_flag(
     assert one_error_line(err).startswith(f"personae: error: {expected}")
     assert out == ""
     assert not (project / ".personae" / "handovers").exists()
+
+
+def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    from personae import __version__
+
+    code, out, err = cli(capsys, "--version")
+    assert code == 0
+    assert out == f"personae {__version__}\n"
+    assert err == ""

@@ -7,6 +7,7 @@ stderr and exit 1, and bad CLI usage to exit 2. No tracebacks for user mistakes.
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 
@@ -22,6 +23,27 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from personae import __version__
+
+        typer.echo(f"personae {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Persona and context engine for multi-agent LLM systems."""
+
 
 app.add_typer(personas.app, name="personas")
 app.add_typer(context.app, name="context")
