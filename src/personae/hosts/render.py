@@ -102,10 +102,19 @@ def merge_hooks(config: dict[str, Any], ours: dict[str, Any], *, path: str) -> d
     return config
 
 
-def _load_json(path: Path, rel: str) -> dict[str, Any]:
+def _read_text(path: Path, rel: str) -> str | None:
+    """The file's text, ``None`` when it does not exist; UsageError when not UTF-8."""
+    if not path.is_file():
+        return None
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"not UTF-8 text (byte {exc.start})", file=rel) from None
+
+
+def _load_json(path: Path, rel: str) -> dict[str, Any]:
+    text = _read_text(path, rel)
+    if text is None:
         return {}
     try:
         data = json.loads(text) if text.strip() else {}
@@ -121,7 +130,7 @@ def plan(root: Path, gates: list[str] | None = None) -> list[FileChange]:
     out: list[tuple[str, str]] = []
     for rel, host in INSTRUCTION_FILES.items():
         path = root / rel
-        existing = path.read_text(encoding="utf-8") if path.is_file() else ""
+        existing = _read_text(path, rel) or ""
         out.append((rel, merge_block(existing, snippet(host), path=rel)))
     for rel, ours in (
         (CLAUDE_SETTINGS, claude_hooks(gates)),
@@ -143,7 +152,7 @@ def plan(root: Path, gates: list[str] | None = None) -> list[FileChange]:
     changes = []
     for rel, text in out:
         path = root / rel
-        old = path.read_text(encoding="utf-8") if path.is_file() else None
+        old = _read_text(path, rel)
         changes.append(FileChange(rel, text, old is not None, old != text))
     return changes
 
@@ -196,7 +205,11 @@ def check(root: Path) -> list[CheckItem]:
         if not path.is_file():
             items.append(CheckItem(rel, False, "missing", fix))
             continue
-        block = _block_of(path.read_text(encoding="utf-8"))
+        try:
+            block = _block_of(_read_text(path, rel) or "")
+        except UsageError as exc:
+            items.append(CheckItem(rel, False, str(exc), "convert it to UTF-8, then " + fix))
+            continue
         if block is None:
             items.append(CheckItem(rel, False, "no personae bootstrap block", fix))
             continue
