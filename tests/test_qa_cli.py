@@ -440,3 +440,19 @@ def test_hosts_commands_on_a_non_utf8_instruction_file(
     assert code == 1
     assert "FAIL CLAUDE.md: CLAUDE.md: not UTF-8 text (byte 0)" in out
     assert "Traceback" not in err
+
+
+def test_non_utf8_config_and_scenario_are_one_line(
+    project: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = project / ".personae" / "config.yaml"
+    config.write_bytes(b"\xff\xfe model: x")
+    code, _, err = cli(capsys, "context", "build", "--role", "worker")
+    assert code == 1
+    assert one_error_line(err) == f"personae: error: {config}: not UTF-8 text (byte 0)"
+    config.unlink()
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_bytes(b"\xff\xfe steps: []")
+    code, _, err = cli(capsys, "run", "hello", "--model", f"scripted:{scenario}")
+    assert code == 1
+    assert one_error_line(err).endswith(f"{scenario}: not UTF-8 text (byte 0)")

@@ -127,6 +127,8 @@ def load_scenario(path: Path | str) -> Scenario:
         raise ScenarioError("scenario file not found", file=file) from exc
     except OSError as exc:
         raise ScenarioError(f"cannot read scenario: {exc.strerror}", file=file) from exc
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"not UTF-8 text (byte {exc.start})", file=file) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise ScenarioError(
