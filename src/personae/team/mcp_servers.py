@@ -1,0 +1,277 @@
+"""A persona's MCP servers, connected for one turn through pydantic-ai's ``MCPToolset``.
+
+:class:`McpHub` starts the servers a persona (or a sub-agent persona) is
+configured with the first time it is needed in a turn, shares them between
+the worker attempts and sub-agents of that turn, and stops every one of them
+when the turn ends (:meth:`McpHub.aclose`, also on error). Tools appear to the
+model as ``mcp__<server>__<tool>``; only the tools the persona grants are
+listed, and :class:`McpServerToolset` refuses any other name at dispatch.
+
+A stdio server process gets only a safe base environment (``HOME``, ``PATH``,
+``USER``, ``LOGNAME``, ``SHELL``, ``TERM``; the MCP SDK's default) plus the
+variables its entry sets explicitly: nothing else of ours (``LD_PRELOAD``,
+``PYTHONPATH``, API keys ...) is passed through. A server that fails to
+start, or whose entry is wrong, is reported once through ``on_warning`` and
+its tools are simply unavailable; the run goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic_ai import ToolFailed
+from pydantic_ai.tools import RunContext
+from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, WrapperToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from personae.errors import ConfigError
+from personae.persona.model import Persona
+from personae.team._mcp_config import (
+    McpServerSpec,
+    mcp_tool_name,
+    parse_server,
+    servers_for,
+    tool_granted,
+)
+
+__all__ = ["DEFAULT_START_TIMEOUT", "McpHub", "McpServerToolset", "OnWarning"]
+
+DEFAULT_START_TIMEOUT = 30.0
+"""Seconds a server may take to start and answer the MCP handshake."""
+
+OnWarning = Callable[[str, dict[str, Any]], None]
+"""Receives a user-visible warning and its data (server, persona, error)."""
+
+
+@dataclass
+class McpServerToolset(WrapperToolset[Any]):
+    """One server's tools renamed ``mcp__<server>__<tool>`` and cut to ``granted``.
+
+    ``granted`` holds the renamed names this agent may call; anything else is
+    refused here, at dispatch, whatever the model asks for.
+    """
+
+    server: str = ""
+    granted: frozenset[str] = frozenset()
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        tools = await self.wrapped.get_tools(ctx)
+        out: dict[str, ToolsetTool[Any]] = {}
+        for name, tool in tools.items():
+            full = mcp_tool_name(self.server, name)
+            if full in self.granted:
+                out[full] = replace(tool, toolset=self, tool_def=replace(tool.tool_def, name=full))
+        return out
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        prefix = f"mcp__{self.server}__"
+        if name not in self.granted or not name.startswith(prefix):
+            raise ToolFailed(f"tool {name!r} is not granted to this persona")
+        original = name.removeprefix(prefix)
+        ctx = replace(ctx, tool_name=original)
+        tool = replace(tool, tool_def=replace(tool.tool_def, name=original))
+        return await self.wrapped.call_tool(original, tool_args, ctx, tool)
+
+
+@dataclass
+class _Server:
+    spec: McpServerSpec
+    toolset: AbstractToolset[Any]
+    tools: list[str]
+    log: IO[str] | None = None
+
+
+def _stderr_tail(log: IO[str] | None, limit: int = 400) -> str:
+    if log is None:
+        return ""
+    try:
+        log.flush()
+        log.seek(0)
+        text = log.read().strip()
+    except (OSError, ValueError):
+        return ""
+    if not text:
+        return ""
+    tail = text[-limit:].replace("\n", " | ")
+    return f"; server stderr: {tail}"
+
+
+def _error_text(exc: BaseException) -> str:
+    inner: BaseException = exc
+    while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+        inner = inner.exceptions[0]
+    text = str(inner).strip().splitlines()
+    return f"{type(inner).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+@dataclass(kw_only=True)
+class McpHub:
+    """The MCP servers of one turn: started on first use, shared, all stopped by :meth:`aclose`."""
+
+    project_servers: Mapping[str, Any] = field(default_factory=dict)
+    """Servers configured for the project (``.mcp.json``, plugins), by name."""
+    cwd: Path | None = None
+    """Working directory of stdio servers without their own ``cwd`` (the project root)."""
+    on_warning: OnWarning | None = None
+    """Called once per server that cannot be used."""
+    start_timeout: float = DEFAULT_START_TIMEOUT
+    """Seconds a server may take to start and complete the handshake."""
+    _servers: dict[str, _Server] = field(default_factory=dict, repr=False)
+    _failed: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def running(self) -> list[str]:
+        """Names of the servers started and not stopped yet."""
+        return sorted(self._servers)
+
+    async def toolset_for(
+        self, persona: Persona, *, parent_allowed: frozenset[str] | None = None
+    ) -> tuple[AbstractToolset[Any] | None, frozenset[str]]:
+        """The MCP toolset for ``persona`` and the tool names it grants.
+
+        ``parent_allowed`` (for a sub-agent) caps the grant: a child never gets
+        an MCP tool its parent lacks, so servers that could grant nothing are
+        not started. Returns ``(None, frozenset())`` when nothing is granted.
+        """
+        toolsets: list[AbstractToolset[Any]] = []
+        names: set[str] = set()
+        for server, config in servers_for(persona, self.project_servers).items():
+            if parent_allowed is not None and not any(
+                n.startswith(f"mcp__{server}__") for n in parent_allowed
+            ):
+                continue
+            running = await self._start(server, config, persona.name)
+            if running is None:
+                continue
+            granted: set[str] = set()
+            for tool in running.tools:
+                full = mcp_tool_name(server, tool)
+                if tool_granted(persona, server, tool) and (
+                    parent_allowed is None or full in parent_allowed
+                ):
+                    granted.add(full)
+            if granted:
+                names |= granted
+                toolsets.append(
+                    McpServerToolset(running.toolset, server=server, granted=frozenset(granted))
+                )
+        if not toolsets:
+            return None, frozenset()
+        toolset = toolsets[0] if len(toolsets) == 1 else CombinedToolset(toolsets)
+        return toolset, frozenset(names)
+
+    def _warn(self, key: str, message: str, **data: Any) -> None:
+        if key in self._failed:
+            return
+        self._failed[key] = message
+        if self.on_warning is not None:
+            self.on_warning(message, data)
+
+    async def _start(self, name: str, config: Any, persona: str) -> _Server | None:
+        key = f"{name}\0{json.dumps(config, sort_keys=True, default=str)}"
+        if key in self._failed:
+            return None
+        running = self._servers.get(key)
+        if running is not None:
+            return running
+        if config is None:
+            self._warn(
+                key,
+                f"MCP server {name!r} (persona {persona}) is not configured; its tools are "
+                "unavailable",
+                server=name,
+                persona=persona,
+            )
+            return None
+        try:
+            spec = parse_server(name, config)
+        except ConfigError as exc:
+            self._warn(
+                key,
+                f"MCP server {name!r} (persona {persona}): bad configuration: {exc}; its tools "
+                "are unavailable",
+                server=name,
+                persona=persona,
+                error=str(exc),
+            )
+            return None
+        log: IO[str] | None = None
+        toolset: AbstractToolset[Any] | None = None
+        try:
+            toolset, log = self._connect(spec)
+            await toolset.__aenter__()
+            try:
+                tools = [t.name for t in await toolset.list_tools()]  # type: ignore[attr-defined]
+            except BaseException:
+                await toolset.__aexit__(None, None, None)
+                raise
+        except Exception as exc:
+            message = _error_text(exc) + _stderr_tail(log)
+            if log is not None:
+                log.close()
+            self._warn(
+                key,
+                f"MCP server {name!r} (persona {persona}) failed to start: {message}; its tools "
+                "are unavailable",
+                server=name,
+                persona=persona,
+                error=message,
+            )
+            return None
+        running = _Server(spec=spec, toolset=toolset, tools=tools, log=log)
+        self._servers[key] = running
+        return running
+
+    def _connect(self, spec: McpServerSpec) -> tuple[AbstractToolset[Any], IO[str] | None]:
+        from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
+        from pydantic_ai.mcp import MCPToolset
+
+        options: dict[str, Any] = {
+            "tool_error_behavior": "failed",
+            "init_timeout": self.start_timeout,
+            "id": f"mcp_{spec.name}",
+        }
+        if spec.transport == "stdio":
+            log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+            cwd = spec.cwd or (str(self.cwd) if self.cwd is not None else None)
+            transport = StdioTransport(
+                spec.command,
+                list(spec.args),
+                env=dict(spec.env),  # merged over the SDK's safe base set only
+                cwd=cwd,
+                keep_alive=False,  # the process ends when the toolset is closed
+                log_file=log,
+            )
+            return MCPToolset(transport, **options), log
+        headers = dict(spec.headers) or None
+        remote = (
+            SSETransport(spec.url, headers=headers)
+            if spec.transport == "sse"
+            else StreamableHttpTransport(spec.url, headers=headers)
+        )
+        return MCPToolset(remote, **options), None
+
+    async def aclose(self) -> None:
+        """Stop every server started in this turn (errors while stopping are ignored)."""
+        servers, self._servers = list(self._servers.values()), {}
+        for server in reversed(servers):
+            try:
+                await server.toolset.__aexit__(None, None, None)
+            except Exception:  # a server that died on its own: nothing left to stop
+                pass
+            finally:
+                if server.log is not None:
+                    server.log.close()
+
+    async def __aenter__(self) -> McpHub:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
