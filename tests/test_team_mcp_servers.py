@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from personae.errors import RunError
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.models.scenario import ROLE_MARKER
 from personae.team.events import Event
@@ -278,3 +279,36 @@ def test_server_that_fails_to_start_is_a_warning_and_the_run_goes_on(tmp_path: P
     assert any("failed to start" in w for w in outcome.result.warnings)
     offered = {t["function"]["name"] for t in player.requests[1]["tools"]}
     assert "read_file" in offered and not any(n.startswith("mcp__") for n in offered)
+
+
+def test_server_is_stopped_when_the_turn_fails(tmp_path: Path) -> None:
+    root = make_project(
+        tmp_path, {"recaller": RECALLER.format(entry=json.dumps(mind_entry(tmp_path)))}, {}
+    )
+    steps = [
+        {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Recall"}]}},
+        {
+            "when": {"role": "worker"},
+            "tool_calls": [{"name": "mcp__mind__list_memory_files", "args": {}}],
+        },
+        # The scenario ends here: the next model request fails and the run errors out.
+    ]
+    model = scripted_function_model(Scenario.model_validate({"steps": steps}))
+    seen: dict[int, dict[str, str]] = {}
+
+    def listener(event: Event) -> None:
+        if event.kind.value == "tool_call":
+            seen.update(server_pids(str(root / "mem")))
+
+    options = RunOptions(root=root, persona="recaller", include_git_log=False)
+    with pytest.raises(RunError):
+        asyncio.run(
+            run_turn(
+                "List memories",
+                options,
+                listeners=[listener],
+                resolver=ModelResolver.using(model, "scripted:t"),
+            )
+        )
+    assert len(seen) == 1
+    assert not any(Path(f"/proc/{pid}").exists() for pid in seen)
