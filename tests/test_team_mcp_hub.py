@@ -87,6 +87,11 @@ def test_http_server_tools_are_renamed_granted_and_enforced_at_dispatch(
                     ctx,
                     listed,
                 )
+            # Sub-agents inherit from the parent's grant only (and start nothing).
+            anything = Persona(name="c1", description="d", tools=None)
+            assert (await hub.toolset_for(anything, parent_allowed=names))[1] == names
+            wider = Persona(name="c2", description="d", tools=["mcp__mind__read_memory_file"])
+            assert await hub.toolset_for(wider, parent_allowed=names) == (None, frozenset())
             running = hub.running
         finally:
             await hub.aclose()

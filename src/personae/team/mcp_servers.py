@@ -6,6 +6,8 @@ the worker attempts and sub-agents of that turn, and stops every one of them
 when the turn ends (:meth:`McpHub.aclose`, also on error). Tools appear to the
 model as ``mcp__<server>__<tool>``; only the tools the persona grants are
 listed, and :class:`McpServerToolset` refuses any other name at dispatch.
+A sub-agent starts no server of its own: it gets the MCP tools its persona
+grants among those its parent has (narrow only), on the parent's processes.
 
 A stdio server process gets only a safe base environment (``HOME``, ``PATH``,
 ``USER``, ``LOGNAME``, ``SHELL``, ``TERM``; the MCP SDK's default) plus the
@@ -17,6 +19,7 @@ its tools are simply unavailable; the run goes on.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tempfile
 from collections.abc import Callable, Mapping
@@ -124,6 +127,8 @@ class McpHub:
     start_timeout: float = DEFAULT_START_TIMEOUT
     """Seconds a server may take to start and complete the handshake."""
     _servers: dict[str, _Server] = field(default_factory=dict, repr=False)
+    _bound: dict[str, _Server] = field(default_factory=dict, repr=False)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     _failed: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
@@ -136,36 +141,41 @@ class McpHub:
     ) -> tuple[AbstractToolset[Any] | None, frozenset[str]]:
         """The MCP toolset for ``persona`` and the tool names it grants.
 
-        ``parent_allowed`` (for a sub-agent) caps the grant: a child never gets
-        an MCP tool its parent lacks, so servers that could grant nothing are
-        not started. Returns ``(None, frozenset())`` when nothing is granted.
+        A top-level persona (the worker) gets the tools it grants of its own
+        servers, started here on first use. A sub-agent (``parent_allowed``
+        given) starts nothing: it gets the tools its persona grants among its
+        parent's MCP tools, served by the parent's server processes (narrow
+        only; the same tool instances). Returns ``(None, frozenset())`` when
+        nothing is granted.
         """
-        toolsets: list[AbstractToolset[Any]] = []
-        names: set[str] = set()
-        for server, config in servers_for(persona, self.project_servers).items():
-            if parent_allowed is not None and not any(
-                n.startswith(f"mcp__{server}__") for n in parent_allowed
-            ):
-                continue
-            running = await self._start(server, config, persona.name)
-            if running is None:
-                continue
-            granted: set[str] = set()
-            for tool in running.tools:
-                full = mcp_tool_name(server, tool)
-                if tool_granted(persona, server, tool) and (
-                    parent_allowed is None or full in parent_allowed
-                ):
-                    granted.add(full)
+        grants: list[tuple[str, _Server, set[str]]] = []
+        if parent_allowed is None:
+            bound: dict[str, _Server] = {}
+            for server, config in servers_for(persona, self.project_servers).items():
+                running = await self._start(server, config, persona.name)
+                if running is not None:
+                    bound[server] = running
+            self._bound = bound  # what this worker's sub-agents may inherit
+        else:
+            bound = self._bound
+        for server, running in bound.items():
+            granted = {
+                mcp_tool_name(server, tool)
+                for tool in running.tools
+                if tool_granted(persona, server, tool)
+            }
+            if parent_allowed is not None:
+                granted &= parent_allowed
             if granted:
-                names |= granted
-                toolsets.append(
-                    McpServerToolset(running.toolset, server=server, granted=frozenset(granted))
-                )
-        if not toolsets:
+                grants.append((server, running, granted))
+        if not grants:
             return None, frozenset()
-        toolset = toolsets[0] if len(toolsets) == 1 else CombinedToolset(toolsets)
-        return toolset, frozenset(names)
+        toolsets: list[AbstractToolset[Any]] = [
+            McpServerToolset(running.toolset, server=server, granted=frozenset(granted))
+            for server, running, granted in grants
+        ]
+        names = frozenset(n for _, _, granted in grants for n in granted)
+        return (toolsets[0] if len(toolsets) == 1 else CombinedToolset(toolsets)), names
 
     def _warn(self, key: str, message: str, **data: Any) -> None:
         if key in self._failed:
@@ -175,6 +185,10 @@ class McpHub:
             self.on_warning(message, data)
 
     async def _start(self, name: str, config: Any, persona: str) -> _Server | None:
+        async with self._lock:  # one process per server entry, even for concurrent callers
+            return await self._start_locked(name, config, persona)
+
+    async def _start_locked(self, name: str, config: Any, persona: str) -> _Server | None:
         key = f"{name}\0{json.dumps(config, sort_keys=True, default=str)}"
         if key in self._failed:
             return None
@@ -260,7 +274,7 @@ class McpHub:
 
     async def aclose(self) -> None:
         """Stop every server started in this turn (errors while stopping are ignored)."""
-        servers, self._servers = list(self._servers.values()), {}
+        servers, self._servers, self._bound = list(self._servers.values()), {}, {}
         for server in reversed(servers):
             try:
                 await server.toolset.__aexit__(None, None, None)
