@@ -312,3 +312,51 @@ def test_server_is_stopped_when_the_turn_fails(tmp_path: Path) -> None:
         )
     assert len(seen) == 1
     assert not any(Path(f"/proc/{pid}").exists() for pid in seen)
+
+
+STRICT = """---
+name: archivist
+description: Answers from memory only.
+tools: [mcp__mind__recall, mcp__mind__list_memory_files]
+mcp_servers:
+  mind: {entry}
+constraints:
+  required_tools: [mcp__mind__recall]
+  validation_guidance: Every claim must come from a mcp__mind__recall result.
+---
+ARCHIVIST.
+"""
+
+
+def test_validator_sees_the_mcp_tools_and_enforces_a_required_one(tmp_path: Path) -> None:
+    # seed 000 test 5: the Client sees the persona's MCP tools and uses them in validation.
+    folder = tmp_path / ".personae" / "personas"
+    folder.mkdir(parents=True)
+    (folder / "archivist.md").write_text(STRICT.format(entry=json.dumps(mind_entry(tmp_path))))
+    root = make_project(tmp_path, {}, {})
+    steps = [
+        {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "What is kept?"}]}},
+        {
+            "when": {"role": "worker"},
+            "tool_calls": [{"name": "mcp__mind__list_memory_files", "args": {}}],
+        },
+        {"when": {"role": "worker"}, "text": "One memory about Brandon."},
+        # Rejected in code (no model call): the required MCP tool was not used.
+        {
+            "when": {"contains": "mcp__mind__recall"},
+            "tool_calls": [{"name": "mcp__mind__recall", "args": {"query": "Brandon"}}],
+        },
+        {"when": {"role": "worker"}, "text": "Brandon likes tea."},
+        {"when": {"role": "validator"}, "output": OK},
+        {"when": {"role": "manager"}, "text": "Brandon likes tea."},
+    ]
+    outcome, player = run(root, "archivist", steps, {})
+    first = events(outcome, "validation")[0]
+    assert first.data["used_llm"] is False and first.data["approved"] is False
+    assert "required tools not used: mcp__mind__recall" in first.message
+    correction = events(outcome, "correction")[0]
+    assert "mcp__mind__recall" in correction.message
+    validator_call = requests_with(player, ROLE_MARKER.format(role="validator"))[0]
+    sent = json.dumps(validator_call["messages"])
+    assert "mcp__mind__recall" in sent and "Every claim must come from" in sent
+    assert outcome.result.status == "done"
