@@ -62,7 +62,7 @@ def test_http_server_tools_are_renamed_granted_and_enforced_at_dispatch(
     persona = Persona(
         name="reader",
         description="d",
-        tools=["mcp__mind__list_memory_files", "mcp__mind__read_memory_file"],
+        tools=["mcp__mind__list_memory_files", "mcp__mind__read_memory_file", "mcp__mind__nope"],
         disallowed_tools=["mcp__mind__read_memory_file"],
         mcp_servers={"mind": {"type": "http", "url": url}},
     )
@@ -98,7 +98,8 @@ def test_http_server_tools_are_renamed_granted_and_enforced_at_dispatch(
         return running, result, hub.running
 
     running, result, after = asyncio.run(main())
-    assert warnings == []
+    assert len(warnings) == 1  # the typo, once
+    assert "'mcp__mind__nope'" in warnings[0] and "recall" in warnings[0]
     assert "user_brandon.md" in json.dumps(result)
     assert [p.name for p in mem.iterdir()] == ["user_brandon.md"]
     assert len(running) == 1 and after == []

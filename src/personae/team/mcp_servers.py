@@ -156,6 +156,7 @@ class McpHub:
                 if running is not None:
                     bound[server] = running
             self._bound = bound  # what this worker's sub-agents may inherit
+            self._check_named(persona, bound)
         else:
             bound = self._bound
         for server, running in bound.items():
@@ -176,6 +177,22 @@ class McpHub:
         ]
         names = frozenset(n for _, _, granted in grants for n in granted)
         return (toolsets[0] if len(toolsets) == 1 else CombinedToolset(toolsets)), names
+
+    def _check_named(self, persona: Persona, bound: Mapping[str, _Server]) -> None:
+        """Warn about ``mcp__<server>__<tool>`` entries the running server does not offer."""
+        for spec in persona.tools or []:
+            for server, running in bound.items():
+                prefix = f"mcp__{server}__"
+                tool = spec.removeprefix(prefix)
+                if spec.startswith(prefix) and tool != "*" and tool not in running.tools:
+                    offered = ", ".join(running.tools) or "(none)"
+                    self._warn(
+                        f"{persona.name}\0{spec}",
+                        f"persona {persona.name} names {spec!r}, which MCP server {server!r} "
+                        f"does not offer (it has: {offered})",
+                        server=server,
+                        persona=persona.name,
+                    )
 
     def _warn(self, key: str, message: str, **data: Any) -> None:
         if key in self._failed:
