@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -234,3 +235,58 @@ def test_export_unknown_format(project: Path) -> None:
     result = personae("personas", "export", "analyst", "--format", "yaml", cwd=project)
     assert result.returncode == 1
     assert "unknown export format 'yaml'" in result.stderr
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_init_and_export_files_get_the_umask_mode(tmp_path: Path, umask: int) -> None:
+    """New user files are 0666 & ~umask (not mkstemp's 0600); a replaced file keeps its mode."""
+    script = (
+        "import os, sys, runpy; os.umask(int(sys.argv[1], 8)); sys.argv = sys.argv[1:]; "
+        "sys.argv[0] = 'personae'; runpy.run_module('personae', run_name='__main__')"
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", script, oct(umask), *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+        )
+
+    assert run("init", "proj").returncode == 0
+    root = tmp_path / "proj"
+    modes = {stat.S_IMODE(p.stat().st_mode) for p in root.rglob("*") if p.is_file()}
+    assert modes == {0o666 & ~umask}
+    out = tmp_path / "agent.md"
+    result = run(
+        "personas",
+        "export",
+        "writer",
+        "--format",
+        "claude-code",
+        "--root",
+        "proj",
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+    out.chmod(0o640)
+    assert (
+        run(
+            "personas",
+            "export",
+            "analyst",
+            "--format",
+            "claude-code",
+            "--root",
+            "proj",
+            "--out",
+            str(out),
+        ).returncode
+        == 0
+    )
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640
+    assert "name: analyst" in out.read_text()

@@ -6,14 +6,13 @@ are never overwritten, and every new file is written atomically.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
 
 from personae.errors import UsageError
+from personae.tools._files import write_atomic
 
 __all__ = ["InitReport", "example_files", "init_project", "write_text_atomic"]
 
@@ -57,18 +56,14 @@ def example_files() -> list[tuple[Path, bytes]]:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file + rename); UsageError on failure."""
+    """Write ``text`` to ``path`` atomically (temp file + rename); UsageError on failure.
+
+    A new file gets the normal mode (``0666 & ~umask``); a replaced file keeps its mode.
+    """
     try:
         _write_atomic(Path(path), text.encode("utf-8"))
     except OSError as exc:
