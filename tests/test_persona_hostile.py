@@ -1,0 +1,95 @@
+"""Hostile or odd persona files: YAML alias bombs, deep nesting, FIFOs, huge files.
+
+Each must give one clear ``file:line: message`` (or load), never hang, crash
+or blow up memory later (``show --json``, ``export``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from personae.persona import Cast
+
+GOOD = "---\nname: good\ndescription: A fine persona.\ntools: [read_file]\n---\nHello.\n"
+
+BOMB = (
+    "---\nname: bomb\ndescription: d\na: &a [x, x, x, x, x, x, x, x, x]\n"
+    + "".join(
+        f"{k}: &{k} [{', '.join([f'*{p}'] * 9)}]\n"
+        for p, k in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    + "---\nbody\n"
+)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "personae", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("folder", [".personae/personas", ".claude/agents"])
+@pytest.mark.parametrize(
+    ("text", "line", "message"),
+    [
+        (
+            "---\nname: rec\ndescription: d\na: &a [1, *a]\n---\n",
+            4,
+            "frontmatter holds a recursive YAML alias (a value that contains itself)",
+        ),
+        (BOMB, 9, "frontmatter too large: more than 100000 values (YAML aliases expanded)"),
+        (
+            "---\nname: deep\ndescription: d\na: " + "[" * 500 + "]" * 500 + "\n---\n",
+            4,
+            "frontmatter nested too deeply (more than 50 levels)",
+        ),
+    ],
+)
+def test_yaml_alias_bombs_and_deep_nesting_are_errors(
+    tmp_path: Path, folder: str, text: str, line: int, message: str
+) -> None:
+    write(tmp_path / ".personae/personas/good.md", GOOD)
+    bad = write(tmp_path / folder / "bad.md", text)
+    cast = Cast.load(tmp_path)
+    assert [str(e) for e in cast.errors] == [f"{bad}:{line}: {message}"]
+    assert sorted(cast.personas) == ["good"]
+
+
+def test_shared_aliases_that_stay_small_still_load(tmp_path: Path) -> None:
+    write(
+        tmp_path / ".personae/personas/a.md",
+        "---\nname: a\ndescription: d\nconstraints:\n  safety_rules: &r [no secrets]\n"
+        "  mandatory_steps: *r\n---\n",
+    )
+    cast = Cast.load(tmp_path)
+    assert cast.errors == []
+    assert cast.get("a").constraints.mandatory_steps == ["no secrets"]
+
+
+def test_recursive_alias_cli_show_json_has_no_traceback(tmp_path: Path) -> None:
+    write(tmp_path / "agents/rec.md", "---\nname: rec\ndescription: d\na: &a [1, *a]\n---\n")
+    check = personae("personas", "check", "--dir", "agents", cwd=tmp_path)
+    assert check.returncode == 1
+    assert "recursive YAML alias" in check.stdout
+    show = personae("personas", "show", "rec", "--dir", "agents", "--json", cwd=tmp_path)
+    assert show.returncode == 1
+    assert "Traceback" not in show.stderr
+    assert show.stderr.startswith("personae: error: unknown persona 'rec'")
+    listed = personae("personas", "list", "--dir", "agents", "--json", cwd=tmp_path)
+    assert json.loads(listed.stdout) == []
