@@ -7,6 +7,7 @@ or blow up memory later (``show --json``, ``export``).
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from personae.persona import Cast
+from personae.persona._files import MAX_FILE_BYTES
 
 GOOD = "---\nname: good\ndescription: A fine persona.\ntools: [read_file]\n---\nHello.\n"
 
@@ -93,3 +95,49 @@ def test_recursive_alias_cli_show_json_has_no_traceback(tmp_path: Path) -> None:
     assert show.stderr.startswith("personae: error: unknown persona 'rec'")
     listed = personae("personas", "list", "--dir", "agents", "--json", cwd=tmp_path)
     assert json.loads(listed.stdout) == []
+
+
+@pytest.mark.parametrize("folder", [".personae/personas", ".claude/agents"])
+def test_fifo_named_md_is_an_error_not_a_hang(tmp_path: Path, folder: str) -> None:
+    write(tmp_path / ".personae/personas/good.md", GOOD)
+    fifo = tmp_path / folder / "pipe.md"
+    fifo.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(fifo)
+    result = personae("personas", "check", "--root", str(tmp_path), cwd=tmp_path)
+    assert result.returncode == 1
+    assert f"{fifo}: error: cannot read file: not a regular file" in result.stdout
+    assert "checked 1 personas" in result.stdout
+
+
+def test_oversized_file_is_an_error(tmp_path: Path) -> None:
+    write(tmp_path / ".personae/personas/good.md", GOOD)
+    big = write(
+        tmp_path / ".personae/personas/big.md",
+        "---\nname: big\ndescription: d\n---\n" + "x" * MAX_FILE_BYTES,
+    )
+    cast = Cast.load(tmp_path)
+    assert [str(e) for e in cast.errors] == [f"{big}: cannot read file: larger than 8 MiB"]
+    assert sorted(cast.personas) == ["good"]
+
+
+def test_bom_and_crlf_load_like_plain_files(tmp_path: Path) -> None:
+    path = tmp_path / ".personae/personas/w.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(
+        b"\xef\xbb\xbf---\r\nname: w\r\ndescription: d\r\ntools: Read, Foo\r\n---\r\nA\r\nB\r\n"
+    )
+    cast = Cast.load(tmp_path)
+    assert [str(e) for e in cast.errors] == [
+        f"{path}:4: unknown tool 'Foo' (valid: agent, edit_file, glob, grep, "
+        "handover_to_persona, list_dir, read_file, run_shell, web_fetch, write_file)"
+    ]
+    path.write_bytes(b"\xef\xbb\xbf---\r\nname: w\r\ndescription: d\r\n---\r\nA\r\nB\r\n")
+    assert Cast.load(tmp_path).get("w").system_prompt == "A\nB\n"
+
+
+def test_directory_named_like_a_persona_file_is_walked_not_read(tmp_path: Path) -> None:
+    write(tmp_path / ".personae/personas/good.md", GOOD)
+    write(tmp_path / ".personae/personas/odd.md/inner.md", GOOD.replace("good", "inner"))
+    cast = Cast.load(tmp_path)
+    assert cast.errors == []
+    assert sorted(cast.personas) == ["good", "inner"]
