@@ -176,3 +176,18 @@ def test_write_file_new_files_get_the_umask_mode(tmp_path: Path, umask: int) -> 
     assert stat.S_IMODE((tmp_path / "kept.txt").stat().st_mode) == 0o754
     assert (tmp_path / "kept.txt").read_text() == "b"
     assert sorted(os.listdir(tmp_path)) == ["kept.txt", "new.txt"]
+
+
+@pytest.mark.parametrize("tool", ["read_file", "edit_file"])
+def test_fifo_is_refused_without_hanging(tmp_path: Path, tool: str) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    tools = _subset(tmp_path)
+    args: dict[str, Any] = {"path": "pipe"}
+    if tool == "edit_file":
+        args |= {"old_string": "a", "new_string": "b"}
+
+    async def run() -> str:
+        return await asyncio.wait_for(tools.dispatch(tool, args), 5)
+
+    with pytest.raises(ToolError, match="pipe is not a regular file"):
+        asyncio.run(run())

@@ -93,9 +93,14 @@ class EditFileArgs(BaseModel):
 
 
 def _open_regular(path: Path, ctx: ToolContext, shown: str) -> int:
-    """Open ``path`` read-only without following a final symlink; must be a regular file."""
+    """Open ``path`` read-only without following a final symlink; must be a regular file.
+
+    ``O_NONBLOCK`` keeps the open of a FIFO from waiting forever for a writer
+    (it has no effect on the regular file that is then read).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise ctx.error(f"no such file: {shown}", path=shown) from None
     except IsADirectoryError:
