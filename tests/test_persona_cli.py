@@ -290,3 +290,14 @@ def test_init_and_export_files_get_the_umask_mode(tmp_path: Path, umask: int) ->
     )
     assert stat.S_IMODE(out.stat().st_mode) == 0o640
     assert "name: analyst" in out.read_text()
+
+
+def test_missing_or_file_root_is_bad_usage(tmp_path: Path) -> None:
+    write(tmp_path / "f", "x")
+    for args in (("list",), ("check",), ("show", "x"), ("export", "x", "--format", "claude-code")):
+        for root in ("nope", "f"):
+            result = personae("personas", *args, "--root", root, cwd=tmp_path)
+            assert result.returncode == 2, (args, root, result.stdout)
+            assert "Invalid value for '--root'" in result.stderr
+            assert "Traceback" not in result.stderr
+

@@ -25,7 +25,12 @@ DirsOpt = Annotated[
         "later ones override earlier ones).",
     ),
 ]
-RootOpt = Annotated[Path, typer.Option("--root", help="Project folder (default: current).")]
+RootOpt = Annotated[
+    Path,
+    typer.Option(
+        "--root", help="Project folder (default: current).", exists=True, file_okay=False
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
