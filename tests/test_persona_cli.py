@@ -301,3 +301,12 @@ def test_missing_or_file_root_is_bad_usage(tmp_path: Path) -> None:
             assert "Invalid value for '--root'" in result.stderr
             assert "Traceback" not in result.stderr
 
+
+def test_init_with_a_file_in_the_way_names_it_and_writes_nothing(tmp_path: Path) -> None:
+    write(tmp_path / "p/.personae/skills", "not a folder")
+    result = personae("init", "p", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"personae: error: {Path('p/.personae/skills')}: not a directory (a file is in the way)"
+    )
+    assert [q.name for q in (tmp_path / "p").rglob("*")] == [".personae", "skills"]
