@@ -9,7 +9,7 @@ from pathlib import Path
 
 from personae.persona.problems import Problem
 
-__all__ = ["MAX_FILE_BYTES", "iter_files", "read_confined"]
+__all__ = ["MAX_FILE_BYTES", "confined_dir", "iter_files", "read_confined"]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 """Largest persona, skill or JSON file the loaders read."""
@@ -60,6 +60,19 @@ def iter_files(
                 problems.append(_escape(path, root))
                 continue
             yield path
+
+
+def confined_dir(folder: Path, root: Path, problems: list[Problem]) -> bool:
+    """Whether ``folder`` is a directory that resolves inside ``root``.
+
+    A folder (or symlink to one) leading outside ``root`` is reported as an error.
+    """
+    if not folder.is_dir():
+        return False
+    if not _inside(folder, root):
+        problems.append(_escape(folder, root))
+        return False
+    return True
 
 
 def _escape(path: Path, root: Path) -> Problem:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from personae.persona._files import iter_files
+from personae.persona._files import confined_dir, iter_files
 from personae.persona.loader import LoadedPersona, load_persona_file
 from personae.persona.model import Skill
 from personae.persona.plugin import is_plugin_dir, load_plugin, read_mcp_json
@@ -26,23 +26,6 @@ class Source:
     skills: list[Skill] = field(default_factory=list)
 
 
-def _confined_folder(folder: Path, root: Path, problems: list[Problem]) -> bool:
-    if not folder.is_dir():
-        return False
-    if not folder.resolve().is_relative_to(root.resolve()):
-        problems.append(
-            Problem(
-                file=folder,
-                line=None,
-                severity="error",
-                message=f"symlink escapes the project root {root} "
-                f"(points to {folder.resolve()}); skipped",
-            )
-        )
-        return False
-    return True
-
-
 def _folder_source(
     folder: Path,
     *,
@@ -53,7 +36,7 @@ def _folder_source(
     skills_folder: Path | None = None,
 ) -> Source:
     source = Source(label=str(folder))
-    if _confined_folder(folder, root, problems):
+    if confined_dir(folder, root, problems):
         for path in iter_files(folder, root, problems):
             if path.name == "SKILL.md":
                 skill = load_skill_file(path, root=root, problems=problems, servers=servers)
@@ -65,7 +48,7 @@ def _folder_source(
             )
             if loaded is not None:
                 source.personas.append(loaded)
-    if skills_folder is not None and _confined_folder(skills_folder, root, problems):
+    if skills_folder is not None and confined_dir(skills_folder, root, problems):
         for path in iter_files(skills_folder, root, problems, pattern="SKILL.md"):
             skill = load_skill_file(path, root=root, problems=problems, servers=servers)
             if skill is not None:
@@ -87,31 +70,25 @@ def collect_project(root: Path, problems: list[Problem], servers: dict[str, Any]
     servers.update(read_mcp_json(root / ".personae" / "mcp.json", root, problems))
     sources: list[Source] = []
     for base in (root / ".claude" / "plugins", root / ".personae" / "plugins"):
-        if not _confined_folder(base, root, problems):
+        if not confined_dir(base, root, problems):
             continue
         for sub in sorted(p for p in base.iterdir() if p.is_dir()):
             if is_plugin_dir(sub):
                 sources.append(_plugin_source(sub, root, problems, servers))
-    sources.append(
-        _folder_source(
-            root / ".claude" / "agents",
-            kind="claude-code",
-            root=root,
-            servers=servers,
-            problems=problems,
-            skills_folder=root / ".claude" / "skills",
+    for base, personas, kind in (
+        (".claude", "agents", "claude-code"),
+        (".personae", "personas", "personae"),
+    ):
+        sources.append(
+            _folder_source(
+                root / base / personas,
+                kind=kind,
+                root=root,
+                servers=servers,
+                problems=problems,
+                skills_folder=root / base / "skills",
+            )
         )
-    )
-    sources.append(
-        _folder_source(
-            root / ".personae" / "personas",
-            kind="personae",
-            root=root,
-            servers=servers,
-            problems=problems,
-            skills_folder=root / ".personae" / "skills",
-        )
-    )
     return sources
 
 
