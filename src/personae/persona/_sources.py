@@ -75,18 +75,18 @@ def collect_project(root: Path, problems: list[Problem], servers: dict[str, Any]
         for sub in sorted(p for p in base.iterdir() if p.is_dir()):
             if is_plugin_dir(sub):
                 sources.append(_plugin_source(sub, root, problems, servers))
-    for base, personas, kind in (
+    for host, personas, kind in (
         (".claude", "agents", "claude-code"),
         (".personae", "personas", "personae"),
     ):
         sources.append(
             _folder_source(
-                root / base / personas,
+                root / host / personas,
                 kind=kind,
                 root=root,
                 servers=servers,
                 problems=problems,
-                skills_folder=root / base / "skills",
+                skills_folder=root / host / "skills",
             )
         )
     return sources
