@@ -49,6 +49,9 @@ class ToolLimits:
     """Seconds a ``web_fetch`` may take in total."""
     fetch_max_bytes: int | None = 256 * 1024
     """Bytes of body ``web_fetch`` downloads and keeps (HTML shrinks when turned into text)."""
+    fetch_allow_private: bool = False
+    """Let ``web_fetch`` reach loopback, private, link-local (cloud metadata) and other
+    non-global addresses; off by default (every request and redirect is checked)."""
     preview_chars: int = 400
     """Characters of a result kept in a call record's preview."""
 
