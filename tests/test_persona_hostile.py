@@ -141,3 +141,19 @@ def test_directory_named_like_a_persona_file_is_walked_not_read(tmp_path: Path) 
     cast = Cast.load(tmp_path)
     assert cast.errors == []
     assert sorted(cast.personas) == ["good", "inner"]
+
+
+def test_plugin_folder_symlinked_outside_is_one_error(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    write(outside / ".claude-plugin/plugin.json", '{"name":"p","description":"d","version":"1"}')
+    write(outside / "agents/evil.md", "---\nname: evil\ndescription: from outside\n---\n")
+    write(outside / "skills/s/SKILL.md", "---\nname: s\ndescription: outside\n---\n")
+    project = tmp_path / "proj"
+    link = project / ".claude/plugins/evil"
+    link.parent.mkdir(parents=True)
+    link.symlink_to(outside)
+    cast = Cast.load(project)
+    assert [str(e) for e in cast.errors] == [
+        f"{link}: symlink escapes the project root {project} (points to {outside}); skipped"
+    ]
+    assert cast.personas == {} and cast.skills == {}

@@ -73,7 +73,7 @@ def collect_project(root: Path, problems: list[Problem], servers: dict[str, Any]
         if not confined_dir(base, root, problems):
             continue
         for sub in sorted(p for p in base.iterdir() if p.is_dir()):
-            if is_plugin_dir(sub):
+            if is_plugin_dir(sub) and confined_dir(sub, root, problems):
                 sources.append(_plugin_source(sub, root, problems, servers))
     for host, personas, kind in (
         (".claude", "agents", "claude-code"),
