@@ -310,3 +310,27 @@ def test_init_with_a_file_in_the_way_names_it_and_writes_nothing(tmp_path: Path)
         f"personae: error: {Path('p/.personae/skills')}: not a directory (a file is in the way)"
     )
     assert [q.name for q in (tmp_path / "p").rglob("*")] == [".personae", "skills"]
+
+
+def test_list_shows_rich_markup_in_descriptions_literally(tmp_path: Path) -> None:
+    write(
+        tmp_path / "agents/m.md",
+        '---\nname: m\ndescription: "see [/x] and [bold]b[/bold]"\n---\nbody\n',
+    )
+    result = personae("personas", "list", "--dir", "agents", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "see [/x] and [bold]b[/bold]" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_terminal_escapes_from_files_are_shown_not_sent(tmp_path: Path) -> None:
+    write(
+        tmp_path / "agents/a.md",
+        '---\nname: a\ndescription: "evil \\e]0;pwned\\a \\e[2J desc"\n---\nbody \x1b[31mred\n',
+    )
+    for args in (("list",), ("show", "a")):
+        result = personae("personas", *args, "--dir", "agents", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+        assert "evil \\x1b]0;pwned\\x07 \\x1b[2J desc" in result.stdout
+    assert "body \\x1b[31mred" in result.stdout
