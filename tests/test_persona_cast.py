@@ -182,7 +182,7 @@ def test_validation_context_lists_mcp_servers(tmp_path: Path) -> None:
     assert "Secret prompt." not in ctx
 
 
-@pytest.mark.parametrize("extra", [".", ".personae/personas"])
+@pytest.mark.parametrize("extra", [".", ".personae/personas", ".personae"])
 def test_dir_inside_the_project_is_not_an_override_of_itself(tmp_path: Path, extra: str) -> None:
     """`check --dir .personae/personas` in a project reported every persona as overriding
     itself (and failed with --strict); a file's problems were reported twice."""

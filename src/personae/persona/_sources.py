@@ -104,9 +104,11 @@ def collect_dir(folder: Path, problems: list[Problem], servers: dict[str, Any]) 
     """Sources of one ``--dir`` path (confined to that folder).
 
     A plugin folder loads as a plugin; a folder with ``.personae/`` or
-    ``.claude/`` loads as a project; any other folder is a folder of persona
-    files (personae files when it is named ``personas`` or lies inside
-    ``.personae/``, otherwise Claude Code agent files) and ``SKILL.md`` files.
+    ``.claude/`` loads as a project; a ``.personae`` folder loads its
+    ``personas/`` and ``skills/`` (not ``directive.md``); any other folder is
+    a folder of persona files (personae files when it is named ``personas``
+    or lies inside ``.personae/``, otherwise Claude Code agent files) and
+    ``SKILL.md`` files.
     """
     if not folder.exists():
         problems.append(
@@ -122,6 +124,17 @@ def collect_dir(folder: Path, problems: list[Problem], servers: dict[str, Any]) 
         return [_plugin_source(folder, folder, problems, servers)]
     if (folder / ".personae").is_dir() or (folder / ".claude").is_dir():
         return collect_project(folder, problems, servers)
+    if folder.name == ".personae":  # a project's own folder: its personas and skills only
+        return [
+            _folder_source(
+                folder / "personas",
+                kind="personae",
+                root=folder,
+                servers=servers,
+                problems=problems,
+                skills_folder=folder / "skills",
+            )
+        ]
     resolved = folder.resolve()
     kind = (
         "personae"
