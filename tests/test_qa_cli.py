@@ -160,25 +160,29 @@ def test_bad_project_config_names_file_and_field(
         ("doctor", "--no-probe"),
     ],
 )
-def test_missing_root_is_an_error(
+def test_missing_root_is_a_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path, args: tuple[str, ...]
 ) -> None:
     missing = tmp_path / "no-such-project"
     code, out, err = cli(capsys, *args, "--root", str(missing))
-    assert code == 1
-    assert one_error_line(err) == f"personae: error: {missing}: --root: no such folder"
+    assert code == 2
+    assert "Invalid value for '--root'" in err
+    assert "does not exist" in err
+    assert "Traceback" not in err
     assert out == ""
     assert not missing.exists()
 
 
-def test_root_that_is_a_file_is_an_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path
+@pytest.mark.parametrize("args", [("context", "roles"), ("hosts", "check"), ("doctor",)])
+def test_root_that_is_a_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path, args: tuple[str, ...]
 ) -> None:
     file = tmp_path / "plain.txt"
     file.write_text("x", encoding="utf-8")
-    code, _, err = cli(capsys, "personas", "list", "--root", str(file))
-    assert code == 1
-    assert one_error_line(err) == f"personae: error: {file}: --root: not a folder"
+    code, _, err = cli(capsys, *args, "--root", str(file))
+    assert code == 2
+    assert "Invalid value for '--root'" in err
+    assert "is a file" in err
 
 
 def test_handover_schema_out_in_missing_folder_is_written_atomically(
@@ -311,8 +315,11 @@ def test_init_and_hosts_write_readable_files_and_keep_modes(
     assert cli(capsys, "hosts", "render", "--write", "--root", str(root))[0] == 0
     assert stat.S_IMODE(claude.stat().st_mode) == 0o664  # merged, mode kept
     assert claude.read_text(encoding="utf-8").startswith("# my notes\n")
-    for new in (root / "AGENTS.md", root / ".personae" / "directive.md"):
-        assert stat.S_IMODE(new.stat().st_mode) == 0o644
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((root / "AGENTS.md").stat().st_mode) == 0o644
+    directive = root / ".personae" / "directive.md"
+    assert stat.S_IMODE(directive.stat().st_mode) == 0o666 & ~umask
 
 
 # --- Ctrl-C ------------------------------------------------------------------------------

@@ -47,7 +47,10 @@ StepOpt = Annotated[
     str | None,
     typer.Option("--step", help="Current step (NN-goal/NN-step) under .personae/project/goals/."),
 ]
-RootOpt = Annotated[Path, typer.Option("--root", help="Project folder (default: current).")]
+RootOpt = Annotated[
+    Path,
+    typer.Option("--root", help="Project folder (default: current).", exists=True, file_okay=False),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
@@ -63,7 +66,6 @@ def _assemble(
     window: int | None,
     step: str | None,
 ) -> AssembledContext:
-    from personae.cli._paths import existing_dir
     from personae.context.assemble import assemble
     from personae.context.budget import Budget
     from personae.context.profiles import load_profiles
@@ -76,7 +78,7 @@ def _assemble(
     if budget is not None and window is not None:
         raise typer.BadParameter("give --budget or --window, not both")
     settings = PersonaeSettings()
-    project = Project.open(existing_dir(root))
+    project = Project.open(root)
     chosen = model or settings.model or project.config.model
     info = model_info(chosen)
     counter = counter_for_model(chosen)
@@ -199,10 +201,9 @@ def report_cmd(  # noqa: PLR0917
 @app.command("roles")
 def roles(root: RootOpt = Path("."), as_json: JsonOpt = False) -> None:
     """List the role profiles (built-in and .personae/profiles.yaml) and their sections."""
-    from personae.cli._paths import existing_dir
     from personae.context.profiles import load_profiles
 
-    profiles = load_profiles(existing_dir(root).resolve())
+    profiles = load_profiles(Path(root).resolve())
     if as_json:
         data = {
             r: [s.model_dump(mode="json", exclude_none=True) for s in profiles.get(r).sections]

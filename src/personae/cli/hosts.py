@@ -17,7 +17,12 @@ __all__ = ["app", "hook_app", "register"]
 app = typer.Typer(help="Host instruction files and hooks.", no_args_is_help=True)
 hook_app = typer.Typer(help="Host hook gates.", no_args_is_help=True)
 
-_Root = Annotated[Path, typer.Option("--root", help="Repository root (default: current dir).")]
+_Root = Annotated[
+    Path,
+    typer.Option(
+        "--root", help="Repository root (default: current dir).", exists=True, file_okay=False
+    ),
+]
 
 
 @app.command("render")
@@ -29,12 +34,11 @@ def render_command(
     root: _Root = Path("."),
 ) -> None:
     """Render host instructions, hook configs and MCP entries (print, or --write them)."""
-    from personae.cli._paths import existing_dir
     from personae.hosts.render import plan
     from personae.hosts.render import write as write_files
     from personae.hosts.snippets import home_instructions
 
-    changes = plan(existing_dir(root), list(gate or []))
+    changes = plan(root, list(gate or []))
     if write:
         written = write_files(root, changes)
         for change in changes:
@@ -52,10 +56,9 @@ def render_command(
 @app.command("check")
 def check_command(root: _Root = Path(".")) -> None:
     """Check the host files of a repository; exit 1 when any item fails."""
-    from personae.cli._paths import existing_dir
     from personae.hosts.render import check
 
-    items = check(existing_dir(root))
+    items = check(root)
     _print_items(items)
     if not all(i.ok for i in items):
         raise typer.Exit(1)
@@ -101,11 +104,10 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Check the local setup: each item OK or FAIL with the fix."""
-        from personae.cli._paths import existing_dir
         from personae.hosts.doctor import diagnose
         from personae.mind.server import MindPaths, default_paths
 
-        base = existing_dir(root).resolve()
+        base = root.resolve()
         defaults = default_paths(base)
         paths = MindPaths(
             memory_dir=memory_dir or defaults.memory_dir,

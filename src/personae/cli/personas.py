@@ -43,10 +43,9 @@ def _safe(text: str) -> str:
 
 
 def _load(root: Path, dirs: list[Path] | None) -> Cast:
-    from personae.cli._paths import existing_dir
     from personae.persona import Cast
 
-    return Cast.load(existing_dir(root), dirs or [])
+    return Cast.load(root, dirs or [])
 
 
 def _summary(persona: Persona) -> dict[str, Any]:
