@@ -146,6 +146,7 @@ def register(app: typer.Typer) -> None:
             budget_share=settings.budget_share,
             handover_text=handover.section_text if handover else None,
             request_cap=max_requests,
+            handover_timeout=settings.handover_timeout,
         )
         view = _View(as_json=as_json)
         timeout = handover_timeout if handover_timeout is not None else (
@@ -170,14 +171,18 @@ def register(app: typer.Typer) -> None:
         if handover is not None:
             from personae.handover import runflow
 
+            shown = len(handover.warnings)
             result = outcome.result
             written = runflow.finish(
                 handover,
                 status="success" if result.status == "done" else "partial",
                 output=result.final_text,
+                artifacts=outcome.files_written(),
                 next_steps=result.warnings,
                 return_path=context_return,
             )
+            for warning in handover.warnings[shown:]:
+                typer.echo(f"personae: warning: {warning}", err=True)
             if not as_json:
                 typer.echo(f"handover results written to {written}")
         if not as_json:

@@ -26,16 +26,22 @@ from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
 from personae.store.runs import RunStore
 from personae.team.context import TurnContext
-from personae.team.events import Event, EventBus
+from personae.team.events import Event, EventBus, EventKind
 from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
-from personae.team.toolbox import ToolBox
+from personae.team.toolbox import ToolBox, narrow_names
 from personae.tokens.registry import counter_for_model, model_info
 from personae.tools.registry import ToolRegistry
 from personae.tools.subset import ToolSubset
 from personae.tools.workspace import Workspace
 
 __all__ = ["RunOptions", "RunOutcome", "extractive_summary", "run_turn"]
+
+_WRITERS = frozenset({"write_file", "edit_file"})
+"""Tools whose ``path`` argument names a file the run produced."""
+
+_HANDOVER = "handover_to_persona"
+"""The handover tool's name (personae.handover.tool is imported only when it is used)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +68,8 @@ class RunOptions:
     """Add recent commits to the context."""
     extra_persona_dirs: Sequence[Path] = ()
     """More persona folders to load."""
+    handover_timeout: float = 300.0
+    """Seconds a ``handover_to_persona`` child run may take (per attempt)."""
 
 
 @dataclass(kw_only=True)
@@ -78,6 +86,30 @@ class RunOutcome:
     """The team's result."""
     events: list[Event] = field(default_factory=list)
     """Every event of the run."""
+    root: Path | None = None
+    """The workspace root the run's tools acted on."""
+
+    def files_written(self) -> list[str]:
+        """Files the run's tools wrote or edited that still exist, in first-write order.
+
+        Taken from the successful ``write_file``/``edit_file`` tool-call events
+        (workers and sub-agents); paths as the tools got them (relative to
+        :attr:`root`). Files gone by the end (a sub-agent's temporary
+        workspace) are left out.
+        """
+        found: dict[str, None] = {}
+        for event in self.events:
+            d = event.data
+            if event.kind is not EventKind.TOOL_CALL or not d.get("ok") or d.get("reused"):
+                continue
+            path = (d.get("args") or {}).get("path") if d.get("tool") in _WRITERS else None
+            if isinstance(path, str) and path.strip():
+                full = Path(path) if Path(path).is_absolute() or self.root is None else (
+                    self.root / path
+                )  # fmt: skip
+                if full.is_file():
+                    found.setdefault(path, None)
+        return list(found)
 
 
 def extractive_summary(previous: str | None, messages: Sequence[ChatMessage]) -> str:
@@ -124,6 +156,35 @@ def _json_args(text: str) -> dict[str, object]:
     except json.JSONDecodeError:
         return {"raw": text}
     return value if isinstance(value, dict) else {"value": value}
+
+
+def _registry(
+    root: Path, cast: Cast, persona: Persona | None, options: RunOptions, session: str
+) -> ToolRegistry:
+    """The built-in tools, plus ``handover_to_persona`` when a persona may use it.
+
+    The handover tool hands work to another persona in a child ``personae run``
+    (its source is the active persona; the child's default model is this run's).
+    It is left out below the handover depth cap, so the narrow-only subset
+    refuses it there.
+    """
+    registry = ToolRegistry.builtin(Workspace(root))
+    if persona is None or not any(
+        _HANDOVER in narrow_names(p, {_HANDOVER}) for p in (persona, *cast.personas.values())
+    ):
+        return registry
+    from personae.handover.executor import HANDOVER_DEPTH_CAP, handover_depth
+    from personae.handover.tool import register_handover_tool
+
+    if handover_depth() < HANDOVER_DEPTH_CAP:
+        register_handover_tool(
+            registry,
+            persona.name,
+            session_id=session,
+            timeout=options.handover_timeout,
+            model=options.model,
+        )
+    return registry
 
 
 async def run_turn(
@@ -177,7 +238,7 @@ async def run_turn(
         bus.subscribe(runtime.store_event)
         for listener in listeners:
             bus.subscribe(listener)
-        registry = ToolRegistry.builtin(Workspace(project.root))
+        registry = _registry(project.root, cast, persona, options, session)
         team = Team(
             runtime=runtime,
             persona=persona,
@@ -208,5 +269,6 @@ async def run_turn(
         _store_turn(conversations, session, task, turn, result.final_text)
         runs.finish(run_id, status=result.status, final_text=result.final_text, usage=result.usage)
     return RunOutcome(
-        run_id=run_id, session_id=session, model_label=label, result=result, events=bus.events
-    )
+        run_id=run_id, session_id=session, model_label=label, result=result, events=bus.events,
+        root=project.root,
+    )  # fmt: skip
