@@ -79,7 +79,10 @@ def test_run_end_to_end_over_loopback_http(project: Path) -> None:
                     "--json", "--session", "s1")  # fmt: skip
     events = [json.loads(line) for line in done.stdout.splitlines()]
     kinds = [e["kind"] for e in events]
-    assert kinds[0] == "plan" and kinds[-1] == "final"
+    assert kinds[:2] == ["start", "plan"] and kinds[-1] == "final"
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert len({e["run_id"] for e in events}) == 1
+    assert events[0]["data"]["task"] == "What port?" and events[0]["data"]["persona"] == "dev"
     assert {"subtask_start", "tool_call", "work_result", "validation"} <= set(kinds)
     assert events[-1]["message"] == "ANSWER-ONE port 8081"
     assert events[-1]["data"]["status"] == "done"

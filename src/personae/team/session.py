@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage
@@ -70,6 +71,9 @@ class RunOptions:
     """More persona folders to load."""
     handover_timeout: float = 300.0
     """Seconds a ``handover_to_persona`` child run may take (per attempt)."""
+    announced: Mapping[str, Any] | None = None
+    """The ``start`` event already shown for this run (JSON form, seq 1, its run id);
+    ``None``: the run emits its own ``start`` event."""
 
 
 @dataclass(kw_only=True)
@@ -231,13 +235,24 @@ async def run_turn(
             include_git_log=options.include_git_log,
         )
         runs = RunStore(store)
-        run_id = runs.create(task=task, model=label, persona=options.persona, session_id=session)
+        announced = options.announced
+        run_id = runs.create(
+            task=task, model=label, persona=options.persona, session_id=session,
+            run_id=str(announced["run_id"]) if announced else None,
+        )  # fmt: skip
         bus = EventBus(run_id)
         usage = TreeUsage(request_cap=options.request_cap)
         runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
         bus.subscribe(runtime.store_event)
+        if announced is not None:  # already shown: store it, don't show it again
+            bus.adopt(Event.model_validate(dict(announced)))
         for listener in listeners:
             bus.subscribe(listener)
+        if announced is None:
+            bus.emit(
+                EventKind.START, f"run {run_id} started", task=task, persona=options.persona,
+                session=session,
+            )  # fmt: skip
         registry = _registry(project.root, cast, persona, options, session)
         team = Team(
             runtime=runtime,
