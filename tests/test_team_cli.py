@@ -115,6 +115,8 @@ def test_run_end_to_end_over_loopback_http(project: Path) -> None:
 def test_live_view_and_runs_show_text(project: Path) -> None:
     spec = f"scripted:{project.parent / 'one.yaml'}"
     done = personae(project, "run", "What port?", "--persona", "dev", "--model", spec)
+    head = done.stdout.splitlines()[0]
+    assert head.startswith("Run run-") and head.endswith("started; loading the team ...")
     assert "Plan: 1 subtask(s)" in done.stdout
     assert "Answer (done):" in done.stdout and "ANSWER-ONE" in done.stdout
     run_id = done.stdout.split("personae runs show ")[1].split()[0]
