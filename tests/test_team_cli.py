@@ -46,6 +46,18 @@ def scenario(answer: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+REFUSING = {
+    "description": "a worker that only ever calls run_shell (scripted)",
+    "steps": [{"when": {"role": "manager"},
+               "output": {"subtasks": [{"description": "Read config"}]}}],
+    "rules": [
+        {"when": {"role": "worker"},
+         "tool_calls": [{"name": "run_shell", "args": {"command": "touch PWNED"}}]},
+        {"when": {"role": "manager"}, "text": "SYNTHESIS"},
+    ],
+}  # fmt: skip
+
+
 @pytest.fixture
 def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
@@ -178,3 +190,31 @@ def test_timeout_cancels_the_run_and_records_it(project: Path) -> None:
     assert done.returncode == 1 and "run took longer than 0.001 s" in done.stderr
     listed = json.loads(personae(project, "runs", "list", "--json").stdout)
     assert listed[0]["status"] == "cancelled"
+
+
+def test_repeated_disallowed_tool_is_a_worker_failure(project: Path) -> None:
+    """pydantic-ai ends a run whose model keeps calling an unknown tool with
+    UnexpectedModelBehavior; the worker turns it into a failure with a clear event."""
+    (project.parent / "refuse.yaml").write_text(yaml.safe_dump(REFUSING))
+    spec = f"scripted:{project.parent / 'refuse.yaml'}"
+    done = personae(project, "run", "What port?", "--persona", "dev", "--model", spec,
+                    "--json", "--max-retries", "1")  # fmt: skip
+    assert "Traceback" not in done.stderr and "UnexpectedModelBehavior" not in done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    stops = [e for e in events if e["data"].get("action") == "worker_stopped"]
+    assert len(stops) == 2  # the first attempt and the one retry
+    assert stops[0]["data"]["refused_tools"] == ["run_shell"]
+    assert "kept calling 'run_shell'" in stops[0]["message"]
+    assert "persona dev may not use (allowed: grep, read_file)" in stops[0]["message"]
+    works = [e for e in events if e["kind"] == "work_result"]
+    assert [w["data"]["success"] for w in works] == [False, False]
+    assert works[0]["message"] == stops[0]["message"]
+    refused = [e for e in events if e["kind"] == "tool_call"]
+    assert refused and all(not e["data"]["ok"] for e in refused)
+    assert {e["data"]["tool"] for e in refused} == {"run_shell"}
+    final = events[-1]
+    assert final["kind"] == "final" and final["data"]["status"] == "partial"
+    assert final["data"]["not_validated"] == {"1": "skipped"}
+    assert not (project / "PWNED").exists()  # the refused tool never ran
+    listed = json.loads(personae(project, "runs", "list", "--json").stdout)
+    assert listed[0]["status"] == "partial"
