@@ -218,3 +218,35 @@ def test_repeated_disallowed_tool_is_a_worker_failure(project: Path) -> None:
     assert not (project / "PWNED").exists()  # the refused tool never ran
     listed = json.loads(personae(project, "runs", "list", "--json").stdout)
     assert listed[0]["status"] == "partial"
+
+
+CHECK_FIRST_LINE = """
+import sys
+seen = []
+heavy = ("pydantic_ai", "personae.team", "openai")
+real = sys.stdout.write
+def write(text):
+    if not seen:
+        seen.append(sorted(m for m in heavy if m in sys.modules))
+        sys.stderr.write("HEAVY-AT-FIRST-LINE=" + ",".join(seen[0]) + "\\n")
+    return real(text)
+sys.stdout.write = write
+from personae.cli.app import main
+main(sys.argv[1:])
+"""
+
+
+def test_start_event_comes_before_the_heavy_imports(project: Path) -> None:
+    """The first line (the start event) is written before pydantic-ai and the team load."""
+    spec = f"scripted:{project.parent / 'one.yaml'}"
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK_FIRST_LINE, "run", "What port?", "--persona", "dev",
+         "--model", spec, "--json"],
+        check=False, cwd=project, capture_output=True, text=True, timeout=120,
+        env=os.environ.copy(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY-AT-FIRST-LINE=\n" in done.stderr  # none of them imported yet
+    first = json.loads(done.stdout.splitlines()[0])
+    assert first["kind"] == "start" and first["seq"] == 1
+    assert json.loads(done.stdout.splitlines()[-1])["kind"] == "final"
