@@ -180,3 +180,22 @@ def test_validation_context_lists_mcp_servers(tmp_path: Path) -> None:
     assert "MCP SERVERS: ledger" in ctx
     assert "TOOLS AVAILABLE TO WORKER: mcp__ledger__add" in ctx
     assert "Secret prompt." not in ctx
+
+
+@pytest.mark.parametrize("extra", [".", ".personae/personas", ".personae"])
+def test_dir_inside_the_project_is_not_an_override_of_itself(tmp_path: Path, extra: str) -> None:
+    """`check --dir .personae/personas` in a project reported every persona as overriding
+    itself (and failed with --strict); a file's problems were reported twice."""
+    init_project(tmp_path)
+    bad = write(tmp_path / ".personae/personas/bad.md", "---\nname: bad\n---\n")
+    cast = Cast.load(tmp_path, [tmp_path / extra])
+    assert [str(p) for p in cast.problems] == [f"{bad}:1: missing required field 'description'"]
+    assert sorted(cast.personas) == ["analyst", "researcher", "writer"]
+    assert sorted(cast.skills) == ["csv-insights", "report-writing"]
+    # A different file with the same name still overrides, with a warning.
+    other = write(tmp_path / "more/writer.md", "---\nname: writer\ndescription: d\n---\n")
+    again = Cast.load(tmp_path, [tmp_path / extra, tmp_path / "more"])
+    mine = tmp_path / ".personae/personas/writer.md"
+    assert [str(w) for w in again.warnings] == [
+        f"{other}:2: persona 'writer' overrides the one from {mine}"
+    ]

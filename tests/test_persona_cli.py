@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -234,3 +235,102 @@ def test_export_unknown_format(project: Path) -> None:
     result = personae("personas", "export", "analyst", "--format", "yaml", cwd=project)
     assert result.returncode == 1
     assert "unknown export format 'yaml'" in result.stderr
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_init_and_export_files_get_the_umask_mode(tmp_path: Path, umask: int) -> None:
+    """New user files are 0666 & ~umask (not mkstemp's 0600); a replaced file keeps its mode."""
+    script = (
+        "import os, sys, runpy; os.umask(int(sys.argv[1], 8)); sys.argv = sys.argv[1:]; "
+        "sys.argv[0] = 'personae'; runpy.run_module('personae', run_name='__main__')"
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-c", script, oct(umask), *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+        )
+
+    assert run("init", "proj").returncode == 0
+    root = tmp_path / "proj"
+    modes = {stat.S_IMODE(p.stat().st_mode) for p in root.rglob("*") if p.is_file()}
+    assert modes == {0o666 & ~umask}
+    out = tmp_path / "agent.md"
+    result = run(
+        "personas",
+        "export",
+        "writer",
+        "--format",
+        "claude-code",
+        "--root",
+        "proj",
+        "--out",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+    out.chmod(0o640)
+    assert (
+        run(
+            "personas",
+            "export",
+            "analyst",
+            "--format",
+            "claude-code",
+            "--root",
+            "proj",
+            "--out",
+            str(out),
+        ).returncode
+        == 0
+    )
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640
+    assert "name: analyst" in out.read_text()
+
+
+def test_missing_or_file_root_is_bad_usage(tmp_path: Path) -> None:
+    write(tmp_path / "f", "x")
+    for args in (("list",), ("check",), ("show", "x"), ("export", "x", "--format", "claude-code")):
+        for root in ("nope", "f"):
+            result = personae("personas", *args, "--root", root, cwd=tmp_path)
+            assert result.returncode == 2, (args, root, result.stdout)
+            assert "Invalid value for '--root'" in result.stderr
+            assert "Traceback" not in result.stderr
+
+
+def test_init_with_a_file_in_the_way_names_it_and_writes_nothing(tmp_path: Path) -> None:
+    write(tmp_path / "p/.personae/skills", "not a folder")
+    result = personae("init", "p", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"personae: error: {Path('p/.personae/skills')}: not a directory (a file is in the way)"
+    )
+    assert [q.name for q in (tmp_path / "p").rglob("*")] == [".personae", "skills"]
+
+
+def test_list_shows_rich_markup_in_descriptions_literally(tmp_path: Path) -> None:
+    write(
+        tmp_path / "agents/m.md",
+        '---\nname: m\ndescription: "see [/x] and [bold]b[/bold]"\n---\nbody\n',
+    )
+    result = personae("personas", "list", "--dir", "agents", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "see [/x] and [bold]b[/bold]" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_terminal_escapes_from_files_are_shown_not_sent(tmp_path: Path) -> None:
+    write(
+        tmp_path / "agents/a.md",
+        '---\nname: a\ndescription: "evil \\e]0;pwned\\a \\e[2J desc"\n---\nbody \x1b[31mred\n',
+    )
+    for args in (("list",), ("show", "a")):
+        result = personae("personas", *args, "--dir", "agents", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+        assert "evil \\x1b]0;pwned\\x07 \\x1b[2J desc" in result.stdout
+    assert "body \\x1b[31mred" in result.stdout

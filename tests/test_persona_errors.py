@@ -342,3 +342,12 @@ def test_escaping_symlink_in_a_dir_option(tmp_path: Path) -> None:
     (tmp_path / "agents/x.md").symlink_to(tmp_path / "outside/x.md")
     cast = Cast.load(tmp_path / "empty", [tmp_path / "agents"])
     assert "symlink escapes the project root" in only_error(cast)
+
+
+def test_bad_constraints_read_the_same_in_skills_and_personas(tmp_path: Path) -> None:
+    cast, bad = load_with(
+        tmp_path,
+        ".personae/skills/s/SKILL.md",
+        "---\nname: s\ndescription: d\nconstraints:\n  safety_rules: 3\n---\n",
+    )
+    assert only_error(cast) == (f"{bad}:4: constraints.safety_rules: Input should be a valid list")

@@ -116,3 +116,27 @@ def test_temp_workspace_child_through_the_adapter(tmp_path: Path) -> None:
     Agent(FunctionModel(model), toolsets=[to_toolset(child)]).run_sync("write")
     assert (temp / "out.txt").read_text() == "child"
     assert not (tmp_path / "out.txt").exists()
+
+
+def test_claude_alias_names_are_refused_and_reported(tmp_path: Path) -> None:
+    """A model naming 'Bash' or 'Read' (Claude Code names) is refused by pydantic-ai even when
+    the mapped tool is in the subset, and refused_calls reports it."""
+    (tmp_path / "f.txt").write_text("data\n")
+    subset = ToolRegistry.builtin(Workspace(tmp_path)).subset(["read_file", "run_shell"])
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("Bash", {"command": "touch made"}, tool_call_id="alias1"),
+                    ToolCallPart("Read", {"path": "f.txt"}, tool_call_id="alias2"),
+                ]
+            )
+        return ModelResponse(parts=[TextPart("done")])
+
+    result = Agent(FunctionModel(model), toolsets=[to_toolset(subset)]).run_sync("go")
+    assert result.output == "done"
+    assert subset.calls == []
+    assert not (tmp_path / "made").exists()
+    refused = refused_calls(result.all_messages(), subset)
+    assert [(r.tool, r.refused) for r in refused] == [("Bash", True), ("Read", True)]

@@ -159,3 +159,35 @@ def test_read_file_edges(tmp_path: Path) -> None:
     long = call(tools, "read_file", path="one_line.txt")
     assert long.startswith("q" * 100 + "\n[truncated at 100 bytes, stopped in line 1")
     assert "q" * 101 not in long
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_write_file_new_files_get_the_umask_mode(tmp_path: Path, umask: int) -> None:
+    tools = _subset(tmp_path)
+    old = os.umask(umask)
+    try:
+        call(tools, "write_file", path="new.txt", content="x")
+        (tmp_path / "kept.txt").write_text("a")
+        (tmp_path / "kept.txt").chmod(0o754)
+        call(tools, "edit_file", path="kept.txt", old_string="a", new_string="b")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "new.txt").stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE((tmp_path / "kept.txt").stat().st_mode) == 0o754
+    assert (tmp_path / "kept.txt").read_text() == "b"
+    assert sorted(os.listdir(tmp_path)) == ["kept.txt", "new.txt"]
+
+
+@pytest.mark.parametrize("tool", ["read_file", "edit_file"])
+def test_fifo_is_refused_without_hanging(tmp_path: Path, tool: str) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    tools = _subset(tmp_path)
+    args: dict[str, Any] = {"path": "pipe"}
+    if tool == "edit_file":
+        args |= {"old_string": "a", "new_string": "b"}
+
+    async def run() -> str:
+        return await asyncio.wait_for(tools.dispatch(tool, args), 5)
+
+    with pytest.raises(ToolError, match="pipe is not a regular file"):
+        asyncio.run(run())

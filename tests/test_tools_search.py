@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from personae.errors import ToolError
@@ -161,3 +161,35 @@ def test_walk_budget_stops_with_notice(tree: Path) -> None:
     assert call(tools, "grep", pattern="absent").endswith(
         " [stopped after looking at 2 files; search a narrower path]"
     )
+
+
+@settings(max_examples=500, deadline=None)
+@example("[^a]", "^")
+@example("[!]]", "a")
+@example("[]a]", "]")
+@example("[[]", "[")
+@given(
+    st.text(alphabet="ab[]!^-\\*?", min_size=1, max_size=7),
+    st.text(alphabet="ab[]!^-\\", max_size=5),
+)
+def test_property_bracket_classes_match_fnmatch(pattern: str, name: str) -> None:
+    """Bracket classes ('[!a]', '[]a]', '[^a]', '[[]') agree with fnmatch, or the pattern
+    is refused as invalid (a reversed range such as '[b-a]')."""
+    import re
+
+    try:
+        ours = glob_regex(pattern)
+    except re.error:
+        assert re.search(r"\[!?\]?[^]]*-", pattern)  # only a bad range may be refused
+        return
+    assert bool(ours.match(name)) == fnmatch.fnmatchcase(name, pattern)
+
+
+def test_invalid_glob_is_a_clear_tool_error(tree: Path) -> None:
+    tools = _subset(tree)
+    with pytest.raises(ToolError) as info:
+        call(tools, "glob", pattern="[z-a]")
+    assert str(info.value) == "glob: invalid glob pattern '[z-a]': bad character range z-a"
+    with pytest.raises(ToolError, match="invalid glob pattern"):
+        call(tools, "grep", pattern="x", glob="*.[z-a]")
+    assert call(tools, "glob", pattern="[]") == "[no files match '[]']"

@@ -132,3 +132,45 @@ def test_environment_is_scrubbed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_dangerous_env_allow_is_refused(tmp_path: Path, name: str) -> None:
     with pytest.raises(ConfigError, match=name):
         ToolRegistry.builtin(Workspace(tmp_path), limits=ToolLimits(shell_env_allow=(name,)))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "ENV",
+        "PROMPT_COMMAND",
+        "LD_AUDIT",
+        "GLIBC_TUNABLES",
+        "LESSOPEN",
+        "OPENSSL_CONF",
+        "EDITOR",
+        "PS1",
+        "MAVEN_OPTS",
+        "npm_config_script_shell",
+        "STRIPE_KEY",
+        "DEPLOY_KEY_ID",
+        "DB_PASS",
+        "SSH_AUTH_SOCK",
+        "SESSION_COOKIE",
+    ],
+)
+def test_more_code_injecting_and_secret_env_names_are_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(ConfigError, match=name):
+        ToolRegistry.builtin(Workspace(tmp_path), limits=ToolLimits(shell_env_allow=(name,)))
+
+
+def test_shell_startup_hooks_from_the_environment_do_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hook = tmp_path / "hook.sh"
+    hook.write_text("touch injected\n")
+    for name in ("BASH_ENV", "ENV"):
+        monkeypatch.setenv(name, str(hook))
+    monkeypatch.setenv("PROMPT_COMMAND", "touch injected")
+    monkeypatch.setenv("DEPLOY_KEY", "k3y")
+    tools = _subset(tmp_path, shell_env_allow=("LANGUAGE",))
+    out = sh(tools, ["bash", "-c", "env; echo done"])
+    assert out.splitlines()[-2] == "done"
+    for name in ("BASH_ENV", "ENV", "PROMPT_COMMAND", "DEPLOY_KEY"):
+        assert f"{name}=" not in out
+    assert not (tmp_path / "injected").exists()

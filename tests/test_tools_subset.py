@@ -215,3 +215,26 @@ def test_limits_from_config_mapping() -> None:
         ToolLimits.from_dict({"shell_timout": 5}, file="config.yaml")
     with pytest.raises(ConfigError, match=r"config\.yaml: shell_max_output: "):
         ToolLimits.from_dict({"shell_max_output": "lots"}, file="config.yaml")
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"read_max_bytes": -5}, "config.yaml: read_max_bytes: must be > 0 (or null for no limit)"),
+        ({"shell_timeout": 0}, "config.yaml: shell_timeout: must be > 0 (or null for no limit)"),
+        ({"shell_timeout": float("nan")}, "config.yaml: shell_timeout: must be a number, got NaN"),
+        ({"shell_max_output": -1}, "config.yaml: shell_max_output: must be > 0"),
+        ({"shell_grace": -0.5}, "config.yaml: shell_grace: must be >= 0, got -0.5"),
+    ],
+)
+def test_negative_or_zero_limits_are_config_errors(data: dict[str, float], message: str) -> None:
+    """A negative cap used to disable it silently (read_file then read whole lines unbounded)."""
+    from personae.errors import ConfigError
+    from personae.tools import ToolLimits
+
+    with pytest.raises(ConfigError) as info:
+        ToolLimits.from_dict(data, file="config.yaml")
+    assert str(info.value).startswith(message)
+    with pytest.raises(ConfigError):
+        ToolLimits(**data)  # type: ignore[arg-type]
+    assert ToolLimits(shell_grace=0, preview_chars=0).shell_grace == 0

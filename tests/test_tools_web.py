@@ -84,6 +84,7 @@ def server() -> Iterator[str]:
 
 
 def _subset(root: Path, **limits: Any) -> ToolSubset:
+    limits.setdefault("fetch_allow_private", True)  # the test server is on loopback
     return ToolRegistry.builtin(Workspace(root), limits=ToolLimits(**limits)).subset(["web_fetch"])
 
 
@@ -144,3 +145,24 @@ def test_http_errors_and_refusals(server: str, tmp_path: Path) -> None:
     with pytest.raises(ToolError, match="failed"):
         fetch(tools, "http://127.0.0.1:1/")  # nothing listens on port 1
     assert all(not c.ok for c in tools.calls)
+
+
+def test_private_addresses_are_refused_by_default(server: str, tmp_path: Path) -> None:
+    """SSRF guard: loopback, LAN, link-local (cloud metadata) hosts are refused unless allowed;
+    the check happens before connecting, so the loopback server never sees the request."""
+    tools = _subset(tmp_path, fetch_allow_private=False)
+    port = server.rsplit(":", 1)[1]
+    for url in (
+        server + "/hello",
+        f"http://localhost:{port}/hello",
+        f"http://[::ffff:127.0.0.1]:{port}/hello",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.1/",
+        "http://[::1]/",
+        "http://0.0.0.0/",
+    ):
+        with pytest.raises(ToolError, match="loopback, private or link-local") as info:
+            fetch(tools, url)
+        assert "héllo" not in str(info.value)
+    assert [c.ok for c in tools.calls] == [False] * 7
+    assert "HTTP 200" in fetch(_subset(tmp_path, fetch_allow_private=True), server + "/hello")

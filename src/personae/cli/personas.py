@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -25,8 +26,20 @@ DirsOpt = Annotated[
         "later ones override earlier ones).",
     ),
 ]
-RootOpt = Annotated[Path, typer.Option("--root", help="Project folder (default: current).")]
+RootOpt = Annotated[
+    Path,
+    typer.Option("--root", help="Project folder (default: current).", exists=True, file_okay=False),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _safe(text: str) -> str:
+    """``text`` with terminal control characters shown as ``\\xNN`` (files may be untrusted:
+    an ESC sequence in a description must not retitle or clear the user's terminal)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _load(root: Path, dirs: list[Path] | None) -> Cast:
@@ -74,6 +87,7 @@ def list_personas(
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from personae.persona.render import tools_summary
 
@@ -82,7 +96,9 @@ def list_personas(
         table.add_column(column, overflow="fold")
     for p in people:
         desc = " ".join(p.description.split())
-        table.add_row(p.name, p.source_kind, tools_summary(p), desc)
+        # Text, not str: rich would read '[bold]' or '[/x]' in a description as markup.
+        cells = (p.name, p.source_kind, tools_summary(p), desc)
+        table.add_row(*(Text(_safe(t)) for t in cells))
     Console(width=160 if not sys.stdout.isatty() else None).print(table)
     _problem_hint(cast)
 
@@ -122,9 +138,9 @@ def show(
         ("version", persona.version or "-"),
     ]
     for key, value in rows:
-        typer.echo(f"{key + ':':<19}{value}")
+        typer.echo(f"{key + ':':<19}{_safe(value)}")
     typer.echo("\n--- system prompt ---")
-    typer.echo(persona.system_prompt.rstrip())
+    typer.echo(_safe(persona.system_prompt.rstrip()))
 
 
 @app.command()
@@ -151,7 +167,7 @@ def check(
     else:
         for p in cast.problems:
             where = f"{p.file}:{p.line}" if p.line is not None else str(p.file)
-            typer.echo(f"{where}: {p.severity}: {p.message}")
+            typer.echo(_safe(f"{where}: {p.severity}: {p.message}"))
         typer.echo(
             f"checked {len(cast.personas)} personas, {len(cast.skills)} skills: "
             f"{len(cast.errors)} errors, {len(cast.warnings)} warnings"

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 from personae.persona.problems import Problem
 
-__all__ = ["iter_files", "read_confined"]
+__all__ = ["MAX_FILE_BYTES", "confined_dir", "iter_files", "read_confined"]
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+"""Largest persona, skill or JSON file the loaders read."""
 
 _SKIP_NAMES = {"readme.md", "license.md", "changelog.md", "contributing.md"}
 
@@ -58,6 +62,19 @@ def iter_files(
             yield path
 
 
+def confined_dir(folder: Path, root: Path, problems: list[Problem]) -> bool:
+    """Whether ``folder`` is a directory that resolves inside ``root``.
+
+    A folder (or symlink to one) leading outside ``root`` is reported as an error.
+    """
+    if not folder.is_dir():
+        return False
+    if not _inside(folder, root):
+        problems.append(_escape(folder, root))
+        return False
+    return True
+
+
 def _escape(path: Path, root: Path) -> Problem:
     try:
         target = str(path.resolve())
@@ -71,28 +88,52 @@ def _escape(path: Path, root: Path) -> Problem:
     )
 
 
+class _UnreadableError(Exception):
+    """A path that is not a regular file of sensible size."""
+
+
+def _read_regular(path: Path) -> bytes:
+    # O_NONBLOCK: opening a FIFO must not wait for a writer (it would hang `check`).
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise _UnreadableError("is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise _UnreadableError("not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise _UnreadableError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_FILE_BYTES:
+        raise _UnreadableError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
+    return data
+
+
 def read_confined(path: Path, root: Path, problems: list[Problem]) -> str | None:
     """The UTF-8 text of ``path``, or ``None`` with an error problem when it cannot be read.
 
-    The resolved path (symlinks anywhere in it) must lie inside ``root``.
+    The resolved path (symlinks anywhere in it) must lie inside ``root``; it
+    must be a regular file (not a FIFO or device) of at most ``MAX_FILE_BYTES``.
     """
     if (path.is_symlink() or path.exists()) and not _inside(path, root):
         problems.append(_escape(path, root))
         return None
+    reason: str
     try:
-        return path.read_text(encoding="utf-8")
+        text = _read_regular(path).decode("utf-8")
+        # Universal newlines, as text-mode reading gives (CRLF files load the same).
+        return text.replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as exc:
-        problems.append(
-            Problem(
-                file=path,
-                line=None,
-                severity="error",
-                message=f"cannot read file: not valid UTF-8 (byte {exc.start})",
-            )
-        )
+        reason = f"not valid UTF-8 (byte {exc.start})"
+    except _UnreadableError as exc:
+        reason = str(exc)
     except OSError as exc:
         reason = exc.strerror or exc.__class__.__name__
-        problems.append(
-            Problem(file=path, line=None, severity="error", message=f"cannot read file: {reason}")
-        )
+    problems.append(
+        Problem(file=path, line=None, severity="error", message=f"cannot read file: {reason}")
+    )
     return None

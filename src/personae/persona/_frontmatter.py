@@ -9,10 +9,14 @@ from typing import Any
 
 import yaml
 
-__all__ = ["Document", "FrontmatterError", "parse_document"]
+__all__ = ["MAX_DEPTH", "MAX_VALUES", "Document", "FrontmatterError", "parse_document"]
 
 _OFFSET = 2  # file line (1-based) of the first frontmatter line
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
+MAX_VALUES = 100_000
+"""Most YAML values a frontmatter may hold, counted with aliases expanded."""
+MAX_DEPTH = 50
+"""Deepest nesting of lists and mappings a frontmatter may have."""
 
 
 class FrontmatterError(Exception):
@@ -109,6 +113,8 @@ def _load(yaml_text: str) -> tuple[yaml.Node | None, Any]:
     loader = _LOADER(yaml_text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _check_shape(node)
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
@@ -118,3 +124,54 @@ def _load(yaml_text: str) -> tuple[yaml.Node | None, Any]:
     finally:
         loader.dispose()
     return node, data
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _check_shape(root: yaml.Node) -> None:
+    """Refuse recursive aliases, alias bombs and deep nesting before building values.
+
+    Such values load cheaply (aliases share objects) but blow up whoever later
+    walks them (JSON output, export, pydantic). Iterative, so it cannot overflow.
+    """
+    done: dict[int, tuple[int, int]] = {}  # id(node) -> (values with aliases expanded, depth)
+    on_path: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, finished = stack.pop()
+        key = id(node)
+        line = node.start_mark.line + _OFFSET
+        if finished:
+            kids = [done[id(k)] for k in _children(node)]
+            size = 1 + sum(k[0] for k in kids)
+            depth = 1 + max((k[1] for k in kids), default=0)
+            if size > MAX_VALUES:
+                raise FrontmatterError(
+                    f"frontmatter too large: more than {MAX_VALUES} values (YAML aliases expanded)",
+                    line,
+                )
+            if depth > MAX_DEPTH:
+                raise FrontmatterError(
+                    f"frontmatter nested too deeply (more than {MAX_DEPTH} levels)", line
+                )
+            on_path.discard(key)
+            done[key] = (size, depth)
+            continue
+        if key in done:
+            continue
+        on_path.add(key)
+        stack.append((node, True))
+        for kid in _children(node):
+            if id(kid) in on_path:
+                raise FrontmatterError(
+                    "frontmatter holds a recursive YAML alias (a value that contains itself)",
+                    kid.start_mark.line + _OFFSET,
+                )
+            if id(kid) not in done:
+                stack.append((kid, False))

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from personae.persona._files import iter_files
+from personae.persona._files import confined_dir, iter_files
 from personae.persona.loader import LoadedPersona, load_persona_file
 from personae.persona.model import Skill
 from personae.persona.plugin import is_plugin_dir, load_plugin, read_mcp_json
@@ -26,23 +26,6 @@ class Source:
     skills: list[Skill] = field(default_factory=list)
 
 
-def _confined_folder(folder: Path, root: Path, problems: list[Problem]) -> bool:
-    if not folder.is_dir():
-        return False
-    if not folder.resolve().is_relative_to(root.resolve()):
-        problems.append(
-            Problem(
-                file=folder,
-                line=None,
-                severity="error",
-                message=f"symlink escapes the project root {root} "
-                f"(points to {folder.resolve()}); skipped",
-            )
-        )
-        return False
-    return True
-
-
 def _folder_source(
     folder: Path,
     *,
@@ -53,7 +36,7 @@ def _folder_source(
     skills_folder: Path | None = None,
 ) -> Source:
     source = Source(label=str(folder))
-    if _confined_folder(folder, root, problems):
+    if confined_dir(folder, root, problems):
         for path in iter_files(folder, root, problems):
             if path.name == "SKILL.md":
                 skill = load_skill_file(path, root=root, problems=problems, servers=servers)
@@ -65,7 +48,7 @@ def _folder_source(
             )
             if loaded is not None:
                 source.personas.append(loaded)
-    if skills_folder is not None and _confined_folder(skills_folder, root, problems):
+    if skills_folder is not None and confined_dir(skills_folder, root, problems):
         for path in iter_files(skills_folder, root, problems, pattern="SKILL.md"):
             skill = load_skill_file(path, root=root, problems=problems, servers=servers)
             if skill is not None:
@@ -87,31 +70,25 @@ def collect_project(root: Path, problems: list[Problem], servers: dict[str, Any]
     servers.update(read_mcp_json(root / ".personae" / "mcp.json", root, problems))
     sources: list[Source] = []
     for base in (root / ".claude" / "plugins", root / ".personae" / "plugins"):
-        if not _confined_folder(base, root, problems):
+        if not confined_dir(base, root, problems):
             continue
         for sub in sorted(p for p in base.iterdir() if p.is_dir()):
-            if is_plugin_dir(sub):
+            if is_plugin_dir(sub) and confined_dir(sub, root, problems):
                 sources.append(_plugin_source(sub, root, problems, servers))
-    sources.append(
-        _folder_source(
-            root / ".claude" / "agents",
-            kind="claude-code",
-            root=root,
-            servers=servers,
-            problems=problems,
-            skills_folder=root / ".claude" / "skills",
+    for host, personas, kind in (
+        (".claude", "agents", "claude-code"),
+        (".personae", "personas", "personae"),
+    ):
+        sources.append(
+            _folder_source(
+                root / host / personas,
+                kind=kind,
+                root=root,
+                servers=servers,
+                problems=problems,
+                skills_folder=root / host / "skills",
+            )
         )
-    )
-    sources.append(
-        _folder_source(
-            root / ".personae" / "personas",
-            kind="personae",
-            root=root,
-            servers=servers,
-            problems=problems,
-            skills_folder=root / ".personae" / "skills",
-        )
-    )
     return sources
 
 
@@ -127,9 +104,11 @@ def collect_dir(folder: Path, problems: list[Problem], servers: dict[str, Any]) 
     """Sources of one ``--dir`` path (confined to that folder).
 
     A plugin folder loads as a plugin; a folder with ``.personae/`` or
-    ``.claude/`` loads as a project; any other folder is a folder of persona
-    files (personae files when it is named ``personas`` or lies inside
-    ``.personae/``, otherwise Claude Code agent files) and ``SKILL.md`` files.
+    ``.claude/`` loads as a project; a ``.personae`` folder loads its
+    ``personas/`` and ``skills/`` (not ``directive.md``); any other folder is
+    a folder of persona files (personae files when it is named ``personas``
+    or lies inside ``.personae/``, otherwise Claude Code agent files) and
+    ``SKILL.md`` files.
     """
     if not folder.exists():
         problems.append(
@@ -145,6 +124,17 @@ def collect_dir(folder: Path, problems: list[Problem], servers: dict[str, Any]) 
         return [_plugin_source(folder, folder, problems, servers)]
     if (folder / ".personae").is_dir() or (folder / ".claude").is_dir():
         return collect_project(folder, problems, servers)
+    if folder.name == ".personae":  # a project's own folder: its personas and skills only
+        return [
+            _folder_source(
+                folder / "personas",
+                kind="personae",
+                root=folder,
+                servers=servers,
+                problems=problems,
+                skills_folder=folder / "skills",
+            )
+        ]
     resolved = folder.resolve()
     kind = (
         "personae"

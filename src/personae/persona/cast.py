@@ -34,6 +34,13 @@ from personae.persona.render import (
 __all__ = ["Cast"]
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
 @dataclass
 class Cast:
     """The registry of personas and skills (see the module docstring for load order)."""
@@ -61,6 +68,9 @@ class Cast:
         for source in sources:
             cast._merge_source(source, winners)
         cast._check_skill_refs(winners)
+        # A --dir that is also part of the project loads the same files twice:
+        # report each problem once.
+        cast.problems[:] = list(dict.fromkeys(cast.problems))
         return cast
 
     def _merge_source(self, source: Source, winners: dict[str, LoadedPersona]) -> None:
@@ -78,6 +88,8 @@ class Cast:
                 )
                 continue
             here[name] = loaded
+            if name in winners and _same_file(winners[name].path, loaded.path):
+                continue  # the same file reached twice (a --dir inside the project)
             if name in winners:
                 self._add(
                     loaded.path,
@@ -99,6 +111,8 @@ class Cast:
                 )
                 continue
             seen[skill.name] = skill
+            if skill.name in self.skills and _same_file(self.skills[skill.name].path, skill.path):
+                continue
             if skill.name in self.skills:
                 self._add(
                     skill.path,

@@ -30,6 +30,7 @@ __all__ = [
     "PERSONAE_KEYS",
     "LoadedPersona",
     "load_persona_file",
+    "parse_constraints",
     "persona_from_text",
 ]
 
@@ -192,6 +193,20 @@ def persona_from_text(
     return LoadedPersona(persona=Persona(**values), path=path, lines=doc.key_lines)
 
 
+def parse_constraints(raw: Any) -> Constraints:
+    """A ``constraints`` frontmatter value as :class:`Constraints`.
+
+    Raises ``ValueError`` naming the first bad field (``constraints.safety_rules: ...``).
+    """
+    try:
+        return Constraints.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        label = f"constraints.{where}" if where else "constraints"
+        raise ValueError(f"{label}: {first['msg']}") from None
+
+
 def _unavailable_message(names: list[str]) -> str:
     servers = sorted({s for n in names if (s := mcp_server_of(n)) is not None})
     why = f" (MCP servers not configured: {', '.join(servers)})" if servers else ""
@@ -331,14 +346,10 @@ def _scalars(
                 f"unknown context mode {mode!r}{close} (valid: {', '.join(valid)})",
             )
     if meta.get("constraints") is not None:
-        raw = meta["constraints"]
         try:
-            values["constraints"] = Constraints.model_validate(raw)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            label = f"constraints.{where}" if where else "constraints"
-            sink.add(line("constraints"), "error", f"{label}: {first['msg']}")
+            values["constraints"] = parse_constraints(meta["constraints"])
+        except ValueError as exc:
+            sink.add(line("constraints"), "error", str(exc))
     if meta.get("version") is not None:
         version = meta["version"]
         if isinstance(version, str | int | float) and not isinstance(version, bool):

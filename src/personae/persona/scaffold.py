@@ -6,14 +6,13 @@ are never overwritten, and every new file is written atomically.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
 
 from personae.errors import UsageError
+from personae.tools._files import write_atomic
 
 __all__ = ["InitReport", "example_files", "init_project", "write_text_atomic"]
 
@@ -57,31 +56,47 @@ def example_files() -> list[tuple[Path, bytes]]:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (temp file + rename); UsageError on failure."""
+    """Write ``text`` to ``path`` atomically (temp file + rename); UsageError on failure.
+
+    A new file gets the normal mode (``0666 & ~umask``); a replaced file keeps its mode.
+    """
     try:
         _write_atomic(Path(path), text.encode("utf-8"))
     except OSError as exc:
         raise UsageError(f"cannot write: {exc.strerror}", file=path) from exc
 
 
+def _check_folders(root: Path, rel: Path, resolved_root: Path) -> None:
+    """Every folder on the way to ``root / rel`` is a folder (or absent) inside the project."""
+    here = root
+    for part in rel.parent.parts:
+        here = here / part
+        if here.is_symlink() and not here.exists():
+            raise UsageError("dangling symlink where a folder should be", file=here)
+        if here.exists() and not here.is_dir():
+            raise UsageError("not a directory (a file is in the way)", file=here)
+    if not (root / rel).parent.resolve().is_relative_to(resolved_root):
+        raise UsageError(
+            "folder is a symlink leading outside the project", file=(root / rel).parent
+        )
+
+
 def init_project(root: Path) -> InitReport:
-    """Copy the example cast into ``root`` (created if missing); never overwrite a file."""
+    """Copy the example cast into ``root`` (created if missing); never overwrite a file.
+
+    Every target is checked before anything is written, so a file in the way
+    of a folder fails the whole run with nothing written.
+    """
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise UsageError("not a directory", file=root)
     report = InitReport(root=root)
     resolved_root = root.resolve()
+    todo: list[tuple[Path, bytes]] = []
     for rel, data in example_files():
         target = root / rel
         if target.is_symlink() or target.exists():
@@ -91,8 +106,10 @@ def init_project(root: Path) -> InitReport:
                 same = False
             (report.unchanged if same else report.kept).append(rel)
             continue
-        if not target.parent.resolve().is_relative_to(resolved_root):
-            raise UsageError("folder is a symlink leading outside the project", file=target.parent)
+        _check_folders(root, rel, resolved_root)
+        todo.append((rel, data))
+    for rel, data in todo:
+        target = root / rel
         try:
             _write_atomic(target, data)
         except OSError as exc:

@@ -7,12 +7,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from personae.persona._files import read_confined
 from personae.persona._frontmatter import FrontmatterError, parse_document
 from personae.persona._tools import check_tool_names, split_names
-from personae.persona.model import Constraints, Skill
+from personae.persona.loader import parse_constraints
+from personae.persona.model import Skill
 from personae.persona.problems import Problem
 
 __all__ = ["MAX_DESCRIPTION", "MAX_NAME", "SKILL_NAME", "load_skill_file", "skill_from_text"]
@@ -117,11 +116,9 @@ def skill_from_text(
             values["allowed_tools"] = check.tools
     if meta.get("constraints") is not None:
         try:
-            values["constraints"] = Constraints.model_validate(meta["constraints"])
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            add(line("constraints"), f"constraints{'.' + where if where else ''}: {first['msg']}")
+            values["constraints"] = parse_constraints(meta["constraints"])
+        except ValueError as exc:
+            add(line("constraints"), str(exc))
     extra = {k: v for k, v in meta.items() if k not in _KNOWN}
     for k in extra:
         if k not in _KEPT:

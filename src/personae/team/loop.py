@@ -18,6 +18,7 @@ from personae.team.events import EventKind
 from personae.team.involvement import involvement_for
 from personae.team.loopdetect import LoopDetector
 from personae.team.manager import SubtaskOutcome
+from personae.team.mcp_servers import McpHub
 from personae.team.runtime import Runtime
 from personae.team.signals import InvolvementLevel, Subtask, ValidationResult, WorkerResult
 from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
@@ -89,6 +90,8 @@ class Team:
     """Project root (for the claimed-files check)."""
     config: TeamConfig = field(default_factory=TeamConfig)
     """Loop settings."""
+    mcp_servers: Mapping[str, Any] = field(default_factory=dict)
+    """MCP servers configured for the project (personas refer to them by name)."""
     failure_count: int = 0
     """Rejected validations this session (telemetry only; never raises involvement)."""
     warnings: list[str] = field(default_factory=list)
@@ -99,7 +102,25 @@ class Team:
         self.warnings.clear()
 
     async def run_turn(self, turn: TurnContext) -> TurnResult:
-        """Plan, execute and validate every subtask, then synthesize."""
+        """Plan, execute and validate every subtask, then synthesize.
+
+        MCP servers of the personas used are started on first use and all
+        stopped when the turn ends, also on error.
+        """
+        self._mcp = McpHub(
+            project_servers=self.mcp_servers, cwd=self.workspace, on_warning=self._mcp_warning
+        )
+        try:
+            return await self._run_turn(turn)
+        finally:
+            hub, self._mcp = self._mcp, None
+            await hub.aclose()
+
+    def _mcp_warning(self, message: str, data: dict[str, Any]) -> None:
+        self.warnings.append(message)
+        self.runtime.emit(EventKind.WARNING, message, action="mcp_server", **data)
+
+    async def _run_turn(self, turn: TurnContext) -> TurnResult:
         rt = self.runtime
         plan = await manager.plan(rt, turn, self.persona)
         rt.emit(
@@ -167,7 +188,7 @@ class Team:
             return self.personas[subtask.persona]
         return self.persona or _DEFAULT_PERSONA
 
-    def _tools_for(
+    async def _tools_for(
         self, persona: Persona, number: int
     ) -> tuple[AbstractToolset[Any], frozenset[str]]:
         if self.box is None:
@@ -176,12 +197,18 @@ class Team:
         box = self.box.narrow(wanted - {"agent"})
         allowed = box.names
         toolset = box.toolset
+        if self._mcp is not None:
+            mcp_tools, mcp_names = await self._mcp.toolset_for(persona)
+            if mcp_tools is not None:
+                allowed = allowed | mcp_names
+                toolset = CombinedToolset([toolset, mcp_tools])
         if "agent" in wanted and self.personas:
             spawner = Spawner(
                 runtime=self.runtime,
                 personas=self.personas,
                 turn=self._turn,
                 depth_cap=self.config.depth_cap,
+                mcp=self._mcp,
             )
             allowed = allowed | {"agent"}
             agent_tools = spawner.toolset(box, allowed, depth=0, subtask=number)
@@ -189,6 +216,7 @@ class Team:
         return toolset, allowed
 
     _turn: TurnContext | None = None
+    _mcp: McpHub | None = None
 
     async def _run_subtask(
         self,
@@ -203,7 +231,7 @@ class Team:
         rt = self.runtime
         self._turn = turn
         persona = self._persona_for(original)
-        toolset, allowed = self._tools_for(persona, number)
+        toolset, allowed = await self._tools_for(persona, number)
         level = involvement_for_subtask(turn.task, subtask.description)
         required = list(
             dict.fromkeys([*subtask.required_tools, *persona.constraints.required_tools])

@@ -261,6 +261,7 @@ async def run_turn(
             box=ToolBox.of(ToolSubset.from_registry(registry)),
             workspace=project.root,
             config=TeamConfig(max_retries=options.max_retries),
+            mcp_servers=cast.mcp_servers,
         )  # fmt: skip
         try:
             result = await team.run_turn(turn)

@@ -27,6 +27,7 @@ from personae.persona.model import ContextMode, Persona
 from personae.team.context import TurnContext
 from personae.team.events import EventKind
 from personae.team.loopdetect import LoopDetector
+from personae.team.mcp_servers import McpHub
 from personae.team.recording import RecordingToolset
 from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import ToolCallRecord
@@ -98,6 +99,8 @@ class Spawner:
     """The parent's turn context (for brief/summary_recent/fork modes)."""
     depth_cap: int = DEFAULT_DEPTH_CAP
     """Deepest allowed nesting."""
+    mcp: McpHub | None = None
+    """The turn's MCP servers (a child gets only MCP tools its parent has)."""
 
     def toolset(
         self, box: ToolBox, allowed: frozenset[str], *, depth: int, subtask: int | None = None
@@ -196,6 +199,13 @@ class Spawner:
         child_box = box.narrow(wanted - {"agent"})
         allowed = child_box.names
         base: AbstractToolset[Any] = child_box.toolset
+        if self.mcp is not None:
+            mcp_tools, mcp_names = await self.mcp.toolset_for(
+                persona, parent_allowed=parent_allowed
+            )
+            if mcp_tools is not None:
+                allowed = allowed | mcp_names
+                base = CombinedToolset([base, mcp_tools])
         if "agent" in wanted and depth < self.depth_cap:
             allowed = allowed | {"agent"}
             base = CombinedToolset(

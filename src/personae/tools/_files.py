@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
@@ -93,9 +93,14 @@ class EditFileArgs(BaseModel):
 
 
 def _open_regular(path: Path, ctx: ToolContext, shown: str) -> int:
-    """Open ``path`` read-only without following a final symlink; must be a regular file."""
+    """Open ``path`` read-only without following a final symlink; must be a regular file.
+
+    ``O_NONBLOCK`` keeps the open of a FIFO from waiting forever for a writer
+    (it has no effect on the regular file that is then read).
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise ctx.error(f"no such file: {shown}", path=shown) from None
     except IsADirectoryError:
@@ -170,21 +175,36 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
     return text
 
 
+def _create_temp(parent: Path, name: str) -> tuple[int, str]:
+    """Create a fresh temp file beside the target; the kernel gives it 0666 & ~umask."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        tmp = str(parent / f".{name[:100]}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary file name in {parent}")
+
+
 def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same directory and ``os.replace``.
 
-    An existing file's permission bits are kept.
+    An existing file's permission bits are kept; a new file gets the normal
+    mode for user files (``0666 & ~umask``), not the 0600 of ``mkstemp``.
     """
     mode: int | None = None
     with contextlib.suppress(FileNotFoundError):
         mode = stat.S_IMODE(os.stat(path).st_mode)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _create_temp(path.parent, path.name)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode if mode is not None else 0o644)
+        if mode is not None:
+            os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

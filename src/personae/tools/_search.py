@@ -109,6 +109,10 @@ def _check_pattern(pattern: str, ctx: ToolContext) -> None:
     parts = PurePosixPath(pattern).parts
     if pattern.startswith("/") or ".." in parts:
         raise ctx.error(f"pattern {pattern!r} may not be absolute or contain '..'")
+    try:
+        glob_regex(pattern)
+    except re.error as exc:
+        raise ctx.error(f"invalid glob pattern {pattern!r}: {exc.msg}") from None
 
 
 def glob_files(args: GlobArgs, ctx: ToolContext) -> str:

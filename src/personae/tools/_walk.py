@@ -21,6 +21,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     """Compile a glob (``*``, ``?``, ``[...]``, ``**``, ``{a,b}``) to a regex over POSIX paths.
 
     ``*`` and ``?`` never cross ``/``; ``**/`` matches zero or more directories.
+    Raises ``re.error`` for a class that is not valid (``[z-a]``).
     """
     out: list[str] = []
     i, n = 0, len(pattern)
@@ -39,14 +40,18 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         elif ch == "?":
             out.append("[^/]")
         elif ch == "[":
-            end = pattern.find("]", i + 2 if pattern.startswith("[!", i) else i + 1)
+            # As fnmatch: '!' negates, and a ']' right after '[' or '[!' is literal.
+            j = i + 1
+            negate = pattern.startswith("!", j)
+            j += negate
+            end = pattern.find("]", j + 1 if pattern.startswith("]", j) else j)
             if end == -1:
                 out.append(re.escape(ch))
             else:
-                body = pattern[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append(f"[{body.replace(chr(92), chr(92) * 2)}]")
+                body = pattern[j:end]
+                for special in ("\\", "[", "]", "^"):
+                    body = body.replace(special, "\\" + special)
+                out.append(f"[{'^' if negate else ''}{body}]")
                 i = end
         elif ch == "{":
             end = pattern.find("}", i)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import socket
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 import httpx
@@ -43,6 +46,40 @@ def _is_text(content_type: str) -> bool:
     return not kind or any(t in kind for t in _TEXT_TYPES)
 
 
+def _non_global(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return not ip.is_global or ip.is_multicast
+
+
+def _address_guard(ctx: ToolContext) -> Callable[[httpx.Request], Awaitable[None]]:
+    """An httpx request hook refusing hosts that resolve to non-global addresses.
+
+    It runs for the first request and for every redirect. (The connection
+    resolves the name again, so a DNS answer that changes in between is not
+    caught; this stops plain SSRF to loopback, LAN and cloud metadata.)
+    """
+
+    async def check(request: httpx.Request) -> None:
+        host = request.url.host
+        loop = asyncio.get_running_loop()
+        try:
+            infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise ctx.error(f"cannot resolve host {host!r}: {exc}", url=str(request.url)) from None
+        for info in infos:
+            address = str(info[4][0])
+            if _non_global(address):
+                raise ctx.error(
+                    f"{request.url} resolves to {address}, a loopback, private or link-local "
+                    "address; web_fetch only reaches public hosts (fetch_allow_private allows it)",
+                    url=str(request.url),
+                )
+
+    return check
+
+
 async def _get(url: str, ctx: ToolContext) -> str:
     cap = ctx.limits.fetch_max_bytes
     async with (
@@ -52,6 +89,9 @@ async def _get(url: str, ctx: ToolContext) -> str:
             trust_env=False,
             timeout=ctx.limits.fetch_timeout,
             headers={"User-Agent": "personae-web-fetch/0.1"},
+            event_hooks={
+                "request": [] if ctx.limits.fetch_allow_private else [_address_guard(ctx)]
+            },
         ) as client,
         client.stream("GET", url) as response,
     ):

@@ -100,7 +100,8 @@ def refused_calls(messages: Iterable[ModelMessage], subset: ToolSubset) -> list[
                 if getattr(retry, "cause", None) != "unknown_tool":
                     continue
                 call = calls.get(getattr(rpart, "tool_call_id", ""))
-                if call is None or call.tool_name in subset:
+                # Exact names: pydantic-ai refuses 'Bash' even when run_shell is offered.
+                if call is None or call.tool_name in subset.names:
                     continue
                 args = call.args_as_dict()
                 text = str(getattr(rpart, "content", ""))

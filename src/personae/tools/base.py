@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
@@ -49,8 +50,25 @@ class ToolLimits:
     """Seconds a ``web_fetch`` may take in total."""
     fetch_max_bytes: int | None = 256 * 1024
     """Bytes of body ``web_fetch`` downloads and keeps (HTML shrinks when turned into text)."""
+    fetch_allow_private: bool = False
+    """Let ``web_fetch`` reach loopback, private, link-local (cloud metadata) and other
+    non-global addresses; off by default (every request and redirect is checked)."""
     preview_chars: int = 400
     """Characters of a result kept in a call record's preview."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "shell_env_allow" or value is None or isinstance(value, bool):
+                continue
+            if not isinstance(value, int | float):
+                continue  # a wrong type is reported by from_dict's validation
+            if math.isnan(value):
+                raise ConfigError("must be a number, got NaN", field=f.name)
+            zero_ok = f.name in ("shell_grace", "preview_chars")
+            if value < 0 or (value == 0 and not zero_ok):
+                need = ">= 0" if zero_ok else "> 0 (or null for no limit)"
+                raise ConfigError(f"must be {need}, got {value!r}", field=f.name)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, file: str | None = None) -> ToolLimits:
@@ -65,6 +83,8 @@ class ToolLimits:
                 raise UnknownNameError("tool limit", str(key), names, file=file)
         try:
             return TypeAdapter(cls).validate_python(dict(data), strict=False)
+        except ConfigError as exc:
+            raise ConfigError(exc.message, file=file, field=exc.field) from exc
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             field_name = ".".join(str(p) for p in first["loc"])

@@ -1,0 +1,308 @@
+"""A persona's MCP servers, connected for one turn through pydantic-ai's ``MCPToolset``.
+
+:class:`McpHub` starts the servers a persona (or a sub-agent persona) is
+configured with the first time it is needed in a turn, shares them between
+the worker attempts and sub-agents of that turn, and stops every one of them
+when the turn ends (:meth:`McpHub.aclose`, also on error). Tools appear to the
+model as ``mcp__<server>__<tool>``; only the tools the persona grants are
+listed, and :class:`McpServerToolset` refuses any other name at dispatch.
+A sub-agent starts no server of its own: it gets the MCP tools its persona
+grants among those its parent has (narrow only), on the parent's processes.
+
+A stdio server process gets only a safe base environment (``HOME``, ``PATH``,
+``USER``, ``LOGNAME``, ``SHELL``, ``TERM``; the MCP SDK's default) plus the
+variables its entry sets explicitly: nothing else of ours (``LD_PRELOAD``,
+``PYTHONPATH``, API keys ...) is passed through. A server that fails to
+start, or whose entry is wrong, is reported once through ``on_warning`` and
+its tools are simply unavailable; the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic_ai import ToolFailed
+from pydantic_ai.tools import RunContext
+from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, WrapperToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from personae.errors import ConfigError
+from personae.persona.model import Persona
+from personae.team._mcp_config import (
+    McpServerSpec,
+    mcp_tool_name,
+    parse_server,
+    servers_for,
+    tool_granted,
+)
+
+__all__ = ["DEFAULT_START_TIMEOUT", "McpHub", "McpServerToolset", "OnWarning"]
+
+DEFAULT_START_TIMEOUT = 30.0
+"""Seconds a server may take to start and answer the MCP handshake."""
+
+OnWarning = Callable[[str, dict[str, Any]], None]
+"""Receives a user-visible warning and its data (server, persona, error)."""
+
+
+@dataclass
+class McpServerToolset(WrapperToolset[Any]):
+    """One server's tools renamed ``mcp__<server>__<tool>`` and cut to ``granted``.
+
+    ``granted`` holds the renamed names this agent may call; anything else is
+    refused here, at dispatch, whatever the model asks for.
+    """
+
+    server: str = ""
+    granted: frozenset[str] = frozenset()
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        tools = await self.wrapped.get_tools(ctx)
+        out: dict[str, ToolsetTool[Any]] = {}
+        for name, tool in tools.items():
+            full = mcp_tool_name(self.server, name)
+            if full in self.granted:
+                out[full] = replace(tool, toolset=self, tool_def=replace(tool.tool_def, name=full))
+        return out
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        prefix = f"mcp__{self.server}__"
+        if name not in self.granted or not name.startswith(prefix):
+            raise ToolFailed(f"tool {name!r} is not granted to this persona")
+        original = name.removeprefix(prefix)
+        ctx = replace(ctx, tool_name=original)
+        tool = replace(tool, tool_def=replace(tool.tool_def, name=original))
+        return await self.wrapped.call_tool(original, tool_args, ctx, tool)
+
+
+@dataclass
+class _Server:
+    spec: McpServerSpec
+    toolset: AbstractToolset[Any]
+    tools: list[str]
+    log: IO[str] | None = None
+
+
+def _stderr_tail(log: IO[str] | None, limit: int = 400) -> str:
+    if log is None:
+        return ""
+    try:
+        log.flush()
+        log.seek(0)
+        text = log.read().strip()
+    except (OSError, ValueError):
+        return ""
+    if not text:
+        return ""
+    tail = text[-limit:].replace("\n", " | ")
+    return f"; server stderr: {tail}"
+
+
+def _error_text(exc: BaseException) -> str:
+    inner: BaseException = exc
+    while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+        inner = inner.exceptions[0]
+    text = str(inner).strip().splitlines()
+    return f"{type(inner).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+@dataclass(kw_only=True)
+class McpHub:
+    """The MCP servers of one turn: started on first use, shared, all stopped by :meth:`aclose`."""
+
+    project_servers: Mapping[str, Any] = field(default_factory=dict)
+    """Servers configured for the project (``.mcp.json``, plugins), by name."""
+    cwd: Path | None = None
+    """Working directory of stdio servers without their own ``cwd`` (the project root)."""
+    on_warning: OnWarning | None = None
+    """Called once per server that cannot be used."""
+    start_timeout: float = DEFAULT_START_TIMEOUT
+    """Seconds a server may take to start and complete the handshake."""
+    _servers: dict[str, _Server] = field(default_factory=dict, repr=False)
+    _bound: dict[str, _Server] = field(default_factory=dict, repr=False)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
+    _failed: dict[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def running(self) -> list[str]:
+        """Names of the servers started and not stopped yet."""
+        return sorted(self._servers)
+
+    async def toolset_for(
+        self, persona: Persona, *, parent_allowed: frozenset[str] | None = None
+    ) -> tuple[AbstractToolset[Any] | None, frozenset[str]]:
+        """The MCP toolset for ``persona`` and the tool names it grants.
+
+        A top-level persona (the worker) gets the tools it grants of its own
+        servers, started here on first use. A sub-agent (``parent_allowed``
+        given) starts nothing: it gets the tools its persona grants among its
+        parent's MCP tools, served by the parent's server processes (narrow
+        only; the same tool instances). Returns ``(None, frozenset())`` when
+        nothing is granted.
+        """
+        grants: list[tuple[str, _Server, set[str]]] = []
+        if parent_allowed is None:
+            bound: dict[str, _Server] = {}
+            for server, config in servers_for(persona, self.project_servers).items():
+                running = await self._start(server, config, persona.name)
+                if running is not None:
+                    bound[server] = running
+            self._bound = bound  # what this worker's sub-agents may inherit
+            self._check_named(persona, bound)
+        else:
+            bound = self._bound
+        for server, running in bound.items():
+            granted = {
+                mcp_tool_name(server, tool)
+                for tool in running.tools
+                if tool_granted(persona, server, tool)
+            }
+            if parent_allowed is not None:
+                granted &= parent_allowed
+            if granted:
+                grants.append((server, running, granted))
+        if not grants:
+            return None, frozenset()
+        toolsets: list[AbstractToolset[Any]] = [
+            McpServerToolset(running.toolset, server=server, granted=frozenset(granted))
+            for server, running, granted in grants
+        ]
+        names = frozenset(n for _, _, granted in grants for n in granted)
+        return (toolsets[0] if len(toolsets) == 1 else CombinedToolset(toolsets)), names
+
+    def _check_named(self, persona: Persona, bound: Mapping[str, _Server]) -> None:
+        """Warn about ``mcp__<server>__<tool>`` entries the running server does not offer."""
+        for spec in persona.tools or []:
+            for server, running in bound.items():
+                prefix = f"mcp__{server}__"
+                tool = spec.removeprefix(prefix)
+                if spec.startswith(prefix) and tool != "*" and tool not in running.tools:
+                    offered = ", ".join(running.tools) or "(none)"
+                    self._warn(
+                        f"{persona.name}\0{spec}",
+                        f"persona {persona.name} names {spec!r}, which MCP server {server!r} "
+                        f"does not offer (it has: {offered})",
+                        server=server,
+                        persona=persona.name,
+                    )
+
+    def _warn(self, key: str, message: str, **data: Any) -> None:
+        if key in self._failed:
+            return
+        self._failed[key] = message
+        if self.on_warning is not None:
+            self.on_warning(message, data)
+
+    async def _start(self, name: str, config: Any, persona: str) -> _Server | None:
+        async with self._lock:  # one process per server entry, even for concurrent callers
+            return await self._start_locked(name, config, persona)
+
+    async def _start_locked(self, name: str, config: Any, persona: str) -> _Server | None:
+        key = f"{name}\0{json.dumps(config, sort_keys=True, default=str)}"
+        if key in self._failed:
+            return None
+        running = self._servers.get(key)
+        if running is not None:
+            return running
+        if config is None:
+            self._warn(
+                key,
+                f"MCP server {name!r} (persona {persona}) is not configured; its tools are "
+                "unavailable",
+                server=name,
+                persona=persona,
+            )
+            return None
+        try:
+            spec = parse_server(name, config)
+        except ConfigError as exc:
+            self._warn(
+                key,
+                f"MCP server {name!r} (persona {persona}): bad configuration: {exc}; its tools "
+                "are unavailable",
+                server=name,
+                persona=persona,
+                error=str(exc),
+            )
+            return None
+        log: IO[str] | None = None
+        toolset: AbstractToolset[Any] | None = None
+        try:
+            toolset, log = self._connect(spec)
+            await toolset.__aenter__()
+            try:
+                tools = [t.name for t in await toolset.list_tools()]  # type: ignore[attr-defined]
+            except BaseException:
+                await toolset.__aexit__(None, None, None)
+                raise
+        except Exception as exc:
+            message = _error_text(exc) + _stderr_tail(log)
+            if log is not None:
+                log.close()
+            self._warn(
+                key,
+                f"MCP server {name!r} (persona {persona}) failed to start: {message}; its tools "
+                "are unavailable",
+                server=name,
+                persona=persona,
+                error=message,
+            )
+            return None
+        running = _Server(spec=spec, toolset=toolset, tools=tools, log=log)
+        self._servers[key] = running
+        return running
+
+    def _connect(self, spec: McpServerSpec) -> tuple[AbstractToolset[Any], IO[str] | None]:
+        from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
+        from pydantic_ai.mcp import MCPToolset
+
+        options: dict[str, Any] = {
+            "tool_error_behavior": "failed",
+            "init_timeout": self.start_timeout,
+            "id": f"mcp_{spec.name}",
+        }
+        if spec.transport == "stdio":
+            log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+            cwd = spec.cwd or (str(self.cwd) if self.cwd is not None else None)
+            transport = StdioTransport(
+                spec.command,
+                list(spec.args),
+                env=dict(spec.env),  # merged over the SDK's safe base set only
+                cwd=cwd,
+                keep_alive=False,  # the process ends when the toolset is closed
+                log_file=log,
+            )
+            return MCPToolset(transport, **options), log
+        headers = dict(spec.headers) or None
+        remote = (
+            SSETransport(spec.url, headers=headers)
+            if spec.transport == "sse"
+            else StreamableHttpTransport(spec.url, headers=headers)
+        )
+        return MCPToolset(remote, **options), None
+
+    async def aclose(self) -> None:
+        """Stop every server started in this turn (errors while stopping are ignored)."""
+        servers, self._servers, self._bound = list(self._servers.values()), {}, {}
+        for server in reversed(servers):
+            try:
+                await server.toolset.__aexit__(None, None, None)
+            except Exception:  # a server that died on its own: nothing left to stop
+                pass
+            finally:
+                if server.log is not None:
+                    server.log.close()
+
+    async def __aenter__(self) -> McpHub:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
