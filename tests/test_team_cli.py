@@ -46,6 +46,18 @@ def scenario(answer: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+REFUSING = {
+    "description": "a worker that only ever calls run_shell (scripted)",
+    "steps": [{"when": {"role": "manager"},
+               "output": {"subtasks": [{"description": "Read config"}]}}],
+    "rules": [
+        {"when": {"role": "worker"},
+         "tool_calls": [{"name": "run_shell", "args": {"command": "touch PWNED"}}]},
+        {"when": {"role": "manager"}, "text": "SYNTHESIS"},
+    ],
+}  # fmt: skip
+
+
 @pytest.fixture
 def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
@@ -79,7 +91,10 @@ def test_run_end_to_end_over_loopback_http(project: Path) -> None:
                     "--json", "--session", "s1")  # fmt: skip
     events = [json.loads(line) for line in done.stdout.splitlines()]
     kinds = [e["kind"] for e in events]
-    assert kinds[0] == "plan" and kinds[-1] == "final"
+    assert kinds[:2] == ["start", "plan"] and kinds[-1] == "final"
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert len({e["run_id"] for e in events}) == 1
+    assert events[0]["data"]["task"] == "What port?" and events[0]["data"]["persona"] == "dev"
     assert {"subtask_start", "tool_call", "work_result", "validation"} <= set(kinds)
     assert events[-1]["message"] == "ANSWER-ONE port 8081"
     assert events[-1]["data"]["status"] == "done"
@@ -112,6 +127,8 @@ def test_run_end_to_end_over_loopback_http(project: Path) -> None:
 def test_live_view_and_runs_show_text(project: Path) -> None:
     spec = f"scripted:{project.parent / 'one.yaml'}"
     done = personae(project, "run", "What port?", "--persona", "dev", "--model", spec)
+    head = done.stdout.splitlines()[0]
+    assert head.startswith("Run run-") and head.endswith("started; loading the team ...")
     assert "Plan: 1 subtask(s)" in done.stdout
     assert "Answer (done):" in done.stdout and "ANSWER-ONE" in done.stdout
     run_id = done.stdout.split("personae runs show ")[1].split()[0]
@@ -173,3 +190,63 @@ def test_timeout_cancels_the_run_and_records_it(project: Path) -> None:
     assert done.returncode == 1 and "run took longer than 0.001 s" in done.stderr
     listed = json.loads(personae(project, "runs", "list", "--json").stdout)
     assert listed[0]["status"] == "cancelled"
+
+
+def test_repeated_disallowed_tool_is_a_worker_failure(project: Path) -> None:
+    """pydantic-ai ends a run whose model keeps calling an unknown tool with
+    UnexpectedModelBehavior; the worker turns it into a failure with a clear event."""
+    (project.parent / "refuse.yaml").write_text(yaml.safe_dump(REFUSING))
+    spec = f"scripted:{project.parent / 'refuse.yaml'}"
+    done = personae(project, "run", "What port?", "--persona", "dev", "--model", spec,
+                    "--json", "--max-retries", "1")  # fmt: skip
+    assert "Traceback" not in done.stderr and "UnexpectedModelBehavior" not in done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    stops = [e for e in events if e["data"].get("action") == "worker_stopped"]
+    assert len(stops) == 2  # the first attempt and the one retry
+    assert stops[0]["data"]["refused_tools"] == ["run_shell"]
+    assert "kept calling 'run_shell'" in stops[0]["message"]
+    assert "persona dev may not use (allowed: grep, read_file)" in stops[0]["message"]
+    works = [e for e in events if e["kind"] == "work_result"]
+    assert [w["data"]["success"] for w in works] == [False, False]
+    assert works[0]["message"] == stops[0]["message"]
+    refused = [e for e in events if e["kind"] == "tool_call"]
+    assert refused and all(not e["data"]["ok"] for e in refused)
+    assert {e["data"]["tool"] for e in refused} == {"run_shell"}
+    final = events[-1]
+    assert final["kind"] == "final" and final["data"]["status"] == "partial"
+    assert final["data"]["not_validated"] == {"1": "skipped"}
+    assert not (project / "PWNED").exists()  # the refused tool never ran
+    listed = json.loads(personae(project, "runs", "list", "--json").stdout)
+    assert listed[0]["status"] == "partial"
+
+
+CHECK_FIRST_LINE = """
+import sys
+seen = []
+heavy = ("pydantic_ai", "personae.team", "openai")
+real = sys.stdout.write
+def write(text):
+    if not seen:
+        seen.append(sorted(m for m in heavy if m in sys.modules))
+        sys.stderr.write("HEAVY-AT-FIRST-LINE=" + ",".join(seen[0]) + "\\n")
+    return real(text)
+sys.stdout.write = write
+from personae.cli.app import main
+main(sys.argv[1:])
+"""
+
+
+def test_start_event_comes_before_the_heavy_imports(project: Path) -> None:
+    """The first line (the start event) is written before pydantic-ai and the team load."""
+    spec = f"scripted:{project.parent / 'one.yaml'}"
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK_FIRST_LINE, "run", "What port?", "--persona", "dev",
+         "--model", spec, "--json"],
+        check=False, cwd=project, capture_output=True, text=True, timeout=120,
+        env=os.environ.copy(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY-AT-FIRST-LINE=\n" in done.stderr  # none of them imported yet
+    first = json.loads(done.stdout.splitlines()[0])
+    assert first["kind"] == "start" and first["seq"] == 1
+    assert json.loads(done.stdout.splitlines()[-1])["kind"] == "final"

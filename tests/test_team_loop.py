@@ -464,7 +464,7 @@ def test_run_and_events_are_stored(tmp_path: Path) -> None:
         assert record.status == "done" and record.final_text == "8081"
         stored = [e.kind for e in runs.events(outcome.run_id)]
         assert stored == [e.kind.value for e in outcome.events]
-        assert stored[0] == "plan" and stored[-1] == "final"
+        assert stored[:2] == ["start", "plan"] and stored[-1] == "final"
         calls = runs.model_calls(outcome.run_id)
         assert [c.role for c in calls] == ["manager", "worker", "worker", "validator", "manager"]
         assert all(c.context_text and c.budget["budget"] > 0 for c in calls)

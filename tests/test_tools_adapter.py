@@ -71,9 +71,14 @@ def test_agent_calls_allowed_disallowed_and_failing_tools(tmp_path: Path) -> Non
     assert "outside the workspace" in str(returns["fails"].content)
     assert any("outside the workspace" in r for r in seen_results)
     # Call log via the subset and the on_call hook (the refused call never reached dispatch).
-    assert [(c.tool, c.ok) for c in subset.calls] == [("read_file", True), ("read_file", False)]
+    # pydantic-ai runs parallel tool calls concurrently, so completion order is not fixed.
+    assert sorted((c.tool, c.ok) for c in subset.calls) == [
+        ("read_file", False),
+        ("read_file", True),
+    ]
     assert hook == subset.calls
-    assert subset.calls[1].error is not None and "outside the workspace" in subset.calls[1].error
+    failed = next(c for c in subset.calls if not c.ok)
+    assert failed.error is not None and "outside the workspace" in failed.error
     refused = refused_calls(result.all_messages(), subset)
     assert [(r.tool, r.refused, r.canonical_args) for r in refused] == [
         ("run_shell", True, '{"command":"rm -rf ."}')

@@ -77,6 +77,42 @@ def _execute(
             view.status = None
 
 
+def _announce(
+    *,
+    as_json: bool,
+    task: str | None,
+    persona: str | None,
+    session: str | None,
+    context_from: Path | None,
+) -> dict[str, Any]:
+    """Show the run's ``start`` event now (stdlib only) and return it (JSON form, seq 1)."""
+    import os
+    import secrets
+    from datetime import UTC, datetime
+
+    now = datetime.now(UTC)
+    run_id = f"run-{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
+    event: dict[str, Any] = {
+        "run_id": run_id,
+        "seq": 1,
+        "kind": "start",
+        "at": now.isoformat(timespec="milliseconds"),
+        "message": f"run {run_id} started",
+        "subtask": None,
+        "data": {
+            "task": task,
+            "persona": persona,
+            "session": session,
+            "context_from": str(context_from) if context_from is not None else None,
+            "pid": os.getpid(),
+        },
+    }
+    line = json.dumps(event) if as_json else f"Run {run_id} started; loading the team ..."
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+    return event
+
+
 def register(app: typer.Typer) -> None:
     """Add ``run`` and ``demo`` to the main app."""
 
@@ -112,6 +148,12 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """One turn of the team (Manager, Worker, Validator) on the current project."""
+        if context_return is not None and context_from is None:
+            raise typer.BadParameter("--context-return needs --context-from")
+        # First event before the heavy imports (pydantic-ai ...): a spawner sees the run start.
+        announced = _announce(
+            as_json=as_json, task=task, persona=persona, session=session, context_from=context_from
+        )
         from personae.project import Project
         from personae.settings import PersonaeSettings
         from personae.team.session import RunOptions
@@ -119,8 +161,6 @@ def register(app: typer.Typer) -> None:
         settings = PersonaeSettings()
         cwd = Path.cwd()
         handover = None
-        if context_return is not None and context_from is None:
-            raise typer.BadParameter("--context-return needs --context-from")
         if context_from is not None:
             from personae.handover import runflow
 
@@ -146,6 +186,8 @@ def register(app: typer.Typer) -> None:
             budget_share=settings.budget_share,
             handover_text=handover.section_text if handover else None,
             request_cap=max_requests,
+            handover_timeout=settings.handover_timeout,
+            announced=announced,
         )
         view = _View(as_json=as_json)
         timeout = handover_timeout if handover_timeout is not None else (
@@ -170,14 +212,18 @@ def register(app: typer.Typer) -> None:
         if handover is not None:
             from personae.handover import runflow
 
+            shown = len(handover.warnings)
             result = outcome.result
             written = runflow.finish(
                 handover,
                 status="success" if result.status == "done" else "partial",
                 output=result.final_text,
+                artifacts=outcome.files_written(),
                 next_steps=result.warnings,
                 return_path=context_return,
             )
+            for warning in handover.warnings[shown:]:
+                typer.echo(f"personae: warning: {warning}", err=True)
             if not as_json:
                 typer.echo(f"handover results written to {written}")
         if not as_json:

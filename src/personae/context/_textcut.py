@@ -1,8 +1,9 @@
 """Cut text to a token limit with a visible notice, counting as little as possible.
 
-Cut points are found by a galloping binary search over character offsets,
-started from the text's own tokens-per-character ratio, so a cut costs a few
-counts of strings about the size of the kept part, never a loop over the text.
+Cut points are found by an interpolation search over character offsets
+(safeguarded by bisection), started from the text's own tokens-per-character
+ratio, so a cut costs a few counts of strings about the size of the kept part,
+never a loop over the text.
 """
 
 from __future__ import annotations
@@ -51,33 +52,43 @@ class Cut:
     """Exact token count of ``text``."""
 
 
-def _largest(n: int, guess: int, fits: Callable[[int], bool]) -> int:
-    """Largest k in [0, n] with fits(k), assuming fits is (nearly) monotone."""
-    guess = max(0, min(n, guess))
-    if fits(guess):
-        lo, step = guess, max(16, guess // 8)
-        hi = lo + step
-        while hi < n and fits(hi):
-            lo, step = hi, step * 2
-            hi = lo + step
-        if hi >= n:
-            if fits(n):
+def _largest(n: int, guess: int, measure: Callable[[int], int], target: int) -> int:
+    """Largest k in [0, n] with ``measure(k) <= target``, assuming measure is (nearly) monotone.
+
+    ``measure(k)`` is the token count of the first (or last) k characters, and
+    ``measure(0) == 0``. Counts grow almost linearly with k, so the next probe is
+    interpolated from the bracketing counts (regula falsi) instead of halving the
+    bracket; a probe that does not at least halve the bracket is followed by a
+    bisection step, so the search never takes more probes than bisection would
+    plus one each. The answer is the same boundary binary search finds (for a
+    monotone measure) at a fraction of the counts.
+    """
+    lo, c_lo = 0, 0
+    hi, c_hi = n + 1, -1  # -1: no probe has failed yet (n itself not tried)
+    k = max(1, min(n, guess))
+    bisect = False
+    while True:
+        width = hi - lo
+        c = measure(k)
+        if c <= target:
+            lo, c_lo = k, c
+            if lo >= n:
                 return n
-            hi = n
-    else:
-        hi, step = guess, max(16, guess // 8)
-        lo = hi - step
-        while lo > 0 and not fits(lo):
-            hi, step = lo, step * 2
-            lo = hi - step
-        lo = max(0, lo)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
-            lo = mid
         else:
-            hi = mid
-    return lo
+            hi, c_hi = k, c
+        if hi - lo <= 1:
+            return lo
+        if c_hi < 0:  # only successes so far: extrapolate past the boundary
+            rate = c_lo / lo if c_lo else 1 / 4
+            step = int((target + 1 - c_lo) / rate * 1.05) + 8 if rate > 0 else n
+            k = min(n, lo + max(16, step))
+            continue
+        if bisect or c_hi <= c_lo:
+            k = (lo + hi) // 2
+        else:
+            k = lo + int((target + 0.5 - c_lo) * (hi - lo) / (c_hi - c_lo))
+            k = min(hi - 1, max(lo + 1, k))
+        bisect = not bisect and 2 * (hi - lo) > width
 
 
 def _snap(text: str, k: int, keep_head: bool) -> int:
@@ -116,11 +127,11 @@ def cut_text(
     def part(k: int) -> str:
         return text[:k] if keep_head else text[n - k :]
 
-    def fits(k: int) -> bool:
-        return counter.count(part(k)) <= target
+    def measure(k: int) -> int:
+        return counter.count(part(k))
 
     guess = int(n * target / full) if full else n
-    k = _largest(n, guess, fits) if target > 0 else 0
+    k = _largest(n, guess, measure, target) if target > 0 else 0
     k = _snap(text, k, keep_head) if 0 < k < n else k
     while True:
         kept = part(k).rstrip("\n") if keep_head else part(k).lstrip("\n")

@@ -1,6 +1,6 @@
 """The pure fitting function: caps, then truncation by priority, then exact verification.
 
-Every piece is counted once; cuts use binary search on cut points (see
+Every piece is counted once; cuts use an interpolation search on cut points (see
 ``_textcut``); the whole rendered prompt is counted only to verify the result
 (and, in the rare case that tokens merged across a section boundary, to
 refit once with the overrun taken off).

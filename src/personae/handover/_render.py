@@ -55,6 +55,8 @@ def render_section(h: ContextHandover) -> str:
         lines += ["", "Structured data:", _clip(text, MAX_DATA_CHARS)]
     if h.context.mcp_servers:
         lines += ["", "MCP servers active at the source: " + ", ".join(h.context.mcp_servers)]
+    if h.context.memory_snapshot:
+        lines += ["", "Source memory (summary):", _clip(h.context.memory_snapshot, 2000)]
     lines += [
         "",
         "Focus on the task. Build on the work already done. When complete, "

@@ -101,7 +101,16 @@ def build_handover(
     env_allow: Iterable[str] = (),
     environ: Mapping[str, str] | None = None,
 ) -> ContextHandover:
-    """Build a validated handover (environment captured from the allow list only)."""
+    """Build a validated handover (environment captured from the allow list only).
+
+    Without ``memory_snapshot``, the project's mind memory catalog at ``cwd``
+    (when it has one) is summarised into it: counts by type and one line per
+    file, never a file's body or a secret.
+    """
+    if memory_snapshot is None:
+        from personae.handover._memory import memory_snapshot as summarise
+
+        memory_snapshot = summarise(Path(cwd))
     try:
         return ContextHandover(
             source=Source(

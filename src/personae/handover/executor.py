@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
@@ -27,17 +27,20 @@ from personae.handover.files import load_handover, save_handover, sha256_file, u
 from personae.handover.schema import ContextHandover, Results
 
 __all__ = [
+    "DEPTH_ENV",
     "EXIT_CODES",
     "EXIT_FAILURE",
     "EXIT_INVALID",
     "EXIT_PARTIAL",
     "EXIT_SUCCESS",
     "EXIT_TIMEOUT",
+    "HANDOVER_DEPTH_CAP",
     "AttemptOutcome",
     "ChildSpec",
     "CommandBuilder",
     "RunOutcome",
     "backoff_delays",
+    "handover_depth",
     "kill_group",
     "personae_run_command",
     "run_child",
@@ -58,6 +61,28 @@ EXIT_CODES: dict[int, str] = {
     EXIT_PARTIAL: "the child finished with status partial",
 }
 """Exit codes of ``personae handover run`` and ``personae chain run``."""
+
+DEPTH_ENV = "PERSONAE_HANDOVER_DEPTH"
+"""Environment variable holding how many handover processes deep a process runs."""
+
+HANDOVER_DEPTH_CAP = 2
+"""Deepest chain of handover child processes that may hand over again."""
+
+
+def handover_depth(environ: Mapping[str, str] | None = None) -> int:
+    """How many handover processes deep this process runs (0 = started by a user).
+
+    Read from ``PERSONAE_HANDOVER_DEPTH`` (set by the executor for its
+    children); an unreadable value counts as the cap (fail closed).
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get(DEPTH_ENV, "0").strip() or "0"
+    try:
+        depth = int(raw)
+    except ValueError:
+        return HANDOVER_DEPTH_CAP
+    return depth if depth >= 0 else HANDOVER_DEPTH_CAP
+
 
 GRACE_SECONDS = 1.0
 TAIL_CHARS = 4000
@@ -198,6 +223,7 @@ def run_child(
     """Run ``argv`` in its own process group; kill the whole group at ``timeout``."""
     child_env = dict(os.environ if env is None else env)
     child_env["PERSONAE_HANDOVER_MODE"] = "1"
+    child_env[DEPTH_ENV] = str(handover_depth() + 1)
     start = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         try:

@@ -281,11 +281,32 @@ def load_handover(
 # --- writing -----------------------------------------------------------------
 
 
+_YAML_BREAKS = ("\x85", "\u2028", "\u2029")
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that double-quotes strings holding NEL, LS or PS.
+
+    YAML reads those characters as line breaks, so in plain or single-quoted
+    style they come back folded into spaces; double quotes escape them.
+    """
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = '"' if any(ch in value for ch in _YAML_BREAKS) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
 def dump_handover(handover: ContextHandover, fmt: ContextFormat = "json") -> bytes:
     """Serialize (secrets redacted) to JSON or YAML bytes."""
     data = redact_secrets(handover.model_dump(mode="json", by_alias=True))
     if fmt == "yaml":
-        raw = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100).encode("utf-8")
+        raw = yaml.dump(
+            data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100
+        ).encode("utf-8")
     else:
         raw = pydantic_core.to_json(data, indent=2) + b"\n"
     if len(raw) > MAX_FILE_BYTES:

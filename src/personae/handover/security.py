@@ -199,6 +199,8 @@ class PathPolicy:
         out: list[str] = []
         base_s = os.path.realpath(base)
         roots, prefixes = frozenset(self._root_strs), self._prefixes
+        candidates = [text if text.startswith("/") else f"{base_s}/{text}" for text in texts]
+        links = _LinkProbe(candidates)
         for index, text in enumerate(texts):
             try:
                 check_path_text(text)
@@ -206,8 +208,8 @@ class PathPolicy:
                 raise HandoverSecurityError(
                     f"{what} {text!r} refused: {exc}", index=index
                 ) from None
-            candidate = text if text.startswith("/") else f"{base_s}/{text}"
-            real = self._real(candidate, dirs)
+            candidate = candidates[index]
+            real = self._real(candidate, dirs, links)
             if real not in roots and not real.startswith(prefixes):
                 shown = f" (resolves to {real})" if real != os.path.normpath(candidate) else ""
                 raise HandoverSecurityError(
@@ -219,7 +221,9 @@ class PathPolicy:
         return out
 
     @staticmethod
-    def _real(candidate: str, dirs: dict[str, tuple[str, bool]]) -> str:
+    def _real(
+        candidate: str, dirs: dict[str, tuple[str, bool]], links: _LinkProbe | None = None
+    ) -> str:
         """``os.path.realpath`` with the parent directory's resolution cached."""
         head, _, name = candidate.rpartition("/")
         if name in {"", "."} or not head:
@@ -231,11 +235,61 @@ class PathPolicy:
         real_head, exists = cached
         joined = real_head + name if real_head.endswith("/") else f"{real_head}/{name}"
         # Only an existing directory can hold a symlink named ``name``.
-        return os.path.realpath(joined) if exists and os.path.islink(joined) else joined
+        if not exists:
+            return joined
+        maybe_link = links.maybe_link(head, real_head, joined) if links else os.path.islink(joined)
+        return os.path.realpath(joined) if maybe_link else joined
 
     def allows(self, path: Path) -> bool:
         """Whether ``path`` (symlinks resolved) is inside a root."""
         return _within(os.path.realpath(path), self._root_strs)
+
+
+class _LinkProbe:
+    """Answers "is ``dir/name`` a symlink?" for many names, listing busy folders once.
+
+    A name can only resolve to a symlink if the folder holds at least one
+    symlink entry. For a folder that many candidates share, one directory
+    listing proves it holds none, which answers for every name in it without a
+    ``lstat`` each (names not in the listing, on case-folding file systems
+    too). Folders with a symlink, few candidates, or too many entries to list
+    cheaply are asked per name with ``os.path.islink`` as before.
+    """
+
+    _MIN_NAMES = 32
+    _ENTRIES_PER_NAME = 8
+
+    def __init__(self, candidates: Sequence[str]) -> None:
+        heads: dict[str, int] = {}
+        for candidate in candidates:
+            head = candidate.rpartition("/")[0]
+            heads[head] = heads.get(head, 0) + 1
+        self._budget = {h: n for h, n in heads.items() if n >= self._MIN_NAMES}
+        self._link_free: dict[str, bool] = {}
+
+    def maybe_link(self, head: str, real_head: str, joined: str) -> bool:
+        """Whether ``joined`` (in the existing folder ``real_head``, spelled ``head``) is a link."""
+        free = self._link_free.get(real_head)
+        if free is None:
+            names = self._budget.get(head, 0)
+            if names < self._MIN_NAMES:
+                return os.path.islink(joined)
+            free = self._link_free[real_head] = _no_symlinks(
+                real_head, names * self._ENTRIES_PER_NAME
+            )
+        return not free and os.path.islink(joined)
+
+
+def _no_symlinks(folder: str, max_entries: int) -> bool:
+    """True when ``folder`` (listed once) holds no symlink; False when unsure."""
+    try:
+        with os.scandir(folder) as entries:
+            for seen, entry in enumerate(entries):
+                if seen >= max_entries or entry.is_symlink():
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 # --- environment -------------------------------------------------------------
@@ -304,6 +358,7 @@ _SECRET_VALUE = re.compile(
     r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,})"
 )
 _MIN_SECRET = 14
+_SCALARS = (int, float, bool)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -333,8 +388,15 @@ def redact_secrets(value: Any) -> Any:
     if kind is dict:
         out: dict[Any, Any] = {}
         for key, item in value.items():
-            if isinstance(item, str) and isinstance(key, str) and item and is_secret_name(key):
-                out[key] = REDACTED
+            if isinstance(item, str):  # strings inline: most values, no recursive call
+                if item and isinstance(key, str) and is_secret_name(key):
+                    out[key] = REDACTED
+                elif len(item) >= _MIN_SECRET:
+                    out[key] = _SECRET_VALUE.sub(REDACTED, item)
+                else:
+                    out[key] = item
+            elif item is None or type(item) in _SCALARS:
+                out[key] = item
             else:
                 out[key] = redact_secrets(item)
         return out

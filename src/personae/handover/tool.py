@@ -20,8 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from personae.errors import PersonaeError, UsageError
 from personae.handover.create import build_handover, create_handover
 from personae.handover.executor import (
+    HANDOVER_DEPTH_CAP,
     ChildSpec,
     CommandBuilder,
+    handover_depth,
     personae_run_command,
     run_handover,
 )
@@ -30,9 +32,11 @@ from personae.tools.base import Tool, ToolContext
 from personae.tools.registry import ToolRegistry
 
 __all__ = [
+    "HANDOVER_DEPTH_CAP",
     "HANDOVER_TOOL_NAME",
     "HandoverToolArgs",
     "HandoverToolResult",
+    "handover_depth",
     "handover_to_persona",
     "handover_tool",
     "register_handover_tool",
@@ -94,6 +98,7 @@ def handover_to_persona(
     attempts: int = 3,
     backoff: float = 1.0,
     command: CommandBuilder = personae_run_command,
+    model: str | None = None,
 ) -> HandoverToolResult:
     """Hand ``task`` to ``target_persona`` with files, data and insights.
 
@@ -103,7 +108,8 @@ def handover_to_persona(
     Refuses unsafe content (paths outside allowed roots ...) before writing.
     ``history`` defaults to the project's conversation store (one summary per
     persona); with ``from_project`` the source persona's MCP servers come from
-    the project's cast.
+    the project's cast. ``model`` is passed to the child as ``--model`` (its
+    default model; a persona's own ``model`` still wins).
     """
     mcp_servers: list[str] | None = None
     warnings: list[str] = []
@@ -135,6 +141,7 @@ def handover_to_persona(
         timeout=timeout,
         return_path=None,
         cwd=Path(cwd),
+        model=model,
     )
     argv = list(command(spec))
     shown = ["personae", *argv[3:]] if argv[1:3] == ["-m", "personae"] else argv
@@ -155,6 +162,7 @@ def handover_to_persona(
         attempts=attempts,
         backoff=backoff,
         command=command,
+        model=model,
     )
     results = outcome.handover.results
     dumped = results.model_dump(mode="json", by_alias=True) if results is not None else None
@@ -199,6 +207,7 @@ def handover_tool(
     attempts: int = 3,
     backoff: float = 1.0,
     command: CommandBuilder = personae_run_command,
+    model: str | None = None,
 ) -> Tool[HandoverToolArgs]:
     """The ``handover_to_persona`` tool for a :class:`~personae.tools.registry.ToolRegistry`.
 
@@ -222,6 +231,7 @@ def handover_tool(
                 attempts=attempts,
                 backoff=backoff,
                 command=command,
+                model=model,
             )
         except PersonaeError as exc:
             raise ctx.error(str(exc)) from None

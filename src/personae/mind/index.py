@@ -76,8 +76,8 @@ def fts_query(query: str | list[str]) -> str | None:
     return " OR ".join(f'"{w}"' for w in words)
 
 
-def _read_file(path: str, size: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY)
+def _read_file(path: str, size: int, dir_fd: int | None = None) -> bytes:
+    fd = os.open(path, os.O_RDONLY, dir_fd=dir_fd)
     try:
         data = os.read(fd, size + 1)
         if len(data) != size:  # changed since stat: read to the end
@@ -90,13 +90,48 @@ def _read_file(path: str, size: int) -> bytes:
         os.close(fd)
 
 
+_OPEN_AT = os.open in os.supports_dir_fd
+
+
+def _read_all(
+    base: str, names: Sequence[str], on_disk: dict[str, tuple[int, int]]
+) -> list[tuple[MemoryEntry, tuple[int, int]]]:
+    """Read and parse ``names`` in folder ``base`` (unreadable files are skipped).
+
+    os.open/os.read are several times cheaper than open() for small files, and
+    opening relative to the folder's descriptor resolves one name, not the path.
+    """
+    parsed: list[tuple[MemoryEntry, tuple[int, int]]] = []
+    dir_fd: int | None = None
+    if _OPEN_AT:
+        try:
+            dir_fd = os.open(base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError:
+            dir_fd = None
+    try:
+        for name in names:
+            stat = on_disk[name]
+            try:
+                if dir_fd is None:
+                    data = _read_file(os.path.join(base, name), stat[1])
+                else:
+                    data = _read_file(name, stat[1], dir_fd)
+            except OSError:
+                continue
+            parsed.append((parse_memory(name, data.decode("utf-8", errors="replace")), stat))
+    finally:
+        if dir_fd is not None:
+            os.close(dir_fd)
+    return parsed
+
+
 class MindIndex:
     """Access to the mind tables of one store."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        # dir -> (generation, {name: (doc id, mtime_ns, size)}) of the last sync.
-        self._memo: dict[str, tuple[int, dict[str, tuple[int, int, int]]]] = {}
+        # dir -> (generation, {name: (mtime_ns, size)}) of the last sync.
+        self._memo: dict[str, tuple[int, dict[str, tuple[int, int]]]] = {}
         self._sync_lock = threading.Lock()
 
     def _generation(self, key: str) -> int:
@@ -116,18 +151,18 @@ class MindIndex:
             conn.execute("SELECT generation FROM mind_dirs WHERE dir = ?", (key,)).fetchone()[0]
         )
 
-    def _cached(self, key: str) -> dict[str, tuple[int, int, int]]:
+    def _cached(self, key: str) -> dict[str, tuple[int, int]]:
+        """``{name: (mtime_ns, size)}`` of the folder's catalog rows (as ``scan`` gives)."""
         with self.store.lock:
             generation = self._generation(key)
             memo = self._memo.get(key)
             if memo is not None and memo[0] == generation:
                 return memo[1]
             rows = self.store.conn.execute(
-                "SELECT id, name, mtime_ns, size FROM mind_docs"
-                " WHERE dir = ? AND source = 'memory'",
+                "SELECT name, mtime_ns, size FROM mind_docs WHERE dir = ? AND source = 'memory'",
                 (key,),
             ).fetchall()
-        cached = {row[1]: (row[0], row[2], row[3]) for row in rows}
+        cached = {row[0]: (row[1], row[2]) for row in rows}
         self._memo[key] = (generation, cached)
         return cached
 
@@ -146,19 +181,14 @@ class MindIndex:
     def _sync(self, memory: MemoryDir) -> SyncStats:
         on_disk = memory.scan()
         cached = self._cached(memory.key)
-        changed = [n for n, st in on_disk.items() if (c := cached.get(n)) is None or c[1:] != st]
+        if on_disk == cached:  # one C-level comparison in the common, unchanged case
+            return SyncStats(0, 0, 0, len(on_disk))
+        changed = [n for n, st in on_disk.items() if cached.get(n) != st]
         removed = [n for n in cached if n not in on_disk]
         if not changed and not removed:
             return SyncStats(0, 0, 0, len(on_disk))
-        parsed: list[tuple[MemoryEntry, tuple[int, int]]] = []
-        base = str(memory.root)
-        for name in changed:
-            try:  # os.open/os.read: several times cheaper than open() for small files
-                data = _read_file(os.path.join(base, name), on_disk[name][1])
-            except OSError:
-                continue
-            text = data.decode("utf-8", errors="replace")
-            parsed.append((parse_memory(name, text), on_disk[name]))
+        changed.sort()  # deterministic ids; the name indexes grow at their end
+        parsed = _read_all(str(memory.root), changed, on_disk)
         with self.store.transaction() as conn:
             delete_names(conn, memory.key, [*removed, *(e.name for e, _ in parsed)])
             insert_many(conn, memory.key, parsed)

@@ -35,6 +35,8 @@ REQUIRED_FIELDS = ("name", "description", "type")
 """Frontmatter fields every written memory file must have."""
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,124}\.md$")
+_SCANDIR_FD = os.scandir in os.supports_fd
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _MAX_BYTES = 512_000
 
 
@@ -115,30 +117,49 @@ class MemoryDir:
         return path
 
     def scan(self) -> dict[str, tuple[int, int]]:
-        """``{name: (mtime_ns, size)}`` of the Markdown files in the folder."""
+        """``{name: (mtime_ns, size)}`` of the Markdown files in the folder.
+
+        Every file is stat'ed on every scan (an edit in place does not change the
+        folder's mtime). Where supported the folder is listed through a descriptor,
+        so each stat resolves one name instead of the whole path.
+        """
         found: dict[str, tuple[int, int]] = {}
+        root = str(self.root)
+        fd: int | None = None
         try:
-            entries = os.scandir(self.root)
+            if _SCANDIR_FD:
+                fd = os.open(root, os.O_RDONLY | _O_DIRECTORY)
+            entries = os.scandir(root if fd is None else fd)
         except OSError:  # missing, not a folder, unreadable: an empty catalog
+            if fd is not None:
+                os.close(fd)
             return found
         valid = self._valid
-        with entries:
-            for entry in entries:
-                name = entry.name
-                ok = valid.get(name)
-                if ok is None:
-                    ok = valid[name] = bool(name.endswith(".md") and _NAME.match(name))
-                if not ok:
-                    continue
-                try:
-                    if entry.is_symlink() and Path(entry.path).resolve().parent != self.root:
+        try:
+            with entries:
+                for entry in entries:
+                    name = entry.name
+                    ok = valid.get(name)
+                    if ok is None:
+                        ok = valid[name] = bool(name.endswith(".md") and _NAME.match(name))
+                    if not ok:
                         continue
-                    st = entry.stat()
-                except OSError:
-                    continue
-                if S_ISREG(st.st_mode):
-                    found[name] = (st.st_mtime_ns, st.st_size)
+                    try:
+                        if entry.is_symlink() and not self._link_inside(name):
+                            continue
+                        st = entry.stat()
+                    except OSError:
+                        continue
+                    if S_ISREG(st.st_mode):
+                        found[name] = (st.st_mtime_ns, st.st_size)
+        finally:
+            if fd is not None:
+                os.close(fd)
         return found
+
+    def _link_inside(self, name: str) -> bool:
+        """Whether the symlink ``name`` resolves to a file directly in the folder."""
+        return (self.root / name).resolve().parent == self.root
 
     def read(self, name: str) -> str:
         """The text of memory ``name``."""

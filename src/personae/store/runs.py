@@ -85,10 +85,16 @@ class RunStore:
         self._call_seq: dict[str, int] = {}
 
     def create(
-        self, *, task: str, model: str, persona: str | None = None, session_id: str | None = None
+        self,
+        *,
+        task: str,
+        model: str,
+        persona: str | None = None,
+        session_id: str | None = None,
+        run_id: str | None = None,
     ) -> str:
-        """Start a run; returns its id."""
-        run_id = f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+        """Start a run; returns its id (``run_id`` when given: one announced earlier)."""
+        run_id = run_id or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
         with self.store.transaction() as conn:
             conn.execute(
                 "INSERT INTO runs(id, session_id, task, persona, model, started_at)"

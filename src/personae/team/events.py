@@ -15,6 +15,7 @@ __all__ = ["Event", "EventBus", "EventKind"]
 class EventKind(StrEnum):
     """Every kind of step a run reports."""
 
+    START = "start"
     PLAN = "plan"
     SUBTASK_START = "subtask_start"
     TOOL_CALL = "tool_call"
@@ -87,6 +88,20 @@ class EventBus:
             subtask=subtask,
             data=data,
         )
+        self.events.append(event)
+        for listener in self._listeners:
+            listener(event)
+        return event
+
+    def adopt(self, event: Event) -> Event:
+        """Take an event announced before the bus existed (``personae run``'s ``start``).
+
+        It keeps its number and time; later events are numbered after it.
+        Only listeners subscribed so far get it (whoever announced it has shown it).
+        """
+        if event.run_id != self.run_id or event.seq != self._seq + 1:
+            raise ValueError(f"event {event.seq} of run {event.run_id} does not come next here")
+        self._seq = event.seq
         self.events.append(event)
         for listener in self._listeners:
             listener(event)

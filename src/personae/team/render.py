@@ -15,6 +15,7 @@ from personae.team.events import Event, EventKind
 __all__ = ["EXPLANATIONS", "EventLines", "describe"]
 
 EXPLANATIONS: dict[str, str] = {
+    "start": "Every run gets an id; its events and model calls are stored under it.",
     "plan": "The Manager broke the task into subtasks (a structured output: description + "
     "requirements for each).",
     "subtask_start": "Each subtask goes to a Worker running as the active persona, with only "
@@ -59,6 +60,10 @@ def describe(event: Event, *, explain: bool = False, seen: set[str] | None = Non
     if handler is not None:
         lines.extend(handler(event, d))
     return lines
+
+
+def _start(event: Event, d: dict[str, Any]) -> EventLines:
+    return [("note", event.message)]
 
 
 def _plan(event: Event, d: dict[str, Any]) -> EventLines:
@@ -143,6 +148,7 @@ def _final(event: Event, d: dict[str, Any]) -> EventLines:
 
 
 _HANDLERS: dict[EventKind, Callable[[Event, dict[str, Any]], EventLines]] = {
+    EventKind.START: _start,
     EventKind.PLAN: _plan,
     EventKind.SUBTASK_START: _subtask,
     EventKind.TOOL_CALL: _tool,

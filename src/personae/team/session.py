@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage
@@ -26,16 +27,22 @@ from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
 from personae.store.runs import RunStore
 from personae.team.context import TurnContext
-from personae.team.events import Event, EventBus
+from personae.team.events import Event, EventBus, EventKind
 from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
-from personae.team.toolbox import ToolBox
+from personae.team.toolbox import ToolBox, narrow_names
 from personae.tokens.registry import counter_for_model, model_info
 from personae.tools.registry import ToolRegistry
 from personae.tools.subset import ToolSubset
 from personae.tools.workspace import Workspace
 
 __all__ = ["RunOptions", "RunOutcome", "extractive_summary", "run_turn"]
+
+_WRITERS = frozenset({"write_file", "edit_file"})
+"""Tools whose ``path`` argument names a file the run produced."""
+
+_HANDOVER = "handover_to_persona"
+"""The handover tool's name (personae.handover.tool is imported only when it is used)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +69,11 @@ class RunOptions:
     """Add recent commits to the context."""
     extra_persona_dirs: Sequence[Path] = ()
     """More persona folders to load."""
+    handover_timeout: float = 300.0
+    """Seconds a ``handover_to_persona`` child run may take (per attempt)."""
+    announced: Mapping[str, Any] | None = None
+    """The ``start`` event already shown for this run (JSON form, seq 1, its run id);
+    ``None``: the run emits its own ``start`` event."""
 
 
 @dataclass(kw_only=True)
@@ -78,6 +90,30 @@ class RunOutcome:
     """The team's result."""
     events: list[Event] = field(default_factory=list)
     """Every event of the run."""
+    root: Path | None = None
+    """The workspace root the run's tools acted on."""
+
+    def files_written(self) -> list[str]:
+        """Files the run's tools wrote or edited that still exist, in first-write order.
+
+        Taken from the successful ``write_file``/``edit_file`` tool-call events
+        (workers and sub-agents); paths as the tools got them (relative to
+        :attr:`root`). Files gone by the end (a sub-agent's temporary
+        workspace) are left out.
+        """
+        found: dict[str, None] = {}
+        for event in self.events:
+            d = event.data
+            if event.kind is not EventKind.TOOL_CALL or not d.get("ok") or d.get("reused"):
+                continue
+            path = (d.get("args") or {}).get("path") if d.get("tool") in _WRITERS else None
+            if isinstance(path, str) and path.strip():
+                full = Path(path) if Path(path).is_absolute() or self.root is None else (
+                    self.root / path
+                )  # fmt: skip
+                if full.is_file():
+                    found.setdefault(path, None)
+        return list(found)
 
 
 def extractive_summary(previous: str | None, messages: Sequence[ChatMessage]) -> str:
@@ -126,6 +162,35 @@ def _json_args(text: str) -> dict[str, object]:
     return value if isinstance(value, dict) else {"value": value}
 
 
+def _registry(
+    root: Path, cast: Cast, persona: Persona | None, options: RunOptions, session: str
+) -> ToolRegistry:
+    """The built-in tools, plus ``handover_to_persona`` when a persona may use it.
+
+    The handover tool hands work to another persona in a child ``personae run``
+    (its source is the active persona; the child's default model is this run's).
+    It is left out below the handover depth cap, so the narrow-only subset
+    refuses it there.
+    """
+    registry = ToolRegistry.builtin(Workspace(root))
+    if persona is None or not any(
+        _HANDOVER in narrow_names(p, {_HANDOVER}) for p in (persona, *cast.personas.values())
+    ):
+        return registry
+    from personae.handover.executor import HANDOVER_DEPTH_CAP, handover_depth
+    from personae.handover.tool import register_handover_tool
+
+    if handover_depth() < HANDOVER_DEPTH_CAP:
+        register_handover_tool(
+            registry,
+            persona.name,
+            session_id=session,
+            timeout=options.handover_timeout,
+            model=options.model,
+        )
+    return registry
+
+
 async def run_turn(
     task: str,
     options: RunOptions,
@@ -170,14 +235,25 @@ async def run_turn(
             include_git_log=options.include_git_log,
         )
         runs = RunStore(store)
-        run_id = runs.create(task=task, model=label, persona=options.persona, session_id=session)
+        announced = options.announced
+        run_id = runs.create(
+            task=task, model=label, persona=options.persona, session_id=session,
+            run_id=str(announced["run_id"]) if announced else None,
+        )  # fmt: skip
         bus = EventBus(run_id)
         usage = TreeUsage(request_cap=options.request_cap)
         runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
         bus.subscribe(runtime.store_event)
+        if announced is not None:  # already shown: store it, don't show it again
+            bus.adopt(Event.model_validate(dict(announced)))
         for listener in listeners:
             bus.subscribe(listener)
-        registry = ToolRegistry.builtin(Workspace(project.root))
+        if announced is None:
+            bus.emit(
+                EventKind.START, f"run {run_id} started", task=task, persona=options.persona,
+                session=session,
+            )  # fmt: skip
+        registry = _registry(project.root, cast, persona, options, session)
         team = Team(
             runtime=runtime,
             persona=persona,
@@ -209,5 +285,6 @@ async def run_turn(
         _store_turn(conversations, session, task, turn, result.final_text)
         runs.finish(run_id, status=result.status, final_text=result.final_text, usage=result.usage)
     return RunOutcome(
-        run_id=run_id, session_id=session, model_label=label, result=result, events=bus.events
-    )
+        run_id=run_id, session_id=session, model_label=label, result=result, events=bus.events,
+        root=project.root,
+    )  # fmt: skip

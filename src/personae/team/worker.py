@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.toolsets import AbstractToolset
 
@@ -109,6 +109,7 @@ async def run_worker(
     steps = persona.max_steps or DEFAULT_MAX_STEPS
     requests_before = runtime.usage.requests
     error: str | None = None
+    misbehaved: str | None = None
     text = ""
     messages: list[ModelMessage] = []
     try:
@@ -126,9 +127,45 @@ async def run_worker(
         if runtime.usage.exhausted:
             raise  # the whole run's cap, not this worker's step budget
         error = f"step budget of {steps} used up: {exc}"
+    except UnexpectedModelBehavior as exc:
+        misbehaved = error = f"model misbehaved: {exc.message}"
     finally:
         wrapped.record_refused(messages)
+    if misbehaved is not None:
+        error = _warn_stopped(
+            runtime, log, number=number, persona=persona, allowed=allowed, error=misbehaved
+        )
     return _result(log, text, error, runtime.usage.requests - requests_before)
+
+
+def _warn_stopped(
+    runtime: Runtime,
+    log: CallLog,
+    *,
+    number: int,
+    persona: Persona,
+    allowed: frozenset[str],
+    error: str,
+) -> str:
+    """Emit a user-visible event saying why the worker stopped; returns that reason."""
+    refused = sorted({c.tool for c in log.calls if c.tool not in allowed})
+    if refused:
+        names = ", ".join(repr(t) for t in refused)
+        message = (
+            f"worker for subtask {number} stopped: the model kept calling {names}, which "
+            f"persona {persona.name} may not use (allowed: {', '.join(sorted(allowed)) or 'none'})"
+        )
+    else:
+        message = f"worker for subtask {number} stopped: {error}"
+    runtime.emit(
+        EventKind.WARNING,
+        message,
+        subtask=number,
+        action="worker_stopped",
+        refused_tools=refused,
+        error=error,
+    )
+    return message
 
 
 def _result(log: CallLog, text: str, error: str | None, requests: int) -> WorkerResult:

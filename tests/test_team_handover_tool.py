@@ -1,0 +1,205 @@
+"""`handover_to_persona` inside `personae run`, and result artifacts, as real subprocesses.
+
+The parent `personae run` and the child it spawns each start the SCRIPTED
+OpenAI-compatible server on 127.0.0.1 (not a real language model): every
+model call crosses loopback HTTP. The child is a separate `personae run
+--context-from ...` process started by the tool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from personae.handover.tool import handover_to_persona
+
+OK = {
+    "approved": True,
+    "requirements_met": True,
+    "issues": [],
+    "completion_signal": {"confidence": "high", "progress_made": True},
+}
+
+LEAD = """---
+name: lead
+description: Plans the work and hands writing to the writer.
+tools: [read_file, handover_to_persona]
+---
+You are lead.
+"""
+
+PLAIN = """---
+name: plain
+description: May only read.
+tools: [read_file]
+---
+You are plain.
+"""
+
+WRITER = """---
+name: writer
+description: Writes reports.
+tools: [write_file, read_file]
+model: scripted:{child}
+---
+You are writer.
+"""
+
+
+def handover_call(wait: bool) -> dict[str, Any]:
+    args = {"target_persona": "writer", "task": "CHILDJOB write report.md",
+            "insights": ["revenue 12900"], "wait_for_results": wait}  # fmt: skip
+    return {"name": "handover_to_persona", "args": args}
+
+
+def parent_scenario(wait: bool) -> dict[str, Any]:
+    """Parent steps (matched on PARENTJOB) + rules the child's manager/validator use."""
+    plan = {"subtasks": [{"description": "Hand the report to writer"}]}
+    return {
+        "description": "handover tool inside personae run (scripted)",
+        "steps": [
+            {"when": {"role": "manager", "contains": "PARENTJOB"}, "output": plan},
+            {"when": {"role": "worker"}, "tool_calls": [handover_call(wait)]},
+            {"when": {"role": "worker"}, "text": "The writer took the report."},
+            {"when": {"role": "validator"}, "output": OK},
+            {"when": {"role": "manager"}, "text": "PARENT-ANSWER"},
+        ],
+        "rules": [
+            {"when": {"role": "manager", "contains": "<validated_work"},
+             "text": "CHILD-ANSWER report.md written"},
+            {"when": {"role": "manager", "contains": "CHILDJOB"},
+             "output": {"subtasks": [{"description": "Write report.md"}]}},
+            {"when": {"role": "validator"}, "output": OK},
+        ],
+    }  # fmt: skip
+
+
+CHILD_WORKER = {
+    "description": "the writer's worker (scripted)",
+    "steps": [
+        {"tool_calls": [{"name": "write_file",
+                         "args": {"path": "report.md", "content": "# Report\n12900\n"}}]},
+        {"text": "report.md written"},
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture
+def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("PERSONAE_HANDOVER_DEPTH", raising=False)
+    root = tmp_path / "proj"
+    personas = root / ".personae" / "personas"
+    personas.mkdir(parents=True)
+    child = tmp_path / "child.yaml"
+    child.write_text(yaml.safe_dump(CHILD_WORKER))
+    (personas / "lead.md").write_text(LEAD)
+    (personas / "plain.md").write_text(PLAIN)
+    (personas / "writer.md").write_text(WRITER.format(child=child))
+    for wait in (True, False):
+        name = "wait" if wait else "later"
+        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(parent_scenario(wait)))
+    return root
+
+
+def run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "personae", "run", *args, "--json"],
+        check=False, cwd=cwd, capture_output=True, text=True, timeout=180,
+        env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def handover_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["kind"] == "tool_call"
+            and e["data"]["tool"] == "handover_to_persona"]  # fmt: skip
+
+
+def test_persona_hands_work_to_another_and_waits(project: Path) -> None:
+    spec = f"scripted:{project.parent / 'wait.yaml'}"
+    events = run(project, "PARENTJOB get the report written", "--persona", "lead",
+                 "--model", spec)  # fmt: skip
+    calls = handover_events(events)
+    assert len(calls) == 1 and calls[0]["data"]["ok"], calls
+    assert events[-1]["message"] == "PARENT-ANSWER"
+    assert events[-1]["data"]["status"] == "done"
+    # The child process really ran as writer and wrote the file.
+    assert (project / "report.md").read_text() == "# Report\n12900\n"
+    files = list((project / ".personae" / "handovers").glob("*.json"))
+    assert len(files) == 1
+    body = json.loads(files[0].read_text())
+    assert body["source"]["persona"] == "lead"
+    assert body["target"] == {**body["target"], "persona": "writer",
+                              "task": "CHILDJOB write report.md"}  # fmt: skip
+    assert body["artifacts"]["insights"] == ["revenue 12900"]
+    results = body["results"]
+    assert results["status"] == "success"
+    assert "CHILD-ANSWER" in results["output"]
+    # Gap 2: the child's written file comes back as a result artifact.
+    assert results["artifacts"] == ["report.md"]
+    # The worker got the child's outcome as the tool result (the event keeps its start).
+    shown = calls[0]["data"]["result"]
+    assert shown.startswith('{"success": true') and '"status": "success"' in shown
+
+
+def test_handover_without_waiting_returns_the_command(project: Path) -> None:
+    spec = f"scripted:{project.parent / 'later.yaml'}"
+    events = run(project, "PARENTJOB get the report written", "--persona", "lead",
+                 "--model", spec)  # fmt: skip
+    call = handover_events(events)[0]["data"]
+    assert call["ok"] and '"status": "prepared"' in call["result"]
+    (path,) = (project / ".personae" / "handovers").glob("*.json")
+    assert f'"context_path": "{path}"' in call["result"]
+    # The same call made directly returns the whole command (the event keeps 500 chars).
+    result = handover_to_persona(
+        "writer", "CHILDJOB write report.md", source_persona="lead", cwd=project,
+        wait_for_results=False, model=spec,
+    )  # fmt: skip
+    argv = result.command
+    assert result.status == "prepared" and result.success
+    assert argv[1:4] == ["-m", "personae", "run"]
+    assert argv[argv.index("--persona") + 1] == "writer"
+    assert "--context-from" in argv and "--non-interactive" in argv
+    assert argv[argv.index("--model") + 1] == spec  # the child's default model is the run's
+    assert not (project / "report.md").exists()  # nothing ran
+    # Running the returned command later does the work and writes the results back.
+    done = subprocess.run(argv, check=False, cwd=project, capture_output=True, text=True,
+                          timeout=180)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert (project / "report.md").is_file()
+    body = json.loads(Path(result.context_path).read_text())
+    assert body["results"]["status"] == "success"
+    assert body["results"]["artifacts"] == ["report.md"]
+
+
+def test_persona_without_the_tool_is_refused(project: Path) -> None:
+    """Narrow-only: a persona that does not list the tool cannot hand over."""
+    spec = f"scripted:{project.parent / 'wait.yaml'}"
+    events = run(project, "PARENTJOB get the report written", "--persona", "plain",
+                 "--model", spec, "--max-retries", "0")  # fmt: skip
+    calls = handover_events(events)
+    assert calls and not any(c["data"]["ok"] for c in calls)
+    assert not (project / ".personae" / "handovers").exists()
+    assert not (project / "report.md").exists()
+
+
+def test_depth_cap_refuses_the_tool(project: Path) -> None:
+    """At the handover depth cap the tool is not registered, so it is refused."""
+    spec = f"scripted:{project.parent / 'wait.yaml'}"
+    events = run(project, "PARENTJOB get the report written", "--persona", "lead",
+                 "--model", spec, "--max-retries", "0",
+                 env={"PERSONAE_HANDOVER_DEPTH": "2"})  # fmt: skip
+    calls = handover_events(events)
+    assert calls and not any(c["data"]["ok"] for c in calls)
+    assert "not available" in calls[0]["data"]["result"]
+    assert not (project / "report.md").exists()
