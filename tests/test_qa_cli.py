@@ -351,8 +351,9 @@ def test_interrupt_mid_run_prints_one_line_and_exits_130(tmp_path: Path) -> None
         text=True,
     )
     assert proc.stdout is not None
-    first = proc.stdout.readline()  # the run has started once an event arrives
-    assert json.loads(first)["kind"]
+    for line in proc.stdout:  # interrupt once the plan is stored: the run is under way
+        if json.loads(line)["kind"] == "plan":
+            break
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     if proc.returncode == 0:
