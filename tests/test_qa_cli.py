@@ -213,7 +213,7 @@ def test_os_error_from_a_command_is_one_line_not_a_traceback(
     blocker.write_text("x", encoding="utf-8")
     proc = spawn("demo", "--keep", str(blocker), cwd=tmp_path)
     assert proc.returncode == 1
-    assert one_error_line(proc.stderr) == f"personae: error: {blocker}: Not a directory"
+    assert one_error_line(proc.stderr) == f"personae: error: {blocker}: --keep: not a folder"
 
 
 # --- the store ------------------------------------------------------------------------
@@ -464,3 +464,38 @@ def test_non_utf8_config_and_scenario_are_one_line(
     code, _, err = cli(capsys, "run", "hello", "--model", f"scripted:{scenario}")
     assert code == 1
     assert one_error_line(err).endswith(f"{scenario}: not UTF-8 text (byte 0)")
+
+
+def test_runs_list_with_nothing_stored_is_empty_not_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli(capsys, "runs", "list")
+    assert (code, err) == (0, "")
+    assert "no runs stored here yet" in out
+    code, out, _ = cli(capsys, "runs", "list", "--json")
+    assert (code, json.loads(out)) == (0, [])
+    assert not (tmp_path / ".personae").exists()
+
+
+def test_demo_keep_that_is_a_file_names_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "f"
+    blocker.write_text("mine\n")
+    code, _, err = cli(capsys, "demo", "--keep", str(blocker))
+    assert code == 1
+    assert one_error_line(err).endswith("--keep: not a folder")
+    assert blocker.read_text() == "mine\n"
+
+
+def test_runs_list_never_cuts_run_ids_when_piped(tmp_path: Path) -> None:
+    kept = tmp_path / "kept"
+    assert spawn("demo", "--keep", str(kept), cwd=tmp_path).returncode == 0
+    listing = spawn("runs", "list", cwd=kept, env={"COLUMNS": "40"})
+    assert listing.returncode == 0, listing.stderr
+    ids = json.loads(spawn("runs", "list", "--json", cwd=kept).stdout)
+    assert len(ids) == 1
+    assert ids[0]["id"] in listing.stdout
+    shown = spawn("runs", "show", ids[0]["id"], cwd=kept)
+    assert shown.returncode == 0, shown.stderr

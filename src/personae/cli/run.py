@@ -257,6 +257,8 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
     view = _View(as_json=as_json, explain=True)
     holder = None if keep is not None else tempfile.TemporaryDirectory(prefix="personae-demo-")
     target = keep if keep is not None else Path(holder.name) / "weather-service"  # type: ignore[union-attr]
+    if keep is not None and keep.exists() and not keep.is_dir():
+        raise UsageError("not a folder", file=keep, field="--keep")
     if keep is not None and keep.exists() and any(keep.iterdir()):
         raise UsageError("folder is not empty; pick a new one", file=keep, field="--keep")
     try:
@@ -313,6 +315,14 @@ def list_runs(
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Recent runs of this project, newest first."""
+    project_db = Path.cwd() / ".personae" / "state.db"
+    if not project_db.exists():
+        # Nothing stored yet is an empty list, not an error (like `handover ledger`).
+        if as_json:
+            typer.echo("[]")
+        else:
+            typer.echo("no runs stored here yet (run 'personae run TASK' first)")
+        return
     runs = _store(Path.cwd())
     rows = runs.list_runs(limit=limit, session_id=session)
     if as_json:
@@ -321,10 +331,15 @@ def list_runs(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("id", "started", "status", "persona", "model", "task")
+    table = Table("started", "status", "persona", "model", "task")
+    # Ids are what `runs show` takes: never cut them, whatever the terminal width.
+    table.add_column(
+        "id", no_wrap=True, overflow="ignore", min_width=len(rows[0].id) if rows else 2
+    )
+    table.columns.insert(0, table.columns.pop())
     for r in rows:
         table.add_row(r.id, r.started_at[:19], r.status, r.persona or "-", r.model, r.task[:60])
-    Console().print(table)
+    Console(width=160 if not sys.stdout.isatty() else None).print(table)
 
 
 @runs_app.command("show")
