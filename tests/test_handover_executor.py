@@ -274,7 +274,12 @@ def test_interrupt_kills_child_group_and_records_failure(project: Path) -> None:
         "command=command)"
     )
     parent = subprocess.Popen(
-        [sys.executable, "-c", code], cwd=project, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", code],
+        cwd=project,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A test run started in the background inherits SIGINT ignored; Ctrl-C needs the default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
     hid = load_handover(path).handover.handover_id
     pidfile = project / f"grandchild-{hid}.pid"

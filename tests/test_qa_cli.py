@@ -349,6 +349,8 @@ def test_interrupt_mid_run_prints_one_line_and_exits_130(tmp_path: Path) -> None
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A test run started in the background inherits SIGINT ignored; Ctrl-C needs the default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
     assert proc.stdout is not None
     for line in proc.stdout:  # interrupt once the plan is stored: the run is under way
