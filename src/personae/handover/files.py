@@ -13,9 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from personae.errors import UsageError
+from personae.fsutil import write_atomic as _write_atomic
 from personae.handover.schema import MAX_FILE_BYTES, SUPPORTED_MAJOR, ContextHandover
 from personae.handover.security import (
     HandoverSecurityError,
@@ -317,17 +316,7 @@ def dump_handover(handover: ContextHandover, fmt: ContextFormat = "json") -> byt
 def write_atomic(path: Path, raw: bytes) -> None:
     """Write ``raw`` to a temp file beside ``path``, fsync, then ``os.replace`` it over."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(raw)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    _write_atomic(path, raw, mode=0o600)  # handovers may carry private data
 
 
 def save_handover(

@@ -10,13 +10,12 @@ are never written.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from personae.errors import UsageError
+from personae.fsutil import write_atomic
 from personae.hosts.snippets import (
     BEGIN,
     END,
@@ -173,19 +172,8 @@ def write(root: Path, changes: list[FileChange]) -> list[str]:
         if not path.resolve().is_relative_to(resolved):
             raise UsageError(f"{change.path} resolves outside {resolved}; not written")
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:  # keep the user's permissions; new files rw-r--r-- (mkstemp makes 0600)
-            mode = path.stat().st_mode & 0o7777
-        except FileNotFoundError:
-            mode = 0o644
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(change.text)
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        # Keep the user's permissions; new host files are rw-r--r--.
+        write_atomic(path, change.text.encode("utf-8"), new_mode=0o644)
         written.append(change.path)
     return written
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from pathlib import Path
 from stat import S_ISREG
 from typing import Any, NamedTuple
@@ -17,6 +16,7 @@ from typing import Any, NamedTuple
 from filelock import FileLock
 
 from personae.errors import UsageError
+from personae.fsutil import write_atomic
 from personae.mind._frontmatter import FrontmatterError, split_frontmatter
 
 __all__ = [
@@ -232,13 +232,4 @@ def _validate(name: str, content: str, entry: MemoryEntry) -> None:
 
 
 def _atomic_write(path: Path, content: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, content.encode("utf-8"), mode=0o600)  # memory stays private

@@ -12,7 +12,7 @@ from importlib.abc import Traversable
 from pathlib import Path
 
 from personae.errors import UsageError
-from personae.tools._files import write_atomic
+from personae.fsutil import write_atomic
 
 __all__ = ["InitReport", "example_files", "init_project", "write_text_atomic"]
 

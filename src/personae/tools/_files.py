@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 import stat
 from pathlib import Path
 from typing import BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from personae.fsutil import write_atomic
 from personae.tools.base import ToolContext
 
 __all__ = [
@@ -19,7 +18,6 @@ __all__ = [
     "WriteFileArgs",
     "edit_file",
     "read_file",
-    "write_atomic",
     "write_file",
 ]
 
@@ -173,43 +171,6 @@ def read_file(args: ReadFileArgs, ctx: ToolContext) -> str:
     if stopped:
         text = (text if text.endswith("\n") or not text else text + "\n") + stopped
     return text
-
-
-def _create_temp(parent: Path, name: str) -> tuple[int, str]:
-    """Create a fresh temp file beside the target; the kernel gives it 0666 & ~umask."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    flags |= getattr(os, "O_CLOEXEC", 0)
-    for _ in range(100):
-        tmp = str(parent / f".{name[:100]}.{secrets.token_hex(6)}.tmp")
-        try:
-            return os.open(tmp, flags, 0o666), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free temporary file name in {parent}")
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same directory and ``os.replace``.
-
-    An existing file's permission bits are kept; a new file gets the normal
-    mode for user files (``0666 & ~umask``), not the 0600 of ``mkstemp``.
-    """
-    mode: int | None = None
-    with contextlib.suppress(FileNotFoundError):
-        mode = stat.S_IMODE(os.stat(path).st_mode)
-    fd, tmp = _create_temp(path.parent, path.name)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def _check_size(data: bytes, ctx: ToolContext, shown: str) -> None:
