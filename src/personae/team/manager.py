@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
-from personae.team.context import TurnContext
+from personae.team.context import ContextView, TurnContext
 from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import Plan, Subtask
 
@@ -52,17 +52,9 @@ async def plan(runtime: Runtime, turn: TurnContext, persona: Persona | None) -> 
         "Break the user's task into a short ordered list of subtasks, each with a description "
         "and the requirements that show it is done. Use as few subtasks as the task needs.",
     )
-    prompt = "\n\n".join(p for p in (view.text, f"<task>\n{turn.task}\n</task>") if p)
-    info = CallInfo(
-        role="manager",
-        persona=persona.name if persona else None,
-        subtask=None,
-        context_text=f"{instructions}\n\n{prompt}",
-        budget=view.report,
+    return await _ask_for_plan(
+        runtime, view, persona, instructions, [f"<task>\n{turn.task}\n</task>"], subtask=None
     )
-    output, _ = await runtime.call(info, instructions=instructions, prompt=prompt, output_type=Plan)
-    assert isinstance(output, Plan)
-    return output
 
 
 async def decompose(
@@ -81,24 +73,34 @@ async def decompose(
         "A subtask was only partly done. Split what remains into smaller steps, each with a "
         "description and requirements.",
     )
-    prompt = "\n\n".join(
-        p
-        for p in (
-            view.text,
-            f"<subtask>\n{subtask.description}\n</subtask>",
-            f"<missing>\n{missing}\n</missing>",
-        )
-        if p
-    )
+    parts = [
+        f"<subtask>\n{subtask.description}\n</subtask>",
+        f"<missing>\n{missing}\n</missing>",
+    ]
+    return await _ask_for_plan(runtime, view, persona, instructions, parts, subtask=number)
+
+
+async def _ask_for_plan(
+    runtime: Runtime,
+    view: ContextView,
+    persona: Persona | None,
+    instructions: str,
+    parts: list[str],
+    *,
+    subtask: int | None,
+) -> Plan:
+    """One structured Manager call: the role's context view, then ``parts``."""
+    prompt = "\n\n".join(p for p in (view.text, *parts) if p)
     info = CallInfo(
         role="manager",
         persona=persona.name if persona else None,
-        subtask=number,
+        subtask=subtask,
         context_text=f"{instructions}\n\n{prompt}",
         budget=view.report,
     )
     output, _ = await runtime.call(info, instructions=instructions, prompt=prompt, output_type=Plan)
-    assert isinstance(output, Plan)
+    if not isinstance(output, Plan):  # the runtime returns the requested output type
+        raise TypeError(f"manager call returned {type(output).__name__}, not Plan")
     return output
 
 
