@@ -1,9 +1,10 @@
 """Built-in run_shell: a command in the workspace with a timeout, output cap and clean env.
 
-This confines the working directory and the environment, not what the command
-can do: it is not a sandbox. Every command runs in its own process group; on
-timeout (and once the command has exited, for anything it left running in the
-background) the whole group is killed.
+Every command runs in its own process group, dies with its parent thread
+(``PR_SET_PDEATHSIG``) and is registered with the run's process registry
+(:mod:`personae.procs`), so nothing it starts outlives the run; on timeout (and
+once the command has exited, for anything it left running in the background)
+the whole group is killed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict, Field
 
 from personae.errors import ConfigError
+from personae.procs import RUN_PROCESSES, die_with_parent
 from personae.tools.base import ToolContext, ToolLimits
 
 __all__ = ["RunShellArgs", "check_env_allow", "run_shell", "scrubbed_env"]
@@ -167,11 +169,24 @@ async def run_shell(args: RunShellArgs, ctx: ToolContext) -> str:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent(),
         )
     except FileNotFoundError:
         raise ctx.error(f"command not found: {argv[0]!r}") from None
     except PermissionError:
         raise ctx.error(f"permission denied: {argv[0]!r}") from None
+    with RUN_PROCESSES.tracked(proc.pid):
+        return await _supervise(proc, timeout, limits, ctx, started)
+
+
+async def _supervise(
+    proc: asyncio.subprocess.Process,
+    timeout: float | None,
+    limits: ToolLimits,
+    ctx: ToolContext,
+    started: float,
+) -> str:
+    """Collect the output of a started command, enforce its timeout and kill its group."""
     kept = bytearray()
     assert proc.stdout is not None
     reader = asyncio.ensure_future(_drain(proc.stdout, limits.shell_max_output, kept))
