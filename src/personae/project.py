@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -21,6 +21,7 @@ __all__ = [
     "HandoverConfig",
     "Project",
     "ProjectConfig",
+    "SandboxConfig",
 ]
 
 CONFIG_NAMES = ("config.yaml", "config.yml", "config")
@@ -52,6 +53,19 @@ class HandoverConfig(BaseModel):
     """Extra environment variables a handover may capture and carry."""
 
 
+class SandboxConfig(BaseModel):
+    """The ``run_shell`` sandbox (bubblewrap); see docs/tools.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["auto", "required", "off"] = "auto"
+    """``auto``: sandbox when bubblewrap works, else warn once per run; ``required``; ``off``."""
+    network: bool = False
+    """Let sandboxed commands use the network (a persona can also allow it)."""
+    allow_paths: list[str] = Field(default_factory=list)
+    """Paths under the user's home commands may read (``~/...`` or absolute)."""
+
+
 class ProjectConfig(BaseModel):
     """The contents of ``.personae/config.yaml``."""
 
@@ -63,6 +77,7 @@ class ProjectConfig(BaseModel):
     """Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp)."""
     commands: CommandsConfig = Field(default_factory=CommandsConfig)
     handover: HandoverConfig = Field(default_factory=HandoverConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     @field_validator("model")
     @classmethod

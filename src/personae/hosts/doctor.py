@@ -51,10 +51,24 @@ def diagnose(root: Path, paths: MindPaths, *, probe: bool = True) -> list[CheckI
             "" if on_path else "install personae (pipx install personae) so hosts can run it",
         )
     )
+    items.append(_sandbox())
     if probe:
         items.append(_probe(root, paths))
     items.extend(check(root))
     return items
+
+
+def _sandbox() -> CheckItem:
+    """Whether ``run_shell`` can run its commands under bubblewrap here."""
+    from personae.tools.sandbox import INSTALL_HINT, bwrap_status
+
+    status = bwrap_status()
+    return CheckItem(
+        "run_shell sandbox (bubblewrap)",
+        status.available,
+        status.reason,
+        "" if status.available else f"{INSTALL_HINT}; until then run_shell is not sandboxed",
+    )
 
 
 def _probe(root: Path, paths: MindPaths) -> CheckItem:

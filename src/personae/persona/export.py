@@ -42,6 +42,9 @@ def to_claude_code(persona: Persona) -> str:
     constraints = persona.constraints.model_dump(exclude_defaults=True)
     if constraints:
         meta["constraints"] = constraints
+    sandbox = persona.sandbox.model_dump(exclude_defaults=True)
+    if sandbox:
+        meta["sandbox"] = sandbox
     if persona.version is not None:
         meta["version"] = persona.version
     for key, value in persona.extra.items():

@@ -22,7 +22,7 @@ from personae.errors import closest_name
 from personae.persona._files import read_confined
 from personae.persona._frontmatter import FrontmatterError, parse_document
 from personae.persona._tools import check_tool_names, mcp_server_of, split_names
-from personae.persona.model import Constraints, ContextMode, Persona
+from personae.persona.model import Constraints, ContextMode, Persona, SandboxGrant
 from personae.persona.problems import Problem, Severity
 
 __all__ = [
@@ -40,6 +40,7 @@ PERSONAE_KEYS = frozenset(
         "needs_temp_workspace",
         "context",
         "constraints",
+        "sandbox",
         "version",
         "mcp_servers",
         "disallowed_tools",
@@ -350,6 +351,14 @@ def _scalars(
             values["constraints"] = parse_constraints(meta["constraints"])
         except ValueError as exc:
             sink.add(line("constraints"), "error", str(exc))
+    if meta.get("sandbox") is not None:
+        try:
+            values["sandbox"] = SandboxGrant.model_validate(meta["sandbox"])
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            label = f"sandbox.{where}" if where else "sandbox"
+            sink.add(line("sandbox"), "error", f"{label}: {first['msg']}")
     if meta.get("version") is not None:
         version = meta["version"]
         if isinstance(version, str | int | float) and not isinstance(version, bool):

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Constraints", "ContextMode", "Persona", "Skill"]
+__all__ = ["Constraints", "ContextMode", "Persona", "SandboxGrant", "Skill"]
 
 
 class ContextMode(StrEnum):
@@ -37,6 +37,17 @@ class Constraints(BaseModel):
     """Rules that must never be broken."""
     validation_guidance: str = ""
     """Free text for the validator."""
+
+
+class SandboxGrant(BaseModel):
+    """What a persona's ``run_shell`` sandbox lets through (frontmatter ``sandbox:``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    network: bool = False
+    """Commands may use the network."""
+    allow_paths: list[str] = Field(default_factory=list)
+    """Paths under the user's home commands may read (``~/...`` or absolute)."""
 
 
 class Skill(BaseModel):
@@ -117,6 +128,8 @@ class Persona(BaseModel):
     """Context inheritance mode."""
     constraints: Constraints = Field(default_factory=Constraints)
     """Rules the validator checks."""
+    sandbox: SandboxGrant = Field(default_factory=SandboxGrant)
+    """What the ``run_shell`` sandbox lets this persona's commands reach."""
     version: str | None = None
     """Persona version, if declared."""
     source: Path | None = None

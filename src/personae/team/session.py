@@ -22,7 +22,7 @@ from personae.errors import PersonaeError, RunError, UsageError
 from personae.models.resolve import ModelResolver
 from personae.persona.cast import Cast
 from personae.persona.model import Persona
-from personae.project import Project
+from personae.project import Project, SandboxConfig
 from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
 from personae.store.runs import RunStore
@@ -32,6 +32,7 @@ from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.toolbox import ToolBox, narrow_names
 from personae.tokens.registry import counter_for_model, model_info
+from personae.tools.base import ToolLimits
 from personae.tools.registry import ToolRegistry
 from personae.tools.subset import ToolSubset
 from personae.tools.workspace import Workspace
@@ -162,8 +163,23 @@ def _json_args(text: str) -> dict[str, object]:
     return value if isinstance(value, dict) else {"value": value}
 
 
+def _shell_limits(config: SandboxConfig, persona: Persona | None) -> ToolLimits:
+    """Tool limits with the ``run_shell`` sandbox the project config and the persona allow."""
+    network = config.network or (persona is not None and persona.sandbox.network)
+    paths = [*config.allow_paths, *(persona.sandbox.allow_paths if persona else [])]
+    return ToolLimits(
+        shell_sandbox=config.mode, shell_network=network, shell_allow_paths=tuple(paths)
+    )
+
+
 def _registry(
-    root: Path, cast: Cast, persona: Persona | None, options: RunOptions, session: str
+    root: Path,
+    cast: Cast,
+    persona: Persona | None,
+    options: RunOptions,
+    session: str,
+    *,
+    sandbox: SandboxConfig | None = None,
 ) -> ToolRegistry:
     """The built-in tools, plus ``handover_to_persona`` when a persona may use it.
 
@@ -172,7 +188,8 @@ def _registry(
     It is left out below the handover depth cap, so the narrow-only subset
     refuses it there.
     """
-    registry = ToolRegistry.builtin(Workspace(root))
+    limits = _shell_limits(sandbox or SandboxConfig(), persona)
+    registry = ToolRegistry.builtin(Workspace(root), limits=limits)
     if persona is None or not any(
         _HANDOVER in narrow_names(p, {_HANDOVER}) for p in (persona, *cast.personas.values())
     ):
@@ -253,7 +270,9 @@ async def run_turn(
                 EventKind.START, f"run {run_id} started", task=task, persona=options.persona,
                 session=session,
             )  # fmt: skip
-        registry = _registry(project.root, cast, persona, options, session)
+        registry = _registry(
+            project.root, cast, persona, options, session, sandbox=project.config.sandbox
+        )
         team = Team(
             runtime=runtime,
             persona=persona,

@@ -1,6 +1,8 @@
 """Built-in run_shell: a command in the workspace with a timeout, output cap and clean env.
 
-Every command runs in its own process group, dies with its parent thread
+Commands run under the bubblewrap sandbox when it works here (see
+:mod:`personae.tools.sandbox`; without it, one warning per run). Every command
+runs in its own process group, dies with its parent thread
 (``PR_SET_PDEATHSIG``) and is registered with the run's process registry
 (:mod:`personae.procs`), so nothing it starts outlives the run; on timeout (and
 once the command has exited, for anything it left running in the background)
@@ -13,15 +15,20 @@ import asyncio
 import contextlib
 import os
 import re
+import shutil
 import signal
+import sys
+import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from personae.errors import ConfigError
 from personae.procs import RUN_PROCESSES, die_with_parent
 from personae.tools.base import ToolContext, ToolLimits
+from personae.tools.sandbox import INSTALL_HINT, bwrap_status, sandbox_argv
 
 __all__ = ["RunShellArgs", "check_env_allow", "run_shell", "scrubbed_env"]
 
@@ -85,6 +92,36 @@ def scrubbed_env(
     env["HOME"] = root
     env["PWD"] = cwd
     return env
+
+
+_warned = threading.Event()
+
+
+def _sandboxed(argv: list[str], cwd: Path, ctx: ToolContext) -> list[str]:
+    """``argv`` wrapped in the sandbox, as the limits ask and the machine allows."""
+    limits = ctx.limits
+    if limits.shell_sandbox == "off":
+        return argv
+    status = bwrap_status()
+    if status.bwrap is None:
+        if limits.shell_sandbox == "required":
+            raise ctx.error(f"the sandbox is required but unavailable: {status.reason}; "
+                            f"{INSTALL_HINT}")  # fmt: skip
+        if not _warned.is_set():
+            _warned.set()
+            print(
+                f"personae: warning: run_shell is not sandboxed ({status.reason}); {INSTALL_HINT}",
+                file=sys.stderr,
+            )
+        return argv
+    return sandbox_argv(
+        argv,
+        bwrap=status.bwrap,
+        workspace=ctx.workspace.root,
+        cwd=cwd,
+        network=limits.shell_network,
+        allow_paths=limits.shell_allow_paths,
+    )
 
 
 def _cap_timeout(requested: float | None, limit: float | None) -> float | None:
@@ -158,6 +195,9 @@ async def run_shell(args: RunShellArgs, ctx: ToolContext) -> str:
         raise ctx.error("command contains a NUL byte")
     limits = ctx.limits
     env = scrubbed_env(str(cwd), str(ctx.workspace.root), limits)
+    if "/" not in argv[0] and shutil.which(argv[0], path=env["PATH"]) is None:
+        raise ctx.error(f"command not found: {argv[0]!r}")
+    argv = _sandboxed(argv, cwd, ctx)
     timeout = _cap_timeout(args.timeout, limits.shell_timeout)
     started = time.monotonic()
     try:
