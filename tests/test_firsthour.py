@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import flat
 from personae.tools._walk import glob_regex
 
 
@@ -84,3 +86,131 @@ def test_reversed_glob_range_is_an_error_not_a_warning() -> None:
         warnings.simplefilter("error")
         with pytest.raises(re.error):
             glob_regex("[a--b]")  # the range a..'-' is reversed
+
+
+DEMO_SCENARIO = Path(__file__).resolve().parents[1] / "src/personae/examples/demo/scenario.yaml"
+
+
+def personae(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -m personae ARGS`` in ``cwd`` (no terminal), environment plus ``env``."""
+    full = {k: v for k, v in os.environ.items() if k != "PERSONAE_MODEL"}
+    full.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "personae", *args],
+        cwd=cwd,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A folder after ``personae init``, with a nested subfolder ``src/deep``."""
+    root = tmp_path / "shop"
+    done = personae("init", str(root), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (root / "src" / "deep").mkdir(parents=True)
+    return root
+
+
+def test_commands_find_the_project_from_a_subfolder(project: Path) -> None:
+    deep = project / "src" / "deep"
+    listed = personae("personas", "list", "--json", cwd=deep)
+    assert listed.returncode == 0, listed.stderr
+    assert "analyst" in {p["name"] for p in json.loads(listed.stdout)}
+    roles = personae("context", "build", "--role", "worker", "--persona", "analyst", cwd=deep)
+    assert roles.returncode == 0, roles.stderr
+    # The same commands outside any project see no project.
+    outside = personae("personas", "list", "--json", cwd=project.parent)
+    assert outside.returncode == 0 and json.loads(outside.stdout) == []
+
+
+def test_help_says_how_the_project_is_found(tmp_path: Path) -> None:
+    shown = personae("--help", cwd=tmp_path, env={"COLUMNS": "80"})
+    assert "nearest folder holding .personae/" in flat(shown.stdout)
+
+
+def test_doctor_right_after_init_fails_only_on_the_missing_model(project: Path) -> None:
+    done = personae("doctor", cwd=project / "src" / "deep")
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1
+    assert [line for line in lines if line.startswith("FAIL")] == [
+        "FAIL model: no model configured: `personae run` needs one"
+    ]
+    assert any(f"found from {project / 'src' / 'deep'}" in line for line in lines), lines
+    assert any(line.startswith("OK   store:") for line in lines)
+    # No host files use personae: the host checks are one line, not ten failures.
+    assert [line for line in lines if "hosts" in line] == [
+        "OK   hosts: no host files use personae here (optional; not checked)"
+    ]
+
+
+def test_doctor_asks_the_model_server(project: Path) -> None:
+    from personae.models.scripted import ScriptedServer
+
+    with ScriptedServer(DEMO_SCENARIO) as server:
+        url = server.base_url
+        env = {"PERSONAE_MODEL": "openai:some-model", "OPENAI_BASE_URL": url}
+        done = personae("doctor", "--json", cwd=project, env=env)
+    report = json.loads(done.stdout)
+    levels = {i["name"]: (i["level"], i["detail"]) for i in report["items"]}
+    assert done.returncode == 0, done.stdout
+    assert levels["provider reachable"] == ("OK", f"{url}/models answered 200")
+    assert levels["API key"][0] == "OK"  # a local server needs no key
+
+
+def test_doctor_names_the_url_of_a_closed_port(project: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    env = {"PERSONAE_MODEL": "openai:some-model", "OPENAI_BASE_URL": url}
+    done = personae("doctor", cwd=project, env=env)
+    assert done.returncode == 1
+    line = next(x for x in done.stdout.splitlines() if x.startswith("FAIL provider reachable"))
+    assert f"cannot connect to {url}/models" in line
+
+
+def test_doctor_gives_up_on_a_silent_server_within_its_timeout(project: Path) -> None:
+    import socket
+    import time
+
+    with socket.socket() as sock:  # accepts connections (backlog) and never answers
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        env = {"PERSONAE_MODEL": "openai:m", "OPENAI_BASE_URL": url}
+        started = time.monotonic()
+        done = personae("doctor", "--timeout", "0.5", cwd=project, env=env)
+        took = time.monotonic() - started
+    assert done.returncode == 1
+    assert f"FAIL provider reachable: no answer from {url}/models in 0.5 s" in done.stdout
+    assert took < 30
+
+
+def test_doctor_key_missing_for_a_hosted_provider(project: Path) -> None:
+    env = {"PERSONAE_MODEL": "anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY": ""}
+    done = personae("doctor", "--no-probe", cwd=project, env=env)
+    assert "FAIL API key: ANTHROPIC_API_KEY is not set" in done.stdout
+    assert "fix: export ANTHROPIC_API_KEY=" in done.stdout
+
+
+def test_doctor_starts_and_asks_the_scripted_model_server(project: Path) -> None:
+    env = {"PERSONAE_MODEL": f"scripted:{DEMO_SCENARIO}"}
+    done = personae("doctor", cwd=project, env=env)
+    assert done.returncode == 0, done.stdout
+    assert "OK   scenario:" in done.stdout
+    assert "OK   scripted model server: http://127.0.0.1:" in done.stdout
+
+
+def test_doctor_store_that_cannot_be_written_fails(project: Path) -> None:
+    (project / ".personae" / "state.db").mkdir()  # not a database file
+    done = personae("doctor", "--no-probe", cwd=project)
+    assert "FAIL store:" in done.stdout and "state.db is not writable" in done.stdout

@@ -167,8 +167,8 @@ def test_missing_root_is_a_usage_error(
     missing = tmp_path / "no-such-project"
     code, out, err = cli(capsys, *args, "--root", str(missing))
     assert code == 2
-    assert "Invalid value for '--root'" in err
-    assert "does not exist" in err
+    assert "Invalid value for '--root'" in flat(err)
+    assert "does not exist" in flat(err)
     assert "Traceback" not in err
     assert out == ""
     assert not missing.exists()

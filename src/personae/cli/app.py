@@ -16,9 +16,16 @@ from personae.errors import PersonaeError
 
 __all__ = ["app", "main"]
 
+_HELP = (
+    "Persona and context engine for multi-agent LLM systems.\n\n"
+    "Commands act on the project of the current folder: the nearest folder holding "
+    ".personae/, from the current one up (as git finds its repository); "
+    "`personae doctor` shows which one."
+)
+
 app = typer.Typer(
     name="personae",
-    help="Persona and context engine for multi-agent LLM systems.",
+    help=_HELP,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -42,7 +49,7 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    """Persona and context engine for multi-agent LLM systems."""
+    """Persona and context engine for multi-agent LLM systems (see ``_HELP``)."""
 
 
 app.add_typer(personas.app, name="personas")

@@ -154,12 +154,13 @@ def register(app: typer.Typer) -> None:
         announced = _announce(
             as_json=as_json, task=task, persona=persona, session=session, context_from=context_from
         )
+        from personae.cli._root import project_root
         from personae.project import Project
         from personae.settings import PersonaeSettings
         from personae.team.session import RunOptions
 
         settings = PersonaeSettings()
-        cwd = Path.cwd()
+        cwd = project_root()
         handover = None
         if context_from is not None:
             from personae.handover import runflow
@@ -315,7 +316,9 @@ def list_runs(
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Recent runs of this project, newest first."""
-    project_db = Path.cwd() / ".personae" / "state.db"
+    from personae.cli._root import project_root
+
+    project_db = project_root() / ".personae" / "state.db"
     if not project_db.exists():
         # Nothing stored yet is an empty list, not an error (like `handover ledger`).
         if as_json:
@@ -323,7 +326,7 @@ def list_runs(
         else:
             typer.echo("no runs stored here yet (run 'personae run TASK' first)")
         return
-    runs = _store(Path.cwd())
+    runs = _store(project_root())
     rows = runs.list_runs(limit=limit, session_id=session)
     if as_json:
         typer.echo(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
@@ -349,7 +352,9 @@ def show_run(
     full: Annotated[bool, typer.Option(help="Print every assembled context in full.")] = False,
 ) -> None:
     """A run's events and every model call with its assembled context and budget report."""
-    runs = _store(Path.cwd())
+    from personae.cli._root import project_root
+
+    runs = _store(project_root())
     record = runs.get(run_id)
     events = runs.events(record.id)
     calls = runs.model_calls(record.id)
