@@ -214,3 +214,156 @@ def test_doctor_store_that_cannot_be_written_fails(project: Path) -> None:
     (project / ".personae" / "state.db").mkdir()  # not a database file
     done = personae("doctor", "--no-probe", cwd=project)
     assert "FAIL store:" in done.stdout and "state.db is not writable" in done.stdout
+
+
+DEMO_TASK = "Give me the port the service listens on and the setup steps."
+
+
+@pytest.fixture
+def demo_project(tmp_path: Path) -> Path:
+    """The demo's sample project, kept (its maintainer persona fits the demo scenario)."""
+    target = tmp_path / "weather"
+    done = personae("demo", "--keep", str(target), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return target
+
+
+def _start_run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    full = {k: v for k, v in os.environ.items() if k != "PERSONAE_MODEL"}
+    full.update(env or {})
+    return subprocess.Popen(
+        [sys.executable, "-m", "personae", "run", *args],
+        cwd=cwd,
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _show(cwd: Path, run_id: str) -> dict[str, object]:
+    shown = personae("runs", "show", run_id, "--json", cwd=cwd)
+    assert shown.returncode == 0, shown.stderr
+    run: dict[str, object] = json.loads(shown.stdout)["run"]
+    return run
+
+
+def test_a_run_killed_in_its_first_second_is_stored_and_shows_crashed(demo_project: Path) -> None:
+    import signal
+
+    proc = _start_run(
+        demo_project, DEMO_TASK, "--persona", "maintainer", "--json",
+        "--model", f"scripted:{DEMO_SCENARIO}",
+    )  # fmt: skip
+    assert proc.stdout is not None
+    first = json.loads(proc.stdout.readline())  # the id, as a spawner sees it
+    os.kill(proc.pid, signal.SIGKILL)
+    try:
+        run = _show(demo_project, first["run_id"])
+        # Not reaped yet (a zombie): still not alive.
+        assert run["status"] == "crashed", run
+    finally:
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()
+    run = _show(demo_project, first["run_id"])
+    assert run["status"] == "crashed"
+    assert run["pid"] == proc.pid
+    assert f"process {proc.pid} ended without finishing the run" in str(run["error"])
+    listed = personae("runs", "list", "--json", cwd=demo_project)
+    rows = {r["id"]: r["status"] for r in json.loads(listed.stdout)}
+    assert rows[first["run_id"]] == "crashed"
+    text = personae("runs", "show", first["run_id"], cwd=demo_project).stdout
+    assert "reason: crashed: process" in text and f"pid {proc.pid}" in text
+
+
+def test_a_connection_error_names_the_url_and_runs_show_says_why(project: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    env = {"PERSONAE_MODEL": "openai:m", "OPENAI_BASE_URL": url}
+    proc = personae("run", "Total March revenue", "--persona", "analyst", cwd=project, env=env)
+    assert proc.returncode == 1
+    assert f"(connecting to {url}/chat/completions)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    run_id = proc.stdout.split()[1]  # "Run <id> started; ..."
+    run = _show(project / "src" / "deep", run_id)  # from a subfolder, too
+    assert run["status"] == "failed"
+    assert f"connecting to {url}/chat/completions" in str(run["error"])
+    text = personae("runs", "show", run_id, cwd=project).stdout
+    assert f"reason: run {run_id} failed" in text
+
+
+def test_a_run_without_a_model_is_stored_with_its_reason(project: Path) -> None:
+    proc = personae("run", "Total March revenue", cwd=project)
+    assert proc.returncode == 1 and "no model configured" in proc.stderr
+    run = _show(project, proc.stdout.split()[1])
+    assert run["status"] == "failed" and "no model configured" in str(run["error"])
+
+
+def _closed_reader(proc: subprocess.Popen[str], lines: int) -> tuple[int, str, list[str]]:
+    """Read ``lines`` lines, then close the pipe as ``| head`` does; (exit code, stderr, lines)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    got = [proc.stdout.readline() for _ in range(lines)]
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    return proc.wait(timeout=120), err, got
+
+
+def test_run_piped_into_head_ends_cancelled_without_an_error(demo_project: Path) -> None:
+    proc = _start_run(
+        demo_project, DEMO_TASK, "--persona", "maintainer", "--model", f"scripted:{DEMO_SCENARIO}"
+    )
+    code, err, got = _closed_reader(proc, 2)
+    assert code == 141, err  # 128 + SIGPIPE, what a shell shows for `| head`
+    assert err == ""
+    run = _show(demo_project, got[0].split()[1])
+    assert run["status"] == "cancelled" and run["error"] == "output closed (broken pipe)"
+
+
+def test_demo_json_piped_into_head_prints_no_broken_pipe_error(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "personae", "demo", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    code, err, got = _closed_reader(proc, 1)
+    assert json.loads(got[0])["kind"] == "start"
+    assert code == 141 and err == ""
+
+
+def test_reconcile_by_heartbeat_and_reused_pids(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from personae.store.db import Store
+    from personae.store.runs import STALE_SECONDS, RunStore
+
+    with Store(tmp_path / "state.db") as store:
+        runs = RunStore(store)
+        mine = runs.create(task="t", model="m", heartbeat=False)
+        reused = runs.create(task="t", model="m", heartbeat=False)
+        remote = runs.create(task="t", model="m", heartbeat=False)
+        fresh_remote = runs.create(task="t", model="m", heartbeat=False)
+        old = (datetime.now(UTC) - timedelta(seconds=STALE_SECONDS + 5)).isoformat()
+        with store.transaction() as conn:
+            conn.execute("UPDATE runs SET pid_started = -1 WHERE id = ?", (reused,))
+            conn.execute(
+                "UPDATE runs SET host='elsewhere', heartbeat_at=? WHERE id=?", (old, remote)
+            )
+            conn.execute("UPDATE runs SET host='elsewhere' WHERE id=?", (fresh_remote,))
+        assert sorted(runs.reconcile()) == sorted([reused, remote])
+        status = {r.id: r.status for r in runs.list_runs()}
+        assert status == {
+            mine: "running",
+            reused: "crashed",
+            remote: "crashed",
+            fresh_remote: "running",
+        }
+        assert "no heartbeat for" in str(runs.get(remote).error)

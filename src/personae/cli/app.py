@@ -113,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("personae: interrupted", file=sys.stderr)
         code = _INTERRUPTED
+    except BrokenPipeError:  # the reader went away (`personae ... | head`): stop quietly
+        from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
+
+        silence_stdout()
+        code = BROKEN_PIPE_EXIT
     except OSError as exc:  # a file or folder the user named is missing, unreadable, ...
         print(f"personae: error: {_describe_os_error(exc)}", file=sys.stderr)
         code = 1
