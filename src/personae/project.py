@@ -2,6 +2,9 @@
 
 ``.personae/config.yaml`` is optional; every field has a default. Each part of
 personae owns one section of the config.
+
+Commands find their project like git finds its repository: :func:`find_root` walks up
+from the current folder to the nearest folder holding ``.personae/``.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ __all__ = [
     "Project",
     "ProjectConfig",
     "SandboxConfig",
+    "find_root",
 ]
 
 CONFIG_NAMES = ("config.yaml", "config.yml", "config")
@@ -118,6 +122,24 @@ class Project:
         """Open the project at ``root``, reading its config if present."""
         resolved = Path(root).resolve()
         return cls(root=resolved, config=load_config(resolved / ".personae"))
+
+    @classmethod
+    def discover(cls, start: Path | str = ".") -> Project:
+        """Open the project ``start`` belongs to: :func:`find_root`, else ``start`` itself."""
+        return cls.open(find_root(start) or start)
+
+
+def find_root(start: Path | str = ".") -> Path | None:
+    """The nearest folder at or above ``start`` that holds a ``.personae/`` folder.
+
+    ``None`` when no folder up to the file-system root has one (like git's search for
+    ``.git``). ``start`` is resolved first, so symlinked folders walk up their target.
+    """
+    here = Path(start).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".personae").is_dir():
+            return folder
+    return None
 
 
 def load_config(personae_dir: Path) -> ProjectConfig:

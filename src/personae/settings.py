@@ -7,7 +7,6 @@ naming the variable (``PERSONAE_BUDGET_SHARE: ...``), never a traceback.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
@@ -19,10 +18,6 @@ from personae.errors import ConfigError
 __all__ = ["PersonaeSettings"]
 
 _PREFIX = "PERSONAE_"
-
-
-def _default_home() -> Path:
-    return Path.home() / ".personae"
 
 
 def _describe(exc: ValidationError) -> str:
@@ -41,9 +36,6 @@ class PersonaeSettings(BaseSettings):
     """Settings read from ``PERSONAE_*`` environment variables."""
 
     model_config = SettingsConfigDict(env_prefix=_PREFIX, extra="ignore", frozen=True)
-
-    home: Path = Field(default_factory=_default_home)
-    """User data directory (``PERSONAE_HOME``)."""
 
     model: str | None = None
     """Default model as ``provider:name`` (``PERSONAE_MODEL``); ``None`` means not configured."""

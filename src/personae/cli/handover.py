@@ -95,9 +95,9 @@ def create(  # noqa: PLR0917 (typer options)
     _check_persona_name(source, "--from")
     _check_texts(task, list(insight or []))
     cwd = Path.cwd()
-    project = Project.open(cwd)
+    project = Project.discover(cwd)
     files = [parse_file_spec(spec) for spec in file or []]
-    servers, warnings = persona_facts(cwd, source, to)
+    servers, warnings = persona_facts(project.root, source, to)
     for warning in warnings:
         typer.echo(f"personae: warning: {warning}", err=True)
     handover = build_handover(
@@ -264,7 +264,7 @@ def ledger(
     from personae.project import Project
     from personae.store.handovers import HandoverLedger
 
-    db = Project.open(Path.cwd()).state_db
+    db = Project.discover(Path.cwd()).state_db
     if not db.exists():
         typer.echo("no handovers recorded")
         return

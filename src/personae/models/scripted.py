@@ -57,6 +57,13 @@ class ScriptedServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
+            def do_GET(self) -> None:  # the model list: what `personae doctor` asks for
+                if self.path.rstrip("/").endswith("/models"):
+                    listed = {"id": server.model_name, "object": "model", "owned_by": "scripted"}
+                    self._send_json(200, {"object": "list", "data": [listed]})
+                else:
+                    self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 try:

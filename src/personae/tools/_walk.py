@@ -57,9 +57,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             if end == -1:
                 out.append(re.escape(ch))
             else:
-                body = pattern[j:end]
-                for special in ("\\", "[", "]", "^"):
-                    body = body.replace(special, "\\" + special)
+                body = _class_body(pattern[j:end])
                 out.append(f"[{'^' if negate else ''}{body}]")
                 i = end
         elif ch == "{":
@@ -74,6 +72,24 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             out.append(re.escape(ch))
         i += 1
     return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
+def _class_body(body: str) -> str:
+    """A glob class body as a regex class body: ``a-z`` ranges kept, every other char escaped.
+
+    Escaping each character (not only ``\\ [ ] ^``) keeps ``--``, ``&&``, ``~~`` and ``||``
+    from reading as the set operations Python warns about (FutureWarning).
+    """
+    out: list[str] = []
+    k = 0
+    while k < len(body):
+        if k + 2 < len(body) and body[k + 1] == "-":
+            out.append(f"{re.escape(body[k])}-{re.escape(body[k + 2])}")
+            k += 3
+        else:
+            out.append(re.escape(body[k]))
+            k += 1
+    return "".join(out)
 
 
 @dataclass(frozen=True)
