@@ -13,6 +13,7 @@ import multiprocessing as mp
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -80,26 +81,53 @@ def test_reopen_after_partial_schema_is_idempotent(tmp_path: Path) -> None:
         assert again.applied_migrations() == applied
 
 
-def test_parallel_cli_commands_on_a_fresh_project(tmp_path: Path) -> None:
-    env = {**os.environ, "COLUMNS": "120", "PYTHONUNBUFFERED": "1"}
+# Each CLI process does its imports, says it is ready, then waits for one start
+# file: the commands reach the store together instead of spread by start-up time.
+_START_LINE = """
+import os, sys, time
+import personae.cli.app, personae.handover.create, personae.handover._history
+ready, go = sys.argv[1], sys.argv[2]
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.002)
+sys.argv = ["personae", *sys.argv[3:]]
+from personae.cli.entry import main
+main()
+"""
+
+
+def race_cli(project: Path, count: int, marks: Path) -> list[tuple[int, str]]:
+    """``count`` real ``personae handover create`` commands released at one start line."""
+    env = {**os.environ, "COLUMNS": "120"}
+    marks.mkdir()
+    go = marks / "go"
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "personae", "handover", "create", "--to", "b", "--task", f"{i}"],
-            cwd=tmp_path,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            [sys.executable, "-c", _START_LINE, str(marks / f"ready{i}"), str(go),
+             "handover", "create", "--to", "b", "--task", f"task {i}"],
+            cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
-        for i in range(CLI_PROCESSES)
-    ]
+        for i in range(count)
+    ]  # fmt: skip
+    deadline = time.monotonic() + 300
+    while len(list(marks.glob("ready*"))) < count and time.monotonic() < deadline:
+        if any(proc.poll() is not None for proc in procs):
+            break
+        time.sleep(0.01)
+    go.touch()
     failed = []
     for proc in procs:
-        _out, err = proc.communicate(timeout=120)
+        _out, err = proc.communicate(timeout=300)
         if proc.returncode != 0:
             failed.append((proc.returncode, err.strip()[-300:]))
-    assert failed == []
-    with Store(tmp_path / ".personae" / "state.db") as store:
+    return failed
+
+
+def test_parallel_cli_commands_on_a_fresh_project(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    assert race_cli(project, CLI_PROCESSES, tmp_path / "marks") == []
+    with Store(project / ".personae" / "state.db") as store:
         rows = store.conn.execute("SELECT count(*) FROM handover_ledger").fetchone()[0]
     assert rows == CLI_PROCESSES
 
