@@ -9,6 +9,7 @@ from the current folder to the nearest folder holding ``.personae/``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticCustomError
 
 from personae.errors import ConfigError
+from personae.fsutil import read_regular
 
 __all__ = [
     "CommandsConfig",
@@ -29,6 +31,8 @@ __all__ = [
 ]
 
 CONFIG_NAMES = ("config.yaml", "config.yml", "config")
+MAX_CONFIG_BYTES = 1_000_000
+"""Largest config file read."""
 
 
 class CommandsConfig(BaseModel):
@@ -146,16 +150,16 @@ def load_config(personae_dir: Path) -> ProjectConfig:
     """Read the project config from ``personae_dir``; defaults when absent."""
     for name in CONFIG_NAMES:
         path = personae_dir / name
-        if path.is_file():
-            return _parse_config(path)
+        if os.path.lexists(path) and not path.is_dir():
+            return _parse_config(path)  # a FIFO or device named config.yaml is an error
     return ProjectConfig()
 
 
 def _parse_config(path: Path) -> ProjectConfig:
     try:
-        raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw: Any = yaml.safe_load(read_regular(path, max_bytes=MAX_CONFIG_BYTES).decode("utf-8"))
     except OSError as exc:
-        raise ConfigError(f"cannot read config: {exc.strerror}", file=path) from exc
+        raise ConfigError(f"cannot read config: {exc.strerror}", file=path) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text (byte {exc.start})", file=path) from None
     except yaml.YAMLError as exc:

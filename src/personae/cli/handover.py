@@ -123,10 +123,15 @@ def show(
     file: Annotated[Path, typer.Argument(help="Handover file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the file as JSON.")] = False,
 ) -> None:
-    """Show a handover: source, target, task, artifacts, insights, results."""
-    from personae.handover.files import load_handover
+    """Show a handover: source, target, task, artifacts, insights, results.
 
-    h = load_handover(file).handover
+    The file gets the same checks as ``validate``: one it refuses is not shown.
+    """
+    from personae.handover.files import load_handover
+    from personae.handover.runflow import load_policy
+
+    policy, allow = load_policy(Path.cwd(), file)
+    h = load_handover(file, policy=policy, env_allow=allow).handover
     if as_json:
         typer.echo(json.dumps(h.model_dump(mode="json", by_alias=True), indent=2))
         return

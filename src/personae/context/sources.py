@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from personae.errors import ConfigError
+from personae.fsutil import read_regular
 
 __all__ = [
     "DIRECTIVE_FILES",
@@ -94,10 +95,13 @@ TASK_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
 """task type -> (keywords, codebase files, research files)."""
 
 
+_MAX_BYTES = 8_000_000
+
+
 def _read(path: Path) -> str | None:
     """File text, or None when missing, unreadable as a file, or blank."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8")
     except FileNotFoundError:
         return None
     except IsADirectoryError:
