@@ -7,6 +7,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from personae.hosts.hostcheck import check_hooks
 from personae.hosts.render import CheckItem, check
 from personae.mind.contract import load_contract
 from personae.mind.server import MindPaths
@@ -54,6 +55,7 @@ def diagnose(root: Path, paths: MindPaths, *, probe: bool = True) -> list[CheckI
     if probe:
         items.append(_probe(root, paths))
     items.extend(check(root))
+    items.extend(check_hooks(root))
     return items
 
 
