@@ -5,7 +5,10 @@ chat-completions shape the scenario player reads (:func:`to_chat`), and the
 chat answer back to a Responses object (:func:`from_chat`), plain JSON or the
 SSE event sequence (:func:`sse_events`). Free-form ("custom") tools such as
 Codex's ``apply_patch`` are answered with ``custom_tool_call`` items whose
-``input`` is the scripted call's ``input`` argument.
+``input`` is the scripted call's ``input`` argument. Namespaced tools (Codex
+puts each MCP server's tools in one ``namespace`` tool, e.g. ``mcp__personae``)
+appear to the scenario flat as ``<namespace>__<tool>`` and are called back
+with separate ``namespace`` and ``name`` fields.
 """
 
 from __future__ import annotations
@@ -31,6 +34,9 @@ def _text_of(content: Any) -> str:
 
 
 def _call(item: dict[str, Any], arguments: str) -> dict[str, Any]:
+    name = str(item.get("name", ""))
+    if item.get("namespace"):
+        name = f"{item['namespace']}__{name}"
     return {
         "role": "assistant",
         "content": "",
@@ -38,7 +44,7 @@ def _call(item: dict[str, Any], arguments: str) -> dict[str, Any]:
             {
                 "id": item.get("call_id"),
                 "type": "function",
-                "function": {"name": item.get("name", ""), "arguments": arguments},
+                "function": {"name": name, "arguments": arguments},
             }
         ],
     }
@@ -73,17 +79,48 @@ def to_chat(body: dict[str, Any]) -> dict[str, Any]:
     for item in items or []:
         if isinstance(item, dict) and (message := _item_message(item)) is not None:
             messages.append(message)
-    tools = [
-        {"type": "function", "function": {"name": t.get("name", "")}, "kind": t.get("type")}
-        for t in body.get("tools") or []
-        if isinstance(t, dict) and t.get("name")
-    ]
+    tools: list[dict[str, Any]] = []
+    for tool in body.get("tools") or []:
+        if not isinstance(tool, dict) or not tool.get("name"):
+            continue
+        if tool.get("type") == "namespace":
+            # Codex groups each MCP server's tools in one namespace ("mcp__personae");
+            # the scenario sees them flat as "<namespace>__<tool>".
+            for child in tool.get("tools") or []:
+                if isinstance(child, dict) and child.get("name"):
+                    flat = f"{tool['name']}__{child['name']}"
+                    tools.append(
+                        {
+                            "type": "function",
+                            "function": {"name": flat},
+                            "kind": "namespace",
+                            "namespace": tool["name"],
+                            "child": child["name"],
+                        }
+                    )
+            continue
+        tools.append(
+            {"type": "function", "function": {"name": tool["name"]}, "kind": tool.get("type")}
+        )
     return {"messages": messages, "tools": tools, "stream": bool(body.get("stream"))}
 
 
-def _output_item(call: dict[str, Any], custom: set[str]) -> dict[str, Any]:
+def _output_item(
+    call: dict[str, Any], custom: set[str], spaced: dict[str, tuple[str, str]]
+) -> dict[str, Any]:
     function = call["function"]
     call_id = "call_" + uuid.uuid4().hex[:20]
+    if function["name"] in spaced:
+        namespace, child = spaced[function["name"]]
+        return {
+            "type": "function_call",
+            "id": "fc_" + uuid.uuid4().hex[:20],
+            "call_id": call_id,
+            "namespace": namespace,
+            "name": child,
+            "arguments": function["arguments"],
+            "status": "completed",
+        }
     if function["name"] in custom:
         args = json.loads(function["arguments"] or "{}")
         return {
@@ -107,8 +144,12 @@ def _output_item(call: dict[str, Any], custom: set[str]) -> dict[str, Any]:
 def from_chat(payload: dict[str, Any], chat_body: dict[str, Any], model: str) -> dict[str, Any]:
     """A Responses object for a chat-completions payload from the scripted server."""
     message = payload["choices"][0]["message"]
-    custom = {
-        t["function"]["name"] for t in chat_body.get("tools", []) if t.get("kind") == "custom"
+    tools = chat_body.get("tools", [])
+    custom = {t["function"]["name"] for t in tools if t.get("kind") == "custom"}
+    spaced = {
+        t["function"]["name"]: (t["namespace"], t["child"])
+        for t in tools
+        if t.get("kind") == "namespace"
     }
     output: list[dict[str, Any]] = []
     if message.get("content"):
@@ -121,7 +162,7 @@ def from_chat(payload: dict[str, Any], chat_body: dict[str, Any], model: str) ->
                 "content": [{"type": "output_text", "text": message["content"], "annotations": []}],
             }
         )
-    output += [_output_item(call, custom) for call in message.get("tool_calls") or []]
+    output += [_output_item(c, custom, spaced) for c in message.get("tool_calls") or []]
     usage = payload.get("usage", {})
     inp, out = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
     return {
