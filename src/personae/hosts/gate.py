@@ -53,9 +53,10 @@ __all__ = [
 DEFAULT_GATES = ADAPTERS["claude"].gated
 """Claude Code's gated tool-name patterns (each host's are in its adapter)."""
 
-BUDGET_SECONDS = 0.9
-"""The gate denies when it has not decided within this many seconds."""
-_SCAN_SHARE = 0.5
+BUDGET_SECONDS = 0.75
+"""The gate denies when it has not decided within this many seconds (of its own run;
+Python start-up comes on top, and the whole hook process stays under 1 s)."""
+_SCAN_SHARE = 0.45
 """Seconds of the budget the transcript scan may use before the store is asked."""
 _MAX_STDIN = 10_000_000
 
@@ -90,7 +91,9 @@ class Decision:
 
 def _text(data: dict[str, Any], key: str) -> str | None:
     value = data.get(key)
-    return value if isinstance(value, str) and value and "\0" not in value else None
+    if isinstance(value, str) and "\0" in value:
+        raise HookInputError(f"{key} in the hook input contains a NUL byte")
+    return value if isinstance(value, str) and value else None
 
 
 def parse_hook_input(raw: bytes | str, host: str | None = None) -> HookInput:
