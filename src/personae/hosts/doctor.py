@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from personae.hosts.hostcheck import check_hooks
 from personae.errors import PersonaeError
 from personae.hosts.render import (
     CLAUDE_SETTINGS,
@@ -312,6 +313,7 @@ def _host_items(root: Path, paths: MindPaths, *, probe: bool) -> list[CheckItem 
     if probe:
         items.append(_probe(root, paths))
     items.extend(check(root))
+    items.extend(check_hooks(root))
     return items
 
 

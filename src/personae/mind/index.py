@@ -388,12 +388,19 @@ class MindIndex:
 
     # -- bootstraps ------------------------------------------------------------------
 
-    def record_bootstrap(self, session_id: str | None, contract_hash: str) -> None:
-        """Record a successful bootstrap."""
+    def record_bootstrap(
+        self,
+        session_id: str | None,
+        contract_hash: str,
+        host: tuple[int, int] | None = None,
+    ) -> None:
+        """Record a successful bootstrap (``host``: pid and start time of the host process)."""
+        host_pid, host_started = host if host is not None else (None, None)
         with self.store.transaction() as conn:
             conn.execute(
-                "INSERT INTO mind_bootstraps(session_id, contract_hash) VALUES (?, ?)",
-                (session_id, contract_hash),
+                "INSERT INTO mind_bootstraps(session_id, contract_hash, host_pid, host_started)"
+                " VALUES (?, ?, ?, ?)",
+                (session_id, contract_hash, host_pid, host_started),
             )
 
     def last_bootstrap(self, session_id: str | None = None) -> str | None:
