@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from personae.hosts.hostcheck import check_hooks
 from personae.errors import PersonaeError
+from personae.hosts.hostcheck import check_hooks
 from personae.hosts.render import (
     CLAUDE_SETTINGS,
     CODEX_HOOKS,
