@@ -269,6 +269,7 @@ class Team:
             decision = decide(
                 result, work, budget, subtask=original.description,
                 tools_to_use=required or sorted(allowed - {"agent"}),
+                allowed_tools=sorted(allowed), directive=turn.directive,
             )  # fmt: skip
             if decision.action is Action.ACCEPT:
                 return SubtaskOutcome(
@@ -282,7 +283,7 @@ class Team:
                 status = {
                     Action.SKIP: "skipped",
                     Action.ESCALATE: "escalated",
-                    Action.CONTINUE: "unvalidated",
+                    Action.CONTINUE: "partial",
                 }[decision.action]
                 return SubtaskOutcome(
                     number=number, subtask=original, status=status, result=work.result,
@@ -333,7 +334,8 @@ class Team:
             )
         statuses = {r.status for r in results}
         status = "validated" if statuses == {"validated"} else (
-            "skipped" if statuses <= {"skipped", "escalated"} else "unvalidated"
+            "skipped" if statuses <= {"skipped", "escalated"} else
+            "partial" if "partial" in statuses or "validated" in statuses else "unvalidated"
         )  # fmt: skip
         return SubtaskOutcome(
             number=number,
