@@ -211,7 +211,7 @@ class Team:
                 mcp=self._mcp,
             )
             allowed = allowed | {"agent"}
-            agent_tools = spawner.toolset(box, allowed, depth=0, subtask=number)
+            agent_tools = spawner.toolset(box, allowed, depth=0, subtask=number, parent=persona)
             toolset = CombinedToolset([toolset, agent_tools])
         return toolset, allowed
 
