@@ -23,6 +23,7 @@ from typing import IO, Literal
 
 from personae.errors import UsageError
 from personae.handover._ledger import ledger_event
+from personae.handover.duration import format_seconds
 from personae.handover.files import load_handover, save_handover, sha256_file, update_handover
 from personae.handover.schema import ContextHandover, Results
 
@@ -104,6 +105,8 @@ class ChildSpec:
     """The child's working directory."""
     model: str | None = None
     """Model for the child (``--model``), or ``None`` for its default."""
+    interactive: bool = False
+    """The child runs attached to the terminal (no ``--non-interactive``)."""
 
 
 CommandBuilder = Callable[[ChildSpec], Sequence[str]]
@@ -121,9 +124,9 @@ def personae_run_command(spec: ChildSpec) -> list[str]:
         spec.persona,
         "--context-from",
         str(spec.handover_path),
-        "--non-interactive",
+        *([] if spec.interactive else ["--non-interactive"]),
         "--handover-timeout",
-        f"{spec.timeout:g}",
+        format_seconds(spec.timeout),
     ]
     if spec.return_path is not None:
         cmd += ["--context-return", str(spec.return_path)]

@@ -266,6 +266,8 @@ async def run_turn(
             workspace=project.root,
             config=TeamConfig(max_retries=options.max_retries),
             mcp_servers=cast.mcp_servers,
+            skills=cast.skills,
+            commands=project.config.commands,
         )  # fmt: skip
         try:
             result = await team.run_turn(turn)

@@ -258,14 +258,19 @@ def validator_instructions(level: InvolvementLevel) -> str:
     )
 
 
-def validator_prompt(context_text: str, subtask: Subtask, work: WorkerResult) -> str:
-    """The validator's prompt: shared context, subtask, and the work with its tool calls."""
+def validator_prompt(
+    context_text: str, subtask: Subtask, work: WorkerResult, skills_text: str = ""
+) -> str:
+    """The validator's prompt: shared context, skill bodies for validation, subtask, and
+    the work with its tool calls."""
     calls = "\n".join(
         f"- {c.tool}({c.args}) -> {'ok' if c.ok else 'failed'}: {c.result[:600]}"
         for c in work.tool_calls
     )
     reqs = "\n".join(f"- {r}" for r in subtask.requirements) or "(none stated)"
     parts = [context_text] if context_text else []
+    if skills_text:
+        parts.append(skills_text)
     parts += [
         f"<subtask>\n{subtask.description}\n</subtask>",
         f"<requirements>\n{reqs}\n</requirements>",
@@ -287,8 +292,12 @@ async def validate(
     tools_available: frozenset[str],
     workspace: Path | None,
     persona: str | None,
+    skills_text: str = "",
 ) -> ValidationOutcome:
-    """Validate ``work``: code checks, then at most one structured model call."""
+    """Validate ``work``: code checks, then at most one structured model call.
+
+    ``skills_text`` holds the L2 bodies of the skills the work is checked against.
+    """
     decided = deterministic_checks(
         work,
         level=level,
@@ -300,7 +309,7 @@ async def validate(
         return ValidationOutcome(result=decided)
     view = turn.view("validator")
     instructions = validator_instructions(level)
-    prompt = validator_prompt(view.text, subtask, work)
+    prompt = validator_prompt(view.text, subtask, work, skills_text)
     info = CallInfo(
         role="validator",
         persona=persona,
