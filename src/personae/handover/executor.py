@@ -108,6 +108,30 @@ class ChildSpec:
     interactive: bool = False
     """The child runs attached to the terminal (no ``--non-interactive``)."""
 
+    @classmethod
+    def for_handover(
+        cls,
+        file: Path,
+        handover: ContextHandover,
+        *,
+        persona: str | None,
+        timeout: float,
+        return_path: Path | None,
+        cwd: Path,
+        model: str | None,
+        interactive: bool = False,
+    ) -> ChildSpec:
+        """The spec for running ``handover`` (at ``file``) as ``persona`` or its target."""
+        return cls(
+            handover_path=file,
+            persona=persona or handover.target.persona,
+            timeout=timeout,
+            return_path=return_path.resolve() if return_path is not None else None,
+            cwd=Path(cwd),
+            model=model,
+            interactive=interactive,
+        )
+
 
 CommandBuilder = Callable[[ChildSpec], Sequence[str]]
 """Builds a child's argv (no shell is ever used)."""
@@ -351,14 +375,10 @@ def run_handover(
     file = Path(path).resolve()
     handover = load_handover(file).handover
     results_file = return_path.resolve() if return_path is not None else file
-    spec = ChildSpec(
-        handover_path=file,
-        persona=persona or handover.target.persona,
-        timeout=timeout,
-        return_path=return_path.resolve() if return_path is not None else None,
-        cwd=Path(cwd),
+    spec = ChildSpec.for_handover(
+        file, handover, persona=persona, timeout=timeout, return_path=return_path, cwd=cwd,
         model=model,
-    )
+    )  # fmt: skip
     argv = list(command(spec))
     db = Path(cwd) / ".personae" / "state.db" if ledger_db == "auto" else ledger_db
     outcome = RunOutcome(path=results_file, handover=handover)

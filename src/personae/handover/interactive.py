@@ -64,15 +64,10 @@ def run_interactive(
     file = Path(path).resolve()
     handover = load_handover(file).handover
     results_file = return_path.resolve() if return_path is not None else file
-    spec = ChildSpec(
-        handover_path=file,
-        persona=persona or handover.target.persona,
-        timeout=timeout,
-        return_path=return_path.resolve() if return_path is not None else None,
-        cwd=Path(cwd),
-        model=model,
-        interactive=True,
-    )
+    spec = ChildSpec.for_handover(
+        file, handover, persona=persona, timeout=timeout, return_path=return_path, cwd=cwd,
+        model=model, interactive=True,
+    )  # fmt: skip
     argv = list(command(spec))
     env = dict(os.environ)
     env["PERSONAE_HANDOVER_MODE"] = "1"

@@ -109,8 +109,11 @@ def handover_to_persona(
     """Hand ``task`` to ``target_persona`` with files, data and insights.
 
     With ``wait_for_results`` the target runs now in a separate process
-    (timeout, retries with backoff) and its results are returned; otherwise
-    the handover file is prepared and the command to run it is returned.
+    (timeout, retries with backoff; with ``interactive`` once, attached to the
+    terminal, see :func:`~personae.handover.interactive.run_interactive`) and its
+    results are returned; otherwise the handover file is prepared and the
+    command to run it is returned. An unknown target persona (not in the
+    project's cast nor bundled) is refused when ``from_project``.
     Refuses unsafe content (paths outside allowed roots ...) before writing.
     ``history`` defaults to the project's conversation store (one summary per
     persona); with ``from_project`` the source persona's MCP servers come from
