@@ -105,6 +105,42 @@ def test_handover_run_interactive_attaches_the_child_to_the_terminal(project: Pa
     assert saved["target"]["interactive"] is False  # the flag chose the mode, not the file
 
 
+def _pty_run(argv: list[str], cwd: Path) -> tuple[int, int]:
+    env = {**os.environ, "COLUMNS": "120", "TERM": "dumb"}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its stdin/stdout are the pty
+        try:
+            os.chdir(cwd)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    return pid, fd
+
+
+def test_the_tool_interactive_flag_runs_the_target_on_the_terminal(project: Path) -> None:
+    script = (
+        "from pathlib import Path\n"
+        "from personae.handover.tool import handover_to_persona\n"
+        "r = handover_to_persona('dev', 'What is the port?', source_persona='user',\n"
+        f"    cwd=Path('.'), interactive=True, model='scripted:{project / 'scenario.yaml'}')\n"
+        "print('TOOL-RESULT', r.status, r.results['status'], flush=True)\n"
+    )
+    pid, fd = _pty_run([sys.executable, "-c", script], project)
+    seen = bytearray()
+    deadline = time.monotonic() + 120
+    try:
+        _read_until(fd, b"Follow-up", seen, deadline)
+        os.write(fd, b"\n")
+        _read_until(fd, b"TOOL-RESULT", seen, deadline)
+        _read_until(fd, b"\n", seen[seen.index(b"TOOL-RESULT") :], deadline)
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, seen.decode(errors="replace")
+    assert b"FINAL-PORT: 8081" in seen  # the target ran attached to the terminal
+    assert b"TOOL-RESULT success success" in seen
+
+
 def test_tool_arguments_and_results_use_the_seed_camel_case_names() -> None:
     camel = HandoverToolArgs.model_validate(
         {"targetPersona": "dev", "task": "t", "waitForResults": False, "interactive": True}

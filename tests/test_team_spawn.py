@@ -157,3 +157,28 @@ def test_bundled_repo_researcher_clones_a_local_repo_into_a_temp_workspace(
     assert not (root / "repo").exists()
     returned = json.loads(tool_results(requests_with(player, WORKER)[1])[-1])
     assert returned["final_message"].startswith("The README says the answer is 42")
+
+
+def test_bundled_personas_run_in_a_project_without_any_persona(tmp_path: Path) -> None:
+    root = tmp_path / "bare"
+    root.mkdir()
+    (root / "notes.md").write_text("NOTE-MARK: the release is on Friday.\n")
+    scenario = {
+        "steps": [
+            {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Read notes"}]}},
+            {"when": {"contains": "You are a researcher"},
+             "tool_calls": [{"name": "read_file", "args": {"path": "notes.md"}}]},
+            {"when": {"role": "worker"}, "text": "Friday (notes.md: NOTE-MARK)."},
+            {"when": {"role": "validator"}, "output": {
+                "approved": True, "requirements_met": True, "issues": [],
+                "completion_signal": {"confidence": "high", "progress_made": True}}},
+            {"when": {"role": "manager"}, "text": "The release is on Friday."},
+        ]
+    }  # fmt: skip
+    (tmp_path / "s.json").write_text(json.dumps(scenario))
+    result = _personae(
+        root, "run", "When is the release?", "--persona", "researcher",
+        "--model", f"scripted:{tmp_path / 's.json'}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "The release is on Friday." in result.stdout
