@@ -105,6 +105,33 @@ def _execute(
             view.status = None
 
 
+def _follow_ups(
+    first: RunOutcome, options: RunOptions, view: _View, timeout: float | None
+) -> list[RunOutcome]:
+    """Interactive handover: ask for follow-up tasks until an empty line (or end of input).
+
+    Each follow-up is one more turn in the same conversation session; the
+    handover's results hold every turn's answer.
+    """
+    import dataclasses
+
+    done: list[RunOutcome] = []
+    session = first.session_id
+    while True:
+        try:
+            text = typer.prompt("Follow-up (empty line to finish)", default="", show_default=False)
+        except (EOFError, typer.Abort):
+            break
+        if not text.strip():
+            break
+        more = dataclasses.replace(options, session=session, announced=None)
+        outcome = _execute(text.strip(), more, view, timeout)
+        done.append(outcome)
+        if not view.as_json:
+            typer.echo(f"run {outcome.run_id} done ({outcome.result.status})")
+    return done
+
+
 def _announce(
     *,
     as_json: bool,
@@ -223,7 +250,11 @@ def register(app: typer.Typer) -> None:
             bool, typer.Option(help="Never prompt; take the task from the handover.")
         ] = False,
         handover_timeout: Annotated[
-            float | None, typer.Option(min=0.001, help="Seconds this run may take.")
+            str | None,
+            typer.Option(
+                help="Time this run may take: 300s, 300000ms, 5m; a bare number is "
+                "milliseconds (seed 001). Default 300s with --context-from."
+            ),
         ] = None,
         max_requests: Annotated[
             int | None,
@@ -233,6 +264,11 @@ def register(app: typer.Typer) -> None:
         """One turn of the team (Manager, Worker, Validator) on the current project."""
         if context_return is not None and context_from is None:
             raise typer.BadParameter("--context-return needs --context-from")
+        limit = None
+        if handover_timeout is not None:  # checked before anything starts
+            from personae.cli.handover import duration_option
+
+            limit = duration_option(handover_timeout, bare="ms", flag="--handover-timeout")
         from personae.cli._root import project_root
 
         handover = None
@@ -259,7 +295,7 @@ def register(app: typer.Typer) -> None:
             _run_announced(
                 task=task, persona=persona, model=model, session=session, view=view,
                 max_retries=max_retries, handover=handover, context_return=context_return,
-                non_interactive=non_interactive, handover_timeout=handover_timeout,
+                non_interactive=non_interactive, handover_timeout=limit,
                 max_requests=max_requests, announced=announced, cwd=cwd,
             )  # fmt: skip
         except (typer.Exit, SystemExit) as done:
@@ -360,13 +396,15 @@ def _run_announced(
         from personae.handover import runflow
 
         shown = len(handover.warnings)
-        result = outcome.result
+        outcomes = [outcome]
+        if not non_interactive and sys.stdin.isatty():
+            outcomes += _follow_ups(outcome, options, view, timeout)
         written = runflow.finish(
             handover,
-            status="success" if result.status == "done" else "partial",
-            output=result.final_text,
-            artifacts=outcome.files_written(),
-            next_steps=result.warnings,
+            status="success" if all(o.result.status == "done" for o in outcomes) else "partial",
+            output="\n\n".join(o.result.final_text for o in outcomes),
+            artifacts=list(dict.fromkeys(f for o in outcomes for f in o.files_written())),
+            next_steps=[w for o in outcomes for w in o.result.warnings],
             return_path=context_return,
         )
         for warning in handover.warnings[shown:]:

@@ -27,6 +27,7 @@ from typing import IO, Literal
 
 from personae.errors import UsageError
 from personae.handover._ledger import ledger_event
+from personae.handover.duration import format_seconds
 from personae.handover.files import load_handover, save_handover, sha256_file, update_handover
 from personae.handover.schema import ContextHandover, Results
 from personae.procs import LIFELINE_ENV, RUN_PROCESSES, die_with_parent, lifeline
@@ -109,6 +110,32 @@ class ChildSpec:
     """The child's working directory."""
     model: str | None = None
     """Model for the child (``--model``), or ``None`` for its default."""
+    interactive: bool = False
+    """The child runs attached to the terminal (no ``--non-interactive``)."""
+
+    @classmethod
+    def for_handover(
+        cls,
+        file: Path,
+        handover: ContextHandover,
+        *,
+        persona: str | None,
+        timeout: float,
+        return_path: Path | None,
+        cwd: Path,
+        model: str | None,
+        interactive: bool = False,
+    ) -> ChildSpec:
+        """The spec for running ``handover`` (at ``file``) as ``persona`` or its target."""
+        return cls(
+            handover_path=file,
+            persona=persona or handover.target.persona,
+            timeout=timeout,
+            return_path=return_path.resolve() if return_path is not None else None,
+            cwd=Path(cwd),
+            model=model,
+            interactive=interactive,
+        )
 
 
 CommandBuilder = Callable[[ChildSpec], Sequence[str]]
@@ -126,9 +153,9 @@ def personae_run_command(spec: ChildSpec) -> list[str]:
         spec.persona,
         "--context-from",
         str(spec.handover_path),
-        "--non-interactive",
+        *([] if spec.interactive else ["--non-interactive"]),
         "--handover-timeout",
-        f"{spec.timeout:g}",
+        format_seconds(spec.timeout),
     ]
     if spec.return_path is not None:
         cmd += ["--context-return", str(spec.return_path)]
@@ -379,14 +406,10 @@ def run_handover(
     file = Path(path).resolve()
     handover = load_handover(file).handover
     results_file = return_path.resolve() if return_path is not None else file
-    spec = ChildSpec(
-        handover_path=file,
-        persona=persona or handover.target.persona,
-        timeout=timeout,
-        return_path=return_path.resolve() if return_path is not None else None,
-        cwd=Path(cwd),
+    spec = ChildSpec.for_handover(
+        file, handover, persona=persona, timeout=timeout, return_path=return_path, cwd=cwd,
         model=model,
-    )
+    )  # fmt: skip
     argv = list(command(spec))
     db = Path(cwd) / ".personae" / "state.db" if ledger_db == "auto" else ledger_db
     outcome = RunOutcome(path=results_file, handover=handover)

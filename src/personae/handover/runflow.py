@@ -27,7 +27,13 @@ from personae.handover.files import (
     update_handover,
 )
 from personae.handover.schema import ContextHandover, Results
-from personae.handover.security import HandoverSecurityError, PathPolicy, default_roots
+from personae.handover.security import (
+    HandoverSecurityError,
+    PathPolicy,
+    check_environment,
+    default_roots,
+    held_environment,
+)
 from personae.project import Project
 
 __all__ = ["HandoverSession", "begin", "finish", "load_policy"]
@@ -62,6 +68,8 @@ class HandoverSession:
     """Resolved artifact paths (all inside allowed roots)."""
     applied_env: dict[str, str] = field(default_factory=dict)
     """Variables from the handover set in the environment (only ones not already set)."""
+    held_env: list[str] = field(default_factory=list)
+    """Variables the handover records but that were not applied (not allowed by config)."""
     policy: PathPolicy | None = None
     """The path policy used."""
     ledger_db: Path | None = None
@@ -136,7 +144,10 @@ def begin(
             workdir = Path(os.path.realpath(source_dir))
     env = os.environ if environ is None else environ
     applied: dict[str, str] = {}
-    for name, value in h.source.environment.items():
+    held, held_warning = held_environment(h.source.environment, allow)
+    if held_warning:
+        warnings.append(held_warning)
+    for name, value in check_environment(h.source.environment, allow).items():
         if name not in env:
             env[name] = value
             applied[name] = value
@@ -153,6 +164,7 @@ def begin(
         warnings=warnings,
         artifact_paths=loaded.artifact_paths,
         applied_env=applied,
+        held_env=held,
         policy=policy,
         ledger_db=db,
     )

@@ -21,7 +21,12 @@ from pydantic import ValidationError
 from personae.errors import closest_name
 from personae.persona._files import read_confined
 from personae.persona._frontmatter import FrontmatterError, parse_document
-from personae.persona._tools import check_tool_names, mcp_server_of, split_names
+from personae.persona._tools import (
+    check_tool_names,
+    mcp_server_of,
+    split_names,
+    split_spawn_entries,
+)
 from personae.persona.model import Constraints, ContextMode, Persona, SandboxGrant
 from personae.persona.problems import Problem, Severity
 
@@ -44,6 +49,7 @@ PERSONAE_KEYS = frozenset(
         "version",
         "mcp_servers",
         "disallowed_tools",
+        "subagents",
     }
 )
 """Frontmatter keys personae adds to the Claude Code agent format."""
@@ -276,6 +282,9 @@ def _tools(
         if names == ["*"]:
             names = None
         if names is not None:
+            names, spawn = split_spawn_entries(names)
+            if spawn is not None:
+                values["subagents"] = spawn
             check = check_tool_names(names, servers)
             for note in check.notes:
                 sink.add(line("tools"), "warning", note)
@@ -286,6 +295,14 @@ def _tools(
                 sink.add(line("tools"), "warning", _unavailable_message(check.unavailable))
             values["tools"] = check.tools
             values["unavailable_tools"] = check.unavailable
+    if meta.get("subagents") is not None:
+        try:
+            listed = split_names(meta["subagents"])
+        except ValueError as exc:
+            sink.add(line("subagents"), "error", f"subagents {exc}")
+        else:
+            merged = list(values.get("subagents") or [])
+            values["subagents"] = merged + [n for n in listed if n not in merged]
     key = _pick(meta, sink, line, "disallowed_tools", "disallowedTools")
     if key is not None and meta[key] is not None:
         try:

@@ -124,6 +124,10 @@ class Persona(BaseModel):
     """Names of skills this persona uses."""
     mcp_servers: dict[str, Any] = Field(default_factory=dict)
     """MCP servers this persona uses (name -> server config)."""
+    subagents: list[str] | None = None
+    """Personas this persona may spawn with the ``agent`` tool (``subagents`` field, or
+    Claude Code's ``Agent(a, b)`` / ``Task(a, b)`` in ``tools``); ``None``: any persona
+    of the cast. Enforced when the ``agent`` tool is dispatched."""
     context: ContextMode = ContextMode.BRIEF
     """Context inheritance mode."""
     constraints: Constraints = Field(default_factory=Constraints)

@@ -22,11 +22,20 @@ from typing import Any, Literal
 from personae.context.assemble import assemble
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage, ToolCall
+from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.snapshot import Snapshot, Summarizer
+from personae.context.spec import Profile
 from personae.store.conversations import ConversationStore
 from personae.tokens.base import TokenCounter
 
-__all__ = ["ContextView", "RoleName", "TurnContext"]
+__all__ = ["FORK_ROLE", "PRIVATE_SOURCES", "ContextView", "RoleName", "TurnContext"]
+
+FORK_ROLE = "subagent_fork"
+"""The derived role a ``fork`` sub-agent's context is assembled for."""
+
+PRIVATE_SOURCES = frozenset({"persona", "validation", "task"})
+"""Sources a forked sub-agent never gets: the parent's persona execution block, the
+validation context, and the parent's task (the child has its own)."""
 
 RoleName = Literal["manager", "worker", "validator"]
 
@@ -161,6 +170,35 @@ class TurnContext:
         self._add(ChatMessage(role="assistant", content=text, seq=self._next_seq()))
 
     # -- role views ------------------------------------------------------------------
+    def shared_view(self) -> ContextView:
+        """The shared snapshot sections only, for a ``fork`` sub-agent (seed 004).
+
+        The worker profile's sections minus :data:`PRIVATE_SOURCES`: directive,
+        summary, handover, recent messages (with this turn's tool results),
+        never the parent's persona prompt or execution block.
+        """
+        snap = self.snapshot
+        profiles = snap.profiles or load_profiles(snap.root)
+        worker = profiles.get("worker")
+        shared = Profile(
+            role=FORK_ROLE,
+            description="A forked sub-agent: the shared sections of the worker view.",
+            sections=tuple(s for s in worker.sections if s.source not in PRIVATE_SOURCES),
+        )
+        derived = ProfileSet(
+            profiles={**profiles.profiles, FORK_ROLE: shared},
+            tags=profiles.tags,
+            files=profiles.files,
+        )
+        self.view("worker")  # builds the view snapshot with this turn's messages
+        source = self._view_snapshot or snap
+        assembled = assemble(source, FORK_ROLE, self.budget, self.counter, profiles=derived)
+        return ContextView(
+            role=FORK_ROLE,
+            text=assembled.render(),
+            report=assembled.report().model_dump(mode="json"),
+        )
+
     def view(self, role: RoleName) -> ContextView:
         """The role's assembled context (cached until the turn's messages change)."""
         cached = self._views.get(role)

@@ -20,6 +20,7 @@ from personae.context.budget import Budget
 from personae.context.messages import ChatMessage
 from personae.errors import PersonaeError, RunError, UsageError
 from personae.models.resolve import ModelResolver
+from personae.persona.bundled import bundled_personas
 from personae.persona.cast import Cast
 from personae.persona.model import Persona
 from personae.project import Project, SandboxConfig
@@ -132,7 +133,8 @@ def _persona_texts(cast: Cast, persona: Persona | None) -> tuple[str | None, str
         return None, None, ""
     agents = ""
     if persona.tools is not None and any(t in ("agent", "Task", "Agent") for t in persona.tools):
-        others = [n for n in sorted(cast.personas) if n != persona.name]
+        spawnable = persona.subagents if persona.subagents is not None else cast.personas
+        others = [n for n in sorted(spawnable) if n != persona.name and n in cast.personas]
         agents = cast.available_agents_xml(others) if others else ""
     return cast.execution_block(persona.name), cast.validation_context(persona.name), agents
 
@@ -218,6 +220,8 @@ async def run_turn(
     """Run one team turn on the project at ``options.root``."""
     project = Project.open(options.root)
     cast = Cast.load(project.root, options.extra_persona_dirs)
+    for name, bundled in bundled_personas().items():
+        cast.personas.setdefault(name, bundled)  # usable from any project; the project's wins
     if options.persona and options.persona not in cast.personas:
         broken = [p for p in cast.errors if options.persona in str(p.file)]
         if broken:  # the persona file exists but did not load: say why
@@ -281,6 +285,8 @@ async def run_turn(
             workspace=project.root,
             config=TeamConfig(max_retries=options.max_retries),
             mcp_servers=cast.mcp_servers,
+            skills=cast.skills,
+            commands=project.config.commands,
         )  # fmt: skip
         try:
             result = await team.run_turn(turn)

@@ -43,9 +43,14 @@ def worker_instructions(persona: Persona, available_agents: str = "") -> str:
     return "\n\n".join(parts)
 
 
-def worker_prompt(context_text: str, subtask: Subtask, correction: str | None) -> str:
-    """The worker's prompt: shared context, the subtask, its requirements, any correction."""
+def worker_prompt(
+    context_text: str, subtask: Subtask, correction: str | None, skills_text: str = ""
+) -> str:
+    """The worker's prompt: shared context, skill bodies the task calls for, the subtask,
+    its requirements, any correction."""
     parts = [context_text] if context_text else []
+    if skills_text:
+        parts.append(skills_text)
     parts.append(f"<subtask>\n{subtask.description}\n</subtask>")
     if subtask.requirements:
         reqs = "\n".join(f"- {r}" for r in subtask.requirements)
@@ -67,12 +72,16 @@ async def run_worker(
     detector: LoopDetector,
     correction: str | None = None,
     extra_toolsets: list[AbstractToolset[Any]] | None = None,
+    skills_text: str = "",
 ) -> WorkerResult:
-    """Run the worker once on ``subtask``; tool calls are recorded and shared with the turn."""
+    """Run the worker once on ``subtask``; tool calls are recorded and shared with the turn.
+
+    ``skills_text`` is the ``<skills>`` block of L2 bodies the task calls for.
+    """
     view = turn.view("worker")
     agents = turn.available_agents if "agent" in allowed else ""
     instructions = worker_instructions(persona, agents)
-    prompt = worker_prompt(view.text, subtask, correction)
+    prompt = worker_prompt(view.text, subtask, correction, skills_text)
 
     def on_call(record: ToolCallRecord) -> None:
         runtime.emit(
