@@ -158,7 +158,17 @@ def assemble(
             contents.append(SectionContent(spec))
             continue
         escaped = escape(text, tags)
-        contents.append(SectionContent(spec, text=escaped, tokens=count_small(counter, escaped)))
+        alt = snapshot.content(f"{spec.source}:summary")
+        alt_escaped = escape(alt, tags) if alt is not None else None
+        contents.append(
+            SectionContent(
+                spec,
+                text=escaped,
+                tokens=count_small(counter, escaped),
+                alternative=alt_escaped,
+                alt_tokens=count_small(counter, alt_escaped) if alt_escaped is not None else None,
+            )
+        )
     result = fit(contents, budget.tokens, counter)
     return AssembledContext(
         role=role,
