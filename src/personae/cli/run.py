@@ -146,6 +146,10 @@ def register(app: typer.Typer) -> None:
             int | None,
             typer.Option(min=1, help="Most model requests for the whole run (all agents)."),
         ] = None,
+        profile: Annotated[
+            str | None,
+            typer.Option(help="Context profile of the worker (builder, verifier, ...)."),
+        ] = None,
     ) -> None:
         """One turn of the team (Manager, Worker, Validator) on the current project."""
         if context_return is not None and context_from is None:
@@ -185,6 +189,7 @@ def register(app: typer.Typer) -> None:
             max_retries=settings.max_retries if max_retries is None else max_retries,
             budget_share=settings.budget_share,
             handover_text=handover.section_text if handover else None,
+            profile=profile or (handover.profile if handover else None),
             request_cap=max_requests,
             handover_timeout=settings.handover_timeout,
             announced=announced,

@@ -135,15 +135,19 @@ def assemble(
     counter: TokenCounter,
     *,
     profiles: ProfileSet | None = None,
+    profile: Profile | None = None,
 ) -> AssembledContext:
     """Fit the snapshot into ``budget`` for ``role``.
 
-    Same snapshot, budget and counter give byte-identical output. Raises
-    :class:`~personae.errors.BudgetExceededError` when pinned content alone
-    does not fit, and :class:`~personae.errors.UnknownNameError` for an unknown role.
+    ``profile`` assembles with that profile instead of ``role``'s own (the
+    report still names ``role``). Same snapshot, budget and counter give
+    byte-identical output. Raises :class:`~personae.errors.BudgetExceededError`
+    when pinned content alone does not fit, and
+    :class:`~personae.errors.UnknownNameError` for an unknown role.
     """
     profiles = profiles or snapshot.profiles or load_profiles(snapshot.root)
-    profile = profiles.get(role)
+    if profile is None:
+        profile = profiles.get(role)
     tags = profiles.tags
     contents: list[SectionContent] = []
     for spec in profile.sections:
@@ -171,7 +175,7 @@ def assemble(
         )
     result = fit(contents, budget.tokens, counter)
     return AssembledContext(
-        role=role,
+        role=role if profile.role == role else f"{role} (profile {profile.role})",
         snapshot_id=snapshot.id,
         sections=result.sections,
         rendered=result.rendered,
