@@ -161,3 +161,31 @@ def test_handover_names_the_profile(project: Path) -> None:
     call = _worker(run)
     assert call["budget"]["role"] == "worker (profile builder)"
     assert "<vision>" in call["context_text"] and "<handover>" in call["context_text"]
+
+
+def test_chain_step_names_the_profile(tmp_path: Path) -> None:
+    from personae.handover.chain import run_chain
+    from personae.handover.executors import LocalProcessExecutor
+    from personae.handover.workflow import load_workflow
+    from test_handover_childprog import command
+
+    path = tmp_path / "workflow.yaml"
+    steps = [
+        {"id": "build", "persona": "dev", "task": "do build", "profile": "builder"},
+        {"id": "check", "persona": "dev", "task": "do check"},
+    ]
+    path.write_text(yaml.safe_dump({"name": "p", "steps": steps}), encoding="utf-8")
+    out = run_chain(load_workflow(path), executor=LocalProcessExecutor(command=command))
+    assert out.status == "success"
+    built = json.loads((out.state_dir / "handovers" / "build.json").read_text())
+    checked = json.loads((out.state_dir / "handovers" / "check.json").read_text())
+    assert built["target"]["profile"] == "builder"
+    assert "profile" not in checked["target"]
+    path.write_text(
+        yaml.safe_dump({"name": "p", "steps": [{**steps[0], "profile": "Bad Name"}]}),
+        encoding="utf-8",
+    )
+    from personae.errors import UsageError
+
+    with pytest.raises(UsageError, match="profile"):
+        load_workflow(path)
