@@ -189,3 +189,13 @@ def test_chain_step_names_the_profile(tmp_path: Path) -> None:
 
     with pytest.raises(UsageError, match="profile"):
         load_workflow(path)
+
+
+def test_no_duplicated_sections(project: Path) -> None:
+    run = _run(project, "01-march-report", "--persona", "analyst")
+    prompt_line = "You are the analyst. You answer questions about the data files in this"
+    for call in run["model_calls"]:
+        text = call["context_text"]
+        assert text.count("<task>\n") == 1, call["role"]
+        if call["role"] == "worker":
+            assert text.count(prompt_line) == 1
