@@ -97,6 +97,8 @@ class _State:
     """Tokens of the section's smallest cut form."""
     alt_tokens: int | None = None
     """Tokens of the content's summary file, when it has one."""
+    floor_form: _Shrunk | None = None
+    """The conversation's smallest form (messages only)."""
 
     @property
     def spec(self) -> SectionSpec:
@@ -113,6 +115,9 @@ def _drop_note(st: _State) -> str:
 
 
 _Shrunk = tuple[str, int, str, tuple[ChatMessage, ...]]
+
+_CLOSE = 32
+"""Overshoot of the piecewise estimate under which the whole render is counted exactly."""
 
 _MIN_KEEP = 8
 """Tokens of content a cut must keep to count as a cut form (and not a bare notice)."""
@@ -242,7 +247,10 @@ def _fit_once(
             sep_cost = count_small(counter, SEPARATOR) * max(0, n_msgs - 1)
             st.requested = sum(sum(x) for x in c.costs) + sep_cost
             capped = _history(st, min(st.spec.cap or budget, budget), counter)
-            st.want, st.floor_tokens = capped[1], _history(st, 1, counter)[1]
+            smallest = _history(st, 1, counter)
+            # Shrinking notices can outweigh tiny contents: the floor is never above whole.
+            st.floor_form = smallest if smallest[1] < capped[1] else capped
+            st.want, st.floor_tokens = capped[1], st.floor_form[1]
             st.text, st.tokens, st.rule, st.messages = capped
             st.allotted = min(st.spec.cap or budget, budget)
             continue
@@ -257,8 +265,14 @@ def _fit_once(
         if not st.spec.pinned:
             st.floor_tokens = _floor(st, counter)
     plan = _Plan(live, budget, counter)
-    if plan.room() >= 0 and all(s.tokens <= s.want for s in live):
+    whole = all(s.tokens <= s.want for s in live)
+    if whole and plan.room() >= 0:
         return states  # everything fits whole (caps apart from messages already applied)
+    if whole and plan.room() > -_CLOSE:
+        # Piecewise counts can overshoot by a few tokens: ask the exact count.
+        parts = [(s.spec.tag, s.text) for s in live if s.text is not None]
+        if counter.count(render_sections(parts)) <= budget:
+            return states
     movable = sorted(
         (s for s in live if not s.spec.pinned), key=lambda s: (-s.spec.priority, s.index)
     )
@@ -266,7 +280,8 @@ def _fit_once(
     history = [s for s in movable if s.spec.source == "messages"]
     # Pass 0: every movable section at its floor (the conversation at its smallest form).
     for st in history:
-        st.text, st.tokens, st.rule, st.messages = _history(st, 1, counter)
+        assert st.floor_form is not None
+        st.text, st.tokens, st.rule, st.messages = st.floor_form
     for st in texts:
         st.text, st.tokens = "", st.floor_tokens
     # Not even the floors fit: drop whole sections, lowest priority first.
@@ -290,7 +305,8 @@ def _fit_once(
         limit = min(want, plan.room_for(st))
         cap_bound = st.spec.cap is not None and st.requested > st.spec.cap and limit >= st.spec.cap
         if st.spec.source == "messages":
-            _apply(st, _history(st, limit, counter), limit, False)
+            got = _history(st, limit, counter)
+            _apply(st, got if got[1] <= limit else st.floor_form, limit, False)
         elif st in kept_floor:
             _apply(st, _form(st, limit, counter), limit, cap_bound)
     # Pass 2: what is left goes back to what was cut (and to removed sections), by priority.
@@ -328,7 +344,15 @@ def fit(contents: Sequence[SectionContent], budget: int, counter: TokenCounter) 
     effective = budget
     refits = 0
     while True:
-        states = _fit_once(contents, effective, counter)
+        try:
+            states = _fit_once(contents, effective, counter)
+        except BudgetExceededError as exc:
+            if effective == budget:
+                raise
+            # A refit after a boundary merge: report against the caller's budget.
+            raise BudgetExceededError(
+                exc.needed + budget - effective, budget, what="the fitted context"
+            ) from None
         parts = [(s.spec.tag, s.text) for s in states if s.text is not None]
         rendered = render_sections(parts)
         exact = counter.count(rendered) if rendered else 0
