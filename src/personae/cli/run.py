@@ -260,6 +260,10 @@ def register(app: typer.Typer) -> None:
             int | None,
             typer.Option(min=1, help="Most model requests for the whole run (all agents)."),
         ] = None,
+        profile: Annotated[
+            str | None,
+            typer.Option(help="Context profile of the worker (builder, verifier, ...)."),
+        ] = None,
     ) -> None:
         """One turn of the team (Manager, Worker, Validator) on the current project."""
         if context_return is not None and context_from is None:
@@ -296,7 +300,7 @@ def register(app: typer.Typer) -> None:
                 task=task, persona=persona, model=model, session=session, view=view,
                 max_retries=max_retries, handover=handover, context_return=context_return,
                 non_interactive=non_interactive, handover_timeout=limit,
-                max_requests=max_requests, announced=announced, cwd=cwd,
+                max_requests=max_requests, announced=announced, cwd=cwd, profile=profile,
             )  # fmt: skip
         except (typer.Exit, SystemExit) as done:
             code = done.exit_code if isinstance(done, typer.Exit) else done.code
@@ -345,6 +349,7 @@ def _run_announced(
     max_requests: int | None,
     announced: dict[str, Any],
     cwd: Path,
+    profile: str | None = None,
 ) -> None:
     """Everything ``personae run`` does after its run is stored and shown."""
     from personae.project import Project
@@ -369,6 +374,7 @@ def _run_announced(
         max_retries=settings.max_retries if max_retries is None else max_retries,
         budget_share=settings.budget_share,
         handover_text=handover.section_text if handover else None,
+        profile=profile or (handover.profile if handover else None),
         request_cap=max_requests,
         handover_timeout=settings.handover_timeout,
         announced=announced,

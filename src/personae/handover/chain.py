@@ -217,6 +217,8 @@ def _make_handover(wf: Workflow, step: Step, states: dict[str, StepState], sdir:
         insights=step.insights,
         history=history,
     )
+    if step.profile is not None:
+        handover.target.profile = step.profile
     path = sdir / "handovers" / f"{step.id}.json"
     with contextlib.suppress(UsageError):  # a rerun keeps the step's id: one ledger trail
         handover.handover_id = load_handover(path).handover.handover_id

@@ -79,6 +79,8 @@ class Step(BaseModel):
     """Structured data to pass."""
     model: str | None = None
     """Model for this step (overrides the workflow's)."""
+    profile: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]*$")
+    """Context profile of the step's worker (builder, verifier ...)."""
     timeout: float | None = Field(default=None, gt=0)
     """Seconds per attempt (overrides defaults)."""
     retries: int | None = Field(default=None, ge=0, le=10)

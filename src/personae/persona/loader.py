@@ -42,6 +42,7 @@ __all__ = [
 PERSONAE_KEYS = frozenset(
     {
         "max_steps",
+        "profile",
         "needs_temp_workspace",
         "context",
         "constraints",
@@ -337,6 +338,12 @@ def _scalars(
             sink.add(line(key), "error", f"{key} must be a whole number >= 1, got {steps!r}")
         else:
             values["max_steps"] = steps
+    if meta.get("profile") is not None:
+        name = meta["profile"]
+        if isinstance(name, str) and re.fullmatch(r"[a-z][a-z0-9_]*", name.strip()):
+            values["profile"] = name.strip()
+        else:
+            sink.add(line("profile"), "error", f"profile must be a profile name, got {name!r}")
     if "needs_temp_workspace" in meta:
         flag = meta["needs_temp_workspace"]
         if isinstance(flag, bool):

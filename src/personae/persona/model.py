@@ -118,6 +118,9 @@ class Persona(BaseModel):
     """Model override (``provider:name``, or ``sonnet|opus|haiku|inherit`` from Claude Code)."""
     max_steps: int | None = None
     """Step budget for one task; ``None`` means no limit of its own."""
+    profile: str | None = None
+    """Context profile the persona's worker is assembled with (builder, verifier ...);
+    ``None``: the ``worker`` profile."""
     needs_temp_workspace: bool = False
     """Run each delegated task in a fresh temporary directory, deleted afterwards."""
     skills: list[str] = Field(default_factory=list)

@@ -18,7 +18,7 @@ from typing import Any
 
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage
-from personae.errors import PersonaeError, RunError, UsageError
+from personae.errors import PersonaeError, RunError, UnknownNameError, UsageError
 from personae.models.resolve import ModelResolver
 from personae.persona.bundled import bundled_personas
 from personae.persona.cast import Cast
@@ -69,6 +69,9 @@ class RunOptions:
     """Rendered handover section, when the run continues a handover."""
     include_git_log: bool = True
     """Add recent commits to the context."""
+    profile: str | None = None
+    """Context profile of the worker (builder, verifier ...); ``None``: the persona's
+    ``profile``, else the ``worker`` profile."""
     extra_persona_dirs: Sequence[Path] = ()
     """More persona folders to load."""
     handover_timeout: float = 300.0
@@ -137,6 +140,24 @@ def _persona_texts(cast: Cast, persona: Persona | None) -> tuple[str | None, str
         others = [n for n in sorted(spawnable) if n != persona.name and n in cast.personas]
         agents = cast.available_agents_xml(others) if others else ""
     return cast.execution_block(persona.name), cast.validation_context(persona.name), agents
+
+
+def _profile_name(root: Path, options: RunOptions, persona: Persona | None) -> str | None:
+    """The worker's context profile (``--profile``, else the persona's), checked before
+    anything is stored: an unknown name names the flag or the persona file."""
+    from personae.context.profiles import load_profiles
+
+    where: dict[str, Any] = {"field": "--profile"}
+    name = options.profile
+    if name is None and persona is not None and persona.profile is not None:
+        where = {"file": persona.source, "field": "profile"}
+        name = persona.profile
+    if name is None:
+        return None
+    known = load_profiles(root).profiles
+    if name not in known:
+        raise UnknownNameError("profile", name, known, **where)
+    return name
 
 
 def _store_turn(
@@ -227,6 +248,7 @@ async def run_turn(
         if broken:  # the persona file exists but did not load: say why
             raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
     persona = cast.get(options.persona) if options.persona else None
+    profile = _profile_name(project.root, options, persona)
     models = resolver or ModelResolver(default=options.model, base_url=project.config.base_url)
     label = models.label(persona.model if persona else None)
     counter = counter_for_model(label)
@@ -254,6 +276,7 @@ async def run_turn(
             handover=options.handover_text,
             available_agents=agents,
             include_git_log=options.include_git_log,
+            profile=profile,
         )
         runs = RunStore(store)
         announced = options.announced
