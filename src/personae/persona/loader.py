@@ -11,7 +11,7 @@ is a warning, listed in ``Persona.unavailable_tools`` and left out of
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,8 +20,14 @@ from pydantic import ValidationError
 
 from personae.errors import closest_name
 from personae.persona._files import read_confined
-from personae.persona._frontmatter import FrontmatterError, parse_document
-from personae.persona._tools import check_tool_names, mcp_server_of, split_names
+from personae.persona._frontmatter import Document, FrontmatterError, parse_document
+from personae.persona._tools import (
+    check_tool_names,
+    claude_name,
+    claude_spelling,
+    mcp_server_of,
+    split_names,
+)
 from personae.persona.model import Constraints, ContextMode, Persona
 from personae.persona.problems import Problem, Severity
 
@@ -29,6 +35,7 @@ __all__ = [
     "CLAUDE_KEYS",
     "PERSONAE_KEYS",
     "LoadedPersona",
+    "full_description",
     "load_persona_file",
     "parse_constraints",
     "persona_from_text",
@@ -143,7 +150,8 @@ def persona_from_text(
         sink.add(
             doc.repaired.line,
             "warning",
-            f"{doc.repaired.message}; read leniently (plain values quoted) as Claude Code does",
+            f"{doc.repaired.message}; read leniently (values with YAML special characters "
+            "quoted), as Claude Code does",
         )
     meta = doc.meta
     line = doc.line_of
@@ -167,7 +175,7 @@ def persona_from_text(
     elif not isinstance(desc, str):
         sink.add(line("description"), "error", "description must be a string")
     else:
-        values["description"] = desc.strip()
+        values["description"] = full_description(doc, sink.add)
 
     mcp = _mcp_servers(meta, sink, line)
     values["mcp_servers"] = mcp
@@ -191,6 +199,26 @@ def persona_from_text(
     if sink.failed or "name" not in values or "description" not in values:
         return None
     return LoadedPersona(persona=Persona(**values), path=path, lines=doc.key_lines)
+
+
+def full_description(doc: Document, add: Callable[[int | None, Severity, str], None]) -> str:
+    """The document's ``description`` (a string), not cut at an unquoted `` #``.
+
+    Strict YAML, and so Claude Code, reads ``description: for C# #fast`` as
+    ``for C#``: the rest is a comment. personae keeps the full text and warns,
+    since the cut part is almost always meant as description.
+    """
+    desc = str(doc.meta["description"])
+    full = doc.comment_cuts.get("description")
+    if full is None:
+        return desc.strip()
+    add(
+        doc.line_of("description"),
+        "warning",
+        f"description has an unquoted ' #': YAML and Claude Code cut it to {desc.strip()!r}; "
+        "personae keeps the full text (quote the value so both read the same)",
+    )
+    return full.strip()
 
 
 def parse_constraints(raw: Any) -> Constraints:
@@ -285,6 +313,8 @@ def _tools(
                 sink.add(line("tools"), "warning", _unavailable_message(check.unavailable))
             values["tools"] = check.tools
             values["unavailable_tools"] = check.unavailable
+            default = [claude_name(t) for t in check.tools] + check.unavailable
+            values["claude_tools"] = claude_spelling(names, default, check.unavailable)
     key = _pick(meta, sink, line, "disallowed_tools", "disallowedTools")
     if key is not None and meta[key] is not None:
         try:
@@ -302,6 +332,8 @@ def _tools(
         denied = list(check.tools)
         denied += [n for n in check.unavailable if n not in denied]
         values["disallowed_tools"] = denied
+        default = [claude_name(t) for t in denied]
+        values["claude_disallowed_tools"] = claude_spelling(names, default, ())
 
 
 def _scalars(
