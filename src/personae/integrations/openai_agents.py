@@ -34,30 +34,24 @@ _RAW = "[openai-agents item]\n"  # content prefix of items stored verbatim as JS
 _PER_MESSAGE = 3
 
 
-def _text_parts(content: Any, kind: str) -> str | None:
-    """Text of a message's content (a string or only ``kind`` parts), else ``None``."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and all(
-        isinstance(p, dict)
-        and p.get("type") == kind
-        and set(p) <= {"type", "text", "annotations"}
-        and not p.get("annotations")
-        for p in content
-    ):
-        return "".join(str(p.get("text", "")) for p in content)
-    return None
+def _raw(role: Role, item: Any, **fields: Any) -> Message:
+    text = _RAW + json.dumps(item, sort_keys=True, ensure_ascii=False, default=str)
+    return Message(role=role, content=text, **fields)
 
 
-def _raw(role: Role, item: Any) -> Message:
-    return Message(role=role, content=_RAW + json.dumps(item, sort_keys=True, default=str))
+def _plain_text_message(item: dict[str, Any]) -> bool:
+    """``{"role": ..., "content": "<text>"}`` (what the SDK makes of a user string)."""
+    return set(item) == {"role", "content"} and isinstance(item["content"], str)
 
 
 def items_to_messages(items: Iterable[Any]) -> list[Message]:
-    """SDK input items as personae messages (consecutive calls become one assistant turn).
+    """SDK input items as personae messages, losslessly (see :func:`messages_to_items`).
 
-    Text messages, ``function_call`` and ``function_call_output`` items map to
-    messages; anything else (reasoning, images, ...) is kept verbatim as JSON.
+    A ``function_call`` becomes a tool call of an assistant message (consecutive
+    calls share one, as a parallel call does), its ``function_call_output`` a
+    tool message, a plain ``{"role", "content"}`` message a message of that role;
+    every other item (assistant output messages with their ids, reasoning,
+    images ...) is kept verbatim as JSON in a message of the matching role.
     """
     out: list[Message] = []
     for item in items:
@@ -65,74 +59,48 @@ def items_to_messages(items: Iterable[Any]) -> list[Message]:
         kind = data.get("type", "message")
         role = data.get("role")
         if kind == "function_call":
-            call = ToolCall(
-                id=str(data["call_id"]), name=str(data["name"]), args=_args(data.get("arguments"))
-            )
+            call = ToolCall(id=str(data["call_id"]), name=str(data["name"]), args=data)
             prev = out[-1] if out else None
-            if prev is not None and prev.role == "assistant" and not prev.content.startswith(_RAW):
+            if (
+                prev is not None
+                and prev.role == "assistant"
+                and (prev.tool_calls or prev.content.startswith(_RAW))
+            ):
                 out[-1] = dataclasses.replace(prev, tool_calls=(*prev.tool_calls, call))
             else:
                 out.append(Message(role="assistant", tool_calls=(call,)))
         elif kind == "function_call_output":
-            output = data.get("output")
-            result = output if isinstance(output, str) else json.dumps(output, default=str)
-            out.append(Message(role="tool", content=result, tool_call_id=str(data["call_id"])))
-        elif kind == "message" and role in ("user", "system", "developer"):
-            text = _text_parts(data.get("content"), "input_text")
-            mapped: Role = "user" if role == "user" else "system"
+            call_id = str(data["call_id"])
+            if set(data) == {"type", "call_id", "output"} and isinstance(data["output"], str):
+                out.append(Message(role="tool", content=data["output"], tool_call_id=call_id))
+            else:
+                out.append(_raw("tool", data, tool_call_id=call_id))
+        elif role in ("user", "system", "developer") and _plain_text_message(data):
             out.append(
-                Message(role=mapped, content=text) if text is not None else _raw(mapped, data)
+                Message(role="user" if role == "user" else "system", content=data["content"])
             )
-        elif kind == "message" and role == "assistant":
-            reply = _text_parts(data.get("content"), "output_text")
-            out.append(
-                Message(role="assistant", content=reply)
-                if reply is not None
-                else _raw("assistant", data)
-            )
+        elif role == "developer" or (role == "system" and not _plain_text_message(data)):
+            out.append(_raw("system", data))
+        elif role == "user":
+            out.append(_raw("user", data))
         else:
             out.append(_raw("assistant", data))
     return out
 
 
-def _args(arguments: Any) -> dict[str, Any]:
-    if isinstance(arguments, str) and arguments.strip():
-        loaded = json.loads(arguments)
-        return loaded if isinstance(loaded, dict) else {"value": loaded}
-    return dict(arguments) if isinstance(arguments, dict) else {}
-
-
 def messages_to_items(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """The inverse of :func:`items_to_messages` (``id`` fields are not kept)."""
+    """The inverse of :func:`items_to_messages`: the items exactly as they were added."""
     out: list[dict[str, Any]] = []
     for m in messages:
         if m.content.startswith(_RAW):
             out.append(json.loads(m.content[len(_RAW) :]))
-            continue
-        if m.role == "tool":
+        elif m.role == "tool":
             out.append(
                 {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content}
             )
-        elif m.role == "assistant":
-            if m.content or not m.tool_calls:
-                out.append(
-                    {
-                        "type": "message",
-                        "role": "assistant",
-                        "content": [{"type": "output_text", "text": m.content, "annotations": []}],
-                    }
-                )
-            out += [
-                {
-                    "type": "function_call",
-                    "call_id": c.id,
-                    "name": c.name,
-                    "arguments": json.dumps(dict(c.args), ensure_ascii=False),
-                }
-                for c in m.tool_calls
-            ]
-        else:
+        elif m.role != "assistant" or m.content:
             out.append({"role": m.role, "content": m.content})
+        out += [dict(c.args) for c in m.tool_calls]
     return out
 
 
