@@ -58,7 +58,8 @@ class Skill(BaseModel):
     name: str
     """Skill name (``^[a-z0-9]+(-[a-z0-9]+)*$``, at most 64 chars)."""
     description: str
-    """What the skill does and when to use it (at most 1024 chars, no ``<`` or ``>``)."""
+    """What the skill does and when to use it (the Agent Skills rules say at most 1024
+    chars and no ``<`` or ``>``; longer ones, or ones with brackets, load with a warning)."""
     path: Path
     """The ``SKILL.md`` file."""
     allowed_tools: list[str] = Field(default_factory=list)
@@ -114,6 +115,12 @@ class Persona(BaseModel):
     unavailable_tools: list[str] = Field(default_factory=list)
     """Tools a Claude Code file names that personae does not provide (as written);
     reported as warnings and left out of ``tools``."""
+    claude_tools: list[str] | None = None
+    """The source file's ``tools`` in its own Claude Code spelling and order, kept only
+    where it differs from what export writes by default (``Agent`` rather than ``Task``,
+    ``MultiEdit`` beside ``Edit``), so that an export gives the host the same list."""
+    claude_disallowed_tools: list[str] | None = None
+    """The same for ``disallowedTools``."""
     model: str | None = None
     """Model override (``provider:name``, or ``sonnet|opus|haiku|inherit`` from Claude Code)."""
     max_steps: int | None = None
