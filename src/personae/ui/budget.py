@@ -39,7 +39,7 @@ def sections_of(budget: dict[str, Any]) -> list[dict[str, Any]]:
         if requested == 0 and kept == 0:
             state = "absent"
         elif kept == 0 or any(word in rule for word in _DROPPED):
-            state = "dropped" if kept == 0 else "cut"
+            state = "dropped"  # gone, or only its notice is left
         elif kept < requested or "cut" in rule or "shrunk" in rule:
             state = "cut"
         else:
@@ -114,7 +114,7 @@ def budget_panel(budget: dict[str, Any]) -> str:
     use = min(100.0, 100 * total / limit) if limit else 0.0
     over = " over" if limit and total > limit else ""
     of_window = (
-        f" ({share:.0%} of a {window:,}-token window)"
+        f" ({share * 100:g}% of a {window:,}-token window)"
         if isinstance(share, float) and window
         else ""
     )

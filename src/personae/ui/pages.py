@@ -27,6 +27,14 @@ def _matches(run: RunRecord, filters: Mapping[str, str]) -> bool:
     return not text or text in run.task.lower() or text in run.id.lower()
 
 
+def _model(label: str, limit: int = 40) -> str:
+    """A model label short enough for a column: the provider and the end of the name."""
+    if len(label) <= limit:
+        return label
+    provider, _, name = label.partition(":")
+    return f"{provider}:…{name[-(limit - len(provider) - 2) :]}"
+
+
 def _select(name: str, values: list[str], chosen: str) -> str:
     options = [f'<option value="">any {h(name)}</option>']
     for value in values:
@@ -47,7 +55,7 @@ def runs_table(reader: Reader, filters: Mapping[str, str]) -> str:
         rows.append(
             f'<tr data-run="{h(r.id)}"><td><a href="{url("runs", r.id)}"><code>{h(r.id)}</code>'
             f"</a></td><td>{badge(r.status)}</td><td>{h(r.persona or '-')}</td>"
-            f'<td title="{h(r.model)}">{h(short(r.model, 40))}</td>'
+            f'<td title="{h(r.model)}">{h(_model(r.model))}</td>'
             f"<td>{h(r.started_at[:19].replace('T', ' '))}</td>"
             f'<td class="num">{h(duration(r.started_at, r.finished_at))}</td>'
             f'<td class="num">{h(tokens(reader.run_tokens(r)))}</td>'
