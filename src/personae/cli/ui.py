@@ -15,7 +15,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("ui")
     def ui(
-        port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8765,
+        port: Annotated[
+            str, typer.Option(metavar="N", help="Port on 127.0.0.1 (0 picks a free one).")
+        ] = "8765",
         root: Annotated[
             Path | None, typer.Option(help="Project folder (default: the current one).")
         ] = None,
@@ -24,6 +26,9 @@ def register(app: typer.Typer) -> None:
         ] = "127.0.0.1",
     ) -> None:
         """Open a local web viewer of this project's runs, contexts, budgets and chains."""
+        from personae.errors import UsageError
         from personae.ui.server import serve
 
-        serve(root if root is not None else Path.cwd(), port=port, host=host)
+        if not port.strip().isdigit():
+            raise UsageError(f"{port!r} is not a port number (0-65535)", field="--port")
+        serve(root if root is not None else Path.cwd(), port=int(port), host=host)

@@ -7,6 +7,7 @@ picks a free port).
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import socket
 import sys
@@ -52,7 +53,7 @@ def bind(host: str, port: int) -> socket.socket:
         sock.listen(128)
     except OSError as exc:
         sock.close()
-        reason = "already in use" if exc.errno == 98 else (exc.strerror or str(exc))
+        reason = "already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
         raise UsageError(f"cannot listen on {address}:{port}: {reason}", field="--port") from None
     sock.set_inheritable(True)
     return sock
