@@ -174,3 +174,25 @@ def test_no_opentelemetry_sdk_is_loaded_when_telemetry_is_off(demo: tuple[Path, 
     )  # fmt: skip
     last = proc.stdout.strip().splitlines()[-1]
     assert last == "LOADED 0 []", proc.stdout + proc.stderr
+
+
+def test_an_unreachable_endpoint_is_one_warning_and_the_run_still_succeeds(
+    demo: tuple[Path, str],
+) -> None:
+    import socket
+
+    root, _ = demo
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.run(
+        [sys.executable, "-m", "personae", "run", "--persona", "maintainer", "--model",
+         f"scripted:{SCENARIO}", "--json", DEMO_TASK],
+        cwd=root, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PERSONAE_OTEL_ENDPOINT": f"http://127.0.0.1:{port}"},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run_id = json.loads(proc.stdout.splitlines()[0])["run_id"]
+    assert proc.stderr.strip() == (
+        f"personae: warning: trace of run {run_id} not exported to http://127.0.0.1:{port}"
+    )

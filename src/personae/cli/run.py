@@ -308,7 +308,10 @@ def _export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
     if endpoint:
         from personae.telemetry import export_if_enabled
 
-        export_if_enabled(db, run_id, endpoint)
+        try:
+            export_if_enabled(db, run_id, endpoint)
+        except PersonaeError as exc:  # the run is stored; a lost trace is only a warning
+            typer.echo(f"personae: warning: {exc}", err=True)
 
 
 def _store(root: Path) -> Any:

@@ -22,6 +22,7 @@ Times come from the store. A model call's start is the previous recorded step
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,19 +31,17 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
-    SimpleSpanProcessor,
-    SpanExporter,
-)
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from personae.errors import PersonaeError
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
 from personae.telemetry.runtree import RunNode, build_tree, call_outcomes, parse_time
 
-__all__ = ["export_run", "otlp_exporter", "run_to_spans"]
+__all__ = ["TelemetryError", "export_run", "otlp_exporter", "run_to_spans"]
 
 _HANDOVER_TOOL = "handover_to_persona"
 _OK_STATUSES = frozenset({"done", "running"})
@@ -266,36 +265,38 @@ def export_run(
     """Export the stored run ``run_id`` of the store at ``db`` as one trace; returns its span count.
 
     Spans go to ``exporter`` when given (tests pass the SDK's in-memory
-    exporter), else to an OTLP/HTTP exporter for ``endpoint``.
+    exporter), else to an OTLP/HTTP exporter for ``endpoint``. The spans are
+    built first and sent in one export; a failed export is a
+    :class:`TelemetryError` (the exporter's own retry warnings are kept quiet).
     """
-    if exporter is None:
-        if not endpoint:
-            raise ValueError("export_run needs an endpoint or an exporter")
-        exporter = otlp_exporter(endpoint)
-        processor: Any = BatchSpanProcessor(exporter)
-    else:
-        processor = SimpleSpanProcessor(exporter)
+    if exporter is None and not endpoint:
+        raise ValueError("export_run needs an endpoint or an exporter")
     with Store(db) as store:
         runs = RunStore(store)
         run = runs.get(run_id)
         events, calls = runs.events(run.id), runs.model_calls(run.id)
+    memory = InMemorySpanExporter()
     provider = TracerProvider(
         resource=Resource.create({"service.name": "personae"}), shutdown_on_exit=False
     )
-    provider.add_span_processor(processor)
-    counter = _Counter()
-    provider.add_span_processor(counter)
+    provider.add_span_processor(SimpleSpanProcessor(memory))
     run_to_spans(provider.get_tracer("personae"), run, events, calls)
-    provider.force_flush()
     provider.shutdown()
-    return counter.count
+    spans = memory.get_finished_spans()
+    target = exporter if exporter is not None else otlp_exporter(str(endpoint))
+    quiet = logging.getLogger("opentelemetry.exporter")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        result = target.export(spans)
+    finally:
+        quiet.setLevel(level)
+        if exporter is None:
+            target.shutdown()
+    if result is not SpanExportResult.SUCCESS:
+        raise TelemetryError(f"trace of run {run.id} not exported to {endpoint or 'the exporter'}")
+    return len(spans)
 
 
-class _Counter(SpanProcessor):
-    """Counts ended spans."""
-
-    def __init__(self) -> None:
-        self.count = 0
-
-    def on_end(self, span: ReadableSpan) -> None:
-        self.count += 1
+class TelemetryError(PersonaeError):
+    """A trace could not be exported (the run itself is stored and unaffected)."""
