@@ -86,8 +86,11 @@ def make_project(folder: Path) -> tuple[str, str]:
 
 
 @contextmanager
-def viewer(root: Path, *extra: str) -> Iterator[str]:
-    """``personae ui --port 0 --root ROOT`` as a subprocess; yields its base URL."""
+def viewer(root: Path, *extra: str, ended: list[str] | None = None) -> Iterator[str]:
+    """``personae ui --port 0 --root ROOT`` as a subprocess; yields its base URL.
+
+    On exit it is stopped with SIGINT (as Ctrl-C); ``ended`` gets its exit code and stderr.
+    """
     proc = subprocess.Popen(
         [sys.executable, "-m", "personae", "ui", "--port", "0", "--root", str(root), *extra],
         stdout=subprocess.PIPE,
@@ -112,6 +115,8 @@ def viewer(root: Path, *extra: str) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
+        if ended is not None and proc.stderr is not None:
+            ended.extend([str(proc.returncode), proc.stderr.read()])
         for stream in (proc.stdout, proc.stderr):
             if stream is not None:
                 stream.close()

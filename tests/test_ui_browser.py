@@ -213,3 +213,88 @@ def _now() -> str:
     from datetime import UTC, datetime
 
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+WAITER = """---
+name: waiter
+description: Waits for a go-ahead file, then reports.
+tools: [run_shell]
+max_steps: 4
+---
+You wait for the go-ahead and report it.
+"""
+
+WAIT_SCENARIO = """description: A run that waits in a real shell command until the file go exists.
+steps:
+  - when: {role: manager}
+    output:
+      rationale: One step.
+      subtasks:
+        - description: Wait for the go-ahead file
+          requirements: ["The shell command saw the file"]
+  - when: {role: worker}
+    tool_calls:
+      - name: run_shell
+        args: {command: "while [ ! -f go ]; do sleep 0.1; done; echo released", timeout: 60}
+  - when: {role: worker}
+    text: "The shell command printed: released."
+  - when: {role: validator}
+    output:
+      approved: true
+      requirements_met: true
+      issues: []
+      next_action: continue
+      completion_signal: {confidence: high, progress_made: true}
+  - when: {role: manager}
+    text: "Released: the go-ahead file appeared."
+"""
+
+
+def test_a_real_run_in_progress_is_followed_live(browser: Any, tmp_path: Path) -> None:
+    """A `personae run` that blocks in a shell command until the test lets it go on."""
+    import json
+    import subprocess
+    import sys
+
+    import httpx
+
+    root = tmp_path / "waiting"
+    (root / ".personae" / "personas").mkdir(parents=True)
+    (root / ".personae" / "personas" / "waiter.md").write_text(WAITER, encoding="utf-8")
+    (root / "scenario.yaml").write_text(WAIT_SCENARIO, encoding="utf-8")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "personae", "run", "--json", "--persona", "waiter",
+         "--model", "scripted:scenario.yaml", "Wait for the go-ahead"],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert run.stdout is not None
+        run_id = json.loads(run.stdout.readline())["run_id"]
+        with viewer(root) as base:
+            wait_until(lambda: httpx.get(f"{base}/runs/{run_id}", timeout=5).status_code == 200, 60)
+            runs_page, run_page = browser.new_page(), browser.new_page()
+            runs_page.goto(base + "/")
+            run_page.goto(f"{base}/runs/{run_id}")
+            assert "live" in run_page.inner_text("p.live")
+            # The runtime stores in batches after each role call: the manager's call shows
+            # up while the worker waits in its shell command; the plan comes with the next batch.
+            wait_until(lambda: run_page.locator('[data-kind="model_call"]').count() == 1, 60)
+            assert "manager" in run_page.inner_text('[data-kind="model_call"]')
+            assert run_page.locator('[data-kind="final"]').count() == 0
+            assert "running" in runs_page.inner_text(f'tr[data-run="{run_id}"]')
+            (root / "go").write_text("", encoding="utf-8")
+            wait_until(lambda: run_page.locator('[data-kind="final"]').count() == 1, 60)
+            assert "released" in run_page.inner_text('[data-kind="tool_call"]')
+            wait_until(lambda: "run finished" in run_page.inner_text("p.live"))
+            wait_until(lambda: "done" in runs_page.inner_text(f'tr[data-run="{run_id}"]'))
+            runs_page.close()
+            run_page.close()
+        assert run.wait(timeout=60) == 0
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait(timeout=10)
+        (root / "go").touch()
+        for stream in (run.stdout, run.stderr):
+            if stream is not None:
+                stream.close()

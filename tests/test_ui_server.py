@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -148,3 +149,20 @@ def test_a_handover_that_is_a_fifo_is_refused_without_hanging(tmp_path: Path) ->
         assert fifo_page.status_code == 404 and "not a regular file" in fifo_page.text
         escape = httpx.get(base + "/chains/c1/handovers/b", timeout=10)
         assert escape.status_code == 404 and "escapes" in escape.text
+
+
+def test_ctrl_c_with_a_live_stream_open_stops_at_once_and_quietly(tmp_path: Path) -> None:
+    with Store(tmp_path / ".personae" / "state.db") as store:
+        rid = RunStore(store).create(task="still running", model="scripted:x")
+    ended: list[str] = []
+    with viewer(tmp_path, ended=ended) as base:
+        host, port = base.removeprefix("http://").split(":")
+        stream = socket.create_connection((host, int(port)), timeout=10)
+        stream.sendall(f"GET /runs/{rid}/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        first = stream.recv(4096).decode()
+        assert "text/event-stream" in first
+        started = time.monotonic()
+    took = time.monotonic() - started
+    stream.close()
+    assert ended == ["130", "personae: interrupted\n"]  # the CLI's Ctrl-C line, no traceback
+    assert took < 2.0  # the stream ended with the server, not at a timeout

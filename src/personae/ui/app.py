@@ -10,17 +10,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+import threading
+from collections.abc import AsyncIterator, Callable
 from importlib import resources
 from pathlib import Path
 
 import anyio.to_thread
 from starlette.applications import Starlette
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware import Middleware
-from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from personae.errors import PersonaeError, UnknownNameError, UsageError
 from personae.ui import chains, pages
@@ -43,22 +45,33 @@ _STREAM_LIFETIME = 300.0
 _KEEPALIVE = 15.0
 
 
-class _Guard(BaseHTTPMiddleware):
-    """Refuses foreign Host headers; adds the security headers to every response."""
+class _Guard:
+    """ASGI middleware: refuses foreign Host headers; adds the security headers."""
 
-    async def dispatch(
-        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        host = request.headers.get("host", "")
-        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = Headers(scope=scope).get("host", "")
+        name = host if host.endswith("]") else host.rsplit(":", 1)[0]
         if name not in LOOPBACK_HOSTS:
-            return PlainTextResponse("personae ui answers on 127.0.0.1 only", status_code=403)
-        response = await call_next(request)
-        response.headers["Content-Security-Policy"] = _CSP
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["Cache-Control"] = "no-store"
-        return response
+            refused = PlainTextResponse("personae ui answers on 127.0.0.1 only", status_code=403)
+            await refused(scope, receive, send)
+            return
+
+        async def send_secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers["Content-Security-Policy"] = _CSP
+                headers["X-Content-Type-Options"] = "nosniff"
+                headers["Referrer-Policy"] = "no-referrer"
+                headers["Cache-Control"] = "no-store"
+            await send(message)
+
+        await self.app(scope, receive, send_secured)
 
 
 def _error_page(status: int, message: str) -> HTMLResponse:
@@ -66,9 +79,14 @@ def _error_page(status: int, message: str) -> HTMLResponse:
     return HTMLResponse(layout("Not found" if status == 404 else "Error", body), status)
 
 
-def create_app(root: Path) -> Starlette:
-    """The viewer app over the project at ``root`` (read-only)."""
+def create_app(root: Path, *, stopping: threading.Event | None = None) -> Starlette:
+    """The viewer app over the project at ``root`` (read-only).
+
+    ``stopping`` is set by the server when it is asked to exit: open event
+    streams then end at once instead of holding the shutdown up.
+    """
     reader = Reader(root)
+    stop = stopping or threading.Event()
 
     def page(render: Callable[[Request], str]) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:
@@ -111,7 +129,7 @@ def create_app(root: Path) -> Starlette:
             seen = first.signature
             waited = quiet = 0.0
             yield f"event: changed\ndata: {json.dumps(list(seen))}\n\n"
-            while waited < _STREAM_LIFETIME and seen[0] == "running":
+            while waited < _STREAM_LIFETIME and seen[0] == "running" and not stop.is_set():
                 await asyncio.sleep(_POLL)
                 waited += _POLL
                 quiet += _POLL

@@ -11,7 +11,9 @@ import errno
 import ipaddress
 import socket
 import sys
+import threading
 from pathlib import Path
+from types import FrameType
 
 from personae.errors import ConfigError, UsageError
 
@@ -74,8 +76,15 @@ def serve(root: Path, *, port: int, host: str = "127.0.0.1") -> None:
     sock = bind(host, port)
     address, real_port = sock.getsockname()[:2]
     shown = f"[{address}]" if ":" in address else address
+    stopping = threading.Event()
+
+    class _Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            stopping.set()  # open event streams end now, not at the shutdown timeout
+            super().handle_exit(sig, frame)
+
     config = uvicorn.Config(
-        create_app(root),
+        create_app(root, stopping=stopping),
         log_level="warning",
         access_log=False,
         timeout_graceful_shutdown=2,
@@ -87,7 +96,7 @@ def serve(root: Path, *, port: int, host: str = "127.0.0.1") -> None:
         flush=True,
     )
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        _Server(config).run(sockets=[sock])
     finally:
         sock.close()
         sys.stdout.flush()
