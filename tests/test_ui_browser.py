@@ -133,6 +133,14 @@ def test_model_call_page_shows_sections_budget_and_answer(
     assert "<directive>" in page.inner_text(".prompt")
     assert "approved" in page.inner_text("ol.outcome")
     shot(page, "ui-call.png", tmp_path)
+    # A sub-agent's call: no per-section report, and its final message as its answer.
+    root, run_id, _ = project
+    with Store(root / ".personae" / "state.db") as store:
+        scout = [c for c in RunStore(store).model_calls(run_id) if c.role == "subagent"]
+    page.goto(f"{base}/runs/{run_id}/calls/{scout[-1].seq}")
+    assert "No per-section report" in page.inner_text("section.budget")
+    assert "You are Scout" in page.inner_text(".prompt")
+    assert "From README.md" in page.inner_text("ol.outcome")
 
 
 def test_cut_and_dropped_sections_are_marked_with_their_notices(

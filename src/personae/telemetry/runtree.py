@@ -184,6 +184,7 @@ def call_outcomes(
     out: dict[int, list[StoredEvent]] = {c.seq: [] for c in calls}
     top: int | None = None  # the last call of a manager, worker or validator
     sub: int | None = None  # the last call of a sub-agent
+    ended: int | None = None  # the last call of a sub-agent that just finished
     for item in _merged(events, calls):
         if isinstance(item, ModelCallRecord):
             if item.role == "subagent":
@@ -197,6 +198,9 @@ def call_outcomes(
         owner = sub if inside and sub is not None else top
         if owner is not None:
             out[owner].append(item)
+        if ended is not None and item.kind == "tool_call" and item.data.get("tool") == "agent":
+            out[ended].append(item)  # the sub-agent's final message comes back in this result
+            ended = None
         if item.kind == "subagent" and item.data.get("phase") == "end":
-            sub = None
+            sub, ended = None, sub
     return out

@@ -94,7 +94,11 @@ def _segments(budget: dict[str, Any]) -> str:
 def mini_bar(budget: dict[str, Any]) -> str:
     """A thin section bar with the total, for the timeline (empty string without a report)."""
     if not budget.get("sections"):
-        return ""
+        size = budget.get("tokens")
+        if not isinstance(size, int):
+            return ""
+        mode = f" · context mode {h(budget['context_mode'])}" if budget.get("context_mode") else ""
+        return f'<div class="mini"><span class="muted">context {size:,} tokens{mode}</span></div>'
     total, limit = _int(budget.get("total")), _int(budget.get("budget"))
     marks = [s for s in sections_of(budget) if s["state"] in ("cut", "dropped")]
     flag = f" · {badge(f'{len(marks)} cut', 'warn')}" if marks else ""
@@ -108,6 +112,16 @@ def mini_bar(budget: dict[str, Any]) -> str:
 def budget_panel(budget: dict[str, Any]) -> str:
     """The full budget view: use of the budget, the section bar, and the table."""
     sections = sections_of(budget)
+    if not sections:
+        facts = "".join(
+            f"<dt>{h(k.replace('_', ' '))}</dt><dd>{h(v)}</dd>" for k, v in budget.items()
+        )
+        return (
+            '<section class="budget"><h2>Budget</h2><p class="muted">No per-section report: '
+            "this context was not assembled by the context engine's profiles (a sub-agent "
+            "gets its persona prompt and the parts its context mode passes).</p>"
+            f'<dl class="facts">{facts}</dl></section>'
+        )
     total, limit = _int(budget.get("total")), _int(budget.get("budget"))
     window = _int(budget.get("window"))
     share = budget.get("share")
@@ -181,7 +195,8 @@ def section_blocks(text: str, budget: dict[str, Any]) -> str:
         blocks.append(_block(label, m.group(0), raw_label=True, state=str(s["state"])))
         last = m.end()
     if text[last:].strip():
-        blocks.append(_block("the role's own input (after the shared sections)", text[last:]))
+        label = "the role's own input (after the shared sections)" if blocks else "the prompt"
+        blocks.append(_block(label, text[last:]))
     return "".join(blocks)
 
 

@@ -11,7 +11,7 @@ from personae.telemetry.runtree import build_tree, call_outcomes
 from personae.ui._html import badge, duration, h, layout, short, tokens, url
 from personae.ui.budget import budget_panel, notices, section_blocks
 from personae.ui.data import Reader, RunView
-from personae.ui.timeline import agent_tree, render_item, render_timeline
+from personae.ui.timeline import agent_tree, render_event, render_timeline
 
 __all__ = ["call_page", "run_body", "run_page", "runs_page", "runs_table"]
 
@@ -142,10 +142,7 @@ def _outcome(view: RunView, seq: int) -> str:
     events = call_outcomes(view.events, view.calls).get(seq, [])
     if not events:
         return '<p class="muted">Nothing recorded after this call (yet).</p>'
-    tree = build_tree(events, [], started_at=view.run.started_at)
-    items = "".join(
-        render_item(node, view.run.id) for node in tree.walk()[1:] if node.kind != "subtask"
-    )
+    items = "".join(render_event(event, view.run.id) for event in events)
     return f'<ol class="items outcome">{items}</ol>'
 
 

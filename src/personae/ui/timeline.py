@@ -11,15 +11,17 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from personae.store.runs import StoredEvent
 from personae.telemetry.runtree import RunNode
 from personae.ui._html import badge, h, short, tokens, url
 from personae.ui.budget import mini_bar
 
-__all__ = ["agent_tree", "render_item", "render_timeline", "signal_chips"]
+__all__ = ["agent_tree", "render_event", "render_item", "render_timeline", "signal_chips"]
 
 
-def _details(summary: str, body: str) -> str:
-    return f"<details><summary>{summary}</summary>{body}</details>"
+def _details(summary: str, body: str, *, opened: bool = False) -> str:
+    state = " open" if opened else ""
+    return f"<details{state}><summary>{summary}</summary>{body}</details>"
 
 
 def _pre(text: Any) -> str:
@@ -66,7 +68,7 @@ def _plan(node: RunNode) -> str:
     )
 
 
-def _tool(node: RunNode) -> str:
+def _tool(node: RunNode, *, opened: bool = False) -> str:
     d = node.data
     ok = bool(d.get("ok"))
     state = badge("ok" if ok else "failed")
@@ -76,7 +78,7 @@ def _tool(node: RunNode) -> str:
     head = f"tool {who}<code>{h(d.get('tool'))}({_args(d.get('args', {}))})</code> {state}"
     return (
         f'<li class="item tool{"" if ok else " failed"}" data-kind="tool_call">'
-        f"{_details(head, _pre(d.get('result', '')))}</li>"
+        f"{_details(head, _pre(d.get('result', '')), opened=opened)}</li>"
     )
 
 
@@ -209,6 +211,25 @@ def render_item(node: RunNode, run_id: str) -> str:
     if node.kind == "subtask":
         return _subtask(node, run_id)
     return _RENDER.get(node.kind, _other)(node)
+
+
+def render_event(event: StoredEvent, run_id: str) -> str:
+    """One event on its own (no tree): sub-agent starts and ends as one line each."""
+    data = event.data
+    persona = data.get("persona") if isinstance(data.get("persona"), str) else None
+    if event.kind == "subagent":
+        if data.get("phase") == "start":
+            text = f"starts (context mode {h(data.get('context_mode'))}): {h(data.get('task'))}"
+        else:
+            text = f"finished {badge(data.get('status'))}"
+        return (
+            f'<li class="item subagent" data-kind="subagent">sub-agent <b>{h(persona)}</b> '
+            f"{text}</li>"
+        )
+    node = RunNode(kind=event.kind, at=event.at, event=event, persona=persona)
+    if event.kind == "tool_call":
+        return _tool(node, opened=True)  # on a call's page, what came back is the point
+    return render_item(node, run_id)
 
 
 def agent_tree(root: RunNode, persona: str | None) -> str:
