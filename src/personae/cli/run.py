@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from personae.errors import PersonaeError
+
 if TYPE_CHECKING:
     from personae.team.events import Event
     from personae.team.session import RunOptions, RunOutcome
@@ -382,9 +384,12 @@ def _run_announced(
     timeout = handover_timeout if handover_timeout is not None else (
         settings.handover_timeout if handover is not None else None
     )  # fmt: skip
+    endpoint = settings.otel_endpoint or project.config.otel_endpoint
     try:
         outcome = _execute(task, options, view, timeout)
     except BaseException as exc:
+        if endpoint and isinstance(exc, PersonaeError | TimeoutError):
+            _export_trace(project.state_db, str(announced["run_id"]), endpoint)
         if handover is not None:
             from personae.handover import runflow
 
@@ -398,6 +403,7 @@ def _run_announced(
 
             raise RunError(f"run took longer than {timeout} s") from None
         raise
+    _export_trace(project.state_db, outcome.run_id, endpoint)
     if handover is not None:
         from personae.handover import runflow
 
@@ -467,6 +473,10 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
             from personae.cli._pipes import BROKEN_PIPE_EXIT
 
             raise typer.Exit(BROKEN_PIPE_EXIT) from None
+        from personae.settings import PersonaeSettings
+
+        _export_trace(target / ".personae" / "state.db", outcome.run_id,
+                      PersonaeSettings().otel_endpoint)  # fmt: skip
         if not as_json:
             where = (
                 f"personae runs show {outcome.run_id}  (run it in {target})"
@@ -479,6 +489,17 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
     finally:
         if holder is not None:
             holder.cleanup()
+
+
+def _export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
+    """Send the stored run to the OpenTelemetry endpoint, when one is set (else nothing)."""
+    if endpoint:
+        from personae.telemetry import export_if_enabled
+
+        try:
+            export_if_enabled(db, run_id, endpoint)
+        except PersonaeError as exc:  # the run is stored; a lost trace is only a warning
+            typer.echo(f"personae: warning: {exc}", err=True)
 
 
 def _store(root: Path) -> Any:
