@@ -177,19 +177,24 @@ def test_no_opentelemetry_sdk_is_loaded_when_telemetry_is_off(demo: tuple[Path, 
 
 
 def test_an_unreachable_endpoint_is_one_warning_and_the_run_still_succeeds(
-    demo: tuple[Path, str],
+    tmp_path: Path,
 ) -> None:
+    """Also: the endpoint may come from the project config (``otel_endpoint``)."""
+    import shutil
     import socket
 
-    root, _ = demo
+    root = tmp_path / "weather-service"
+    shutil.copytree(Path(SCENARIO).parent / "project", root)
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    config = root / ".personae" / "config.yaml"
+    config.write_text(f"otel_endpoint: http://127.0.0.1:{port}\n", encoding="utf-8")
     proc = subprocess.run(
         [sys.executable, "-m", "personae", "run", "--persona", "maintainer", "--model",
          f"scripted:{SCENARIO}", "--json", DEMO_TASK],
         cwd=root, capture_output=True, text=True, timeout=120, check=False,
-        env={**os.environ, "PERSONAE_OTEL_ENDPOINT": f"http://127.0.0.1:{port}"},
+        env={k: v for k, v in os.environ.items() if k != "PERSONAE_OTEL_ENDPOINT"},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     run_id = json.loads(proc.stdout.splitlines()[0])["run_id"]

@@ -149,22 +149,36 @@ def test_cut_and_dropped_sections_are_marked_with_their_notices(
     root, _, tight = project
     with Store(root / ".personae" / "state.db") as store:
         calls = RunStore(store).model_calls(tight)
-    # The last validator call of the tight run had sections dropped and the history shrunk.
-    seq = max(c.seq for c in calls if c.role == "validator")
-    rules = {s["tag"]: s["rule"] for s in next(c for c in calls if c.seq == seq).budget["sections"]}
-    dropped = [t for t, r in rules.items() if "dropped" in r]
-    assert dropped
+
+    def gone(section: dict[str, Any]) -> bool:  # dropped or removed: nothing (or a notice) kept
+        rule = str(section["rule"])
+        return section["requested"] > 0 and (
+            section["kept"] == 0 or any(w in rule for w in ("dropped", "removed", "evicted"))
+        )
+
+    # The tight run's validator call with the most sections lost.
+    call = max(
+        (c for c in calls if c.role == "validator"),
+        key=lambda c: sum(gone(s) for s in c.budget["sections"]),
+    )
+    dropped = [s["tag"] for s in call.budget["sections"] if gone(s)]
+    cut = [s["tag"] for s in call.budget["sections"] if 0 < s["kept"] < s["requested"]]
+    assert dropped and cut
     page.goto(f"{base}/runs/{tight}")
     assert page.locator(".mini .badge.warn").count() >= 1  # "N cut" next to the bar
-    page.goto(f"{base}/runs/{tight}/calls/{seq}")
+    page.goto(f"{base}/runs/{tight}/calls/{call.seq}")
     for tag in dropped:
         row = page.locator(f'table.sections tr[data-tag="{tag}"]')
         assert "dropped" in row.inner_text()
         assert page.locator(f'.bar.big .seg.lost.dropped[data-tag="{tag}"]').count() == 1
+    for tag in (t for t in cut if t not in dropped):
+        assert "cut" in page.locator(f'table.sections tr[data-tag="{tag}"]').inner_text()
+        assert page.locator(f'.bar.big .seg.lost.cut[data-tag="{tag}"]').count() == 1
     notices = page.locator("ul.notices li")
-    assert notices.count() >= len(dropped)
+    assert notices.count() >= 1
     assert page.locator(".prompt mark.notice").count() == notices.count()
-    assert any("did not fit the budget" in t for t in notices.all_inner_texts())
+    words = ("omitted", "truncated", "shortened", "budget")
+    assert all(any(w in t for w in words) for t in notices.all_inner_texts())
     shot(page, "ui-call-cut.png", tmp_path)
 
 

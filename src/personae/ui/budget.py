@@ -16,7 +16,10 @@ from personae.ui._html import badge, h
 __all__ = ["budget_panel", "mini_bar", "notices", "section_blocks", "sections_of"]
 
 _DROPPED = ("dropped", "removed", "evicted")
-_NOTICE = re.compile(r"^\s*\[[^\n]*(omitted|truncated)[^\n]*\]\s*$", re.MULTILINE)
+_NOTICE = re.compile(
+    r"^\s*\[[^\n]*(omitted|truncated|shortened|evicted|the budget)[^\n]*\]\s*$", re.MULTILINE
+)
+"""A line the context engine left where it cut something (``[... omitted ...]``)."""
 _PALETTE = 8
 
 
@@ -165,7 +168,8 @@ def budget_panel(budget: dict[str, Any]) -> str:
 
 
 def notices(text: str) -> list[str]:
-    """The truncation notices left in an assembled context (``[... omitted ...]`` lines)."""
+    """The truncation notices left in an assembled context (bracketed lines that say what was
+    omitted, truncated or shortened to fit the budget)."""
     return [m.group(0).strip() for m in _NOTICE.finditer(text)]
 
 

@@ -12,12 +12,14 @@ import os
 import stat
 import threading
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from personae.handover.security import redact_secrets
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
+from personae.telemetry.runtree import parse_time
 
 __all__ = ["ChainStep", "ChainView", "Reader", "RunView", "redact"]
 
@@ -188,7 +190,9 @@ class Reader:
         body = json.loads(self.read_text(folder / "checkpoint.json"))
         states: dict[str, Any] = body.get("steps") or {}
         steps, problem = self._workflow_steps(str(body.get("workflow", "")), states)
-        owners = self._step_runs()
+        starts = [parse_time(str(s.state.get("started_at") or "")) for s in steps]
+        known = [t for t in starts if t is not None]
+        owners = self._step_runs({s.persona for s in steps}, min(known) if known else None)
         for step in steps:
             handover = step.state.get("handover")
             if isinstance(handover, str):
@@ -240,11 +244,19 @@ class Reader:
             for i, k in enumerate(ids)
         ], problem
 
-    def _step_runs(self) -> dict[str, list[str]]:
-        """Handover file (resolved) -> ids of the runs that continued it, oldest first."""
+    def _step_runs(self, personas: set[str], since: datetime | None) -> dict[str, list[str]]:
+        """Handover file (resolved) -> ids of the runs that continued it, oldest first.
+
+        Only runs of the chain's personas that started after its first step are read.
+        """
         runs = self._runs()
         found: dict[str, list[str]] = {}
         for run in reversed(runs.list_runs(limit=_LIST_LIMIT) if runs is not None else []):
+            began = parse_time(run.started_at)
+            if "?" not in personas and run.persona not in personas:
+                continue
+            if since is not None and began is not None and began < since:
+                continue
             events = runs.events(run.id) if runs is not None else []
             source = events[0].data.get("context_from") if events else None
             if isinstance(source, str) and source:

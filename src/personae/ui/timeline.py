@@ -226,6 +226,11 @@ def render_event(event: StoredEvent, run_id: str) -> str:
             f'<li class="item subagent" data-kind="subagent">sub-agent <b>{h(persona)}</b> '
             f"{text}</li>"
         )
+    if event.kind == "subtask_start":
+        return (
+            f'<li class="item muted" data-kind="subtask_start">next: subtask '
+            f"{h(event.subtask)} starts: {h(event.message)}</li>"
+        )
     node = RunNode(kind=event.kind, at=event.at, event=event, persona=persona)
     if event.kind == "tool_call":
         return _tool(node, opened=True)  # on a call's page, what came back is the point
