@@ -227,3 +227,53 @@ def test_resumed_chain_step_side_effect_happens_once(tmp_path: Path) -> None:
     time.sleep(max(0.0, 5.0 - (time.monotonic() - killed_at)))
     assert settle(token) == []
     assert (root / "side.txt").read_text().splitlines() == ["once"]
+
+
+def _token() -> str:
+    return secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
+
+
+def test_run_tied_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    """`!command` injection and `git log` use run_tied: a timeout kills background jobs too."""
+    from personae.procs import RUN_PROCESSES, run_tied
+
+    token = _token()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_tied(["sh", "-c", f"sleep 900.{token} & sleep 901.{token}"], cwd=tmp_path, timeout=1)
+    assert settle(token, limit=2) == []
+    assert RUN_PROCESSES.groups == frozenset()
+    done = run_tied(["sh", "-c", "echo out; echo err >&2; exit 3"], cwd=tmp_path, timeout=30)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
+
+
+TIED = """
+import subprocess, sys
+from pathlib import Path
+from personae.procs import RUN_PROCESSES, run_tied
+token, how = sys.argv[1], sys.argv[2]
+bg = subprocess.Popen(["sleep", f"900.{token}"], start_new_session=True)
+RUN_PROCESSES.add(bg.pid)
+if how == "exit":
+    sys.exit(0)
+print("ready", flush=True)
+run_tied(["sh", "-c", f"sleep 901.{token} & sleep 902.{token}"], cwd=Path.cwd(), timeout=600)
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "kill -9"])
+def test_registered_groups_die_at_exit_and_at_kill_9(tmp_path: Path, how: str) -> None:
+    token = _token()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", TIED, token, how], cwd=tmp_path, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        if how == "kill -9":
+            assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+            wait_until(lambda: len(marked(token)) >= 3, limit=30, what="the tied commands")
+            proc.kill()
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert settle(token) == []

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from personae.errors import ConfigError
+from personae.procs import run_tied
 
 __all__ = [
     "DIRECTIVE_FILES",
@@ -268,7 +269,7 @@ def git_log(root: Path, *, count: int = 15, timeout: float = 3.0) -> str | None:
     """Recent commits as plain lines (newest first); None without git or a repository."""
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     try:
-        proc = subprocess.run(
+        proc = run_tied(
             [
                 "git",
                 "--no-pager",
@@ -279,13 +280,8 @@ def git_log(root: Path, *, count: int = 15, timeout: float = 3.0) -> str | None:
                 "--pretty=format:- %ad %s (%h)",
             ],
             cwd=root,
-            capture_output=True,
-            text=True,
-            errors="replace",
             timeout=timeout,
-            stdin=subprocess.DEVNULL,
             env=env,
-            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
