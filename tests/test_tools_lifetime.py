@@ -117,12 +117,15 @@ def _start(root: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+KILLS = [signal.SIGKILL, signal.SIGTERM, signal.SIGINT]
+
+
 def _command(token: str) -> str:
     # A background process and a foreground one, both in the command's group.
     return f"sleep 900.{token} & sleep 901.{token} & echo started > started.flag; wait"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", KILLS, ids=lambda s: s.name)
 def test_killing_the_run_kills_its_commands(tmp_path: Path, sig: signal.Signals) -> None:
     token = secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
     root = _project(tmp_path, _command(token))
@@ -172,7 +175,10 @@ def test_handover_timeout_kills_the_attempt_before_its_retry(tmp_path: Path) -> 
     assert json.loads(Path(path).read_text())["results"]["status"] == "failure"
 
 
-def test_kill_9_of_handover_run_kills_child_and_its_commands(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", KILLS, ids=lambda s: s.name)
+def test_killing_handover_run_kills_child_and_its_commands(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
     token = secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
     root = _project(tmp_path, _command(token))
     created = subprocess.run(
@@ -184,7 +190,7 @@ def test_kill_9_of_handover_run_kills_child_and_its_commands(tmp_path: Path) -> 
                  "--model", "scripted:scenario.yaml")  # fmt: skip
     try:
         wait_until(lambda: len(marked(token)) >= 2, what="the child's command")
-        run.send_signal(signal.SIGKILL)
+        run.send_signal(sig)
         run.communicate(timeout=60)
     finally:
         if run.poll() is None:
@@ -192,7 +198,7 @@ def test_kill_9_of_handover_run_kills_child_and_its_commands(tmp_path: Path) -> 
             run.communicate()
     # The child `personae run --context-from PATH` carries the handover path in its argv.
     children, commands = settle(created.stdout.strip()), settle(token)
-    assert (children, commands) == ([], []), "survivors after kill -9 of `handover run`"
+    assert (children, commands) == ([], []), f"survivors after {sig.name} of `handover run`"
 
 
 def test_resumed_chain_step_side_effect_happens_once(tmp_path: Path) -> None:
