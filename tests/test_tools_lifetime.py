@@ -157,7 +157,7 @@ def test_handover_timeout_kills_the_attempt_before_its_retry(tmp_path: Path) -> 
     )  # fmt: skip
     assert created.returncode == 0, created.stderr
     path = created.stdout.strip()
-    run = _start(root, "handover", "run", path, "--timeout", "8", "--retries", "1",
+    run = _start(root, "handover", "run", path, "--timeout", "12", "--retries", "1",
                  "--backoff", "0", "--model", "scripted:scenario.yaml")  # fmt: skip
     try:
         wait_until(lambda: len(marked(f"0.{token}")) >= 2, what="attempt 1's command")
