@@ -117,12 +117,15 @@ def _start(root: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+KILLS = [signal.SIGKILL, signal.SIGTERM, signal.SIGINT]
+
+
 def _command(token: str) -> str:
     # A background process and a foreground one, both in the command's group.
     return f"sleep 900.{token} & sleep 901.{token} & echo started > started.flag; wait"
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", KILLS, ids=lambda s: s.name)
 def test_killing_the_run_kills_its_commands(tmp_path: Path, sig: signal.Signals) -> None:
     token = secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
     root = _project(tmp_path, _command(token))
@@ -154,7 +157,7 @@ def test_handover_timeout_kills_the_attempt_before_its_retry(tmp_path: Path) -> 
     )  # fmt: skip
     assert created.returncode == 0, created.stderr
     path = created.stdout.strip()
-    run = _start(root, "handover", "run", path, "--timeout", "8", "--retries", "1",
+    run = _start(root, "handover", "run", path, "--timeout", "12", "--retries", "1",
                  "--backoff", "0", "--model", "scripted:scenario.yaml")  # fmt: skip
     try:
         wait_until(lambda: len(marked(f"0.{token}")) >= 2, what="attempt 1's command")
@@ -172,7 +175,10 @@ def test_handover_timeout_kills_the_attempt_before_its_retry(tmp_path: Path) -> 
     assert json.loads(Path(path).read_text())["results"]["status"] == "failure"
 
 
-def test_kill_9_of_handover_run_kills_child_and_its_commands(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", KILLS, ids=lambda s: s.name)
+def test_killing_handover_run_kills_child_and_its_commands(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
     token = secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
     root = _project(tmp_path, _command(token))
     created = subprocess.run(
@@ -184,7 +190,7 @@ def test_kill_9_of_handover_run_kills_child_and_its_commands(tmp_path: Path) -> 
                  "--model", "scripted:scenario.yaml")  # fmt: skip
     try:
         wait_until(lambda: len(marked(token)) >= 2, what="the child's command")
-        run.send_signal(signal.SIGKILL)
+        run.send_signal(sig)
         run.communicate(timeout=60)
     finally:
         if run.poll() is None:
@@ -192,7 +198,7 @@ def test_kill_9_of_handover_run_kills_child_and_its_commands(tmp_path: Path) -> 
             run.communicate()
     # The child `personae run --context-from PATH` carries the handover path in its argv.
     children, commands = settle(created.stdout.strip()), settle(token)
-    assert (children, commands) == ([], []), "survivors after kill -9 of `handover run`"
+    assert (children, commands) == ([], []), f"survivors after {sig.name} of `handover run`"
 
 
 def test_resumed_chain_step_side_effect_happens_once(tmp_path: Path) -> None:
@@ -227,3 +233,53 @@ def test_resumed_chain_step_side_effect_happens_once(tmp_path: Path) -> None:
     time.sleep(max(0.0, 5.0 - (time.monotonic() - killed_at)))
     assert settle(token) == []
     assert (root / "side.txt").read_text().splitlines() == ["once"]
+
+
+def _token() -> str:
+    return secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
+
+
+def test_run_tied_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+    """`!command` injection and `git log` use run_tied: a timeout kills background jobs too."""
+    from personae.procs import RUN_PROCESSES, run_tied
+
+    token = _token()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_tied(["sh", "-c", f"sleep 900.{token} & sleep 901.{token}"], cwd=tmp_path, timeout=1)
+    assert settle(token, limit=2) == []
+    assert RUN_PROCESSES.groups == frozenset()
+    done = run_tied(["sh", "-c", "echo out; echo err >&2; exit 3"], cwd=tmp_path, timeout=30)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
+
+
+TIED = """
+import subprocess, sys
+from pathlib import Path
+from personae.procs import RUN_PROCESSES, run_tied
+token, how = sys.argv[1], sys.argv[2]
+bg = subprocess.Popen(["sleep", f"900.{token}"], start_new_session=True)
+RUN_PROCESSES.add(bg.pid)
+if how == "exit":
+    sys.exit(0)
+print("ready", flush=True)
+run_tied(["sh", "-c", f"sleep 901.{token} & sleep 902.{token}"], cwd=Path.cwd(), timeout=600)
+"""
+
+
+@pytest.mark.parametrize("how", ["exit", "kill -9"])
+def test_registered_groups_die_at_exit_and_at_kill_9(tmp_path: Path, how: str) -> None:
+    token = _token()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", TIED, token, how], cwd=tmp_path, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        if how == "kill -9":
+            assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+            wait_until(lambda: len(marked(token)) >= 3, limit=30, what="the tied commands")
+            proc.kill()
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert settle(token) == []

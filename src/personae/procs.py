@@ -40,7 +40,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "RunProcesses",
     "die_with_parent",
     "lifeline",
+    "run_tied",
 ]
 
 LIFELINE_ENV = "PERSONAE_LIFELINE_FD"
@@ -207,3 +208,42 @@ def lifeline() -> Iterator[tuple[int, Callable[[float], bool]]]:
         if not closed:
             os.close(write_end)
         os.close(read_end)
+
+
+def run_tied(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run`` for a short helper command, tied to the run.
+
+    The command gets its own process group, the parent-death signal and a
+    place in :data:`RUN_PROCESSES`; its output is captured as text (undecodable
+    bytes replaced), stdin is empty. At ``timeout`` the whole group (background
+    children included) is killed and ``subprocess.TimeoutExpired`` raised; the
+    group is killed when the command ends too. ``OSError`` if it cannot start.
+    """
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=None if env is None else dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+        preexec_fn=die_with_parent(),  # noqa: PLW1509 - this thread waits for the command
+    )
+    with proc, RUN_PROCESSES.tracked(proc.pid):
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=1.0)
+            raise
+    return subprocess.CompletedProcess(list(argv), proc.returncode, out, err)

@@ -19,6 +19,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from personae.procs import run_tied
 from personae.project import CommandsConfig
 
 __all__ = ["CommandRun", "expand_commands", "has_commands"]
@@ -52,16 +53,7 @@ def _run(command: str, config: CommandsConfig, cwd: Path) -> tuple[str, CommandR
         why = f"{argv[0]!r} is not in commands.allow"
         return f"[command not run: {why}]", CommandRun(command, False, why)
     try:
-        proc = subprocess.run(
-            argv,
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            errors="replace",
-            timeout=config.timeout,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
+        proc = run_tied(argv, cwd=cwd, timeout=config.timeout)
     except subprocess.TimeoutExpired:
         why = f"timed out after {config.timeout:g}s"
         return f"[command {argv[0]} {why}]", CommandRun(command, True, "timeout")

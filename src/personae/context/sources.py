@@ -306,9 +306,11 @@ def read_project(root: Path, *, task: str | None, step: str | None = None) -> Pr
 
 def git_log(root: Path, *, count: int = 15, timeout: float = 3.0) -> str | None:
     """Recent commits as plain lines (newest first); None without git or a repository."""
+    from personae.procs import run_tied  # here, not at the top: keeps this module's imports lean
+
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     try:
-        proc = subprocess.run(
+        proc = run_tied(
             [
                 "git",
                 "--no-pager",
@@ -319,13 +321,8 @@ def git_log(root: Path, *, count: int = 15, timeout: float = 3.0) -> str | None:
                 "--pretty=format:- %ad %s (%h)",
             ],
             cwd=root,
-            capture_output=True,
-            text=True,
-            errors="replace",
             timeout=timeout,
-            stdin=subprocess.DEVNULL,
             env=env,
-            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
