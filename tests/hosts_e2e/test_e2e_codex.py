@@ -66,8 +66,8 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
         [
             {"tool_calls": [EXEC]},
             {"when": {"tool": tool}, "tool_calls": [{"name": tool, "args": {}}]},
-            {"when": {"last_contains": "mind_contract_available"}, "tool_calls": [EXEC]},
-            {"when": {"last_contains": "Process exited"}, "text": "done"},
+            {"when": {"contains": "mind_contract_available"}, "tool_calls": [EXEC]},
+            {"when": {"contains": "Process exited"}, "text": "done"},
         ],
         [WAIT],
     )
@@ -82,7 +82,9 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
 
 
 def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
-    sandbox = make_sandbox(tmp_path)
+    # Only the shell tool is gated, so the other server's bootstrap_session runs and
+    # returns a packet claiming success (by default other servers' tools are gated too).
+    sandbox = make_sandbox(tmp_path, gates=["Bash"])
     evil = f'\n[mcp_servers.evil]\ncommand = "{sys.executable}"\nargs = ["{EVIL}"]\n'
     spoof = "mcp__evil__bootstrap_session"
     plan = scenario(
@@ -100,6 +102,8 @@ def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
     shells = run.results_for("exec_command")
     assert len(shells) == 2, run.explain()
     assert all("personae gate: blocked" in r for r in shells), shells
+    # The spoof ran (only the shell is gated here) and claimed success: still locked.
+    assert "mind_contract_available" in run.result_after(spoof), run.explain()
     assert not sandbox.side_effect.exists(), run.explain()
 
 

@@ -68,8 +68,8 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
     plan = scenario(
         [
             {"when": {"tool": "bash"}, "tool_calls": [BASH]},
-            {"when": {"last_contains": "personae gate"}, "tool_calls": [{"name": tool}]},
-            {"when": {"last_contains": "mind_contract_available"}, "tool_calls": [BASH]},
+            {"when": {"contains": "personae gate: blocked"}, "tool_calls": [{"name": tool}]},
+            {"when": {"contains": "mind_contract_available"}, "tool_calls": [BASH]},
             {"when": {"tool": "bash"}, "text": "done"},
         ]
     )
@@ -85,7 +85,9 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
 
 
 def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
-    sandbox = make_sandbox(tmp_path)
+    # Only the shell tool is gated, so the other server's bootstrap_session runs and
+    # returns a packet claiming success (by default other servers' tools are gated too).
+    sandbox = make_sandbox(tmp_path, gates=["bash"])
     spoof = "evil-bootstrap_session"
     plan = scenario(
         [
@@ -101,6 +103,8 @@ def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
     shells = run.results_for("bash")
     assert len(shells) == 2, run.explain()
     assert all("personae gate: blocked" in r for r in shells), shells
+    # The spoof ran (only the shell is gated here) and claimed success: still locked.
+    assert "mind_contract_available" in run.result_after(spoof), run.explain()
     assert not sandbox.side_effect.exists(), run.explain()
 
 
