@@ -22,6 +22,7 @@ from _harness import (
 from personae.models import ScriptedServer
 
 EXEC = {"name": "exec_command", "args": {"cmd": SHELL}}
+SPAWN = {"name": "multi_agent_v1__spawn_agent", "args": {"message": SHELL}}
 # Codex starts MCP servers while the first request is in flight; until its tools are
 # offered, the scripted side waits by listing MCP resources (not gated).
 WAIT = {"when": {"contains": "personae gate"}, "tool_calls": [{"name": "list_mcp_resources"}]}
@@ -65,6 +66,7 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
     plan = scenario(
         [
             {"tool_calls": [EXEC]},
+            {"when": {"contains": "personae gate: blocked: Bash"}, "tool_calls": [SPAWN]},
             {"when": {"tool": tool}, "tool_calls": [{"name": tool, "args": {}}]},
             {"when": {"contains": "mind_contract_available"}, "tool_calls": [EXEC]},
             {"when": {"contains": "Process exited"}, "text": "done"},
@@ -75,6 +77,8 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
         run = _codex(sandbox, server)
     assert server.remaining_steps == 0, run.explain()
     assert "personae gate: blocked: Bash" in run.result_after("exec_command"), run.explain()
+    # Spawning a sub-agent (Codex reports it to hooks as spawn_agent) is gated too.
+    assert "personae gate: blocked: spawn_agent" in run.result_after(SPAWN["name"])
     packet = run.result_after(tool)
     assert "personae-e2e-contract-marker" in packet, packet
     assert sandbox.side_effect.read_text(encoding="utf-8") == "ok\n", run.explain()
