@@ -226,3 +226,43 @@ def test_wrapper_denies_when_the_gate_cannot_run(host: str, failure: str, tmp_pa
         assert json.loads(done.stdout)["permissionDecision"] == "deny"
     else:
         assert done.returncode == 2 and b"could not decide" in done.stderr
+
+
+def test_the_stdio_mind_server_records_its_host_process(tmp_path: Path) -> None:
+    """A real stdio server started by this process binds its bootstraps to it."""
+    import anyio
+
+    from personae.mind._mcp import probe_stdio
+
+    (tmp_path / ".personae" / "memory").mkdir(parents=True)
+    (tmp_path / ".personae" / "mind.md").write_text("You are Ada.\n", encoding="utf-8")
+    stdin = json.dumps({"sessionId": "x", "cwd": str(tmp_path), "toolName": "bash"}).encode()
+    before = _gate_process(stdin, "--host", "copilot")
+    assert json.loads(before.stdout)["permissionDecision"] == "deny"
+
+    async def bootstrap() -> dict[str, object]:
+        with anyio.fail_after(60):
+            return await probe_stdio(
+                sys.executable, ["-m", "personae", "serve"], cwd=tmp_path, env=dict(os.environ)
+            )
+
+    assert anyio.run(bootstrap)["mind_contract_available"] is True
+    # The gate runs as this process's child, like a host's hook: allowed now.
+    after = _gate_process(stdin, "--host", "copilot")
+    assert (after.returncode, after.stdout) == (0, b""), after.stderr
+    me = process_id(os.getpid())
+    assert me is not None
+    assert find_bootstrap(tmp_path / ".personae" / "state.db", hosts=[me])[0] is True
+    # An orphaned gate (its parent exited, so this process is no longer an ancestor)
+    # is not unlocked by this process's bootstrap.
+    (tmp_path / "in.json").write_bytes(stdin)
+    out = tmp_path / "out.json"
+    script = (
+        f'("{sys.executable}" -m personae hook pre-tool-use --host copilot '
+        f'< "{tmp_path / "in.json"}" > "{out}.part"; mv "{out}.part" "{out}") &'
+    )
+    subprocess.run(["sh", "-c", script], timeout=30, check=True)
+    deadline = time.monotonic() + 30
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert json.loads(out.read_bytes())["permissionDecision"] == "deny"

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -139,3 +143,38 @@ def test_responses_stream_and_custom_tools() -> None:
         done = [d["item"] for d in data if d["type"] == "response.output_item.done"]
         assert done[0]["type"] == "custom_tool_call" and done[0]["input"] == "*** Begin"
         assert server.requests[0]["messages"][0] == {"role": "system", "content": "be brief"}
+
+
+def test_serving_a_scenario_file_by_hand(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("steps:\n  - text: hello\n", encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "personae.models", str(scenario)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith("scripted server: http://127.0.0.1:")
+        root = first.split("(Anthropic: ")[1].rstrip(")\n")
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+        reply = httpx.post(f"{root}/v1/messages", json=body, timeout=10).json()
+        assert reply["content"] == [{"type": "text", "text": "hello"}]
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=10)
+        assert proc.returncode == 0
+        assert "answered: hello" in out and "1 requests answered, 0 steps left" in out
+    finally:
+        proc.kill()
+        proc.wait()
+    bad = subprocess.run(
+        [sys.executable, "-m", "personae.models", str(tmp_path / "missing.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert bad.returncode == 1 and bad.stderr.startswith("personae: error:")
+    assert "Traceback" not in bad.stderr

@@ -11,8 +11,11 @@ _personae_hosts_install() {
     && [ -x "$PERSONAE_HOSTS_DIR/node_modules/.bin/copilot" ]; then
     return 0
   fi
+  if ! command -v npm >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    apt_install npm || true
+  fi
   if ! command -v npm >/dev/null 2>&1; then
-    echo "20-hosts.sh: npm is not installed; the host end-to-end tests need it (apt-get install npm)" >&2
+    echo "20-hosts.sh: npm is not installed and could not be installed; the host end-to-end tests need it" >&2
     return 1
   fi
   mkdir -p "$PERSONAE_HOSTS_DIR"

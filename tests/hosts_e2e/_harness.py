@@ -79,11 +79,13 @@ def _personae(*args: str, cwd: Path) -> None:
     assert done.returncode == 0, f"personae {' '.join(args)} failed: {done.stderr}"
 
 
-def make_sandbox(tmp_path: Path, *, hook_personae: str | None = None) -> Sandbox:
+def make_sandbox(
+    tmp_path: Path, *, hook_personae: str | None = None, gates: list[str] | None = None
+) -> Sandbox:
     """``personae init`` + a mind contract + ``personae hosts render --write`` in a new project.
 
     ``hook_personae`` renders the host files for another personae path (e.g. an
-    uninstalled one).
+    uninstalled one); ``gates`` renders ``--gate`` patterns instead of the host's defaults.
     """
     root, home = tmp_path / "project", tmp_path / "home"
     root.mkdir()
@@ -94,6 +96,8 @@ def make_sandbox(tmp_path: Path, *, hook_personae: str | None = None) -> Sandbox
     render = ["hosts", "render", "--write"]
     if hook_personae is not None:
         render += ["--personae", hook_personae]
+    for gate in gates or []:
+        render += ["--gate", gate]
     _personae(*render, cwd=root)
     return Sandbox(root, home)
 

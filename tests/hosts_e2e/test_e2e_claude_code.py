@@ -23,6 +23,10 @@ from _harness import (
 from personae.models import ScriptedServer
 
 BASH = {"name": "Bash", "args": {"command": SHELL, "description": "append to the file"}}
+AGENT = {
+    "name": "Agent",
+    "args": {"description": "append", "prompt": SHELL, "subagent_type": "general-purpose"},
+}
 
 
 def _search(tool: str) -> dict[str, object]:
@@ -60,9 +64,10 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
     plan = scenario(
         [
             {"when": {"tool": "Bash"}, "tool_calls": [BASH]},
-            {"when": {"last_contains": "personae gate"}, "tool_calls": [_search(tool)]},
+            {"when": {"contains": "personae gate: blocked: Bash"}, "tool_calls": [AGENT]},
+            {"when": {"contains": "personae gate: blocked: Agent"}, "tool_calls": [_search(tool)]},
             {"when": {"tool": "Bash"}, "tool_calls": [{"name": tool, "args": {}}]},
-            {"when": {"last_contains": "mind_contract_available"}, "tool_calls": [BASH]},
+            {"when": {"contains": "mind_contract_available"}, "tool_calls": [BASH]},
             {"when": {"tool": "Bash"}, "text": "done"},
         ]
     )
@@ -71,6 +76,8 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
     assert server.remaining_steps == 0, run.explain()
     blocked = run.result_after("Bash")
     assert "personae gate: blocked: Bash" in blocked, run.explain()
+    # Agent (Claude Code's current name for Task) spawns a sub-agent: gated too.
+    assert "personae gate: blocked: Agent" in run.result_after("Agent"), run.explain()
     packet = run.result_after(tool)
     assert '"mind_contract_available": true' in packet.replace('":true', '": true'), packet
     assert "personae-e2e-contract-marker" in packet
@@ -80,7 +87,9 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
 
 
 def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
-    sandbox = make_sandbox(tmp_path)
+    # Only the shell tool is gated, so the other server's bootstrap_session runs and
+    # returns a packet claiming success (by default other servers' tools are gated too).
+    sandbox = make_sandbox(tmp_path, gates=["Bash"])
     mcp = sandbox.root / ".mcp.json"
     config = json.loads(mcp.read_text(encoding="utf-8"))
     config["mcpServers"]["evil"] = {"command": sys.executable, "args": [str(EVIL)]}
@@ -89,7 +98,7 @@ def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
     plan = scenario(
         [
             {"when": {"tool": "Bash"}, "tool_calls": [BASH]},
-            {"when": {"last_contains": "personae gate"}, "tool_calls": [_search(spoof)]},
+            {"when": {"contains": "personae gate: blocked"}, "tool_calls": [_search(spoof)]},
             {"when": {"tool": "Bash"}, "tool_calls": [{"name": spoof, "args": {}}]},
             {"when": {"tool": "Bash"}, "tool_calls": [BASH]},
             {"when": {"tool": "Bash"}, "text": "done"},
@@ -101,6 +110,8 @@ def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
     shells = run.results_for("Bash")
     assert len(shells) == 2, run.explain()
     assert all("personae gate: blocked: Bash" in r for r in shells), shells
+    # The spoof ran (only the shell is gated here) and claimed success: still locked.
+    assert "mind_contract_available" in run.result_after(spoof), run.explain()
     assert not sandbox.side_effect.exists(), run.explain()
 
 

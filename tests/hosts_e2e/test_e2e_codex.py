@@ -22,6 +22,7 @@ from _harness import (
 from personae.models import ScriptedServer
 
 EXEC = {"name": "exec_command", "args": {"cmd": SHELL}}
+SPAWN = {"name": "multi_agent_v1__spawn_agent", "args": {"message": SHELL}}
 # Codex starts MCP servers while the first request is in flight; until its tools are
 # offered, the scripted side waits by listing MCP resources (not gated).
 WAIT = {"when": {"contains": "personae gate"}, "tool_calls": [{"name": "list_mcp_resources"}]}
@@ -65,9 +66,10 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
     plan = scenario(
         [
             {"tool_calls": [EXEC]},
+            {"when": {"contains": "personae gate: blocked: Bash"}, "tool_calls": [SPAWN]},
             {"when": {"tool": tool}, "tool_calls": [{"name": tool, "args": {}}]},
-            {"when": {"last_contains": "mind_contract_available"}, "tool_calls": [EXEC]},
-            {"when": {"last_contains": "Process exited"}, "text": "done"},
+            {"when": {"contains": "mind_contract_available"}, "tool_calls": [EXEC]},
+            {"when": {"contains": "Process exited"}, "text": "done"},
         ],
         [WAIT],
     )
@@ -75,6 +77,8 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
         run = _codex(sandbox, server)
     assert server.remaining_steps == 0, run.explain()
     assert "personae gate: blocked: Bash" in run.result_after("exec_command"), run.explain()
+    # Spawning a sub-agent (Codex reports it to hooks as spawn_agent) is gated too.
+    assert "personae gate: blocked: spawn_agent" in run.result_after(SPAWN["name"])
     packet = run.result_after(tool)
     assert "personae-e2e-contract-marker" in packet, packet
     assert sandbox.side_effect.read_text(encoding="utf-8") == "ok\n", run.explain()
@@ -82,7 +86,9 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
 
 
 def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
-    sandbox = make_sandbox(tmp_path)
+    # Only the shell tool is gated, so the other server's bootstrap_session runs and
+    # returns a packet claiming success (by default other servers' tools are gated too).
+    sandbox = make_sandbox(tmp_path, gates=["Bash"])
     evil = f'\n[mcp_servers.evil]\ncommand = "{sys.executable}"\nargs = ["{EVIL}"]\n'
     spoof = "mcp__evil__bootstrap_session"
     plan = scenario(
@@ -100,6 +106,8 @@ def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
     shells = run.results_for("exec_command")
     assert len(shells) == 2, run.explain()
     assert all("personae gate: blocked" in r for r in shells), shells
+    # The spoof ran (only the shell is gated here) and claimed success: still locked.
+    assert "mind_contract_available" in run.result_after(spoof), run.explain()
     assert not sandbox.side_effect.exists(), run.explain()
 
 

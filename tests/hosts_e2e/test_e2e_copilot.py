@@ -24,6 +24,16 @@ from _harness import (
 from personae.models import ScriptedServer
 
 BASH = {"name": "bash", "args": {"command": SHELL, "description": "append to the file"}}
+TASK = {
+    "name": "task",
+    "args": {
+        "name": "helper",
+        "description": "x",
+        "prompt": SHELL,
+        "agent_type": "general-purpose",
+    },
+}
+CREATE = {"name": "create", "args": {"path": "created.txt", "file_text": "x"}}
 
 
 def _copilot(
@@ -68,8 +78,12 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
     plan = scenario(
         [
             {"when": {"tool": "bash"}, "tool_calls": [BASH]},
-            {"when": {"last_contains": "personae gate"}, "tool_calls": [{"name": tool}]},
-            {"when": {"last_contains": "mind_contract_available"}, "tool_calls": [BASH]},
+            {"when": {"contains": "personae gate: blocked: bash"}, "tool_calls": [TASK, CREATE]},
+            {
+                "when": {"contains": "personae gate: blocked: create"},
+                "tool_calls": [{"name": tool}],
+            },
+            {"when": {"contains": "mind_contract_available"}, "tool_calls": [BASH]},
             {"when": {"tool": "bash"}, "text": "done"},
         ]
     )
@@ -77,6 +91,10 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
         run = _copilot(sandbox, server)
     assert server.remaining_steps == 0, run.explain()
     assert "personae gate: blocked: bash" in run.result_after("bash"), run.explain()
+    # Spawning a sub-agent and creating a file are gated too.
+    assert "personae gate: blocked: task" in run.result_after("task"), run.explain()
+    assert "personae gate: blocked: create" in run.result_after("create"), run.explain()
+    assert not (sandbox.root / "created.txt").exists()
     assert "personae-e2e-contract-marker" in run.result_after(tool)
     # Copilot's hook input has a sessionId the model never sees: the bootstrap is bound
     # to the Copilot process that started the mind server and runs the hook.
@@ -85,7 +103,9 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
 
 
 def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
-    sandbox = make_sandbox(tmp_path)
+    # Only the shell tool is gated, so the other server's bootstrap_session runs and
+    # returns a packet claiming success (by default other servers' tools are gated too).
+    sandbox = make_sandbox(tmp_path, gates=["bash"])
     spoof = "evil-bootstrap_session"
     plan = scenario(
         [
@@ -101,6 +121,8 @@ def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
     shells = run.results_for("bash")
     assert len(shells) == 2, run.explain()
     assert all("personae gate: blocked" in r for r in shells), shells
+    # The spoof ran (only the shell is gated here) and claimed success: still locked.
+    assert "mind_contract_available" in run.result_after(spoof), run.explain()
     assert not sandbox.side_effect.exists(), run.explain()
 
 

@@ -53,10 +53,10 @@ __all__ = [
 DEFAULT_GATES = ADAPTERS["claude"].gated
 """Claude Code's gated tool-name patterns (each host's are in its adapter)."""
 
-BUDGET_SECONDS = 0.75
+BUDGET_SECONDS = 0.6
 """The gate denies when it has not decided within this many seconds (of its own run;
 Python start-up comes on top, and the whole hook process stays under 1 s)."""
-_SCAN_SHARE = 0.45
+_SCAN_SHARE = 0.4
 """Seconds of the budget the transcript scan may use before the store is asked."""
 _MAX_STDIN = 10_000_000
 

@@ -5,8 +5,8 @@ matcher in the file compiles under that host's regex rules (Codex drops the
 whole hook group for one bad matcher) and covers the host's gated tools; the
 hook command is an absolute path that exists; and, run once the way the host
 runs it (``sh -c``, a gated tool, no bootstrap), it denies in that host's
-contract. Each failure names the fix. ``personae doctor`` calls
-:func:`check_hooks` too.
+contract. The repo-local Codex MCP entry runs an executable path. Each
+failure names the fix. ``personae doctor`` calls :func:`check_hooks` too.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import re
 import shlex
 import subprocess
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,13 @@ from personae.hosts.adapters import ADAPTERS, HostAdapter
 from personae.hosts.matchers import matcher_problem
 from personae.hosts.render import (
     CLAUDE_SETTINGS,
+    CODEX_CONFIG,
     CODEX_HOOKS,
     COPILOT_HOOKS,
     CheckItem,
     load_json,
 )
+from personae.hosts.snippets import SERVER_NAME
 
 __all__ = ["check_hooks", "hook_binary", "probe_hook"]
 
@@ -157,6 +160,14 @@ def _ours(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
             missed = []  # reported by the matcher check
         if missed:
             items.append(CheckItem(f"{rel} matcher", False, f"misses {', '.join(missed)}", _FIX))
+        elif host.dialect is not None and matcher_problem(matcher, host.dialect) is None:
+            items.append(
+                CheckItem(
+                    f"{rel} matcher",
+                    True,
+                    f"compiles as {host.dialect} regex and covers {len(literal)} gated tools",
+                )
+            )
     for command in _commands(entry, host.name):
         binary = hook_binary(command)
         if binary is None or not os.path.isabs(binary):
@@ -187,6 +198,25 @@ def _ours(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
     return items
 
 
+def _server_command(root: Path) -> CheckItem:
+    """The Codex MCP entry exists and runs an executable absolute path."""
+    rel = CODEX_CONFIG
+    try:
+        data = tomllib.loads((root / rel).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return CheckItem(rel, False, "missing (Codex has no personae MCP server)", _FIX)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        return CheckItem(rel, False, f"unreadable: {exc}", "fix the TOML, then " + _FIX)
+    servers = data.get("mcp_servers")
+    entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+    command = entry.get("command") if isinstance(entry, dict) else None
+    if not isinstance(command, str):
+        return CheckItem(rel, False, f"no [mcp_servers.{SERVER_NAME}] command", _FIX)
+    if not (os.path.isabs(command) and os.access(command, os.X_OK)):
+        return CheckItem(rel, False, f"MCP command {command!r} is not an executable path", _FIX)
+    return CheckItem(rel, True, f"Codex MCP server runs {command}")
+
+
 def check_hooks(root: Path) -> list[CheckItem]:
     """Check each host's hook file under ``root`` as that host will run it."""
     items: list[CheckItem] = []
@@ -202,4 +232,5 @@ def check_hooks(root: Path) -> list[CheckItem]:
         entries = entries if isinstance(entries, list) else []
         items += _matcher_items(rel, host, entries)
         items += _ours(rel, host, entries)
+    items.append(_server_command(root))
     return items

@@ -43,13 +43,17 @@ class ScriptedServer:
     every request body received, ``served`` the answers given (for tests).
     """
 
-    def __init__(self, scenario: Scenario | Path | str, *, label: str = "scripted") -> None:
+    def __init__(
+        self, scenario: Scenario | Path | str, *, label: str = "scripted", port: int = 0
+    ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else load_scenario(scenario)
         self.label = label
         self.player = ScenarioPlayer(self.scenario)
         """Picks answers; keeps every request and answer."""
         self.raw_requests: list[tuple[str, dict[str, Any]]] = []
         """Every POST received as sent: (route, body) in its own protocol."""
+        self.port = port
+        """Port to bind on 127.0.0.1 (0: any free port)."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -148,7 +152,7 @@ class ScriptedServer:
                     self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
                 self.wfile.flush()
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name="personae-scripted-model", daemon=True
