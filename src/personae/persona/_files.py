@@ -9,7 +9,7 @@ from pathlib import Path
 
 from personae.persona.problems import Problem
 
-__all__ = ["MAX_FILE_BYTES", "confined_dir", "has_crlf", "iter_files", "read_confined"]
+__all__ = ["MAX_FILE_BYTES", "confined_dir", "iter_files", "read_confined"]
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 """Largest persona, skill or JSON file the loaders read."""
@@ -137,11 +137,3 @@ def read_confined(path: Path, root: Path, problems: list[Problem]) -> str | None
         Problem(file=path, line=None, severity="error", message=f"cannot read file: {reason}")
     )
     return None
-
-
-def has_crlf(path: Path) -> bool:
-    """Whether the (already confined and read) file has CR line endings; False if unreadable."""
-    try:
-        return b"\r" in _read_regular(path)
-    except (OSError, _UnreadableError):
-        return False

@@ -19,8 +19,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from personae.errors import closest_name
-from personae.persona._files import has_crlf, read_confined
+from personae.persona._files import read_confined
 from personae.persona._frontmatter import Document, FrontmatterError, parse_document
+from personae.persona._lineends import has_crlf
 from personae.persona._tools import (
     check_tool_names,
     claude_name,

@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from personae.persona._files import has_crlf, read_confined
+from personae.persona._files import read_confined
 from personae.persona._frontmatter import FrontmatterError, parse_document
+from personae.persona._lineends import has_crlf
 from personae.persona._tools import check_tool_names, split_names
 from personae.persona.loader import CRLF_NOTE, full_description, parse_constraints
 from personae.persona.model import Skill
