@@ -391,3 +391,17 @@ def test_cli_export_keeps_agent_and_multiedit(tmp_path: Path) -> None:
     assert _tools_entry(result.stdout, "disallowedTools") == ["Task"]
     persona = Cast.load(tmp_path / "p").get("lead")
     assert persona.tools == ["agent", "read_file", "edit_file"]
+
+
+def test_crlf_file_needing_the_fallback_loads_with_a_warning(tmp_path: Path) -> None:
+    # Claude Code's fallback regex does not match a line ending in CR, so it drops this file.
+    path = tmp_path / ".claude/agents/w.md"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"---\r\nname: w\r\ndescription: **W**: windows file\r\n---\r\nBody\r\n")
+    cast = Cast.load(tmp_path)
+    assert cast.errors == []
+    assert cast.get("w").description == "**W**: windows file"
+    assert any("Claude Code does not load this file" in w.message for w in cast.warnings)
+    # The same file with LF endings draws no such warning.
+    path.write_bytes(path.read_bytes().replace(b"\r\n", b"\n"))
+    assert not any("does not load" in w.message for w in Cast.load(tmp_path).warnings)

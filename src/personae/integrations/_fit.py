@@ -74,14 +74,14 @@ def fit_items(
     budget: int,
     *,
     keep_system: bool = True,
-    max_items: int | None = None,
     text_counter: TokenCounter | None = None,
 ) -> Fitted[T]:
     """Fit ``items`` into ``budget`` as measured by ``count`` (see the module docstring).
 
     ``text_counter`` measures text while shortening tool outputs (default:
-    personae's exact ``o200k_base``); the final check always uses ``count``.
-    ``max_items`` also caps the number of items (whole exchanges, never half).
+    personae's exact ``o200k_base``); the final check always uses ``count``
+    (a count that returns more than ``budget`` for a list that breaks some other
+    limit, such as a number of items, makes the fit honour that limit too).
     """
     texts = text_counter or exact_counter()
     parts: list[ChatMessage] = []
@@ -108,8 +108,6 @@ def fit_items(
     built, used = measure(last, turn)
     room = budget - used
     while start > 0 and unit_costs[start - 1] <= room:
-        if max_items is not None and len(selection.build(units[start - 1 :])) > max_items:
-            break
         room -= unit_costs[start - 1]
         start -= 1
     built, used = measure(start, turn)

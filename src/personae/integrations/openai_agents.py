@@ -234,7 +234,8 @@ def cast_agents(
     Instructions are the persona's prompt verbatim; ``handoff_description`` is
     its description; its tools are those of ``tools`` it may use (narrow only:
     the persona's list intersected with ``tools``, minus its disallowed tools);
-    every agent can hand off to every other one of the set.
+    each agent can hand off to the others of the set its spawn list allows (all
+    of them when it has none).
     """
     chosen = list(names) if names is not None else sorted(cast.personas)
     available = [t.name for t in tools]
@@ -251,5 +252,12 @@ def cast_agents(
             **agent_kwargs,
         )
     for name, agent in agents_by_name.items():
-        agent.handoffs = [a for other, a in agents_by_name.items() if other != name]
+        # The persona's spawn list (``subagents``, or ``Agent(a, b)`` in a Claude Code
+        # file) narrows its handoffs; ``None`` (or a personae without it): any other.
+        spawnable = getattr(cast.get(name), "subagents", None)
+        agent.handoffs = [
+            a
+            for other, a in agents_by_name.items()
+            if other != name and (spawnable is None or other in spawnable)
+        ]
     return agents_by_name

@@ -159,22 +159,15 @@ def _dir_sources(folder: Path, problems: list[Problem], servers: dict[str, Any])
         return [_plugin_source(folder, folder, problems, servers)]
     if (folder / ".personae").is_dir() or (folder / ".claude").is_dir():
         return collect_project(folder, problems, servers)
-    if folder.name == ".claude":  # a project's Claude Code folder: agents and skills, no commands
+    # A project's own folder: `.claude` gives agents/ and skills/ (never commands/),
+    # `.personae` gives personas/ and skills/ (not directive.md).
+    own = {".claude": ("agents", "claude-code"), ".personae": ("personas", "personae")}
+    if folder.name in own:
+        sub, kind = own[folder.name]
         return [
             _folder_source(
-                folder / "agents",
-                kind="claude-code",
-                root=folder,
-                servers=servers,
-                problems=problems,
-                skills_folder=folder / "skills",
-            )
-        ]
-    if folder.name == ".personae":  # a project's own folder: its personas and skills only
-        return [
-            _folder_source(
-                folder / "personas",
-                kind="personae",
+                folder / sub,
+                kind=kind,
                 root=folder,
                 servers=servers,
                 problems=problems,

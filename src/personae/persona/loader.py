@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from personae.errors import closest_name
 from personae.persona._files import read_confined
 from personae.persona._frontmatter import Document, FrontmatterError, parse_document
+from personae.persona._lineends import has_crlf
 from personae.persona._tools import (
     check_tool_names,
     claude_name,
@@ -34,6 +35,7 @@ from personae.persona.problems import Problem, Severity
 
 __all__ = [
     "CLAUDE_KEYS",
+    "CRLF_NOTE",
     "PERSONAE_KEYS",
     "LoadedPersona",
     "full_description",
@@ -76,6 +78,12 @@ _CLAUDE_KEPT = frozenset(
     }
 )
 # Documented Claude Code keys personae does not use: kept in `extra` without a warning.
+
+CRLF_NOTE = (
+    "Claude Code does not load this file: its lenient reading does not match lines ending "
+    "in CR (CRLF line endings); personae does; save it with LF line endings"
+)
+"""Warning for a file that needed the lenient reading and has CRLF line endings."""
 
 _NAME_STRICT = re.compile(r"^[a-z0-9]+([-_][a-z0-9]+)*$")
 _NAME_FORBIDDEN = re.compile(r"[<>/\\\x00-\x1f\x7f\"']")
@@ -157,6 +165,8 @@ def persona_from_text(
             f"{doc.repaired.message}; read leniently (values with YAML special characters "
             "quoted), as Claude Code does",
         )
+        if has_crlf(path):
+            sink.add(doc.repaired.line, "warning", CRLF_NOTE)
     meta = doc.meta
     line = doc.line_of
     values: dict[str, Any] = {"system_prompt": doc.body, "source": path, "source_kind": kind}

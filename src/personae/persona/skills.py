@@ -9,8 +9,9 @@ from typing import Any
 
 from personae.persona._files import read_confined
 from personae.persona._frontmatter import FrontmatterError, parse_document
+from personae.persona._lineends import has_crlf
 from personae.persona._tools import check_tool_names, split_names
-from personae.persona.loader import full_description, parse_constraints
+from personae.persona.loader import CRLF_NOTE, full_description, parse_constraints
 from personae.persona.model import Skill
 from personae.persona.problems import Problem
 
@@ -80,6 +81,8 @@ def skill_from_text(
             "quoted), as Claude Code does",
             "warning",
         )
+        if has_crlf(path):
+            add(doc.repaired.line, CRLF_NOTE, "warning")
     meta, line = doc.meta, doc.line_of
     values: dict[str, Any] = {"path": path}
     name = meta.get("name")
