@@ -4,4 +4,4 @@
 -- (Copilot CLI) and hosts whose transcript lags (Claude Code) can still be unlocked.
 ALTER TABLE mind_bootstraps ADD COLUMN host_pid INTEGER;
 ALTER TABLE mind_bootstraps ADD COLUMN host_started INTEGER;
-CREATE INDEX mind_bootstraps_host ON mind_bootstraps (host_pid, host_started);
+CREATE INDEX IF NOT EXISTS mind_bootstraps_host ON mind_bootstraps (host_pid, host_started);
