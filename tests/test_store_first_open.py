@@ -104,7 +104,7 @@ def race_cli(project: Path, count: int, marks: Path) -> list[tuple[int, str]]:
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", _START_LINE, str(marks / f"ready{i}"), str(go),
-             "handover", "create", "--to", "b", "--task", f"task {i}"],
+             "handover", "create", "--to", "researcher", "--task", f"task {i}"],
             cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         for i in range(count)

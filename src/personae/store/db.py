@@ -109,7 +109,8 @@ class Store:
                 ).fetchone():
                     continue
                 for statement in _split_sql(sql):
-                    conn.execute(statement)
+                    if not _column_exists(conn, statement):
+                        conn.execute(statement)
                 conn.execute(
                     "INSERT INTO schema_migrations(number, name) VALUES (?, ?)", (number, name)
                 )
@@ -157,6 +158,28 @@ def _split_sql(sql: str) -> list[str]:
     if buffer.strip():
         statements.append(buffer.strip())
     return statements
+
+
+_ADD_COLUMN = re.compile(
+    r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+(?:COLUMN\s+)?(\w+)", re.IGNORECASE
+)
+
+
+def _column_exists(conn: sqlite3.Connection, statement: str) -> bool:
+    """Whether ``statement`` is an ``ALTER TABLE ... ADD COLUMN`` whose column exists.
+
+    SQLite has no ``ADD COLUMN IF NOT EXISTS``; this makes such a migration
+    idempotent like the ``CREATE ... IF NOT EXISTS`` ones.
+    """
+    match = _ADD_COLUMN.match(_strip_comments(statement))
+    if match is None:
+        return False
+    table, column = match.groups()
+    return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
+
+
+def _strip_comments(statement: str) -> str:
+    return "\n".join(line for line in statement.splitlines() if not line.lstrip().startswith("--"))
 
 
 def _recorded(conn: sqlite3.Connection) -> set[int]:
