@@ -68,19 +68,52 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     ("basic-auth", r"(?i:\bbasic)\s+(?P<secret>[A-Za-z0-9+/]{12,}={0,2})"),
     ("url-password", r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:(?P<secret>[^\s@/]+)@"),
 )
-_SHAPE_RE = re.compile(
-    "|".join(
-        f"(?P<k{i}>{pattern.replace('(?P<secret>', f'(?P<s{i}>')})"
-        for i, (_, pattern) in enumerate(_SHAPES)
-    )
-)
+# Literal pieces a match must contain: text holding none of a shape's pieces
+# skips that shape's pattern (most text holds none, and the scan stays cheap).
+_TRIGGERS: dict[str, tuple[str, ...]] = {
+    "private-key": ("PRIVATE KEY-----",),
+    "anthropic-key": ("sk-ant-",),
+    "openai-key": ("sk-",),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab-token": ("glpat-",),
+    "huggingface-token": ("hf_",),
+    "slack-token": ("xox",),
+    "slack-webhook": ("hooks.slack.com",),
+    "stripe-key": ("k_live_", "k_test_"),
+    "aws-access-key": ("AKIA", "ASIA"),
+    "google-api-key": ("AIza",),
+    "jwt": ("eyJ",),
+    "bearer-token": ("bearer",),  # looked up in the lower-cased text
+    "basic-auth": ("basic",),
+    "url-password": ("://",),
+}
+_FOLDED = frozenset({"bearer-token", "basic-auth"})
 _PARTIAL = frozenset(i for i, (_, pattern) in enumerate(_SHAPES) if "(?P<secret>" in pattern)
+
+
+@functools.lru_cache(maxsize=256)
+def _shape_re(indices: tuple[int, ...]) -> re.Pattern[str]:
+    """One pattern for the shapes ``indices``; groups ``k<i>`` (whole) and ``s<i>`` (secret)."""
+    return re.compile(
+        "|".join(f"(?P<k{i}>{_SHAPES[i][1].replace('(?P<secret>', f'(?P<s{i}>')})" for i in indices)
+    )
+
+
+def _candidates(text: str) -> tuple[int, ...]:
+    folded = text.lower()
+    return tuple(
+        i
+        for i, (kind, _) in enumerate(_SHAPES)
+        if any(piece in (folded if kind in _FOLDED else text) for piece in _TRIGGERS[kind])
+    )
+
 
 # NAME = value, NAME: value, "name": "value", ?name=value (the name is checked in code).
 _ASSIGN_RE = re.compile(
     r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{1,63})[\"']?[ \t]*(?:[:=]|=>)[ \t]*(?P<q>[\"']?)"
     r"(?P<secret>[^\s\"'&,;<>\[\]{}]{4,})"
 )
+_NAME_WORDS = ("key", "secret", "passw", "pwd", "token", "credential", "authorization", "cookie")
 _NOT_VALUES = frozenset(
     {"true", "false", "null", "none", "yes", "no", "required", "optional", "bearer", "basic"}
 )
@@ -130,7 +163,9 @@ def _env_pattern(values: frozenset[str]) -> re.Pattern[str] | None:
 
 def looks_like_secret(value: str) -> bool:
     """Whether a string contains something shaped like a credential (environment not consulted)."""
-    return len(value) >= _MIN_SHAPE and _SHAPE_RE.search(value) is not None
+    if len(value) < _MIN_SHAPE or not (indices := _candidates(value)):
+        return False
+    return _shape_re(indices).search(value) is not None
 
 
 @dataclass(frozen=True)
@@ -174,8 +209,8 @@ def redact(text: str, *, environ: Mapping[str, str] | None = None) -> Redaction:
         start, end = match.start(group) - match.start(0), match.end(group) - match.start(0)
         return whole[:start] + marker(kind) + whole[end:]
 
-    if len(text) >= _MIN_SHAPE:
-        text = _SHAPE_RE.sub(shape_sub, text)
+    if len(text) >= _MIN_SHAPE and (indices := _candidates(text)):
+        text = _shape_re(indices).sub(shape_sub, text)
 
     def assign_sub(match: re.Match[str]) -> str:
         value = match.group("secret")
@@ -187,7 +222,9 @@ def redact(text: str, *, environ: Mapping[str, str] | None = None) -> Redaction:
         start = match.start("secret") - match.start(0)
         return match.group(0)[:start] + marker("secret-value")
 
-    text = _ASSIGN_RE.sub(assign_sub, text)
+    folded = text.lower()
+    if any(word in folded for word in _NAME_WORDS):
+        text = _ASSIGN_RE.sub(assign_sub, text)
     return Redaction(text, tuple(kinds))
 
 
