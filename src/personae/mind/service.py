@@ -6,6 +6,7 @@ and other code can call them directly.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from personae.errors import UsageError
+from personae.fsutil import private_dir
 from personae.mind._flags import cautionary_flags
 from personae.mind._tokens import count_tokens, counter_name, warm_up
 from personae.mind.contract import Contract, load_contract
@@ -63,6 +65,9 @@ class MindService:
 
     def __init__(self, memory_dir: Path, prompt: Path | None, store: Store) -> None:
         self.memory = MemoryDir(memory_dir)
+        if self.memory.exists():
+            with contextlib.suppress(OSError):  # memory may hold private notes: 0700
+                private_dir(self.memory.root)
         self.prompt = prompt
         self.index = MindIndex(store)
         self._synced_at = 0.0
