@@ -180,8 +180,10 @@ def _set_wal(conn: sqlite3.Connection) -> None:
     delay = 0.005
     while True:
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
+            mode = str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+            # A busy database can also answer with its old mode instead of an error.
+            if mode in {"wal", "memory"} or time.monotonic() > deadline:
+                return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
