@@ -244,7 +244,7 @@ def test_save_is_atomic_and_leaves_no_temp_files(tmp_path: Path) -> None:
     save_handover(ContextHandover.model_validate(base()), path)
     save_handover(ContextHandover.model_validate(base(version="1.0.1")), path)
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["h.json", "h.json.lock"]
+    assert names == ["h.json"]  # no temp file, and the lock file is removed on release
     assert load_handover(path).handover.version == "1.0.1"
 
 

@@ -257,9 +257,9 @@ def test_secrets_never_written(project: Path) -> None:
     assert "hunter2" not in text and "sk-abcdef" not in text and "ghp_" not in text
     assert "xoxb-" not in text
     saved = json.loads(text)
-    assert saved["artifacts"]["data"]["apiKey"] == REDACTED
+    assert saved["artifacts"]["data"]["apiKey"] == REDACTED == "[REDACTED:secret-field]"
     assert saved["artifacts"]["data"]["n"] == 1
-    assert REDACTED in saved["target"]["task"]
+    assert saved["target"]["task"] == "use key [REDACTED:openai-key] to call"
 
 
 # --- nothing executed --------------------------------------------------------------

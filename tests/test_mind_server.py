@@ -8,7 +8,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -212,7 +213,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_streamable_http_on_loopback(paths: MindPaths, tmp_path: Path) -> None:
+@contextmanager
+def _http_server(paths: MindPaths, tmp_path: Path) -> Iterator[str]:
+    """A real ``personae serve --http`` process; yields its MCP URL."""
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, *_serve_args(paths), "--http", "--port", str(port)],
@@ -228,17 +231,51 @@ def test_streamable_http_on_loopback(paths: MindPaths, tmp_path: Path) -> None:
                     break
             assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
             time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_streamable_http_on_loopback(paths: MindPaths, tmp_path: Path) -> None:
+    with _http_server(paths, tmp_path) as url:
 
         async def main() -> dict[str, Any]:
             with anyio.fail_after(60):
-                async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                async with Client(url) as client:
                     return _structured(await client.call_tool("bootstrap_session", {}))
 
         packet = anyio.run(main)
         assert packet["mind_contract_available"] is True
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+
+
+def test_oversized_input_is_a_tool_error_over_http(paths: MindPaths, tmp_path: Path) -> None:
+    # The SDK's 4 MiB default body limit answered a 5 MB observe with HTTP 413 (a protocol
+    # error); the tool must see it and answer with a tool error naming its limit.
+    big = "x" * 5_000_000
+    got: dict[str, Any] = {}
+    calls = {
+        "observe": ("observe", {"tool_name": "Bash", "args": big}),
+        "result": ("observe", {"tool_name": "Bash", "args": "ls", "result": big}),
+        "reflect": ("reflect", {"observation": big, "kind": "internal"}),
+        "write": ("write_memory_file", {"name": "big.md", "content": MEMORY + big}),
+        "after": ("observe", {"tool_name": "Bash", "args": "ls"}),
+    }
+    with _http_server(paths, tmp_path) as url:
+
+        async def main() -> None:
+            with anyio.fail_after(120):
+                async with Client(url) as client:
+                    for key, (tool, args) in calls.items():
+                        got[key] = await client.call_tool(tool, args)
+
+        anyio.run(main)
+    for name in ("observe", "result", "reflect"):
+        assert got[name].is_error, name
+        assert "larger than 200000 characters" in got[name].content[0].text
+    assert got["write"].is_error and "larger than" in got["write"].content[0].text
+    assert got["after"].is_error is False  # the session is fine afterwards
+    assert not (paths.memory_dir / "big.md").exists()
 
 
 def test_http_refuses_non_loopback(paths: MindPaths, tmp_path: Path) -> None:

@@ -41,12 +41,16 @@ def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+class HungError(BaseException):
+    """Raised by the alarm; not an OSError, so no ``except OSError`` can swallow it."""
+
+
 @contextmanager
 def no_hang(seconds: int = 20) -> Iterator[None]:
-    """Fail (TimeoutError) instead of blocking forever in an ``open`` of a FIFO."""
+    """Fail (HungError) instead of blocking forever in an ``open`` of a FIFO."""
 
     def fail(_signum: int, _frame: Any) -> None:
-        raise TimeoutError("blocked on a special file")
+        raise HungError("blocked on a special file")
 
     old = signal.signal(signal.SIGALRM, fail)
     signal.alarm(seconds)

@@ -83,3 +83,31 @@ def test_a_fifo_as_the_store_is_refused_without_hanging(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(StoreError, match="not a regular file"):
         Store(fifo)
+
+
+def test_a_second_open_keeps_the_locks_this_process_holds(tmp_path: Path) -> None:
+    # Closing any descriptor of a SQLite file drops every POSIX lock the process holds on
+    # it: opening the store again (the ledger does) must never open and close its files.
+    import subprocess
+    import sys
+
+    db = tmp_path / "state.db"
+    holder = Store(db)
+    probe = (
+        "import sqlite3, sys\n"
+        "conn = sqlite3.connect(sys.argv[1], timeout=0.2, isolation_level=None)\n"
+        "conn.execute('BEGIN IMMEDIATE')\n"
+    )
+    try:
+        with holder.transaction():
+            Store(db).close()
+            other = subprocess.run(
+                [sys.executable, "-c", probe, str(db)],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+    finally:
+        holder.close()
+    assert other.returncode != 0 and "database is locked" in other.stderr

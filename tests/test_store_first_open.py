@@ -67,6 +67,7 @@ def test_synchronized_first_opens_never_fail(tmp_path: Path) -> None:
     for i in range(ROUNDS):
         with Store(tmp_path / f"r{i}" / "state.db") as store:
             assert store.applied_migrations() == applied
+            assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 def test_reopen_after_partial_schema_is_idempotent(tmp_path: Path) -> None:

@@ -14,11 +14,24 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["NotRegularFileError", "file_kind", "private_dir", "read_regular", "write_atomic"]
+__all__ = [
+    "NotRegularFileError",
+    "file_kind",
+    "locked",
+    "private_dir",
+    "read_regular",
+    "remove_stale_temps",
+    "write_atomic",
+]
+
+
+_TEMP = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{12}\.tmp$")
 
 
 def _create_temp(parent: Path, name: str, dir_fd: int | None = None) -> tuple[int, str]:
@@ -143,3 +156,46 @@ def private_dir(path: Path) -> Path:
     if info.st_uid == os.geteuid() and mode != 0o700:
         os.chmod(path, 0o700)
     return path
+
+
+@contextlib.contextmanager
+def locked(lock_path: Path, *, timeout: float) -> Iterator[None]:
+    """Hold the file lock ``lock_path`` (``filelock``); the lock file is removed on release.
+
+    The file is unlinked while still held, as the last step: a process
+    already waiting on it then finds it unlinked when it gets the lock and
+    retries on a fresh file (``filelock`` checks ``st_nlink``), so mutual
+    exclusion holds and no ``.lock`` file stays behind. Raises
+    ``filelock.Timeout`` after ``timeout`` seconds.
+    """
+    from filelock import FileLock
+
+    with FileLock(str(lock_path), timeout=timeout):
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(lock_path)
+
+
+def remove_stale_temps(folder: Path, name: str | None = None) -> int:
+    """Remove temp files :func:`write_atomic` left in ``folder`` (for ``name``, or any).
+
+    A temp file outlives its write only when the writer was killed. Call this
+    only while holding the lock every writer of those files takes, so no
+    write in progress loses its temp file. Returns how many were removed.
+    """
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        match = _TEMP.match(entry.name)
+        if match is None or (name is not None and match.group("name") != name[:100]):
+            continue
+        with contextlib.suppress(OSError):
+            if entry.is_file(follow_symlinks=False) or entry.is_symlink():
+                os.unlink(entry.path)
+                removed += 1
+    return removed

@@ -66,6 +66,7 @@ def status(
     import json
 
     from personae.errors import UsageError
+    from personae.fsutil import read_regular
     from personae.handover.chain import state_dir_for
     from personae.handover.workflow import load_workflow
 
@@ -76,7 +77,7 @@ def status(
         typer.echo(f"{wf.name}: not started")
         return
     try:
-        steps = json.loads(cp.read_text(encoding="utf-8"))["steps"]
+        steps = json.loads(read_regular(cp).decode("utf-8"))["steps"]
     except (OSError, ValueError, KeyError) as exc:
         raise UsageError(f"unreadable checkpoint: {exc}", file=cp) from None
     for step in wf.steps():

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from personae.handover.security import is_secret_name, looks_like_secret, redact_secrets
+from personae.security.redact import MARKER_PREFIX
 
 __all__ = ["MAX_CHARS", "MAX_LISTED", "memory_dir_of", "memory_snapshot"]
 
@@ -37,7 +38,7 @@ def _clean_type(value: str) -> str:
 
 def _description(name: str, text: str) -> str:
     one = " ".join(text.split())
-    if is_secret_name(name.removesuffix(".md")) or looks_like_secret(one):
+    if is_secret_name(name.removesuffix(".md")) or looks_like_secret(one) or MARKER_PREFIX in one:
         return "(description withheld: may hold a secret)"
     one = str(redact_secrets(one))
     return one if len(one) <= _MAX_DESCRIPTION else one[: _MAX_DESCRIPTION - 1] + "…"

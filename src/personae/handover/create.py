@@ -11,6 +11,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from personae.errors import UsageError
+from personae.fsutil import private_dir
 from personae.handover.files import ContextFormat, save_handover, validate_safety
 from personae.handover.schema import (
     ArtifactFile,
@@ -22,7 +23,7 @@ from personae.handover.schema import (
     Source,
     Target,
 )
-from personae.handover.security import capture_environment
+from personae.handover.security import capture_environment, redact_secrets
 from personae.store.handovers import HandoverLedger
 
 __all__ = [
@@ -42,7 +43,7 @@ class CreatedHandover:
     """A handover written to disk."""
 
     handover: ContextHandover
-    """The model as written (before secret redaction on disk)."""
+    """The model as written (secrets redacted)."""
     path: Path
     """Where it was written."""
     sha256: str
@@ -167,8 +168,14 @@ def create_handover(
     if not path.is_absolute():
         path = Path(cwd) / path
     policy, allow = load_policy(Path(cwd), path, allowed_roots, env_allow)
+    # Redacted once, before the file, the ledger or the caller sees it.
+    handover = ContextHandover.model_validate(
+        redact_secrets(handover.model_dump(mode="json", by_alias=True))
+    )
     validate_safety(handover, policy, env_allow=allow, path=path)
     existed = path.exists()
+    if out is None:
+        private_dir(path.parent)  # .personae/handovers: handovers may carry private data
     digest = save_handover(handover, path, chosen)
     db = ledger_db if ledger_db is not None else Path(cwd) / ".personae" / "state.db"
     try:

@@ -1,11 +1,13 @@
 """Reading and writing handover files: JSON or YAML, size-limited, atomic, locked.
 
-``load_handover`` never crashes on a bad file: unreadable, too large, not
+``load_handover`` redacts secrets (``personae.security.redact``) from what it
+reads and never crashes on a bad file: unreadable, too large, not
 UTF-8, truncated, malformed, wrong shape, newer major version and unsafe
 content all raise a :class:`~personae.errors.UsageError` naming the file (and
 field or line where known). ``save_handover`` redacts secrets, then writes a
 temp file beside the target and renames it over (``os.replace``) while
-holding ``<file>.lock``.
+holding ``<file>.lock`` (removed again on release; temp files a killed writer
+left are removed under the lock).
 """
 
 from __future__ import annotations
@@ -15,18 +17,19 @@ import errno
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import pydantic_core
 import yaml
-from filelock import FileLock, Timeout
+from filelock import Timeout
 from pydantic import ValidationError
 
 from personae.errors import UsageError
-from personae.fsutil import NotRegularFileError, read_regular
+from personae.fsutil import NotRegularFileError, locked, read_regular, remove_stale_temps
 from personae.fsutil import write_atomic as _write_atomic
 from personae.handover.schema import MAX_FILE_BYTES, SUPPORTED_MAJOR, ContextHandover
 from personae.handover.security import (
@@ -90,9 +93,19 @@ def detect_format(path: Path, text: str | None = None) -> ContextFormat:
     return "yaml" if text is not None else "json"
 
 
-def file_lock(path: Path) -> FileLock:
-    """The lock guarding ``path`` (a ``<name>.lock`` file beside it)."""
-    return FileLock(str(path) + ".lock", timeout=LOCK_TIMEOUT)
+def file_lock(path: Path) -> AbstractContextManager[None]:
+    """Hold the lock guarding ``path`` (a ``<name>.lock`` file beside it, removed on release).
+
+    While it is held, temp files a killed writer left for ``path`` are removed.
+    """
+    return _held(path)
+
+
+@contextmanager
+def _held(path: Path) -> Iterator[None]:
+    with locked(Path(str(path) + ".lock"), timeout=LOCK_TIMEOUT):
+        remove_stale_temps(path.parent, path.name)
+        yield
 
 
 def sha256_file(path: Path) -> str:
@@ -176,7 +189,7 @@ def _precheck_version(raw: dict[str, Any], path: Path) -> None:
 
 
 def parse_handover(text: str, path: Path, fmt: ContextFormat | None = None) -> ContextHandover:
-    """Parse and validate handover text (no safety checks; see ``validate_safety``)."""
+    """Parse, redact and validate handover text (no safety checks: ``validate_safety``)."""
     chosen = fmt or detect_format(path, text)
     if not text.strip():
         raise UsageError("empty handover file", file=path)
@@ -184,6 +197,8 @@ def parse_handover(text: str, path: Path, fmt: ContextFormat | None = None) -> C
     if not isinstance(raw, dict):
         raise UsageError("a handover must be a mapping at the top level", file=path)
     _precheck_version(raw, path)
+    # Secrets written into the file by hand never reach a prompt, the ledger or a rewrite.
+    raw = redact_secrets(raw)
     try:
         return ContextHandover.model_validate(raw)
     except ValidationError as exc:

@@ -7,7 +7,6 @@ environment variables are captured or applied; secrets are never written.
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 import tempfile
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.errors import UsageError
+from personae.security.redact import is_secret_name, looks_like_secret, marker, redact_value
 
 __all__ = [
     "DANGEROUS_ENV",
@@ -81,8 +81,8 @@ DANGEROUS_ENV: frozenset[str] = frozenset(
 accepted, the variable is recorded but not applied, with a warning, unless
 ``handover.env_allow`` in the project config names it."""
 
-REDACTED = "[redacted]"
-"""What a secret is replaced with before a handover is written."""
+REDACTED = marker("secret-field")
+"""What a value under a secret-named key is replaced with before a handover is written."""
 
 MAX_ENV_VALUE = 1024
 
@@ -391,70 +391,14 @@ def held_environment(
 
 
 # --- secrets -----------------------------------------------------------------
-
-_SECRET_NAME = re.compile(
-    r"(^|_)(api_?key|apikey|secret|secret_?key|password|passwd|pwd|token|auth_?token|"
-    r"access_?token|refresh_?token|access_?key|private_?key|credentials?|authorization|"
-    r"cookie|session_?key)(_|$)",
-    re.IGNORECASE,
-)
-_SECRET_VALUE = re.compile(
-    r"(sk-[A-Za-z0-9_-]{16,}"  # OpenAI / Anthropic style
-    r"|sk-ant-[A-Za-z0-9_-]{16,}"
-    r"|gh[pousr]_[A-Za-z0-9]{20,}"  # GitHub
-    r"|github_pat_[A-Za-z0-9_]{20,}"
-    r"|xox[abprs]-[A-Za-z0-9-]{10,}"  # Slack
-    r"|AKIA[0-9A-Z]{16}"  # AWS access key id
-    r"|AIza[0-9A-Za-z_-]{30,}"  # Google API key
-    r"|hf_[A-Za-z0-9]{30,}"  # Hugging Face
-    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
-    r"|eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"  # JWT
-    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)"
-    r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{16,})"
-)
-_MIN_SECRET = 14
-_SCALARS = (int, float, bool)
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-
-
-@functools.lru_cache(maxsize=4096)
-def is_secret_name(name: str) -> bool:
-    """Whether a key or variable name says it holds a secret (``API_KEY``, ``authToken`` ...)."""
-    return bool(_SECRET_NAME.search(_CAMEL.sub("_", name).replace("-", "_")))
-
-
-def looks_like_secret(value: str) -> bool:
-    """Whether a string contains something shaped like a credential."""
-    return bool(_SECRET_VALUE.search(value))
+# One redaction pass for all of personae: personae.security.redact.
 
 
 def redact_secrets(value: Any) -> Any:
-    """A copy of a JSON-like value with secrets replaced by ``[redacted]``.
+    """A copy of a JSON-like value with secrets replaced by ``[REDACTED:<kind>]`` markers.
 
-    String values under secret-looking keys are replaced whole; credential-shaped
-    substrings anywhere are replaced in place.
+    String values under secret-looking keys are replaced whole (:data:`REDACTED`);
+    credential-shaped substrings and secret environment values anywhere are
+    replaced in place (see :mod:`personae.security.redact`).
     """
-    kind = type(value)
-    if isinstance(value, str):
-        # Every credential shape is at least 14 characters long.
-        return _SECRET_VALUE.sub(REDACTED, value) if len(value) >= _MIN_SECRET else value
-    if kind is not dict and isinstance(value, Mapping):
-        value, kind = dict(value), dict
-    if kind is dict:
-        out: dict[Any, Any] = {}
-        for key, item in value.items():
-            if isinstance(item, str):  # strings inline: most values, no recursive call
-                if item and isinstance(key, str) and is_secret_name(key):
-                    out[key] = REDACTED
-                elif len(item) >= _MIN_SECRET:
-                    out[key] = _SECRET_VALUE.sub(REDACTED, item)
-                else:
-                    out[key] = item
-            elif item is None or type(item) in _SCALARS:
-                out[key] = item
-            else:
-                out[key] = redact_secrets(item)
-        return out
-    if kind is list or kind is tuple:
-        return [redact_secrets(item) for item in value]
-    return value
+    return redact_value(value)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from personae.security.redact import looks_like_secret
+
 __all__ = ["cautionary_flags"]
 
 _DESTRUCTIVE = [
@@ -18,26 +20,26 @@ _DESTRUCTIVE = [
     (re.compile(r"\bchmod\s+(-R\s+)?777\b"), "world-writable permissions"),
     (re.compile(r"\bsudo\b"), "runs with elevated privileges"),
 ]
-_SECRETS = [
-    re.compile(r"\bsk-[A-Za-z0-9_-]{20,}"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
-    re.compile(r"(?i)\b(api[_-]?key|secret|password|passwd|token)\b\s*[:=]\s*['\"]?[^\s'\"]{8,}"),
-]
 _FAILURE = re.compile(r"(?i)\b(traceback|exception|error|failed|permission denied|not found)\b")
 _CAUTION_TYPES = {"feedback", "caution", "warning", "rule", "correction"}
 
 
 def cautionary_flags(
-    text: str, *, result: str | None = None, memory_hits: Iterable[tuple[str, str]] = ()
+    text: str,
+    *,
+    result: str | None = None,
+    memory_hits: Iterable[tuple[str, str]] = (),
+    secret: bool = False,
 ) -> list[str]:
-    """Flags for ``text`` (and a tool ``result``), plus cautionary memories (title, type)."""
+    """Flags for ``text`` (and a tool ``result``), plus cautionary memories (title, type).
+
+    ``secret`` says the input held a credential (already redacted by the caller).
+    """
     flags: list[str] = []
     for pattern, label in _DESTRUCTIVE:
         if pattern.search(text):
             flags.append(f"destructive: {label}")
-    if any(p.search(text) for p in _SECRETS):
+    if secret or looks_like_secret(text):
         flags.append("secret: the input looks like it contains a credential; do not repeat it")
     if result is not None and _FAILURE.search(result[:4000]):
         flags.append("result: the tool result reports an error or failure")

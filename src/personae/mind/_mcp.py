@@ -26,6 +26,13 @@ __all__ = ["build_server", "probe_stdio", "run_http", "run_stdio", "tool_names"]
 
 _T = TypeVar("_T")
 
+MAX_HTTP_BODY = 32 * 1024 * 1024
+"""Largest HTTP request body accepted (the SDK default is 4 MiB).
+
+Oversized tool input must reach the tool, which answers with a tool error
+naming its limit (``is_error``), instead of the transport refusing the
+request with HTTP 413, which clients see as a protocol error."""
+
 
 def _guard(fn: Callable[..., _T], *args: Any) -> _T:
     try:
@@ -95,7 +102,7 @@ def run_stdio(server: MCPServer) -> None:
 def run_http(server: MCPServer, host: str, port: int) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp``."""
     print(f"personae: mind server on http://{host}:{port}/mcp", file=sys.stderr, flush=True)
-    server.run("streamable-http", host=host, port=port)
+    server.run("streamable-http", host=host, port=port, max_request_body_size=MAX_HTTP_BODY)
 
 
 async def probe_stdio(

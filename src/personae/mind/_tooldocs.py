@@ -72,9 +72,10 @@ name: Deploy rules
 description: how releases are cut
 type: project
 ---
-The MEMORY.md index is updated, and the memory is searchable by recall() at once.""",
+The MEMORY.md index is updated (MEMORY.md itself is reserved and cannot be written), and \
+the memory is searchable by recall() at once. Credentials in content are redacted.""",
     "observe": """\
-Record an external tool call verbatim in the mind's journal: call it before the tool \
+Record an external tool call in the mind's journal (credentials redacted): call it before the tool \
 (tool_name, args) and after it (tool_name, args, result) unless the host records tool calls \
 mechanically. Returns the journal id, relevant_memories (excerpts) and cautionary_flags \
 (destructive commands, credentials, failed results, feedback memories that may apply). \

@@ -1,8 +1,10 @@
 """Memory files: Markdown with frontmatter (name, description, type) in one folder.
 
-``MEMORY.md`` is the index (one line per memory). Names are plain file names
-(no folders), confined to the memory directory; writes are atomic
-(temp file + ``os.replace``) under a file lock, and keep the index current.
+``MEMORY.md`` is the index (one line per memory), kept by personae: it and
+the other reserved names are never written through the tools. Names are plain
+file names (no folders), confined to the memory directory; writes are atomic
+(temp file + ``os.replace``) under a folder lock, keep the index current and
+leave no temp or lock file behind. The folder is private (0700), files 0600.
 """
 
 from __future__ import annotations
@@ -13,15 +15,18 @@ from pathlib import Path
 from stat import S_ISREG
 from typing import Any, NamedTuple
 
-from filelock import FileLock
+from filelock import Timeout
 
 from personae.errors import UsageError
-from personae.fsutil import read_regular, write_atomic
+from personae.fsutil import locked, private_dir, read_regular, remove_stale_temps, write_atomic
 from personae.mind._frontmatter import FrontmatterError, split_frontmatter
+from personae.security.redact import redact_text
 
 __all__ = [
     "INDEX_NAME",
+    "LOCK_NAME",
     "REQUIRED_FIELDS",
+    "RESERVED_NAMES",
     "MemoryDir",
     "MemoryEntry",
     "MemoryFileError",
@@ -30,6 +35,11 @@ __all__ = [
 
 INDEX_NAME = "MEMORY.md"
 """The index file of a memory directory."""
+
+RESERVED_NAMES = frozenset({"memory.md", "claude.md", "agents.md", "gemini.md", "mind.md"})
+"""File names (case-folded) the mind tools never write."""
+LOCK_NAME = ".memory.lock"
+"""The folder lock every writer holds (removed on release)."""
 
 REQUIRED_FIELDS = ("name", "description", "type")
 """Frontmatter fields every written memory file must have."""
@@ -57,7 +67,12 @@ class MemoryEntry(NamedTuple):
 
 
 def parse_memory(name: str, text: str) -> MemoryEntry:
-    """Parse a memory file's text; a broken header gives type ``unknown`` and ``error``."""
+    """Parse a memory file's text; a broken header gives type ``unknown`` and ``error``.
+
+    Secrets are redacted first (``personae.security.redact``): nothing parsed
+    from a memory file reaches the store, a packet or a prompt verbatim.
+    """
+    text = redact_text(text)
     try:
         meta, body, _had = split_frontmatter(text)
     except FrontmatterError as exc:
@@ -174,19 +189,33 @@ class MemoryDir:
             raise MemoryFileError(f"{name}: cannot read: {exc.strerror}", file=path) from None
 
     def write(self, name: str, content: str) -> MemoryEntry:
-        """Validate and atomically write memory ``name``; update ``MEMORY.md``."""
+        """Validate and atomically write memory ``name``; update ``MEMORY.md``.
+
+        Reserved names (the index ``MEMORY.md``, host instruction files) are
+        refused: personae keeps the index itself.
+        """
         path = self.path_of(name)
+        if name.casefold() in RESERVED_NAMES:
+            raise MemoryFileError(
+                f"{name} is reserved (personae keeps {INDEX_NAME} itself); "
+                "write a memory file such as 'user_prefs.md' and the index follows",
+                field="name",
+            )
         if len(content.encode("utf-8")) > _MAX_BYTES:
             raise MemoryFileError(f"{name}: content larger than {_MAX_BYTES} bytes")
         entry = parse_memory(name, content)
-        if name != INDEX_NAME:
-            _validate(name, content, entry)
+        _validate(name, content, entry)
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            with FileLock(str(self.root / ".memory.lock"), timeout=10):
+            private_dir(self.root)
+            with locked(self.root / LOCK_NAME, timeout=10):
+                # Every writer holds this lock: a temp file here is a killed writer's leftover.
+                remove_stale_temps(self.root)
                 _atomic_write(path, content)
-                if name != INDEX_NAME:
-                    self._update_index(entry)
+                self._update_index(entry)
+        except Timeout:
+            raise MemoryFileError(
+                f"{name}: the memory folder is locked by another writer"
+            ) from None
         except OSError as exc:
             raise MemoryFileError(
                 f"{name}: cannot write in {self.root}: {exc.strerror or exc}"

@@ -6,6 +6,7 @@ and other code can call them directly.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from personae.errors import UsageError
+from personae.fsutil import private_dir
 from personae.mind._flags import cautionary_flags
 from personae.mind._tokens import count_tokens, counter_name, warm_up
 from personae.mind.contract import Contract, load_contract
@@ -37,6 +39,7 @@ from personae.mind.results import (
     RecallResult,
     WriteResult,
 )
+from personae.security.redact import redact, redact_text
 from personae.store.db import Store
 
 __all__ = ["REFLECT_KINDS", "MindService", "ReflectKind"]
@@ -71,6 +74,9 @@ class MindService:
         self.memory = MemoryDir(memory_dir)
         self.host = host
         """The host process (pid, start time) that started this server over stdio, if known."""
+        if self.memory.exists():
+            with contextlib.suppress(OSError):  # memory may hold private notes: 0700
+                private_dir(self.memory.root)
         self.prompt = prompt
         self.index = MindIndex(store)
         self._synced_at = 0.0
@@ -185,7 +191,7 @@ class MindService:
         """One memory file's full text and frontmatter fields."""
         from personae.mind.memory import parse_memory
 
-        text = self.memory.read(name)
+        text = redact_text(self.memory.read(name))  # a secret typed into a file by hand
         entry = parse_memory(name, text)
         return MemoryFile(
             name=name,
@@ -196,19 +202,23 @@ class MindService:
         )
 
     def write_memory_file(self, name: str, content: str) -> WriteResult:
-        """Write (create or replace) one memory file atomically and index it now."""
+        """Write (create or replace) one memory file atomically and index it now.
+
+        Secrets in ``content`` are redacted before anything is written.
+        ``MEMORY.md`` and the other reserved names are refused.
+        """
+        from personae.mind.memory import INDEX_NAME, parse_memory
+
+        content = redact_text(content)
         entry = self.memory.write(name, content)
         self.index.upsert(self.memory, entry)
-        if name != "MEMORY.md" and (self.memory.root / "MEMORY.md").exists():
-            from personae.mind.memory import parse_memory
-
-            index_text = (self.memory.root / "MEMORY.md").read_text(encoding="utf-8")
-            self.index.upsert(self.memory, parse_memory("MEMORY.md", index_text))
+        index_text = self.memory.read(INDEX_NAME)
+        self.index.upsert(self.memory, parse_memory(INDEX_NAME, index_text))
         return WriteResult(
             name=name,
             type=entry.type,
             bytes=len(content.encode("utf-8")),
-            index_updated=name != "MEMORY.md",
+            index_updated=True,
         )
 
     # -- recall / journal ------------------------------------------------------------
@@ -231,7 +241,7 @@ class MindService:
         )
 
     def observe(self, tool_name: str, args: Any, result: Any = None) -> ObserveResult:
-        """Record a tool call (and its result) verbatim; return related memories and flags."""
+        """Record a tool call (and its result), secrets redacted; return memories and flags."""
         if not tool_name or len(tool_name) > 200:
             raise UsageError("tool_name must be 1-200 characters", field="tool_name")
         args_text = args if isinstance(args, str) else dumps(args)
@@ -240,6 +250,11 @@ class MindService:
         )
         text = f"{tool_name} {args_text}" + ("" if result_text is None else f"\n{result_text}")
         _check_size(text)
+        # Redacted before the journal stores it (and so before recall can return it).
+        red_args, red_result = redact(args_text), redact(result_text or "")
+        args_text = red_args.text
+        result_text = None if result_text is None else red_result.text
+        text = f"{tool_name} {args_text}" + ("" if result_text is None else f"\n{result_text}")
         kind = "tool_result" if result is not None else "tool_call"
         jid, doc_id = self.index.add_journal(
             self.memory,
@@ -249,10 +264,12 @@ class MindService:
             args=args_text,
             result=result_text,
         )
-        return self._answer(jid, kind, f"{tool_name} {args_text}", doc_id, result_text)
+        secret = red_args.changed or red_result.changed
+        query = f"{tool_name} {args_text}"
+        return self._answer(jid, kind, query, doc_id, result_text, secret=secret)
 
     def reflect(self, observation: str, kind: str) -> ObserveResult:
-        """Record a non-tool signal verbatim; return related memories and flags."""
+        """Record a non-tool signal, secrets redacted; return related memories and flags."""
         if kind not in REFLECT_KINDS:
             raise UsageError(
                 f"kind must be one of {', '.join(REFLECT_KINDS)} (got {kind!r})", field="kind"
@@ -260,17 +277,18 @@ class MindService:
         if not observation.strip():
             raise UsageError("observation must not be empty", field="observation")
         _check_size(observation)
-        jid, doc_id = self.index.add_journal(self.memory, kind=kind, text=observation)
-        return self._answer(jid, kind, observation, doc_id, None)
+        red = redact(observation)
+        jid, doc_id = self.index.add_journal(self.memory, kind=kind, text=red.text)
+        return self._answer(jid, kind, red.text, doc_id, None, secret=red.changed)
 
     def _answer(
-        self, jid: int, kind: str, query: str, doc_id: int, result: str | None
+        self, jid: int, kind: str, query: str, doc_id: int, result: str | None, *, secret: bool
     ) -> ObserveResult:
         self.sync()
         hits = [h for h in self.index.search(self.memory, query[:2000], k=3, exclude=doc_id)]
         items, _ = _excerpts(hits, query, 600)
         flags = cautionary_flags(
-            query, result=result, memory_hits=[(h.title, h.type) for h in hits]
+            query, result=result, memory_hits=[(h.title, h.type) for h in hits], secret=secret
         )
         return ObserveResult(id=jid, kind=kind, relevant_memories=items, cautionary_flags=flags)
 

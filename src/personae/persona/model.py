@@ -76,9 +76,11 @@ class Skill(BaseModel):
 
     def body(self) -> str:
         """L2: the Markdown body of ``SKILL.md`` (verbatim), read from disk on demand."""
+        from personae.fsutil import read_regular
         from personae.persona._frontmatter import parse_document
 
-        return parse_document(self.path.read_text(encoding="utf-8"), lenient=True).body
+        text = read_regular(self.path).decode("utf-8")  # a FIFO swapped in is refused
+        return parse_document(text, lenient=True).body
 
     def files(self) -> list[Path]:
         """L3: the other files beside ``SKILL.md`` (sorted, relative to the folder).

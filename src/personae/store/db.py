@@ -15,6 +15,7 @@ companions are private to the user (0600) whatever the umask.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import sqlite3
@@ -203,8 +204,10 @@ def _set_wal(conn: sqlite3.Connection) -> None:
     delay = 0.005
     while True:
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
+            mode = str(conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]).lower()
+            # A busy database can also answer with its old mode instead of an error.
+            if mode in {"wal", "memory"} or time.monotonic() > deadline:
+                return
         except sqlite3.OperationalError as exc:
             if "locked" not in str(exc) and "busy" not in str(exc):
                 raise
@@ -217,41 +220,37 @@ def _set_wal(conn: sqlite3.Connection) -> None:
 def _prepare_private_file(path: Path) -> None:
     """Create the database file 0600 (any umask); take group/other bits off an existing one.
 
-    The open does not block on a FIFO (``O_NONBLOCK``), and anything that is
-    not a regular file is refused. The ``-wal`` and ``-shm`` files SQLite
-    creates take the database file's mode; existing ones are tightened too.
+    An existing database is never opened here, only stat'ed and chmod'ed by
+    path: closing any descriptor of a database file drops the POSIX locks
+    every SQLite connection of this process holds on it (a corruption hazard
+    documented by SQLite). A new file is created ``O_EXCL``, so no connection
+    can hold a lock on it yet. Anything that is not a regular file (a FIFO,
+    a device) is refused without being opened. The ``-wal`` and ``-shm``
+    files SQLite creates take the database file's mode; existing ones are
+    tightened too.
     """
-    flags = os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags | os.O_RDWR | os.O_CREAT | os.O_EXCL, DB_MODE)
-        created = True
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, DB_MODE)
     except FileExistsError:
-        fd = os.open(path, flags | os.O_RDONLY)
-        created = False
-    try:
-        info = os.fstat(fd)
+        info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
-            raise OSError(0, "not a regular file", str(path))
-        if created:
+            raise OSError(errno.EINVAL, "not a regular file", str(path)) from None
+        _tighten(path, info)
+    else:
+        try:
             os.fchmod(fd, DB_MODE)  # the umask may have taken owner bits away
-        else:
-            _tighten(fd, info)
-    finally:
-        os.close(fd)
+        finally:
+            os.close(fd)
     for suffix in ("-wal", "-shm"):
-        side = f"{path}{suffix}"
+        side = Path(f"{path}{suffix}")
         with contextlib.suppress(OSError):
-            fd = os.open(side, flags | os.O_RDONLY | os.O_NOFOLLOW)
-            try:
-                info = os.fstat(fd)
-                if stat.S_ISREG(info.st_mode):
-                    _tighten(fd, info)
-            finally:
-                os.close(fd)
+            info = side.lstat()
+            if stat.S_ISREG(info.st_mode):
+                _tighten(side, info)
 
 
-def _tighten(fd: int, info: os.stat_result) -> None:
-    """Drop group and other permission bits from a file we own."""
+def _tighten(path: Path, info: os.stat_result) -> None:
+    """Drop group and other permission bits from a file we own (by path, never opened)."""
     mode = stat.S_IMODE(info.st_mode)
     if mode & 0o077 and info.st_uid == os.geteuid():
-        os.fchmod(fd, mode & 0o700)
+        os.chmod(path, mode & 0o700)
