@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
+    from personae.settings import PersonaeSettings
     from personae.team.events import Event
     from personae.team.session import RunOptions, RunOutcome
 
@@ -220,7 +221,10 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option(help="Write handover results here.")
         ] = None,
         non_interactive: Annotated[
-            bool, typer.Option(help="Never prompt; take the task from the handover.")
+            bool,
+            typer.Option(
+                "--non-interactive", help="Never prompt; take the task from the handover."
+            ),
         ] = False,
         handover_timeout: Annotated[
             float | None, typer.Option(min=0.001, help="Seconds this run may take.")
@@ -234,7 +238,9 @@ def register(app: typer.Typer) -> None:
         if context_return is not None and context_from is None:
             raise typer.BadParameter("--context-return needs --context-from")
         from personae.cli._root import project_root
+        from personae.settings import PersonaeSettings
 
+        settings = PersonaeSettings()  # a bad PERSONAE_* variable: an error, not a run
         handover = None
         if context_from is None:
             cwd = project_root()
@@ -260,7 +266,7 @@ def register(app: typer.Typer) -> None:
                 task=task, persona=persona, model=model, session=session, view=view,
                 max_retries=max_retries, handover=handover, context_return=context_return,
                 non_interactive=non_interactive, handover_timeout=handover_timeout,
-                max_requests=max_requests, announced=announced, cwd=cwd,
+                max_requests=max_requests, announced=announced, cwd=cwd, settings=settings,
             )  # fmt: skip
         except (typer.Exit, SystemExit) as done:
             code = done.exit_code if isinstance(done, typer.Exit) else done.code
@@ -309,13 +315,12 @@ def _run_announced(
     max_requests: int | None,
     announced: dict[str, Any],
     cwd: Path,
+    settings: PersonaeSettings,
 ) -> None:
     """Everything ``personae run`` does after its run is stored and shown."""
     from personae.project import Project
-    from personae.settings import PersonaeSettings
     from personae.team.session import RunOptions
 
-    settings = PersonaeSettings()
     as_json = view.as_json
     if handover is not None:
         for warning in handover.warnings:
@@ -489,6 +494,22 @@ def list_runs(
     Console(width=160 if not sys.stdout.isatty() else None).print(table)
 
 
+def _tokens_line(usage: dict[str, Any], model: str) -> str:
+    """Input tokens of one model call: the provider's figure, ours, and the drift."""
+    source = "scripted server (chars/4)" if model.startswith("scripted") else "provider"
+    reported = usage.get("input_tokens")
+    ours = usage.get("counted_input_tokens")
+    out = f"output {usage.get('output_tokens', '?')}"
+    if not isinstance(ours, int):  # stored before personae counted whole requests
+        return f"input tokens: {source} {reported}, ours not recorded; {out}"
+    kind = "exact" if usage.get("counter_exact") else "estimate"
+    line = f"input tokens: {source} {reported}, ours {ours} ({usage.get('counter')}, {kind})"
+    if isinstance(reported, int) and reported > 0:
+        drift = ours - reported
+        line += f", drift {drift:+d} ({100 * drift / reported:+.1f}%)"
+    return f"{line}; {out}"
+
+
 @runs_app.command("show")
 def show_run(
     run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix works).")],
@@ -540,9 +561,8 @@ def show_run(
     console.print(Text(f"\n{len(calls)} model call(s):", style="bold"))
     for c in calls:
         where = f"subtask {c.subtask}" if c.subtask else "turn"
-        console.print(
-            Text(f"\n#{c.seq} {c.role} ({c.persona or '-'}, {where}) usage {c.usage}", style="bold")
-        )
+        console.print(Text(f"\n#{c.seq} {c.role} ({c.persona or '-'}, {where})", style="bold"))
+        console.print(Text(_tokens_line(c.usage, c.model)))
         try:
             console.print(BudgetReport.model_validate(c.budget).to_text())
         except ValueError:
