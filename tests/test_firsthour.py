@@ -478,3 +478,12 @@ def test_our_request_count_covers_every_part_and_tool() -> None:
     ]  # fmt: skip
     expected = sum(counter.count(t) for t in texts) + MESSAGE_FRAMING * 5
     assert count_request(messages, params, counter) == expected
+
+
+def test_scaffold_state_files_name_the_sample_csv_columns(project: Path) -> None:
+    header = (project / ".personae/samples/sales.csv").read_text(encoding="utf-8").splitlines()[0]
+    state = (project / ".personae/project/STATE.md").read_text(encoding="utf-8")
+    assert ", ".join(header.split(",")) in state
+    step = next((project / ".personae/project/goals").rglob("STEP.md")).read_text(encoding="utf-8")
+    named = set(re.findall(r"`([a-z_]+)`", step)) - {"reports"}
+    assert named <= set(header.split(",")), named
