@@ -487,3 +487,37 @@ def test_scaffold_state_files_name_the_sample_csv_columns(project: Path) -> None
     step = next((project / ".personae/project/goals").rglob("STEP.md")).read_text(encoding="utf-8")
     named = set(re.findall(r"`([a-z_]+)`", step)) - {"reports"}
     assert named <= set(header.split(",")), named
+
+
+def test_serve_on_a_terminal_says_what_it_is_and_stops_at_the_first_ctrl_c(
+    project: Path,
+) -> None:
+    import select
+    import signal
+    import time
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "personae", "serve"],
+        stdin=slave,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        cwd=project,
+        close_fds=True,
+    )
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 60
+    try:
+        while b"Ctrl-C stops it" not in seen and time.monotonic() < deadline:
+            if select.select([master], [], [], 1)[0]:
+                seen += os.read(master, 4096)
+        assert b"personae serve: MCP server on stdin/stdout" in seen, seen
+        time.sleep(0.5)  # the server is reading stdin now
+        os.kill(proc.pid, signal.SIGINT)  # once, and no Enter
+        assert proc.wait(timeout=10) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
