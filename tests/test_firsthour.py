@@ -521,3 +521,26 @@ def test_serve_on_a_terminal_says_what_it_is_and_stops_at_the_first_ctrl_c(
             proc.kill()
             proc.wait()
         os.close(master)
+
+
+def test_json_on_init_handover_validate_and_ledger(tmp_path: Path) -> None:
+    created = personae("init", "shop", "--json", cwd=tmp_path)
+    listed = json.loads(created.stdout)
+    assert ".personae/personas/analyst.md" in listed["created"] and listed["kept"] == []
+    again = json.loads(personae("init", "shop", "--json", cwd=tmp_path).stdout)
+    assert again["created"] == [] and len(again["unchanged"]) == len(listed["created"])
+    shop = tmp_path / "shop"
+    made = personae(
+        "handover", "create", "--to", "writer", "--task", "Write the March report",
+        "--out", "h.json", cwd=shop,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    checked = json.loads(personae("handover", "validate", "h.json", "--json", cwd=shop).stdout)
+    assert checked["ok"] is True and checked["target"] == "writer"
+    (shop / "src").mkdir()
+    ledger = json.loads(personae("handover", "ledger", "--json", cwd=shop / "src").stdout)
+    assert [e["handover_id"] for e in ledger] == [checked["handover_id"]]
+    one = json.loads(
+        personae("handover", "ledger", checked["handover_id"], "--json", cwd=shop).stdout
+    )
+    assert one["target_persona"] == "writer" and one["events"]
