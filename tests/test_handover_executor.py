@@ -31,7 +31,11 @@ from test_handover_childprog import calls, command
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
-    root.mkdir()
+    (root / ".personae" / "personas").mkdir(parents=True)
+    for name in ("report-writer", "writer"):
+        (root / ".personae" / "personas" / f"{name}.md").write_text(
+            f"---\nname: {name}\ndescription: Writes.\n---\nWrite.\n"
+        )
     return root
 
 
@@ -163,7 +167,7 @@ def test_default_command_is_a_separate_personae_process(project: Path) -> None:
     assert personae_run_command(spec) == [
         sys.executable, "-m", "personae", "run", "--persona", "writer",
         "--context-from", str(project / "h.json"), "--non-interactive",
-        "--handover-timeout", "12", "--context-return", str(project / "r.json"),
+        "--handover-timeout", "12s", "--context-return", str(project / "r.json"),
         "--model", "scripted:s.yaml",
     ]  # fmt: skip
 
@@ -240,7 +244,7 @@ def test_tool_in_a_tool_registry(project: Path) -> None:
     registry = ToolRegistry(Workspace(project))
     register_handover_tool(registry, "data-analyst", command=command, timeout=30)
     tool = registry.get("handover_to_persona")
-    assert {"target_persona", "task", "files"} <= set(tool.parameters["properties"])
+    assert {"targetPersona", "task", "files", "interactive"} <= set(tool.parameters["properties"])
     ctx = ToolContext(workspace=registry.workspace, tool=tool.name)
     text = asyncio.run(
         tool.run({"target_persona": "report-writer", "task": "Summarize", "insights": ["i"]}, ctx)
@@ -251,7 +255,7 @@ def test_tool_in_a_tool_registry(project: Path) -> None:
         asyncio.run(
             tool.run(
                 {
-                    "target_persona": "w",
+                    "target_persona": "report-writer",
                     "task": "t",
                     "files": [{"path": "/etc/passwd", "type": "data"}],
                 },

@@ -79,7 +79,7 @@ def test_handover_carries_it_and_the_receiver_sees_it(project: Path) -> None:
     assert h.context.memory_snapshot == memory_snapshot(project)
     out = project / "h.json"
     done = subprocess.run(
-        [sys.executable, "-m", "personae", "handover", "create", "--to", "writer",
+        [sys.executable, "-m", "personae", "handover", "create", "--to", "researcher",
          "--task", "Write it", "--out", str(out)],
         check=False, cwd=project, capture_output=True, text=True, timeout=120,
         env=os.environ.copy(),

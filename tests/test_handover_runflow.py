@@ -36,6 +36,10 @@ def project(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     (root / "data").mkdir(parents=True)
     (root / "data" / "sales.csv").write_text("month,total\n1,10\n")
+    (root / ".personae" / "personas").mkdir(parents=True)
+    (root / ".personae" / "personas" / "report-writer.md").write_text(
+        "---\nname: report-writer\ndescription: Writes reports.\n---\nWrite.\n"
+    )
     return root
 
 
@@ -192,7 +196,17 @@ def test_cli_create_show_validate(project: Path) -> None:
     assert "report-writer" in show.stdout and "up 5%" in show.stdout
     valid = cli(project, "handover", "validate", "h.yaml")
     assert valid.returncode == 0 and valid.stdout.startswith("ok:")
-    js = cli(project, "handover", "create", "--to", "w", "--task", "t", "--context-format", "json")
+    js = cli(
+        project,
+        "handover",
+        "create",
+        "--to",
+        "researcher",
+        "--task",
+        "t",
+        "--context-format",
+        "json",
+    )
     assert js.returncode == 0 and js.stdout.strip().endswith(".json")
 
 
@@ -207,7 +221,7 @@ def test_cli_create_show_validate(project: Path) -> None:
     ],
 )
 def test_cli_create_refuses_bad_input(project: Path, args: list[str], needle: str) -> None:
-    out = cli(project, "handover", "create", "--to", "w", "--task", "t", *args)
+    out = cli(project, "handover", "create", "--to", "researcher", "--task", "t", *args)
     assert out.returncode == 1
     assert needle in out.stderr and "Traceback" not in out.stderr
     assert (
@@ -220,11 +234,11 @@ def test_cli_create_refuses_bad_input(project: Path, args: list[str], needle: st
 def test_cli_validate_refuses_unsafe_and_corrupt(project: Path) -> None:
     path = make(project)
     data = json.loads(path.read_text())
-    data["source"]["environment"] = {"PYTHONPATH": "/evil"}
+    data["source"]["environment"] = {"LD_PRELOAD": "/evil.so"}
     bad = project / "bad.json"
     bad.write_text(json.dumps(data))
     out = cli(project, "handover", "validate", "bad.json")
-    assert out.returncode == 1 and "PYTHONPATH" in out.stderr and "Traceback" not in out.stderr
+    assert out.returncode == 1 and "LD_PRELOAD" in out.stderr and "Traceback" not in out.stderr
     bad.write_text(path.read_text()[:100])
     out = cli(project, "handover", "validate", "bad.json")
     assert out.returncode == 1 and "malformed JSON" in out.stderr
@@ -241,7 +255,7 @@ def test_begin_on_bad_file_raises_usage_error(project: Path) -> None:
 
 def test_cli_create_uses_the_cast_for_mcp_servers_and_target_check(project: Path) -> None:
     personas = project / ".personae" / "personas"
-    personas.mkdir(parents=True)
+    personas.mkdir(parents=True, exist_ok=True)
     (personas / "data-analyst.md").write_text(
         "---\nname: data-analyst\ndescription: Analyses data.\n"
         "mcpServers:\n  hdf5: {command: hdf5-mcp}\n  slurm: {command: slurm-mcp}\n---\nAnalyse.\n"
@@ -249,9 +263,16 @@ def test_cli_create_uses_the_cast_for_mcp_servers_and_target_check(project: Path
     (personas / "report-writer.md").write_text(
         "---\nname: report-writer\ndescription: Writes reports.\n---\nWrite.\n"
     )
-    out = cli(
+    refused = cli(
         project, "handover", "create", "--from", "data-analyst", "--to", "report-writr",
         "--task", "t",
+    )  # fmt: skip
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "--to" in refused.stderr and "did you mean 'report-writer'" in refused.stderr
+    assert not list(project.glob(".personae/handovers/*.json"))
+    out = cli(
+        project, "handover", "create", "--from", "data-analyst", "--to", "report-writr",
+        "--task", "t", "--no-target-check",
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "did you mean 'report-writer'" in out.stderr

@@ -21,6 +21,7 @@ from personae.handover.security import (
     PathPolicy,
     capture_environment,
     check_environment,
+    held_environment,
     is_secret_name,
     looks_like_secret,
 )
@@ -165,18 +166,26 @@ def test_create_refuses_artifact_outside_roots(project: Path) -> None:
 # --- environment -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "name",
-    ["PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONHOME", "NODE_OPTIONS"],
-)
-def test_dangerous_env_refused_even_if_allowed_in_config(name: str) -> None:
+@pytest.mark.parametrize("name", ["PATH", "LD_PRELOAD", "LD_AUDIT", "NODE_OPTIONS", "BASH_ENV"])
+def test_code_injecting_env_refused_even_if_allowed_in_config(name: str) -> None:
     with pytest.raises(HandoverSecurityError, match=name):
         check_environment({name: "/evil"}, extra_allow=[name])
 
 
-def test_unlisted_env_refused_and_listed_accepted() -> None:
-    with pytest.raises(HandoverSecurityError, match="not on the allow list"):
-        check_environment({"HOME": "/root"})
+@pytest.mark.parametrize("name", ["LD_LIBRARY_PATH", "PYTHONPATH", "MODULE_PATH", "PYTHONHOME"])
+def test_hpc_env_is_recorded_but_not_applied_unless_config_allows_it(name: str) -> None:
+    env = {name: "/opt/lib", "SLURM_JOB_ID": "42"}
+    assert check_environment(env) == {"SLURM_JOB_ID": "42"}  # accepted, not applicable
+    held, warning = held_environment(env)
+    assert held == [name]
+    assert warning is not None and name in warning and "not applied" in warning
+    assert check_environment(env, extra_allow=[name]) == env  # allowed by config: applied
+    assert held_environment(env, extra_allow=[name]) == ([], None)
+
+
+def test_unlisted_env_held_and_listed_accepted() -> None:
+    assert check_environment({"HOME": "/root"}) == {}
+    assert held_environment({"HOME": "/root"})[0] == ["HOME"]
     assert check_environment({"SLURM_JOB_ID": "42", "CONDA_DEFAULT_ENV": "sci"}) == {
         "SLURM_JOB_ID": "42",
         "CONDA_DEFAULT_ENV": "sci",

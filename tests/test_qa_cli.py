@@ -226,7 +226,7 @@ def test_os_error_from_a_command_is_one_line_not_a_traceback(
     [
         ("runs", "list"),
         ("handover", "ledger"),
-        ("handover", "create", "--to", "writer", "--task", "t"),
+        ("handover", "create", "--to", "researcher", "--task", "t"),
         ("context", "build", "--role", "worker", "--session", "s1"),
     ],
 )
@@ -278,7 +278,7 @@ def test_ambiguous_run_prefix_says_so(project: Path, capsys: pytest.CaptureFixtu
 def test_handover_create_bad_persona_name_names_the_flag(
     project: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str
 ) -> None:
-    args = {"--to": "writer", "--from": "user"} | {flag: value}
+    args = {"--to": "researcher", "--from": "user"} | {flag: value}
     code, out, err = cli(
         capsys, "handover", "create", "--task", "t", "--to", args["--to"], "--from", args["--from"]
     )
@@ -292,7 +292,7 @@ def test_handover_create_bad_persona_name_names_the_flag(
 def test_handover_run_refuses_a_non_positive_timeout(
     project: Path, capsys: pytest.CaptureFixture[str], timeout: str
 ) -> None:
-    code, out, _ = cli(capsys, "handover", "create", "--to", "writer", "--task", "t")
+    code, out, _ = cli(capsys, "handover", "create", "--to", "researcher", "--task", "t")
     assert code == 0
     path = Path(out.strip())
     before = path.read_bytes()
@@ -424,7 +424,7 @@ def test_init_where_dot_personae_is_a_file_is_one_line(
 def test_handover_create_bad_text_names_the_flag(
     project: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], expected: str
 ) -> None:
-    code, out, err = cli(capsys, "handover", "create", "--to", "writer", *extra)
+    code, out, err = cli(capsys, "handover", "create", "--to", "researcher", *extra)
     assert code == 1
     assert one_error_line(err).startswith(f"personae: error: {expected}")
     assert out == ""

@@ -186,7 +186,7 @@ def test_demo_runs_offline_and_says_scripted(isolated_home: Path, tmp_path: Path
 def test_timeout_cancels_the_run_and_records_it(project: Path) -> None:
     spec = f"scripted:{project.parent / 'one.yaml'}"
     done = personae(project, "run", "What port?", "--persona", "dev", "--model", spec,
-                    "--handover-timeout", "0.001", check=False)  # fmt: skip
+                    "--handover-timeout", "1ms", check=False)  # fmt: skip
     assert done.returncode == 1 and "run took longer than 0.001 s" in done.stderr
     listed = json.loads(personae(project, "runs", "list", "--json").stdout)
     assert listed[0]["status"] == "cancelled"

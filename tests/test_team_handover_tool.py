@@ -159,7 +159,7 @@ def test_handover_without_waiting_returns_the_command(project: Path) -> None:
     call = handover_events(events)[0]["data"]
     assert call["ok"] and '"status": "prepared"' in call["result"]
     (path,) = (project / ".personae" / "handovers").glob("*.json")
-    assert f'"context_path": "{path}"' in call["result"]
+    assert f'"contextPath": "{path}"' in call["result"]
     # The same call made directly returns the whole command (the event keeps 500 chars).
     result = handover_to_persona(
         "writer", "CHILDJOB write report.md", source_persona="lead", cwd=project,

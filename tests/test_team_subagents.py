@@ -233,7 +233,7 @@ def test_unknown_persona_name_lists_valid_names_and_closest(tmp_path: Path) -> N
     returned = json.loads(tool_results(parent_after)[-1])
     assert returned["status"] == "failed"
     assert "did you mean 'reader'" in returned["error"]
-    assert "lead, reader, relay, scratch" in returned["error"]
+    assert "lead, reader, relay, repo-researcher, researcher, scratch" in returned["error"]
 
 
 def _spawner(root: Path, usage: TreeUsage, depth_cap: int = 2) -> tuple[Spawner, ToolBox]:
@@ -295,5 +295,7 @@ def test_context_modes(tmp_path: Path) -> None:
     recent = child_prompt(ContextMode.SUMMARY_RECENT, "T", turn_ctx)
     assert "RECENT-TOOL-OUTPUT" in recent
     fork = child_prompt(ContextMode.FORK, "T", turn_ctx)
-    assert "PARENT-EXECUTION-BLOCK" in fork and "RECENT-TOOL-OUTPUT" in fork
+    # fork = the shared snapshot sections only: never the parent's execution block.
+    assert "PARENT-EXECUTION-BLOCK" not in fork and "RECENT-TOOL-OUTPUT" in fork
+    assert "DIRECTIVE-D" in fork and "the user task" not in fork
     assert Persona(name="p", description="d").context is ContextMode.BRIEF

@@ -49,6 +49,10 @@ class PersonaeSettings(BaseSettings):
     handover_timeout: float = Field(default=300.0, gt=0)
     """Seconds a handover child run may take before it is killed."""
 
+    otel_endpoint: str | None = None
+    """OTLP/HTTP endpoint each run is exported to as a trace (``PERSONAE_OTEL_ENDPOINT``);
+    ``None``: no telemetry (nothing of OpenTelemetry is imported)."""
+
     def __init__(self, **values: Any) -> None:
         """Read the environment; a bad ``PERSONAE_*`` value raises ConfigError naming it."""
         try:

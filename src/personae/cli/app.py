@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from personae.cli import chain, context, handover, hosts, personas, project, run, serve
+from personae.cli import chain, context, handover, hosts, personas, project, run, serve, ui
 from personae.errors import PersonaeError
 
 __all__ = ["app", "main"]
@@ -63,6 +63,7 @@ project.register(app)
 run.register(app)
 serve.register(app)
 hosts.register(app)
+ui.register(app)
 
 
 _INTERRUPTED = 130

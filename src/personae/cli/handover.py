@@ -12,7 +12,7 @@ import typer
 if TYPE_CHECKING:
     from personae.store.handovers import HandoverLedger
 
-__all__ = ["app"]
+__all__ = ["app", "duration_option"]
 
 app = typer.Typer(
     help="Handover files: move work to another persona (seed 001).", no_args_is_help=True
@@ -61,6 +61,17 @@ def _check_texts(task: str, insights: list[str]) -> None:
             raise UsageError(exc.errors()[0]["msg"], field=flag) from None
 
 
+def duration_option(text: str, *, bare: Any, flag: str) -> float:
+    """A duration flag's seconds; a bad value is a usage error (exit 2) naming the flag."""
+    from personae.errors import UsageError
+    from personae.handover.duration import parse_duration
+
+    try:
+        return parse_duration(text, bare=bare, flag=flag)
+    except UsageError as exc:
+        raise typer.BadParameter(exc.message, param_hint=flag) from None
+
+
 @app.command("create")
 def create(  # noqa: PLR0917 (typer options)
     to: Annotated[str, typer.Option("--to", help="Target persona.")],
@@ -82,8 +93,19 @@ def create(  # noqa: PLR0917 (typer options)
     interactive: Annotated[
         bool, typer.Option("--interactive", help="Target runs interactively.")
     ] = False,
+    no_target_check: Annotated[
+        bool,
+        typer.Option(
+            "--no-target-check",
+            help="The target persona is defined elsewhere (another project): only warn when "
+            "it is not in this project's cast.",
+        ),
+    ] = False,
 ) -> None:
-    """Create a handover file (and record it in the ledger); prints its path."""
+    """Create a handover file (and record it in the ledger); prints its path.
+
+    The target persona must be in this project's cast (or bundled), unless
+    ``--no-target-check``."""
     from personae.handover._cast import persona_facts
     from personae.handover._history import history_for
     from personae.handover.create import (
@@ -100,7 +122,7 @@ def create(  # noqa: PLR0917 (typer options)
     cwd = Path.cwd()
     project = Project.discover(cwd)
     files = [parse_file_spec(spec) for spec in file or []]
-    servers, warnings = persona_facts(project.root, source, to)
+    servers, warnings = persona_facts(project.root, source, to, check_target=not no_target_check)
     for warning in warnings:
         typer.echo(f"personae: warning: {warning}", err=True)
     handover = build_handover(
@@ -126,10 +148,15 @@ def show(
     file: Annotated[Path, typer.Argument(help="Handover file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the file as JSON.")] = False,
 ) -> None:
-    """Show a handover: source, target, task, artifacts, insights, results."""
-    from personae.handover.files import load_handover
+    """Show a handover: source, target, task, artifacts, insights, results.
 
-    h = load_handover(file).handover
+    The file gets the same checks as ``validate``: one it refuses is not shown.
+    """
+    from personae.handover.files import load_handover
+    from personae.handover.runflow import load_policy
+
+    policy, allow = load_policy(Path.cwd(), file)
+    h = load_handover(file, policy=policy, env_allow=allow).handover
     if as_json:
         typer.echo(json.dumps(h.model_dump(mode="json", by_alias=True), indent=2))
         return
@@ -166,11 +193,15 @@ def validate(
     """Check a handover file: schema, version, sizes and every safety rule."""
     from personae.handover.files import load_handover
     from personae.handover.runflow import load_policy
+    from personae.handover.security import held_environment
 
     cwd = Path.cwd()
     policy, allow = load_policy(cwd, file)
     loaded = load_handover(file, policy=policy, env_allow=allow)
     h = loaded.handover
+    _, held = held_environment(h.source.environment, allow)
+    if held:
+        typer.echo(f"personae: warning: {held}", err=True)
     if as_json:
         summary = {
             "ok": True, "file": str(file), "handover_id": h.handover_id,
@@ -206,8 +237,11 @@ def schema(
 def run(  # noqa: PLR0917 (typer options)
     file: Annotated[Path, typer.Argument(help="Handover file.")],
     timeout: Annotated[
-        float | None,
-        typer.Option("--timeout", min=0.001, help="Seconds per attempt (default 300)."),
+        str | None,
+        typer.Option(
+            "--timeout",
+            help="Time per attempt: 300s, 300000ms, 5m; a bare number is seconds (default 300s).",
+        ),
     ] = None,
     retries: Annotated[
         int, typer.Option("--retries", min=0, help="Retries after the first attempt.")
@@ -224,28 +258,50 @@ def run(  # noqa: PLR0917 (typer options)
     model: Annotated[
         str | None, typer.Option("--model", help="Model for the child (provider:name).")
     ] = None,
+    interactive: Annotated[
+        bool | None,
+        typer.Option(
+            "--interactive/--batch",
+            help="Attach the child to this terminal (it asks for follow-ups; one attempt) or "
+            "run it in batch mode. Default: the handover's target.interactive.",
+        ),
+    ] = None,
 ) -> None:
     """Run the target persona in a child `personae run` process; exit code per docs."""
     from personae.handover.executor import run_handover
     from personae.handover.files import load_handover
     from personae.handover.runflow import load_policy
+    from personae.handover.security import held_environment
     from personae.settings import PersonaeSettings
 
     cwd = Path.cwd()
     policy, allow = load_policy(cwd, file)
     loaded = load_handover(file, policy=policy, env_allow=allow)  # refuse unsafe files first
-    if loaded.handover.target.interactive:
-        typer.echo(
-            "personae: warning: the target is interactive; `handover run` runs it in batch mode "
-            f"(run `personae run --context-from {file}` yourself for an interactive session)",
-            err=True,
-        )
-    seconds = timeout if timeout is not None else PersonaeSettings().handover_timeout
+    _, held = held_environment(loaded.handover.source.environment, allow)
+    if held:
+        typer.echo(f"personae: warning: {held}", err=True)
+    attached = loaded.handover.target.interactive if interactive is None else interactive
+    seconds = (
+        duration_option(timeout, bare="s", flag="--timeout")
+        if timeout is not None
+        else PersonaeSettings().handover_timeout
+    )
 
     def report(a: Any) -> None:
         state = "timed out" if a.timed_out else f"exit {a.exit_code}"
         typer.echo(f"attempt {a.attempt}: {state} in {a.duration:.2f}s", err=True)
 
+    if attached:
+        from personae.handover.interactive import run_interactive
+
+        outcome = run_interactive(
+            file, cwd=cwd, timeout=seconds, persona=persona, model=model, return_path=return_path
+        )
+        results = outcome.handover.results
+        typer.echo(f"{outcome.status}: {outcome.path}")
+        if results is not None and results.error:
+            typer.echo(f"error: {results.error}", err=True)
+        raise typer.Exit(outcome.exit_code)
     outcome = run_handover(
         file,
         cwd=cwd,

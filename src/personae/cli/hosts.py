@@ -32,13 +32,22 @@ def render_command(
         list[str] | None, typer.Option("--gate", help="Gate pattern for the hook (repeatable).")
     ] = None,
     root: _Root = Path("."),
+    personae: Annotated[
+        str | None,
+        typer.Option(
+            "--personae", help="Absolute path hooks and MCP entries run (default: this install)."
+        ),
+    ] = None,
 ) -> None:
     """Render host instructions, hook configs and MCP entries (print, or --write them)."""
-    from personae.hosts.render import plan
+    from personae.hosts.render import installed_personae, plan
     from personae.hosts.render import write as write_files
     from personae.hosts.snippets import home_instructions
 
-    changes = plan(root, list(gate or []))
+    exe = personae or installed_personae()
+    if not Path(exe).is_absolute():
+        raise typer.BadParameter(f"{exe!r} is not an absolute path", param_hint="--personae")
+    changes = plan(root, list(gate or []), personae=exe)
     if write:
         written = write_files(root, changes)
         for change in changes:
@@ -50,15 +59,16 @@ def render_command(
             typer.echo(change.text.rstrip("\n"))
             typer.echo("")
     typer.echo("")
-    typer.echo(home_instructions().rstrip("\n"))
+    typer.echo(home_instructions(exe, str(root.resolve())).rstrip("\n"))
 
 
 @app.command("check")
 def check_command(root: _Root = Path(".")) -> None:
-    """Check the host files of a repository; exit 1 when any item fails."""
+    """Check the host files of a repository as each host will use them; exit 1 on any FAIL."""
+    from personae.hosts.hostcheck import check_hooks
     from personae.hosts.render import check
 
-    items = check(root)
+    items = check(root) + check_hooks(root)
     _print_items(items)
     if not all(i.ok for i in items):
         raise typer.Exit(1)

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from personae.errors import PersonaeError
+
 if TYPE_CHECKING:
     from personae.settings import PersonaeSettings
     from personae.team.events import Event
@@ -104,6 +106,33 @@ def _execute(
             return asyncio.run(go())
         finally:
             view.status = None
+
+
+def _follow_ups(
+    first: RunOutcome, options: RunOptions, view: _View, timeout: float | None
+) -> list[RunOutcome]:
+    """Interactive handover: ask for follow-up tasks until an empty line (or end of input).
+
+    Each follow-up is one more turn in the same conversation session; the
+    handover's results hold every turn's answer.
+    """
+    import dataclasses
+
+    done: list[RunOutcome] = []
+    session = first.session_id
+    while True:
+        try:
+            text = typer.prompt("Follow-up (empty line to finish)", default="", show_default=False)
+        except (EOFError, typer.Abort):
+            break
+        if not text.strip():
+            break
+        more = dataclasses.replace(options, session=session, announced=None)
+        outcome = _execute(text.strip(), more, view, timeout)
+        done.append(outcome)
+        if not view.as_json:
+            typer.echo(f"run {outcome.run_id} done ({outcome.result.status})")
+    return done
 
 
 def _announce(
@@ -227,16 +256,29 @@ def register(app: typer.Typer) -> None:
             ),
         ] = False,
         handover_timeout: Annotated[
-            float | None, typer.Option(min=0.001, help="Seconds this run may take.")
+            str | None,
+            typer.Option(
+                help="Time this run may take: 300s, 300000ms, 5m; a bare number is "
+                "milliseconds (seed 001). Default 300s with --context-from."
+            ),
         ] = None,
         max_requests: Annotated[
             int | None,
             typer.Option(min=1, help="Most model requests for the whole run (all agents)."),
         ] = None,
+        profile: Annotated[
+            str | None,
+            typer.Option(help="Context profile of the worker (builder, verifier, ...)."),
+        ] = None,
     ) -> None:
         """One turn of the team (Manager, Worker, Validator) on the current project."""
         if context_return is not None and context_from is None:
             raise typer.BadParameter("--context-return needs --context-from")
+        limit = None
+        if handover_timeout is not None:  # checked before anything starts
+            from personae.cli.handover import duration_option
+
+            limit = duration_option(handover_timeout, bare="ms", flag="--handover-timeout")
         from personae.cli._root import project_root
         from personae.settings import PersonaeSettings
 
@@ -265,8 +307,9 @@ def register(app: typer.Typer) -> None:
             _run_announced(
                 task=task, persona=persona, model=model, session=session, view=view,
                 max_retries=max_retries, handover=handover, context_return=context_return,
-                non_interactive=non_interactive, handover_timeout=handover_timeout,
+                non_interactive=non_interactive, handover_timeout=limit,
                 max_requests=max_requests, announced=announced, cwd=cwd, settings=settings,
+                profile=profile,
             )  # fmt: skip
         except (typer.Exit, SystemExit) as done:
             code = done.exit_code if isinstance(done, typer.Exit) else done.code
@@ -316,6 +359,7 @@ def _run_announced(
     announced: dict[str, Any],
     cwd: Path,
     settings: PersonaeSettings,
+    profile: str | None = None,
 ) -> None:
     """Everything ``personae run`` does after its run is stored and shown."""
     from personae.project import Project
@@ -338,6 +382,7 @@ def _run_announced(
         max_retries=settings.max_retries if max_retries is None else max_retries,
         budget_share=settings.budget_share,
         handover_text=handover.section_text if handover else None,
+        profile=profile or (handover.profile if handover else None),
         request_cap=max_requests,
         handover_timeout=settings.handover_timeout,
         announced=announced,
@@ -345,9 +390,12 @@ def _run_announced(
     timeout = handover_timeout if handover_timeout is not None else (
         settings.handover_timeout if handover is not None else None
     )  # fmt: skip
+    endpoint = settings.otel_endpoint or project.config.otel_endpoint
     try:
         outcome = _execute(task, options, view, timeout)
     except BaseException as exc:
+        if endpoint and isinstance(exc, PersonaeError | TimeoutError):
+            _export_trace(project.state_db, str(announced["run_id"]), endpoint)
         if handover is not None:
             from personae.handover import runflow
 
@@ -361,17 +409,20 @@ def _run_announced(
 
             raise RunError(f"run took longer than {timeout} s") from None
         raise
+    _export_trace(project.state_db, outcome.run_id, endpoint)
     if handover is not None:
         from personae.handover import runflow
 
         shown = len(handover.warnings)
-        result = outcome.result
+        outcomes = [outcome]
+        if not non_interactive and sys.stdin.isatty():
+            outcomes += _follow_ups(outcome, options, view, timeout)
         written = runflow.finish(
             handover,
-            status="success" if result.status == "done" else "partial",
-            output=result.final_text,
-            artifacts=outcome.files_written(),
-            next_steps=result.warnings,
+            status="success" if all(o.result.status == "done" for o in outcomes) else "partial",
+            output="\n\n".join(o.result.final_text for o in outcomes),
+            artifacts=list(dict.fromkeys(f for o in outcomes for f in o.files_written())),
+            next_steps=[w for o in outcomes for w in o.result.warnings],
             return_path=context_return,
         )
         for warning in handover.warnings[shown:]:
@@ -428,6 +479,10 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
             from personae.cli._pipes import BROKEN_PIPE_EXIT
 
             raise typer.Exit(BROKEN_PIPE_EXIT) from None
+        from personae.settings import PersonaeSettings
+
+        _export_trace(target / ".personae" / "state.db", outcome.run_id,
+                      PersonaeSettings().otel_endpoint)  # fmt: skip
         if not as_json:
             where = (
                 f"personae runs show {outcome.run_id}  (run it in {target})"
@@ -440,6 +495,17 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
     finally:
         if holder is not None:
             holder.cleanup()
+
+
+def _export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
+    """Send the stored run to the OpenTelemetry endpoint, when one is set (else nothing)."""
+    if endpoint:
+        from personae.telemetry import export_if_enabled
+
+        try:
+            export_if_enabled(db, run_id, endpoint)
+        except PersonaeError as exc:  # the run is stored; a lost trace is only a warning
+            typer.echo(f"personae: warning: {exc}", err=True)
 
 
 def _store(root: Path) -> Any:

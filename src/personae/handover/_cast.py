@@ -4,25 +4,36 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from personae.errors import closest_name
+from personae.errors import UsageError, closest_name
 
 __all__ = ["persona_facts"]
 
 
-def persona_facts(root: Path, source: str, target: str) -> tuple[list[str] | None, list[str]]:
+def persona_facts(
+    root: Path, source: str, target: str, *, check_target: bool = True
+) -> tuple[list[str] | None, list[str]]:
     """``(mcp server names of the source persona or None, warnings)`` from the cast at ``root``.
 
-    An unknown target is a warning, not an error: the target may run elsewhere
-    with another cast (the receiving run refuses an unknown persona itself).
+    With ``check_target``, a target that is neither in the project's cast nor a
+    bundled persona is a :class:`UsageError` (field ``--to``) naming the closest
+    name: seed 001 validates personas before a handover, so the failure shows at
+    create time, not after a child process started. Without it (the target runs
+    in another project's cast) it is a warning.
     """
+    from personae.persona.bundled import bundled_personas
     from personae.persona.cast import Cast
 
     cast = Cast.load(root)
+    known = {**bundled_personas(), **cast.personas}
     warnings: list[str] = []
-    if cast.personas and target not in cast.personas:
-        near = closest_name(target, cast.personas)
+    if target not in known:
+        near = closest_name(target, known)
         hint = f"; did you mean {near!r}?" if near else ""
-        warnings.append(f"target persona {target!r} is not in this project's cast{hint}")
+        message = f"target persona {target!r} is not in this project's cast{hint}"
+        if check_target:
+            valid = ", ".join(sorted(known))
+            raise UsageError(f"{message} (valid: {valid})", field="--to")
+        warnings.append(message)
     persona = cast.personas.get(source)
     servers = sorted(persona.mcp_servers) if persona is not None else None
     return servers, warnings

@@ -27,7 +27,13 @@ from personae.handover.files import (
     update_handover,
 )
 from personae.handover.schema import ContextHandover, Results
-from personae.handover.security import HandoverSecurityError, PathPolicy, default_roots
+from personae.handover.security import (
+    HandoverSecurityError,
+    PathPolicy,
+    check_environment,
+    default_roots,
+    held_environment,
+)
 from personae.project import Project
 
 __all__ = ["HandoverSession", "begin", "finish", "load_policy"]
@@ -50,6 +56,8 @@ class HandoverSession:
     """The persona actually running (the target's when none was given)."""
     task: str
     """The target task."""
+    profile: str | None = None
+    """Context profile the target's worker is assembled with (``target.profile``)."""
     prompt: str | None
     """The task as the prompt when non-interactive, else ``None``."""
     section_text: str
@@ -62,6 +70,8 @@ class HandoverSession:
     """Resolved artifact paths (all inside allowed roots)."""
     applied_env: dict[str, str] = field(default_factory=dict)
     """Variables from the handover set in the environment (only ones not already set)."""
+    held_env: list[str] = field(default_factory=list)
+    """Variables the handover records but that were not applied (not allowed by config)."""
     policy: PathPolicy | None = None
     """The path policy used."""
     ledger_db: Path | None = None
@@ -136,7 +146,10 @@ def begin(
             workdir = Path(os.path.realpath(source_dir))
     env = os.environ if environ is None else environ
     applied: dict[str, str] = {}
-    for name, value in h.source.environment.items():
+    held, held_warning = held_environment(h.source.environment, allow)
+    if held_warning:
+        warnings.append(held_warning)
+    for name, value in check_environment(h.source.environment, allow).items():
         if name not in env:
             env[name] = value
             applied[name] = value
@@ -147,12 +160,14 @@ def begin(
         format=loaded.format,
         persona=running,
         task=h.target.task,
+        profile=h.target.profile,
         prompt=h.target.task if non_interactive else None,
         section_text=render_section(h),
         workdir=workdir,
         warnings=warnings,
         artifact_paths=loaded.artifact_paths,
         applied_env=applied,
+        held_env=held,
         policy=policy,
         ledger_db=db,
     )

@@ -23,15 +23,19 @@ __all__ = [
     "DANGEROUS_ENV",
     "DEFAULT_ENV_ALLOW",
     "REDACTED",
+    "REFUSED_ENV",
+    "SCRATCH_ROOT",
     "HandoverSecurityError",
     "PathPolicy",
     "capture_environment",
     "check_environment",
     "check_path_text",
     "default_roots",
+    "held_environment",
     "is_secret_name",
     "looks_like_secret",
     "redact_secrets",
+    "user_data_dir",
 ]
 
 DEFAULT_ENV_ALLOW: tuple[str, ...] = (
@@ -45,17 +49,12 @@ DEFAULT_ENV_ALLOW: tuple[str, ...] = (
 )
 """Environment variables a handover may carry by default."""
 
-DANGEROUS_ENV: frozenset[str] = frozenset(
+REFUSED_ENV: frozenset[str] = frozenset(
     {
         "PATH",
         "LD_PRELOAD",
-        "LD_LIBRARY_PATH",
         "LD_AUDIT",
         "DYLD_INSERT_LIBRARIES",
-        "DYLD_LIBRARY_PATH",
-        "PYTHONPATH",
-        "PYTHONHOME",
-        "PYTHONSTARTUP",
         "NODE_OPTIONS",
         "BASH_ENV",
         "ENV",
@@ -63,7 +62,24 @@ DANGEROUS_ENV: frozenset[str] = frozenset(
         "IFS",
     }
 )
-"""Variables that change what runs; refused even if a config tries to allow them."""
+"""Variables that inject code into whatever runs next: a handover carrying one is refused,
+whatever the config says (seed 001 refuses PATH, LD_PRELOAD and NODE_OPTIONS)."""
+
+DANGEROUS_ENV: frozenset[str] = frozenset(
+    {
+        "LD_LIBRARY_PATH",
+        "DYLD_LIBRARY_PATH",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONSTARTUP",
+        "MODULE_PATH",
+        "MODULEPATH",
+    }
+)
+"""Variables that change what runs but that HPC nodes set routinely (seed 001 captures
+``PYTHONPATH``, ``LD_LIBRARY_PATH`` and ``MODULE_PATH``): a handover carrying one is
+accepted, the variable is recorded but not applied, with a warning, unless
+``handover.env_allow`` in the project config names it."""
 
 REDACTED = "[redacted]"
 """What a secret is replaced with before a handover is written."""
@@ -96,14 +112,28 @@ _ASCII_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _LOOKALIKES = frozenset("\u2215\u2044\u29f8\u2571\uff0f\u3033\u0338\u2024\u2025\u2026\ufe52\uff0e")
 
 
+SCRATCH_ROOT = Path("/scratch")
+"""The HPC scratch space seed 001 allows by default (a root only when it exists)."""
+
+
+def user_data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The user's personae data folder: ``PERSONAE_HOME``, else ``~/.personae``
+    (the same default as ``PersonaeSettings.home``; settings are read only by the CLI)."""
+    env = os.environ if environ is None else environ
+    home = env.get("PERSONAE_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".personae"
+
+
 def default_roots(
     cwd: Path, handover_dir: Path | None = None, extra: Iterable[Path | str] = ()
 ) -> list[Path]:
-    """The allowed roots: ``cwd``, the handover dir, the system temp dir, plus ``extra``."""
+    """The allowed roots: ``cwd``, the handover dir, the system temp dir, ``/scratch`` and
+    the user's personae data folder (each only when it exists), plus ``extra``."""
     roots = [Path(cwd)]
     if handover_dir is not None:
         roots.append(Path(handover_dir))
     roots.append(Path(tempfile.gettempdir()))
+    roots.extend(r for r in (SCRATCH_ROOT, user_data_dir()) if r.is_dir())
     roots.extend(Path(r) for r in extra)
     return roots
 
@@ -296,7 +326,7 @@ def _no_symlinks(folder: str, max_entries: int) -> bool:
 
 
 def _allow_set(extra: Iterable[str]) -> frozenset[str]:
-    return frozenset(DEFAULT_ENV_ALLOW) | (frozenset(extra) - DANGEROUS_ENV)
+    return frozenset(DEFAULT_ENV_ALLOW) | (frozenset(extra) - REFUSED_ENV)
 
 
 def capture_environment(
@@ -318,21 +348,46 @@ def capture_environment(
 def check_environment(
     environment: Mapping[str, str], extra_allow: Iterable[str] = ()
 ) -> dict[str, str]:
-    """Validate a loaded handover's environment; raise on any refused variable."""
+    """Validate a loaded handover's environment; returns the variables that may be applied.
+
+    Raises for a :data:`REFUSED_ENV` variable or a bad value. Any other variable
+    not on the allow list (the :data:`DANGEROUS_ENV` ones included) is accepted
+    but left out of the result: recorded in the file, never applied
+    (:func:`held_environment` names them for the warning).
+    """
     allowed = _allow_set(extra_allow)
+    applicable: dict[str, str] = {}
     for name, value in environment.items():
-        if name in DANGEROUS_ENV:
+        if name in REFUSED_ENV:
             raise HandoverSecurityError(
-                f"environment variable {name!r} refused: it changes what runs"
-            )
-        if name not in allowed:
-            raise HandoverSecurityError(
-                f"environment variable {name!r} refused: not on the allow list "
-                f"({', '.join(sorted(allowed))}; add it to handover.env_allow in config)"
+                f"environment variable {name!r} refused: it injects code into what runs"
             )
         if "\x00" in value or len(value) > MAX_ENV_VALUE:
             raise HandoverSecurityError(f"environment variable {name!r} refused: bad value")
-    return dict(environment)
+        if name in allowed:
+            applicable[name] = value
+    return applicable
+
+
+def held_environment(
+    environment: Mapping[str, str], extra_allow: Iterable[str] = ()
+) -> tuple[list[str], str | None]:
+    """Variables recorded in a handover but not applied, and the warning naming them.
+
+    The warning is ``None`` when every variable may be applied.
+    """
+    allowed = _allow_set(extra_allow)
+    held = sorted(n for n in environment if n not in allowed and n not in REFUSED_ENV)
+    if not held:
+        return [], None
+    risky = [n for n in held if n in DANGEROUS_ENV]
+    why = "they change what runs" if risky == held else "they are not on the allow list"
+    if risky and risky != held:
+        why = f"{', '.join(risky)} change what runs; the rest are not on the allow list"
+    return held, (
+        f"source.environment: {', '.join(held)} recorded but not applied ({why}; allow them "
+        "with handover.env_allow in .personae/config.yaml)"
+    )
 
 
 # --- secrets -----------------------------------------------------------------

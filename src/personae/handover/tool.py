@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from personae.errors import PersonaeError, UsageError
 from personae.handover.create import build_handover, create_handover
@@ -67,6 +68,11 @@ class HandoverToolResult:
     warnings: list[str] = field(default_factory=list)
     """Things to know (an unknown target persona ...)."""
 
+    def to_wire(self) -> dict[str, Any]:
+        """The tool's JSON result, with seed 001's camelCase names (``handoverId``,
+        ``contextPath``)."""
+        return {to_camel(k): v for k, v in asdict(self).items()}
+
 
 def _files(files: Sequence[ArtifactFile | Mapping[str, Any]]) -> list[ArtifactFile]:
     out: list[ArtifactFile] = []
@@ -103,8 +109,11 @@ def handover_to_persona(
     """Hand ``task`` to ``target_persona`` with files, data and insights.
 
     With ``wait_for_results`` the target runs now in a separate process
-    (timeout, retries with backoff) and its results are returned; otherwise
-    the handover file is prepared and the command to run it is returned.
+    (timeout, retries with backoff; with ``interactive`` once, attached to the
+    terminal, see :func:`~personae.handover.interactive.run_interactive`) and its
+    results are returned; otherwise the handover file is prepared and the
+    command to run it is returned. An unknown target persona (not in the
+    project's cast nor bundled) is refused when ``from_project``.
     Refuses unsafe content (paths outside allowed roots ...) before writing.
     ``history`` defaults to the project's conversation store (one summary per
     persona); with ``from_project`` the source persona's MCP servers come from
@@ -145,7 +154,7 @@ def handover_to_persona(
     )
     argv = list(command(spec))
     shown = ["personae", *argv[3:]] if argv[1:3] == ["-m", "personae"] else argv
-    if not wait_for_results or interactive:
+    if not wait_for_results:
         return HandoverToolResult(
             success=True,
             handover_id=handover.handover_id,
@@ -155,15 +164,22 @@ def handover_to_persona(
             warnings=warnings,
             message=(f"Context prepared for {target_persona}. Run: {shlex.join(shown)}"),
         )
-    outcome = run_handover(
-        created.path,
-        cwd=Path(cwd),
-        timeout=timeout,
-        attempts=attempts,
-        backoff=backoff,
-        command=command,
-        model=model,
-    )
+    if interactive:
+        from personae.handover.interactive import run_interactive
+
+        outcome = run_interactive(
+            created.path, cwd=Path(cwd), timeout=timeout, command=command, model=model
+        )
+    else:
+        outcome = run_handover(
+            created.path,
+            cwd=Path(cwd),
+            timeout=timeout,
+            attempts=attempts,
+            backoff=backoff,
+            command=command,
+            model=model,
+        )
     results = outcome.handover.results
     dumped = results.model_dump(mode="json", by_alias=True) if results is not None else None
     return HandoverToolResult(
@@ -179,9 +195,13 @@ def handover_to_persona(
 
 
 class HandoverToolArgs(BaseModel):
-    """Arguments of the ``handover_to_persona`` tool (seed 001 handoverSchema)."""
+    """Arguments of the ``handover_to_persona`` tool (seed 001 handoverSchema).
 
-    model_config = ConfigDict(extra="forbid")
+    The schema shown to models uses the seed's camelCase names (``targetPersona``,
+    ``waitForResults``); snake_case names are accepted too.
+    """
+
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True)
 
     target_persona: str = Field(
         min_length=1, max_length=128, description="Target persona name (e.g. report-writer)."
@@ -193,6 +213,11 @@ class HandoverToolArgs(BaseModel):
     )
     data: dict[str, Any] = Field(default_factory=dict, description="Structured data to pass.")
     insights: list[str] = Field(default_factory=list, description="Key insights to share.")
+    interactive: bool = Field(
+        default=False,
+        description="Run the target attached to the user's terminal (it may ask questions); "
+        "its results are still written back.",
+    )
     wait_for_results: bool = Field(
         default=True,
         description="Run the target now and wait for its results (else return the command).",
@@ -225,6 +250,7 @@ def handover_tool(
                 files=args.files,
                 data=args.data,
                 insights=args.insights,
+                interactive=args.interactive,
                 wait_for_results=args.wait_for_results,
                 session_id=session_id,
                 timeout=timeout,
@@ -235,13 +261,14 @@ def handover_tool(
             )
         except PersonaeError as exc:
             raise ctx.error(str(exc)) from None
-        return json.dumps(asdict(result), ensure_ascii=False)
+        return json.dumps(result.to_wire(), ensure_ascii=False)
 
     return Tool(
         HANDOVER_TOOL_NAME,
         "Hand work over to another persona with context (files, data, insights). It runs as a "
-        "separate personae process; with wait_for_results it returns that persona's results, "
-        "otherwise the command to run it later.",
+        "separate personae process; with waitForResults it returns that persona's results, "
+        "otherwise the command to run it later. With interactive the persona runs attached "
+        "to the user's terminal.",
         HandoverToolArgs,
         run,
     )

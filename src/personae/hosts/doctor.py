@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from personae.errors import PersonaeError
+from personae.hosts.hostcheck import check_hooks
 from personae.hosts.render import (
     CLAUDE_SETTINGS,
     CODEX_HOOKS,
@@ -308,10 +309,25 @@ def _host_items(root: Path, paths: MindPaths, *, probe: bool) -> list[CheckItem 
             "" if on_path else "install personae (pipx install .) so hosts can run it",
         )
     )
+    items.append(_sandbox())
     if probe:
         items.append(_probe(root, paths))
     items.extend(check(root))
+    items.extend(check_hooks(root))
     return items
+
+
+def _sandbox() -> CheckItem:
+    """Whether ``run_shell`` can run its commands under bubblewrap here."""
+    from personae.tools.sandbox import INSTALL_HINT, bwrap_status
+
+    status = bwrap_status()
+    return CheckItem(
+        "run_shell sandbox (bubblewrap)",
+        status.available,
+        status.reason,
+        "" if status.available else f"{INSTALL_HINT}; until then run_shell is not sandboxed",
+    )
 
 
 def _probe(root: Path, paths: MindPaths) -> CheckItem:

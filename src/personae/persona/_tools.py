@@ -14,11 +14,15 @@ __all__ = [
     "ToolCheck",
     "check_tool_names",
     "claude_name",
+    "claude_spelling",
     "mcp_server_of",
     "split_names",
+    "split_spawn_entries",
 ]
 
 _TOKEN = re.compile(r"[^\s,()]+(?:\([^)]*\))?")
+_COMMA = re.compile(r",(?![^(]*\))")
+_SPAWN = re.compile(r"^\s*(?:Agent|Task|agent)\s*\((?P<names>[^)]*)\)\s*$")
 _MCP = re.compile(r"^mcp__(?P<server>.+?)(?:__(?P<tool>.+))?$")
 _REVERSE = {v: k for k, v in reversed(list(CLAUDE_TOOL_MAP.items()))}
 
@@ -33,7 +37,8 @@ def split_names(value: Any, *, spaces: bool = False) -> list[str]:
     if isinstance(value, str):
         if spaces:
             return _TOKEN.findall(value)
-        return [part.strip() for part in value.split(",") if part.strip()]
+        # Commas inside parentheses belong to the entry: ``Agent(worker, researcher), Read``.
+        return [part.strip() for part in _COMMA.split(value) if part.strip()]
     if isinstance(value, list):
         out: list[str] = []
         for item in value:
@@ -47,6 +52,28 @@ def split_names(value: Any, *, spaces: bool = False) -> list[str]:
     )
 
 
+def split_spawn_entries(names: list[str]) -> tuple[list[str], list[str] | None]:
+    """Take Claude Code's ``Agent(a, b)`` / ``Task(a, b)`` entries out of a tools list.
+
+    Returns ``(tools, spawn)``: the list with each such entry replaced by
+    ``agent``, and the persona names they allow (``None`` when there is none).
+    """
+    tools: list[str] = []
+    spawn: list[str] | None = None
+    for entry in names:
+        match = _SPAWN.match(entry)
+        if match is None:
+            tools.append(entry)
+            continue
+        spawn = spawn or []
+        for name in match.group("names").split(","):
+            if name.strip() and name.strip() not in spawn:
+                spawn.append(name.strip())
+        if "agent" not in tools:
+            tools.append("agent")
+    return tools, spawn
+
+
 def mcp_server_of(name: str) -> str | None:
     """The server part of an ``mcp__<server>__<tool>`` (or ``mcp__<server>``) name."""
     match = _MCP.match(name)
@@ -56,6 +83,16 @@ def mcp_server_of(name: str) -> str | None:
 def claude_name(tool: str) -> str:
     """The Claude Code name for a personae tool name (unchanged when there is none)."""
     return _REVERSE.get(tool, tool)
+
+
+def claude_spelling(
+    written: list[str], default: list[str], keep: Iterable[str]
+) -> list[str] | None:
+    """``written`` in Claude Code spelling (names in ``keep`` as written), or ``None``
+    when that equals ``default`` (what an export would write anyway)."""
+    kept = set(keep)
+    spelled = [n if n in kept else claude_name(n) for n in written]
+    return None if spelled == default else spelled
 
 
 @dataclass

@@ -68,6 +68,7 @@ class Cast:
         for source in sources:
             cast._merge_source(source, winners)
         cast._check_skill_refs(winners)
+        cast._check_spawn(winners)
         # A --dir that is also part of the project loads the same files twice:
         # report each problem once.
         cast.problems[:] = list(dict.fromkeys(cast.problems))
@@ -135,6 +136,48 @@ class Cast:
                     "error" if loaded.strict else "warning",
                     f"unknown skill {ref!r}{close}",
                 )
+
+    def _check_spawn(self, winners: dict[str, LoadedPersona]) -> None:
+        """Every persona a parent may spawn must have tools within the parent's (seed 004).
+
+        An explicit spawn list (``subagents`` or ``Agent(a, b)``) makes a mismatch or an
+        unknown name an error; a parent that may spawn any persona gets warnings.
+        """
+        from personae.persona.bundled import bundled_personas
+
+        known = {**bundled_personas(), **self.personas}
+        for loaded in winners.values():
+            parent = loaded.persona
+            if parent.tools is None or "agent" not in parent.tools:
+                continue
+            explicit = parent.subagents is not None
+            # Implicit ("any persona"): the project's own personas; bundled ones are narrowed
+            # at spawn like any child but would warn in every project.
+            names = parent.subagents if parent.subagents is not None else sorted(self.personas)
+            mine = set(parent.tools) - set(parent.disallowed_tools)
+            line = loaded.lines.get("subagents") or loaded.lines.get("tools")
+            for name in names:
+                child = known.get(name)
+                if child is None:
+                    hint = closest_name(name, known)
+                    close = f"; did you mean {hint!r}?" if hint else ""
+                    message = f"may spawn unknown persona {name!r}{close}"
+                    self._add(loaded.path, line, "error", message)
+                    continue
+                if name == parent.name or child.tools is None:
+                    continue
+                extra = sorted(set(child.tools) - set(child.disallowed_tools) - mine)
+                if extra:
+                    where = child.source or "bundled"
+                    self._add(
+                        loaded.path,
+                        line,
+                        "error" if explicit else "warning",
+                        f"persona {parent.name!r} ({loaded.path}) may spawn {name!r} ({where}), "
+                        f"whose tools {', '.join(extra)} are not in {parent.name!r}'s tools; a "
+                        "sub-agent's tools must be within its parent's"
+                        + ("" if explicit else " (give a spawn list: subagents or Agent(...))"),
+                    )
 
     def _add(self, file: Path, line: int | None, severity: Any, message: str) -> None:
         self.problems.append(Problem(file=file, line=line, severity=severity, message=message))

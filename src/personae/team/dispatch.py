@@ -7,7 +7,7 @@ session failure count is telemetry only.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from personae.team.signals import BlockerType, Strategy, ValidationResult, WorkerResult
@@ -72,6 +72,11 @@ def _tools_hint(tools: list[str]) -> str:
     return ", ".join(tools) if tools else "the tools available to you"
 
 
+def _first_lines(text: str, limit: int = 300) -> str:
+    flat = " ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 def decide(
     validation: ValidationResult,
     work: WorkerResult,
@@ -79,8 +84,16 @@ def decide(
     *,
     subtask: str,
     tools_to_use: list[str],
+    allowed_tools: list[str] | None = None,
+    directive: str = "",
 ) -> Decision:
-    """Choose the next action and update ``budget`` (retries spent, loops seen)."""
+    """Choose the next action and update ``budget`` (retries spent, loops seen).
+
+    ``allowed_tools`` are the persona's tools (named in scope-drift corrections);
+    ``directive`` is the turn's shared directive, quoted in corrections that ask
+    the worker to stay in scope. The validator's own correction (written by its
+    model call with the shared context) is appended to the fitted instruction.
+    """
     if validation.approved:
         decision = Decision(action=Action.ACCEPT, blocker=None)
         budget.history.append(decision.action.value)
@@ -90,8 +103,13 @@ def decide(
     blocker = BlockerType.LOOP if work.loop_detected else signal.blocker_type
     decision = _choose(
         validation, work=work, budget=budget, blocker=blocker, subtask=subtask,
-        tools_to_use=tools_to_use,
+        tools_to_use=tools_to_use, allowed_tools=allowed_tools, directive=directive,
     )  # fmt: skip
+    if decision.instruction and validation.correction:
+        decision = replace(
+            decision,
+            instruction=f"{decision.instruction}\nValidator: {validation.correction}",
+        )
     if decision.action in (Action.RETRY, Action.REPHRASE, Action.DECOMPOSE):
         budget.retries_used += 1
         if blocker is BlockerType.TOOL_FAILURE:
@@ -108,6 +126,8 @@ def _choose(
     blocker: BlockerType | None,
     subtask: str,
     tools_to_use: list[str],
+    allowed_tools: list[str] | None,
+    directive: str,
 ) -> Decision:
     signal = validation.completion_signal
     issues = "; ".join(validation.issues) or "the work was not approved"
@@ -175,12 +195,15 @@ def _choose(
             instruction=f"Split into smaller steps; still missing: {issues}",
         )
     if blocker is BlockerType.SCOPE_DRIFT:
-        return Decision(
-            action=Action.REPHRASE,
-            blocker=blocker,
-            instruction=f"Stay strictly within this subtask: {subtask}. Do nothing else. "
-            f"({issues})",
-        )
+        refused = sorted({c.tool for c in work.failed_tools if c.refused})
+        parts = [f"Stay strictly within this subtask: {subtask}. Do nothing else. ({issues})"]
+        if refused:
+            parts.append(f"Do not call {', '.join(refused)}: this persona may not use it.")
+        if allowed_tools is not None:
+            parts.append(f"Use only these tools: {_tools_hint(sorted(allowed_tools))}.")
+        if directive.strip():
+            parts.append(f"The directive still applies: {_first_lines(directive)}")
+        return Decision(action=Action.REPHRASE, blocker=blocker, instruction=" ".join(parts))
     return Decision(
         action=Action.RETRY,
         blocker=blocker,

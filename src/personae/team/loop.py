@@ -10,7 +10,8 @@ from typing import Any
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
-from personae.persona.model import Persona
+from personae.persona.model import Persona, Skill
+from personae.project import CommandsConfig
 from personae.team import manager, validator, worker
 from personae.team.context import TurnContext
 from personae.team.dispatch import Action, SubtaskBudget, decide
@@ -21,6 +22,13 @@ from personae.team.manager import SubtaskOutcome
 from personae.team.mcp_servers import McpHub
 from personae.team.runtime import Runtime
 from personae.team.signals import InvolvementLevel, Subtask, ValidationResult, WorkerResult
+from personae.team.skills import (
+    DEFAULT_SKILL_BUDGET,
+    LoadedSkills,
+    cited_skills,
+    load_skills,
+    relevant_skills,
+)
 from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
 from personae.team.toolbox import ToolBox, narrow_names
 
@@ -92,6 +100,10 @@ class Team:
     """Loop settings."""
     mcp_servers: Mapping[str, Any] = field(default_factory=dict)
     """MCP servers configured for the project (personas refer to them by name)."""
+    skills: Mapping[str, Skill] = field(default_factory=dict)
+    """Skills of the cast by name (their L2 bodies are loaded when a task calls for them)."""
+    commands: CommandsConfig = field(default_factory=CommandsConfig)
+    """``!command`` settings for skill bodies (off unless enabled)."""
     failure_count: int = 0
     """Rejected validations this session (telemetry only; never raises involvement)."""
     warnings: list[str] = field(default_factory=list)
@@ -211,12 +223,37 @@ class Team:
                 mcp=self._mcp,
             )
             allowed = allowed | {"agent"}
-            agent_tools = spawner.toolset(box, allowed, depth=0, subtask=number)
+            agent_tools = spawner.toolset(box, allowed, depth=0, subtask=number, parent=persona)
             toolset = CombinedToolset([toolset, agent_tools])
         return toolset, allowed
 
     _turn: TurnContext | None = None
     _mcp: McpHub | None = None
+
+    def _skills(
+        self, chosen: list[Skill], turn: TurnContext, number: int, role: str
+    ) -> LoadedSkills:
+        """Load ``chosen`` skills' L2 bodies for ``role`` within the skill budget."""
+        if not chosen:
+            return LoadedSkills()
+        view = turn.view("worker" if role == "worker" else "validator")
+        room = max(0, turn.budget.tokens - int(view.report.get("total", 0)))
+        loaded = load_skills(
+            chosen, counter=turn.counter, root=turn.snapshot.root, commands=self.commands,
+            budget=min(DEFAULT_SKILL_BUDGET, room),
+            tag="skills" if role == "worker" else "skills_for_validation",
+        )  # fmt: skip
+        if loaded.cut:
+            self.runtime.emit(
+                EventKind.WARNING,
+                f"skill bodies for the {role} cut to fit the budget: {', '.join(loaded.cut)}",
+                subtask=number,
+                action="skills_cut",
+                role=role,
+                skills=loaded.names,
+                cut=loaded.cut,
+            )
+        return loaded
 
     async def _run_subtask(
         self,
@@ -238,11 +275,16 @@ class Team:
         )
         correction: str | None = None
         attempts = 0
+        own = [self.skills[n] for n in persona.skills if n in self.skills]
+        for_worker = self._skills(
+            relevant_skills(own, f"{turn.task}\n{subtask.description}"), turn, number, "worker"
+        )
         while True:
             attempts += 1
             work = await worker.run_worker(
                 rt, turn, subtask=subtask, number=number, persona=persona,
                 toolset=toolset, allowed=allowed, detector=detector, correction=correction,
+                skills_text=for_worker.text,
             )  # fmt: skip
             rt.emit(
                 EventKind.WORK_RESULT,
@@ -254,10 +296,17 @@ class Team:
                 failed_tools=[c.model_dump() for c in work.failed_tools],
                 loop_detected=work.loop_detected,
                 result=work.result,
+                skills=for_worker.names,
+                skill_commands=[(c.command, c.reason) for c in for_worker.commands],
+            )
+            loaded = [self.skills[n] for n in for_worker.names]
+            for_validator = self._skills(
+                [*loaded, *cited_skills(own, work.result)], turn, number, "validator"
             )
             result = await self._validate(
                 turn, subtask=subtask, number=number, work=work, level=level,
-                required=required, allowed=allowed,
+                required=required, allowed=allowed, skills_text=for_validator.text,
+                skill_names=for_validator.names,
             )  # fmt: skip
             if result is None:
                 return SubtaskOutcome(
@@ -269,6 +318,7 @@ class Team:
             decision = decide(
                 result, work, budget, subtask=original.description,
                 tools_to_use=required or sorted(allowed - {"agent"}),
+                allowed_tools=sorted(allowed), directive=turn.directive,
             )  # fmt: skip
             if decision.action is Action.ACCEPT:
                 return SubtaskOutcome(
@@ -282,7 +332,7 @@ class Team:
                 status = {
                     Action.SKIP: "skipped",
                     Action.ESCALATE: "escalated",
-                    Action.CONTINUE: "unvalidated",
+                    Action.CONTINUE: "partial",
                 }[decision.action]
                 return SubtaskOutcome(
                     number=number, subtask=original, status=status, result=work.result,
@@ -333,7 +383,8 @@ class Team:
             )
         statuses = {r.status for r in results}
         status = "validated" if statuses == {"validated"} else (
-            "skipped" if statuses <= {"skipped", "escalated"} else "unvalidated"
+            "skipped" if statuses <= {"skipped", "escalated"} else
+            "partial" if "partial" in statuses or "validated" in statuses else "unvalidated"
         )  # fmt: skip
         return SubtaskOutcome(
             number=number,
@@ -354,13 +405,15 @@ class Team:
         level: InvolvementLevel,
         required: list[str],
         allowed: frozenset[str],
+        skills_text: str = "",
+        skill_names: list[str] | None = None,
     ) -> ValidationResult | None:
         rt = self.runtime
         for attempt in range(1, self.config.validator_attempts + 1):
             outcome = await validator.validate(
                 rt, turn, subtask=subtask, number=number, work=work, level=level,
                 required_tools=required, tools_available=allowed, workspace=self.workspace,
-                persona=self._persona_for(subtask).name,
+                persona=self._persona_for(subtask).name, skills_text=skills_text,
             )  # fmt: skip
             if outcome.result is not None:
                 r = outcome.result
@@ -370,6 +423,7 @@ class Team:
                     ("approved" if r.approved else "rejected: " + "; ".join(r.issues)),
                     subtask=number,
                     used_llm=outcome.used_llm,
+                    skills=skill_names,
                     **r.model_dump(mode="json", exclude={"completion_signal"}),
                     completion_signal=signal.model_dump(mode="json"),
                 )

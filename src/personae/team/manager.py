@@ -28,13 +28,19 @@ class SubtaskOutcome:
     subtask: Subtask
     """The original subtask."""
     status: str
-    """validated, unvalidated (kept partial work), skipped or escalated."""
+    """validated; partial (retry budget used up with progress: its work goes to the
+    synthesis marked partial); unvalidated (validator unavailable); skipped; escalated."""
     result: str
     """The accepted (or last) worker result."""
     reason: str = ""
     """Why it was not validated."""
     attempts: int = 1
     """Worker attempts made."""
+
+
+def _task_part(view_text: str, task: str) -> str:
+    """The ``<task>`` section, unless the role's context already carries it (no duplicate)."""
+    return "" if "<task>\n" in view_text else f"<task>\n{task}\n</task>"
 
 
 def _instructions(persona: Persona | None, job: str) -> str:
@@ -53,7 +59,7 @@ async def plan(runtime: Runtime, turn: TurnContext, persona: Persona | None) -> 
         "and the requirements that show it is done. Use as few subtasks as the task needs.",
     )
     return await _ask_for_plan(
-        runtime, view, persona, instructions, [f"<task>\n{turn.task}\n</task>"], subtask=None
+        runtime, view, persona, instructions, [_task_part(view.text, turn.task)], subtask=None
     )
 
 
@@ -111,7 +117,8 @@ def not_done_section(outcomes: list[SubtaskOutcome]) -> str:
         if o.status == "validated":
             continue
         label = {
-            "unvalidated": "partial, not validated",
+            "partial": "partial, not validated",
+            "unvalidated": "not validated",
             "skipped": "skipped",
             "escalated": "needs you",
         }.get(o.status, o.status)
@@ -122,28 +129,39 @@ def not_done_section(outcomes: list[SubtaskOutcome]) -> str:
 async def synthesize(
     runtime: Runtime, turn: TurnContext, persona: Persona | None, outcomes: list[SubtaskOutcome]
 ) -> str:
-    """The final answer: the model's summary of validated work + a code-written 'not done' list."""
+    """The final answer: the model's summary of validated work (and of partial work, marked
+    partial) + a code-written 'not done' list."""
     validated = [o for o in outcomes if o.status == "validated"]
+    partial = [o for o in outcomes if o.status == "partial" and o.result.strip()]
     not_done = not_done_section(outcomes)
     summary = ""
-    if validated and runtime.usage.exhausted:
-        # No model call left: report the validated results themselves.
-        summary = "The run's usage cap was reached; validated results:\n" + "\n".join(
-            f"- {o.subtask.description}: {o.result}" for o in validated
+    if (validated or partial) and runtime.usage.exhausted:
+        # No model call left: report the results themselves.
+        summary = (
+            "The run's usage cap was reached; results:\n"
+            + "\n".join(f"- {o.subtask.description}: {o.result}" for o in validated)
+            + "".join(f"\n- [partial] {o.subtask.description}: {o.result}" for o in partial)
         )
-    elif validated:
+    elif validated or partial:
         view = turn.view("manager")
         instructions = _instructions(
             persona,
-            "Write the final answer for the user from the VALIDATED work below only. Do not "
-            "mention or claim anything else as done.",
+            "Write the final answer for the user from the VALIDATED work below. PARTIAL work "
+            "may be used only if you say it is partial and not validated. Do not mention or "
+            "claim anything else as done.",
         )
         work = "\n\n".join(
             f"<validated_work subtask='{o.number}'>\n{o.subtask.description}\n---\n{o.result}\n"
             "</validated_work>"
             for o in validated
         )
-        prompt = "\n\n".join(p for p in (view.text, f"<task>\n{turn.task}\n</task>", work) if p)
+        work += "".join(
+            f"\n\n<partial_work subtask='{o.number}' status='partial, not validated'>\n"
+            f"{o.subtask.description}\n---\n{o.result}\n</partial_work>"
+            for o in partial
+        )
+        task_part = _task_part(view.text, turn.task)
+        prompt = "\n\n".join(p for p in (view.text, task_part, work) if p)
         info = CallInfo(
             role="manager",
             persona=persona.name if persona else None,

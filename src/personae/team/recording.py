@@ -83,7 +83,11 @@ class RecordingToolset(WrapperToolset[Any]):
     ) -> Any:
         if name not in self.allowed:
             return self._record(
-                name, tool_args, ok=False, result=f"tool {name!r} is not allowed for this persona"
+                name,
+                tool_args,
+                ok=False,
+                result=f"tool {name!r} is not allowed for this persona",
+                refused=True,
             )
         if self.detector.observe(self.persona, name, tool_args):
             self.log.loop_detected = True
@@ -134,13 +138,27 @@ class RecordingToolset(WrapperToolset[Any]):
                         call.args_as_dict(),
                         ok=False,
                         result=f"tool {call.tool_name!r} is not available to this persona",
+                        refused=True,
                     )
 
     def _record(
-        self, name: str, args: dict[str, Any], *, ok: bool, result: str, reused: bool = False
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        ok: bool,
+        result: str,
+        reused: bool = False,
+        refused: bool = False,
     ) -> str:
         record = ToolCallRecord(
-            tool=name, args=args, ok=ok, result=result, persona=self.persona, reused=reused
+            tool=name,
+            args=args,
+            ok=ok,
+            result=result,
+            persona=self.persona,
+            reused=reused,
+            refused=refused,
         )
         self.log.calls.append(record)
         if self.on_call is not None:

@@ -91,6 +91,8 @@ class ValidationResult(BaseModel):
     """How deeply this was validated."""
     completion_signal: CompletionSignal
     """Structured assessment used for dispatch."""
+    correction: str = ""
+    """The validator's correction instruction, written with the shared context (may be empty)."""
 
 
 class Subtask(BaseModel):
@@ -136,6 +138,8 @@ class ToolCallRecord(BaseModel):
     """Who called it."""
     reused: bool = False
     """Answered from an identical earlier call of this turn (not run again)."""
+    refused: bool = False
+    """Refused at dispatch: the tool is not one this persona may use (never ran)."""
 
 
 class WorkerResult(BaseModel):

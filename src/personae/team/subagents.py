@@ -68,7 +68,8 @@ def child_prompt(mode: ContextMode, task: str, turn: TurnContext | None) -> str:
         return task_block
     parts: list[str] = []
     if mode is ContextMode.FORK:
-        parts.append(turn.view("worker").text)
+        # The shared sections only: never the parent's persona prompt or execution block.
+        parts.append(turn.shared_view().text)
     else:
         if turn.summary.strip():
             parts.append(f"<conversation_summary>\n{turn.summary.strip()}\n</conversation_summary>")
@@ -103,9 +104,16 @@ class Spawner:
     """The turn's MCP servers (a child gets only MCP tools its parent has)."""
 
     def toolset(
-        self, box: ToolBox, allowed: frozenset[str], *, depth: int, subtask: int | None = None
+        self,
+        box: ToolBox,
+        allowed: frozenset[str],
+        *,
+        depth: int,
+        subtask: int | None = None,
+        parent: Persona | None = None,
     ) -> AbstractToolset[Any]:
-        """A toolset with the ``agent`` tool for a parent at ``depth``."""
+        """A toolset with the ``agent`` tool for ``parent`` at ``depth`` (its spawn list,
+        when it has one, is enforced on every call)."""
         spawner = self
 
         async def agent(name: str, task: str) -> dict[str, Any]:
@@ -116,8 +124,9 @@ class Spawner:
                 task: The complete task for the sub-agent (it sees nothing else).
             """
             outcome = await spawner.spawn(
-                name, task, box=box, parent_allowed=allowed, depth=depth + 1, subtask=subtask
-            )
+                name, task, box=box, parent_allowed=allowed, depth=depth + 1, subtask=subtask,
+                parent=parent,
+            )  # fmt: skip
             return outcome.model_dump()
 
         return FunctionToolset([agent])
@@ -131,11 +140,32 @@ class Spawner:
         parent_allowed: frozenset[str],
         depth: int,
         subtask: int | None = None,
+        parent: Persona | None = None,
     ) -> SubagentOutcome:
-        """Run persona ``name`` on ``task`` as a child at ``depth``."""
-        persona = self.personas.get(name)
+        """Run persona ``name`` on ``task`` as a child at ``depth``.
+
+        A ``parent`` with a spawn list may only spawn the personas on it; any other
+        name is refused (the outcome names the allowed personas) without running.
+        """
+        spawnable = self.personas
+        if parent is not None and parent.subagents is not None:
+            spawnable = {n: p for n, p in self.personas.items() if n in parent.subagents}
+            if name not in spawnable:
+                allowed_names = ", ".join(sorted(spawnable)) or "none"
+                error_text = (
+                    f"persona {parent.name!r} may not spawn {name!r}; it may spawn: {allowed_names}"
+                )
+                self.runtime.emit(
+                    EventKind.WARNING, f"refused spawn: {error_text}", subtask=subtask,
+                    action="spawn_refused", persona=name, parent=parent.name,
+                )  # fmt: skip
+                return SubagentOutcome(
+                    persona=name, status="failed", final_message="", progress_made=False,
+                    context_mode="none", error=error_text,
+                )  # fmt: skip
+        persona = spawnable.get(name)
         if persona is None:
-            error = UnknownNameError("persona", name, self.personas)
+            error = UnknownNameError("persona", name, spawnable)
             return SubagentOutcome(
                 persona=name, status="failed", final_message="", progress_made=False,
                 context_mode="none", error=str(error),
@@ -209,7 +239,10 @@ class Spawner:
         if "agent" in wanted and depth < self.depth_cap:
             allowed = allowed | {"agent"}
             base = CombinedToolset(
-                [base, self.toolset(child_box, allowed, depth=depth, subtask=subtask)]
+                [
+                    base,
+                    self.toolset(child_box, allowed, depth=depth, subtask=subtask, parent=persona),
+                ]
             )
         runtime = self.runtime
 

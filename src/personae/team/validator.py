@@ -31,7 +31,13 @@ from personae.team.signals import (
     WorkerResult,
 )
 
-__all__ = ["ValidationOutcome", "Verdict", "deterministic_checks", "validate"]
+__all__ = [
+    "ValidationOutcome",
+    "Verdict",
+    "contradicted_claims",
+    "deterministic_checks",
+    "validate",
+]
 
 _CLAIMED_FILE = re.compile(
     r"\b(?:created|wrote|written|saved|generated|added)\s+(?:the\s+|a\s+|new\s+)?(?:file\s+)?"
@@ -41,7 +47,7 @@ _CLAIMED_FILE = re.compile(
 
 
 class Verdict(BaseModel):
-    """What the validator model returns (the involvement level is set in code)."""
+    """What the validator model returns."""
 
     approved: bool
     """Accept the work."""
@@ -53,6 +59,11 @@ class Verdict(BaseModel):
     """What to do next."""
     completion_signal: CompletionSignal
     """confidence, progress_made, blocker_type, suggested_strategy."""
+    involvement_level: InvolvementLevel | None = None
+    """How deeply this task type needs validating, as the model judged it (``None``: the
+    keyword rule decides)."""
+    correction: str = ""
+    """When not approved: what the worker should do differently (uses the shared context)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +119,28 @@ def deterministic_checks(
             progress=bool(work.tools_used),
             blocker=BlockerType.LOOP,
             strategy=Strategy.SKIP,
+        )
+    contradicted = contradicted_claims(work)
+    if contradicted:
+        return _reject(
+            level,
+            "claims contradicted by the tool log: " + "; ".join(contradicted),
+            confidence=Confidence.NONE,
+            progress=bool(work.tools_used),
+            blocker=BlockerType.HALLUCINATION,
+            strategy=Strategy.RETRY,
+        )
+    refused = [c for c in work.failed_tools if c.refused]
+    if refused:
+        names = ", ".join(dict.fromkeys(c.tool for c in refused))
+        allowed = ", ".join(sorted(tools_available - {"agent"})) or "none"
+        return _reject(
+            level,
+            f"used tools outside this persona's scope: {names} (allowed: {allowed})",
+            confidence=Confidence.LOW,
+            progress=bool(work.tools_used),
+            blocker=BlockerType.SCOPE_DRIFT,
+            strategy=Strategy.REPHRASE,
         )
     if work.failed_tools:
         errors = "; ".join(f"{c.tool}: {c.result}" for c in work.failed_tools)
@@ -165,6 +198,34 @@ def deterministic_checks(
     return None
 
 
+_WRITERS = frozenset({"write_file", "edit_file"})
+
+
+def contradicted_claims(work: WorkerResult) -> list[str]:
+    """Files the result says were written while the tool log shows every write to them failed.
+
+    A claim is contradicted only when the log holds a write (or edit) of that
+    path that failed or was refused and none that succeeded.
+    """
+    found: list[str] = []
+    for claimed in dict.fromkeys(_CLAIMED_FILE.findall(work.result)):
+        writes = [
+            c
+            for c in work.tool_calls
+            if c.tool in _WRITERS and _same_path(str(c.args.get("path", "")), claimed)
+        ]
+        if writes and not any(c.ok for c in writes):
+            how = "refused" if any(c.refused for c in writes) else "failed"
+            found.append(f"says {claimed} was written, but {writes[-1].tool}({claimed}) was {how}")
+    return found
+
+
+def _same_path(a: str, b: str) -> bool:
+    return (
+        bool(a) and Path(a.removeprefix("./")).as_posix() == Path(b.removeprefix("./")).as_posix()
+    )
+
+
 _GUIDE = {
     InvolvementLevel.MINIMAL: "Information-only task: check the answer is supported and relevant.",
     InvolvementLevel.STANDARD: "Check coherence with the tool output and the requirements.",
@@ -174,7 +235,12 @@ _GUIDE = {
 
 
 def validator_instructions(level: InvolvementLevel) -> str:
-    """The validator's instructions for an involvement level."""
+    """The validator's instructions; ``level`` is the keyword rule's suggestion.
+
+    The model decides the involvement level of the task type (returned in the
+    verdict) and validates at that depth.
+    """
+    levels = " ".join(f"{lv.value}: {_GUIDE[lv]}" for lv in InvolvementLevel)
     return (
         f"{ROLE_MARKER.format(role='validator')}\n"
         "You are the Validator of a personae team. Judge one piece of work against its "
@@ -183,18 +249,28 @@ def validator_instructions(level: InvolvementLevel) -> str:
         "Return the verdict and the completion signal (confidence high|medium|low|none, "
         "progress_made, blocker_type tool_failure|hallucination|scope_drift|partial|loop|"
         "capability_gap or null, suggested_strategy retry|rephrase|decompose|skip|escalate or "
-        f"null).\nInvolvement: {level.value}. {_GUIDE[level]}"
+        "null). When not approved, write in `correction` what the worker should do "
+        "differently, using the shared context (directive, conversation, tool results).\n"
+        "First decide the involvement level this task type needs (involvement_level): "
+        "thorough only when the user asks for testing, verification, QA or double-checking "
+        "of results; minimal for information-only requests; standard otherwise. Never raise "
+        f"it because of earlier failures. {levels}\nKeyword rule suggests: {level.value}."
     )
 
 
-def validator_prompt(context_text: str, subtask: Subtask, work: WorkerResult) -> str:
-    """The validator's prompt: shared context, subtask, and the work with its tool calls."""
+def validator_prompt(
+    context_text: str, subtask: Subtask, work: WorkerResult, skills_text: str = ""
+) -> str:
+    """The validator's prompt: shared context, skill bodies for validation, subtask, and
+    the work with its tool calls."""
     calls = "\n".join(
         f"- {c.tool}({c.args}) -> {'ok' if c.ok else 'failed'}: {c.result[:600]}"
         for c in work.tool_calls
     )
     reqs = "\n".join(f"- {r}" for r in subtask.requirements) or "(none stated)"
     parts = [context_text] if context_text else []
+    if skills_text:
+        parts.append(skills_text)
     parts += [
         f"<subtask>\n{subtask.description}\n</subtask>",
         f"<requirements>\n{reqs}\n</requirements>",
@@ -216,8 +292,12 @@ async def validate(
     tools_available: frozenset[str],
     workspace: Path | None,
     persona: str | None,
+    skills_text: str = "",
 ) -> ValidationOutcome:
-    """Validate ``work``: code checks, then at most one structured model call."""
+    """Validate ``work``: code checks, then at most one structured model call.
+
+    ``skills_text`` holds the L2 bodies of the skills the work is checked against.
+    """
     decided = deterministic_checks(
         work,
         level=level,
@@ -229,7 +309,7 @@ async def validate(
         return ValidationOutcome(result=decided)
     view = turn.view("validator")
     instructions = validator_instructions(level)
-    prompt = validator_prompt(view.text, subtask, work)
+    prompt = validator_prompt(view.text, subtask, work, skills_text)
     info = CallInfo(
         role="validator",
         persona=persona,
@@ -256,8 +336,9 @@ async def validate(
             requirements_met=verdict.requirements_met,
             issues=verdict.issues,
             next_action=verdict.next_action,
-            involvement_level=level,
+            involvement_level=verdict.involvement_level or level,
             completion_signal=verdict.completion_signal,
+            correction=verdict.correction.strip()[:2000],
         ),
         used_llm=True,
     )

@@ -1,0 +1,118 @@
+"""Interactive handovers (seed 001: "both interactive and batch modes").
+
+The child ``personae run --context-from FILE`` runs attached to the terminal:
+stdin, stdout and stderr are inherited (seed 001's ``stdio: 'inherit'``), so the
+user sees the run live and answers its follow-up prompt. It runs once (a person
+is at the keyboard: no automatic retries), in the caller's process group so that
+it can read the terminal and Ctrl-C reaches it. Results are still written back:
+the child writes them itself; if it exits without doing so, the exit code is
+recorded (seed 001's executeWithHandover).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from personae.handover._ledger import ledger_event
+from personae.handover.executor import (
+    DEPTH_ENV,
+    GRACE_SECONDS,
+    AttemptOutcome,
+    ChildSpec,
+    CommandBuilder,
+    RunOutcome,
+    _fresh_results,
+    _signature,
+    _write_results,
+    handover_depth,
+    personae_run_command,
+)
+from personae.handover.files import load_handover
+from personae.handover.schema import Results
+
+__all__ = ["run_interactive"]
+
+
+def _stop(proc: subprocess.Popen[bytes], grace: float = GRACE_SECONDS) -> None:
+    """Terminate the child, then kill it after ``grace`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def run_interactive(
+    path: Path | str,
+    *,
+    cwd: Path,
+    timeout: float = 300.0,
+    command: CommandBuilder = personae_run_command,
+    persona: str | None = None,
+    model: str | None = None,
+    return_path: Path | None = None,
+    ledger_db: Path | Literal["auto"] | None = "auto",
+    on_start: Callable[[int], None] | None = None,
+) -> RunOutcome:
+    """Run the handover at ``path`` once, attached to this terminal; results written back."""
+    file = Path(path).resolve()
+    handover = load_handover(file).handover
+    results_file = return_path.resolve() if return_path is not None else file
+    spec = ChildSpec.for_handover(
+        file, handover, persona=persona, timeout=timeout, return_path=return_path, cwd=cwd,
+        model=model, interactive=True,
+    )  # fmt: skip
+    argv = list(command(spec))
+    env = dict(os.environ)
+    env["PERSONAE_HANDOVER_MODE"] = "1"
+    env[DEPTH_ENV] = str(handover_depth() + 1)
+    db = Path(cwd) / ".personae" / "state.db" if ledger_db == "auto" else ledger_db
+    before = _signature(results_file)
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env)  # stdio inherited: the terminal
+    except OSError as exc:
+        failed = Results(status="failure", error=f"cannot start {argv[0]}: {exc.strerror or exc}")
+        return RunOutcome(
+            path=results_file, handover=_write_results(results_file, handover, failed)
+        )
+    if on_start is not None:
+        on_start(proc.pid)
+    timed_out = False
+    try:
+        code: int | None = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _stop(proc)
+        code = proc.returncode
+    except KeyboardInterrupt:
+        _stop(proc, grace=0.5)
+        stopped = Results(status="failure", error="interrupted")
+        _write_results(results_file, handover, stopped)
+        ledger_event(
+            db, handover, "result", path=results_file, status="failure", detail="interrupted"
+        )
+        raise
+    attempt = AttemptOutcome(
+        attempt=1, exit_code=code, timed_out=timed_out, duration=time.monotonic() - start,
+        stdout="", stderr="", pid=proc.pid,
+    )  # fmt: skip
+    results = _fresh_results(results_file, before)
+    if results is None or timed_out:
+        error: str | None
+        if timed_out:
+            error = f"timed out after {attempt.duration:.1f}s; the interactive run was stopped"
+        else:
+            error = None if code == 0 else f"child exited with code {code}"
+        results = Results(status="success" if error is None else "failure", error=error)
+        _write_results(results_file, handover, results)
+        ledger_event(db, handover, "result", path=results_file, status=results.status, detail=error)
+    return RunOutcome(
+        path=results_file, handover=load_handover(results_file).handover, attempts=[attempt]
+    )

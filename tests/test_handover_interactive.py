@@ -1,0 +1,157 @@
+"""Interactive handover (seed 001: "both interactive and batch modes"): ``handover run
+--interactive`` runs the child attached to the terminal (a real pty here), the user answers
+its follow-up prompt, and the results of every turn are written back to the handover file.
+The model is the scripted model server (a loopback server replaying ``rules``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from personae.handover.create import build_handover, create_handover
+from personae.handover.tool import HandoverToolArgs, HandoverToolResult
+
+OK = {
+    "approved": True,
+    "requirements_met": True,
+    "issues": [],
+    "completion_signal": {"confidence": "high", "progress_made": True},
+}
+RULES = [
+    {"when": {"role": "manager", "contains": "Break the user's task"},
+     "output": {"subtasks": [{"description": "Answer the question"}]}},
+    {"when": {"role": "worker", "contains": "What is the host"}, "text": "HOST-ANSWER localhost"},
+    {"when": {"role": "worker"}, "text": "PORT-ANSWER 8081"},
+    {"when": {"role": "validator"}, "output": OK},
+    {"when": {"role": "manager", "contains": "HOST-ANSWER"}, "text": "FINAL-HOST: localhost"},
+    {"when": {"role": "manager"}, "text": "FINAL-PORT: 8081"},
+]  # fmt: skip
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    (root / ".personae" / "personas").mkdir(parents=True)
+    (root / ".personae" / "personas" / "dev.md").write_text(
+        "---\nname: dev\ndescription: Answers.\ntools: [read_file]\n---\nAnswer briefly.\n"
+    )
+    (root / "scenario.yaml").write_text(yaml.safe_dump({"steps": [], "rules": RULES}))
+    return root
+
+
+def _read_until(fd: int, needle: bytes, seen: bytearray, deadline: float) -> None:
+    while needle not in seen:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            pytest.fail(
+                f"no {needle!r} on the terminal; it showed:\n{seen.decode(errors='replace')}"
+            )
+        ready, _, _ = select.select([fd], [], [], left)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EIO: the child side closed
+                chunk = b""
+            if not chunk:
+                pytest.fail(f"terminal closed before {needle!r}:\n{seen.decode(errors='replace')}")
+            seen += chunk
+
+
+def test_handover_run_interactive_attaches_the_child_to_the_terminal(project: Path) -> None:
+    created = create_handover(
+        build_handover(
+            source_persona="user", target_persona="dev", task="What is the port?", cwd=project
+        ),
+        cwd=project,
+    )
+    argv = [
+        sys.executable, "-m", "personae", "handover", "run", str(created.path),
+        "--interactive", "--model", f"scripted:{project / 'scenario.yaml'}", "--timeout", "120s",
+    ]  # fmt: skip
+    env = {**os.environ, "COLUMNS": "120", "TERM": "dumb"}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: a personae CLI whose stdin/stdout are the pty
+        try:
+            os.chdir(project)
+            os.execve(sys.executable, argv, env)
+        finally:
+            os._exit(127)
+    seen = bytearray()
+    deadline = time.monotonic() + 120
+    try:
+        _read_until(fd, b"Follow-up", seen, deadline)
+        assert b"FINAL-PORT: 8081" in seen  # the first turn ran live on the terminal
+        os.write(fd, b"What is the host?\n")
+        _read_until(fd, b"FINAL-HOST: localhost", seen, deadline)
+        _read_until(fd, b"Follow-up", seen[seen.index(b"FINAL-HOST") :], deadline)
+        os.write(fd, b"\n")
+        _read_until(fd, b"success:", seen, deadline)
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, seen.decode(errors="replace")
+    saved = json.loads(created.path.read_text())
+    results = saved["results"]
+    assert results["status"] == "success"
+    assert "FINAL-PORT: 8081" in results["output"] and "FINAL-HOST: localhost" in results["output"]
+    assert saved["target"]["interactive"] is False  # the flag chose the mode, not the file
+
+
+def _pty_run(argv: list[str], cwd: Path) -> tuple[int, int]:
+    env = {**os.environ, "COLUMNS": "120", "TERM": "dumb"}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its stdin/stdout are the pty
+        try:
+            os.chdir(cwd)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    return pid, fd
+
+
+def test_the_tool_interactive_flag_runs_the_target_on_the_terminal(project: Path) -> None:
+    script = (
+        "from pathlib import Path\n"
+        "from personae.handover.tool import handover_to_persona\n"
+        "r = handover_to_persona('dev', 'What is the port?', source_persona='user',\n"
+        f"    cwd=Path('.'), interactive=True, model='scripted:{project / 'scenario.yaml'}')\n"
+        "print('TOOL-RESULT', r.status, r.results['status'], flush=True)\n"
+    )
+    pid, fd = _pty_run([sys.executable, "-c", script], project)
+    seen = bytearray()
+    deadline = time.monotonic() + 120
+    try:
+        _read_until(fd, b"Follow-up", seen, deadline)
+        os.write(fd, b"\n")
+        _read_until(fd, b"TOOL-RESULT", seen, deadline)
+        _read_until(fd, b"\n", seen[seen.index(b"TOOL-RESULT") :], deadline)
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, seen.decode(errors="replace")
+    assert b"FINAL-PORT: 8081" in seen  # the target ran attached to the terminal
+    assert b"TOOL-RESULT success success" in seen
+
+
+def test_tool_arguments_and_results_use_the_seed_camel_case_names() -> None:
+    camel = HandoverToolArgs.model_validate(
+        {"targetPersona": "dev", "task": "t", "waitForResults": False, "interactive": True}
+    )
+    snake = HandoverToolArgs.model_validate(
+        {"target_persona": "dev", "task": "t", "wait_for_results": False, "interactive": True}
+    )
+    assert camel == snake and camel.interactive and not camel.wait_for_results
+    schema = HandoverToolArgs.model_json_schema()
+    assert {"targetPersona", "task", "waitForResults", "interactive"} <= set(schema["properties"])
+    wire = HandoverToolResult(
+        success=True, handover_id="h1", context_path="/tmp/h.json", status="prepared"
+    ).to_wire()
+    assert {"success", "handoverId", "contextPath", "results", "message"} <= set(wire)

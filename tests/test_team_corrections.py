@@ -1,0 +1,130 @@
+"""Corrections that fit the failure (seed 000): refused tools are scope drift, claims the tool
+log contradicts are hallucinations, partial work reaches the synthesis marked partial, and the
+validator's model-written correction (made with the shared context) reaches the retried worker.
+
+Each test runs a real turn (``run_turn``) with the in-process scripted function model.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from test_team_loop import kinds, make_project, plan, role_requests, run, synth, tool, verdict, work
+
+DIRECTIVE = "DIRECTIVE-7: only report figures read from files."
+
+
+def _project(tmp_path: Path) -> Path:
+    root = make_project(tmp_path)
+    (root / ".personae" / "directive.md").write_text(DIRECTIVE)
+    return root
+
+
+def test_refused_tool_is_scope_drift_rephrased_with_the_allowed_tools(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    outcome, player = run(
+        root,
+        [
+            plan("Find the port"),
+            tool("run_shell", command="cat config.yaml"),  # dev may not use run_shell
+            work("The port is 8081."),
+            tool("read_file", path="config.yaml"),
+            work("config.yaml: port 8081."),
+            verdict(True),
+            synth(),
+        ],
+    )
+    first = kinds(outcome, "validation")[0].data
+    assert first["used_llm"] is False
+    assert first["completion_signal"]["blocker_type"] == "scope_drift"
+    assert first["completion_signal"]["suggested_strategy"] == "rephrase"
+    correction = kinds(outcome, "correction")[0]
+    assert correction.data["action"] == "rephrase"
+    assert correction.data["blocker"] == "scope_drift"
+    assert "Do not call run_shell" in correction.message
+    assert "Use only these tools: grep, list_dir, read_file, write_file" in correction.message
+    assert "DIRECTIVE-7" in correction.message  # built with the shared context
+    retried = role_requests(player, "worker")[2]
+    assert any("Use only these tools" in str(m["content"]) for m in retried["messages"])
+    assert outcome.result.outcomes[0].status == "validated"
+
+
+def test_claim_contradicted_by_a_refused_write_is_hallucination(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    (root / ".personae" / "personas" / "dev.md").write_text(
+        "---\nname: dev\ndescription: Reads only.\ntools: [read_file, grep]\n---\nRead.\n"
+    )
+    outcome, _ = run(
+        root,
+        [
+            plan("Write the port to x.txt"),
+            tool("write_file", path="x.txt", content="8081"),  # refused: not dev's tool
+            work("I wrote x.txt with the port."),
+            tool("read_file", path="config.yaml"),
+            work("The port is 8081 (I could not write files)."),
+            verdict(True),
+            synth(),
+        ],
+    )
+    first = kinds(outcome, "validation")[0].data
+    assert first["completion_signal"]["blocker_type"] == "hallucination"
+    assert "x.txt was written, but write_file(x.txt) was refused" in first["issues"][0]
+    assert kinds(outcome, "correction")[0].data["action"] == "retry"
+    assert not (root / "x.txt").exists()
+
+
+def _rejected(n: int) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    for i in range(n):
+        steps += [
+            tool("read_file", path="config.yaml") if i == 0 else tool("grep", pattern=f"p{i}"),
+            work(f"PARTIAL-RESULT attempt {i}: port 8081, host unknown"),
+            verdict(False, blocker="hallucination", progress=True, confidence="low"),
+        ]
+    return steps
+
+
+def test_exhausted_budget_with_progress_goes_to_the_synthesis_marked_partial(
+    tmp_path: Path,
+) -> None:
+    root = _project(tmp_path)
+    outcome, player = run(
+        root, [plan("Find the port and host"), *_rejected(3), synth("Port 8081 (partial).")]
+    )
+    assert outcome.result.outcomes[0].status == "partial"
+    synthesis = role_requests(player, "manager")[-1]
+    text = "\n".join(str(m["content"]) for m in synthesis["messages"])
+    assert "<partial_work subtask='1' status='partial, not validated'>" in text
+    assert "PARTIAL-RESULT attempt 2" in text
+    assert "<validated_work" not in text
+    assert outcome.result.final_text.startswith("Port 8081 (partial).")
+    assert "[partial, not validated] Find the port and host" in outcome.result.final_text
+    assert outcome.result.status == "partial"
+
+
+def test_validator_correction_written_with_shared_context_reaches_the_worker(
+    tmp_path: Path,
+) -> None:
+    root = _project(tmp_path)
+    rejected = verdict(False, blocker="partial", progress=True, strategy="retry")
+    rejected["output"]["completion_signal"]["blocker_type"] = None
+    rejected["output"]["correction"] = "CORR-9: quote config.yaml, as DIRECTIVE-7 requires."
+    outcome, player = run(
+        root,
+        [
+            plan("Find the port"),
+            tool("grep", pattern="port"),
+            work("port is probably 8081"),
+            rejected,
+            tool("read_file", path="config.yaml"),
+            work("config.yaml says port: 8081"),
+            verdict(True),
+            synth(),
+        ],
+    )
+    validator_request = role_requests(player, "validator")[0]
+    assert any(DIRECTIVE in str(m["content"]) for m in validator_request["messages"])
+    retried = role_requests(player, "worker")[2]
+    assert any("Validator: CORR-9" in str(m["content"]) for m in retried["messages"])
+    assert outcome.result.outcomes[0].status == "validated"
