@@ -544,3 +544,17 @@ def test_json_on_init_handover_validate_and_ledger(tmp_path: Path) -> None:
         personae("handover", "ledger", checked["handover_id"], "--json", cwd=shop).stdout
     )
     assert one["target_persona"] == "writer" and one["events"]
+
+
+def test_the_readme_first_session_runs_offline_from_a_subfolder(project: Path) -> None:
+    scenario = project / ".personae/scenarios/march-revenue.yaml"
+    done = personae(
+        "run", "Total March revenue", "--persona", "analyst", "--model", f"scripted:{scenario}",
+        cwd=project / "src" / "deep",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "March 2026 revenue was 2,190" in done.stdout
+    rows = [r.split(",") for r in (project / ".personae/samples/sales.csv").read_text().split()]
+    assert sum(int(r[4]) for r in rows[1:] if r[0] == "2026-03") == 2190  # the scenario is right
+    listed = json.loads(personae("runs", "list", "--json", cwd=project).stdout)
+    assert [(r["status"], r["persona"]) for r in listed] == [("done", "analyst")]
