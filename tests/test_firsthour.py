@@ -367,3 +367,194 @@ def test_reconcile_by_heartbeat_and_reused_pids(tmp_path: Path) -> None:
             fresh_remote: "running",
         }
         assert "no heartbeat for" in str(runs.get(remote).error)
+
+
+def _command_paths() -> list[list[str]]:
+    import typer.main
+
+    from personae.cli.app import app
+
+    root = typer.main.get_command(app)
+    paths: list[list[str]] = [[]]
+
+    def walk(group: object, prefix: list[str]) -> None:
+        for name, cmd in getattr(group, "commands", {}).items():
+            paths.append([*prefix, name])
+            walk(cmd, [*prefix, name])
+
+    walk(root, [])
+    return paths
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_no_help_is_cut(
+    columns: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import typer.rich_utils
+
+    from personae.cli.app import main
+
+    monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setattr(typer.rich_utils, "MAX_WIDTH", int(columns))  # read at import
+    cut = []
+    for path in _command_paths():
+        assert main([*path, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "Usage: personae" in out
+        assert max(len(line) for line in out.splitlines()) == int(columns)
+        cut += [f"{' '.join(path)}: {line.strip()}" for line in out.splitlines() if "…" in line]
+    assert cut == []
+
+
+def test_shell_completion_installs_and_completes(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "SHELL": "/bin/bash"}
+    done = personae("--install-completion", "bash", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    script = home / ".bash_completions" / "personae.sh"
+    assert "_PERSONAE_COMPLETE" in script.read_text(encoding="utf-8")
+    assert str(script) in (home / ".bashrc").read_text(encoding="utf-8")
+    # What bash asks when the user types `personae ru<TAB>`.
+    env.update(_PERSONAE_COMPLETE="complete_bash", COMP_WORDS="personae ru", COMP_CWORD="1")
+    asked = personae(cwd=tmp_path, env=env)
+    assert asked.stdout.split() == ["run", "runs"]
+
+
+def test_runs_show_puts_our_token_count_next_to_the_reported_one(demo_project: Path) -> None:
+    done = personae(
+        "run", DEMO_TASK, "--persona", "maintainer", "--model", f"scripted:{DEMO_SCENARIO}",
+        cwd=demo_project,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    run_id = done.stdout.split()[1]
+    shown = json.loads(personae("runs", "show", run_id, "--json", cwd=demo_project).stdout)
+    calls = shown["model_calls"]
+    assert calls
+    for call in calls:
+        usage = call["usage"]
+        assert usage["input_tokens"] > 0 and usage["counted_input_tokens"] > 0
+        assert usage["counter_exact"] is False  # no public tokenizer for the scripted server
+    text = personae("runs", "show", run_id, cwd=demo_project).stdout
+    first = calls[0]["usage"]
+    drift = first["counted_input_tokens"] - first["input_tokens"]
+    assert (
+        f"input tokens: scripted server (chars/4) {first['input_tokens']}, ours "
+        f"{first['counted_input_tokens']} ({first['counter']}, estimate), drift {drift:+d}"
+    ) in text
+    # The budget report does not call an estimate exact.
+    assert "(exact count)" not in text and "(estimate, " in text
+
+
+def test_our_request_count_covers_every_part_and_tool() -> None:
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        SystemPromptPart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models import ModelRequestParameters
+    from pydantic_ai.tools import ToolDefinition
+
+    from personae.team._request_tokens import MESSAGE_FRAMING, count_request
+    from personae.tokens.exact import exact_counter
+
+    counter = exact_counter("o200k_base")
+    tool = ToolDefinition(name="read_file", description="Read a file.",
+                          parameters_json_schema={"type": "object"})  # fmt: skip
+    messages = [
+        ModelRequest(parts=[SystemPromptPart("You are terse."), UserPromptPart("Port?")]),
+        ModelResponse(parts=[ToolCallPart("read_file", {"path": "a.yaml"}, "c1")]),
+        ModelRequest(parts=[ToolReturnPart("read_file", "port: 8081", "c1")]),
+        ModelResponse(parts=[TextPart("8081")]),
+    ]
+    params = ModelRequestParameters(function_tools=[tool])
+    texts = [
+        "You are terse.", "Port?", 'read_file {"path":"a.yaml"}', "port: 8081", "8081",
+        'read_file Read a file. {"type": "object"}',
+    ]  # fmt: skip
+    expected = sum(counter.count(t) for t in texts) + MESSAGE_FRAMING * 5
+    assert count_request(messages, params, counter) == expected
+
+
+def test_scaffold_state_files_name_the_sample_csv_columns(project: Path) -> None:
+    header = (project / ".personae/samples/sales.csv").read_text(encoding="utf-8").splitlines()[0]
+    state = (project / ".personae/project/STATE.md").read_text(encoding="utf-8")
+    assert ", ".join(header.split(",")) in state
+    step = next((project / ".personae/project/goals").rglob("STEP.md")).read_text(encoding="utf-8")
+    named = set(re.findall(r"`([a-z_]+)`", step)) - {"reports"}
+    assert named <= set(header.split(",")), named
+
+
+def test_serve_on_a_terminal_says_what_it_is_and_stops_at_the_first_ctrl_c(
+    project: Path,
+) -> None:
+    import select
+    import signal
+    import time
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "personae", "serve"],
+        stdin=slave,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        cwd=project,
+        close_fds=True,
+    )
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 60
+    try:
+        while b"Ctrl-C stops it" not in seen and time.monotonic() < deadline:
+            if select.select([master], [], [], 1)[0]:
+                seen += os.read(master, 4096)
+        assert b"personae serve: MCP server on stdin/stdout" in seen, seen
+        time.sleep(0.5)  # the server is reading stdin now
+        os.kill(proc.pid, signal.SIGINT)  # once, and no Enter
+        assert proc.wait(timeout=10) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+
+
+def test_json_on_init_handover_validate_and_ledger(tmp_path: Path) -> None:
+    created = personae("init", "shop", "--json", cwd=tmp_path)
+    listed = json.loads(created.stdout)
+    assert ".personae/personas/analyst.md" in listed["created"] and listed["kept"] == []
+    again = json.loads(personae("init", "shop", "--json", cwd=tmp_path).stdout)
+    assert again["created"] == [] and len(again["unchanged"]) == len(listed["created"])
+    shop = tmp_path / "shop"
+    made = personae(
+        "handover", "create", "--to", "writer", "--task", "Write the March report",
+        "--out", "h.json", cwd=shop,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    checked = json.loads(personae("handover", "validate", "h.json", "--json", cwd=shop).stdout)
+    assert checked["ok"] is True and checked["target"] == "writer"
+    (shop / "src").mkdir()
+    ledger = json.loads(personae("handover", "ledger", "--json", cwd=shop / "src").stdout)
+    assert [e["handover_id"] for e in ledger] == [checked["handover_id"]]
+    one = json.loads(
+        personae("handover", "ledger", checked["handover_id"], "--json", cwd=shop).stdout
+    )
+    assert one["target_persona"] == "writer" and one["events"]
+
+
+def test_the_readme_first_session_runs_offline_from_a_subfolder(project: Path) -> None:
+    scenario = project / ".personae/scenarios/march-revenue.yaml"
+    done = personae(
+        "run", "Total March revenue", "--persona", "analyst", "--model", f"scripted:{scenario}",
+        cwd=project / "src" / "deep",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "March 2026 revenue was 2,190" in done.stdout
+    rows = [r.split(",") for r in (project / ".personae/samples/sales.csv").read_text().split()]
+    assert sum(int(r[4]) for r in rows[1:] if r[0] == "2026-03") == 2190  # the scenario is right
+    listed = json.loads(personae("runs", "list", "--json", cwd=project).stdout)
+    assert [(r["status"], r["persona"]) for r in listed] == [("done", "analyst")]

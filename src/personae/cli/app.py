@@ -28,7 +28,7 @@ app = typer.Typer(
     help=_HELP,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
+    add_completion=True,
 )
 
 

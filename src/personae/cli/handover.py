@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from personae.store.handovers import HandoverLedger
 
 __all__ = ["app", "duration_option"]
 
@@ -183,7 +186,10 @@ def show(
 
 
 @app.command("validate")
-def validate(file: Annotated[Path, typer.Argument(help="Handover file.")]) -> None:
+def validate(
+    file: Annotated[Path, typer.Argument(help="Handover file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+) -> None:
     """Check a handover file: schema, version, sizes and every safety rule."""
     from personae.handover.files import load_handover
     from personae.handover.runflow import load_policy
@@ -196,6 +202,14 @@ def validate(file: Annotated[Path, typer.Argument(help="Handover file.")]) -> No
     _, held = held_environment(h.source.environment, allow)
     if held:
         typer.echo(f"personae: warning: {held}", err=True)
+    if as_json:
+        summary = {
+            "ok": True, "file": str(file), "handover_id": h.handover_id,
+            "source": h.source.persona, "target": h.target.persona,
+            "artifacts": len(h.artifacts.files), "format": loaded.format,
+        }  # fmt: skip
+        typer.echo(json.dumps(summary, indent=2))
+        return
     typer.echo(
         f"ok: {file} (handover {h.handover_id}, {h.source.persona} -> {h.target.persona}, "
         f"{len(h.artifacts.files)} artifact(s), {loaded.format})"
@@ -308,12 +322,26 @@ def run(  # noqa: PLR0917 (typer options)
     raise typer.Exit(outcome.exit_code)
 
 
+def _ledger_json(book: HandoverLedger, handover_id: str | None, limit: int) -> object:
+    from dataclasses import asdict
+
+    from personae.errors import UsageError
+
+    if handover_id is None:
+        return [asdict(e) for e in book.recent(limit=limit)]
+    entry = book.get(handover_id)
+    if entry is None:
+        raise UsageError(f"no handover {handover_id!r} in the ledger")
+    return {**asdict(entry), "events": [asdict(ev) for ev in book.events(entry.handover_id)]}
+
+
 @app.command("ledger")
 def ledger(
     handover_id: Annotated[
         str | None, typer.Argument(help="Show this handover's audit trail.")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1)] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """List recorded handovers, or one handover's events (works after its file is gone)."""
     from personae.errors import UsageError
@@ -322,10 +350,15 @@ def ledger(
 
     db = Project.discover(Path.cwd()).state_db
     if not db.exists():
-        typer.echo("no handovers recorded")
+        if handover_id is not None:
+            raise UsageError(f"no handover {handover_id!r} in the ledger")
+        typer.echo("[]" if as_json else "no handovers recorded")
         return
     book = HandoverLedger.open(db)
     try:
+        if as_json:
+            typer.echo(json.dumps(_ledger_json(book, handover_id, limit), indent=2, default=str))
+            return
         if handover_id is None:
             for e in book.recent(limit=limit):
                 typer.echo(

@@ -18,6 +18,9 @@ def register(app: typer.Typer) -> None:
         directory: Annotated[
             Path, typer.Argument(help="Project folder (created if missing).")
         ] = Path("."),
+        as_json: Annotated[
+            bool, typer.Option("--json", help="JSON output: created, kept, unchanged.")
+        ] = False,
     ) -> None:
         """Scaffold .personae/ with the example cast (three personas, two skills, a directive).
 
@@ -30,6 +33,17 @@ def register(app: typer.Typer) -> None:
         if target.exists() and not target.is_dir():
             raise UsageError("exists but is not a folder; move it away first", file=target)
         report = init_project(directory)
+        if as_json:
+            import json
+
+            listed = {
+                "root": str(report.root),
+                "created": [str(r) for r in report.created],
+                "kept": [str(r) for r in report.kept],
+                "unchanged": [str(r) for r in report.unchanged],
+            }
+            typer.echo(json.dumps(listed, indent=2))
+            return
         for rel in report.created:
             typer.echo(f"created  {directory / rel}")
         for rel in report.kept:

@@ -13,6 +13,7 @@ import typer
 from personae.errors import PersonaeError
 
 if TYPE_CHECKING:
+    from personae.settings import PersonaeSettings
     from personae.team.events import Event
     from personae.team.session import RunOptions, RunOutcome
 
@@ -249,7 +250,10 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option(help="Write handover results here.")
         ] = None,
         non_interactive: Annotated[
-            bool, typer.Option(help="Never prompt; take the task from the handover.")
+            bool,
+            typer.Option(
+                "--non-interactive", help="Never prompt; take the task from the handover."
+            ),
         ] = False,
         handover_timeout: Annotated[
             str | None,
@@ -276,7 +280,9 @@ def register(app: typer.Typer) -> None:
 
             limit = duration_option(handover_timeout, bare="ms", flag="--handover-timeout")
         from personae.cli._root import project_root
+        from personae.settings import PersonaeSettings
 
+        settings = PersonaeSettings()  # a bad PERSONAE_* variable: an error, not a run
         handover = None
         if context_from is None:
             cwd = project_root()
@@ -302,7 +308,8 @@ def register(app: typer.Typer) -> None:
                 task=task, persona=persona, model=model, session=session, view=view,
                 max_retries=max_retries, handover=handover, context_return=context_return,
                 non_interactive=non_interactive, handover_timeout=limit,
-                max_requests=max_requests, announced=announced, cwd=cwd, profile=profile,
+                max_requests=max_requests, announced=announced, cwd=cwd, settings=settings,
+                profile=profile,
             )  # fmt: skip
         except (typer.Exit, SystemExit) as done:
             code = done.exit_code if isinstance(done, typer.Exit) else done.code
@@ -351,14 +358,13 @@ def _run_announced(
     max_requests: int | None,
     announced: dict[str, Any],
     cwd: Path,
+    settings: PersonaeSettings,
     profile: str | None = None,
 ) -> None:
     """Everything ``personae run`` does after its run is stored and shown."""
     from personae.project import Project
-    from personae.settings import PersonaeSettings
     from personae.team.session import RunOptions
 
-    settings = PersonaeSettings()
     as_json = view.as_json
     if handover is not None:
         for warning in handover.warnings:
@@ -554,6 +560,22 @@ def list_runs(
     Console(width=160 if not sys.stdout.isatty() else None).print(table)
 
 
+def _tokens_line(usage: dict[str, Any], model: str) -> str:
+    """Input tokens of one model call: the provider's figure, ours, and the drift."""
+    source = "scripted server (chars/4)" if model.startswith("scripted") else "provider"
+    reported = usage.get("input_tokens")
+    ours = usage.get("counted_input_tokens")
+    out = f"output {usage.get('output_tokens', '?')}"
+    if not isinstance(ours, int):  # stored before personae counted whole requests
+        return f"input tokens: {source} {reported}, ours not recorded; {out}"
+    kind = "exact" if usage.get("counter_exact") else "estimate"
+    line = f"input tokens: {source} {reported}, ours {ours} ({usage.get('counter')}, {kind})"
+    if isinstance(reported, int) and reported > 0:
+        drift = ours - reported
+        line += f", drift {drift:+d} ({100 * drift / reported:+.1f}%)"
+    return f"{line}; {out}"
+
+
 @runs_app.command("show")
 def show_run(
     run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix works).")],
@@ -605,9 +627,8 @@ def show_run(
     console.print(Text(f"\n{len(calls)} model call(s):", style="bold"))
     for c in calls:
         where = f"subtask {c.subtask}" if c.subtask else "turn"
-        console.print(
-            Text(f"\n#{c.seq} {c.role} ({c.persona or '-'}, {where}) usage {c.usage}", style="bold")
-        )
+        console.print(Text(f"\n#{c.seq} {c.role} ({c.persona or '-'}, {where})", style="bold"))
+        console.print(Text(_tokens_line(c.usage, c.model)))
         try:
             console.print(BudgetReport.model_validate(c.budget).to_text())
         except ValueError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -30,6 +31,30 @@ def _check_port_free(host: str, port: int) -> None:
             raise UsageError(
                 f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="--port"
             ) from None
+
+
+def _interactive_stdio(store: Path) -> None:
+    """``serve`` started by hand on a terminal: say what it is; stop at the first Ctrl-C.
+
+    The stdio transport reads stdin in a worker thread that a KeyboardInterrupt does not
+    wake (it would wait for Enter), so the first Ctrl-C ends the process at once. Nothing
+    is lost: every memory write and store transaction is complete when it returns.
+    """
+    import os
+    import signal
+
+    print(
+        "personae serve: MCP server on stdin/stdout (for an MCP client: a host's .mcp.json, "
+        f"the MCP Inspector); store {store}. Ctrl-C stops it; --http serves HTTP.",
+        file=sys.stderr,
+        flush=True,
+    )
+
+    def stop(signum: int, frame: object) -> None:
+        print("personae: interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
+
+    signal.signal(signal.SIGINT, stop)
 
 
 def register(app: typer.Typer) -> None:
@@ -70,4 +95,6 @@ def register(app: typer.Typer) -> None:
             prompt=prompt or defaults.prompt,
             store=store or defaults.store,
         )
+        if not http and sys.stdin.isatty():
+            _interactive_stdio(paths.store)
         serve(paths, http=http, host=host, port=port)

@@ -90,7 +90,8 @@ class BudgetReport(BaseModel):
             f"  {'Tags/separators:':<22}{self.overhead:>9,} {self._pct(self.overhead):>10}"
         )
         lines.append("  " + "─" * 29)
-        lines.append(f"  {'Total:':<22}{self.total:>9,} {self._pct(self.total):>10}  (exact count)")
+        counted = "exact count" if self.counter_exact else f"estimate, {self.counter}"
+        lines.append(f"  {'Total:':<22}{self.total:>9,} {self._pct(self.total):>10}  ({counted})")
         share = (
             f" ({self.share:.0%} of {self.window:,} window)" if self.share and self.window else ""
         )

@@ -128,11 +128,28 @@ class _Recorder(AbstractCapability[Any]):
                         "input_tokens": response.usage.input_tokens,
                         "output_tokens": response.usage.output_tokens,
                         "step": self.local_requests,
+                        **_our_count(self.model_label, request_context),
                     },
                     datetime.now(UTC).isoformat(timespec="milliseconds"),
                 )
             )
         return response
+
+
+def _our_count(model_label: str, request_context: ModelRequestContext) -> dict[str, Any]:
+    """Our count of the whole request (stored beside the provider's ``input_tokens``)."""
+    from personae.team._request_tokens import count_request
+    from personae.tokens.registry import counter_for_model, model_info
+
+    counter = counter_for_model(model_label)
+    counted = count_request(
+        request_context.messages, request_context.model_request_parameters, counter
+    )
+    return {
+        "counted_input_tokens": counted,
+        "counter": counter.name,
+        "counter_exact": model_info(model_label).exact,
+    }
 
 
 @dataclass(kw_only=True)
