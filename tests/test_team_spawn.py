@@ -182,3 +182,22 @@ def test_bundled_personas_run_in_a_project_without_any_persona(tmp_path: Path) -
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert "The release is on Friday." in result.stdout
+
+
+def test_a_run_refuses_a_persona_whose_spawn_list_fails_the_cast_check(tmp_path: Path) -> None:
+    import asyncio
+
+    import pytest
+
+    from personae.errors import UsageError
+    from personae.models import ModelResolver, Scenario, scripted_function_model
+    from personae.team.session import RunOptions, run_turn
+
+    root = make_project(tmp_path)
+    _write_lead(root, "tools: [read_file, agent]\nsubagents: [scratch]\n")
+    model = scripted_function_model(Scenario.model_validate({"steps": []}))
+    options = RunOptions(root=root, persona="lead", include_git_log=False)
+    with pytest.raises(UsageError, match="may spawn 'scratch'") as caught:
+        asyncio.run(run_turn("x", options, resolver=ModelResolver.using(model, "scripted:t")))
+    assert caught.value.file == root / ".personae" / "personas" / "lead.md"
+    assert model.player.requests == []  # nothing started
