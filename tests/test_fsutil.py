@@ -67,3 +67,39 @@ def test_does_not_follow_a_planted_temp_symlink(tmp_path: Path) -> None:
     write_atomic(folder / "a.txt", b"new")
     assert outside.read_text() == "keep"
     assert (folder / "a.txt").read_text() == "new"
+
+
+def test_read_regular_refuses_special_files_without_blocking(tmp_path: Path) -> None:
+    from personae.fsutil import NotRegularFileError, read_regular
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)  # nobody writes: a plain open() would wait forever
+    with pytest.raises(NotRegularFileError, match=r"not a regular file \(a FIFO\)"):
+        read_regular(fifo)
+    link = tmp_path / "zero"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(NotRegularFileError, match="character device"):
+        read_regular(link)
+    with pytest.raises(IsADirectoryError):
+        read_regular(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        read_regular(tmp_path / "missing")
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * 11)
+    with pytest.raises(NotRegularFileError, match="larger than 10 bytes"):
+        read_regular(big, max_bytes=10)
+    assert read_regular(big, max_bytes=11) == b"x" * 11
+
+
+def test_private_dir_is_0700_whatever_the_umask(tmp_path: Path) -> None:
+    from personae.fsutil import private_dir
+
+    old = os.umask(0)
+    try:
+        made = private_dir(tmp_path / "a" / "memory")
+    finally:
+        os.umask(old)
+    assert mode_of(made) == 0o700
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    assert mode_of(private_dir(shared)) == 0o700

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -69,17 +70,23 @@ def test_render_write_then_check_via_cli(tmp_path: Path) -> None:
     merged = json.loads((tmp_path / ".claude" / "settings.json").read_text(encoding="utf-8"))
     assert merged["permissions"] == {"allow": ["Read"]}
     commands = [h["command"] for e in merged["hooks"]["PreToolUse"] for h in e["hooks"]]
-    assert commands == ["lint", "personae hook pre-tool-use"]
+    assert commands[0] == "lint" and len(commands) == 2
+    personae = str(Path(sys.executable).parent / "personae")
+    assert commands[1].endswith(f"{personae} hook pre-tool-use --host claude")
     mcp = json.loads((tmp_path / ".mcp.json").read_text(encoding="utf-8"))
     assert set(mcp["mcpServers"]) == {"other", "personae"}
     copilot = json.loads((tmp_path / ".github/hooks/personae.json").read_text(encoding="utf-8"))
-    assert copilot["version"] == 1 and copilot["hooks"]["preToolUse"][0]["bash"].startswith(
-        "personae hook pre-tool-use"
+    assert copilot["version"] == 1
+    assert copilot["hooks"]["preToolUse"][0]["bash"].endswith(
+        f"{personae} hook pre-tool-use --host copilot"
     )
+    assert mcp["mcpServers"]["personae"] == {"command": personae, "args": ["serve"]}
+    codex = tomllib.loads((tmp_path / ".codex/config.toml").read_text(encoding="utf-8"))
+    assert codex["mcp_servers"]["personae"] == {"command": personae, "args": ["serve"]}
 
     snapshot = {p: (tmp_path / p).read_text(encoding="utf-8") for p in INSTRUCTION_FILES}
     again = _cli("hosts", "render", "--write", cwd=tmp_path)
-    assert again.stdout.count("unchanged:") == 7
+    assert again.stdout.count("unchanged:") == 8
     assert {p: (tmp_path / p).read_text(encoding="utf-8") for p in INSTRUCTION_FILES} == snapshot
 
 
@@ -99,7 +106,7 @@ def test_gate_patterns_are_carried_into_hook_commands(tmp_path: Path) -> None:
     write(tmp_path, plan(tmp_path, ["Bash", "mcp__github__.*"]))
     codex = json.loads((tmp_path / ".codex/hooks.json").read_text(encoding="utf-8"))
     command = codex["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert command == "personae hook pre-tool-use --gate Bash --gate 'mcp__github__.*'"
+    assert command.endswith("hook pre-tool-use --host codex --gate Bash --gate 'mcp__github__.*'")
     assert codex["hooks"]["PreToolUse"][0]["matcher"] == "^(?:Bash)$|^(?:mcp__github__.*)$"
     write(tmp_path, plan(tmp_path, ["it's"]))
     claude = json.loads((tmp_path / ".claude/settings.json").read_text(encoding="utf-8"))
@@ -128,7 +135,7 @@ def test_never_writes_the_home_directory(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_doctor_reports_ok_and_fail_with_fixes(tmp_path: Path) -> None:
-    bad = _cli("doctor", "--no-probe", cwd=tmp_path)
+    bad = _cli("doctor", "--no-probe", "--hosts", cwd=tmp_path)
     assert bad.returncode == 1
     assert "FAIL mind contract" in bad.stdout and "fix:" in bad.stdout
     personae_dir = tmp_path / ".personae"
@@ -138,6 +145,7 @@ def test_doctor_reports_ok_and_fail_with_fixes(tmp_path: Path) -> None:
     good = _cli("doctor", cwd=tmp_path)
     assert "OK   server answers bootstrap" in good.stdout, good.stdout + good.stderr
     assert "OK   mind contract" in good.stdout and "OK   CLAUDE.md" in good.stdout
-    # Only `personae on PATH` may fail here (tests run the module, not an installed script).
+    # Only `personae on PATH` (tests run the module, not an installed script) and the model
+    # (none configured here) may fail.
     failing = [line for line in good.stdout.splitlines() if line.startswith("FAIL")]
-    assert all("personae on PATH" in line for line in failing)
+    assert all("personae on PATH" in line or "FAIL model:" in line for line in failing), failing

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -255,18 +254,25 @@ def test_http_refuses_non_loopback(paths: MindPaths, tmp_path: Path) -> None:
     assert "not a loopback address" in proc.stderr and "Traceback" not in proc.stderr
 
 
-INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
-_FETCH_ERRORS = ("E404", "ENOTFOUND", "EAI_AGAIN", "ETIMEDOUT", "ECONNREFUSED", "ENETUNREACH")
+INSPECTOR_VERSION = "2.12.0"
+
+
+def _inspector_bin() -> Path:
+    """The MCP Inspector CLI installed by scripts/setup.d/10-mcp-inspector.sh (no download here)."""
+    cache = Path(os.environ.get("PERSONAE_CI_CACHE") or Path.home() / ".cache" / "personae-ci")
+    found = cache / "mcp-inspector" / "node_modules" / ".bin" / "mcp-inspector"
+    if not found.is_file():
+        pytest.fail(
+            f"MCP Inspector {INSPECTOR_VERSION} is not installed at {found}: run "
+            "`source scripts/setup.d/00-apt.sh; source scripts/setup.d/10-mcp-inspector.sh` "
+            "(or bash scripts/test.sh, which does it; set PERSONAE_CI_CACHE to use another folder)"
+        )
+    return found
 
 
 def _inspector(args: list[str], paths: MindPaths, tmp_path: Path) -> str:
-    npx = shutil.which("npx")
-    if npx is None:
-        pytest.skip("npx (npm) is not installed: MCP Inspector CLI test skipped")
     cmd = [
-        npx,
-        "-y",
-        INSPECTOR,
+        str(_inspector_bin()),
         "--cli",
         "-e",
         f"PYTHONPATH={os.environ['PYTHONPATH']}",
@@ -276,17 +282,11 @@ def _inspector(args: list[str], paths: MindPaths, tmp_path: Path) -> str:
         *_serve_args(paths),
         *args,
     ]
-    # Keep the Inspector away from the real home directory (it keeps a catalog there),
-    # while reusing the npm cache.
+    # Keep the Inspector away from the real home directory (it keeps a catalog there).
     env = dict(
-        os.environ,
-        HOME=str(tmp_path / "home"),
-        MCP_CATALOG_PATH=str(tmp_path / "catalog.json"),
-        NPM_CONFIG_CACHE=os.environ.get("NPM_CONFIG_CACHE", str(Path.home() / ".npm")),
+        os.environ, HOME=str(tmp_path / "home"), MCP_CATALOG_PATH=str(tmp_path / "catalog.json")
     )
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
-    if proc.returncode != 0 and any(code in proc.stderr for code in _FETCH_ERRORS):
-        pytest.skip(f"{INSPECTOR} could not be fetched from npm: {proc.stderr[-300:]}")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 

@@ -231,8 +231,14 @@ def test_skill_description_with_angle_bracket(tmp_path: Path) -> None:
     cast, bad = load_with(
         tmp_path, ".personae/skills/s/SKILL.md", "---\nname: s\ndescription: use <b>this</b>\n---\n"
     )
-    assert only_error(cast) == f"{bad}:3: description must not contain '<' or '>'"
-    assert cast.skills == {}
+    # Claude Code loads such skills, so personae does too: a warning, not an error.
+    assert cast.errors == []
+    assert [str(w) for w in cast.warnings] == [
+        f"{bad}:3: description contains '<' or '>' (the Agent Skills rules forbid "
+        "them); loaded as is, escaped wherever personae renders it"
+    ]
+    assert cast.skill("s").description == "use <b>this</b>"
+    assert "&lt;b&gt;" in cast.available_skills_xml()
 
 
 @pytest.mark.parametrize(
@@ -254,7 +260,12 @@ def test_skill_description_too_long_or_missing(tmp_path: Path) -> None:
     cast, bad = load_with(
         tmp_path, ".personae/skills/s/SKILL.md", f"---\nname: s\ndescription: {'a' * 1025}\n---\n"
     )
-    assert only_error(cast) == f"{bad}:3: description is 1025 chars; at most 1024"
+    assert cast.errors == []
+    assert [str(w) for w in cast.warnings] == [
+        f"{bad}:3: description is 1025 chars, over the Agent Skills limit of 1024; "
+        "loaded as is (some hosts may cut or refuse it)"
+    ]
+    assert cast.skill("s").description == "a" * 1025
     cast, bad = load_with(tmp_path, ".personae/skills/s/SKILL.md", "---\nname: s\n---\n")
     assert only_error(cast) == f"{bad}:1: missing required field 'description'"
 
@@ -306,7 +317,7 @@ def test_check_reports_all_problems_not_just_the_first(tmp_path: Path) -> None:
     write(folder / "a.md", "---\nname: a\n---\n")
     write(folder / "b.md", "---\nname: b\ndescription: d\ntools: [nope]\n---\n")
     write(folder / "c.md", "---\nname: c\ndescription: d\ntools: [\n---\n")
-    write(tmp_path / ".personae/skills/s/SKILL.md", "---\nname: s\ndescription: <x>\n---\n")
+    write(tmp_path / ".personae/skills/s/SKILL.md", "---\nname: s\n---\n")
     cast = Cast.load(tmp_path)
     files = sorted(p.file.name for p in cast.errors)
     assert files == ["SKILL.md", "a.md", "b.md", "c.md"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
@@ -44,3 +45,41 @@ def test_unopenable_path_is_a_store_error(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises((StoreError, sqlite3.Error, OSError)):
         Store(blocker / "sub" / "state.db")
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_new_store_files_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    for umask in (0o000, 0o022, 0o277):
+        db = tmp_path / f"u{umask:o}" / "state.db"
+        db.parent.mkdir()
+        old = os.umask(umask)
+        try:
+            store = Store(db)
+            with store.transaction() as conn:
+                conn.execute("INSERT INTO runs(id, task, model) VALUES ('r', 't', 'm')")
+            modes = {p.name: _mode(p) for p in db.parent.iterdir()}
+            store.close()
+        finally:
+            os.umask(old)
+        assert modes == {"state.db": 0o600, "state.db-wal": 0o600, "state.db-shm": 0o600}, umask
+
+
+def test_an_existing_readable_store_is_tightened(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    Store(db).close()
+    db.chmod(0o644)
+    with Store(db) as store:
+        assert store.applied_migrations()
+    assert _mode(db) == 0o600
+
+
+def test_a_fifo_as_the_store_is_refused_without_hanging(tmp_path: Path) -> None:
+    from personae.store import StoreError
+
+    fifo = tmp_path / "state.db"
+    os.mkfifo(fifo)
+    with pytest.raises(StoreError, match="not a regular file"):
+        Store(fifo)

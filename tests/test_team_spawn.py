@@ -137,6 +137,8 @@ def test_bundled_repo_researcher_clones_a_local_repo_into_a_temp_workspace(
     repo = _local_repo(tmp_path / "source-repo")
     root = make_project(tmp_path / "project")
     _write_lead(root, "tools: [read_file, run_shell, list_dir, glob, grep, agent]\n")
+    # run_shell's sandbox hides /tmp (where pytest keeps the repo): let commands read it.
+    (root / ".personae" / "config.yaml").write_text(f"sandbox:\n  allow_paths: [{repo}]\n")
     marker = "You are a repository researcher"
     clone = {"name": "run_shell", "args": {"command": ["git", "clone", "-q", str(repo), "repo"]}}
     outcome, player = run(
@@ -149,7 +151,7 @@ def test_bundled_repo_researcher_clones_a_local_repo_into_a_temp_workspace(
         ),
     )
     read = requests_with(player, marker)[-1]
-    assert any("REPO-README-MARK" in r for r in tool_results(read))
+    assert any("REPO-README-MARK" in r for r in tool_results(read)), tool_results(read)
     end = next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
     assert end.data["status"] == "success", end.data
     temp = Path(end.data["temp_workspace"])

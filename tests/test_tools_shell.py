@@ -61,7 +61,8 @@ def test_failures_are_tool_errors_with_output(tmp_path: Path) -> None:
 
 
 def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
-    tools = _subset(tmp_path, shell_timeout=5.0)
+    # Unsandboxed: pids written by the command are host pids (test_tools_sandbox covers bwrap).
+    tools = _subset(tmp_path, shell_timeout=5.0, shell_sandbox="off")
     started = time.monotonic()
     with pytest.raises(ToolError, match=r"timed out after 0\.5s") as info:
         sh(tools, "sleep 30 & echo $! > child.pid; echo started; sleep 30", timeout=0.5)
@@ -78,7 +79,7 @@ def test_model_cannot_raise_the_timeout(tmp_path: Path) -> None:
 
 
 def test_background_processes_do_not_outlive_the_call(tmp_path: Path) -> None:
-    tools = _subset(tmp_path, shell_grace=0.2)
+    tools = _subset(tmp_path, shell_grace=0.2, shell_sandbox="off")
     out = sh(tools, "sleep 30 >/dev/null 2>&1 & echo $! > bg.pid; echo done")
     assert out.startswith("done\n")
     assert _wait_dead(int((tmp_path / "bg.pid").read_text()))

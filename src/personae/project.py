@@ -2,28 +2,37 @@
 
 ``.personae/config.yaml`` is optional; every field has a default. Each part of
 personae owns one section of the config.
+
+Commands find their project like git finds its repository: :func:`find_root` walks up
+from the current folder to the nearest folder holding ``.personae/``.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from personae.errors import ConfigError
+from personae.fsutil import read_regular
 
 __all__ = [
     "CommandsConfig",
     "HandoverConfig",
     "Project",
     "ProjectConfig",
+    "SandboxConfig",
+    "find_root",
 ]
 
 CONFIG_NAMES = ("config.yaml", "config.yml", "config")
+MAX_CONFIG_BYTES = 1_000_000
+"""Largest config file read."""
 
 
 class CommandsConfig(BaseModel):
@@ -52,6 +61,19 @@ class HandoverConfig(BaseModel):
     """Extra environment variables a handover may capture and carry."""
 
 
+class SandboxConfig(BaseModel):
+    """The ``run_shell`` sandbox (bubblewrap); see docs/tools.md."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["auto", "required", "off"] = "auto"
+    """``auto``: sandbox when bubblewrap works, else warn once per run; ``required``; ``off``."""
+    network: bool = False
+    """Let sandboxed commands use the network (a persona can also allow it)."""
+    allow_paths: list[str] = Field(default_factory=list)
+    """Paths under the user's home commands may read (``~/...`` or absolute)."""
+
+
 class ProjectConfig(BaseModel):
     """The contents of ``.personae/config.yaml``."""
 
@@ -61,8 +83,11 @@ class ProjectConfig(BaseModel):
     """Default model for this project (``provider:name``); ``PERSONAE_MODEL`` wins over it."""
     base_url: str | None = None
     """Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp)."""
+    otel_endpoint: str | None = None
+    """OTLP/HTTP endpoint runs are exported to as traces; ``PERSONAE_OTEL_ENDPOINT`` wins."""
     commands: CommandsConfig = Field(default_factory=CommandsConfig)
     handover: HandoverConfig = Field(default_factory=HandoverConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
 
     @field_validator("model")
     @classmethod
@@ -104,21 +129,39 @@ class Project:
         resolved = Path(root).resolve()
         return cls(root=resolved, config=load_config(resolved / ".personae"))
 
+    @classmethod
+    def discover(cls, start: Path | str = ".") -> Project:
+        """Open the project ``start`` belongs to: :func:`find_root`, else ``start`` itself."""
+        return cls.open(find_root(start) or start)
+
+
+def find_root(start: Path | str = ".") -> Path | None:
+    """The nearest folder at or above ``start`` that holds a ``.personae/`` folder.
+
+    ``None`` when no folder up to the file-system root has one (like git's search for
+    ``.git``). ``start`` is resolved first, so symlinked folders walk up their target.
+    """
+    here = Path(start).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".personae").is_dir():
+            return folder
+    return None
+
 
 def load_config(personae_dir: Path) -> ProjectConfig:
     """Read the project config from ``personae_dir``; defaults when absent."""
     for name in CONFIG_NAMES:
         path = personae_dir / name
-        if path.is_file():
-            return _parse_config(path)
+        if os.path.lexists(path) and not path.is_dir():
+            return _parse_config(path)  # a FIFO or device named config.yaml is an error
     return ProjectConfig()
 
 
 def _parse_config(path: Path) -> ProjectConfig:
     try:
-        raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw: Any = yaml.safe_load(read_regular(path, max_bytes=MAX_CONFIG_BYTES).decode("utf-8"))
     except OSError as exc:
-        raise ConfigError(f"cannot read config: {exc.strerror}", file=path) from exc
+        raise ConfigError(f"cannot read config: {exc.strerror}", file=path) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text (byte {exc.start})", file=path) from None
     except yaml.YAMLError as exc:

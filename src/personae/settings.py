@@ -7,7 +7,6 @@ naming the variable (``PERSONAE_BUDGET_SHARE: ...``), never a traceback.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
@@ -19,10 +18,6 @@ from personae.errors import ConfigError
 __all__ = ["PersonaeSettings"]
 
 _PREFIX = "PERSONAE_"
-
-
-def _default_home() -> Path:
-    return Path.home() / ".personae"
 
 
 def _describe(exc: ValidationError) -> str:
@@ -42,9 +37,6 @@ class PersonaeSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix=_PREFIX, extra="ignore", frozen=True)
 
-    home: Path = Field(default_factory=_default_home)
-    """User data directory (``PERSONAE_HOME``)."""
-
     model: str | None = None
     """Default model as ``provider:name`` (``PERSONAE_MODEL``); ``None`` means not configured."""
 
@@ -56,6 +48,10 @@ class PersonaeSettings(BaseSettings):
 
     handover_timeout: float = Field(default=300.0, gt=0)
     """Seconds a handover child run may take before it is killed."""
+
+    otel_endpoint: str | None = None
+    """OTLP/HTTP endpoint each run is exported to as a trace (``PERSONAE_OTEL_ENDPOINT``);
+    ``None``: no telemetry (nothing of OpenTelemetry is imported)."""
 
     def __init__(self, **values: Any) -> None:
         """Read the environment; a bad ``PERSONAE_*`` value raises ConfigError naming it."""

@@ -11,14 +11,21 @@ from typing import Annotated
 
 import typer
 
-from personae.cli import chain, context, handover, hosts, personas, project, run, serve
+from personae.cli import chain, context, handover, hosts, personas, project, run, serve, ui
 from personae.errors import PersonaeError
 
 __all__ = ["app", "main"]
 
+_HELP = (
+    "Persona and context engine for multi-agent LLM systems.\n\n"
+    "Commands act on the project of the current folder: the nearest folder holding "
+    ".personae/, from the current one up (as git finds its repository); "
+    "`personae doctor` shows which one."
+)
+
 app = typer.Typer(
     name="personae",
-    help="Persona and context engine for multi-agent LLM systems.",
+    help=_HELP,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -42,7 +49,7 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    """Persona and context engine for multi-agent LLM systems."""
+    """Persona and context engine for multi-agent LLM systems (see ``_HELP``)."""
 
 
 app.add_typer(personas.app, name="personas")
@@ -56,6 +63,7 @@ project.register(app)
 run.register(app)
 serve.register(app)
 hosts.register(app)
+ui.register(app)
 
 
 _INTERRUPTED = 130
@@ -72,6 +80,18 @@ def _describe_os_error(exc: OSError) -> str:
     return f"{where}: {reason}"
 
 
+def _quiet_third_parties() -> None:
+    """Keep other libraries' banners out of our output (before they are imported).
+
+    pydantic-ai prints a first-run banner (its logo and a Logfire advertisement) on stderr
+    when it is a terminal; ``PYDANTIC_AI_NO_BANNER`` is its documented off switch. Child
+    processes (handover runs, the MCP server) inherit it.
+    """
+    import os
+
+    os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, without ``argv``, exits with) the process exit code.
 
@@ -80,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     exit 1; Ctrl-C prints ``personae: interrupted`` and exits 130.
     """
     args = sys.argv[1:] if argv is None else argv
+    _quiet_third_parties()
     code: int
     try:
         app(args=args, prog_name="personae", standalone_mode=True)
@@ -93,6 +114,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("personae: interrupted", file=sys.stderr)
         code = _INTERRUPTED
+    except BrokenPipeError:  # the reader went away (`personae ... | head`): stop quietly
+        from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
+
+        silence_stdout()
+        code = BROKEN_PIPE_EXIT
     except OSError as exc:  # a file or folder the user named is missing, unreadable, ...
         print(f"personae: error: {_describe_os_error(exc)}", file=sys.stderr)
         code = 1

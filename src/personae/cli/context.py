@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from personae.cli._root import ROOT_HELP, project_root
+
 if TYPE_CHECKING:
     from personae.context.assemble import AssembledContext
 
@@ -48,15 +50,15 @@ StepOpt = Annotated[
     typer.Option("--step", help="Current step (NN-goal/NN-step) under .personae/project/goals/."),
 ]
 RootOpt = Annotated[
-    Path,
-    typer.Option("--root", help="Project folder (default: current).", exists=True, file_okay=False),
+    Path | None,
+    typer.Option("--root", help=ROOT_HELP, exists=True, file_okay=False),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _assemble(
     *,
-    root: Path,
+    root: Path | None,
     role: str,
     persona: str | None,
     task: str | None,
@@ -78,7 +80,7 @@ def _assemble(
     if budget is not None and window is not None:
         raise typer.BadParameter("give --budget or --window, not both")
     settings = PersonaeSettings()
-    project = Project.open(root)
+    project = Project.open(project_root(root))
     chosen = model or settings.model or project.config.model
     info = model_info(chosen)
     counter = counter_for_model(chosen)
@@ -143,7 +145,7 @@ def build(  # noqa: PLR0917
         bool, typer.Option("--report", help="Also print the budget report (on stderr).")
     ] = False,
     as_json: JsonOpt = False,
-    root: RootOpt = Path("."),
+    root: RootOpt = None,
 ) -> None:
     """Print the rendered context for ROLE (or JSON with `rendered` and `report`)."""
     ctx = _assemble(
@@ -177,7 +179,7 @@ def report_cmd(  # noqa: PLR0917
     window: WindowOpt = None,
     step: StepOpt = None,
     as_json: JsonOpt = False,
-    root: RootOpt = Path("."),
+    root: RootOpt = None,
 ) -> None:
     """Print only the budget report for ROLE."""
     ctx = _assemble(
@@ -199,11 +201,11 @@ def report_cmd(  # noqa: PLR0917
 
 
 @app.command("roles")
-def roles(root: RootOpt = Path("."), as_json: JsonOpt = False) -> None:
+def roles(root: RootOpt = None, as_json: JsonOpt = False) -> None:
     """List the role profiles (built-in and .personae/profiles.yaml) and their sections."""
     from personae.context.profiles import load_profiles
 
-    profiles = load_profiles(Path(root).resolve())
+    profiles = load_profiles(project_root(root))
     if as_json:
         data = {
             r: [s.model_dump(mode="json", exclude_none=True) for s in profiles.get(r).sections]

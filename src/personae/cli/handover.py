@@ -117,9 +117,9 @@ def create(  # noqa: PLR0917 (typer options)
     _check_persona_name(source, "--from")
     _check_texts(task, list(insight or []))
     cwd = Path.cwd()
-    project = Project.open(cwd)
+    project = Project.discover(cwd)
     files = [parse_file_spec(spec) for spec in file or []]
-    servers, warnings = persona_facts(cwd, source, to, check_target=not no_target_check)
+    servers, warnings = persona_facts(project.root, source, to, check_target=not no_target_check)
     for warning in warnings:
         typer.echo(f"personae: warning: {warning}", err=True)
     handover = build_handover(
@@ -145,10 +145,15 @@ def show(
     file: Annotated[Path, typer.Argument(help="Handover file.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the file as JSON.")] = False,
 ) -> None:
-    """Show a handover: source, target, task, artifacts, insights, results."""
-    from personae.handover.files import load_handover
+    """Show a handover: source, target, task, artifacts, insights, results.
 
-    h = load_handover(file).handover
+    The file gets the same checks as ``validate``: one it refuses is not shown.
+    """
+    from personae.handover.files import load_handover
+    from personae.handover.runflow import load_policy
+
+    policy, allow = load_policy(Path.cwd(), file)
+    h = load_handover(file, policy=policy, env_allow=allow).handover
     if as_json:
         typer.echo(json.dumps(h.model_dump(mode="json", by_alias=True), indent=2))
         return
@@ -315,7 +320,7 @@ def ledger(
     from personae.project import Project
     from personae.store.handovers import HandoverLedger
 
-    db = Project.open(Path.cwd()).state_db
+    db = Project.discover(Path.cwd()).state_db
     if not db.exists():
         typer.echo("no handovers recorded")
         return

@@ -32,13 +32,22 @@ def render_command(
         list[str] | None, typer.Option("--gate", help="Gate pattern for the hook (repeatable).")
     ] = None,
     root: _Root = Path("."),
+    personae: Annotated[
+        str | None,
+        typer.Option(
+            "--personae", help="Absolute path hooks and MCP entries run (default: this install)."
+        ),
+    ] = None,
 ) -> None:
     """Render host instructions, hook configs and MCP entries (print, or --write them)."""
-    from personae.hosts.render import plan
+    from personae.hosts.render import installed_personae, plan
     from personae.hosts.render import write as write_files
     from personae.hosts.snippets import home_instructions
 
-    changes = plan(root, list(gate or []))
+    exe = personae or installed_personae()
+    if not Path(exe).is_absolute():
+        raise typer.BadParameter(f"{exe!r} is not an absolute path", param_hint="--personae")
+    changes = plan(root, list(gate or []), personae=exe)
     if write:
         written = write_files(root, changes)
         for change in changes:
@@ -50,15 +59,16 @@ def render_command(
             typer.echo(change.text.rstrip("\n"))
             typer.echo("")
     typer.echo("")
-    typer.echo(home_instructions().rstrip("\n"))
+    typer.echo(home_instructions(exe, str(root.resolve())).rstrip("\n"))
 
 
 @app.command("check")
 def check_command(root: _Root = Path(".")) -> None:
-    """Check the host files of a repository; exit 1 when any item fails."""
+    """Check the host files of a repository as each host will use them; exit 1 on any FAIL."""
+    from personae.hosts.hostcheck import check_hooks
     from personae.hosts.render import check
 
-    items = check(root)
+    items = check(root) + check_hooks(root)
     _print_items(items)
     if not all(i.ok for i in items):
         raise typer.Exit(1)
@@ -94,29 +104,77 @@ def register(app: typer.Typer) -> None:
     """Add ``doctor`` to the main app."""
 
     @app.command("doctor")
-    def doctor_command(
-        root: _Root = Path("."),
+    def doctor_command(  # noqa: PLR0917
+        root: Annotated[
+            Path | None,
+            typer.Option(
+                "--root",
+                help="Project folder (default: the nearest folder holding .personae/, "
+                "from the current one up).",
+                exists=True,
+                file_okay=False,
+            ),
+        ] = None,
         memory_dir: Annotated[Path | None, typer.Option("--memory-dir")] = None,
         prompt: Annotated[Path | None, typer.Option("--prompt")] = None,
         store: Annotated[Path | None, typer.Option("--store")] = None,
         no_probe: Annotated[
-            bool, typer.Option("--no-probe", help="Skip starting the server.")
+            bool,
+            typer.Option(
+                "--no-probe", help="Skip the model server request and starting the MCP server."
+            ),
         ] = False,
+        hosts: Annotated[
+            bool | None,
+            typer.Option(
+                "--hosts/--no-hosts",
+                help="Check the host setup (default: only when host files use personae).",
+                show_default=False,
+            ),
+        ] = None,
+        timeout: Annotated[
+            float, typer.Option(min=0.1, help="Seconds the model server may take to answer.")
+        ] = 3.0,
+        as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
     ) -> None:
-        """Check the local setup: each item OK or FAIL with the fix."""
+        """Check what each command needs: project, config, model, key, provider, store, hosts.
+
+        Each item is OK, WARN or FAIL with the fix; exit 1 when any item fails.
+        """
+        import json
+
+        from personae.cli._root import project_root
         from personae.hosts.doctor import diagnose
         from personae.mind.server import MindPaths, default_paths
 
-        base = root.resolve()
+        base = project_root(root)
         defaults = default_paths(base)
         paths = MindPaths(
             memory_dir=memory_dir or defaults.memory_dir,
             prompt=prompt or defaults.prompt,
             store=store or defaults.store,
         )
-        items = diagnose(base, paths, probe=not no_probe)
-        _print_items(items)
-        failed = sum(1 for i in items if not i.ok)
-        typer.echo(f"{len(items) - failed} OK, {failed} FAIL")
-        if failed:
+        items = diagnose(
+            base,
+            paths,
+            probe=not no_probe,
+            hosts=hosts,
+            found_from=None if root is not None else Path.cwd(),
+            timeout=timeout,
+        )
+        counts = {
+            level: sum(1 for i in items if i.level == level) for level in ("OK", "WARN", "FAIL")
+        }
+        if as_json:
+            rows = [
+                {"name": i.name, "level": i.level, "detail": i.detail, "fix": i.fix} for i in items
+            ]
+            typer.echo(json.dumps({"root": str(base), "items": rows, "counts": counts}, indent=2))
+        else:
+            for item in items:
+                typer.echo(f"{item.level:<4} {item.name}: {item.detail}")
+                if item.level != "OK" and item.fix:
+                    typer.echo(f"     fix: {item.fix}")
+            typer.echo(f"{counts['OK']} OK, {counts['WARN']} WARN, {counts['FAIL']} FAIL")
+        if counts["FAIL"]:
             sys.exit(1)

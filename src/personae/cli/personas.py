@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from personae.cli._root import ROOT_HELP, project_root
+
 if TYPE_CHECKING:
     from personae.persona import Cast, Persona
 
@@ -27,8 +29,8 @@ DirsOpt = Annotated[
     ),
 ]
 RootOpt = Annotated[
-    Path,
-    typer.Option("--root", help="Project folder (default: current).", exists=True, file_okay=False),
+    Path | None,
+    typer.Option("--root", help=ROOT_HELP, exists=True, file_okay=False),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
@@ -42,10 +44,10 @@ def _safe(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def _load(root: Path, dirs: list[Path] | None) -> Cast:
+def _load(root: Path | None, dirs: list[Path] | None) -> Cast:
     from personae.persona import Cast
 
-    return Cast.load(root, dirs or [])
+    return Cast.load(project_root(root), dirs or [])
 
 
 def _summary(persona: Persona) -> dict[str, Any]:
@@ -75,9 +77,7 @@ def _problem_hint(cast: Cast) -> None:
 
 
 @app.command("list")
-def list_personas(
-    dirs: DirsOpt = None, root: RootOpt = Path("."), as_json: JsonOpt = False
-) -> None:
+def list_personas(dirs: DirsOpt = None, root: RootOpt = None, as_json: JsonOpt = False) -> None:
     """List the personas of the project (and --dir folders)."""
     cast = _load(root, dirs)
     people = [cast.personas[n] for n in sorted(cast.personas)]
@@ -107,7 +107,7 @@ def list_personas(
 def show(
     name: Annotated[str, typer.Argument(help="Persona name.")],
     dirs: DirsOpt = None,
-    root: RootOpt = Path("."),
+    root: RootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Show one persona: every field and its system prompt."""
@@ -148,7 +148,7 @@ def show(
 @app.command()
 def check(
     dirs: DirsOpt = None,
-    root: RootOpt = Path("."),
+    root: RootOpt = None,
     strict: Annotated[bool, typer.Option("--strict", help="Fail on warnings too.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -184,7 +184,7 @@ def export(
     fmt: Annotated[str, typer.Option("--format", help="Output format: claude-code.")],
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write.")] = None,
     dirs: DirsOpt = None,
-    root: RootOpt = Path("."),
+    root: RootOpt = None,
 ) -> None:
     """Export a persona as a Claude Code agent file (to --out, or stdout)."""
     from personae.errors import UnknownNameError

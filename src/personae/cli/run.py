@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from personae.errors import PersonaeError
+
 if TYPE_CHECKING:
     from personae.team.events import Event
     from personae.team.session import RunOptions, RunOutcome
@@ -31,18 +33,45 @@ _STYLES = {
 
 
 class _View:
-    """Prints events as they arrive: rich lines, or one JSON object per line."""
+    """Prints events as they arrive: rich lines, or one JSON object per line.
+
+    When the reader of stdout goes away (``| head``), the view goes quiet and cancels the
+    run it shows (``closed`` says so): the run ends ``cancelled``, not ``running`` forever.
+    """
 
     def __init__(self, *, as_json: bool, explain: bool = False) -> None:
         from rich.console import Console
 
+        class _Console(Console):
+            def on_broken_pipe(self) -> None:  # rich would exit(1): let the view end the run
+                raise BrokenPipeError
+
         self.as_json = as_json
         self.explain = explain
-        self.console = Console(highlight=False, soft_wrap=True)
+        self.console: Console = _Console(highlight=False, soft_wrap=True)
         self.seen: set[str] = set()
         self.status: Any = None
+        self.task: asyncio.Task[Any] | None = None
+        self.closed = False
 
     def __call__(self, event: Event) -> None:
+        if self.closed:
+            return
+        try:
+            self._show(event)
+        except BrokenPipeError:
+            self.close()
+
+    def close(self) -> None:
+        """The reader went away: print nothing more and cancel the run."""
+        from personae.cli._pipes import silence_stdout
+
+        self.closed = True
+        silence_stdout()
+        if self.task is not None:
+            self.task.cancel()
+
+    def _show(self, event: Event) -> None:
         if self.as_json:
             sys.stdout.write(json.dumps(event.to_json_dict()) + "\n")
             sys.stdout.flush()
@@ -64,6 +93,7 @@ def _execute(
     from personae.team.session import run_turn
 
     async def go() -> RunOutcome:
+        view.task = asyncio.current_task()
         coro = run_turn(task, options, listeners=[view])
         return await (asyncio.wait_for(coro, timeout) if timeout is not None else coro)
 
@@ -111,11 +141,19 @@ def _announce(
     persona: str | None,
     session: str | None,
     context_from: Path | None,
+    db: Path,
 ) -> dict[str, Any]:
-    """Show the run's ``start`` event now (stdlib only) and return it (JSON form, seq 1)."""
+    """Store the run and its ``start`` event in ``db``, then show it; returns it (JSON, seq 1).
+
+    Stored first, so every id ever printed is one ``personae runs show`` knows, however
+    the run ends (even killed in its first second).
+    """
     import os
     import secrets
     from datetime import UTC, datetime
+
+    from personae.store.db import Store
+    from personae.store.runs import EventRow, RunStore
 
     now = datetime.now(UTC)
     run_id = f"run-{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
@@ -134,10 +172,57 @@ def _announce(
             "pid": os.getpid(),
         },
     }
+    row = EventRow(1, "start", event["at"], event["message"], None, event["data"])
+    with Store(db) as store:
+        RunStore(store).create(
+            task=task or "", model="-", persona=persona, session_id=session, run_id=run_id,
+            events=[row], heartbeat=False,
+        )  # fmt: skip
     line = json.dumps(event) if as_json else f"Run {run_id} started; loading the team ..."
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
     return event
+
+
+def _connection_url(exc: BaseException) -> str | None:
+    """The URL a failed connection tried, from anywhere in the exception's chain."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        try:
+            request = getattr(current, "request", None)
+            url = getattr(request, "url", None)
+        except RuntimeError:  # httpx: an error without a request
+            url = None
+        if url is not None and "connect" in f"{type(current).__name__} {current}".lower():
+            return str(url)
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _failure(exc: BaseException) -> tuple[str, str]:
+    """``(status, reason)`` a run ended with, for the store."""
+    if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
+        return "cancelled", "interrupted (Ctrl-C or a signal)"
+    if isinstance(exc, TimeoutError):
+        return "cancelled", "timed out"
+    if isinstance(exc, typer.BadParameter | typer.Abort):
+        return "failed", exc.format_message() if isinstance(exc, typer.BadParameter) else "aborted"
+    reason = str(exc) or type(exc).__name__
+    url = _connection_url(exc)
+    if url is not None and url not in reason:
+        reason += f" (connecting to {url})"
+    return "failed", reason
+
+
+def _settle(db: Path, run_id: str, status: str, reason: str) -> None:
+    """Record how the run ended, unless whatever finished it already did."""
+    from personae.store.db import Store
+    from personae.store.runs import RunStore
+
+    with Store(db) as store:
+        RunStore(store).settle(run_id, status=status, error=reason)
 
 
 def register(app: typer.Typer) -> None:
@@ -177,6 +262,10 @@ def register(app: typer.Typer) -> None:
             int | None,
             typer.Option(min=1, help="Most model requests for the whole run (all agents)."),
         ] = None,
+        profile: Annotated[
+            str | None,
+            typer.Option(help="Context profile of the worker (builder, verifier, ...)."),
+        ] = None,
     ) -> None:
         """One turn of the team (Manager, Worker, Validator) on the current project."""
         if context_return is not None and context_from is None:
@@ -186,89 +275,55 @@ def register(app: typer.Typer) -> None:
             from personae.cli.handover import duration_option
 
             limit = duration_option(handover_timeout, bare="ms", flag="--handover-timeout")
-        # First event before the heavy imports (pydantic-ai ...): a spawner sees the run start.
-        announced = _announce(
-            as_json=as_json, task=task, persona=persona, session=session, context_from=context_from
-        )
-        from personae.project import Project
-        from personae.settings import PersonaeSettings
-        from personae.team.session import RunOptions
+        from personae.cli._root import project_root
 
-        settings = PersonaeSettings()
-        cwd = Path.cwd()
         handover = None
-        if context_from is not None:
+        if context_from is None:
+            cwd = project_root()
+        else:
             from personae.handover import runflow
 
             handover = runflow.begin(
-                context_from, persona, cwd=cwd, non_interactive=non_interactive
+                context_from, persona, cwd=Path.cwd(), non_interactive=non_interactive
             )
             persona = handover.persona
             task = task or handover.prompt or handover.task
             cwd = handover.workdir
-            for warning in handover.warnings:
-                typer.echo(f"personae: warning: {warning}", err=True)
-        if not task:
-            if non_interactive or not sys.stdin.isatty():
-                raise typer.BadParameter("give a TASK (or --context-from a handover)")
-            task = typer.prompt("Task")
-        project = Project.open(cwd)
-        options = RunOptions(
-            root=project.root,
-            persona=persona,
-            model=model or settings.model or project.config.model,
-            session=session,
-            max_retries=settings.max_retries if max_retries is None else max_retries,
-            budget_share=settings.budget_share,
-            handover_text=handover.section_text if handover else None,
-            request_cap=max_requests,
-            handover_timeout=settings.handover_timeout,
-            announced=announced,
-        )
-        view = _View(as_json=as_json)
-        timeout = limit if limit is not None else (
-            settings.handover_timeout if handover is not None else None
+        db = cwd / ".personae" / "state.db"
+        # Stored, then shown, before the heavy imports (pydantic-ai ...): a spawner sees
+        # the run start, and its id works in `runs show` whatever happens next.
+        announced = _announce(
+            as_json=as_json, task=task, persona=persona, session=session,
+            context_from=context_from, db=db,
         )  # fmt: skip
+        view = _View(as_json=as_json)
         try:
-            outcome = _execute(task, options, view, timeout)
+            _run_announced(
+                task=task, persona=persona, model=model, session=session, view=view,
+                max_retries=max_retries, handover=handover, context_return=context_return,
+                non_interactive=non_interactive, handover_timeout=limit,
+                max_requests=max_requests, announced=announced, cwd=cwd, profile=profile,
+            )  # fmt: skip
+        except (typer.Exit, SystemExit) as done:
+            code = done.exit_code if isinstance(done, typer.Exit) else done.code
+            if code not in (0, None):
+                _settle(db, announced["run_id"], "failed", f"exit code {code}")
+            raise
         except BaseException as exc:
-            if handover is not None:
-                from personae.handover import runflow
+            if view.closed:  # the reader of stdout went away: a clean, quiet end
+                from personae.cli._pipes import BROKEN_PIPE_EXIT
 
-                reason = "timed out" if isinstance(exc, TimeoutError) else str(exc)
-                runflow.finish(
-                    handover, status="failure", output=None, error=reason,
-                    return_path=context_return,
-                )  # fmt: skip
-            if isinstance(exc, TimeoutError):
+                _settle(db, announced["run_id"], "cancelled", "output closed (broken pipe)")
+                raise typer.Exit(BROKEN_PIPE_EXIT) from None
+            status, reason = _failure(exc)
+            _settle(db, announced["run_id"], status, reason)
+            if isinstance(exc, asyncio.CancelledError):
+                raise KeyboardInterrupt from None
+            if isinstance(exc, Exception) and reason != str(exc):  # the URL was added
                 from personae.errors import RunError
 
-                raise RunError(f"run took longer than {timeout} s") from None
+                raise RunError(reason) from exc
             raise
-        if handover is not None:
-            from personae.handover import runflow
-
-            shown = len(handover.warnings)
-            outcomes = [outcome]
-            if not non_interactive and sys.stdin.isatty():
-                outcomes += _follow_ups(outcome, options, view, timeout)
-            written = runflow.finish(
-                handover,
-                status="success" if all(o.result.status == "done" for o in outcomes) else "partial",
-                output="\n\n".join(o.result.final_text for o in outcomes),
-                artifacts=list(dict.fromkeys(f for o in outcomes for f in o.files_written())),
-                next_steps=[w for o in outcomes for w in o.result.warnings],
-                return_path=context_return,
-            )
-            for warning in handover.warnings[shown:]:
-                typer.echo(f"personae: warning: {warning}", err=True)
-            if not as_json:
-                typer.echo(f"handover results written to {written}")
-        if not as_json:
-            typer.echo(
-                f"run {outcome.run_id} (session {outcome.session_id}, model "
-                f"{outcome.model_label}); details: personae runs show {outcome.run_id}"
-            )
 
     @app.command("demo")
     def demo(
@@ -279,6 +334,100 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the team offline on a bundled sample project with the SCRIPTED model."""
         _run_demo(as_json=as_json, keep=keep)
+
+
+def _run_announced(
+    *,
+    task: str | None,
+    persona: str | None,
+    model: str | None,
+    session: str | None,
+    view: _View,
+    max_retries: int | None,
+    handover: Any,
+    context_return: Path | None,
+    non_interactive: bool,
+    handover_timeout: float | None,
+    max_requests: int | None,
+    announced: dict[str, Any],
+    cwd: Path,
+    profile: str | None = None,
+) -> None:
+    """Everything ``personae run`` does after its run is stored and shown."""
+    from personae.project import Project
+    from personae.settings import PersonaeSettings
+    from personae.team.session import RunOptions
+
+    settings = PersonaeSettings()
+    as_json = view.as_json
+    if handover is not None:
+        for warning in handover.warnings:
+            typer.echo(f"personae: warning: {warning}", err=True)
+    if not task:
+        if non_interactive or not sys.stdin.isatty():
+            raise typer.BadParameter("give a TASK (or --context-from a handover)")
+        task = typer.prompt("Task")
+    project = Project.open(cwd)
+    options = RunOptions(
+        root=project.root,
+        persona=persona,
+        model=model or settings.model or project.config.model,
+        session=session,
+        max_retries=settings.max_retries if max_retries is None else max_retries,
+        budget_share=settings.budget_share,
+        handover_text=handover.section_text if handover else None,
+        profile=profile or (handover.profile if handover else None),
+        request_cap=max_requests,
+        handover_timeout=settings.handover_timeout,
+        announced=announced,
+    )
+    timeout = handover_timeout if handover_timeout is not None else (
+        settings.handover_timeout if handover is not None else None
+    )  # fmt: skip
+    endpoint = settings.otel_endpoint or project.config.otel_endpoint
+    try:
+        outcome = _execute(task, options, view, timeout)
+    except BaseException as exc:
+        if endpoint and isinstance(exc, PersonaeError | TimeoutError):
+            _export_trace(project.state_db, str(announced["run_id"]), endpoint)
+        if handover is not None:
+            from personae.handover import runflow
+
+            reason = "timed out" if isinstance(exc, TimeoutError) else str(exc)
+            runflow.finish(
+                handover, status="failure", output=None, error=reason,
+                return_path=context_return,
+            )  # fmt: skip
+        if isinstance(exc, TimeoutError):
+            from personae.errors import RunError
+
+            raise RunError(f"run took longer than {timeout} s") from None
+        raise
+    _export_trace(project.state_db, outcome.run_id, endpoint)
+    if handover is not None:
+        from personae.handover import runflow
+
+        shown = len(handover.warnings)
+        outcomes = [outcome]
+        if not non_interactive and sys.stdin.isatty():
+            outcomes += _follow_ups(outcome, options, view, timeout)
+        written = runflow.finish(
+            handover,
+            status="success" if all(o.result.status == "done" for o in outcomes) else "partial",
+            output="\n\n".join(o.result.final_text for o in outcomes),
+            artifacts=list(dict.fromkeys(f for o in outcomes for f in o.files_written())),
+            next_steps=[w for o in outcomes for w in o.result.warnings],
+            return_path=context_return,
+        )
+        for warning in handover.warnings[shown:]:
+            typer.echo(f"personae: warning: {warning}", err=True)
+        if not as_json:
+            typer.echo(f"handover results written to {written}")
+    if not as_json:
+        typer.echo(
+            f"run {outcome.run_id} (session {outcome.session_id}, model "
+            f"{outcome.model_label}); details: personae runs show {outcome.run_id}"
+        )
 
 
 def _run_demo(*, as_json: bool, keep: Path | None) -> None:
@@ -316,7 +465,18 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
             root=target, persona="maintainer", model=f"scripted:{scenario}",
             include_git_log=False,
         )  # fmt: skip
-        outcome = _execute(task, options, view)
+        try:
+            outcome = _execute(task, options, view)
+        except asyncio.CancelledError:
+            if not view.closed:
+                raise KeyboardInterrupt from None
+            from personae.cli._pipes import BROKEN_PIPE_EXIT
+
+            raise typer.Exit(BROKEN_PIPE_EXIT) from None
+        from personae.settings import PersonaeSettings
+
+        _export_trace(target / ".personae" / "state.db", outcome.run_id,
+                      PersonaeSettings().otel_endpoint)  # fmt: skip
         if not as_json:
             where = (
                 f"personae runs show {outcome.run_id}  (run it in {target})"
@@ -329,6 +489,17 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
     finally:
         if holder is not None:
             holder.cleanup()
+
+
+def _export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
+    """Send the stored run to the OpenTelemetry endpoint, when one is set (else nothing)."""
+    if endpoint:
+        from personae.telemetry import export_if_enabled
+
+        try:
+            export_if_enabled(db, run_id, endpoint)
+        except PersonaeError as exc:  # the run is stored; a lost trace is only a warning
+            typer.echo(f"personae: warning: {exc}", err=True)
 
 
 def _store(root: Path) -> Any:
@@ -353,7 +524,9 @@ def list_runs(
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Recent runs of this project, newest first."""
-    project_db = Path.cwd() / ".personae" / "state.db"
+    from personae.cli._root import project_root
+
+    project_db = project_root() / ".personae" / "state.db"
     if not project_db.exists():
         # Nothing stored yet is an empty list, not an error (like `handover ledger`).
         if as_json:
@@ -361,7 +534,8 @@ def list_runs(
         else:
             typer.echo("no runs stored here yet (run 'personae run TASK' first)")
         return
-    runs = _store(Path.cwd())
+    runs = _store(project_root())
+    runs.reconcile()
     rows = runs.list_runs(limit=limit, session_id=session)
     if as_json:
         typer.echo(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
@@ -387,7 +561,10 @@ def show_run(
     full: Annotated[bool, typer.Option(help="Print every assembled context in full.")] = False,
 ) -> None:
     """A run's events and every model call with its assembled context and budget report."""
-    runs = _store(Path.cwd())
+    from personae.cli._root import project_root
+
+    runs = _store(project_root())
+    runs.reconcile()
     record = runs.get(run_id)
     events = runs.events(record.id)
     calls = runs.model_calls(record.id)
@@ -408,7 +585,18 @@ def show_run(
 
     console = Console(highlight=False, soft_wrap=True)
     console.print(Text(f"run {record.id}: {record.status}, model {record.model}", style="bold"))
-    console.print(f"task: {record.task}")
+    console.print(Text(f"task: {record.task}"))
+    if record.error:
+        console.print(Text(f"reason: {record.error}", style="red"))
+    if record.pid is not None:
+        console.print(
+            Text(
+                f"process: pid {record.pid} on {record.host or '?'}, started "
+                f"{record.started_at}, last heartbeat {record.heartbeat_at or '-'}, "
+                f"finished {record.finished_at or '-'}",
+                style="dim",
+            )
+        )
     for e in events:
         event = Event(run_id=record.id, seq=e.seq, kind=EventKind(e.kind), at=e.at,
                       message=e.message, subtask=e.subtask, data=e.data)  # fmt: skip

@@ -62,7 +62,9 @@ def register(app: typer.Typer) -> None:
 
         if http:
             _check_port_free(host, port)
-        defaults = default_paths(Path.cwd())
+        from personae.cli._root import project_root
+
+        defaults = default_paths(project_root())
         paths = MindPaths(
             memory_dir=memory_dir or defaults.memory_dir,
             prompt=prompt or defaults.prompt,

@@ -135,15 +135,19 @@ def assemble(
     counter: TokenCounter,
     *,
     profiles: ProfileSet | None = None,
+    profile: Profile | None = None,
 ) -> AssembledContext:
     """Fit the snapshot into ``budget`` for ``role``.
 
-    Same snapshot, budget and counter give byte-identical output. Raises
-    :class:`~personae.errors.BudgetExceededError` when pinned content alone
-    does not fit, and :class:`~personae.errors.UnknownNameError` for an unknown role.
+    ``profile`` assembles with that profile instead of ``role``'s own (the
+    report still names ``role``). Same snapshot, budget and counter give
+    byte-identical output. Raises :class:`~personae.errors.BudgetExceededError`
+    when pinned content alone does not fit, and
+    :class:`~personae.errors.UnknownNameError` for an unknown role.
     """
     profiles = profiles or snapshot.profiles or load_profiles(snapshot.root)
-    profile = profiles.get(role)
+    if profile is None:
+        profile = profiles.get(role)
     tags = profiles.tags
     contents: list[SectionContent] = []
     for spec in profile.sections:
@@ -158,10 +162,20 @@ def assemble(
             contents.append(SectionContent(spec))
             continue
         escaped = escape(text, tags)
-        contents.append(SectionContent(spec, text=escaped, tokens=count_small(counter, escaped)))
+        alt = snapshot.content(f"{spec.source}:summary")
+        alt_escaped = escape(alt, tags) if alt is not None else None
+        contents.append(
+            SectionContent(
+                spec,
+                text=escaped,
+                tokens=count_small(counter, escaped),
+                alternative=alt_escaped,
+                alt_tokens=count_small(counter, alt_escaped) if alt_escaped is not None else None,
+            )
+        )
     result = fit(contents, budget.tokens, counter)
     return AssembledContext(
-        role=role,
+        role=role if profile.role == role else f"{role} (profile {profile.role})",
         snapshot_id=snapshot.id,
         sections=result.sections,
         rendered=result.rendered,

@@ -8,6 +8,7 @@ role's section list or add a new role. Every mistake is a :class:`ConfigError`
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -18,6 +19,7 @@ from pydantic import ValidationError
 from personae.context._yamlpos import Lines, line_of, load_with_lines
 from personae.context.spec import SOURCES, Profile, SectionSpec
 from personae.errors import ConfigError, UnknownNameError
+from personae.fsutil import read_regular
 
 __all__ = ["BUILTIN_PROFILES", "ProfileNameError", "ProfileSet", "load_profiles"]
 
@@ -170,14 +172,15 @@ def _merge_file(
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read profiles: {exc.strerror}", file=path) from exc
+        return read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8")
+    except OSError as exc:  # a FIFO or device is refused here, never waited on
+        raise ConfigError(f"cannot read profiles: {exc.strerror}", file=path) from None
     except UnicodeDecodeError as exc:
         raise ConfigError("profiles file is not UTF-8 text", file=path) from exc
 
 
 _CACHE: dict[tuple[str, ...], ProfileSet] = {}
+_MAX_BYTES = 1_000_000
 
 
 def load_profiles(root: Path | None = None) -> ProfileSet:
@@ -192,8 +195,13 @@ def load_profiles(root: Path | None = None) -> ProfileSet:
     if root is not None:
         for name in ("profiles.yaml", "profiles.yml"):
             candidate = Path(root) / ".personae" / name
-            if candidate.is_file():
-                stat = candidate.stat()
+            if os.path.lexists(candidate) and not candidate.is_dir():
+                try:
+                    stat = candidate.stat()
+                except OSError as exc:  # a dangling symlink
+                    raise ConfigError(
+                        f"cannot read profiles: {exc.strerror}", file=candidate
+                    ) from None
                 key = (str(candidate), str(stat.st_size), str(stat.st_mtime_ns))
                 if key in _CACHE:
                     return _CACHE[key]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from personae.errors import ConfigError
+from personae.fsutil import read_regular
 
 __all__ = [
     "DIRECTIVE_FILES",
@@ -94,10 +95,13 @@ TASK_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
 """task type -> (keywords, codebase files, research files)."""
 
 
+_MAX_BYTES = 8_000_000
+
+
 def _read(path: Path) -> str | None:
     """File text, or None when missing, unreadable as a file, or blank."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8")
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -211,6 +215,36 @@ def _docs(folder: Path, names: tuple[str, ...]) -> tuple[str | None, list[str]]:
     return ("\n\n".join(parts) if parts else None), used
 
 
+def _summary_of(folder: Path, names: tuple[str, ...]) -> tuple[str | None, list[str]]:
+    """A stand-in for the chosen files: each ``X_SUMMARY.md`` in place of its ``X.md``
+    (files without one stay whole), else the folder's ``SUMMARY.md``."""
+    parts, used, any_summary = [], [], False
+    for name in dict.fromkeys(names):
+        stem = name[:-3] if name.endswith(".md") else name
+        summary = _read(folder / f"{stem}_SUMMARY.md")
+        if summary is not None:
+            parts.append(f"## {stem}_SUMMARY.md\n\n{summary}")
+            used.append(str(folder / f"{stem}_SUMMARY.md"))
+            any_summary = True
+            continue
+        text = _read(folder / name)
+        if text is not None:
+            parts.append(f"## {name}\n\n{text}")
+            used.append(str(folder / name))
+    if any_summary:
+        return "\n\n".join(parts), used
+    whole = _read(folder / "SUMMARY.md")
+    return (f"## SUMMARY.md\n\n{whole}", [str(folder / "SUMMARY.md")]) if whole else (None, [])
+
+
+def _reference(folder: Path) -> tuple[str | None, list[str]]:
+    """Every ``*.md`` under ``reference/`` (sorted by name; symlinks and special files skipped)."""
+    if not folder.is_dir() or folder.is_symlink():
+        return None, []
+    names = tuple(p.name for p in sorted(folder.glob("*.md")) if p.is_file() and not p.is_symlink())
+    return _docs(folder, names)
+
+
 def resolve_task(root: Path, task: str | None) -> tuple[str | None, str | None]:
     """A task given as a task file name (``tasks/NAME.md``) is read; otherwise it is the text."""
     if not task:
@@ -261,6 +295,12 @@ def read_project(root: Path, *, task: str | None, step: str | None = None) -> Pr
         text, used = _docs(folder, names)
         if text is not None:
             texts[key], files[key] = text, ", ".join(used)
+            alt, alt_used = _summary_of(folder, names)
+            if alt is not None and len(alt) < len(text):
+                texts[f"{key}:summary"], files[f"{key}:summary"] = alt, ", ".join(alt_used)
+    ref, ref_used = _reference(base / "reference")
+    if ref is not None:
+        texts["reference"], files["reference"] = ref, ", ".join(ref_used)
     return ProjectFiles(texts=texts, files=files, step_without_decisions=without, task_type=kind)
 
 

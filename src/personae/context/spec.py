@@ -32,8 +32,11 @@ SOURCES: dict[str, str] = {
     "decisions": "the ## Decisions section of the current STEP.md",
     "step_research": "the current step's RESEARCH.md",
     "git_log": "recent commits of the working directory (git log)",
-    "research": "research/ files chosen by task type",
-    "codebase": "codebase/ files chosen by task type",
+    "research": "research/ files chosen by task type (their *_SUMMARY.md or SUMMARY.md"
+    " stands in when the whole does not fit)",
+    "codebase": "codebase/ files chosen by task type (their *_SUMMARY.md or SUMMARY.md"
+    " stands in when the whole does not fit)",
+    "reference": "reference docs: every .personae/project/reference/*.md",
     "research_summary": ".personae/project/research/SUMMARY.md",
     "codebase_summary": ".personae/project/codebase/SUMMARY.md",
 }
@@ -71,6 +74,10 @@ class SectionSpec(BaseModel):
     means half of ``max_messages`` (or 8); 1 means sliding one exchange at a time."""
     priority: int = 50
     """Truncation order when over budget: lower is cut first."""
+    share: float | None = Field(default=None, gt=0, le=1)
+    """Target share of the budget while sections compete for room (seed 003's
+    percentages); what is left afterwards is given back to cut sections by
+    priority. ``None``: no target of its own."""
     pinned: bool = False
     """Never truncated (nor capped); fitting fails loudly if pinned content does not fit."""
     truncation: Truncation = Truncation.TAIL

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.errors import UsageError
+from personae.fsutil import read_regular
 from personae.handover.create import build_handover, create_handover
 from personae.handover.executor import EXIT_FAILURE, EXIT_PARTIAL, EXIT_SUCCESS, EXIT_TIMEOUT
 from personae.handover.executors import Executor, Job, JobResult, LocalProcessExecutor
@@ -134,7 +135,7 @@ class _Checkpoint:
     @classmethod
     def load(cls, path: Path, workflow: Workflow) -> dict[str, StepState]:
         try:
-            body = json.loads(path.read_text(encoding="utf-8"))
+            body = json.loads(read_regular(path).decode("utf-8"))
             if body.get("workflowSha256") != workflow.sha256:
                 raise UsageError(
                     "the workflow changed since this checkpoint; "
@@ -216,6 +217,8 @@ def _make_handover(wf: Workflow, step: Step, states: dict[str, StepState], sdir:
         insights=step.insights,
         history=history,
     )
+    if step.profile is not None:
+        handover.target.profile = step.profile
     path = sdir / "handovers" / f"{step.id}.json"
     with contextlib.suppress(UsageError):  # a rerun keeps the step's id: one ledger trail
         handover.handover_id = load_handover(path).handover.handover_id

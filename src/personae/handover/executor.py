@@ -1,7 +1,11 @@
 """Running a handover in a child ``personae`` process: own process group, timeout, retries.
 
 The child is a separate process started in its own session/process group; at
-the timeout the whole group is killed (SIGTERM, a short grace, SIGKILL). A
+the timeout the whole group is killed (SIGTERM, a short grace, SIGKILL), and
+the attempt is over only once the child's watchdog has killed every tool
+command the child started (the lifeline pipe of :mod:`personae.procs`). A tied
+child (the default) also dies with this process: a parent-death signal and the
+run's process registry. A
 failed attempt (non-zero exit, timeout, or ``results.status == failure``) is
 retried with exponential backoff; after the last attempt the error state is
 saved into the handover file. Exit codes: see :data:`EXIT_CODES`.
@@ -26,6 +30,7 @@ from personae.handover._ledger import ledger_event
 from personae.handover.duration import format_seconds
 from personae.handover.files import load_handover, save_handover, sha256_file, update_handover
 from personae.handover.schema import ContextHandover, Results
+from personae.procs import LIFELINE_ENV, RUN_PROCESSES, die_with_parent, lifeline
 
 __all__ = [
     "DEPTH_ENV",
@@ -231,6 +236,10 @@ def kill_group(pgid: int, grace: float = GRACE_SECONDS) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
+LIFELINE_WAIT_SECONDS = 5.0
+"""How long an ended attempt waits for the child's watchdog to kill the child's tools."""
+
+
 def _tail(fh: IO[bytes]) -> str:
     fh.seek(0, os.SEEK_END)
     size = fh.tell()
@@ -246,13 +255,25 @@ def run_child(
     attempt: int = 1,
     env: dict[str, str] | None = None,
     on_start: Callable[[int], None] | None = None,
+    tie: bool = True,
 ) -> AttemptOutcome:
-    """Run ``argv`` in its own process group; kill the whole group at ``timeout``."""
+    """Run ``argv`` in its own process group; kill the whole group at ``timeout``.
+
+    Returns once the child and everything it started are gone (up to a few
+    seconds for its watchdog). ``tie`` makes the child die with this process
+    (parent-death signal of the calling thread, run-wide registry); a chain
+    leaves it untied so that ``--resume`` can adopt a child that outlived it.
+    """
     child_env = dict(os.environ if env is None else env)
     child_env["PERSONAE_HANDOVER_MODE"] = "1"
     child_env[DEPTH_ENV] = str(handover_depth() + 1)
     start = time.monotonic()
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        lifeline() as (line_fd, line_wait),
+    ):
+        child_env[LIFELINE_ENV] = str(line_fd)
         try:
             proc = subprocess.Popen(
                 list(argv),
@@ -262,6 +283,8 @@ def run_child(
                 stderr=err,
                 env=child_env,
                 start_new_session=True,
+                pass_fds=(line_fd,),
+                preexec_fn=die_with_parent() if tie else None,  # noqa: PLW1509 - thread waits
             )
         except OSError as exc:
             return AttemptOutcome(
@@ -274,6 +297,8 @@ def run_child(
                 pid=None,
                 error=f"cannot start {argv[0]}: {exc.strerror or exc}",
             )
+        if tie:
+            RUN_PROCESSES.add(proc.pid)
         if on_start is not None:
             on_start(proc.pid)
         timed_out = False
@@ -287,9 +312,13 @@ def run_child(
             if proc.poll() is None:  # interrupted (KeyboardInterrupt): never leave it behind
                 kill_group(proc.pid, grace=0.2)
                 proc.wait()
-        # Whatever the child left running in its group goes too.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+            # Whatever the child left running in its group goes too, and the child's
+            # watchdog kills the tool commands it started: wait for that.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            line_wait(LIFELINE_WAIT_SECONDS)
+            if tie:
+                RUN_PROCESSES.discard(proc.pid)
         return AttemptOutcome(
             attempt=attempt,
             exit_code=code,
@@ -364,11 +393,13 @@ def run_handover(
     ledger_db: Path | Literal["auto"] | None = "auto",
     on_start: Callable[[int], None] | None = None,
     on_attempt: Callable[[AttemptOutcome], None] | None = None,
+    tie: bool = True,
 ) -> RunOutcome:
     """Run the handover at ``path`` in a child process until it succeeds or attempts run out.
 
     The file must already be valid and safe (see ``load_handover`` with a policy);
     it is re-read here and refused with UsageError when it is not parseable.
+    ``tie``: see :func:`run_child`.
     """
     if attempts < 1:
         raise UsageError("attempts must be at least 1")
@@ -387,7 +418,9 @@ def run_handover(
     for n in range(1, attempts + 1):
         before = _signature(results_file)
         try:
-            a = run_child(argv, cwd=Path(cwd), timeout=timeout, attempt=n, on_start=on_start)
+            a = run_child(
+                argv, cwd=Path(cwd), timeout=timeout, attempt=n, on_start=on_start, tie=tie
+            )
         except KeyboardInterrupt:
             # The child's group is already killed (run_child's finally); record why.
             stopped = Results(status="failure", error=f"interrupted during attempt {n}")

@@ -83,7 +83,13 @@ class Executor(Protocol):
 
 
 class LocalProcessExecutor:
-    """Each job is a local child process (``personae run`` by default)."""
+    """Each job is a local child process (``personae run`` by default).
+
+    Children are not tied to this process (``tie=False`` of
+    :func:`~personae.handover.executor.run_child`): a chain killed with its
+    children still at work adopts them on ``--resume``. Their tools still die
+    with them.
+    """
 
     def __init__(self, command: CommandBuilder = personae_run_command) -> None:
         self.command = command
@@ -101,6 +107,7 @@ class LocalProcessExecutor:
                 persona=job.persona,
                 model=job.model,
                 on_start=(lambda pid: on_start(job.key, pid)) if on_start else None,
+                tie=False,
             )
         except PersonaeError as exc:
             return JobResult(

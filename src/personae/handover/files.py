@@ -11,6 +11,7 @@ holding ``<file>.lock``.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import hashlib
 import json
 import re
@@ -25,6 +26,7 @@ from filelock import FileLock, Timeout
 from pydantic import ValidationError
 
 from personae.errors import UsageError
+from personae.fsutil import NotRegularFileError, read_regular
 from personae.fsutil import write_atomic as _write_atomic
 from personae.handover.schema import MAX_FILE_BYTES, SUPPORTED_MAJOR, ContextHandover
 from personae.handover.security import (
@@ -95,7 +97,7 @@ def file_lock(path: Path) -> FileLock:
 
 def sha256_file(path: Path) -> str:
     """sha256 hex digest of a file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(read_regular(path)).hexdigest()
 
 
 # --- parsing -----------------------------------------------------------------
@@ -230,17 +232,19 @@ def validate_safety(
 
 def _read_limited(path: Path) -> bytes:
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
+        return read_regular(path, max_bytes=MAX_FILE_BYTES)
     except FileNotFoundError:
         raise UsageError("no such handover file", file=path) from None
     except IsADirectoryError:
         raise UsageError("is a directory, not a handover file", file=path) from None
+    except NotRegularFileError as exc:
+        if exc.errno == errno.EFBIG:
+            raise UsageError(
+                f"handover file is larger than {MAX_FILE_BYTES} bytes", file=path
+            ) from None
+        raise UsageError(f"{exc.strerror}, not a handover file", file=path) from None
     except OSError as exc:
         raise UsageError(f"cannot read: {exc.strerror}", file=path) from None
-    if len(data) > MAX_FILE_BYTES:
-        raise UsageError(f"handover file is larger than {MAX_FILE_BYTES} bytes", file=path)
-    return data
 
 
 def _decode(data: bytes, path: Path) -> str:

@@ -56,6 +56,8 @@ class HandoverSession:
     """The persona actually running (the target's when none was given)."""
     task: str
     """The target task."""
+    profile: str | None = None
+    """Context profile the target's worker is assembled with (``target.profile``)."""
     prompt: str | None
     """The task as the prompt when non-interactive, else ``None``."""
     section_text: str
@@ -158,6 +160,7 @@ def begin(
         format=loaded.format,
         persona=running,
         task=h.target.task,
+        profile=h.target.profile,
         prompt=h.target.task if non_interactive else None,
         section_text=render_section(h),
         workdir=workdir,

@@ -136,6 +136,8 @@ class Target(_Wire):
     """Run the target interactively (a human at the terminal)."""
     return_results: bool = True
     """Write ``results`` back when done."""
+    profile: ShortText | None = Field(default=None, exclude_if=_is_none)
+    """Context profile the target's worker is assembled with (builder, verifier ...)."""
 
 
 class ArtifactFile(_Wire):

@@ -26,6 +26,7 @@ children for its personas.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import re
 from pathlib import Path
@@ -35,6 +36,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from personae.errors import UsageError
+from personae.fsutil import NotRegularFileError, read_regular
 from personae.handover.create import parse_file_spec
 from personae.handover.schema import ArtifactFile
 
@@ -77,6 +79,8 @@ class Step(BaseModel):
     """Structured data to pass."""
     model: str | None = None
     """Model for this step (overrides the workflow's)."""
+    profile: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]*$")
+    """Context profile of the step's worker (builder, verifier ...)."""
     timeout: float | None = Field(default=None, gt=0)
     """Seconds per attempt (overrides defaults)."""
     retries: int | None = Field(default=None, ge=0, le=10)
@@ -159,11 +163,13 @@ def load_workflow(path: Path | str) -> Workflow:
     """Read and validate a workflow file (ids unique, inputs refer to earlier steps)."""
     file = Path(path).resolve()
     try:
-        data = file.read_bytes()
+        data = read_regular(file, max_bytes=1_000_000)  # a FIFO is refused, never waited on
+    except NotRegularFileError as exc:
+        if exc.errno == errno.EFBIG:
+            raise UsageError("workflow file is larger than 1 MB", file=file) from None
+        raise UsageError(f"cannot read workflow: {exc.strerror}", file=file) from None
     except OSError as exc:
         raise UsageError(f"cannot read workflow: {exc.strerror}", file=file) from None
-    if len(data) > 1_000_000:
-        raise UsageError("workflow file is larger than 1 MB", file=file)
     try:
         raw = yaml.safe_load(data.decode("utf-8"))
     except UnicodeDecodeError:

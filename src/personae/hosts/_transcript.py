@@ -1,243 +1,202 @@
-"""Find the latest completed bootstrap_session in a Claude Code transcript (JSONL).
+"""Find the latest completed unlock call in a Claude Code transcript (JSONL), fast and safely.
 
-Scans from the end with ``mmap.rfind`` so a 50 MB transcript costs a
-memory scan, not a JSON parse of every line. Only lines mentioning
-``bootstrap_session`` are parsed; a matching tool_use's result is then found
-by its id, forward from the call.
+The transcript is opened without blocking (a FIFO or device is refused, never
+read), memory-mapped and scanned backward line by line under a deadline. Only
+an assistant-role ``tool_use`` whose name is exactly one of the configured
+unlock tools (``mcp__personae__bootstrap_session``, or the taught fallback
+``mcp__personae__get_system_prompt``) counts, and only with its
+``tool_result`` in a later user-role entry. Result ids are collected on the
+way back (results come after their calls), so 20,000 unanswered calls cost
+one pass, not 20,000 forward searches.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import mmap
 import os
 import re
-import tempfile
-from dataclasses import dataclass, field
+import stat
+import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-__all__ = [
-    "ScanState",
-    "Verdict",
-    "latest_bootstrap",
-    "packet_verdict",
-    "scan_backward",
-    "scan_forward",
-]
-
-_NEEDLE = b"bootstrap_session"
-_PERSISTED = re.compile(r"Full output saved to:\s*(.+?)\s*$", re.MULTILINE)
-_MAX_PERSISTED = 20_000_000
+__all__ = ["Verdict", "latest_bootstrap", "packet_verdict", "read_regular"]
 
 Verdict = tuple[bool | None, str]
-"""(True: success, False: failed, None: no completed bootstrap found; reason)."""
+"""(True: success, False: failed, None: no completed unlock call found; reason)."""
+
+_PERSISTED = re.compile(r"Full output saved to:\s*(.+?)\s*$", re.MULTILINE)
+_MAX_PERSISTED = 20_000_000
+_RESULT_MARK = b'"tool_result"'
+_RESULT_ID = re.compile(rb'"tool_use_id"\s*:\s*"([^"\\]{1,200})"')
+_ID = re.compile(rb'"id"\s*:\s*"([^"\\]{1,200})"')
+_CHECK_EVERY = 128
+"""Lines between deadline checks."""
 
 
-def _items(obj: Any) -> list[dict[str, Any]]:
+def read_regular(path: Path, max_bytes: int) -> bytes | str:
+    """The bytes of a regular file up to ``max_bytes``, or why not (never blocks)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except (OSError, ValueError) as exc:
+        return f"unreadable: {getattr(exc, 'strerror', None) or exc}"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        if info.st_size > max_bytes:
+            return f"larger than {max_bytes} bytes"
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(max_bytes + 1)[:max_bytes]
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or exc}"
+    finally:
+        os.close(fd)
+
+
+def _parse(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+
+
+def _entry(obj: Any, role: str) -> list[dict[str, Any]]:
+    """Content items of a transcript entry, only when the entry is of ``role``."""
     if not isinstance(obj, dict):
         return []
     message = obj.get("message")
-    content = message.get("content") if isinstance(message, dict) else obj.get("content")
+    if not isinstance(message, dict):
+        return []
+    kind, actual = obj.get("type"), message.get("role")
+    # Both markers, when present, must say ``role``; at least one must be present.
+    if kind not in (role, None) or actual not in (role, None) or kind is actual is None:
+        return []
+    content = message.get("content")
     return [c for c in content if isinstance(c, dict)] if isinstance(content, list) else []
 
 
-def _parse_line(data: bytes) -> Any:
-    try:
-        return json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        return None
+def _calls(obj: Any, unlock: Collection[str]) -> list[tuple[str, str]]:
+    """(tool_use id, name) of the unlock calls in an assistant entry, in order."""
+    return [
+        (item["id"], item["name"])
+        for item in _entry(obj, "assistant")
+        if item.get("type") == "tool_use"
+        and item.get("name") in unlock
+        and isinstance(item.get("id"), str)
+        and item["id"]
+    ]
 
 
-def _line_bounds(mm: mmap.mmap, pos: int, size: int) -> tuple[int, int]:
-    start = mm.rfind(b"\n", 0, pos) + 1
-    end = mm.find(b"\n", pos)
-    return start, size if end < 0 else end
-
-
-def _find_result(mm: mmap.mmap, tool_use_id: str, start: int, limit: int) -> dict[str, Any] | None:
-    needle = tool_use_id.encode("utf-8")
-    pos = mm.find(needle, start, limit)
-    while pos >= 0:
-        ls, le = _line_bounds(mm, pos, limit)
-        for item in _items(_parse_line(mm[ls:le])):
-            if item.get("type") == "tool_result" and item.get("tool_use_id") == tool_use_id:
-                return item
-        pos = mm.find(needle, le, limit)
+def _result(obj: Any, tool_use_id: str) -> dict[str, Any] | None:
+    for item in _entry(obj, "user"):
+        if item.get("type") == "tool_result" and item.get("tool_use_id") == tool_use_id:
+            return item
     return None
 
 
-@dataclass
-class ScanState:
-    """What a scan learned, up to ``offset`` (resumable when the transcript grows)."""
+def latest_bootstrap(
+    transcript: Path, unlock: Collection[str], *, deadline: float | None = None
+) -> Verdict:
+    """The verdict of the latest unlock call in ``transcript`` that has a result.
 
-    offset: int
-    latest: tuple[int, bool, str] | None = None
-    """(position of the call, success, reason) of the latest call that has a result."""
-    pending: list[tuple[str, int]] = field(default_factory=list)
-    """Calls after ``latest`` still without a result: (tool_use id, position)."""
-
-
-def _uses(mm: mmap.mmap, ls: int, le: int) -> list[tuple[str, int]]:
-    found = []
-    for item in _items(_parse_line(mm[ls:le])):
-        name, tid = item.get("name"), item.get("id")
-        if (
-            item.get("type") == "tool_use"
-            and isinstance(name, str)
-            and name.endswith("bootstrap_session")
-            and isinstance(tid, str)
-            and tid
-        ):
-            found.append((tid, mm.find(tid.encode("utf-8"), ls, le)))
-    return found
-
-
-def _judge(result: dict[str, Any], transcript: Path) -> tuple[bool, str]:
-    ok, reason = packet_verdict(result, transcript)
-    return ok is True, reason
+    ``unlock`` holds the exact tool names that count; ``deadline`` is a
+    ``time.monotonic()`` value after which the scan gives up (verdict ``None``).
+    """
+    try:
+        fd = os.open(transcript, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
+    except (OSError, ValueError) as exc:
+        return None, f"transcript unreadable: {getattr(exc, 'strerror', None) or exc}"
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, "transcript is not a regular file; refused"
+        if info.st_size == 0:
+            return None, "transcript is empty"
+        with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
+            return _scan(mm, transcript, unlock, deadline)
+    except (OSError, ValueError) as exc:
+        return None, f"transcript unreadable: {getattr(exc, 'strerror', None) or exc}"
+    finally:
+        os.close(fd)
 
 
-def scan_backward(mm: mmap.mmap, limit: int, transcript: Path) -> ScanState:
-    """Scan ``[0, limit)`` from the end; stop at the latest call that has a result."""
-    state = ScanState(offset=limit)
-    end = limit
-    while end > 0:
-        pos = mm.rfind(_NEEDLE, 0, end)
-        if pos < 0:
-            break
-        ls, le = _line_bounds(mm, pos, limit)
-        end = ls
-        for tid, where in reversed(_uses(mm, ls, le)):
-            result = _find_result(mm, tid, le, limit)
-            if result is None:
-                state.pending.append((tid, where))
-                continue
-            ok, reason = _judge(result, transcript)
-            state.latest = (where, ok, reason)
-            return state
-    return state
-
-
-def scan_forward(mm: mmap.mmap, state: ScanState, limit: int, transcript: Path) -> ScanState:
-    """Extend ``state`` with the bytes ``[state.offset, limit)`` appended since."""
-    start = state.offset
-    done: list[tuple[int, bool, str]] = []
-    still: list[tuple[str, int]] = []
-    for tid, where in state.pending:
-        result = _find_result(mm, tid, start, limit)
-        if result is None:
-            still.append((tid, where))
-        else:
-            done.append((where, *_judge(result, transcript)))
-    pos = mm.find(_NEEDLE, start, limit)
-    while pos >= 0:
-        ls, le = _line_bounds(mm, pos, limit)
-        for tid, where in _uses(mm, ls, le):
-            result = _find_result(mm, tid, le, limit)
-            if result is None:
-                still.append((tid, where))
-            else:
-                done.append((where, *_judge(result, transcript)))
-        pos = mm.find(_NEEDLE, le, limit)
-    latest = max([*done, *([state.latest] if state.latest else [])], default=None)
-    pending = [p for p in still if latest is None or p[1] > latest[0]]
-    return ScanState(offset=limit, latest=latest, pending=pending)
-
-
-def _verdict(state: ScanState) -> Verdict:
-    if state.latest is not None:
-        return state.latest[1], state.latest[2]
-    if state.pending:
-        return None, "bootstrap_session was called but has no result yet"
+def _scan(
+    mm: mmap.mmap, transcript: Path, unlock: Collection[str], deadline: float | None
+) -> Verdict:
+    """Visit, from the end, only the lines holding a tool result or an unlock call name."""
+    names = [json.dumps(n).encode() for n in unlock]
+    markers = [_RESULT_MARK, *names]
+    limit = mm.rfind(b"\n") + 1  # complete lines only; the last may be mid-write
+    # Latest position of each marker not yet visited (each byte is searched once).
+    found = {m: mm.rfind(m, 0, limit) for m in markers}
+    results: dict[str, tuple[int, int]] = {}
+    pending = visited = 0
+    while (top := max(found.values())) >= 0:
+        visited += 1
+        if deadline is not None and visited % _CHECK_EVERY == 0 and time.monotonic() > deadline:
+            return None, "transcript too large to scan within the gate's time budget"
+        start = mm.rfind(b"\n", 0, top) + 1
+        end = mm.find(b"\n", top, limit)
+        if found[_RESULT_MARK] >= start:
+            for match in _RESULT_ID.finditer(mm, start, end):  # type: ignore[call-overload]
+                results.setdefault(match.group(1).decode("utf-8", "replace"), (start, end))
+        if any(found[n] >= start for n in names):
+            verdict = _line_verdict(mm, (start, end), results, unlock, transcript)
+            if verdict is not None:
+                return verdict
+            pending += 1
+        for marker, at in found.items():
+            if at >= start:
+                found[marker] = mm.rfind(marker, 0, start)
+    if pending:
+        return None, f"{pending} transcript line(s) with unlock calls have no result yet"
     return None, "no bootstrap_session call in the transcript"
 
 
-def latest_bootstrap(transcript: Path, cache_dir: Path | None = None) -> Verdict:
-    """The verdict of the latest bootstrap_session call that has a result.
+def _line_verdict(
+    mm: mmap.mmap,
+    line: tuple[int, int],
+    results: dict[str, tuple[int, int]],
+    unlock: Collection[str],
+    transcript: Path,
+) -> Verdict | None:
+    """The verdict of the latest unlock call on ``line`` that has a result, else ``None``."""
+    ids = {m.group(1).decode("utf-8", "replace") for m in _ID.finditer(mm, *line)}  # type: ignore[call-overload]
+    if not ids & results.keys():
+        return None  # no call on this line has a result yet: skip the JSON parse
+    for tool_id, name in reversed(_calls(_parse(mm[line[0] : line[1]]), unlock)):
+        where = results.get(tool_id)
+        item = None if where is None else _result(_parse(mm[where[0] : where[1]]), tool_id)
+        if item is not None:
+            return _judge(name, item, transcript)
+    return None
 
-    With ``cache_dir``, the scan state is kept per transcript, so a later call
-    only reads what was appended since (transcripts are append-only; a
-    rewritten or truncated file is detected and scanned afresh).
-    """
+
+def _judge(name: str, item: dict[str, Any], transcript: Path) -> Verdict:
+    if name.endswith("get_system_prompt"):
+        return _prompt_verdict(item)
+    return packet_verdict(item, transcript)
+
+
+def _prompt_verdict(result: dict[str, Any]) -> Verdict:
+    if result.get("is_error") is True:
+        return False, "get_system_prompt returned an error"
+    texts = _texts(result.get("content"))
+    text = texts[0].strip() if texts else ""
     try:
-        handle = transcript.open("rb")
-    except OSError as exc:
-        return None, f"transcript unreadable: {exc.strerror or exc}"
-    with handle:
-        st = os.fstat(handle.fileno())
-        if st.st_size == 0:
-            return None, "transcript is empty"
-        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            limit = mm.rfind(b"\n") + 1  # complete lines only; the last may be mid-write
-            cached = _load(cache_dir, transcript, st.st_ino, mm) if cache_dir else None
-            if cached is None:
-                state = scan_backward(mm, limit, transcript)
-            else:
-                state = scan_forward(mm, cached, limit, transcript)
-            if cache_dir is not None:
-                _save(cache_dir, transcript, st.st_ino, mm, state)
-    return _verdict(state)
-
-
-def _cache_file(cache_dir: Path, transcript: Path) -> Path:
-    key = hashlib.sha256(str(transcript.resolve()).encode("utf-8")).hexdigest()[:40]
-    return cache_dir / f"{key}.json"
-
-
-def _tail(mm: mmap.mmap, offset: int) -> str:
-    return hashlib.sha256(mm[max(0, offset - 512) : offset]).hexdigest()
-
-
-def _safe_dir(cache_dir: Path) -> bool:
-    try:
-        cache_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        info = cache_dir.stat()
-    except OSError:
-        return False
-    return info.st_uid == os.getuid() and not info.st_mode & 0o022
-
-
-def _load(cache_dir: Path, transcript: Path, inode: int, mm: mmap.mmap) -> ScanState | None:
-    if not _safe_dir(cache_dir):
-        return None
-    try:
-        data = json.loads(_cache_file(cache_dir, transcript).read_text(encoding="utf-8"))
-        offset = int(data["offset"])
-        if data["inode"] != inode or offset > len(mm) or data["tail"] != _tail(mm, offset):
-            return None
-        latest = data["latest"]
-        return ScanState(
-            offset=offset,
-            latest=(int(latest[0]), bool(latest[1]), str(latest[2])) if latest else None,
-            pending=[(str(t), int(p)) for t, p in data["pending"]],
-        )
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return None
-
-
-def _save(cache_dir: Path, transcript: Path, inode: int, mm: mmap.mmap, state: ScanState) -> None:
-    if not _safe_dir(cache_dir):
-        return
-    data = {
-        "inode": inode,
-        "offset": state.offset,
-        "tail": _tail(mm, state.offset),
-        "latest": list(state.latest) if state.latest else None,
-        "pending": [list(p) for p in state.pending[-50:]],
-    }
-    target = _cache_file(cache_dir, transcript)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=cache_dir, prefix=".gate.")
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out)
-        os.replace(tmp, target)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
+        wrapped = json.loads(text)
+        if isinstance(wrapped, dict) and isinstance(wrapped.get("result"), str):
+            text = wrapped["result"].strip()
+    except ValueError:
+        pass
+    if not text:
+        return False, "get_system_prompt result is empty"
+    if text.startswith("ERROR"):
+        return False, "get_system_prompt reports the mind contract unavailable (mind degraded)"
+    return True, "get_system_prompt returned the mind contract (transcript)"
 
 
 def packet_verdict(result: dict[str, Any], transcript: Path | None = None) -> Verdict:
@@ -279,7 +238,7 @@ def _judge_text(text: str, transcript: Path | None) -> tuple[bool, str]:
         stripped = loaded.strip()
     try:
         packet: Any = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False, "bootstrap_session result is not JSON"
     if isinstance(packet, list) and transcript is not None:
         # A persisted file may hold the content blocks themselves.
@@ -291,7 +250,7 @@ def _judge_text(text: str, transcript: Path | None) -> tuple[bool, str]:
         if isinstance(inner, str):
             try:
                 packet = json.loads(inner)
-            except ValueError:
+            except (ValueError, RecursionError):
                 return False, "bootstrap_session result wrapper does not hold JSON"
         else:
             packet = inner
@@ -313,10 +272,15 @@ def _persisted(text: str, transcript: Path | None) -> str | tuple[bool, str]:
         path = transcript.parent / path
     try:
         resolved = path.resolve()
-        if not resolved.is_relative_to(transcript.resolve().parent):
-            return False, "persisted bootstrap_session output is outside the transcript folder"
-        if resolved.stat().st_size > _MAX_PERSISTED:
-            return False, "persisted bootstrap_session output is too large"
-        return resolved.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return False, "persisted bootstrap_session output is unreadable"
+        inside = resolved.is_relative_to(transcript.resolve().parent)
+    except (OSError, ValueError):
+        return False, "persisted bootstrap_session output cannot be located"
+    if not inside:
+        return False, "persisted bootstrap_session output is outside the transcript folder"
+    data = read_regular(resolved, _MAX_PERSISTED)
+    if isinstance(data, str):
+        return False, f"persisted bootstrap_session output is {data}"
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False, "persisted bootstrap_session output is not UTF-8"

@@ -1,22 +1,280 @@
-"""``personae doctor``: check the local setup, one OK/FAIL line per item with the fix."""
+"""``personae doctor``: check what each command needs, one OK/WARN/FAIL line per item with the fix.
+
+In order: the project (found from the current folder up), its config, the model a run
+would use (configured, its key present, its server answering a cheap request), the
+store (writable), then the host setup (instruction files, hooks, ``.mcp.json``, the mind
+server) only when host files that use personae exist (or ``hosts=True``).
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
-from personae.hosts.render import CheckItem, check
+from personae.errors import PersonaeError
+from personae.hosts.hostcheck import check_hooks
+from personae.hosts.render import (
+    CLAUDE_SETTINGS,
+    CODEX_HOOKS,
+    COPILOT_HOOKS,
+    INSTRUCTION_FILES,
+    MCP_JSON,
+    CheckItem,
+    check,
+)
 from personae.mind.contract import load_contract
 from personae.mind.server import MindPaths
 
-__all__ = ["diagnose"]
+if TYPE_CHECKING:
+    from personae.models.reach import Endpoint
+    from personae.models.resolve import ModelSpec
+
+__all__ = ["DoctorItem", "Level", "diagnose", "host_files_in_use"]
+
+Level = Literal["OK", "WARN", "FAIL"]
+
+HOST_FILES = (*INSTRUCTION_FILES, CLAUDE_SETTINGS, CODEX_HOOKS, COPILOT_HOOKS, MCP_JSON)
+"""Files (relative to the project) through which hosts use personae."""
 
 
-def diagnose(root: Path, paths: MindPaths, *, probe: bool = True) -> list[CheckItem]:
-    """Every doctor check for the project at ``root``."""
-    items: list[CheckItem] = []
+@dataclass(frozen=True)
+class DoctorItem:
+    """One doctor line."""
+
+    name: str
+    level: Level
+    detail: str
+    fix: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Not a failure (OK or WARN)."""
+        return self.level != "FAIL"
+
+
+def _lift(item: CheckItem | DoctorItem) -> DoctorItem:
+    if isinstance(item, DoctorItem):
+        return item
+    return DoctorItem(item.name, "OK" if item.ok else "FAIL", item.detail, item.fix)
+
+
+def host_files_in_use(root: Path) -> list[str]:
+    """Host files under ``root`` that mention personae (what ``hosts render --write`` makes)."""
+    found = []
+    for rel in HOST_FILES:
+        path = root / rel
+        try:
+            if path.is_file() and "personae" in path.read_text(encoding="utf-8", errors="replace"):
+                found.append(rel)
+        except OSError:
+            found.append(rel)  # unreadable: the host checks say why
+    return found
+
+
+def diagnose(
+    root: Path,
+    paths: MindPaths,
+    *,
+    probe: bool = True,
+    hosts: bool | None = None,
+    found_from: Path | None = None,
+    timeout: float = 3.0,
+) -> list[DoctorItem]:
+    """Every doctor check for the project at ``root``.
+
+    ``found_from`` is the folder the search for ``.personae/`` started in (shown when it
+    differs from ``root``). ``probe=False`` skips what needs a network or a process (the
+    model server request, starting the mind server). ``hosts``: ``None`` checks the host
+    setup only when host files use personae; ``True``/``False`` forces it on or off.
+    """
+    items: list[DoctorItem] = [_project(root, found_from)]
+    config_item, config_base_url, config_model = _config(root)
+    items.append(config_item)
+    items.extend(_model(config_model, config_base_url, probe=probe, timeout=timeout))
+    items.append(_store(root))
+    in_use = host_files_in_use(root)
+    if hosts is None:
+        hosts = bool(in_use)
+    if not hosts:
+        items.append(
+            DoctorItem(
+                "hosts",
+                "OK",
+                "no host files use personae here (optional; not checked)",
+                "",
+            )
+        )
+        return items
+    items.extend(_lift(i) for i in _host_items(root, paths, probe=probe))
+    return items
+
+
+def _project(root: Path, found_from: Path | None) -> DoctorItem:
+    if (root / ".personae").is_dir():
+        where = f"{root}"
+        if found_from is not None and found_from.resolve() != root:
+            where += f" (found from {found_from.resolve()})"
+        return DoctorItem("project", "OK", f"{where}: .personae/ present")
+    start = (found_from or root).resolve()
+    return DoctorItem(
+        "project",
+        "WARN",
+        f"no .personae/ in {start} or any folder above it",
+        "run `personae init` in the project's top folder (commands find it from any subfolder)",
+    )
+
+
+def _config(root: Path) -> tuple[DoctorItem, str | None, str | None]:
+    from personae.project import CONFIG_NAMES, load_config
+
+    try:
+        config = load_config(root / ".personae")
+    except PersonaeError as exc:
+        return DoctorItem("config", "FAIL", str(exc), "fix the file (see the error)"), None, None
+    files = [root / ".personae" / n for n in CONFIG_NAMES if (root / ".personae" / n).is_file()]
+    detail = f"{files[0]} reads" if files else "no .personae/config.yaml (defaults)"
+    return DoctorItem("config", "OK", detail), config.base_url, config.model
+
+
+def _model(
+    config_model: str | None, config_base_url: str | None, *, probe: bool, timeout: float
+) -> list[DoctorItem]:
+    from personae.models.resolve import parse_model_spec
+    from personae.settings import PersonaeSettings
+
+    try:
+        env_model = PersonaeSettings().model
+    except PersonaeError as exc:
+        return [DoctorItem("model", "FAIL", str(exc), "fix or unset the variable")]
+    chosen, source = (env_model, "PERSONAE_MODEL") if env_model else (config_model, "config")
+    if not chosen:
+        return [
+            DoctorItem(
+                "model",
+                "FAIL",
+                "no model configured: `personae run` needs one",
+                "export PERSONAE_MODEL=openai:gpt-4o (or anthropic:..., ollama:..., "
+                "scripted:FILE.yaml), or add 'model: provider:name' to .personae/config.yaml",
+            )
+        ]
+    spec = parse_model_spec(chosen, source=source)  # both sources were checked when read
+    items = [DoctorItem("model", "OK", f"{spec} (from {source})")]
+    if spec.is_scripted:
+        items.extend(_scripted(spec, probe=probe, timeout=timeout))
+        return items
+    from personae.models.reach import endpoint_for
+
+    endpoint = endpoint_for(spec, config_base_url=config_base_url)
+    if endpoint.key_env is None:
+        items.append(DoctorItem("API key", "OK", f"{endpoint.provider} needs none"))
+    elif endpoint.key:
+        items.append(DoctorItem("API key", "OK", f"{endpoint.key_env} is set"))
+    elif endpoint.key_required:
+        items.append(
+            DoctorItem(
+                "API key",
+                "FAIL",
+                f"{endpoint.key_env} is not set",
+                f"export {endpoint.key_env}=... (the provider's API key)",
+            )
+        )
+    else:
+        items.append(
+            DoctorItem(
+                "API key", "OK", f"{endpoint.key_env} not set (not needed for a local server)"
+            )
+        )
+    if endpoint.base_url is None:
+        items.append(
+            DoctorItem(
+                "provider reachable",
+                "FAIL",
+                f"{spec.provider} models need a base URL",
+                "set OPENAI_BASE_URL or 'base_url:' in .personae/config.yaml",
+            )
+        )
+    elif not probe:
+        items.append(
+            DoctorItem("provider reachable", "WARN", f"{endpoint.base_url} not asked (--no-probe)")
+        )
+    else:
+        items.append(_reach(endpoint, timeout))
+    return items
+
+
+def _reach(endpoint: Endpoint, timeout: float) -> DoctorItem:
+    from personae.models.reach import probe
+
+    answer = probe(endpoint, timeout=timeout)
+    if answer.ok:
+        return DoctorItem("provider reachable", "OK", answer.detail)
+    if "refused the key" in answer.detail:
+        fix = f"check {endpoint.key_env} (a valid key for {endpoint.provider})"
+    else:
+        fix = "start the server, or fix the base URL (OPENAI_BASE_URL, 'base_url:' in config)"
+    return DoctorItem("provider reachable", "FAIL", answer.detail, fix)
+
+
+def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[DoctorItem]:
+    from personae.models.reach import Endpoint, scenario_path
+    from personae.models.scenario import load_scenario
+    from personae.models.scripted import ScriptedServer
+
+    path = scenario_path(spec)
+    try:
+        scenario = load_scenario(path)
+    except PersonaeError as exc:
+        return [DoctorItem("scenario", "FAIL", str(exc), "fix the scenario file (docs/models.md)")]
+    items = [DoctorItem("scenario", "OK", f"{path} loads (scripted model server, no network)")]
+    if not probe:
+        return items
+    with ScriptedServer(scenario) as server:
+        endpoint = Endpoint(
+            provider="scripted", base_url=server.base_url, key_env=None, key_required=False
+        )
+        item = _reach(endpoint, timeout)
+    return [*items, DoctorItem("scripted model server", item.level, item.detail, item.fix)]
+
+
+def _store(root: Path) -> DoctorItem:
+    import sqlite3
+
+    folder = root / ".personae"
+    db = folder / "state.db"
+    if not folder.is_dir():
+        return DoctorItem(
+            "store", "WARN", f"{db} cannot exist yet (no .personae/)", "personae init"
+        )
+    if not db.exists():
+        if os.access(folder, os.W_OK | os.X_OK):
+            return DoctorItem("store", "OK", f"{db} will be created by the first run")
+        return DoctorItem(
+            "store", "FAIL", f"{folder} is not writable", f"chmod u+w {folder} (or fix its owner)"
+        )
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=2.0)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        return DoctorItem(
+            "store",
+            "FAIL",
+            f"{db} is not writable: {exc}",
+            f"check the permissions of {db} and {folder} (or move a broken file away)",
+        )
+    return DoctorItem("store", "OK", f"{db} is writable")
+
+
+def _host_items(root: Path, paths: MindPaths, *, probe: bool) -> list[CheckItem | DoctorItem]:
+    """The mind server and host files, for projects whose hosts use personae."""
+    items: list[CheckItem | DoctorItem] = []
     contract = load_contract(paths.prompt)
     items.append(
         CheckItem(
@@ -48,13 +306,28 @@ def diagnose(root: Path, paths: MindPaths, *, probe: bool = True) -> list[CheckI
             "personae on PATH",
             on_path,
             "hooks and MCP entries run `personae`" if on_path else "`personae` not found on PATH",
-            "" if on_path else "install personae (pipx install personae) so hosts can run it",
+            "" if on_path else "install personae (pipx install .) so hosts can run it",
         )
     )
+    items.append(_sandbox())
     if probe:
         items.append(_probe(root, paths))
     items.extend(check(root))
+    items.extend(check_hooks(root))
     return items
+
+
+def _sandbox() -> CheckItem:
+    """Whether ``run_shell`` can run its commands under bubblewrap here."""
+    from personae.tools.sandbox import INSTALL_HINT, bwrap_status
+
+    status = bwrap_status()
+    return CheckItem(
+        "run_shell sandbox (bubblewrap)",
+        status.available,
+        status.reason,
+        "" if status.available else f"{INSTALL_HINT}; until then run_shell is not sandboxed",
+    )
 
 
 def _probe(root: Path, paths: MindPaths) -> CheckItem:

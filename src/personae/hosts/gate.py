@@ -1,26 +1,32 @@
-"""The PreToolUse hook gate: gated tools only after a successful bootstrap_session.
+"""The PreToolUse hook gate: gated tools only after a successful bootstrap.
 
 Input (stdin JSON): Claude Code / Codex PreToolUse (``session_id``,
 ``transcript_path``, ``cwd``, ``tool_name``, ...) or Copilot CLI
-(``toolName``, ``toolArgs``, ``cwd``). A tool whose name fully matches a gate
-pattern passes only when
+(``sessionId``, ``toolName``, ``toolArgs``, ``cwd``). ``--host`` names the
+host (else it is inferred from the payload's shape). A tool whose name fully
+matches one of the host's gate patterns (:mod:`personae.hosts.adapters`, or
+``--gate``) passes only when
 
-1. the latest completed ``bootstrap_session`` call in the transcript returned a
-   packet with ``mind_contract_available: true``, or
-2. the transcript has no completed bootstrap (missing, lagging) and the store
-   recorded a successful bootstrap for this session (Copilot, which has no
-   session id or transcript: any bootstrap recorded within ``max_age``).
+1. (Claude Code) the latest completed call of the configured server's
+   ``bootstrap_session`` (or the taught fallback ``get_system_prompt``) in an
+   assistant entry of the transcript succeeded, or
+2. the transcript has no completed call (none, lagging, too big to scan in
+   time, not Claude's format) and the mind server recorded a successful
+   bootstrap for this session id or for the host process running this hook
+   (the stdio server's parent is one of the hook's ancestors).
 
-Everything else is blocked: exit 2 with the reason on stderr (fail closed).
-Kept free of heavy imports: it runs on every tool call.
+Everything else is denied in the host's own contract (exit 2 + stderr, or
+Copilot's JSON ``permissionDecision``). The decision is bounded: stdin and
+files are read with limits and without blocking opens, and a timer denies
+when the gate has not decided within :data:`BUDGET_SECONDS`. Kept free of
+heavy imports: it runs on every tool call.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import sqlite3
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -28,44 +34,39 @@ from pathlib import Path
 from typing import Any
 
 from personae.hosts._transcript import latest_bootstrap
+from personae.hosts.adapters import ADAPTERS, HostAdapter
+from personae.mind.bootstraps import ancestors, find_bootstrap
 
 __all__ = [
+    "BUDGET_SECONDS",
     "DEFAULT_GATES",
     "Decision",
     "HookInput",
     "HookInputError",
     "compile_gates",
     "decide",
-    "default_cache_dir",
     "parse_hook_input",
     "run",
     "session_start",
-    "store_has_bootstrap",
 ]
 
-DEFAULT_GATES = (
-    "Bash",
-    "Write",
-    "Edit",
-    "MultiEdit",
-    "NotebookEdit",
-    "WebFetch",
-    "Task",
-    "bash",
-    "edit",
-    "create",
-    "shell",
-    "apply_patch",
-    r"mcp__(?!personae__).*",
-)
-"""Gated tool-name patterns when no ``--gate`` is given (full match)."""
+DEFAULT_GATES = ADAPTERS["claude"].gated
+"""Claude Code's gated tool-name patterns (each host's are in its adapter)."""
 
+BUDGET_SECONDS = 0.75
+"""The gate denies when it has not decided within this many seconds (of its own run;
+Python start-up comes on top, and the whole hook process stays under 1 s)."""
+_SCAN_SHARE = 0.45
+"""Seconds of the budget the transcript scan may use before the store is asked."""
 _MAX_STDIN = 10_000_000
-COPILOT_MAX_AGE = 8 * 3600.0
 
 
 class HookInputError(ValueError):
     """The hook's stdin is not a hook payload we understand."""
+
+
+class _OutOfTimeError(Exception):
+    pass
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class HookInput:
     """The fields of a PreToolUse payload the gate uses."""
 
     host: str
-    """``claude`` (Claude Code and Codex shape) or ``copilot``."""
+    """``claude``, ``codex`` or ``copilot``."""
     tool_name: str
     session_id: str | None
     transcript_path: Path | None
@@ -88,36 +89,39 @@ class Decision:
     reason: str
 
 
-def parse_hook_input(raw: bytes | str) -> HookInput:
+def _text(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    if isinstance(value, str) and "\0" in value:
+        raise HookInputError(f"{key} in the hook input contains a NUL byte")
+    return value if isinstance(value, str) and value else None
+
+
+def parse_hook_input(raw: bytes | str, host: str | None = None) -> HookInput:
     """Parse stdin; raises HookInputError for anything malformed."""
     try:
         data: Any = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise HookInputError(f"hook input is not JSON ({exc})") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise HookInputError(f"hook input is not JSON ({type(exc).__name__})") from None
     if not isinstance(data, dict):
         raise HookInputError("hook input is not a JSON object")
     if isinstance(data.get("tool_name"), str) and data["tool_name"]:
-        transcript = data.get("transcript_path")
-        session = data.get("session_id")
-        cwd = data.get("cwd")
+        transcript, cwd = _text(data, "transcript_path"), _text(data, "cwd")
+        inferred = "codex" if "turn_id" in data else "claude"
         return HookInput(
-            host="claude",
+            host=host or inferred,
             tool_name=data["tool_name"],
-            session_id=session if isinstance(session, str) and session else None,
-            transcript_path=Path(transcript)
-            if isinstance(transcript, str) and transcript
-            else None,
-            cwd=Path(cwd) if isinstance(cwd, str) and cwd else None,
+            session_id=_text(data, "session_id"),
+            transcript_path=Path(transcript) if transcript else None,
+            cwd=Path(cwd) if cwd else None,
         )
     if isinstance(data.get("toolName"), str) and data["toolName"]:
-        cwd = data.get("cwd")
-        session = data.get("sessionId")
+        cwd = _text(data, "cwd")
         return HookInput(
-            host="copilot",
+            host=host or "copilot",
             tool_name=data["toolName"],
-            session_id=session if isinstance(session, str) and session else None,
+            session_id=_text(data, "sessionId"),
             transcript_path=None,
-            cwd=Path(cwd) if isinstance(cwd, str) and cwd else None,
+            cwd=Path(cwd) if cwd else None,
         )
     raise HookInputError("hook input has neither tool_name nor toolName")
 
@@ -127,60 +131,28 @@ def compile_gates(patterns: list[str] | tuple[str, ...]) -> list[re.Pattern[str]
     return [re.compile(p) for p in patterns]
 
 
-def store_has_bootstrap(
-    store: Path, session_id: str | None, *, max_age: float | None = None
-) -> tuple[bool, str]:
-    """Is a successful bootstrap recorded (for ``session_id``, or within ``max_age`` s)?"""
-    if not store.is_file():
-        return False, f"no store at {store}"
-    try:
-        conn = sqlite3.connect(store.resolve().as_uri() + "?mode=ro", uri=True, timeout=2.0)
-    except sqlite3.Error as exc:
-        return False, f"store unreadable: {exc}"
-    try:
-        if session_id is not None:
-            row = conn.execute(
-                "SELECT 1 FROM mind_bootstraps WHERE session_id = ? LIMIT 1", (session_id,)
-            ).fetchone()
-        elif max_age is not None:
-            row = conn.execute(
-                "SELECT 1 FROM mind_bootstraps WHERE created_unix >= ? LIMIT 1",
-                (time.time() - max_age,),
-            ).fetchone()
-        else:
-            return False, "no session id to look up in the store"
-    except sqlite3.Error as exc:
-        return False, f"store has no bootstrap records ({exc})"
-    finally:
-        conn.close()
-    if row is None:
-        return False, "no recorded bootstrap for this session in the store"
-    return True, "bootstrap_session succeeded (recorded in the store)"
-
-
-def default_cache_dir() -> Path:
-    """Where the gate keeps per-transcript scan state (user-only directory)."""
-    explicit = os.environ.get("PERSONAE_GATE_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "personae" / "gate"
-
-
 def decide(
     hook: HookInput,
-    gates: list[re.Pattern[str]],
+    gates: list[re.Pattern[str]] | None = None,
     *,
     store: Path | None = None,
-    cache_dir: Path | None = None,
+    server: str = "personae",
+    deadline: float | None = None,
 ) -> Decision:
-    """The gate decision for one tool call."""
+    """The gate decision for one tool call (``gates``: default, the host's patterns)."""
+    host = ADAPTERS[hook.host]
     name = hook.tool_name
-    if name.endswith("bootstrap_session") or not any(g.fullmatch(name) for g in gates):
+    if name in host.own_tools(server):
+        return Decision(True, f"{name} is a personae mind tool")
+    patterns = gates if gates is not None else compile_gates(host.gated)
+    if not any(g.fullmatch(name) for g in patterns):
         return Decision(True, f"{name} is not gated")
     why: list[str] = []
-    if hook.transcript_path is not None:
-        verdict, reason = latest_bootstrap(hook.transcript_path, cache_dir)
+    if hook.transcript_path is not None and hook.host == "claude":
+        scan_deadline = None if deadline is None else deadline - (BUDGET_SECONDS - _SCAN_SHARE)
+        verdict, reason = latest_bootstrap(
+            hook.transcript_path, host.unlock_tools(server), deadline=scan_deadline
+        )
         if verdict is True:
             return Decision(True, reason)
         if verdict is False:
@@ -191,71 +163,106 @@ def decide(
     if store is None and hook.cwd is not None:
         store = hook.cwd / ".personae" / "state.db"
     if store is not None:
-        max_age = COPILOT_MAX_AGE if hook.host == "copilot" and hook.session_id is None else None
-        ok, reason = store_has_bootstrap(store, hook.session_id, max_age=max_age)
+        ok, reason = find_bootstrap(store, session_id=hook.session_id, hosts=ancestors())
         if ok:
             return Decision(True, reason)
         why.append(reason)
     return Decision(False, "; ".join(why) or "no successful bootstrap found")
 
 
-def _message(tool: str, reason: str) -> str:
+def _message(tool: str, reason: str, server: str, host: HostAdapter) -> str:
     return (
-        f"personae gate: {tool} is blocked until bootstrap_session succeeds in this session "
-        f"({reason}). Call the personae bootstrap_session tool first; if it reports "
-        "mind_contract_available false, tell the user the mind is degraded."
+        f"personae gate: blocked: {tool} runs only after bootstrap_session succeeds in this "
+        f"session ({reason}). Call the {host.mcp_tool('bootstrap_session', server)} tool first; if "
+        "it reports mind_contract_available false, tell the user the mind is degraded."
     )
 
 
-def run(argv: list[str], stdin: Any = None, stdout: Any = None, stderr: Any = None) -> int:
-    """``personae hook pre-tool-use [--gate REGEX]... [--store PATH] [--no-cache]``: exit code."""
-    stdin = sys.stdin.buffer if stdin is None else stdin
-    stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
-    patterns: list[str] = []
+@dataclass
+class _Args:
+    patterns: list[str]
     store: Path | None = None
-    cache: Path | None = default_cache_dir()
+    host: str | None = None
+    server: str = "personae"
+
+
+def _parse_args(argv: list[str]) -> _Args:
+    parsed = _Args(patterns=[])
     args = list(argv)
     while args:
         arg = args.pop(0)
-        if arg == "--no-cache":
-            cache = None
+        if arg == "--no-cache":  # accepted from older host files; the gate keeps no cache
             continue
-        if arg in ("--gate", "--store") and args:
+        if arg in ("--gate", "--store", "--host", "--server") and args:
             value = args.pop(0)
-        elif arg.startswith(("--gate=", "--store=")):
+        elif arg.startswith(("--gate=", "--store=", "--host=", "--server=")):
             arg, value = arg.split("=", 1)
         else:
-            print(f"personae gate: blocked: unknown argument {arg!r}", file=stderr)
-            return 2
+            raise HookInputError(f"unknown argument {arg!r}")
         if arg == "--gate":
-            patterns.append(value)
+            parsed.patterns.append(value)
+        elif arg == "--store":
+            parsed.store = Path(value)
+        elif arg == "--server":
+            parsed.server = value
+        elif value not in ADAPTERS:
+            raise HookInputError(f"unknown --host {value!r} (valid: {', '.join(ADAPTERS)})")
         else:
-            store = Path(value)
+            parsed.host = value
+    return parsed
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise _OutOfTimeError
+
+
+def run(argv: list[str], stdin: Any = None, stdout: Any = None, stderr: Any = None) -> int:
+    """``personae hook pre-tool-use [--host H] [--gate RE]... [--store P] [--server S]``.
+
+    Returns the exit code; writes the host's denial to ``stdout``/``stderr``.
+    """
+    stdin = sys.stdin.buffer if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+    stderr = sys.stderr if stderr is None else stderr
+    started = time.monotonic()
+    host = ADAPTERS["claude"]
+    tool = "this tool"
+    server = "personae"
+    timer = hasattr(signal, "setitimer")
+    if timer:
+        previous = signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, BUDGET_SECONDS)
     try:
-        gates = compile_gates(patterns or list(DEFAULT_GATES))
-    except re.error as exc:
-        print(f"personae gate: blocked: bad --gate pattern: {exc}", file=stderr)
-        return 2
-    try:
+        args = _parse_args(argv)
+        server = args.server
+        if args.host is not None:
+            host = ADAPTERS[args.host]
+        try:
+            gates = compile_gates(args.patterns) if args.patterns else None
+        except re.error as exc:
+            raise HookInputError(f"bad --gate pattern: {exc}") from None
         raw = stdin.read(_MAX_STDIN + 1)
         if len(raw) > _MAX_STDIN:
             raise HookInputError("hook input is too large")
-        hook = parse_hook_input(raw)
+        hook = parse_hook_input(raw, args.host)
+        host, tool = ADAPTERS[hook.host], hook.tool_name
+        decision = decide(
+            hook, gates, store=args.store, server=server, deadline=started + BUDGET_SECONDS
+        )
+    except _OutOfTimeError:
+        decision = Decision(False, f"the gate could not decide within {BUDGET_SECONDS} s")
     except (HookInputError, OSError) as exc:
-        print(f"personae gate: blocked: {exc}", file=stderr)
-        return 2
-    decision = decide(hook, gates, store=store, cache_dir=cache)
+        decision = Decision(False, str(exc))
+    finally:
+        if timer:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
     if decision.allow:
         return 0
-    message = _message(hook.tool_name, decision.reason)
-    if hook.host == "copilot":
-        stdout.write(
-            json.dumps({"permissionDecision": "deny", "permissionDecisionReason": message})
-        )
-        stdout.write("\n")
-    print(message, file=stderr)
-    return 2
+    code, out, err = host.deny(_message(tool, decision.reason, server, host))
+    stdout.write(out)
+    stderr.write(err)
+    return code
 
 
 def session_start(stdin: Any = None, stdout: Any = None) -> int:

@@ -10,27 +10,47 @@ are never written.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from personae.errors import UsageError
 from personae.fsutil import write_atomic
+from personae.hosts.matchers import matcher_problem
 from personae.hosts.snippets import (
     BEGIN,
     END,
-    HOOK_COMMAND,
     MAX_SNIPPET_CHARS,
     REQUIRED_MARKERS,
     SERVER_NAME,
-    SESSION_START_COMMAND,
+    TOML_BEGIN,
+    TOML_END,
     claude_hooks,
+    codex_config_block,
     copilot_hooks,
     mcp_entry,
     snippet,
 )
 
-__all__ = ["INSTRUCTION_FILES", "CheckItem", "FileChange", "check", "plan", "write"]
+__all__ = [
+    "CLAUDE_SETTINGS",
+    "CODEX_CONFIG",
+    "CODEX_HOOKS",
+    "COPILOT_HOOKS",
+    "INSTRUCTION_FILES",
+    "MCP_JSON",
+    "CheckItem",
+    "FileChange",
+    "check",
+    "installed_personae",
+    "load_json",
+    "plan",
+    "write",
+]
 
 INSTRUCTION_FILES = {
     "CLAUDE.md": "claude",
@@ -41,9 +61,11 @@ INSTRUCTION_FILES = {
 
 CLAUDE_SETTINGS = ".claude/settings.json"
 CODEX_HOOKS = ".codex/hooks.json"
+CODEX_CONFIG = ".codex/config.toml"
 COPILOT_HOOKS = ".github/hooks/personae.json"
 MCP_JSON = ".mcp.json"
-_OURS = (HOOK_COMMAND, SESSION_START_COMMAND)
+_OURS = ("personae hook pre-tool-use", "personae hook session-start", "personae' hook ")
+"""Substrings of the hook commands personae writes (old and new forms)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +110,55 @@ def _is_ours(entry: Any) -> bool:
     return any(cmd in text for cmd in _OURS)
 
 
+def installed_personae() -> str:
+    """The absolute path of the installed ``personae`` entry point hooks should run.
+
+    The console script beside the running interpreter (its virtual environment),
+    else the one on PATH; UsageError when there is none.
+    """
+    beside = Path(sys.executable).parent / "personae"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside.absolute())
+    found = shutil.which("personae")
+    if found is not None:
+        return str(Path(found).absolute())
+    raise UsageError(
+        "cannot find the installed `personae` entry point (not beside "
+        f"{sys.executable}, not on PATH); install personae or pass --personae PATH"
+    )
+
+
+def merge_toml(existing: str, block: str, *, path: str) -> str:
+    """``existing`` TOML with our block first (dotted keys must precede every table)."""
+    start = existing.find(TOML_BEGIN)
+    if start >= 0:
+        end = existing.find(TOML_END, start)
+        if end < 0:
+            raise UsageError(
+                "personae block has a begin marker but no end marker; fix the file by hand",
+                file=path,
+            )
+        end += len(TOML_END)
+        existing = existing[:start] + existing[end:].lstrip("\n")
+    try:
+        theirs = tomllib.loads(existing)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"not valid TOML: {exc}", file=path) from None
+    servers = theirs.get("mcp_servers")
+    if isinstance(servers, dict) and SERVER_NAME in servers:
+        raise UsageError(
+            f"[mcp_servers.{SERVER_NAME}] is already defined outside the personae block; "
+            "remove it so personae can manage it",
+            file=path,
+        )
+    merged = block + ("\n" + existing if existing.strip() else "")
+    try:
+        tomllib.loads(merged)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"merging the personae block breaks the TOML: {exc}", file=path) from None
+    return merged
+
+
 def merge_hooks(config: dict[str, Any], ours: dict[str, Any], *, path: str) -> dict[str, Any]:
     """Replace our entries under ``hooks.<event>`` (keep everything else)."""
     hooks = config.setdefault("hooks", {})
@@ -111,7 +182,7 @@ def _read_text(path: Path, rel: str) -> str | None:
         raise UsageError(f"not UTF-8 text (byte {exc.start})", file=rel) from None
 
 
-def _load_json(path: Path, rel: str) -> dict[str, Any]:
+def load_json(path: Path, rel: str) -> dict[str, Any]:
     text = _read_text(path, rel)
     if text is None:
         return {}
@@ -124,29 +195,43 @@ def _load_json(path: Path, rel: str) -> dict[str, Any]:
     return data
 
 
-def plan(root: Path, gates: list[str] | None = None) -> list[FileChange]:
-    """Every file change ``render --write`` would make under ``root``."""
+def plan(
+    root: Path, gates: list[str] | None = None, *, personae: str | None = None
+) -> list[FileChange]:
+    """Every file change ``render --write`` would make under ``root``.
+
+    ``personae`` is the absolute path hooks and MCP entries run (default: the
+    installed entry point, :func:`installed_personae`).
+    """
+    for gate in gates or []:
+        for dialect in ("ecmascript", "rust"):
+            problem = matcher_problem(f"^(?:{gate})$", dialect)
+            if problem is not None:
+                raise UsageError(f"--gate {gate!r}: {problem}", field="--gate")
+    exe = personae or installed_personae()
     out: list[tuple[str, str]] = []
     for rel, host in INSTRUCTION_FILES.items():
         path = root / rel
         existing = _read_text(path, rel) or ""
         out.append((rel, merge_block(existing, snippet(host), path=rel)))
-    for rel, ours in (
-        (CLAUDE_SETTINGS, claude_hooks(gates)),
-        (CODEX_HOOKS, claude_hooks(gates)),
-    ):
-        config = merge_hooks(_load_json(root / rel, rel), ours, path=rel)
+    for rel, host in ((CLAUDE_SETTINGS, "claude"), (CODEX_HOOKS, "codex")):
+        ours = claude_hooks(exe, gates, host)
+        config = merge_hooks(load_json(root / rel, rel), ours, path=rel)
         out.append((rel, json.dumps(config, indent=2) + "\n"))
-    copilot = copilot_hooks(gates)
-    config = _load_json(root / COPILOT_HOOKS, COPILOT_HOOKS)
+    existing_toml = _read_text(root / CODEX_CONFIG, CODEX_CONFIG) or ""
+    out.append(
+        (CODEX_CONFIG, merge_toml(existing_toml, codex_config_block(exe), path=CODEX_CONFIG))
+    )
+    copilot = copilot_hooks(exe, gates)
+    config = load_json(root / COPILOT_HOOKS, COPILOT_HOOKS)
     config.setdefault("version", 1)
     config = merge_hooks(config, copilot["hooks"], path=COPILOT_HOOKS)
     out.append((COPILOT_HOOKS, json.dumps(config, indent=2) + "\n"))
-    mcp = _load_json(root / MCP_JSON, MCP_JSON)
+    mcp = load_json(root / MCP_JSON, MCP_JSON)
     servers = mcp.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
         raise UsageError("'mcpServers' must be an object", file=MCP_JSON, field="mcpServers")
-    servers[SERVER_NAME] = mcp_entry()
+    servers[SERVER_NAME] = mcp_entry(exe)
     out.append((MCP_JSON, json.dumps(mcp, indent=2) + "\n"))
     changes = []
     for rel, text in out:
@@ -185,7 +270,10 @@ def _block_of(text: str) -> str | None:
 
 
 def check(root: Path) -> list[CheckItem]:
-    """Check the host files of the repository at ``root``."""
+    """Check the instruction files and MCP entry of the repository at ``root``.
+
+    The hooks are checked by :func:`personae.hosts.hostcheck.check_hooks`.
+    """
     items: list[CheckItem] = []
     fix = "run `personae hosts render --write`"
     for rel in INSTRUCTION_FILES:
@@ -208,26 +296,8 @@ def check(root: Path) -> list[CheckItem]:
             items.append(CheckItem(rel, False, f"block is {len(block)} chars (> 1500)", fix))
         else:
             items.append(CheckItem(rel, True, f"bootstrap block complete ({len(block)} chars)"))
-    for rel, event in (
-        (CLAUDE_SETTINGS, "PreToolUse"),
-        (CODEX_HOOKS, "PreToolUse"),
-        (COPILOT_HOOKS, "preToolUse"),
-    ):
-        try:
-            config = _load_json(root / rel, rel)
-        except UsageError as exc:
-            items.append(CheckItem(rel, False, str(exc), "fix the JSON, then " + fix))
-            continue
-        entries = (
-            config.get("hooks", {}).get(event, []) if isinstance(config.get("hooks"), dict) else []
-        )
-        ok = isinstance(entries, list) and any(HOOK_COMMAND in json.dumps(e) for e in entries)
-        detail = (
-            f"{event} runs `{HOOK_COMMAND}`" if ok else f"no {event} hook running `{HOOK_COMMAND}`"
-        )
-        items.append(CheckItem(rel, ok, detail, "" if ok else fix))
     try:
-        mcp = _load_json(root / MCP_JSON, MCP_JSON)
+        mcp = load_json(root / MCP_JSON, MCP_JSON)
         servers = mcp.get("mcpServers")
         ok = isinstance(servers, dict) and SERVER_NAME in servers
         items.append(

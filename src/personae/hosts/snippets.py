@@ -7,19 +7,24 @@ server instructions; so the bootstrap rule goes into every instruction file.
 
 from __future__ import annotations
 
+import json
 import shlex
 from typing import Any
+
+from personae.hosts.adapters import ADAPTERS, hook_command
 
 __all__ = [
     "BEGIN",
     "END",
-    "GATE_MATCHER",
     "HOOK_COMMAND",
     "MAX_SNIPPET_CHARS",
     "REQUIRED_MARKERS",
     "SERVER_NAME",
     "SESSION_START_COMMAND",
+    "TOML_BEGIN",
+    "TOML_END",
     "claude_hooks",
+    "codex_config_block",
     "copilot_hooks",
     "gate_args",
     "home_instructions",
@@ -31,9 +36,11 @@ SERVER_NAME = "personae"
 BEGIN = "<!-- personae:bootstrap:begin (managed by `personae hosts render`) -->"
 END = "<!-- personae:bootstrap:end -->"
 MAX_SNIPPET_CHARS = 1_500
-HOOK_COMMAND = "personae hook pre-tool-use"
-SESSION_START_COMMAND = "personae hook session-start"
-GATE_MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch|Task|mcp__(?!personae__).*"
+HOOK_COMMAND = "hook pre-tool-use"
+"""What every personae gate command contains (after the personae path)."""
+SESSION_START_COMMAND = "hook session-start"
+TOML_BEGIN = "# personae:begin (managed by `personae hosts render`)"
+TOML_END = "# personae:end"
 
 REQUIRED_MARKERS = (
     "bootstrap_session",
@@ -96,47 +103,80 @@ def gate_args(gates: list[str]) -> str:
     return "".join(f" --gate {shlex.quote(g)}" for g in gates)
 
 
-def claude_hooks(gates: list[str] | None = None) -> dict[str, Any]:
-    """The ``hooks`` entries for Claude Code settings and Codex hooks.json.
+def _gate_argv(host: str, gates: list[str] | None) -> list[str]:
+    argv = ["--host", host]
+    for gate in gates or []:
+        argv += ["--gate", gate]
+    return argv
 
-    The matcher is the union of the gate patterns (the hook only runs for tools
-    it may block); the gate itself matches each pattern against the whole name.
+
+def _matcher(host: str, gates: list[str] | None) -> str:
+    if gates:
+        return "|".join(f"^(?:{g})$" for g in gates)
+    matcher = ADAPTERS[host].matcher
+    assert matcher is not None  # claude and codex have matchers
+    return matcher
+
+
+def claude_hooks(
+    personae: str, gates: list[str] | None = None, host: str = "claude"
+) -> dict[str, Any]:
+    """The ``hooks`` entries for Claude Code settings (or, with ``host="codex"``, Codex hooks.json).
+
+    The matcher lists the host's gated tools in its own regex dialect (no
+    look-around: Codex compiles matchers with Rust's ``regex``); the gate matches
+    each pattern against the whole name and decides. The command is the absolute
+    ``personae`` path wrapped so a missing binary, a crash or a time-out denies.
     """
-    command = f"{HOOK_COMMAND}{gate_args(gates or [])}"
-    matcher = "|".join(f"^(?:{g})$" for g in gates) if gates else GATE_MATCHER
+    command = hook_command(ADAPTERS[host], personae, _gate_argv(host, gates))
     return {
-        "PreToolUse": [{"matcher": matcher, "hooks": [_command_hook(command, 10)]}],
-        "SessionStart": [{"hooks": [_command_hook(SESSION_START_COMMAND, 10)]}],
+        "PreToolUse": [{"matcher": _matcher(host, gates), "hooks": [_command_hook(command, 10)]}],
+        "SessionStart": [
+            {"hooks": [_command_hook(f"{shlex.quote(personae)} hook session-start", 10)]}
+        ],
     }
 
 
-def copilot_hooks(gates: list[str] | None = None) -> dict[str, Any]:
-    """The Copilot CLI hook file (``.github/hooks/personae.json``)."""
-    command = f"{HOOK_COMMAND}{gate_args(gates or [])}"
+def copilot_hooks(personae: str, gates: list[str] | None = None) -> dict[str, Any]:
+    """The Copilot CLI hook file (``.github/hooks/personae.json``); Copilot has no matcher."""
+    command = hook_command(ADAPTERS["copilot"], personae, _gate_argv("copilot", gates))
     return {
         "version": 1,
         "hooks": {"preToolUse": [{"type": "command", "bash": command, "timeoutSec": 10}]},
     }
 
 
-def mcp_entry() -> dict[str, Any]:
+def mcp_entry(personae: str) -> dict[str, Any]:
     """The MCP server entry (stdio) for ``.mcp.json`` style configs."""
-    return {"command": "personae", "args": ["serve"]}
+    return {"command": personae, "args": ["serve"]}
 
 
-def home_instructions() -> str:
+def codex_config_block(personae: str) -> str:
+    """The repo-local ``.codex/config.toml`` block (dotted keys: valid before any table)."""
+    return (
+        f"{TOML_BEGIN}\n"
+        f"mcp_servers.{SERVER_NAME}.command = {json.dumps(personae)}\n"
+        f'mcp_servers.{SERVER_NAME}.args = ["serve"]\n'
+        f"{TOML_END}\n"
+    )
+
+
+def home_instructions(personae: str, root: str) -> str:
     """What to paste into files in the home directory (never written by personae)."""
+    entry = json.dumps({"type": "local", "command": personae, "args": ["serve"], "tools": ["*"]})
     return f"""\
-Files in your home directory are never edited by personae. To enable personae globally:
+Files in your home directory are never edited by personae. What each host still needs there:
 
-1. Claude Code: append the CLAUDE.md block above to ~/.claude/CLAUDE.md, or run
-   `claude mcp add {SERVER_NAME} -- personae serve` for a user-scoped MCP server.
-2. Codex: add to ~/.codex/config.toml
-     [mcp_servers.{SERVER_NAME}]
-     command = "personae"
-     args = ["serve"]
-     [features]
-     codex_hooks = true
-3. Copilot CLI: add to ~/.copilot/mcp-config.json under "mcpServers":
-     "{SERVER_NAME}": {{"type": "local", "command": "personae", "args": ["serve"], "tools": ["*"]}}
+1. Claude Code: nothing (the project's .mcp.json and .claude/settings.json load in this
+   folder). To enable personae globally, append the CLAUDE.md block above to
+   ~/.claude/CLAUDE.md, or run `claude mcp add {SERVER_NAME} -- {shlex.quote(personae)} serve`.
+2. Codex: the repo-local .codex/ files (hooks.json, config.toml with the MCP server) load
+   only for trusted projects. Add to $CODEX_HOME/config.toml (default ~/.codex/config.toml):
+     [projects.{json.dumps(root)}]
+     trust_level = "trusted"
+   and review the hook once with /hooks in an interactive session (or run
+   `codex exec --dangerously-bypass-hook-trust` for throwaway runs).
+3. Copilot CLI: MCP servers live only in ~/.copilot/mcp-config.json; add under "mcpServers":
+     "{SERVER_NAME}": {entry}
+   The hook file .github/hooks/personae.json loads once the folder is trusted.
 """

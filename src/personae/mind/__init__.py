@@ -1,8 +1,18 @@
-"""personae.mind: the mind server (bootstrap packet, memory, recall, journal)."""
+"""personae.mind: the mind server (bootstrap packet, memory, recall, journal).
 
-from personae.mind.contract import ERROR_PREFIX, Contract, load_contract
-from personae.mind.packet import REQUIRED_KEYS, BootstrapPacket, build_packet
-from personae.mind.service import MindService
+Names load on first use, so the hook gate, which imports only
+:mod:`personae.mind.bootstraps`, does not pay for the service on every tool call.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from personae.mind.contract import ERROR_PREFIX, Contract, load_contract
+    from personae.mind.packet import REQUIRED_KEYS, BootstrapPacket, build_packet
+    from personae.mind.service import MindService
 
 __all__ = [
     "ERROR_PREFIX",
@@ -13,3 +23,19 @@ __all__ = [
     "build_packet",
     "load_contract",
 ]
+
+_WHERE = {
+    "ERROR_PREFIX": "contract",
+    "Contract": "contract",
+    "load_contract": "contract",
+    "REQUIRED_KEYS": "packet",
+    "BootstrapPacket": "packet",
+    "build_packet": "packet",
+    "MindService": "service",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(import_module(f"personae.mind.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'personae.mind' has no attribute {name!r}")

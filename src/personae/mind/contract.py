@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from personae.fsutil import read_regular
+
 __all__ = ["ERROR_PREFIX", "MAX_CONTRACT_BYTES", "Contract", "load_contract"]
 
 ERROR_PREFIX = "ERROR: personae mind contract failed to assemble"
@@ -24,6 +26,7 @@ MAX_CONTRACT_BYTES = 1_000_000
 """Assembled contracts larger than this are refused."""
 
 _MAX_DEPTH = 16
+_MAX_BYTES = 2_000_000
 _INCLUDE = re.compile(r"^[ \t]*@include[ \t]+(.+?)[ \t]*$")
 
 
@@ -59,7 +62,7 @@ def load_contract(prompt: Path | None) -> Contract:
         top = prompt.resolve()
     except OSError as exc:
         return _failed(f"cannot resolve prompt path {prompt}: {exc.strerror}")
-    if not top.is_file():
+    if not top.exists():  # a FIFO or device is refused by name when read below
         return _failed(f"prompt file not found: {prompt}")
     sources: list[str] = []
     try:
@@ -91,7 +94,7 @@ def _assemble(
     if depth > _MAX_DEPTH:
         raise _AssemblyError(f"@include nested deeper than {_MAX_DEPTH} levels at {rel}")
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8")
     except UnicodeDecodeError:
         raise _AssemblyError(f"{rel}: not UTF-8 text") from None
     except OSError as exc:

@@ -8,13 +8,16 @@ description weigh more than the body).
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from stat import S_ISREG
 
+from personae.fsutil import NotRegularFileError
 from personae.mind._rows import delete_doc, delete_names, insert_doc, insert_many
 from personae.mind.memory import INDEX_NAME, MemoryDir, MemoryEntry, parse_memory
 from personae.store.db import Store
@@ -77,8 +80,11 @@ def fts_query(query: str | list[str]) -> str | None:
 
 
 def _read_file(path: str, size: int, dir_fd: int | None = None) -> bytes:
-    fd = os.open(path, os.O_RDONLY, dir_fd=dir_fd)
+    # O_NONBLOCK + fstat: a file swapped for a FIFO after the scan is skipped, not waited on.
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
     try:
+        if not S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(errno.EINVAL, "not a regular file", path)
         data = os.read(fd, size + 1)
         if len(data) != size:  # changed since stat: read to the end
             parts = [data]
@@ -382,12 +388,19 @@ class MindIndex:
 
     # -- bootstraps ------------------------------------------------------------------
 
-    def record_bootstrap(self, session_id: str | None, contract_hash: str) -> None:
-        """Record a successful bootstrap."""
+    def record_bootstrap(
+        self,
+        session_id: str | None,
+        contract_hash: str,
+        host: tuple[int, int] | None = None,
+    ) -> None:
+        """Record a successful bootstrap (``host``: pid and start time of the host process)."""
+        host_pid, host_started = host if host is not None else (None, None)
         with self.store.transaction() as conn:
             conn.execute(
-                "INSERT INTO mind_bootstraps(session_id, contract_hash) VALUES (?, ?)",
-                (session_id, contract_hash),
+                "INSERT INTO mind_bootstraps(session_id, contract_hash, host_pid, host_started)"
+                " VALUES (?, ?, ?, ?)",
+                (session_id, contract_hash, host_pid, host_started),
             )
 
     def last_bootstrap(self, session_id: str | None = None) -> str | None:

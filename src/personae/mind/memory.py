@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from filelock import FileLock
 
 from personae.errors import UsageError
-from personae.fsutil import write_atomic
+from personae.fsutil import read_regular, write_atomic
 from personae.mind._frontmatter import FrontmatterError, split_frontmatter
 
 __all__ = [
@@ -165,14 +165,12 @@ class MemoryDir:
         """The text of memory ``name``."""
         path = self.path_of(name)
         try:
-            if path.stat().st_size > _MAX_BYTES:
-                raise MemoryFileError(f"{name}: larger than {_MAX_BYTES} bytes", file=path)
-            return path.read_text(encoding="utf-8")
+            return read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8")
         except FileNotFoundError:
             raise MemoryFileError(f"no memory file named {name!r}", field="name") from None
         except UnicodeDecodeError:
             raise MemoryFileError(f"{name}: not UTF-8 text", file=path) from None
-        except OSError as exc:
+        except OSError as exc:  # a FIFO or device is refused, never waited on
             raise MemoryFileError(f"{name}: cannot read: {exc.strerror}", file=path) from None
 
     def write(self, name: str, content: str) -> MemoryEntry:

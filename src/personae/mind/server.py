@@ -8,6 +8,7 @@ loopback address.
 from __future__ import annotations
 
 import ipaddress
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from mcp.server import MCPServer
 
 from personae.errors import UsageError
 from personae.mind import _mcp
+from personae.mind.bootstraps import process_id
 from personae.mind.service import MindService
 from personae.store.db import Store
 
@@ -39,9 +41,15 @@ def default_paths(root: Path) -> MindPaths:
     return MindPaths(memory_dir=base / "memory", prompt=base / "mind.md", store=base / "state.db")
 
 
-def create_server(paths: MindPaths, *, name: str = "personae") -> tuple[MCPServer, MindService]:
-    """The MCP server and the service behind it (the store opens, and migrates, now)."""
-    service = MindService(paths.memory_dir, paths.prompt, Store(paths.store))
+def create_server(
+    paths: MindPaths, *, name: str = "personae", host: tuple[int, int] | None = None
+) -> tuple[MCPServer, MindService]:
+    """The MCP server and the service behind it (the store opens, and migrates, now).
+
+    ``host`` (pid, start time) is the process that started the server over stdio;
+    bootstraps are recorded with it so that host's hook gate can find them.
+    """
+    service = MindService(paths.memory_dir, paths.prompt, Store(paths.store), host=host)
     return _mcp.build_server(service, name=name), service
 
 
@@ -66,7 +74,13 @@ def serve(
         )
     if http and not 0 < port < 65536:
         raise UsageError(f"--port {port} is out of range (1-65535)", field="port")
-    server, _service = create_server(paths)
+    binding = None
+    if not http:
+        # Over stdio the parent is the host (Claude Code, Codex, Copilot CLI) whose hooks
+        # run as its children: record bootstraps against it.
+        parent = process_id(os.getppid())
+        binding = None if parent is None else (parent.pid, parent.started)
+    server, _service = create_server(paths, host=binding)
     if http:
         _mcp.run_http(server, host, port)
     else:

@@ -60,8 +60,17 @@ _CONTEXT_FACET = {"open_commitments": "commitments", "recent_carry_forward": "ca
 class MindService:
     """The mind: memory directory + prompt (contract) + store tables."""
 
-    def __init__(self, memory_dir: Path, prompt: Path | None, store: Store) -> None:
+    def __init__(
+        self,
+        memory_dir: Path,
+        prompt: Path | None,
+        store: Store,
+        *,
+        host: tuple[int, int] | None = None,
+    ) -> None:
         self.memory = MemoryDir(memory_dir)
+        self.host = host
+        """The host process (pid, start time) that started this server over stdio, if known."""
         self.prompt = prompt
         self.index = MindIndex(store)
         self._synced_at = 0.0
@@ -75,8 +84,14 @@ class MindService:
         return load_contract(self.prompt)
 
     def system_prompt(self) -> str:
-        """The contract text, or the error text when it does not assemble."""
-        return self.contract().text
+        """The contract text, or the error text when it does not assemble.
+
+        An available contract counts as a bootstrap (the fallback the host files teach).
+        """
+        contract = self.contract()
+        if contract.available:
+            self.index.record_bootstrap(None, contract.hash, self.host)
+        return contract.text
 
     def bootstrap(self, session_id: str | None, tool_names: Sequence[str]) -> BootstrapPacket:
         """Build the schema v1 packet; records the bootstrap when the contract is available."""
@@ -106,7 +121,7 @@ class MindService:
             generated_at=_now(),
         )
         if contract.available:
-            self.index.record_bootstrap(session_id, contract.hash)
+            self.index.record_bootstrap(session_id, contract.hash, self.host)
         if not self._tokenizer_warm:
             # Load the tokenizer for recall excerpts while the host reads the packet.
             self._tokenizer_warm = True

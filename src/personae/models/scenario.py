@@ -30,6 +30,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from personae.errors import UsageError
+from personae.fsutil import read_regular
 
 __all__ = [
     "ROLE_MARKER",
@@ -40,6 +41,9 @@ __all__ = [
     "ScriptedToolCall",
     "load_scenario",
 ]
+
+_MAX_BYTES = 10_000_000
+"""Largest scenario file read."""
 
 ROLE_MARKER = "personae-role: {role}"
 """Marker every team role puts in its instructions (lets scenarios match a role)."""
@@ -122,7 +126,7 @@ def load_scenario(path: Path | str) -> Scenario:
     """Read and validate a scenario file (YAML)."""
     file = Path(path)
     try:
-        raw: Any = yaml.safe_load(file.read_text(encoding="utf-8"))
+        raw: Any = yaml.safe_load(read_regular(file, max_bytes=_MAX_BYTES).decode("utf-8"))
     except FileNotFoundError as exc:
         raise ScenarioError("scenario file not found", file=file) from exc
     except OSError as exc:

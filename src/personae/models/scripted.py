@@ -1,10 +1,14 @@
-"""The scripted model: a real OpenAI-compatible HTTP server on 127.0.0.1.
+"""The scripted model: a real HTTP server on 127.0.0.1 replaying one scenario file.
 
-It answers ``POST /v1/chat/completions`` (plain JSON or streamed SSE) from a
-:class:`~personae.models.scenario.Scenario`, so a run goes through the real
-OpenAI provider code of pydantic-ai and real loopback HTTP. It is a *scripted*
-model for tests and the demo, never a real language model; its model name is
-always ``scripted`` or ``scripted:<label>``.
+It answers, from one :class:`~personae.models.scenario.Scenario`, plain JSON
+or streamed SSE over three wire protocols: OpenAI chat completions
+(``POST /v1/chat/completions``), OpenAI Responses (``POST /v1/responses``,
+what Codex speaks) and Anthropic Messages (``POST /v1/messages`` with
+``tool_use`` blocks, plus ``/v1/messages/count_tokens``; what Claude Code and
+the ``anthropic:`` provider speak). Runs go through real provider code and
+real loopback HTTP. It is a *scripted* server for tests and the demo, never a
+real language model; its model name is always ``scripted`` or
+``scripted:<label>``.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from personae.models import _anthropic, _responses
 from personae.models.player import ScenarioPlayer, request_text
 from personae.models.scenario import Answer, Scenario, load_scenario
 
@@ -43,6 +48,8 @@ class ScriptedServer:
         self.label = label
         self.player = ScenarioPlayer(self.scenario)
         """Picks answers; keeps every request and answer."""
+        self.raw_requests: list[tuple[str, dict[str, Any]]] = []
+        """Every POST received as sent: (route, body) in its own protocol."""
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -57,6 +64,13 @@ class ScriptedServer:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
+            def do_GET(self) -> None:  # the model list: what `personae doctor` asks for
+                if self.path.rstrip("/").endswith("/models"):
+                    listed = {"id": server.model_name, "object": "model", "owned_by": "scripted"}
+                    self._send_json(200, {"object": "list", "data": [listed]})
+                else:
+                    self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 try:
@@ -64,14 +78,49 @@ class ScriptedServer:
                 except json.JSONDecodeError:
                     self._send_json(400, {"error": {"message": "body is not JSON"}})
                     return
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+                if not isinstance(body, dict):
+                    self._send_json(400, {"error": {"message": "body is not a JSON object"}})
                     return
-                status, payload = server.answer(body)
-                if status == 200 and body.get("stream"):
-                    self._send_stream(payload)
+                route = self.path.split("?", 1)[0].rstrip("/")
+                server.raw_requests.append((route, body))
+                if route.endswith("/chat/completions"):
+                    status, payload = server.answer(body)
+                    if status == 200 and body.get("stream"):
+                        self._send_stream(payload)
+                    else:
+                        self._send_json(status, payload)
+                elif route.endswith("/messages/count_tokens"):
+                    self._send_json(200, _anthropic.count_tokens(body))
+                elif route.endswith("/messages"):
+                    self._messages(body)
+                elif route.endswith("/responses"):
+                    self._responses(body)
                 else:
+                    self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
+            def _messages(self, body: dict[str, Any]) -> None:
+                status, payload = server.answer(_anthropic.to_chat(body))
+                if status != 200:
+                    message = str(payload["error"]["message"])
+                    self._send_json(status, _anthropic.error_payload(message, status=status))
+                    return
+                response = _anthropic.from_chat(payload, str(body.get("model") or "scripted"))
+                if body.get("stream"):
+                    self._send_events(_anthropic.sse_events(response))
+                else:
+                    self._send_json(200, response)
+
+            def _responses(self, body: dict[str, Any]) -> None:
+                chat = _responses.to_chat(body)
+                status, payload = server.answer(chat)
+                if status != 200:
                     self._send_json(status, payload)
+                    return
+                response = _responses.from_chat(payload, chat, server.model_name)
+                if body.get("stream"):
+                    self._send_events(_responses.sse_events(response))
+                else:
+                    self._send_json(200, response)
 
             def _send_json(self, status: int, payload: dict[str, Any]) -> None:
                 data = json.dumps(payload).encode()
@@ -88,6 +137,15 @@ class ScriptedServer:
                 for chunk in _stream_chunks(payload):
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+
+            def _send_events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.end_headers()
+                for event, data in events:
+                    self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
                 self.wfile.flush()
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -122,6 +180,19 @@ class ScriptedServer:
     def model_name(self) -> str:
         """The name runs report for this model (always says scripted)."""
         return self.label if self.label.startswith("scripted") else f"scripted:{self.label}"
+
+    @property
+    def root_url(self) -> str:
+        """``http://127.0.0.1:<port>`` (Anthropic clients add ``/v1`` themselves)."""
+        return self.base_url.removesuffix("/v1")
+
+    def anthropic_model(self) -> Any:
+        """A pydantic-ai ``AnthropicModel`` talking Messages to this server over loopback HTTP."""
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        provider = AnthropicProvider(base_url=self.root_url, api_key="scripted-no-key")
+        return AnthropicModel(self.model_name, provider=provider)
 
     def model(self) -> Any:
         """A pydantic-ai ``OpenAIChatModel`` talking to this server over loopback HTTP."""

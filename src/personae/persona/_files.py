@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import os
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from personae.fsutil import NotRegularFileError, read_regular
 from personae.persona.problems import Problem
 
 __all__ = ["MAX_FILE_BYTES", "confined_dir", "iter_files", "read_confined"]
@@ -88,31 +89,6 @@ def _escape(path: Path, root: Path) -> Problem:
     )
 
 
-class _UnreadableError(Exception):
-    """A path that is not a regular file of sensible size."""
-
-
-def _read_regular(path: Path) -> bytes:
-    # O_NONBLOCK: opening a FIFO must not wait for a writer (it would hang `check`).
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    try:
-        info = os.fstat(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise _UnreadableError("is a directory")
-        if not stat.S_ISREG(info.st_mode):
-            raise _UnreadableError("not a regular file")
-        if info.st_size > MAX_FILE_BYTES:
-            raise _UnreadableError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FILE_BYTES:
-        raise _UnreadableError(f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB")
-    return data
-
-
 def read_confined(path: Path, root: Path, problems: list[Problem]) -> str | None:
     """The UTF-8 text of ``path``, or ``None`` with an error problem when it cannot be read.
 
@@ -124,13 +100,16 @@ def read_confined(path: Path, root: Path, problems: list[Problem]) -> str | None
         return None
     reason: str
     try:
-        text = _read_regular(path).decode("utf-8")
+        # Never blocks: a FIFO or device is refused before anything waits on it.
+        text = read_regular(path, max_bytes=MAX_FILE_BYTES).decode("utf-8")
         # Universal newlines, as text-mode reading gives (CRLF files load the same).
         return text.replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as exc:
         reason = f"not valid UTF-8 (byte {exc.start})"
-    except _UnreadableError as exc:
-        reason = str(exc)
+    except NotRegularFileError as exc:
+        reason = str(exc.strerror)
+        if exc.errno == errno.EFBIG:
+            reason = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
     except OSError as exc:
         reason = exc.strerror or exc.__class__.__name__
     problems.append(

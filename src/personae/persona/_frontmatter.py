@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,12 +21,16 @@ MAX_DEPTH = 50
 class FrontmatterError(Exception):
     """The frontmatter is missing or malformed (``line`` is 1-based in the file)."""
 
-    def __init__(self, message: str, line: int | None, *, missing: bool = False) -> None:
+    def __init__(
+        self, message: str, line: int | None, *, missing: bool = False, unsafe: bool = False
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
         self.missing = missing
         """True when the file has no frontmatter at all."""
+        self.unsafe = unsafe
+        """True for a recursive alias, an alias bomb or deep nesting (never read leniently)."""
 
 
 @dataclass
@@ -42,34 +45,79 @@ class Document:
     """1-based file line of each top-level frontmatter key."""
     repaired: FrontmatterError | None = None
     """Set when strict YAML failed and the lenient reading (quoting plain values) was used."""
+    comment_cuts: dict[str, str] = field(default_factory=dict)
+    """Top-level plain values an unquoted `` #`` cut short (key -> the full text as written)."""
 
     def line_of(self, key: str) -> int:
         """The line of ``key`` (or of the frontmatter start when absent)."""
         return self.key_lines.get(key, 1)
 
 
-_PLAIN_KEY = re.compile(r"^(?P<key>[A-Za-z_][\w-]*):[ \t]+(?P<value>\S.*?)\s*$")
+# Claude Code's lenient pass (read from its 2.1 bundle): when strict YAML fails,
+# every top-level ``key: value`` line whose key is letters, ``_`` or ``-`` and
+# whose value holds one of these characters (or ``: ``) is double-quoted, unless
+# the value is already quoted or a valid flow list; leading tabs become two
+# spaces each; the result is parsed once more.
+_CC_KEY = re.compile(r"^(?P<key>[a-zA-Z_-]+):\s+(?P<value>\S.*)$")
+_CC_SPECIAL = re.compile(r"[{}\[\]*&#!|>%@`]|: ")
+_LEADING_TABS = re.compile(r"^\t+", re.MULTILINE)
+_HASH_COMMENT = re.compile(r"[ \t]#")
 
 
-def _quote_plain_values(yaml_text: str) -> str:
-    """Quote top-level ``key: value`` plain scalars (what Claude Code's reader tolerates:
-    descriptions with ``: `` or ``#`` inside, e.g. ``Examples: <example>Context: ...``)."""
+def _quote_like_claude_code(yaml_text: str) -> str:
+    """Claude Code's fallback for frontmatter that strict YAML refuses (see above)."""
     out = []
-    for raw in yaml_text.splitlines():
-        match = _PLAIN_KEY.match(raw)
-        if match and match.group("value")[0] not in "\"'[{|>&*!":
-            out.append(f"{match.group('key')}: {json.dumps(match.group('value'))}")
+    for raw in yaml_text.split("\n"):
+        match = _CC_KEY.fullmatch(raw)
+        if match is None:
+            out.append(raw)
+            continue
+        value = match.group("value")
+        quoted = len(value) > 1 and value[0] == value[-1] and value[0] in "\"'"
+        if quoted or (value.startswith("[") and value.endswith("]") and _is_flow_list(value)):
+            out.append(raw)
+        elif _CC_SPECIAL.search(value):
+            escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+            out.append(f'{match.group("key")}: "{escaped}"')
         else:
             out.append(raw)
-    return "\n".join(out) + "\n"
+    return _LEADING_TABS.sub(lambda m: "  " * len(m.group(0)), "\n".join(out))
+
+
+def _is_flow_list(value: str) -> bool:
+    try:
+        return isinstance(yaml.load(value, Loader=_LOADER), list)
+    except yaml.YAMLError:
+        return False
+
+
+def _comment_cuts(yaml_text: str, meta: dict[str, Any]) -> dict[str, str]:
+    """Top-level one-line plain values that an unquoted `` #`` cut short, as written in full.
+
+    YAML (and so Claude Code) reads ``description: Use for C# code #fast`` as
+    ``Use for C# code``; the returned map holds ``{"description": "Use for C# code #fast"}``.
+    """
+    cuts: dict[str, str] = {}
+    for raw in yaml_text.split("\n"):
+        match = _CC_KEY.fullmatch(raw.rstrip())
+        if match is None:
+            continue
+        key, value = match.group("key"), match.group("value")
+        if value[0] in "\"'[{|>&*!#" or not _HASH_COMMENT.search(value):
+            continue
+        kept = meta.get(key)
+        if isinstance(kept, str) and kept != value and value.startswith(kept):
+            cuts[key] = value
+    return cuts
 
 
 def parse_document(text: str, *, lenient: bool = False) -> Document:
     """Parse ``text``; raises :class:`FrontmatterError` with the file line on bad YAML.
 
-    With ``lenient``, frontmatter that is not valid YAML is read again with its
-    top-level plain values quoted (as Claude Code does); the document then
-    carries the original error in ``repaired``.
+    With ``lenient``, frontmatter that is not valid YAML is read again the way
+    Claude Code reads it (top-level values with YAML special characters
+    double-quoted, leading tabs made spaces); the document then carries the
+    original error in ``repaired``.
     """
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -86,10 +134,10 @@ def parse_document(text: str, *, lenient: bool = False) -> Document:
     try:
         node, data = _load(yaml_text)
     except FrontmatterError as exc:
-        if not lenient:
+        if not lenient or exc.unsafe:
             raise
         try:
-            node, data = _load(_quote_plain_values(yaml_text))
+            node, data = _load(_quote_like_claude_code(yaml_text))
         except FrontmatterError:
             raise exc from None
         repaired = exc
@@ -105,7 +153,8 @@ def parse_document(text: str, *, lenient: bool = False) -> Document:
                 key_lines[str(key_node.value)] = key_node.start_mark.line + offset
     body = "".join(lines[end + 1 :]).lstrip("\r\n")
     meta = {str(k): v for k, v in data.items()}
-    return Document(meta=meta, body=body, key_lines=key_lines, repaired=repaired)
+    cuts = _comment_cuts(yaml_text, meta) if repaired is None else {}
+    return Document(meta=meta, body=body, key_lines=key_lines, repaired=repaired, comment_cuts=cuts)
 
 
 def _load(yaml_text: str) -> tuple[yaml.Node | None, Any]:
@@ -155,10 +204,13 @@ def _check_shape(root: yaml.Node) -> None:
                 raise FrontmatterError(
                     f"frontmatter too large: more than {MAX_VALUES} values (YAML aliases expanded)",
                     line,
+                    unsafe=True,
                 )
             if depth > MAX_DEPTH:
                 raise FrontmatterError(
-                    f"frontmatter nested too deeply (more than {MAX_DEPTH} levels)", line
+                    f"frontmatter nested too deeply (more than {MAX_DEPTH} levels)",
+                    line,
+                    unsafe=True,
                 )
             on_path.discard(key)
             done[key] = (size, depth)
@@ -172,6 +224,7 @@ def _check_shape(root: yaml.Node) -> None:
                 raise FrontmatterError(
                     "frontmatter holds a recursive YAML alias (a value that contains itself)",
                     kid.start_mark.line + _OFFSET,
+                    unsafe=True,
                 )
             if id(kid) not in done:
                 stack.append((kid, False))

@@ -8,6 +8,7 @@ from typing import Any
 
 from personae.persona._files import confined_dir, iter_files
 from personae.persona.loader import LoadedPersona, load_persona_file
+from personae.persona.marketplace import is_marketplace_dir, load_marketplace
 from personae.persona.model import Skill
 from personae.persona.plugin import is_plugin_dir, load_plugin, read_mcp_json
 from personae.persona.problems import Problem
@@ -34,10 +35,14 @@ def _folder_source(
     servers: dict[str, Any],
     problems: list[Problem],
     skills_folder: Path | None = None,
+    commands: bool = False,
 ) -> Source:
     source = Source(label=str(folder))
     if confined_dir(folder, root, problems):
         for path in iter_files(folder, root, problems):
+            if commands and "commands" in path.relative_to(folder).parts[:-1]:
+                problems.append(_command_skipped(path))
+                continue
             if path.name == "SKILL.md":
                 skill = load_skill_file(path, root=root, problems=problems, servers=servers)
                 if skill is not None:
@@ -54,6 +59,15 @@ def _folder_source(
             if skill is not None:
                 source.skills.append(skill)
     return source
+
+
+def _command_skipped(path: Path) -> Problem:
+    return Problem(
+        file=path,
+        line=None,
+        severity="warning",
+        message="in a 'commands' folder: a slash command, not an agent; skipped",
+    )
 
 
 def collect_project(root: Path, problems: list[Problem], servers: dict[str, Any]) -> list[Source]:
@@ -103,12 +117,16 @@ def _plugin_source(
 def collect_dir(folder: Path, problems: list[Problem], servers: dict[str, Any]) -> list[Source]:
     """Sources of one ``--dir`` path (confined to that folder).
 
-    A plugin folder loads as a plugin; a folder with ``.personae/`` or
-    ``.claude/`` loads as a project; a ``.personae`` folder loads its
-    ``personas/`` and ``skills/`` (not ``directive.md``); any other folder is
-    a folder of persona files (personae files when it is named ``personas``
-    or lies inside ``.personae/``, otherwise Claude Code agent files) and
-    ``SKILL.md`` files.
+    A plugin marketplace root (``.claude-plugin/marketplace.json``) loads its
+    local plugins; a plugin folder loads as a plugin; a folder with
+    ``.personae/`` or ``.claude/`` loads as a project; a ``.personae`` folder
+    loads its ``personas/`` and ``skills/`` (not ``directive.md``); a
+    ``.claude`` folder its ``agents/`` and ``skills/`` (not ``commands/``);
+    any other folder is a folder of persona files (personae files when it is
+    named ``personas`` or lies inside ``.personae/``, otherwise Claude Code
+    agent files; files in a ``commands`` folder are slash commands, skipped
+    with a warning) and ``SKILL.md`` files. A ``--dir`` that yields nothing
+    is a warning naming nested project folders, never silent.
     """
     if not folder.exists():
         problems.append(
@@ -120,10 +138,38 @@ def collect_dir(folder: Path, problems: list[Problem], servers: dict[str, Any]) 
             Problem(file=folder, line=None, severity="error", message="not a directory")
         )
         return []
+    before = len(problems)
+    sources = _dir_sources(folder, problems, servers)
+    failed = any(p.severity == "error" for p in problems[before:])
+    if not failed and not any(s.personas or s.skills for s in sources):
+        problems.append(_empty_dir(folder))
+    return sources
+
+
+def _dir_sources(folder: Path, problems: list[Problem], servers: dict[str, Any]) -> list[Source]:
+    if is_marketplace_dir(folder):
+        sources = []
+        for plugin in load_marketplace(folder, problems):
+            servers.update(plugin.mcp_servers)
+            sources.append(
+                Source(label=str(plugin.folder), personas=plugin.personas, skills=plugin.skills)
+            )
+        return sources
     if is_plugin_dir(folder):
         return [_plugin_source(folder, folder, problems, servers)]
     if (folder / ".personae").is_dir() or (folder / ".claude").is_dir():
         return collect_project(folder, problems, servers)
+    if folder.name == ".claude":  # a project's Claude Code folder: agents and skills, no commands
+        return [
+            _folder_source(
+                folder / "agents",
+                kind="claude-code",
+                root=folder,
+                servers=servers,
+                problems=problems,
+                skills_folder=folder / "skills",
+            )
+        ]
     if folder.name == ".personae":  # a project's own folder: its personas and skills only
         return [
             _folder_source(
@@ -141,4 +187,23 @@ def collect_dir(folder: Path, problems: list[Problem], servers: dict[str, Any]) 
         if resolved.name == "personas" or ".personae" in resolved.parts
         else ("claude-code")
     )
-    return [_folder_source(folder, kind=kind, root=folder, servers=servers, problems=problems)]
+    return [
+        _folder_source(
+            folder, kind=kind, root=folder, servers=servers, problems=problems, commands=True
+        )
+    ]
+
+
+def _empty_dir(folder: Path) -> Problem:
+    """A warning for a ``--dir`` that gave nothing, naming nested folders worth passing."""
+    nested: list[str] = []
+    for pattern in ("*/.claude", "*/*/.claude", "*/.personae", "*/.claude-plugin"):
+        nested += sorted(str(p.parent) for p in folder.glob(pattern) if p.is_dir())
+    hint = f"; pass one of these instead: {', '.join(nested[:5])}" if nested else ""
+    return Problem(
+        file=folder,
+        line=None,
+        severity="warning",
+        message="no persona or skill files found here (looked for .claude/, .personae/, "
+        f".claude-plugin/ and *.md agent files){hint}",
+    )

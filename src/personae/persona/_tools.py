@@ -14,6 +14,7 @@ __all__ = [
     "ToolCheck",
     "check_tool_names",
     "claude_name",
+    "claude_spelling",
     "mcp_server_of",
     "split_names",
     "split_spawn_entries",
@@ -82,6 +83,16 @@ def mcp_server_of(name: str) -> str | None:
 def claude_name(tool: str) -> str:
     """The Claude Code name for a personae tool name (unchanged when there is none)."""
     return _REVERSE.get(tool, tool)
+
+
+def claude_spelling(
+    written: list[str], default: list[str], keep: Iterable[str]
+) -> list[str] | None:
+    """``written`` in Claude Code spelling (names in ``keep`` as written), or ``None``
+    when that equals ``default`` (what an export would write anyway)."""
+    kept = set(keep)
+    spelled = [n if n in kept else claude_name(n) for n in written]
+    return None if spelled == default else spelled
 
 
 @dataclass

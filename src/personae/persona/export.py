@@ -12,8 +12,14 @@ from typing import Any
 
 import yaml
 
-from personae.persona._tools import claude_name
+from personae.persona._tools import (
+    check_tool_names,
+    claude_name,
+    mcp_server_of,
+    split_spawn_entries,
+)
 from personae.persona.model import ContextMode, Persona
+from personae.tools.names import canonical_tool_name
 
 __all__ = ["to_claude_code"]
 
@@ -22,10 +28,9 @@ def to_claude_code(persona: Persona) -> str:
     """The Claude Code agent file text for ``persona``."""
     meta: dict[str, Any] = {"name": persona.name, "description": persona.description}
     if persona.tools is not None:
-        names = [claude_name(t) for t in persona.tools] + list(persona.unavailable_tools)
-        meta["tools"] = ", ".join(names)
+        meta["tools"] = ", ".join(_tool_names(persona))
     if persona.disallowed_tools:
-        meta["disallowedTools"] = ", ".join(claude_name(t) for t in persona.disallowed_tools)
+        meta["disallowedTools"] = ", ".join(_disallowed_names(persona))
     if persona.model is not None:
         meta["model"] = persona.model
     if persona.max_steps is not None:
@@ -33,7 +38,9 @@ def to_claude_code(persona: Persona) -> str:
     if persona.skills:
         meta["skills"] = list(persona.skills)
     if persona.mcp_servers:
-        meta["mcpServers"] = dict(persona.mcp_servers)
+        servers = dict(persona.mcp_servers)
+        # Names only (``mcpServers: [a, b]``) go back out as a list, as Claude Code reads them.
+        meta["mcpServers"] = list(servers) if not any(servers.values()) else servers
     # personae fields (Claude Code ignores them; personae reads them back).
     if persona.needs_temp_workspace:
         meta["needs_temp_workspace"] = True
@@ -42,6 +49,9 @@ def to_claude_code(persona: Persona) -> str:
     constraints = persona.constraints.model_dump(exclude_defaults=True)
     if constraints:
         meta["constraints"] = constraints
+    sandbox = persona.sandbox.model_dump(exclude_defaults=True)
+    if sandbox:
+        meta["sandbox"] = sandbox
     if persona.version is not None:
         meta["version"] = persona.version
     for key, value in persona.extra.items():
@@ -49,3 +59,38 @@ def to_claude_code(persona: Persona) -> str:
     head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=10_000)
     body = persona.system_prompt
     return f"---\n{head}---\n\n{body}" if body else f"---\n{head}---\n"
+
+
+def _tool_names(persona: Persona) -> list[str]:
+    """The ``tools`` entries to write: the source file's own spelling and order while
+    they still describe the persona's tools (``Agent`` stays ``Agent``, ``MultiEdit``
+    stays ``MultiEdit``), else each tool's Claude Code name."""
+    tools = persona.tools or []
+    written = persona.claude_tools
+    if written is not None:
+        unavailable = [n for n in written if n in persona.unavailable_tools]
+        plain, spawn = split_spawn_entries(
+            [n for n in written if n not in persona.unavailable_tools]
+        )
+        kept = [canonical_tool_name(n) for n in plain]
+        if (
+            list(dict.fromkeys(kept)) == tools
+            and unavailable == persona.unavailable_tools
+            and (spawn or None) == (persona.subagents or None)
+        ):
+            return written
+    names = [claude_name(t) for t in tools]
+    if persona.subagents and "agent" in tools:  # the spawn list in Claude Code's syntax
+        names[tools.index("agent")] = f"Agent({', '.join(persona.subagents)})"
+    return names + list(persona.unavailable_tools)
+
+
+def _disallowed_names(persona: Persona) -> list[str]:
+    """The ``disallowedTools`` entries to write (as written while still the same set)."""
+    written = persona.claude_disallowed_tools
+    if written is not None:
+        servers = {s for n in written if (s := mcp_server_of(n)) is not None}
+        check = check_tool_names(written, servers, deny=True)
+        if set(check.tools) | set(check.unavailable) == set(persona.disallowed_tools):
+            return written
+    return [claude_name(t) for t in persona.disallowed_tools]

@@ -11,7 +11,7 @@ is a warning, listed in ``Persona.unavailable_tools`` and left out of
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,20 +20,23 @@ from pydantic import ValidationError
 
 from personae.errors import closest_name
 from personae.persona._files import read_confined
-from personae.persona._frontmatter import FrontmatterError, parse_document
+from personae.persona._frontmatter import Document, FrontmatterError, parse_document
 from personae.persona._tools import (
     check_tool_names,
+    claude_name,
+    claude_spelling,
     mcp_server_of,
     split_names,
     split_spawn_entries,
 )
-from personae.persona.model import Constraints, ContextMode, Persona
+from personae.persona.model import Constraints, ContextMode, Persona, SandboxGrant
 from personae.persona.problems import Problem, Severity
 
 __all__ = [
     "CLAUDE_KEYS",
     "PERSONAE_KEYS",
     "LoadedPersona",
+    "full_description",
     "load_persona_file",
     "parse_constraints",
     "persona_from_text",
@@ -42,9 +45,11 @@ __all__ = [
 PERSONAE_KEYS = frozenset(
     {
         "max_steps",
+        "profile",
         "needs_temp_workspace",
         "context",
         "constraints",
+        "sandbox",
         "version",
         "mcp_servers",
         "disallowed_tools",
@@ -149,7 +154,8 @@ def persona_from_text(
         sink.add(
             doc.repaired.line,
             "warning",
-            f"{doc.repaired.message}; read leniently (plain values quoted) as Claude Code does",
+            f"{doc.repaired.message}; read leniently (values with YAML special characters "
+            "quoted), as Claude Code does",
         )
     meta = doc.meta
     line = doc.line_of
@@ -173,7 +179,7 @@ def persona_from_text(
     elif not isinstance(desc, str):
         sink.add(line("description"), "error", "description must be a string")
     else:
-        values["description"] = desc.strip()
+        values["description"] = full_description(doc, sink.add)
 
     mcp = _mcp_servers(meta, sink, line)
     values["mcp_servers"] = mcp
@@ -197,6 +203,26 @@ def persona_from_text(
     if sink.failed or "name" not in values or "description" not in values:
         return None
     return LoadedPersona(persona=Persona(**values), path=path, lines=doc.key_lines)
+
+
+def full_description(doc: Document, add: Callable[[int | None, Severity, str], None]) -> str:
+    """The document's ``description`` (a string), not cut at an unquoted `` #``.
+
+    Strict YAML, and so Claude Code, reads ``description: for C# #fast`` as
+    ``for C#``: the rest is a comment. personae keeps the full text and warns,
+    since the cut part is almost always meant as description.
+    """
+    desc = str(doc.meta["description"])
+    full = doc.comment_cuts.get("description")
+    if full is None:
+        return desc.strip()
+    add(
+        doc.line_of("description"),
+        "warning",
+        f"description has an unquoted ' #': YAML and Claude Code cut it to {desc.strip()!r}; "
+        "personae keeps the full text (quote the value so both read the same)",
+    )
+    return full.strip()
 
 
 def parse_constraints(raw: Any) -> Constraints:
@@ -281,6 +307,7 @@ def _tools(
         if names == ["*"]:
             names = None
         if names is not None:
+            written = names
             names, spawn = split_spawn_entries(names)
             if spawn is not None:
                 values["subagents"] = spawn
@@ -294,6 +321,10 @@ def _tools(
                 sink.add(line("tools"), "warning", _unavailable_message(check.unavailable))
             values["tools"] = check.tools
             values["unavailable_tools"] = check.unavailable
+            default = [claude_name(t) for t in check.tools] + check.unavailable
+            # Agent(a, b) / Task(a, b) entries are kept as written for the export.
+            as_written = [*check.unavailable, *(n for n in written if n not in names)]
+            values["claude_tools"] = claude_spelling(written, default, as_written)
     if meta.get("subagents") is not None:
         try:
             listed = split_names(meta["subagents"])
@@ -319,6 +350,8 @@ def _tools(
         denied = list(check.tools)
         denied += [n for n in check.unavailable if n not in denied]
         values["disallowed_tools"] = denied
+        default = [claude_name(t) for t in denied]
+        values["claude_disallowed_tools"] = claude_spelling(names, default, ())
 
 
 def _scalars(
@@ -336,6 +369,12 @@ def _scalars(
             sink.add(line(key), "error", f"{key} must be a whole number >= 1, got {steps!r}")
         else:
             values["max_steps"] = steps
+    if meta.get("profile") is not None:
+        name = meta["profile"]
+        if isinstance(name, str) and re.fullmatch(r"[a-z][a-z0-9_]*", name.strip()):
+            values["profile"] = name.strip()
+        else:
+            sink.add(line("profile"), "error", f"profile must be a profile name, got {name!r}")
     if "needs_temp_workspace" in meta:
         flag = meta["needs_temp_workspace"]
         if isinstance(flag, bool):
@@ -367,6 +406,14 @@ def _scalars(
             values["constraints"] = parse_constraints(meta["constraints"])
         except ValueError as exc:
             sink.add(line("constraints"), "error", str(exc))
+    if meta.get("sandbox") is not None:
+        try:
+            values["sandbox"] = SandboxGrant.model_validate(meta["sandbox"])
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            label = f"sandbox.{where}" if where else "sandbox"
+            sink.add(line("sandbox"), "error", f"{label}: {first['msg']}")
     if meta.get("version") is not None:
         version = meta["version"]
         if isinstance(version, str | int | float) and not isinstance(version, bool):

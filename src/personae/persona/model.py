@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["Constraints", "ContextMode", "Persona", "Skill"]
+__all__ = ["Constraints", "ContextMode", "Persona", "SandboxGrant", "Skill"]
 
 
 class ContextMode(StrEnum):
@@ -40,6 +40,17 @@ class Constraints(BaseModel):
     """Free text for the validator."""
 
 
+class SandboxGrant(BaseModel):
+    """What a persona's ``run_shell`` sandbox lets through (frontmatter ``sandbox:``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    network: bool = False
+    """Commands may use the network."""
+    allow_paths: list[str] = Field(default_factory=list)
+    """Paths under the user's home commands may read (``~/...`` or absolute)."""
+
+
 class Skill(BaseModel):
     """An Agent Skill (``SKILL.md``): L1 frontmatter eager, L2 body and L3 files on demand."""
 
@@ -48,7 +59,8 @@ class Skill(BaseModel):
     name: str
     """Skill name (``^[a-z0-9]+(-[a-z0-9]+)*$``, at most 64 chars)."""
     description: str
-    """What the skill does and when to use it (at most 1024 chars, no ``<`` or ``>``)."""
+    """What the skill does and when to use it (the Agent Skills rules say at most 1024
+    chars and no ``<`` or ``>``; longer ones, or ones with brackets, load with a warning)."""
     path: Path
     """The ``SKILL.md`` file."""
     allowed_tools: list[str] = Field(default_factory=list)
@@ -104,10 +116,19 @@ class Persona(BaseModel):
     unavailable_tools: list[str] = Field(default_factory=list)
     """Tools a Claude Code file names that personae does not provide (as written);
     reported as warnings and left out of ``tools``."""
+    claude_tools: list[str] | None = None
+    """The source file's ``tools`` in its own Claude Code spelling and order, kept only
+    where it differs from what export writes by default (``Agent`` rather than ``Task``,
+    ``MultiEdit`` beside ``Edit``), so that an export gives the host the same list."""
+    claude_disallowed_tools: list[str] | None = None
+    """The same for ``disallowedTools``."""
     model: str | None = None
     """Model override (``provider:name``, or ``sonnet|opus|haiku|inherit`` from Claude Code)."""
     max_steps: int | None = None
     """Step budget for one task; ``None`` means no limit of its own."""
+    profile: str | None = None
+    """Context profile the persona's worker is assembled with (builder, verifier ...);
+    ``None``: the ``worker`` profile."""
     needs_temp_workspace: bool = False
     """Run each delegated task in a fresh temporary directory, deleted afterwards."""
     skills: list[str] = Field(default_factory=list)
@@ -122,6 +143,8 @@ class Persona(BaseModel):
     """Context inheritance mode."""
     constraints: Constraints = Field(default_factory=Constraints)
     """Rules the validator checks."""
+    sandbox: SandboxGrant = Field(default_factory=SandboxGrant)
+    """What the ``run_shell`` sandbox lets this persona's commands reach."""
     version: str | None = None
     """Persona version, if declared."""
     source: Path | None = None

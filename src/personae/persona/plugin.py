@@ -18,7 +18,7 @@ from personae.persona.model import Skill
 from personae.persona.problems import Problem
 from personae.persona.skills import load_skill_file
 
-__all__ = ["Plugin", "is_plugin_dir", "load_plugin", "read_mcp_json"]
+__all__ = ["Plugin", "is_plugin_dir", "load_plugin", "read_json", "read_mcp_json"]
 
 
 @dataclass
@@ -46,7 +46,8 @@ def is_plugin_dir(folder: Path) -> bool:
     return (folder / ".claude-plugin" / "plugin.json").is_file()
 
 
-def _json(path: Path, root: Path, problems: list[Problem]) -> Any:
+def read_json(path: Path, root: Path, problems: list[Problem]) -> Any:
+    """The JSON value of ``path`` (confined to ``root``); ``None`` with an error when broken."""
     text = read_confined(path, root, problems)
     if text is None:
         return None
@@ -65,7 +66,7 @@ def read_mcp_json(path: Path, root: Path, problems: list[Problem]) -> dict[str, 
     """MCP servers from ``path`` (either layout); empty when absent or broken."""
     if not path.is_file() and not path.is_symlink():
         return {}
-    data = _json(path, root, problems)
+    data = read_json(path, root, problems)
     if data is None:
         return {}
     if isinstance(data, dict) and isinstance(data.get("mcpServers"), dict):
@@ -83,12 +84,30 @@ def read_mcp_json(path: Path, root: Path, problems: list[Problem]) -> dict[str, 
     return {str(k): v for k, v in data.items()}
 
 
-def load_plugin(folder: Path, problems: list[Problem], *, root: Path | None = None) -> Plugin:
-    """Load a plugin folder; every problem is appended to ``problems``."""
+def load_plugin(
+    folder: Path,
+    problems: list[Problem],
+    *,
+    root: Path | None = None,
+    defaults: dict[str, Any] | None = None,
+) -> Plugin:
+    """Load a plugin folder; every problem is appended to ``problems``.
+
+    ``defaults`` is a marketplace entry: its fields fill what ``plugin.json``
+    leaves out, and it stands in for a missing ``plugin.json`` (a marketplace
+    entry with ``"strict": false``). Agents come from ``agents/`` plus any
+    ``agents`` paths the manifest lists, skills likewise; ``commands/`` holds
+    slash commands and is never read as agents.
+    """
     confine = root if root is not None else folder
     plugin = Plugin(folder=folder)
     manifest = folder / ".claude-plugin" / "plugin.json"
-    data = _json(manifest, confine, problems)
+    if defaults is not None and not manifest.is_file() and not manifest.is_symlink():
+        data: Any = dict(defaults)
+    else:
+        data = read_json(manifest, confine, problems)
+        if defaults is not None and isinstance(data, dict):
+            data = {**defaults, **data}
     if data is not None and not isinstance(data, dict):
         problems.append(
             Problem(
@@ -114,14 +133,46 @@ def load_plugin(folder: Path, problems: list[Problem], *, root: Path | None = No
             plugin.mcp_servers.update(inline)
     plugin.mcp_servers.update(read_mcp_json(folder / ".mcp.json", confine, problems))
     servers = set(plugin.mcp_servers)
-    for path in iter_files(folder / "agents", confine, problems):
+    listed = data if isinstance(data, dict) else {}
+    for path in _component_files(folder, "agents", listed, confine, problems, pattern="*.md"):
         loaded = load_persona_file(
             path, kind="plugin", root=confine, problems=problems, servers=servers
         )
         if loaded is not None:
             plugin.personas.append(loaded)
-    for path in iter_files(folder / "skills", confine, problems, pattern="SKILL.md"):
+    for path in _component_files(folder, "skills", listed, confine, problems, pattern="SKILL.md"):
         skill = load_skill_file(path, root=confine, problems=problems, servers=servers)
         if skill is not None:
             plugin.skills.append(skill)
     return plugin
+
+
+def _component_files(
+    folder: Path,
+    kind: str,
+    manifest: dict[str, Any],
+    root: Path,
+    problems: list[Problem],
+    *,
+    pattern: str,
+) -> list[Path]:
+    """Files of one component: the default ``folder/kind`` plus the manifest's own paths
+    (a string or list of ``./``-relative files or folders, added to the default)."""
+    extra = manifest.get(kind)
+    paths = [extra] if isinstance(extra, str) else extra if isinstance(extra, list) else []
+    folders = [folder / kind]
+    found: list[Path] = []
+    for item in paths:
+        if not isinstance(item, str):
+            continue
+        target = folder / item
+        if target.is_file():
+            found.append(target)
+        elif target.is_dir():
+            folders.append(target)
+    seen: set[Path] = set()
+    for sub in folders:
+        if sub.is_dir() and sub.resolve() not in seen:
+            seen.add(sub.resolve())
+            found += iter_files(sub, root, problems, pattern=pattern)
+    return list(dict.fromkeys(found))

@@ -10,7 +10,7 @@ from typing import Any
 from personae.persona._files import read_confined
 from personae.persona._frontmatter import FrontmatterError, parse_document
 from personae.persona._tools import check_tool_names, split_names
-from personae.persona.loader import parse_constraints
+from personae.persona.loader import full_description, parse_constraints
 from personae.persona.model import Skill
 from personae.persona.problems import Problem
 
@@ -69,10 +69,17 @@ def skill_from_text(
         )
 
     try:
-        doc = parse_document(text)
+        doc = parse_document(text, lenient=True)
     except FrontmatterError as exc:
         add(exc.line, exc.message)
         return None
+    if doc.repaired is not None:
+        add(
+            doc.repaired.line,
+            f"{doc.repaired.message}; read leniently (values with YAML special characters "
+            "quoted), as Claude Code does",
+            "warning",
+        )
     meta, line = doc.meta, doc.line_of
     values: dict[str, Any] = {"path": path}
     name = meta.get("name")
@@ -97,12 +104,25 @@ def skill_from_text(
         add(1 if desc is None else line("description"), "missing required field 'description'")
     elif not isinstance(desc, str):
         add(line("description"), "description must be a string")
-    elif len(desc) > MAX_DESCRIPTION:
-        add(line("description"), f"description is {len(desc)} chars; at most {MAX_DESCRIPTION}")
-    elif "<" in desc or ">" in desc:
-        add(line("description"), "description must not contain '<' or '>'")
     else:
-        values["description"] = desc.strip()
+        # Over-long or with '<'/'>' breaks the Agent Skills rules, but Claude Code loads
+        # such skills (Anthropic's own claude-api skill is over 1024 chars): warn, load.
+        full = full_description(doc, lambda ln, _sev, msg: add(ln, msg, "warning"))
+        if len(full) > MAX_DESCRIPTION:
+            add(
+                line("description"),
+                f"description is {len(full)} chars, over the Agent Skills limit of "
+                f"{MAX_DESCRIPTION}; loaded as is (some hosts may cut or refuse it)",
+                "warning",
+            )
+        if "<" in full or ">" in full:
+            add(
+                line("description"),
+                "description contains '<' or '>' (the Agent Skills rules forbid them); "
+                "loaded as is, escaped wherever personae renders it",
+                "warning",
+            )
+        values["description"] = full
     key = "allowed-tools" if "allowed-tools" in meta else "allowedTools"
     if meta.get(key) is not None:
         try:

@@ -1,4 +1,9 @@
-"""Runs, their events and model calls in the project store (migration 0002)."""
+"""Runs, their events and model calls in the project store (migrations 0002, 0008).
+
+A run row is written before its id is shown anywhere (:meth:`RunStore.create`), with the
+process that runs it; that process refreshes a heartbeat until :meth:`RunStore.finish`.
+:meth:`RunStore.reconcile` marks ``running`` rows whose process is gone as ``crashed``.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,18 @@ from typing import Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field
 
 from personae.errors import UnknownNameError, UsageError
+from personae.store._liveness import Heartbeat, process_alive, this_process
 from personae.store.db import Store
 
-__all__ = ["EventRow", "ModelCallRecord", "ModelCallRow", "RunRecord", "RunStore", "StoredEvent"]
+__all__ = [
+    "STALE_SECONDS",
+    "EventRow",
+    "ModelCallRecord",
+    "ModelCallRow",
+    "RunRecord",
+    "RunStore",
+    "StoredEvent",
+]
 
 
 def _now() -> str:
@@ -37,7 +51,7 @@ class RunRecord(BaseModel):
     model: str
     """Model label (``scripted:...`` for the scripted model)."""
     status: str
-    """running, done, partial, failed."""
+    """running, done, partial, failed, cancelled, crashed (its process ended mid-run)."""
     started_at: str
     """Start time (UTC)."""
     finished_at: str | None
@@ -46,6 +60,19 @@ class RunRecord(BaseModel):
     """The synthesized answer."""
     usage: dict[str, Any] = Field(default_factory=dict)
     """Total usage (requests, tokens)."""
+    error: str | None = None
+    """Why the run failed, was cancelled or crashed (``None``: no reason recorded)."""
+    pid: int | None = None
+    """Process that ran it."""
+    host: str | None = None
+    """Host name of that process."""
+    heartbeat_at: str | None = None
+    """When the process last said it was alive (UTC)."""
+
+
+STALE_SECONDS = 600.0
+"""A running row of another host (or without a pid) is crashed after this long without a
+heartbeat."""
 
 
 class StoredEvent(BaseModel):
@@ -83,6 +110,7 @@ class RunStore:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._call_seq: dict[str, int] = {}
+        self._beats: dict[str, Heartbeat] = {}
 
     def create(
         self,
@@ -92,16 +120,39 @@ class RunStore:
         persona: str | None = None,
         session_id: str | None = None,
         run_id: str | None = None,
+        events: Sequence[EventRow] = (),
+        heartbeat: bool = True,
     ) -> str:
-        """Start a run; returns its id (``run_id`` when given: one announced earlier)."""
+        """Start a run (this process runs it); returns its id.
+
+        ``run_id`` names a run stored earlier (by ``personae run`` before it showed the
+        id): its row is updated, keeping its start time and events. ``events`` are stored
+        in the same transaction. With ``heartbeat``, a thread refreshes the run's
+        heartbeat until :meth:`finish`.
+        """
         run_id = run_id or f"run-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+        me = this_process()
+        now = _now()
         with self.store.transaction() as conn:
             conn.execute(
-                "INSERT INTO runs(id, session_id, task, persona, model, started_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                (run_id, session_id, task, persona, model, _now()),
+                "INSERT INTO runs(id, session_id, task, persona, model, started_at, pid,"
+                " pid_started, host, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(id) DO UPDATE SET session_id=excluded.session_id,"
+                " task=excluded.task, persona=excluded.persona, model=excluded.model,"
+                " pid=excluded.pid, pid_started=excluded.pid_started, host=excluded.host,"
+                " heartbeat_at=excluded.heartbeat_at",
+                (run_id, session_id, task, persona, model, now, me.pid, me.started, me.host, now),
             )
+            _insert_events(conn, run_id, events)
+        if heartbeat and run_id not in self._beats:
+            self._beats[run_id] = Heartbeat(lambda at: self._beat(run_id, at)).start()
         return run_id
+
+    def _beat(self, run_id: str, at: str) -> None:
+        with self.store.transaction() as conn:
+            conn.execute(
+                "UPDATE runs SET heartbeat_at=? WHERE id=? AND status='running'", (at, run_id)
+            )
 
     def add_event(
         self,
@@ -160,13 +211,76 @@ class RunStore:
             )  # fmt: skip
         self._call_seq[run_id] = first + len(calls) - 1
 
-    def finish(self, run_id: str, *, status: str, final_text: str, usage: dict[str, Any]) -> None:
-        """Mark a run finished."""
+    def finish(
+        self,
+        run_id: str,
+        *,
+        status: str,
+        final_text: str,
+        usage: dict[str, Any],
+        error: str | None = None,
+    ) -> None:
+        """Mark a run finished (``error``: why it failed or was cancelled)."""
+        beat = self._beats.pop(run_id, None)
+        if beat is not None:
+            beat.stop()
         with self.store.transaction() as conn:
             conn.execute(
-                "UPDATE runs SET status=?, final_text=?, usage_json=?, finished_at=? WHERE id=?",
-                (status, final_text, json.dumps(usage), _now(), run_id),
+                "UPDATE runs SET status=?, final_text=?, usage_json=?, finished_at=?,"
+                " error=COALESCE(?, error) WHERE id=?",
+                (status, final_text, json.dumps(usage), _now(), error, run_id),
             )
+
+    def settle(self, run_id: str, *, status: str, error: str) -> None:
+        """Record why a run ended early: sets ``status`` if still running, ``error`` if unset.
+
+        For the process edge (the CLI), after whatever finished the run has had its say.
+        """
+        beat = self._beats.pop(run_id, None)
+        if beat is not None:
+            beat.stop()
+        with self.store.transaction() as conn:
+            conn.execute(
+                "UPDATE runs SET status=CASE WHEN status='running' THEN ? ELSE status END,"
+                " finished_at=COALESCE(finished_at, ?), error=COALESCE(error, ?) WHERE id=?",
+                (status, _now(), error, run_id),
+            )
+
+    def reconcile(self, *, now: datetime | None = None) -> list[str]:
+        """Mark ``running`` runs whose process is gone as ``crashed``; returns their ids.
+
+        On this host a run's process is checked by pid (and its start time, so a reused pid
+        does not count); for rows of another host, or without a pid, a heartbeat older than
+        :data:`STALE_SECONDS` means crashed.
+        """
+        me = this_process()
+        moment = now or datetime.now(UTC)
+        with self.store.lock:
+            rows = self.store.conn.execute(
+                "SELECT id, pid, pid_started, host, heartbeat_at, started_at FROM runs"
+                " WHERE status='running'"
+            ).fetchall()
+        crashed: list[tuple[str, str, str]] = []
+        for row in rows:
+            last = row["heartbeat_at"] or row["started_at"]
+            if row["pid"] is not None and row["host"] == me.host:
+                if process_alive(row["pid"], row["pid_started"]):
+                    continue
+                why = f"process {row['pid']} ended without finishing the run"
+            else:
+                age = (moment - datetime.fromisoformat(last)).total_seconds()
+                if age < STALE_SECONDS:
+                    continue
+                why = f"no heartbeat for {int(age)} s"
+            crashed.append((f"crashed: {why} (last heartbeat {last})", last, row["id"]))
+        if crashed:
+            with self.store.transaction() as conn:
+                conn.executemany(
+                    "UPDATE runs SET status='crashed', error=COALESCE(error, ?),"
+                    " finished_at=COALESCE(finished_at, ?) WHERE id=? AND status='running'",
+                    crashed,
+                )
+        return [c[2] for c in crashed]
 
     def list_runs(self, *, limit: int = 20, session_id: str | None = None) -> list[RunRecord]:
         """Most recent runs first."""
@@ -262,8 +376,9 @@ class EventRow(NamedTuple):
 
 
 def _insert_events(conn: sqlite3.Connection, run_id: str, rows: Sequence[EventRow]) -> None:
+    # OR IGNORE: the start event `personae run` stored with the run comes again from its bus.
     conn.executemany(
-        "INSERT INTO run_events(run_id, seq, kind, at, subtask, message, data_json)"
+        "INSERT OR IGNORE INTO run_events(run_id, seq, kind, at, subtask, message, data_json)"
         " VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
             (run_id, r.seq, r.kind, r.at, r.subtask, r.message, json.dumps(r.data, default=str))
@@ -284,4 +399,8 @@ def _run(row: Any) -> RunRecord:
         finished_at=row["finished_at"],
         final_text=row["final_text"],
         usage=json.loads(row["usage_json"]),
+        error=row["error"],
+        pid=row["pid"],
+        host=row["host"],
+        heartbeat_at=row["heartbeat_at"],
     )

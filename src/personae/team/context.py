@@ -70,6 +70,9 @@ class TurnContext:
     """Messages added during this turn (tool calls with results, validated work)."""
     tool_memo: dict[str, str] = field(default_factory=dict)
     """Results of read-only tool calls of this turn (identical later calls reuse them)."""
+    profile: str | None = None
+    """Context profile the worker is assembled with (builder, verifier ...); ``None``:
+    the ``worker`` profile."""
     _view_snapshot: Snapshot | None = field(default=None, repr=False)
     _views: dict[str, ContextView] = field(default_factory=dict, repr=False)
     _text_cache: dict[Any, Any] = field(default_factory=dict, repr=False)
@@ -92,8 +95,13 @@ class TurnContext:
         handover: str | None = None,
         available_agents: str = "",
         include_git_log: bool = True,
+        profile: str | None = None,
     ) -> TurnContext:
-        """Build the turn's snapshot (directive read fresh) and wrap it."""
+        """Build the turn's snapshot (directive read fresh) and wrap it.
+
+        ``profile`` names the context profile of the worker (an unknown name is
+        a :class:`~personae.errors.ConfigError` with the closest one).
+        """
         snapshot = Snapshot.build(
             root,
             conversations=conversations,
@@ -108,11 +116,14 @@ class TurnContext:
             task=task,
             include_git_log=include_git_log,
         )
+        if profile is not None:
+            (snapshot.profiles or load_profiles(snapshot.root)).get(profile)
         return cls(
             snapshot=snapshot,
             counter=counter,
             budget=budget or _DEFAULT_BUDGET,
             available_agents=available_agents,
+            profile=profile,
         )
 
     # -- what the turn knows --------------------------------------------------------
@@ -199,6 +210,26 @@ class TurnContext:
             report=assembled.report().model_dump(mode="json"),
         )
 
+    def _profile(self, role: str) -> Profile | None:
+        """The worker's named profile, with the turn's recent messages when it has none.
+
+        A seed-003 profile is a fresh context without conversation; within a
+        turn the worker still needs the tool results of earlier subtasks, so
+        the ``worker`` profile's messages section is added (before a trailing
+        ``instructions`` section, which stays last).
+        """
+        if role != "worker" or self.profile is None:
+            return None
+        profiles = self.snapshot.profiles or load_profiles(self.snapshot.root)
+        chosen = profiles.get(self.profile)
+        if any(s.source == "messages" for s in chosen.sections):
+            return chosen
+        extra = [s for s in profiles.get("worker").sections if s.source == "messages"]
+        sections = list(chosen.sections)
+        at = len(sections) - 1 if sections and sections[-1].tag == "instructions" else len(sections)
+        sections[at:at] = extra[:1]
+        return chosen.model_copy(update={"sections": tuple(sections)})
+
     def view(self, role: RoleName) -> ContextView:
         """The role's assembled context (cached until the turn's messages change)."""
         cached = self._views.get(role)
@@ -216,7 +247,9 @@ class TurnContext:
                     cache=dict(self._text_cache),
                 )
             )
-        assembled = assemble(self._view_snapshot, role, self.budget, self.counter)
+        assembled = assemble(
+            self._view_snapshot, role, self.budget, self.counter, profile=self._profile(role)
+        )
         self._text_cache.update(
             (k, v) for k, v in self._view_snapshot.cache.items() if k[0] != "messages"
         )

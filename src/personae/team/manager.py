@@ -38,6 +38,11 @@ class SubtaskOutcome:
     """Worker attempts made."""
 
 
+def _task_part(view_text: str, task: str) -> str:
+    """The ``<task>`` section, unless the role's context already carries it (no duplicate)."""
+    return "" if "<task>\n" in view_text else f"<task>\n{task}\n</task>"
+
+
 def _instructions(persona: Persona | None, job: str) -> str:
     head = f"{ROLE_MARKER.format(role='manager')}\nYou are the Manager of a personae team. {job}"
     if persona is not None and persona.system_prompt.strip():
@@ -54,7 +59,7 @@ async def plan(runtime: Runtime, turn: TurnContext, persona: Persona | None) -> 
         "and the requirements that show it is done. Use as few subtasks as the task needs.",
     )
     return await _ask_for_plan(
-        runtime, view, persona, instructions, [f"<task>\n{turn.task}\n</task>"], subtask=None
+        runtime, view, persona, instructions, [_task_part(view.text, turn.task)], subtask=None
     )
 
 
@@ -155,7 +160,8 @@ async def synthesize(
             f"{o.subtask.description}\n---\n{o.result}\n</partial_work>"
             for o in partial
         )
-        prompt = "\n\n".join(p for p in (view.text, f"<task>\n{turn.task}\n</task>", work) if p)
+        task_part = _task_part(view.text, turn.task)
+        prompt = "\n\n".join(p for p in (view.text, task_part, work) if p)
         info = CallInfo(
             role="manager",
             persona=persona.name if persona else None,

@@ -154,6 +154,40 @@ class Runtime:
     validator_timeout: float = 120.0
     """Seconds a validator call may take before it counts as an infrastructure error."""
     _agents: dict[Any, Agent[None, Any]] = field(default_factory=dict, repr=False)
+    _cuts_seen: set[tuple[Any, ...]] = field(default_factory=set, repr=False)
+
+    def warn_context_cut(self, info: CallInfo) -> None:
+        """Emit a ``context_cut`` warning when the call's context was cut to fit its budget
+        (once per role, snapshot and set of cut sections)."""
+        report = info.budget
+        cut = [
+            s
+            for s in report.get("sections") or ()
+            if str(s.get("rule", "")).startswith("budget:")
+            or s.get("rule") in ("removed", "shrunk latest turn")
+        ]
+        if not cut:
+            return
+        key = (info.role, report.get("snapshot_id"), tuple(s.get("tag") for s in cut))
+        if key in self._cuts_seen:
+            return
+        self._cuts_seen.add(key)
+        parts = ", ".join(
+            f"{s.get('tag')} {str(s.get('rule')).removeprefix('budget: ')}"
+            f" ({s.get('kept')} of {s.get('requested')} tokens)"
+            for s in cut
+        )
+        self.emit(
+            EventKind.WARNING,
+            f"context cut to fit the {report.get('budget')}-token budget of the {info.role}: "
+            + parts,
+            subtask=info.subtask,
+            action="context_cut",
+            role=info.role,
+            budget=report.get("budget"),
+            total=report.get("total"),
+            sections=[{k: s.get(k) for k in ("tag", "rule", "kept", "requested")} for s in cut],
+        )
 
     def store_event(self, event: Event) -> None:
         """Bus listener: queue an event for storage (written in batches)."""
@@ -199,6 +233,7 @@ class Runtime:
         ``max_steps`` caps this call's own requests (a fresh budget per call).
         ``messages_out`` receives the run's messages, also when it raises.
         """
+        self.warn_context_cut(info)
         model = self.models.model(persona_model)
         label = self.models.label(persona_model)
         recorder = _Recorder(runtime=self, info=info, model_label=label)

@@ -18,12 +18,12 @@ from typing import Any
 
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage
-from personae.errors import PersonaeError, RunError, UsageError
+from personae.errors import PersonaeError, RunError, UnknownNameError, UsageError
 from personae.models.resolve import ModelResolver
 from personae.persona.bundled import bundled_personas
 from personae.persona.cast import SPAWN_CHECK_MARK, Cast
 from personae.persona.model import Persona
-from personae.project import Project
+from personae.project import Project, SandboxConfig
 from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
 from personae.store.runs import RunStore
@@ -33,6 +33,7 @@ from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.toolbox import ToolBox, narrow_names
 from personae.tokens.registry import counter_for_model, model_info
+from personae.tools.base import ToolLimits
 from personae.tools.registry import ToolRegistry
 from personae.tools.subset import ToolSubset
 from personae.tools.workspace import Workspace
@@ -68,6 +69,9 @@ class RunOptions:
     """Rendered handover section, when the run continues a handover."""
     include_git_log: bool = True
     """Add recent commits to the context."""
+    profile: str | None = None
+    """Context profile of the worker (builder, verifier ...); ``None``: the persona's
+    ``profile``, else the ``worker`` profile."""
     extra_persona_dirs: Sequence[Path] = ()
     """More persona folders to load."""
     handover_timeout: float = 300.0
@@ -138,6 +142,24 @@ def _persona_texts(cast: Cast, persona: Persona | None) -> tuple[str | None, str
     return cast.execution_block(persona.name), cast.validation_context(persona.name), agents
 
 
+def _profile_name(root: Path, options: RunOptions, persona: Persona | None) -> str | None:
+    """The worker's context profile (``--profile``, else the persona's), checked before
+    anything is stored: an unknown name names the flag or the persona file."""
+    from personae.context.profiles import load_profiles
+
+    where: dict[str, Any] = {"field": "--profile"}
+    name = options.profile
+    if name is None and persona is not None and persona.profile is not None:
+        where = {"file": persona.source, "field": "profile"}
+        name = persona.profile
+    if name is None:
+        return None
+    known = load_profiles(root).profiles
+    if name not in known:
+        raise UnknownNameError("profile", name, known, **where)
+    return name
+
+
 def _store_turn(
     conversations: ConversationStore, session: str, task: str, turn: TurnContext, final: str
 ) -> None:
@@ -164,8 +186,23 @@ def _json_args(text: str) -> dict[str, object]:
     return value if isinstance(value, dict) else {"value": value}
 
 
+def _shell_limits(config: SandboxConfig, persona: Persona | None) -> ToolLimits:
+    """Tool limits with the ``run_shell`` sandbox the project config and the persona allow."""
+    network = config.network or (persona is not None and persona.sandbox.network)
+    paths = [*config.allow_paths, *(persona.sandbox.allow_paths if persona else [])]
+    return ToolLimits(
+        shell_sandbox=config.mode, shell_network=network, shell_allow_paths=tuple(paths)
+    )
+
+
 def _registry(
-    root: Path, cast: Cast, persona: Persona | None, options: RunOptions, session: str
+    root: Path,
+    cast: Cast,
+    persona: Persona | None,
+    options: RunOptions,
+    session: str,
+    *,
+    sandbox: SandboxConfig | None = None,
 ) -> ToolRegistry:
     """The built-in tools, plus ``handover_to_persona`` when a persona may use it.
 
@@ -174,7 +211,8 @@ def _registry(
     It is left out below the handover depth cap, so the narrow-only subset
     refuses it there.
     """
-    registry = ToolRegistry.builtin(Workspace(root))
+    limits = _shell_limits(sandbox or SandboxConfig(), persona)
+    registry = ToolRegistry.builtin(Workspace(root), limits=limits)
     if persona is None or not any(
         _HANDOVER in narrow_names(p, {_HANDOVER}) for p in (persona, *cast.personas.values())
     ):
@@ -218,6 +256,7 @@ async def run_turn(
         ]  # fmt: skip
         if spawn:
             raise UsageError(spawn[0].message, file=spawn[0].file, line=spawn[0].line)
+    profile = _profile_name(project.root, options, persona)
     models = resolver or ModelResolver(default=options.model, base_url=project.config.base_url)
     label = models.label(persona.model if persona else None)
     counter = counter_for_model(label)
@@ -245,6 +284,7 @@ async def run_turn(
             handover=options.handover_text,
             available_agents=agents,
             include_git_log=options.include_git_log,
+            profile=profile,
         )
         runs = RunStore(store)
         announced = options.announced
@@ -265,7 +305,9 @@ async def run_turn(
                 EventKind.START, f"run {run_id} started", task=task, persona=options.persona,
                 session=session,
             )  # fmt: skip
-        registry = _registry(project.root, cast, persona, options, session)
+        registry = _registry(
+            project.root, cast, persona, options, session, sandbox=project.config.sandbox
+        )
         team = Team(
             runtime=runtime,
             persona=persona,

@@ -23,8 +23,11 @@ DEFAULT_MAX_STEPS = 12
 """Step budget when a persona sets none."""
 
 
-def worker_instructions(persona: Persona, available_agents: str = "") -> str:
-    """The worker's system instructions: role marker, the persona's prompt, and the
+def worker_instructions(
+    persona: Persona, available_agents: str = "", *, with_prompt: bool = True
+) -> str:
+    """The worker's system instructions: role marker, the persona's prompt (unless
+    ``with_prompt`` is false: the context's ``<active_persona>`` carries it), and the
     ``<available_agents>`` listing when it may delegate."""
     head = (
         f"{ROLE_MARKER.format(role='worker')}\n"
@@ -33,7 +36,7 @@ def worker_instructions(persona: Persona, available_agents: str = "") -> str:
         "whose result is already in the context."
     )
     parts = [head]
-    if persona.system_prompt.strip():
+    if with_prompt and persona.system_prompt.strip():
         parts.append(persona.system_prompt.strip())
     if available_agents.strip():
         parts.append(
@@ -80,7 +83,13 @@ async def run_worker(
     """
     view = turn.view("worker")
     agents = turn.available_agents if "agent" in allowed else ""
-    instructions = worker_instructions(persona, agents)
+    # The persona prompt once: in the context's <active_persona> section when the
+    # worker's profile has one (whole), else in the instructions.
+    has_block = any(
+        s.get("tag") == "active_persona" and s.get("rule") == "full"
+        for s in view.report.get("sections") or ()
+    )
+    instructions = worker_instructions(persona, agents, with_prompt=not has_block)
     prompt = worker_prompt(view.text, subtask, correction, skills_text)
 
     def on_call(record: ToolCallRecord) -> None:

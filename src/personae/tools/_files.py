@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -11,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from personae.fsutil import write_atomic
 from personae.tools.base import ToolContext
+from personae.tools.workspace import PathChangedError, changed_error
 
 __all__ = [
     "EditFileArgs",
@@ -91,19 +93,29 @@ class EditFileArgs(BaseModel):
 
 
 def _open_regular(path: Path, ctx: ToolContext, shown: str) -> int:
-    """Open ``path`` read-only without following a final symlink; must be a regular file.
+    """Open the resolved ``path`` read-only, race-free; it must be a regular file.
 
-    ``O_NONBLOCK`` keeps the open of a FIFO from waiting forever for a writer
-    (it has no effect on the regular file that is then read).
+    The parent folder is opened component by component from the workspace
+    root without following links, and the file relative to it with
+    ``O_NOFOLLOW``. ``O_NONBLOCK`` keeps the open of a FIFO from waiting
+    forever for a writer (it has no effect on the regular file that is then read).
     """
+    if path == ctx.workspace.root:
+        raise ctx.error(f"{shown} is a directory", path=shown)
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
+        with ctx.workspace.parent_fd(path) as (parent, name):
+            fd = os.open(name, flags, dir_fd=parent)
+    except PathChangedError:
+        raise changed_error(ctx.tool, shown) from None
+    except (FileNotFoundError, NotADirectoryError):
         raise ctx.error(f"no such file: {shown}", path=shown) from None
     except IsADirectoryError:
         raise ctx.error(f"{shown} is a directory", path=shown) from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the final name became a link after the check
+            raise changed_error(ctx.tool, shown) from None
         raise ctx.error(f"cannot open {shown}: {exc.strerror}", path=shown) from exc
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
@@ -111,6 +123,17 @@ def _open_regular(path: Path, ctx: ToolContext, shown: str) -> int:
         kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
         raise ctx.error(f"{shown} is {kind}", path=shown)
     return fd
+
+
+def _replace(path: Path, data: bytes, ctx: ToolContext, shown: str, *, create: bool) -> None:
+    """Write ``data`` atomically to the resolved ``path``: temp file and rename in its parent."""
+    try:
+        with ctx.workspace.parent_fd(path, create=create) as (parent, name):
+            write_atomic(Path(name), data, dir_fd=parent)
+    except PathChangedError:
+        raise changed_error(ctx.tool, shown) from None
+    except OSError as exc:
+        raise ctx.error(f"cannot write {shown}: {exc.strerror or exc}", path=shown) from exc
 
 
 def _skip_lines(fh: BinaryIO, count: int) -> int:
@@ -188,11 +211,7 @@ def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
     data = args.content.encode("utf-8")
     _check_size(data, ctx, shown)
     existed = path.exists()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, data)
-    except OSError as exc:
-        raise ctx.error(f"cannot write {shown}: {exc.strerror or exc}", path=shown) from exc
+    _replace(path, data, ctx, shown, create=True)
     verb = "replaced" if existed else "created"
     return f"{verb} {shown} ({len(data)} bytes)"
 
@@ -227,9 +246,6 @@ def edit_file(args: EditFileArgs, ctx: ToolContext) -> str:
         replaced += count
     data = text.encode("utf-8")
     _check_size(data, ctx, shown)
-    try:
-        write_atomic(path, data)
-    except OSError as exc:
-        raise ctx.error(f"cannot write {shown}: {exc.strerror or exc}", path=shown) from exc
+    _replace(path, data, ctx, shown, create=False)
     plural = "s" if replaced != 1 else ""
     return f"edited {shown}: {replaced} replacement{plural}"

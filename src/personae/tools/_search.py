@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from personae.tools._walk import glob_regex, walk_files
+from personae.tools._walk import WalkedFile, glob_regex, walk_files
 from personae.tools.base import ToolContext
+from personae.tools.workspace import PathChangedError, changed_error
 
 __all__ = ["GlobArgs", "GrepArgs", "ListDirArgs", "glob_files", "grep", "list_dir"]
 
@@ -56,7 +57,7 @@ class _Budget:
         self.limit = limit
         self.stopped = False
 
-    def files(self, files: Iterator[Path]) -> Iterator[Path]:
+    def files(self, files: Iterator[WalkedFile]) -> Iterator[WalkedFile]:
         for count, file in enumerate(files):
             if self.limit is not None and count >= self.limit:
                 self.stopped = True
@@ -84,23 +85,32 @@ def list_dir(args: ListDirArgs, ctx: ToolContext) -> str:
     if not path.is_dir():
         raise ctx.error(f"{shown} is not a directory", path=shown)
     try:
-        entries = sorted(os.scandir(path), key=lambda e: e.name)
+        fd = ctx.workspace.open_dir(path)
+    except PathChangedError:
+        raise changed_error(ctx.tool, shown) from None
     except OSError as exc:
         raise ctx.error(f"cannot list {shown}: {exc.strerror}", path=shown) from exc
-    cap = ctx.limits.list_max_entries
-    lines: list[str] = []
-    for entry in entries[:cap] if cap is not None else entries:
-        if entry.is_symlink():
-            lines.append(f"{entry.name} -> {os.readlink(entry.path)}")
-        elif entry.is_dir():
-            lines.append(entry.name + "/")
-        else:
-            lines.append(entry.name)
+    try:
+        entries = sorted(os.scandir(fd), key=lambda e: e.name)
+        cap = ctx.limits.list_max_entries
+        lines = [_entry_line(e, fd) for e in (entries[:cap] if cap is not None else entries)]
+    except OSError as exc:
+        raise ctx.error(f"cannot list {shown}: {exc.strerror}", path=shown) from exc
+    finally:
+        os.close(fd)
     if cap is not None and len(entries) > cap:
         lines.append(f"[{len(entries) - cap} more entries not shown]")
     if not lines:
         return f"[{shown} is empty]"
     return "\n".join(lines)
+
+
+def _entry_line(entry: os.DirEntry[str], dir_fd: int) -> str:
+    if entry.is_symlink():
+        return f"{entry.name} -> {os.readlink(entry.name, dir_fd=dir_fd)}"
+    if entry.is_dir():
+        return entry.name + "/"
+    return entry.name
 
 
 def _check_pattern(pattern: str, ctx: ToolContext) -> None:
@@ -127,12 +137,12 @@ def glob_files(args: GlobArgs, ctx: ToolContext) -> str:
     more = 0
     walked = _Budget(ctx.limits.walk_max_files)
     for file in walked.files(walk_files(ctx.workspace, start)):
-        rel = file.relative_to(start).as_posix()
+        rel = file.path.relative_to(start).as_posix()
         if regex.match(rel):
             if cap is not None and len(found) >= cap:
                 more += 1
                 continue
-            found.append(ctx.workspace.relative(file))
+            found.append(ctx.workspace.relative(file.path))
     if not found:
         return f"[no files match {args.pattern!r}]{walked.notice(' ')}"
     if more:
@@ -167,14 +177,24 @@ def grep(args: GrepArgs, ctx: ToolContext) -> str:
     more = 0
     skipped = 0
     walked = _Budget(ctx.limits.walk_max_files)
+    is_dir = start.is_dir()
     for file in walked.files(walk_files(ctx.workspace, start)):
-        rel = file.relative_to(start).as_posix() if start.is_dir() else file.name
-        if only is not None and not (only.match(rel) or only.match(file.name)):
+        rel = file.path.relative_to(start).as_posix() if is_dir else file.path.name
+        if only is not None and not (only.match(rel) or only.match(file.path.name)):
             continue
-        if size_cap is not None and file.stat().st_size > size_cap:
-            skipped += 1
-            continue
-        more += _grep_file(file, regex, hits, cap, ctx)
+        try:
+            fd = file.open(ctx.workspace)
+        except (OSError, ValueError):
+            continue  # it changed or vanished since it was listed
+        with os.fdopen(fd, "rb") as fh:
+            if size_cap is not None and os.fstat(fd).st_size > size_cap:
+                skipped += 1
+                continue
+            try:
+                data = fh.read()
+            except OSError:
+                continue
+        more += _grep_file(ctx.workspace.relative(file.path), data, regex, hits, cap)
     if not hits:
         return f"[no matches for {args.pattern!r}]{walked.notice(' ')}"
     if more:
@@ -185,16 +205,11 @@ def grep(args: GrepArgs, ctx: ToolContext) -> str:
 
 
 def _grep_file(
-    file: Path, regex: re.Pattern[str], hits: list[str], cap: int | None, ctx: ToolContext
+    shown: str, data: bytes, regex: re.Pattern[str], hits: list[str], cap: int | None
 ) -> int:
-    """Append matches of one file to ``hits``; return how many matches did not fit."""
-    try:
-        data = file.read_bytes()
-    except OSError:
-        return 0
+    """Append matches of one file's ``data`` to ``hits``; return how many did not fit."""
     if b"\x00" in data[:8192]:
         return 0
-    shown = ctx.workspace.relative(file)
     overflow = 0
     for lineno, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
         if regex.search(line):

@@ -1,9 +1,12 @@
 """Built-in run_shell: a command in the workspace with a timeout, output cap and clean env.
 
-This confines the working directory and the environment, not what the command
-can do: it is not a sandbox. Every command runs in its own process group; on
-timeout (and once the command has exited, for anything it left running in the
-background) the whole group is killed.
+Commands run under the bubblewrap sandbox when it works here (see
+:mod:`personae.tools.sandbox`; without it, one warning per run). Every command
+runs in its own process group, dies with its parent thread
+(``PR_SET_PDEATHSIG``) and is registered with the run's process registry
+(:mod:`personae.procs`), so nothing it starts outlives the run; on timeout (and
+once the command has exited, for anything it left running in the background)
+the whole group is killed.
 """
 
 from __future__ import annotations
@@ -12,14 +15,20 @@ import asyncio
 import contextlib
 import os
 import re
+import shutil
 import signal
+import sys
+import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from personae.errors import ConfigError
+from personae.procs import RUN_PROCESSES, die_with_parent
 from personae.tools.base import ToolContext, ToolLimits
+from personae.tools.sandbox import INSTALL_HINT, bwrap_status, sandbox_argv
 
 __all__ = ["RunShellArgs", "check_env_allow", "run_shell", "scrubbed_env"]
 
@@ -83,6 +92,36 @@ def scrubbed_env(
     env["HOME"] = root
     env["PWD"] = cwd
     return env
+
+
+_warned = threading.Event()
+
+
+def _sandboxed(argv: list[str], cwd: Path, ctx: ToolContext) -> list[str]:
+    """``argv`` wrapped in the sandbox, as the limits ask and the machine allows."""
+    limits = ctx.limits
+    if limits.shell_sandbox == "off":
+        return argv
+    status = bwrap_status()
+    if status.bwrap is None:
+        if limits.shell_sandbox == "required":
+            raise ctx.error(f"the sandbox is required but unavailable: {status.reason}; "
+                            f"{INSTALL_HINT}")  # fmt: skip
+        if not _warned.is_set():
+            _warned.set()
+            print(
+                f"personae: warning: run_shell is not sandboxed ({status.reason}); {INSTALL_HINT}",
+                file=sys.stderr,
+            )
+        return argv
+    return sandbox_argv(
+        argv,
+        bwrap=status.bwrap,
+        workspace=ctx.workspace.root,
+        cwd=cwd,
+        network=limits.shell_network,
+        allow_paths=limits.shell_allow_paths,
+    )
 
 
 def _cap_timeout(requested: float | None, limit: float | None) -> float | None:
@@ -156,6 +195,9 @@ async def run_shell(args: RunShellArgs, ctx: ToolContext) -> str:
         raise ctx.error("command contains a NUL byte")
     limits = ctx.limits
     env = scrubbed_env(str(cwd), str(ctx.workspace.root), limits)
+    if "/" not in argv[0] and shutil.which(argv[0], path=env["PATH"]) is None:
+        raise ctx.error(f"command not found: {argv[0]!r}")
+    argv = _sandboxed(argv, cwd, ctx)
     timeout = _cap_timeout(args.timeout, limits.shell_timeout)
     started = time.monotonic()
     try:
@@ -167,11 +209,24 @@ async def run_shell(args: RunShellArgs, ctx: ToolContext) -> str:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent(),
         )
     except FileNotFoundError:
         raise ctx.error(f"command not found: {argv[0]!r}") from None
     except PermissionError:
         raise ctx.error(f"permission denied: {argv[0]!r}") from None
+    with RUN_PROCESSES.tracked(proc.pid):
+        return await _supervise(proc, timeout, limits, ctx, started)
+
+
+async def _supervise(
+    proc: asyncio.subprocess.Process,
+    timeout: float | None,
+    limits: ToolLimits,
+    ctx: ToolContext,
+    started: float,
+) -> str:
+    """Collect the output of a started command, enforce its timeout and kill its group."""
     kept = bytearray()
     assert proc.stdout is not None
     reader = asyncio.ensure_future(_drain(proc.stdout, limits.shell_max_output, kept))

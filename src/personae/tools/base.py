@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -46,6 +46,13 @@ class ToolLimits:
     """Seconds to wait for pipes to close after the command exits before killing its group."""
     shell_env_allow: tuple[str, ...] = ()
     """Extra environment variable names passed to ``run_shell`` (dangerous ones are refused)."""
+    shell_sandbox: Literal["auto", "required", "off"] = "auto"
+    """Run ``run_shell`` commands under bubblewrap: ``auto`` when it works here (else a
+    warning once per run), ``required`` (refuse without it) or ``off``."""
+    shell_network: bool = False
+    """Let sandboxed commands use the network (off: only their own loopback)."""
+    shell_allow_paths: tuple[str, ...] = ()
+    """Paths under the user's home a sandboxed command may read (``~/...`` or absolute)."""
     fetch_timeout: float | None = 20.0
     """Seconds a ``web_fetch`` may take in total."""
     fetch_max_bytes: int | None = 256 * 1024

@@ -3,18 +3,49 @@
 Paths given by a model are resolved the way the operating system would resolve
 them (``..`` and symlinks included) and must land inside the root; anything
 else is refused with a :class:`~personae.errors.ToolError` naming the path.
+
+Resolving is only the check; the open is race-free. A resolved path has no
+symlink in it, so the file tools open it one component at a time from a
+descriptor of the root (``openat`` with ``O_NOFOLLOW | O_DIRECTORY``), and
+create and rename files relative to the parent's descriptor. If another process
+swaps a folder for a symlink between the check and the open, the open fails
+(:class:`PathChangedError`) instead of following the link out of the root.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from personae.errors import ToolError, UsageError
 
-__all__ = ["Workspace"]
+__all__ = ["PathChangedError", "Workspace", "changed_error"]
 
 _MAX_PATH_CHARS = 4096
+_DIR_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_DIRECTORY", 0)
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
+
+
+class PathChangedError(OSError):
+    """A component of a checked path turned into a symlink or a file before it was opened."""
+
+
+def changed_error(tool: str, shown: str) -> ToolError:
+    """The tool error for a path that changed between its check and its open."""
+    return ToolError(
+        tool,
+        f"{shown} changed while it was being opened (a folder was replaced by a link "
+        "or a file); refused",
+        path=shown,
+    )
 
 
 class Workspace:
@@ -84,6 +115,44 @@ class Workspace:
             )
         return resolved
 
+    def open_dir(self, path: Path, *, create: bool = False) -> int:
+        """A descriptor of the resolved directory ``path``, opened without following links.
+
+        Each component below the root is opened relative to its parent's
+        descriptor with ``O_NOFOLLOW | O_DIRECTORY``; with ``create`` missing
+        ones are made (``mkdirat``). The caller closes the descriptor.
+
+        Raises:
+            PathChangedError: a component is (now) a symlink or not a directory.
+            OSError: anything else (``FileNotFoundError`` for a missing one).
+        """
+        parts = self._parts(path)
+        fd = os.open(self._root, _DIR_FLAGS)
+        for part in parts:
+            fd = _step(fd, part, create)  # closes the parent's descriptor, whatever happens
+        return fd
+
+    @contextlib.contextmanager
+    def parent_fd(self, path: Path, *, create: bool = False) -> Iterator[tuple[int, str]]:
+        """``(descriptor of the parent folder, final name)`` of the resolved ``path``.
+
+        Use the name with ``dir_fd=`` (``os.open``, ``os.rename``...). The root
+        itself has no parent inside the workspace: ``ValueError``.
+        """
+        parts = self._parts(path)
+        if not parts:
+            raise ValueError("the workspace root has no parent inside the workspace")
+        fd = self.open_dir(self._root.joinpath(*parts[:-1]), create=create)
+        try:
+            yield fd, parts[-1]
+        finally:
+            os.close(fd)
+
+    def _parts(self, path: Path) -> tuple[str, ...]:
+        if not self.contains(path):
+            raise ValueError(f"{path} is not inside the workspace {self._root}")
+        return path.relative_to(self._root).parts
+
     def relative(self, path: Path) -> str:
         """``path`` shown relative to the root (``.`` for the root itself)."""
         try:
@@ -92,6 +161,32 @@ class Workspace:
             return str(path)
         text = rel.as_posix()
         return text if text else "."
+
+
+def _step(parent: int, name: str, create: bool) -> int:
+    """Open directory ``name`` below descriptor ``parent`` (closing ``parent``); no links."""
+    try:
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=parent)
+        except FileNotFoundError:
+            if not create:
+                raise
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, dir_fd=parent)
+            return os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(name, parent):
+            raise PathChangedError(exc.errno, f"{name} is a symbolic link") from None
+        raise
+    finally:
+        os.close(parent)
+
+
+def _is_link(name: str, parent: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError:
+        return True  # it vanished or changed again: still not the checked folder
 
 
 def _check_text(path: object, tool: str) -> str:

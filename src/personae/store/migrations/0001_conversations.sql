@@ -1,7 +1,7 @@
 -- Conversations: sessions, messages (counted once when stored), summaries,
 -- per-counter token cache, and token-estimate calibration per model.
 
-CREATE TABLE sessions (
+CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
     created TEXT NOT NULL,
     title TEXT,
@@ -11,7 +11,7 @@ CREATE TABLE sessions (
     token_total INTEGER NOT NULL DEFAULT 0
 );
 
-CREATE TABLE messages (
+CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     seq INTEGER NOT NULL,
@@ -28,14 +28,14 @@ CREATE TABLE messages (
 );
 
 -- Counts of a message by a counter other than the one used at append time.
-CREATE TABLE message_tokens (
+CREATE TABLE IF NOT EXISTS message_tokens (
     message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
     counter TEXT NOT NULL,
     tokens INTEGER NOT NULL CHECK (tokens >= 0),
     PRIMARY KEY (message_id, counter)
 ) WITHOUT ROWID;
 
-CREATE TABLE summaries (
+CREATE TABLE IF NOT EXISTS summaries (
     id INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     covers_seq INTEGER NOT NULL CHECK (covers_seq >= 0),
@@ -45,9 +45,9 @@ CREATE TABLE summaries (
     created TEXT NOT NULL
 );
 
-CREATE INDEX summaries_session_covers ON summaries (session_id, covers_seq DESC, id DESC);
+CREATE INDEX IF NOT EXISTS summaries_session_covers ON summaries (session_id, covers_seq DESC, id DESC);
 
-CREATE TABLE token_calibration (
+CREATE TABLE IF NOT EXISTS token_calibration (
     model TEXT PRIMARY KEY,
     factor REAL NOT NULL CHECK (factor > 0),
     samples INTEGER NOT NULL DEFAULT 0,

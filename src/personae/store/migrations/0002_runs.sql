@@ -1,5 +1,5 @@
 -- Runs of the team and their typed events; every model call with its assembled context.
-CREATE TABLE runs (
+CREATE TABLE IF NOT EXISTS runs (
     id TEXT PRIMARY KEY,
     session_id TEXT,
     task TEXT NOT NULL,
@@ -11,9 +11,9 @@ CREATE TABLE runs (
     final_text TEXT,
     usage_json TEXT NOT NULL DEFAULT '{}'
 );
-CREATE INDEX runs_session ON runs(session_id, started_at);
+CREATE INDEX IF NOT EXISTS runs_session ON runs(session_id, started_at);
 
-CREATE TABLE run_events (
+CREATE TABLE IF NOT EXISTS run_events (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     seq INTEGER NOT NULL,
     kind TEXT NOT NULL,
@@ -24,7 +24,7 @@ CREATE TABLE run_events (
     PRIMARY KEY (run_id, seq)
 );
 
-CREATE TABLE model_calls (
+CREATE TABLE IF NOT EXISTS model_calls (
     run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     seq INTEGER NOT NULL,
     role TEXT NOT NULL,

@@ -1,6 +1,6 @@
 -- Handover ledger: every handover created and every result written, kept even
 -- when the handover file itself is deleted.
-CREATE TABLE handover_ledger (
+CREATE TABLE IF NOT EXISTS handover_ledger (
     handover_id    TEXT PRIMARY KEY,
     path           TEXT NOT NULL,
     file_hash      TEXT NOT NULL,
@@ -14,9 +14,9 @@ CREATE TABLE handover_ledger (
     finished_at    TEXT
 );
 
-CREATE INDEX handover_ledger_status ON handover_ledger(status);
+CREATE INDEX IF NOT EXISTS handover_ledger_status ON handover_ledger(status);
 
-CREATE TABLE handover_events (
+CREATE TABLE IF NOT EXISTS handover_events (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
     handover_id TEXT NOT NULL,
     event       TEXT NOT NULL,
@@ -27,4 +27,4 @@ CREATE TABLE handover_events (
     at          TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now'))
 );
 
-CREATE INDEX handover_events_id ON handover_events(handover_id, id);
+CREATE INDEX IF NOT EXISTS handover_events_id ON handover_events(handover_id, id);

@@ -2,7 +2,7 @@
 
 -- One row per memory file (source 'memory') or journal entry (source 'journal').
 -- Memory rows are keyed by (dir, name) and re-read only when (mtime_ns, size) change.
-CREATE TABLE mind_docs (
+CREATE TABLE IF NOT EXISTS mind_docs (
   id INTEGER PRIMARY KEY,
   dir TEXT NOT NULL,
   source TEXT NOT NULL CHECK (source IN ('memory', 'journal')),
@@ -17,35 +17,35 @@ CREATE TABLE mind_docs (
   UNIQUE (dir, source, name)
 );
 
-CREATE INDEX mind_docs_type ON mind_docs (dir, source, type);
+CREATE INDEX IF NOT EXISTS mind_docs_type ON mind_docs (dir, source, type);
 -- Covering index for the catalog sync (stat comparison without reading bodies).
-CREATE INDEX mind_docs_stat ON mind_docs (dir, source, name, mtime_ns, size);
+CREATE INDEX IF NOT EXISTS mind_docs_stat ON mind_docs (dir, source, name, mtime_ns, size);
 
 -- Bumped on every catalog change of a folder: lets a server keep the catalog's
 -- stat map in memory and notice when another process changed the table.
-CREATE TABLE mind_dirs (
+CREATE TABLE IF NOT EXISTS mind_dirs (
   dir TEXT PRIMARY KEY,
   generation INTEGER NOT NULL DEFAULT 0
 );
 
 -- Facets (frontmatter key/value pairs, lower-cased) for filters such as type:user.
-CREATE TABLE mind_facets (
+CREATE TABLE IF NOT EXISTS mind_facets (
   doc_id INTEGER NOT NULL REFERENCES mind_docs (id) ON DELETE CASCADE,
   key TEXT NOT NULL,
   value TEXT NOT NULL
 );
 
-CREATE INDEX mind_facets_kv ON mind_facets (key, value, doc_id);
-CREATE INDEX mind_facets_doc ON mind_facets (doc_id);
+CREATE INDEX IF NOT EXISTS mind_facets_kv ON mind_facets (key, value, doc_id);
+CREATE INDEX IF NOT EXISTS mind_facets_doc ON mind_facets (doc_id);
 
 -- Full-text index; rowid = mind_docs.id.
-CREATE VIRTUAL TABLE mind_fts USING fts5 (title, description, body, tokenize = 'unicode61');
+CREATE VIRTUAL TABLE IF NOT EXISTS mind_fts USING fts5 (title, description, body, tokenize = 'unicode61');
 
 -- Document frequency per term: recall drops near-universal words from OR queries.
-CREATE VIRTUAL TABLE mind_fts_vocab USING fts5vocab (mind_fts, 'row');
+CREATE VIRTUAL TABLE IF NOT EXISTS mind_fts_vocab USING fts5vocab (mind_fts, 'row');
 
 -- Verbatim record of observe/reflect calls.
-CREATE TABLE mind_journal (
+CREATE TABLE IF NOT EXISTS mind_journal (
   id INTEGER PRIMARY KEY,
   dir TEXT NOT NULL,
   kind TEXT NOT NULL,
@@ -58,7 +58,7 @@ CREATE TABLE mind_journal (
 );
 
 -- Successful bootstraps: the second source the hook gate checks.
-CREATE TABLE mind_bootstraps (
+CREATE TABLE IF NOT EXISTS mind_bootstraps (
   id INTEGER PRIMARY KEY,
   session_id TEXT,
   contract_hash TEXT NOT NULL,
@@ -66,4 +66,4 @@ CREATE TABLE mind_bootstraps (
   created_unix REAL NOT NULL DEFAULT ((julianday('now') - 2440587.5) * 86400.0)
 );
 
-CREATE INDEX mind_bootstraps_session ON mind_bootstraps (session_id);
+CREATE INDEX IF NOT EXISTS mind_bootstraps_session ON mind_bootstraps (session_id);

@@ -1,0 +1,205 @@
+"""``personae hosts check`` for hooks: what each host will actually do with the files.
+
+For Claude Code, Codex and Copilot CLI: the personae hook is present; every
+matcher in the file compiles under that host's regex rules (Codex drops the
+whole hook group for one bad matcher) and covers the host's gated tools; the
+hook command is an absolute path that exists; and, run once the way the host
+runs it (``sh -c``, a gated tool, no bootstrap), it denies in that host's
+contract. Each failure names the fix. ``personae doctor`` calls
+:func:`check_hooks` too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from personae.errors import UsageError
+from personae.hosts.adapters import ADAPTERS, HostAdapter
+from personae.hosts.matchers import matcher_problem
+from personae.hosts.render import (
+    CLAUDE_SETTINGS,
+    CODEX_HOOKS,
+    COPILOT_HOOKS,
+    CheckItem,
+    load_json,
+)
+
+__all__ = ["check_hooks", "hook_binary", "probe_hook"]
+
+_FIX = "run `personae hosts render --write`"
+_FILES = (
+    (CLAUDE_SETTINGS, "claude", "PreToolUse"),
+    (CODEX_HOOKS, "codex", "PreToolUse"),
+    (COPILOT_HOOKS, "copilot", "preToolUse"),
+)
+_PROBE_TOOL = {"claude": "Bash", "codex": "Bash", "copilot": "bash"}
+
+
+def hook_binary(command: str) -> str | None:
+    """The program a hook command runs (inside personae's ``sh -c`` wrapper, its ``$0``)."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return None
+    if len(argv) >= 4 and argv[0] in ("sh", "/bin/sh") and argv[1] == "-c":
+        return argv[3]
+    return argv[0] if argv else None
+
+
+def _commands(entry: Any, host: str) -> list[str]:
+    if not isinstance(entry, dict):
+        return []
+    if host == "copilot":
+        value = entry.get("bash")
+        return [value] if isinstance(value, str) else []
+    hooks = entry.get("hooks")
+    return (
+        [
+            h["command"]
+            for h in hooks or []
+            if isinstance(h, dict) and isinstance(h.get("command"), str)
+        ]
+        if isinstance(hooks, list)
+        else []
+    )
+
+
+def _probe_payload(host: str, cwd: Path) -> bytes:
+    tool = _PROBE_TOOL[host]
+    if host == "copilot":
+        data: dict[str, Any] = {"sessionId": "personae-check", "cwd": str(cwd), "toolName": tool}
+        data["toolArgs"] = {"command": "true"}
+    else:
+        data = {
+            "session_id": "personae-check",
+            "transcript_path": str(cwd / "no-transcript.jsonl"),
+            "cwd": str(cwd),
+            "hook_event_name": "PreToolUse",
+            "tool_name": tool,
+            "tool_input": {"command": "true"},
+        }
+        if host == "codex":
+            data["turn_id"] = "personae-check"
+    return json.dumps(data).encode()
+
+
+def probe_hook(host: HostAdapter, command: str) -> tuple[bool, str]:
+    """Run ``command`` as the host would for a gated tool with no bootstrap: does it deny?"""
+    with tempfile.TemporaryDirectory(prefix="personae-check-") as tmp:
+        try:
+            done = subprocess.run(
+                ["sh", "-c", command],
+                input=_probe_payload(host.name, Path(tmp)),
+                capture_output=True,
+                cwd=tmp,
+                timeout=15,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return False, f"the hook did not finish: {exc}"
+    out, err = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    if host.json_deny:
+        try:
+            decision = json.loads(out.strip().splitlines()[-1]).get("permissionDecision")
+        except (ValueError, IndexError, AttributeError):
+            decision = None
+        ok = done.returncode == 0 and decision == "deny"
+        seen = f"exit {done.returncode}, permissionDecision {decision!r}"
+    else:
+        ok = done.returncode == 2 and bool(err.strip())
+        seen = f"exit {done.returncode}" + (", reason on stderr" if err.strip() else "")
+    return ok, seen
+
+
+def _matcher_items(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
+    items: list[CheckItem] = []
+    if host.dialect is None:
+        return items
+    for entry in entries:
+        matcher = entry.get("matcher") if isinstance(entry, dict) else None
+        if not isinstance(matcher, str) or not matcher:
+            continue
+        problem = matcher_problem(matcher, host.dialect)
+        if problem is not None:
+            items.append(
+                CheckItem(
+                    f"{rel} matcher",
+                    False,
+                    f"{matcher!r} does not compile as {host.title} ({host.dialect}) regex: "
+                    f"{problem}; {host.title} skips the whole hook group",
+                    "rewrite the matcher without that construct, then " + _FIX
+                    if "hook pre-tool-use" not in json.dumps(entry)
+                    else _FIX,
+                )
+            )
+    return items
+
+
+def _ours(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
+    mine = [e for e in entries if "hook pre-tool-use" in json.dumps(e)]
+    if not mine:
+        return [CheckItem(rel, False, "no hook running `personae hook pre-tool-use`", _FIX)]
+    items: list[CheckItem] = []
+    entry = mine[-1]
+    if host.dialect is not None:
+        matcher = str(entry.get("matcher", ""))
+        literal = [g for g in host.gated if re.fullmatch(r"\w+", g)]
+        try:
+            missed = [g for g in literal if not re.search(matcher, g)]
+        except re.error:
+            missed = []  # reported by the matcher check
+        if missed:
+            items.append(CheckItem(f"{rel} matcher", False, f"misses {', '.join(missed)}", _FIX))
+    for command in _commands(entry, host.name):
+        binary = hook_binary(command)
+        if binary is None or not os.path.isabs(binary):
+            items.append(
+                CheckItem(
+                    f"{rel} command",
+                    False,
+                    f"runs {binary!r}, not an absolute path: when it is not on the host's PATH "
+                    "the hook fails and the host lets the tool run",
+                    _FIX,
+                )
+            )
+            continue
+        if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+            items.append(
+                CheckItem(
+                    f"{rel} command", False, f"{binary} does not exist or is not executable", _FIX
+                )
+            )
+        ok, seen = probe_hook(host, command)
+        detail = (
+            f"denies {_PROBE_TOOL[host.name]} before bootstrap in {host.title}'s contract ({seen})"
+            if ok
+            else f"does not deny {_PROBE_TOOL[host.name]} before bootstrap as {host.title} "
+            f"needs ({seen})"
+        )
+        items.append(CheckItem(f"{rel} gate", ok, detail, "" if ok else _FIX))
+    return items
+
+
+def check_hooks(root: Path) -> list[CheckItem]:
+    """Check each host's hook file under ``root`` as that host will run it."""
+    items: list[CheckItem] = []
+    for rel, name, event in _FILES:
+        host = ADAPTERS[name]
+        try:
+            config = load_json(root / rel, rel)
+        except UsageError as exc:
+            items.append(CheckItem(rel, False, str(exc), "fix the JSON, then " + _FIX))
+            continue
+        hooks = config.get("hooks")
+        entries = hooks.get(event, []) if isinstance(hooks, dict) else []
+        entries = entries if isinstance(entries, list) else []
+        items += _matcher_items(rel, host, entries)
+        items += _ours(rel, host, entries)
+    return items

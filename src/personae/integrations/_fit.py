@@ -1,0 +1,211 @@
+"""Fit a framework's message list to a token budget with personae's exchange rules.
+
+One core for every integration. A framework message is seen through an
+:class:`Adapter` as one or more :class:`~personae.context.ChatMessage` parts
+(a pydantic-ai request can hold several tool results); personae's
+:func:`~personae.context.messages.group_units` makes whole exchanges of them
+(an assistant message with tool calls together with all of its results, never
+one without the other), and the fit then:
+
+- keeps the leading system messages (or system parts) when asked (``keep_system``);
+- always keeps the latest user turn (the last user message and everything after it);
+- evicts the oldest exchanges first, whole;
+- when the latest turn alone is over the budget, shortens its tool results (then
+  its assistant texts) with a visible notice, then leaves out middle steps of the
+  turn; the user message is never cut;
+- measures with the caller's own ``count`` over the exact list it returns, so
+  ``count(result) <= budget`` whenever ``fits`` is true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Generic, Protocol, TypeVar
+
+from personae.context._textcut import cut_text
+from personae.context.messages import ChatMessage, Unit, group_units, latest_turn_start
+from personae.tokens import TokenCounter, exact_counter
+
+__all__ = ["Adapter", "Fitted", "fit_items"]
+
+T = TypeVar("T")
+T_contra = TypeVar("T_contra", contravariant=True)
+
+_NOTICE = "[output shortened to fit the budget: {n:,} characters in full]"
+_STRIDE = 1 << 16  # part index space per item (seq = item * _STRIDE + part)
+
+
+class Adapter(Protocol[T]):
+    """How the fit sees and rebuilds one framework message."""
+
+    def parts(self, item: T) -> list[ChatMessage]:
+        """The item as personae messages (role, content, tool calls, tool call id)."""
+        ...
+
+    def rebuild(self, item: T, keep: list[int], texts: dict[int, str]) -> T | None:
+        """The item with only the parts ``keep`` (indices into :meth:`parts`), part
+        contents replaced by ``texts``; ``None`` when nothing of it is left."""
+        ...
+
+
+@dataclass(frozen=True)
+class Fitted(Generic[T]):
+    """The result of :func:`fit_items`."""
+
+    items: list[T]
+    """The kept items, in their order (shortened ones rebuilt)."""
+    tokens: int
+    """``count(items)``: the caller's own measure of the result."""
+    budget: int
+    """The budget asked for."""
+    dropped: int
+    """Items left out (evicted, or unpaired tool calls/results)."""
+    shrunk: int
+    """Parts of the latest turn whose content was shortened."""
+    fits: bool
+    """False only when even the smallest form (system, user message, notices) is over."""
+
+
+def fit_items(
+    items: Sequence[T],
+    adapter: Adapter[T],
+    count: Callable[[list[T]], int],
+    budget: int,
+    *,
+    keep_system: bool = True,
+    max_items: int | None = None,
+    text_counter: TokenCounter | None = None,
+) -> Fitted[T]:
+    """Fit ``items`` into ``budget`` as measured by ``count`` (see the module docstring).
+
+    ``text_counter`` measures text while shortening tool outputs (default:
+    personae's exact ``o200k_base``); the final check always uses ``count``.
+    ``max_items`` also caps the number of items (whole exchanges, never half).
+    """
+    texts = text_counter or exact_counter()
+    parts: list[ChatMessage] = []
+    pinned: list[int] = []  # seqs of the leading system parts
+    for i, item in enumerate(items):
+        for j, m in enumerate(adapter.parts(item)):
+            seq = i * _STRIDE + j
+            if keep_system and m.role == "system" and len(pinned) == len(parts):
+                pinned.append(seq)
+            parts.append(replace(m, seq=seq))
+    units, _ = group_units(parts[len(pinned) :])
+    last = latest_turn_start(units)
+    selection = _Selection(items, adapter, pinned, units)
+
+    def measure(start: int, turn: list[Unit]) -> tuple[list[T], int]:
+        built = selection.build([*units[start:last], *turn])
+        return built, count(built)
+
+    turn = list(units[last:])
+    # Oldest first out, whole exchanges; the count is additive enough that one
+    # pass from the end finds the start, then the exact list count confirms it.
+    start = last
+    unit_costs = [count(selection.build_one(u)) for u in units[:last]]
+    built, used = measure(last, turn)
+    room = budget - used
+    while start > 0 and unit_costs[start - 1] <= room:
+        if max_items is not None and len(selection.build(units[start - 1 :])) > max_items:
+            break
+        room -= unit_costs[start - 1]
+        start -= 1
+    built, used = measure(start, turn)
+    while used > budget and start < last:
+        start += 1
+        built, used = measure(start, turn)
+    shrunk = 0
+    if used > budget:
+        turn, shrunk = _shrink(turn, lambda t: measure(last, t)[1], budget, texts)
+        built, used = measure(last, turn)
+    return Fitted(
+        items=built,
+        tokens=used,
+        budget=budget,
+        dropped=len(items) - len(built),
+        shrunk=shrunk,
+        fits=used <= budget,
+    )
+
+
+class _Selection(Generic[T]):
+    """Turns kept units back into framework items (pinned system items first)."""
+
+    def __init__(
+        self, items: Sequence[T], adapter: Adapter[T], pinned: list[int], units: Sequence[Unit]
+    ) -> None:
+        self.items = items
+        self.adapter = adapter
+        self.pinned = pinned
+        self.originals = {m.seq: m.content for u in units for m in u.messages}
+        self.sizes = {i: len(adapter.parts(item)) for i, item in enumerate(items)}
+
+    def build_one(self, unit: Unit) -> list[T]:
+        return self._rebuild([unit], with_pinned=False)
+
+    def build(self, units: Sequence[Unit]) -> list[T]:
+        return self._rebuild(units, with_pinned=True)
+
+    def _rebuild(self, units: Sequence[Unit], *, with_pinned: bool) -> list[T]:
+        keep: dict[int, list[int]] = {}
+        changed: dict[int, dict[int, str]] = {}
+        for seq in self.pinned if with_pinned else ():
+            i, j = divmod(seq, _STRIDE)
+            keep.setdefault(i, []).append(j)
+        for unit in units:
+            for m in unit.messages:
+                i, j = divmod(m.seq, _STRIDE)
+                keep.setdefault(i, []).append(j)
+                if m.content != self.originals.get(m.seq, m.content):
+                    changed.setdefault(i, {})[j] = m.content
+        out: list[T] = []
+        for i in sorted(keep):
+            whole = self.sizes[i] == len(keep[i])
+            if whole and i not in changed:
+                out.append(self.items[i])
+                continue
+            rebuilt = self.adapter.rebuild(self.items[i], sorted(keep[i]), changed.get(i, {}))
+            if rebuilt is not None:
+                out.append(rebuilt)
+        return out
+
+
+def _shrink(
+    turn: list[Unit], measure: Callable[[list[Unit]], int], budget: int, texts: TokenCounter
+) -> tuple[list[Unit], int]:
+    """Shorten the latest turn's tool results, then assistant texts, then drop middle steps."""
+    shrunk: set[int] = set()
+    for roles in (("tool",), ("tool", "assistant")):
+        for _ in range(64):  # each round halves the longest output; bounded
+            over = measure(turn) - budget
+            if over <= 0:
+                return turn, len(shrunk)
+            candidates = [
+                (texts.count(m.content), k, j)
+                for k, u in enumerate(turn)
+                for j, m in enumerate(u.messages)
+                if m.role in roles and m.content and not m.content.startswith("[output")
+            ]
+            if not candidates:
+                break
+            size, k, j = max(candidates)
+            msg = turn[k].messages[j]
+            target = max(0, min(size // 2, size - over))
+            notice = _NOTICE.format(n=len(msg.content))
+            cut = cut_text(msg.content, max(target, 1), texts, notice, total=size)
+            new = cut.text if cut is not None and target > 0 else notice
+            turn = _with(turn, k, j, new)
+            shrunk.add(msg.seq)
+    while len(turn) > 2 and measure(turn) > budget:
+        del turn[1]
+    return turn, len(shrunk)
+
+
+def _with(turn: list[Unit], k: int, j: int, content: str) -> list[Unit]:
+    msgs = list(turn[k].messages)
+    msgs[j] = replace(msgs[j], content=content, tokens=None)
+    out = list(turn)
+    out[k] = Unit(tuple(msgs))
+    return out

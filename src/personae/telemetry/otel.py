@@ -1,0 +1,302 @@
+"""Export a stored run as one OpenTelemetry trace (needs the ``personae[otel]`` extra).
+
+Importing this module imports the OpenTelemetry SDK; :mod:`personae.telemetry`
+imports it only when an endpoint is configured, so telemetry costs nothing
+when it is off.
+
+Spans (GenAI semantic conventions where one applies, ``personae.*`` for the rest):
+
+- the turn: ``invoke_agent <persona>``, root of the trace;
+- each subtask: ``subtask <n>`` (last completion signal as attributes, each
+  validation as a span event);
+- each model call (role call): ``chat <model>`` with ``gen_ai.request.model``,
+  ``gen_ai.usage.input_tokens``/``output_tokens``, ``personae.role`` and the
+  section budgets of its assembled context;
+- each tool call: ``execute_tool <tool>``; ``handover_to_persona`` calls are
+  ``handover <persona>`` spans;
+- each sub-agent: ``invoke_agent <persona>`` with its tool and model calls inside.
+
+Times come from the store. A model call's start is the previous recorded step
+(the store keeps when each call returned, not when it was sent).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from personae.errors import PersonaeError
+from personae.store.db import Store
+from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
+from personae.telemetry.runtree import RunNode, build_tree, call_outcomes, parse_time
+
+__all__ = ["TelemetryError", "export_run", "otlp_exporter", "run_to_spans"]
+
+_HANDOVER_TOOL = "handover_to_persona"
+_OK_STATUSES = frozenset({"done", "running"})
+
+
+def otlp_exporter(endpoint: str) -> SpanExporter:
+    """An OTLP/HTTP (protobuf) span exporter for ``endpoint``.
+
+    A base URL (``http://127.0.0.1:4318``) gets ``/v1/traces`` appended, as
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` does; a URL ending in ``/v1/traces`` is used as is.
+    """
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    url = endpoint.rstrip("/")
+    if not url.endswith("/v1/traces"):
+        url += "/v1/traces"
+    return OTLPSpanExporter(endpoint=url, timeout=10)
+
+
+def _ns(text: str | None, fallback: int) -> int:
+    when = parse_time(text)
+    return int(when.timestamp() * 1_000_000_000) if when is not None else fallback
+
+
+def _split_model(label: str) -> tuple[str, str]:
+    provider, sep, name = label.partition(":")
+    return (provider, name) if sep else ("unknown", label)
+
+
+def _signal_attrs(data: dict[str, Any]) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"personae.validation.approved": bool(data.get("approved"))}
+    signal = data.get("completion_signal")
+    if isinstance(signal, dict):
+        for key in ("confidence", "blocker_type", "suggested_strategy", "progress_made"):
+            value = signal.get(key)
+            if value is not None:
+                attrs[f"personae.completion_signal.{key}"] = (
+                    value if isinstance(value, bool) else str(value)
+                )
+    return attrs
+
+
+def _budget_attrs(budget: dict[str, Any]) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    for key in ("total", "budget", "window", "overhead"):
+        if isinstance(budget.get(key), int):
+            attrs[f"personae.budget.{key}"] = budget[key]
+    summary: list[str] = []
+    for section in budget.get("sections") or []:
+        if not isinstance(section, dict) or not isinstance(section.get("tag"), str):
+            continue
+        tag = section["tag"]
+        kept, requested = section.get("kept", 0), section.get("requested", 0)
+        attrs[f"personae.section.{tag}.kept"] = kept if isinstance(kept, int) else 0
+        attrs[f"personae.section.{tag}.requested"] = requested if isinstance(requested, int) else 0
+        attrs[f"personae.section.{tag}.rule"] = str(section.get("rule", ""))
+        summary.append(f"{tag}={kept}/{requested} {section.get('rule', '')}")
+    if summary:
+        attrs["personae.budget.sections"] = summary
+    return attrs
+
+
+@dataclass
+class _Emitter:
+    tracer: Tracer
+    run: RunRecord
+    outcomes: dict[int, list[StoredEvent]]
+    cursor: int
+    """Time (ns) of the last step emitted: where the next call or tool call began."""
+
+    def span(
+        self, name: str, parent: Span, start: int, attrs: dict[str, Any], kind: SpanKind
+    ) -> Span:
+        ctx = trace.set_span_in_context(parent, Context())
+        return self.tracer.start_span(
+            name, context=ctx, kind=kind, attributes=attrs, start_time=start
+        )
+
+    def children(self, node: RunNode, parent: Span) -> None:
+        for child in node.children:
+            self.node(child, parent)
+
+    def node(self, node: RunNode, parent: Span) -> None:
+        if node.kind == "model_call" and node.call is not None:
+            self.model_call(node.call, parent)
+        elif node.kind == "tool_call":
+            self.tool_call(node, parent)
+        elif node.kind in ("subtask", "subagent"):
+            self.group(node, parent)
+        elif node.event is not None:
+            at = _ns(node.at, self.cursor)
+            attrs: dict[str, Any] = {"personae.event.seq": node.event.seq}
+            if node.kind == "validation":
+                attrs |= _signal_attrs(node.data)
+                parent.set_attributes(_signal_attrs(node.data))
+            parent.add_event(f"personae.{node.kind}", attributes=attrs, timestamp=at)
+            self.cursor = max(self.cursor, at)
+
+    def group(self, node: RunNode, parent: Span) -> None:
+        start = _ns(node.at, self.cursor)
+        self.cursor = max(self.cursor, start)
+        if node.kind == "subtask":
+            name = f"subtask {node.subtask}"
+            attrs: dict[str, Any] = {"personae.subtask": node.subtask or 0}
+            if node.event is not None:
+                attrs["personae.subtask.description"] = node.event.message
+            kind = SpanKind.INTERNAL
+        else:
+            name = f"invoke_agent {node.persona}"
+            attrs = {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": node.persona or "",
+                "personae.subagent.context_mode": str(node.data.get("context_mode", "")),
+                "personae.subagent.depth": int(node.data.get("depth") or 0),
+            }
+            kind = SpanKind.INTERNAL
+        span = self.span(name, parent, start, attrs, kind)
+        self.children(node, span)
+        if node.end_event is not None:
+            status = str(node.end_event.data.get("status", ""))
+            span.set_attribute("personae.subagent.status", status)
+            if status not in ("success", ""):
+                span.set_status(Status(StatusCode.ERROR, status))
+        end = _ns(node.end, self.cursor)
+        self.cursor = max(self.cursor, end)
+        span.end(end_time=max(end, start))
+
+    def model_call(self, call: ModelCallRecord, parent: Span) -> None:
+        provider, model = _split_model(call.model)
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model,
+            "personae.role": call.role,
+            "personae.persona": call.persona or "",
+            "personae.model_call.seq": call.seq,
+        }
+        for key in ("input_tokens", "output_tokens"):
+            if isinstance(call.usage.get(key), int):
+                attrs[f"gen_ai.usage.{key}"] = call.usage[key]
+        if call.subtask is not None:
+            attrs["personae.subtask"] = call.subtask
+        attrs |= _budget_attrs(call.budget)
+        for event in self.outcomes.get(call.seq, []) if call.role == "validator" else []:
+            if event.kind == "validation":
+                attrs |= _signal_attrs(event.data)
+        end = _ns(call.at, self.cursor)
+        span = self.span(f"chat {model}", parent, min(self.cursor, end), attrs, SpanKind.CLIENT)
+        span.end(end_time=end)
+        self.cursor = max(self.cursor, end)
+
+    def tool_call(self, node: RunNode, parent: Span) -> None:
+        data = node.data
+        tool = str(data.get("tool", "?"))
+        end = _ns(node.at, self.cursor)
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool,
+            "personae.persona": node.persona or "",
+            "personae.tool.ok": bool(data.get("ok")),
+        }
+        name = f"execute_tool {tool}"
+        raw = data.get("args")
+        args: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if tool == _HANDOVER_TOOL:
+            target = str(args.get("targetPersona") or args.get("target_persona") or "?")
+            name = f"handover {target}"
+            attrs["personae.handover.target"] = target
+        span = self.span(name, parent, min(self.cursor, end), attrs, SpanKind.INTERNAL)
+        if not data.get("ok"):
+            span.set_status(Status(StatusCode.ERROR, str(data.get("result", ""))[:200]))
+        span.end(end_time=end)
+        self.cursor = max(self.cursor, end)
+
+
+def run_to_spans(
+    tracer: Tracer,
+    run: RunRecord,
+    events: Sequence[StoredEvent],
+    calls: Sequence[ModelCallRecord],
+) -> None:
+    """Emit the spans of one stored run through ``tracer`` (ended, with stored times)."""
+    tree = build_tree(events, calls, started_at=run.started_at)
+    start = _ns(run.started_at, 0)
+    emitter = _Emitter(tracer, run, call_outcomes(events, calls), start)
+    provider, model = _split_model(run.model)
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": run.persona or "",
+        "gen_ai.provider.name": provider,
+        "gen_ai.request.model": model,
+        "personae.run.id": run.id,
+        "personae.run.status": run.status,
+        "personae.task": run.task,
+    }
+    if run.session_id:
+        attrs["gen_ai.conversation.id"] = run.session_id
+    for key in ("input_tokens", "output_tokens"):
+        if isinstance(run.usage.get(key), int):
+            attrs[f"gen_ai.usage.{key}"] = run.usage[key]
+    begin = events[0] if events and events[0].kind == "start" else None
+    if begin is not None and begin.data.get("context_from"):
+        attrs["personae.handover.from"] = str(begin.data["context_from"])
+    root = tracer.start_span(
+        f"invoke_agent {run.persona or 'personae'}",
+        context=Context(),
+        kind=SpanKind.INTERNAL,
+        attributes=attrs,
+        start_time=start,
+    )
+    emitter.children(tree, root)
+    if run.status not in _OK_STATUSES:
+        root.set_status(Status(StatusCode.ERROR, run.status))
+    end = _ns(run.finished_at, emitter.cursor)
+    root.end(end_time=max(end, emitter.cursor))
+
+
+def export_run(
+    db: Path, run_id: str, *, endpoint: str | None = None, exporter: SpanExporter | None = None
+) -> int:
+    """Export the stored run ``run_id`` of the store at ``db`` as one trace; returns its span count.
+
+    Spans go to ``exporter`` when given (tests pass the SDK's in-memory
+    exporter), else to an OTLP/HTTP exporter for ``endpoint``. The spans are
+    built first and sent in one export; a failed export is a
+    :class:`TelemetryError` (the exporter's own retry warnings are kept quiet).
+    """
+    if exporter is None and not endpoint:
+        raise ValueError("export_run needs an endpoint or an exporter")
+    with Store(db) as store:
+        runs = RunStore(store)
+        run = runs.get(run_id)
+        events, calls = runs.events(run.id), runs.model_calls(run.id)
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "personae"}), shutdown_on_exit=False
+    )
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    run_to_spans(provider.get_tracer("personae"), run, events, calls)
+    provider.shutdown()
+    spans = memory.get_finished_spans()
+    target = exporter if exporter is not None else otlp_exporter(str(endpoint))
+    quiet = logging.getLogger("opentelemetry.exporter")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)
+    try:
+        result = target.export(spans)
+    finally:
+        quiet.setLevel(level)
+        if exporter is None:
+            target.shutdown()
+    if result is not SpanExportResult.SUCCESS:
+        raise TelemetryError(f"trace of run {run.id} not exported to {endpoint or 'the exporter'}")
+    return len(spans)
+
+
+class TelemetryError(PersonaeError):
+    """A trace could not be exported (the run itself is stored and unaffected)."""

@@ -1,0 +1,206 @@
+"""A stored run as a tree: subtasks, sub-agents, tool calls and model calls in order.
+
+Pure functions over what :class:`~personae.store.runs.RunStore` returns; no
+OpenTelemetry import. Both the web viewer (the timeline) and the trace
+exporter (the spans) are built from this one tree.
+
+Events are taken in their stored order; each model call is placed before the
+first event that happened after it (a call precedes the events that report
+its result). Unknown event kinds and extra fields are kept as plain nodes, so
+a newer store still reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from personae.store.runs import ModelCallRecord, StoredEvent
+
+__all__ = ["RunNode", "build_tree", "call_outcomes", "parse_time"]
+
+
+@dataclass(kw_only=True)
+class RunNode:
+    """One node of a run's tree.
+
+    ``kind`` is ``run``, ``subtask``, ``subagent``, ``model_call`` or an
+    event kind (``plan``, ``tool_call``, ``validation``, ``final``, or any
+    kind a newer personae writes).
+    """
+
+    kind: str
+    """What the node is."""
+    at: str
+    """When it started (ISO 8601, UTC)."""
+    end: str | None = None
+    """When it ended (subtasks and sub-agents; ``None``: open or instantaneous)."""
+    event: StoredEvent | None = None
+    """The event behind the node (for a sub-agent: its start event)."""
+    end_event: StoredEvent | None = None
+    """A sub-agent's end event."""
+    call: ModelCallRecord | None = None
+    """The model call behind a ``model_call`` node."""
+    subtask: int | None = None
+    """Subtask number, where one applies."""
+    persona: str | None = None
+    """Persona the node ran as, where known."""
+    children: list[RunNode] = field(default_factory=list)
+    """Nodes inside it, in order."""
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The event's payload (empty for nodes without an event)."""
+        return self.event.data if self.event is not None else {}
+
+    def walk(self) -> list[RunNode]:
+        """This node and every node below it, depth first, in order."""
+        out = [self]
+        for child in self.children:
+            out.extend(child.walk())
+        return out
+
+
+def parse_time(text: str | None) -> datetime | None:
+    """An ISO 8601 time as stored (``None`` or unparsable: ``None``)."""
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _merged(
+    events: Sequence[StoredEvent], calls: Sequence[ModelCallRecord]
+) -> list[StoredEvent | ModelCallRecord]:
+    """Events in order, each model call before the first event that came after it."""
+    pending = sorted(calls, key=lambda c: c.seq)
+    out: list[StoredEvent | ModelCallRecord] = []
+    for event in sorted(events, key=lambda e: e.seq):
+        when = parse_time(event.at)
+        while pending and when is not None:
+            call_at = parse_time(pending[0].at)
+            if call_at is None or call_at <= when:
+                out.append(pending.pop(0))
+            else:
+                break
+        out.append(event)
+    out.extend(pending)
+    return out
+
+
+class _Builder:
+    def __init__(self, root: RunNode) -> None:
+        self.root = root
+        self.subtasks: dict[int, RunNode] = {}
+        self.open_agents: list[RunNode] = []
+
+    def container(self, subtask: int | None) -> RunNode:
+        if subtask is not None and subtask in self.subtasks:
+            return self.subtasks[subtask]
+        return self.root
+
+    def innermost(self, persona: Any = None) -> RunNode | None:
+        for node in reversed(self.open_agents):
+            if persona is None or node.persona == persona:
+                return node
+        return None
+
+    def add_call(self, call: ModelCallRecord) -> None:
+        node = RunNode(
+            kind="model_call", at=call.at, call=call, subtask=call.subtask, persona=call.persona
+        )
+        agent = self.innermost(call.persona) if call.role == "subagent" else None
+        (agent or self.container(call.subtask)).children.append(node)
+        self._extend(call.subtask, call.at)
+
+    def add_event(self, event: StoredEvent) -> None:
+        data = event.data
+        persona = data.get("persona") if isinstance(data.get("persona"), str) else None
+        node = RunNode(
+            kind=event.kind, at=event.at, event=event, subtask=event.subtask, persona=persona
+        )
+        if event.kind == "subtask_start" and event.subtask is not None:
+            node.kind = "subtask"
+            self.subtasks[event.subtask] = node
+            self.root.children.append(node)
+            return
+        if event.kind == "subagent" and data.get("phase") == "end":
+            agent = self.innermost(persona)
+            if agent is not None:
+                agent.end, agent.end_event = event.at, event
+                self.open_agents.remove(agent)
+                self._extend(event.subtask, event.at)
+                return
+        parent: RunNode | None = None
+        if event.kind == "tool_call" and _depth(data) > 0:
+            parent = self.innermost(persona) or self.innermost()
+        elif event.kind == "subagent" and _depth(data) > 1:
+            parent = self.innermost()
+        target = parent or self.container(event.subtask)
+        target.children.append(node)
+        if event.kind == "subagent" and data.get("phase") == "start":
+            node.kind = "subagent"
+            self.open_agents.append(node)
+        self._extend(event.subtask, event.at)
+
+    def _extend(self, subtask: int | None, at: str) -> None:
+        for node in (self.subtasks.get(subtask) if subtask is not None else None, self.root):
+            if node is not None:
+                node.end = at
+
+
+def _depth(data: dict[str, Any]) -> int:
+    depth = data.get("depth")
+    return depth if isinstance(depth, int) else 0
+
+
+def build_tree(
+    events: Sequence[StoredEvent], calls: Sequence[ModelCallRecord], *, started_at: str = ""
+) -> RunNode:
+    """The run as a tree: the root's children are events, subtasks and model calls in order."""
+    root = RunNode(kind="run", at=started_at or (events[0].at if events else ""))
+    builder = _Builder(root)
+    for item in _merged(events, calls):
+        if isinstance(item, ModelCallRecord):
+            builder.add_call(item)
+        else:
+            builder.add_event(item)
+    return root
+
+
+def call_outcomes(
+    events: Sequence[StoredEvent], calls: Sequence[ModelCallRecord]
+) -> dict[int, list[StoredEvent]]:
+    """For each model call (by seq), the events recorded after it and before the next call.
+
+    The raw model response is not stored; these events (tool calls it asked
+    for, the worker's result, the validation, the plan, the final answer) are
+    what the run recorded of the call's answer.
+    """
+    out: dict[int, list[StoredEvent]] = {c.seq: [] for c in calls}
+    top: int | None = None  # the last call of a manager, worker or validator
+    sub: int | None = None  # the last call of a sub-agent
+    ended: int | None = None  # the last call of a sub-agent that just finished
+    for item in _merged(events, calls):
+        if isinstance(item, ModelCallRecord):
+            if item.role == "subagent":
+                sub = item.seq
+            else:
+                top, sub = item.seq, None
+            continue
+        inside = (item.kind == "tool_call" and _depth(item.data) > 0) or (
+            item.kind == "subagent" and item.data.get("phase") == "end"
+        )
+        owner = sub if inside and sub is not None else top
+        if owner is not None:
+            out[owner].append(item)
+        if ended is not None and item.kind == "tool_call" and item.data.get("tool") == "agent":
+            out[ended].append(item)  # the sub-agent's final message comes back in this result
+            ended = None
+        if item.kind == "subagent" and item.data.get("phase") == "end":
+            sub, ended = None, sub
+    return out

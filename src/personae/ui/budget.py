@@ -1,0 +1,208 @@
+"""Budget bars and the assembled context split into its sections.
+
+A budget report (``BudgetReport`` as stored with each model call) becomes a
+bar with one segment per section: kept tokens solid, tokens cut away hatched,
+sections dropped entirely hatched red. Tolerant of reports from other
+versions: missing numbers count as 0, unknown fields are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from personae.ui._html import badge, h
+
+__all__ = ["budget_panel", "mini_bar", "notices", "section_blocks", "sections_of"]
+
+_DROPPED = ("dropped", "removed", "evicted")
+_NOTICE = re.compile(r"^\s*\[[^\n]*(omitted|truncated)[^\n]*\]\s*$", re.MULTILINE)
+_PALETTE = 8
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def sections_of(budget: dict[str, Any]) -> list[dict[str, Any]]:
+    """The report's sections as dicts with ``tag, kept, requested, allotted, rule, state``.
+
+    ``state`` is ``kept`` (whole), ``cut`` (some tokens omitted), ``dropped``
+    (nothing kept of present content) or ``absent`` (no content).
+    """
+    out = []
+    for raw in budget.get("sections") or []:
+        if not isinstance(raw, dict):
+            continue
+        kept, requested = _int(raw.get("kept")), _int(raw.get("requested"))
+        rule = str(raw.get("rule", ""))
+        if requested == 0 and kept == 0:
+            state = "absent"
+        elif kept == 0 or any(word in rule for word in _DROPPED):
+            state = "dropped"  # gone, or only its notice is left
+        elif kept < requested or "cut" in rule or "shrunk" in rule:
+            state = "cut"
+        else:
+            state = "kept"
+        out.append(
+            {
+                "tag": str(raw.get("tag", "?")),
+                "source": str(raw.get("source", "")),
+                "kept": kept,
+                "requested": requested,
+                "allotted": _int(raw.get("allotted")),
+                "rule": rule,
+                "detail": str(raw.get("detail", "")),
+                "state": state,
+            }
+        )
+    return out
+
+
+def _segments(budget: dict[str, Any]) -> str:
+    sections = [s for s in sections_of(budget) if s["state"] != "absent"]
+    overhead = _int(budget.get("overhead"))
+    scale = sum(max(s["kept"], s["requested"]) for s in sections) + overhead
+    if scale == 0:
+        return '<span class="seg empty" style="width:100%"></span>'
+    parts = []
+    for i, s in enumerate(sections):
+        color = f"c{i % _PALETTE}"
+        if s["kept"]:
+            tip = f"{s['tag']}: {s['kept']:,} tokens kept ({s['rule']})"
+            parts.append(
+                f'<span class="seg {color}" style="width:{100 * s["kept"] / scale:.2f}%" '
+                f'title="{h(tip)}" data-tag="{h(s["tag"])}"></span>'
+            )
+        lost = s["requested"] - s["kept"]
+        if lost > 0:
+            word = "dropped" if s["state"] == "dropped" else "cut"
+            tip = f"{s['tag']}: {lost:,} of {s['requested']:,} tokens {word} ({s['rule']})"
+            parts.append(
+                f'<span class="seg lost {word}" style="width:{100 * lost / scale:.2f}%" '
+                f'title="{h(tip)}" data-tag="{h(s["tag"])}" data-state="{word}"></span>'
+            )
+    if overhead:
+        tip = f"tags and separators: {overhead:,} tokens"
+        parts.append(
+            f'<span class="seg overhead" style="width:{100 * overhead / scale:.2f}%" '
+            f'title="{h(tip)}"></span>'
+        )
+    return "".join(parts)
+
+
+def mini_bar(budget: dict[str, Any]) -> str:
+    """A thin section bar with the total, for the timeline (empty string without a report)."""
+    if not budget.get("sections"):
+        size = budget.get("tokens")
+        if not isinstance(size, int):
+            return ""
+        mode = f" · context mode {h(budget['context_mode'])}" if budget.get("context_mode") else ""
+        return f'<div class="mini"><span class="muted">context {size:,} tokens{mode}</span></div>'
+    total, limit = _int(budget.get("total")), _int(budget.get("budget"))
+    marks = [s for s in sections_of(budget) if s["state"] in ("cut", "dropped")]
+    flag = f" · {badge(f'{len(marks)} cut', 'warn')}" if marks else ""
+    return (
+        f'<div class="mini"><div class="bar" role="img" aria-label="context sections">'
+        f'{_segments(budget)}</div><span class="muted">context {total:,} of {limit:,} '
+        f"tokens{flag}</span></div>"
+    )
+
+
+def budget_panel(budget: dict[str, Any]) -> str:
+    """The full budget view: use of the budget, the section bar, and the table."""
+    sections = sections_of(budget)
+    if not sections:
+        facts = "".join(
+            f"<dt>{h(k.replace('_', ' '))}</dt><dd>{h(v)}</dd>" for k, v in budget.items()
+        )
+        return (
+            '<section class="budget"><h2>Budget</h2><p class="muted">No per-section report: '
+            "this context was not assembled by the context engine's profiles (a sub-agent "
+            "gets its persona prompt and the parts its context mode passes).</p>"
+            f'<dl class="facts">{facts}</dl></section>'
+        )
+    total, limit = _int(budget.get("total")), _int(budget.get("budget"))
+    window = _int(budget.get("window"))
+    share = budget.get("share")
+    use = min(100.0, 100 * total / limit) if limit else 0.0
+    over = " over" if limit and total > limit else ""
+    of_window = (
+        f" ({share * 100:g}% of a {window:,}-token window)"
+        if isinstance(share, float) and window
+        else ""
+    )
+    rows = []
+    for i, s in enumerate(sections):
+        swatch = f'<span class="swatch c{i % _PALETTE}"></span>' if s["kept"] else ""
+        state = "" if s["state"] in ("kept", "absent") else " " + badge(s["state"], "bad")
+        rows.append(
+            f'<tr class="sec-{h(s["state"])}" data-tag="{h(s["tag"])}"><td>{swatch}'
+            f"<code>{h(s['tag'])}</code></td><td>{h(s['source'])}</td>"
+            f'<td class="num">{s["kept"]:,}</td><td class="num">{s["requested"]:,}</td>'
+            f'<td class="num">{s["allotted"]:,}</td><td>{badge(s["rule"] or "-")}{state}</td>'
+            f'<td class="muted">{h(s["detail"])}</td></tr>'
+        )
+    warnings = "".join(f"<li>{h(w)}</li>" for w in budget.get("warnings") or [])
+    counter = h(budget.get("counter", "?")) + (
+        " (exact)" if budget.get("counter_exact") else " (estimate)"
+    )
+    return (
+        f'<section class="budget"><h2>Budget</h2>'
+        f"<p>{total:,} of {limit:,} tokens used{of_window}; counter {counter}; "
+        f"history path {h(budget.get('history_path', '-'))}</p>"
+        f'<div class="bar use{over}" title="{use:.1f}% of the budget">'
+        f'<span class="seg fill" style="width:{use:.2f}%"></span></div>'
+        f'<p class="muted">Sections (kept solid, cut or dropped hatched):</p>'
+        f'<div class="bar big" role="img" aria-label="sections">{_segments(budget)}</div>'
+        '<table class="sections"><thead><tr><th>section</th><th>source</th><th>kept</th>'
+        "<th>requested</th><th>allotted</th><th>rule</th><th>from</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+        f"<p class='muted'>tags and separators: {_int(budget.get('overhead')):,} tokens</p>"
+        + (f'<ul class="warnings">{warnings}</ul>' if warnings else "")
+        + "</section>"
+    )
+
+
+def notices(text: str) -> list[str]:
+    """The truncation notices left in an assembled context (``[... omitted ...]`` lines)."""
+    return [m.group(0).strip() for m in _NOTICE.finditer(text)]
+
+
+def _mark(text: str) -> str:
+    out, last = [], 0
+    for m in _NOTICE.finditer(text):
+        out.append(h(text[last : m.start()]))
+        out.append(f'<mark class="notice">{h(m.group(0))}</mark>')
+        last = m.end()
+    out.append(h(text[last:]))
+    return "".join(out)
+
+
+def section_blocks(text: str, budget: dict[str, Any]) -> str:
+    """The assembled context, one collapsible block per top-level section tag, notices marked."""
+    tags = {s["tag"]: s for s in sections_of(budget)}
+    names = "|".join(re.escape(t) for t in tags) or "(?!x)x"
+    pattern = re.compile(r"^<(" + names + r")(?:\s[^>\n]*)?>\n.*?^</\1>$", re.MULTILINE | re.DOTALL)
+    blocks, last = [], 0
+    for m in pattern.finditer(text):
+        if text[last : m.start()].strip():
+            blocks.append(_block("role instructions", text[last : m.start()]))
+        s = tags[m.group(1)]
+        label = f"<code>&lt;{h(s['tag'])}&gt;</code> {s['kept']:,} tokens " + badge(
+            s["rule"] or "-"
+        )
+        blocks.append(_block(label, m.group(0), raw_label=True, state=str(s["state"])))
+        last = m.end()
+    if text[last:].strip():
+        label = "the role's own input (after the shared sections)" if blocks else "the prompt"
+        blocks.append(_block(label, text[last:]))
+    return "".join(blocks)
+
+
+def _block(label: str, body: str, *, raw_label: bool = False, state: str = "") -> str:
+    head = label if raw_label else h(label)
+    return (
+        f'<details class="ctx {h(state)}" open><summary>{head}</summary>'
+        f"<pre>{_mark(body)}</pre></details>"
+    )

@@ -1,0 +1,369 @@
+"""A newcomer's first hour: clean output on a terminal, no third-party noise."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from conftest import flat
+from personae.tools._walk import glob_regex
+
+
+def run_on_terminal(args: list[str], cwd: Path, *, columns: int = 80, timeout: float = 120) -> str:
+    """Run ``python -m personae ARGS`` with stdin, stdout and stderr on a pseudo-terminal.
+
+    CI and PYTEST_VERSION are removed from the child's environment: third-party
+    libraries hide their banners under them, so the check could not fail otherwise.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in {"CI", "PYTEST_VERSION"}}
+    env.update(COLUMNS=str(columns), TERM="xterm-256color")
+    env.pop("NO_COLOR", None)
+    env.pop("_TYPER_FORCE_DISABLE_TERMINAL", None)
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "personae", *args],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        cwd=cwd,
+        env=env,
+        close_fds=True,
+    )
+    os.close(slave)
+    chunks: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(master)
+    assert proc.wait(timeout=timeout) == 0, b"".join(chunks).decode(errors="replace")[-2000:]
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))
+
+
+def test_demo_on_a_terminal_shows_no_third_party_banner(tmp_path: Path) -> None:
+    out = run_on_terminal(["demo"], tmp_path)
+    assert "Stored as run run-" in out  # the demo ran to its end on the terminal
+    for noise in ("Logfire", "pydantic-ai v", "PYDANTIC_AI_NO_BANNER", "observability"):
+        assert noise not in out, out
+
+
+@pytest.mark.parametrize(
+    ("pattern", "name", "matches"),
+    [
+        ("[--0]", ".", True),
+        ("[a&&b]", "&", True),
+        ("[a~~b]", "c", False),
+        ("[a||b]", "|", True),
+        ("[a-c]", "b", True),
+        ("[!a-c]", "b", False),
+        ("[]]", "]", True),
+        ("[^]", "^", True),
+    ],
+)
+def test_glob_classes_compile_without_future_warnings(
+    pattern: str, name: str, matches: bool
+) -> None:
+    glob_regex.cache_clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Python's "possible set difference" is a FutureWarning
+        assert bool(glob_regex(pattern).match(name)) is matches
+
+
+def test_reversed_glob_range_is_an_error_not_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(re.error):
+            glob_regex("[a--b]")  # the range a..'-' is reversed
+
+
+DEMO_SCENARIO = Path(__file__).resolve().parents[1] / "src/personae/examples/demo/scenario.yaml"
+
+
+def personae(
+    *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -m personae ARGS`` in ``cwd`` (no terminal), environment plus ``env``."""
+    full = {k: v for k, v in os.environ.items() if k != "PERSONAE_MODEL"}
+    full.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "personae", *args],
+        cwd=cwd,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A folder after ``personae init``, with a nested subfolder ``src/deep``."""
+    root = tmp_path / "shop"
+    done = personae("init", str(root), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (root / "src" / "deep").mkdir(parents=True)
+    return root
+
+
+def test_commands_find_the_project_from_a_subfolder(project: Path) -> None:
+    deep = project / "src" / "deep"
+    listed = personae("personas", "list", "--json", cwd=deep)
+    assert listed.returncode == 0, listed.stderr
+    assert "analyst" in {p["name"] for p in json.loads(listed.stdout)}
+    roles = personae("context", "build", "--role", "worker", "--persona", "analyst", cwd=deep)
+    assert roles.returncode == 0, roles.stderr
+    # The same commands outside any project see no project.
+    outside = personae("personas", "list", "--json", cwd=project.parent)
+    assert outside.returncode == 0 and json.loads(outside.stdout) == []
+
+
+def test_help_says_how_the_project_is_found(tmp_path: Path) -> None:
+    shown = personae("--help", cwd=tmp_path, env={"COLUMNS": "80"})
+    assert "nearest folder holding .personae/" in flat(shown.stdout)
+
+
+def test_doctor_right_after_init_fails_only_on_the_missing_model(project: Path) -> None:
+    done = personae("doctor", cwd=project / "src" / "deep")
+    lines = done.stdout.splitlines()
+    assert done.returncode == 1
+    assert [line for line in lines if line.startswith("FAIL")] == [
+        "FAIL model: no model configured: `personae run` needs one"
+    ]
+    assert any(f"found from {project / 'src' / 'deep'}" in line for line in lines), lines
+    assert any(line.startswith("OK   store:") for line in lines)
+    # No host files use personae: the host checks are one line, not ten failures.
+    assert [line for line in lines if "hosts" in line] == [
+        "OK   hosts: no host files use personae here (optional; not checked)"
+    ]
+
+
+def test_doctor_asks_the_model_server(project: Path) -> None:
+    from personae.models.scripted import ScriptedServer
+
+    with ScriptedServer(DEMO_SCENARIO) as server:
+        url = server.base_url
+        env = {"PERSONAE_MODEL": "openai:some-model", "OPENAI_BASE_URL": url}
+        done = personae("doctor", "--json", cwd=project, env=env)
+    report = json.loads(done.stdout)
+    levels = {i["name"]: (i["level"], i["detail"]) for i in report["items"]}
+    assert done.returncode == 0, done.stdout
+    assert levels["provider reachable"] == ("OK", f"{url}/models answered 200")
+    assert levels["API key"][0] == "OK"  # a local server needs no key
+
+
+def test_doctor_names_the_url_of_a_closed_port(project: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    env = {"PERSONAE_MODEL": "openai:some-model", "OPENAI_BASE_URL": url}
+    done = personae("doctor", cwd=project, env=env)
+    assert done.returncode == 1
+    line = next(x for x in done.stdout.splitlines() if x.startswith("FAIL provider reachable"))
+    assert f"cannot connect to {url}/models" in line
+
+
+def test_doctor_gives_up_on_a_silent_server_within_its_timeout(project: Path) -> None:
+    import socket
+    import time
+
+    with socket.socket() as sock:  # accepts connections (backlog) and never answers
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(8)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        env = {"PERSONAE_MODEL": "openai:m", "OPENAI_BASE_URL": url}
+        started = time.monotonic()
+        done = personae("doctor", "--timeout", "0.5", cwd=project, env=env)
+        took = time.monotonic() - started
+    assert done.returncode == 1
+    assert f"FAIL provider reachable: no answer from {url}/models in 0.5 s" in done.stdout
+    assert took < 30
+
+
+def test_doctor_key_missing_for_a_hosted_provider(project: Path) -> None:
+    env = {"PERSONAE_MODEL": "anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY": ""}
+    done = personae("doctor", "--no-probe", cwd=project, env=env)
+    assert "FAIL API key: ANTHROPIC_API_KEY is not set" in done.stdout
+    assert "fix: export ANTHROPIC_API_KEY=" in done.stdout
+
+
+def test_doctor_starts_and_asks_the_scripted_model_server(project: Path) -> None:
+    env = {"PERSONAE_MODEL": f"scripted:{DEMO_SCENARIO}"}
+    done = personae("doctor", cwd=project, env=env)
+    assert done.returncode == 0, done.stdout
+    assert "OK   scenario:" in done.stdout
+    assert "OK   scripted model server: http://127.0.0.1:" in done.stdout
+
+
+def test_doctor_store_that_cannot_be_written_fails(project: Path) -> None:
+    (project / ".personae" / "state.db").mkdir()  # not a database file
+    done = personae("doctor", "--no-probe", cwd=project)
+    assert "FAIL store:" in done.stdout and "state.db is not writable" in done.stdout
+
+
+DEMO_TASK = "Give me the port the service listens on and the setup steps."
+
+
+@pytest.fixture
+def demo_project(tmp_path: Path) -> Path:
+    """The demo's sample project, kept (its maintainer persona fits the demo scenario)."""
+    target = tmp_path / "weather"
+    done = personae("demo", "--keep", str(target), "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return target
+
+
+def _start_run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    full = {k: v for k, v in os.environ.items() if k != "PERSONAE_MODEL"}
+    full.update(env or {})
+    return subprocess.Popen(
+        [sys.executable, "-m", "personae", "run", *args],
+        cwd=cwd,
+        env=full,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _show(cwd: Path, run_id: str) -> dict[str, object]:
+    shown = personae("runs", "show", run_id, "--json", cwd=cwd)
+    assert shown.returncode == 0, shown.stderr
+    run: dict[str, object] = json.loads(shown.stdout)["run"]
+    return run
+
+
+def test_a_run_killed_in_its_first_second_is_stored_and_shows_crashed(demo_project: Path) -> None:
+    import signal
+
+    proc = _start_run(
+        demo_project, DEMO_TASK, "--persona", "maintainer", "--json",
+        "--model", f"scripted:{DEMO_SCENARIO}",
+    )  # fmt: skip
+    assert proc.stdout is not None
+    first = json.loads(proc.stdout.readline())  # the id, as a spawner sees it
+    os.kill(proc.pid, signal.SIGKILL)
+    try:
+        run = _show(demo_project, first["run_id"])
+        # Not reaped yet (a zombie): still not alive.
+        assert run["status"] == "crashed", run
+    finally:
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        assert proc.stderr is not None
+        proc.stderr.close()
+    run = _show(demo_project, first["run_id"])
+    assert run["status"] == "crashed"
+    assert run["pid"] == proc.pid
+    assert f"process {proc.pid} ended without finishing the run" in str(run["error"])
+    listed = personae("runs", "list", "--json", cwd=demo_project)
+    rows = {r["id"]: r["status"] for r in json.loads(listed.stdout)}
+    assert rows[first["run_id"]] == "crashed"
+    text = personae("runs", "show", first["run_id"], cwd=demo_project).stdout
+    assert "reason: crashed: process" in text and f"pid {proc.pid}" in text
+
+
+def test_a_connection_error_names_the_url_and_runs_show_says_why(project: Path) -> None:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    env = {"PERSONAE_MODEL": "openai:m", "OPENAI_BASE_URL": url}
+    proc = personae("run", "Total March revenue", "--persona", "analyst", cwd=project, env=env)
+    assert proc.returncode == 1
+    assert f"(connecting to {url}/chat/completions)" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    run_id = proc.stdout.split()[1]  # "Run <id> started; ..."
+    run = _show(project / "src" / "deep", run_id)  # from a subfolder, too
+    assert run["status"] == "failed"
+    assert f"connecting to {url}/chat/completions" in str(run["error"])
+    text = personae("runs", "show", run_id, cwd=project).stdout
+    assert f"reason: run {run_id} failed" in text
+
+
+def test_a_run_without_a_model_is_stored_with_its_reason(project: Path) -> None:
+    proc = personae("run", "Total March revenue", cwd=project)
+    assert proc.returncode == 1 and "no model configured" in proc.stderr
+    run = _show(project, proc.stdout.split()[1])
+    assert run["status"] == "failed" and "no model configured" in str(run["error"])
+
+
+def _closed_reader(proc: subprocess.Popen[str], lines: int) -> tuple[int, str, list[str]]:
+    """Read ``lines`` lines, then close the pipe as ``| head`` does; (exit code, stderr, lines)."""
+    assert proc.stdout is not None and proc.stderr is not None
+    got = [proc.stdout.readline() for _ in range(lines)]
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    return proc.wait(timeout=120), err, got
+
+
+def test_run_piped_into_head_ends_cancelled_without_an_error(demo_project: Path) -> None:
+    proc = _start_run(
+        demo_project, DEMO_TASK, "--persona", "maintainer", "--model", f"scripted:{DEMO_SCENARIO}"
+    )
+    code, err, got = _closed_reader(proc, 2)
+    assert code == 141, err  # 128 + SIGPIPE, what a shell shows for `| head`
+    assert err == ""
+    run = _show(demo_project, got[0].split()[1])
+    assert run["status"] == "cancelled" and run["error"] == "output closed (broken pipe)"
+
+
+def test_demo_json_piped_into_head_prints_no_broken_pipe_error(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "personae", "demo", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    code, err, got = _closed_reader(proc, 1)
+    assert json.loads(got[0])["kind"] == "start"
+    assert code == 141 and err == ""
+
+
+def test_reconcile_by_heartbeat_and_reused_pids(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from personae.store.db import Store
+    from personae.store.runs import STALE_SECONDS, RunStore
+
+    with Store(tmp_path / "state.db") as store:
+        runs = RunStore(store)
+        mine = runs.create(task="t", model="m", heartbeat=False)
+        reused = runs.create(task="t", model="m", heartbeat=False)
+        remote = runs.create(task="t", model="m", heartbeat=False)
+        fresh_remote = runs.create(task="t", model="m", heartbeat=False)
+        old = (datetime.now(UTC) - timedelta(seconds=STALE_SECONDS + 5)).isoformat()
+        with store.transaction() as conn:
+            conn.execute("UPDATE runs SET pid_started = -1 WHERE id = ?", (reused,))
+            conn.execute(
+                "UPDATE runs SET host='elsewhere', heartbeat_at=? WHERE id=?", (old, remote)
+            )
+            conn.execute("UPDATE runs SET host='elsewhere' WHERE id=?", (fresh_remote,))
+        assert sorted(runs.reconcile()) == sorted([reused, remote])
+        status = {r.id: r.status for r in runs.list_runs()}
+        assert status == {
+            mine: "running",
+            reused: "crashed",
+            remote: "crashed",
+            fresh_remote: "running",
+        }
+        assert "no heartbeat for" in str(runs.get(remote).error)

@@ -1,0 +1,216 @@
+"""personae[openai-agents] against the real OpenAI Agents SDK and our scripted model server.
+
+The SDK speaks OpenAI chat completions to a loopback scripted model server
+(``personae.models.ScriptedServer``); what it sends is read back from the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import (
+    Agent,
+    OpenAIChatCompletionsModel,
+    RunConfig,
+    Runner,
+    SQLiteSession,
+    function_tool,
+    set_tracing_disabled,
+)
+from agents.memory import SessionSettings
+from openai import AsyncOpenAI
+
+from personae.integrations.openai_agents import PersonaeSession, cast_agents
+from personae.models import Scenario, ScriptedServer
+from personae.persona import Cast
+from personae.store import Store
+from personae.store.conversations import ConversationStore
+from personae.tokens import exact_counter
+
+set_tracing_disabled(True)  # no trace upload: the only server is the loopback one
+
+HISTORY: list[Any] = [
+    {"role": "user", "content": "Which tests failed last night?"},
+    {"type": "function_call", "call_id": "c1", "name": "read_log", "arguments": '{"n": 1}'},
+    {"type": "function_call_output", "call_id": "c1", "output": "FAILED test_login " * 40},
+    {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "test_login failed.", "annotations": []}],
+    },
+    {"role": "user", "content": "Why did it fail?"},
+    {"type": "function_call", "call_id": "c2", "name": "read_log", "arguments": '{"n": 2}'},
+    {"type": "function_call_output", "call_id": "c2", "output": "timeout after 30s " * 40},
+    {
+        "id": "msg_2",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "A timeout.", "annotations": []}],
+    },
+]
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    scenario = Scenario.model_validate({"rules": [{"text": "Raise the timeout to 60s."}]})
+    with ScriptedServer(scenario) as running:
+        yield running
+
+
+@pytest.fixture
+def conversations(tmp_path: Path) -> Iterator[ConversationStore]:
+    store = Store(tmp_path / "personae.db")
+    yield ConversationStore(store, exact_counter())
+    store.close()
+
+
+def chat_model(server: ScriptedServer) -> OpenAIChatCompletionsModel:
+    client = AsyncOpenAI(base_url=server.base_url, api_key="scripted")
+    return OpenAIChatCompletionsModel(model=server.model_name, openai_client=client)
+
+
+def problems(messages: list[dict[str, Any]]) -> list[str]:
+    """What the chat completions API rejects with a 400: a tool message without its call."""
+    out: list[str] = []
+    open_calls: set[str] = set()
+    for i, m in enumerate(messages):
+        if m["role"] == "tool":
+            if m["tool_call_id"] not in open_calls:
+                out.append(f"tool message {i} answers no call ({m['tool_call_id']})")
+            continue
+        open_calls = {c["id"] for c in m.get("tool_calls") or []}
+    return out
+
+
+def run(agent: Agent[Any], text: str, session: Any, limit: int | None) -> None:
+    config = RunConfig(session_settings=SessionSettings(limit=limit))
+    result = asyncio.run(Runner.run(agent, text, session=session, run_config=config))
+    assert result.final_output == "Raise the timeout to 60s."
+
+
+def test_sdk_session_limit_cuts_exchange_personae_session_keeps_it_whole(
+    server: ScriptedServer, conversations: ConversationStore, tmp_path: Path
+) -> None:
+    agent = Agent(name="ops", instructions="You fix CI.", model=chat_model(server))
+    theirs = SQLiteSession("night", str(tmp_path / "sdk.db"))
+    asyncio.run(theirs.add_items(list(HISTORY)))
+    # The SDK's own session and limit: the latest 2 items start mid-exchange (an orphan
+    # function_call_output, the reported failure) ...
+    assert [i.get("type") for i in asyncio.run(theirs.get_items(limit=2))] == [
+        "function_call_output",
+        "message",
+    ]
+    run(agent, "How do I fix it?", theirs, limit=2)
+    sent = server.requests[-1]["messages"]
+    # ... which the SDK 0.2x then deletes before sending: no 400, but the model gets the
+    # answer "A timeout." with neither the call nor the log it came from.
+    assert problems(sent) == []
+    assert [m["role"] for m in sent] == ["system", "assistant", "user"]
+    assert not any("timeout after 30s" in str(m.get("content")) for m in sent)
+
+    ours = PersonaeSession("night", conversations)
+    asyncio.run(ours.add_items(list(HISTORY)))
+    run(agent, "How do I fix it?", ours, limit=2)
+    sent = server.requests[-1]["messages"]
+    assert problems(sent) == []
+    assert sent[0] == {"role": "system", "content": "You fix CI."}
+    # The latest turn (question, call, log, answer) is kept whole, even over the limit.
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert sent[1] == {"role": "user", "content": "Why did it fail?"}
+    assert "timeout after 30s" in sent[3]["content"]
+    assert sent[-1] == {"role": "user", "content": "How do I fix it?"}
+    # The new turn was stored in personae's store, in order, whole.
+    stored = conversations.between(ours.store_session_id)
+    assert [m.role for m in stored[-2:]] == ["user", "assistant"]
+    assert "Raise the timeout to 60s." in stored[-1].content
+
+
+def test_personae_session_fits_a_token_budget(
+    server: ScriptedServer, conversations: ConversationStore
+) -> None:
+    sdk = SQLiteSession("budget")
+    asyncio.run(sdk.add_items(list(HISTORY)))
+    counter = exact_counter()
+    theirs = asyncio.run(sdk.get_items(limit=4))  # an item limit does not bound tokens
+    assert sum(counter.count(json.dumps(i)) for i in theirs) > 150
+    ours = PersonaeSession("budget", conversations, budget=150)
+    asyncio.run(ours.add_items(list(HISTORY)))
+    asyncio.run(ours.add_items([{"role": "user", "content": "How do I fix it?"}]))
+    items = asyncio.run(ours.get_items())
+    kept = [m for m in conversations.between(ours.store_session_id)]
+    assert sum((m.tokens or 0) + 3 for m in kept) > 150  # the full history is over
+    texts = [str(i.get("content") or i.get("output") or i.get("arguments")) for i in items]
+    assert sum(counter.count(t) + 3 for t in texts) <= 150
+    assert items[-1] == {"role": "user", "content": "How do I fix it?"}
+    calls = {i["call_id"] for i in items if i.get("type") == "function_call"}
+    outputs = {i["call_id"] for i in items if i.get("type") == "function_call_output"}
+    assert calls == outputs  # whole exchanges only
+
+
+def test_personae_session_round_trips_items_pop_and_clear(
+    conversations: ConversationStore,
+) -> None:
+    session = PersonaeSession("rt", conversations)
+    asyncio.run(session.add_items(list(HISTORY)))
+    assert asyncio.run(session.get_items()) == HISTORY
+    assert asyncio.run(session.pop_item()) == HISTORY[-1]
+    again = PersonaeSession("rt", conversations)  # a new process sees the same state
+    assert asyncio.run(again.get_items()) == HISTORY[:-1]
+    asyncio.run(again.clear_session())
+    assert asyncio.run(PersonaeSession("rt", conversations).get_items()) == []
+
+
+CAST = {
+    "triage.md": "---\nname: triage\ndescription: Routes CI questions.\ntools: [Read]\n---\n"
+    "You route CI questions to the right specialist.\n",
+    "fixer.md": "---\nname: fixer\ndescription: Fixes flaky tests.\ntools: Read, Bash\n"
+    "disallowedTools: Bash\n---\nYou fix flaky tests. Never run commands.\n",
+}
+
+
+@function_tool
+def read_file(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+@function_tool
+def run_shell(command: str) -> str:
+    """Run a shell command."""
+    raise AssertionError("a persona without run_shell must never reach it")
+
+
+def test_cast_personas_become_agents_with_handoffs(tmp_path: Path) -> None:
+    for name, text in CAST.items():
+        (tmp_path / ".claude/agents").mkdir(parents=True, exist_ok=True)
+        (tmp_path / ".claude/agents" / name).write_text(text, encoding="utf-8")
+    cast = Cast.load(tmp_path)
+    scenario = Scenario.model_validate(
+        {
+            "steps": [
+                {"tool_calls": [{"name": "transfer_to_fixer", "args": {}}]},
+                {"text": "Retry the test with a longer timeout."},
+            ]
+        }
+    )
+    with ScriptedServer(scenario) as server:
+        agents = cast_agents(cast, chat_model(server), tools=[read_file, run_shell])
+        assert [t.name for t in agents["triage"].tools] == ["read_file"]
+        assert [t.name for t in agents["fixer"].tools] == ["read_file"]  # Bash disallowed
+        assert [a.name for a in agents["triage"].handoffs] == ["fixer"]  # type: ignore[union-attr]
+        result = asyncio.run(Runner.run(agents["triage"], "test_login is flaky"))
+        assert result.final_output == "Retry the test with a longer timeout."
+        assert result.last_agent.name == "fixer"
+        first, second = server.requests[0]["messages"], server.requests[1]["messages"]
+    assert first[0] == {"role": "system", "content": cast.get("triage").system_prompt}
+    assert second[0] == {"role": "system", "content": cast.get("fixer").system_prompt}
+    offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
+    assert offered == {"read_file", "transfer_to_fixer"}

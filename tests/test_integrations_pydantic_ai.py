@@ -1,0 +1,195 @@
+"""personae[pydantic-ai] against the real pydantic-ai (FunctionModel: its own offline model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+    repair_messages,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.toolsets import FunctionToolset
+
+from personae.integrations.pydantic_ai import FitHistory, count_model_messages, persona_agent
+from personae.persona import Cast
+
+SYSTEM = "You are the release assistant."
+
+
+def problems(messages: list[ModelMessage]) -> list[str]:
+    """Tool returns whose call is not in the response just before (what providers reject)."""
+    out: list[str] = []
+    open_calls: set[str] = set()
+    for i, message in enumerate(messages):
+        if isinstance(message, ModelResponse):
+            open_calls = {p.tool_call_id for p in message.parts if isinstance(p, ToolCallPart)}
+            continue
+        for part in message.parts:
+            if isinstance(part, ToolReturnPart) and part.tool_call_id not in open_calls:
+                out.append(f"orphan tool return {part.tool_call_id} in message {i}")
+        open_calls = set()
+    return out
+
+
+def history() -> list[ModelMessage]:
+    return [
+        ModelRequest(
+            parts=[SystemPromptPart(SYSTEM), UserPromptPart("What failed in last night's build?")]
+        ),
+        ModelResponse(parts=[ToolCallPart("read_log", {"night": 1}, tool_call_id="c1")]),
+        ModelRequest(parts=[ToolReturnPart("read_log", "E_LINK " * 400, tool_call_id="c1")]),
+        ModelResponse(parts=[ToolCallPart("read_log", {"night": 2}, tool_call_id="c2")]),
+        ModelRequest(parts=[ToolReturnPart("read_log", "E_TEST " * 400, tool_call_id="c2")]),
+        ModelResponse(parts=[TextPart("The link step failed, then a test.")]),
+    ]
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.seen: list[list[ModelMessage]] = []
+        self.tools: list[list[str]] = []
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.seen.append(list(messages))
+        self.tools.append(sorted(t.name for t in info.function_tools))
+        return ModelResponse(parts=[TextPart("ok")])
+
+
+def keep_recent_messages(messages: list[ModelMessage]) -> list[ModelMessage]:
+    """pydantic-ai's documented history processor ("Keep Only Recent Messages")."""
+    return messages[-5:] if len(messages) > 5 else messages
+
+
+def test_documented_keep_recent_processor_vs_personae() -> None:
+    question = ModelRequest(parts=[UserPromptPart("And how do I fix it?")])
+    # The documented recipe cuts an exchange in half (the reported orphan) ...
+    sliced = keep_recent_messages([*history(), question])
+    assert problems(sliced) == ["orphan tool return c1 in message 0"]
+    # ... which pydantic-ai 2.6x now repairs before each request by deleting the result,
+    # so the model gets no 400 but silently loses the c1 result, the system prompt and
+    # the original task, and nothing bounds its size in tokens.
+    assert problems(repair_messages(sliced)) == []
+    recorder = Recorder()
+    agent = Agent(FunctionModel(recorder), capabilities=[ProcessHistory(keep_recent_messages)])
+    agent.run_sync("And how do I fix it?", message_history=history())
+    theirs = recorder.seen[-1]
+    assert not any(isinstance(p, SystemPromptPart) for m in theirs for p in m.parts)
+    assert not any(
+        isinstance(p, UserPromptPart) and "last night" in str(p.content)
+        for m in theirs
+        for p in m.parts
+    )
+    assert count_model_messages(theirs, model="gpt-4o") > 700
+
+    recorder = Recorder()
+    fit = FitHistory(700, model="gpt-4o")
+    agent = Agent(FunctionModel(recorder), capabilities=[ProcessHistory(fit)])
+    agent.run_sync("And how do I fix it?", message_history=history())
+    ours = recorder.seen[-1]
+    assert problems(ours) == []
+    assert count_model_messages(ours, model="gpt-4o") <= 700
+    assert count_model_messages([*history(), ours[-1]], model="gpt-4o") > 700
+    first = ours[0]
+    assert isinstance(first, ModelRequest) and isinstance(first.parts[0], SystemPromptPart)
+    last = ours[-1]
+    assert isinstance(last, ModelRequest)
+    assert [p.content for p in last.parts if isinstance(p, UserPromptPart)] == [
+        "And how do I fix it?"
+    ]
+    assert fit.last is not None and fit.last.fits and fit.last.dropped >= 2
+
+
+def test_history_processor_shortens_latest_turn_tool_output_exactly() -> None:
+    messages: list[ModelMessage] = [
+        ModelRequest(parts=[SystemPromptPart(SYSTEM), UserPromptPart("Summarize the log.")]),
+        ModelResponse(parts=[ToolCallPart("read_log", {}, tool_call_id="big")]),
+        ModelRequest(parts=[ToolReturnPart("read_log", "trace line\n" * 3000, tool_call_id="big")]),
+    ]
+    fit = FitHistory(400)
+    out = fit(messages)
+    assert problems(out) == []
+    assert count_model_messages(out) <= 400
+    returned = out[-1].parts[0]
+    assert isinstance(returned, ToolReturnPart)
+    assert "[output shortened to fit the budget" in str(returned.content)
+    assert fit.last is not None and fit.last.shrunk == 1
+
+
+PERSONA = """---
+name: reviewer
+description: Reviews release notes.
+tools: Read, Grep
+---
+You review release notes. Quote the file you read.
+"""
+
+
+def test_persona_becomes_agent_with_prompt_verbatim_and_narrowed_tools(tmp_path: Path) -> None:
+    (tmp_path / ".claude/agents").mkdir(parents=True)
+    (tmp_path / ".claude/agents/reviewer.md").write_text(PERSONA, encoding="utf-8")
+    persona = Cast.load(tmp_path).get("reviewer")
+    writes: list[str] = []
+    parent = FunctionToolset[Any]()
+
+    @parent.tool_plain
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}"
+
+    @parent.tool_plain
+    def grep(pattern: str) -> str:
+        """Search files."""
+        return pattern
+
+    @parent.tool_plain
+    def write_file(path: str, text: str) -> str:
+        """Write a file."""
+        writes.append(path)
+        return "written"
+
+    calls = iter(
+        [
+            ModelResponse(parts=[ToolCallPart("write_file", {"path": "x", "text": "y"}, "w1")]),
+            ModelResponse(parts=[ToolCallPart("read_file", {"path": "NOTES.md"}, "r1")]),
+            ModelResponse(parts=[TextPart("Notes look fine.")]),
+        ]
+    )
+    seen: list[list[ModelMessage]] = []
+    offered: list[list[str]] = []
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(list(messages))
+        offered.append(sorted(t.name for t in info.function_tools))
+        return next(calls)
+
+    agent = persona_agent(persona, FunctionModel(scripted), toolsets=[parent])
+    result = agent.run_sync("Review the notes.")
+    assert result.output == "Notes look fine."
+    assert offered[0] == ["grep", "read_file"]  # narrowed: write_file is not offered
+    first = seen[0][0]
+    assert isinstance(first, ModelRequest)
+    assert isinstance(first.parts[0], SystemPromptPart)
+    assert first.parts[0].content == persona.system_prompt  # verbatim
+    assert writes == []  # the hidden tool was refused at dispatch, never ran
+    refused = [
+        p
+        for m in seen[1]
+        for p in m.parts
+        if isinstance(p, ToolReturnPart | RetryPromptPart) and p.tool_call_id == "w1"
+    ]
+    assert len(refused) == 1
+    assert "Unknown tool name: 'write_file'" in str(refused[0].content)
+    returns = [p for m in seen[2] for p in m.parts if isinstance(p, ToolReturnPart)]
+    assert returns[-1].content == "contents of NOTES.md"

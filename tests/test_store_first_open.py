@@ -1,0 +1,145 @@
+"""A fresh ``state.db`` opened by many real processes at once: no failures.
+
+Every round starts worker processes at a barrier so their first opens of the
+same new file really race (migrations, WAL switch, schema check). The CLI
+test starts real ``python -m personae handover create`` processes on a fresh
+project at once. ``bench/bench_first_open.py`` runs the full figures (240
+opens, 80 CLI commands); the tests keep smaller counts so CI stays fast.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from personae.store.db import Store
+
+ROUNDS = 30
+"""Fresh databases per test run."""
+WORKERS = 8
+"""Processes racing on each fresh database (30 x 8 = 240 synchronized first opens)."""
+CLI_PROCESSES = 12
+"""Parallel CLI commands in the test (the bench runs 80)."""
+
+
+def _opener(paths: list[str], barrier: Any, results: Any) -> None:
+    """Wait at the barrier, then open (and migrate) each fresh database once."""
+    for path in paths:
+        barrier.wait(timeout=60)
+        try:
+            with Store(path) as store:
+                names = store.applied_migrations()
+            results.put(("ok", path, len(names)))
+        except Exception as exc:  # every failure is counted, none hidden
+            results.put(("fail", path, f"{type(exc).__name__}: {exc}"))
+
+
+def race_first_opens(folder: Path, rounds: int, workers: int) -> list[tuple[str, str, Any]]:
+    """``rounds`` fresh databases, each opened by ``workers`` processes at one barrier."""
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(workers)
+    results = ctx.Queue()
+    paths = [str(folder / f"r{i}" / "state.db") for i in range(rounds)]
+    procs = [ctx.Process(target=_opener, args=(paths, barrier, results)) for _ in range(workers)]
+    for proc in procs:
+        proc.start()
+    out = [results.get(timeout=120) for _ in range(rounds * workers)]
+    for proc in procs:
+        proc.join(timeout=30)
+        assert proc.exitcode == 0, proc.exitcode
+    return out
+
+
+def test_synchronized_first_opens_never_fail(tmp_path: Path) -> None:
+    out = race_first_opens(tmp_path, ROUNDS, WORKERS)
+    failures = [o for o in out if o[0] != "ok"]
+    assert len(out) == ROUNDS * WORKERS == 240
+    assert failures == []
+    # Every database ends with every migration recorded exactly once.
+    with Store(tmp_path / "r0" / "state.db") as store:
+        applied = store.applied_migrations()
+    assert {o[2] for o in out} == {len(applied)}
+    for i in range(ROUNDS):
+        with Store(tmp_path / f"r{i}" / "state.db") as store:
+            assert store.applied_migrations() == applied
+
+
+def test_reopen_after_partial_schema_is_idempotent(tmp_path: Path) -> None:
+    # A table of a later migration already exists (an older run died after its
+    # CREATE but before recording it): the migration still applies cleanly.
+    db = tmp_path / "state.db"
+    with Store(db) as store:
+        applied = store.applied_migrations()
+        with store.transaction() as conn:
+            conn.execute("DELETE FROM schema_migrations WHERE name = ?", (applied[-1],))
+    with Store(db) as again:
+        assert again.applied_migrations() == applied
+
+
+# Each CLI process does its imports, says it is ready, then waits for one start
+# file: the commands reach the store together instead of spread by start-up time.
+_START_LINE = """
+import os, sys, time
+import personae.cli.app, personae.handover.create, personae.handover._history
+ready, go = sys.argv[1], sys.argv[2]
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.002)
+sys.argv = ["personae", *sys.argv[3:]]
+from personae.cli.entry import main
+main()
+"""
+
+
+def race_cli(project: Path, count: int, marks: Path) -> list[tuple[int, str]]:
+    """``count`` real ``personae handover create`` commands released at one start line."""
+    env = {**os.environ, "COLUMNS": "120"}
+    marks.mkdir()
+    go = marks / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _START_LINE, str(marks / f"ready{i}"), str(go),
+             "handover", "create", "--to", "b", "--task", f"task {i}"],
+            cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for i in range(count)
+    ]  # fmt: skip
+    deadline = time.monotonic() + 300
+    while len(list(marks.glob("ready*"))) < count and time.monotonic() < deadline:
+        if any(proc.poll() is not None for proc in procs):
+            break
+        time.sleep(0.01)
+    go.touch()
+    failed = []
+    for proc in procs:
+        _out, err = proc.communicate(timeout=300)
+        if proc.returncode != 0:
+            failed.append((proc.returncode, err.strip()[-300:]))
+    return failed
+
+
+def test_parallel_cli_commands_on_a_fresh_project(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    assert race_cli(project, CLI_PROCESSES, tmp_path / "marks") == []
+    with Store(project / ".personae" / "state.db") as store:
+        rows = store.conn.execute("SELECT count(*) FROM handover_ledger").fetchone()[0]
+    assert rows == CLI_PROCESSES
+
+
+def test_every_create_in_a_migration_is_idempotent() -> None:
+    # A migration re-run over a half-applied schema must not fail: CREATE ... IF NOT EXISTS.
+    from personae.store.db import _migrations, _split_sql
+
+    for _number, name, sql in _migrations():
+        for statement in _split_sql(sql):
+            body = "\n".join(
+                line for line in statement.splitlines() if not line.strip().startswith("--")
+            ).strip()
+            if body.upper().startswith("CREATE"):
+                assert "IF NOT EXISTS" in body.upper().split("(")[0], (name, body[:80])

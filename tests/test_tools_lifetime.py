@@ -1,0 +1,229 @@
+"""Nothing a run starts outlives it: real `personae` processes, real kills, /proc checks.
+
+A persona whose scripted worker calls ``run_shell`` starts marked ``sleep``
+processes (a foreground one and a background one in the command's group); the
+run is then killed (SIGKILL, SIGTERM, SIGINT), or its handover child times out
+and is retried, and the test counts the marked processes still alive in /proc.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+PERSONA = """---
+name: sh
+description: Runs one shell command.
+tools: [run_shell]
+---
+You are sh.
+"""
+
+OK = {
+    "approved": True,
+    "requirements_met": True,
+    "issues": [],
+    "completion_signal": {"confidence": "high", "progress_made": True},
+}
+
+
+def _scenario(command: str) -> dict[str, Any]:
+    return {
+        "description": "scripted: the worker runs one long shell command",
+        "steps": [
+            {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Run it"}]}},
+            {"when": {"role": "worker"},
+             "tool_calls": [{"name": "run_shell", "args": {"command": command}}]},
+            {"when": {"role": "worker"}, "text": "ran it"},
+            {"when": {"role": "validator"}, "output": OK},
+            {"when": {"role": "manager"}, "text": "DONE"},
+        ],
+    }  # fmt: skip
+
+
+def _project(tmp_path: Path, command: str) -> Path:
+    root = tmp_path / "proj"
+    (root / ".personae" / "personas").mkdir(parents=True)
+    (root / ".personae" / "personas" / "sh.md").write_text(PERSONA)
+    (root / "scenario.yaml").write_text(yaml.safe_dump(_scenario(command)))
+    return root
+
+
+def marked(token: str) -> list[int]:
+    """Pids of live (not zombie) processes whose command line holds ``token``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if token.encode() in cmdline and state != "Z":
+            found.append(int(entry))
+    return found
+
+
+def settle(token: str, limit: float = 5.0) -> list[int]:
+    """Marked processes still alive after up to ``limit`` seconds (then killed, for hygiene)."""
+    deadline = time.monotonic() + limit
+    alive = marked(token)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        alive = marked(token)
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return alive
+
+
+def wait_until(check: Any, limit: float = 90.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{what} not reached within {limit:g}s")
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PERSONAE_")}
+    env["COLUMNS"] = "120"
+    return env
+
+
+def _start(root: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "personae", *args],
+        cwd=root,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # A test run started in the background inherits SIGINT ignored; Ctrl-C needs the default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+    )
+
+
+def _command(token: str) -> str:
+    # A background process and a foreground one, both in the command's group.
+    return f"sleep 900.{token} & sleep 901.{token} & echo started > started.flag; wait"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_killing_the_run_kills_its_commands(tmp_path: Path, sig: signal.Signals) -> None:
+    token = secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
+    root = _project(tmp_path, _command(token))
+    run = _start(root, "run", "go", "--persona", "sh", "--model", "scripted:scenario.yaml")
+    try:
+        wait_until((root / "started.flag").exists, what="the command's start")
+        wait_until(lambda: len(marked(token)) >= 2, limit=10, what="the marked processes")
+        run.send_signal(sig)
+        run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    assert settle(token) == [], f"survivors after {sig.name}"
+
+
+def test_handover_timeout_kills_the_attempt_before_its_retry(tmp_path: Path) -> None:
+    """`handover run --timeout`: attempt 1's tree is dead when attempt 2's command starts."""
+    token = secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
+    # Each attempt's processes carry its number: sleep 90.<token> (attempt 1), 91.<token> ...
+    command = (
+        "n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; "
+        f"sleep 9$n.{token} & sleep 8$n.{token} & wait"
+    )
+    root = _project(tmp_path, command)
+    created = subprocess.run(
+        [sys.executable, "-m", "personae", "handover", "create", "--to", "sh", "--task", "go"],
+        cwd=root, env=_env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    path = created.stdout.strip()
+    run = _start(root, "handover", "run", path, "--timeout", "8", "--retries", "1",
+                 "--backoff", "0", "--model", "scripted:scenario.yaml")  # fmt: skip
+    try:
+        wait_until(lambda: len(marked(f"0.{token}")) >= 2, what="attempt 1's command")
+        wait_until(lambda: marked(f"1.{token}"), limit=60, what="attempt 2's command")
+        overlap = marked(f"0.{token}")
+        _out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    left = settle(token)
+    assert overlap == [], "attempt 1 still alive while attempt 2 ran"
+    assert run.returncode == 4, err  # the last attempt timed out too
+    assert left == [], "survivors after the handover's timeouts"
+    assert json.loads(Path(path).read_text())["results"]["status"] == "failure"
+
+
+def test_kill_9_of_handover_run_kills_child_and_its_commands(tmp_path: Path) -> None:
+    token = secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
+    root = _project(tmp_path, _command(token))
+    created = subprocess.run(
+        [sys.executable, "-m", "personae", "handover", "create", "--to", "sh", "--task", "go"],
+        cwd=root, env=_env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    run = _start(root, "handover", "run", created.stdout.strip(), "--timeout", "120",
+                 "--model", "scripted:scenario.yaml")  # fmt: skip
+    try:
+        wait_until(lambda: len(marked(token)) >= 2, what="the child's command")
+        run.send_signal(signal.SIGKILL)
+        run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    # The child `personae run --context-from PATH` carries the handover path in its argv.
+    children, commands = settle(created.stdout.strip()), settle(token)
+    assert (children, commands) == ([], []), "survivors after kill -9 of `handover run`"
+
+
+def test_resumed_chain_step_side_effect_happens_once(tmp_path: Path) -> None:
+    """kill -9 of a chain and its step's child: the step's command dies too; redone once."""
+    token = secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
+    command = f"echo started > started.flag; sleep 4.{token}; echo once >> side.txt"
+    root = _project(tmp_path, command)
+    step = {"id": "a", "persona": "sh", "task": "go", "model": "scripted:scenario.yaml"}
+    (root / "workflow.yaml").write_text(
+        yaml.safe_dump({"name": "side", "defaults": {"retries": 0}, "steps": [step]})
+    )
+    checkpoint = root / ".personae" / "chains" / "side" / "checkpoint.json"
+    chain = _start(root, "chain", "run", "workflow.yaml")
+    try:
+        wait_until((root / "started.flag").exists, what="the step's command")
+        child = json.loads(checkpoint.read_text())["steps"]["a"]["pid"]
+        chain.send_signal(signal.SIGKILL)
+        chain.communicate(timeout=60)
+        os.killpg(child, signal.SIGKILL)
+        killed_at = time.monotonic()
+        (root / "started.flag").unlink()
+        resumed = subprocess.run(
+            [sys.executable, "-m", "personae", "chain", "run", "workflow.yaml", "--resume"],
+            cwd=root, env=_env(), capture_output=True, text=True, timeout=180, check=False,
+        )  # fmt: skip
+    finally:
+        if chain.poll() is None:
+            chain.kill()
+            chain.communicate()
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    # Give a surviving command of the killed attempt the time to do its write.
+    time.sleep(max(0.0, 5.0 - (time.monotonic() - killed_at)))
+    assert settle(token) == []
+    assert (root / "side.txt").read_text().splitlines() == ["once"]
