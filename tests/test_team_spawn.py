@@ -137,6 +137,8 @@ def test_bundled_repo_researcher_clones_a_local_repo_into_a_temp_workspace(
     repo = _local_repo(tmp_path / "source-repo")
     root = make_project(tmp_path / "project")
     _write_lead(root, "tools: [read_file, run_shell, list_dir, glob, grep, agent]\n")
+    # run_shell's sandbox hides /tmp (where pytest keeps the repo): let commands read it.
+    (root / ".personae" / "config.yaml").write_text(f"sandbox:\n  allow_paths: [{repo}]\n")
     marker = "You are a repository researcher"
     clone = {"name": "run_shell", "args": {"command": ["git", "clone", "-q", str(repo), "repo"]}}
     outcome, player = run(
@@ -149,7 +151,7 @@ def test_bundled_repo_researcher_clones_a_local_repo_into_a_temp_workspace(
         ),
     )
     read = requests_with(player, marker)[-1]
-    assert any("REPO-README-MARK" in r for r in tool_results(read))
+    assert any("REPO-README-MARK" in r for r in tool_results(read)), tool_results(read)
     end = next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
     assert end.data["status"] == "success", end.data
     temp = Path(end.data["temp_workspace"])
@@ -182,3 +184,22 @@ def test_bundled_personas_run_in_a_project_without_any_persona(tmp_path: Path) -
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert "The release is on Friday." in result.stdout
+
+
+def test_a_run_refuses_a_persona_whose_spawn_list_fails_the_cast_check(tmp_path: Path) -> None:
+    import asyncio
+
+    import pytest
+
+    from personae.errors import UsageError
+    from personae.models import ModelResolver, Scenario, scripted_function_model
+    from personae.team.session import RunOptions, run_turn
+
+    root = make_project(tmp_path)
+    _write_lead(root, "tools: [read_file, agent]\nsubagents: [scratch]\n")
+    model = scripted_function_model(Scenario.model_validate({"steps": []}))
+    options = RunOptions(root=root, persona="lead", include_git_log=False)
+    with pytest.raises(UsageError, match="may spawn 'scratch'") as caught:
+        asyncio.run(run_turn("x", options, resolver=ModelResolver.using(model, "scripted:t")))
+    assert caught.value.file == root / ".personae" / "personas" / "lead.md"
+    assert model.player.requests == []  # nothing started

@@ -31,7 +31,10 @@ from personae.persona.render import (
     render_validation_context,
 )
 
-__all__ = ["Cast"]
+__all__ = ["SPAWN_CHECK_MARK", "Cast"]
+
+SPAWN_CHECK_MARK = "may spawn"
+"""Text every spawn-check problem message contains (a run refuses a persona with one)."""
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -161,7 +164,7 @@ class Cast:
                 if child is None:
                     hint = closest_name(name, known)
                     close = f"; did you mean {hint!r}?" if hint else ""
-                    message = f"may spawn unknown persona {name!r}{close}"
+                    message = f"{SPAWN_CHECK_MARK} unknown persona {name!r}{close}"
                     self._add(loaded.path, line, "error", message)
                     continue
                 if name == parent.name or child.tools is None:
@@ -173,7 +176,8 @@ class Cast:
                         loaded.path,
                         line,
                         "error" if explicit else "warning",
-                        f"persona {parent.name!r} ({loaded.path}) may spawn {name!r} ({where}), "
+                        f"persona {parent.name!r} ({loaded.path}) {SPAWN_CHECK_MARK} {name!r} "
+                        f"({where}), "
                         f"whose tools {', '.join(extra)} are not in {parent.name!r}'s tools; a "
                         "sub-agent's tools must be within its parent's"
                         + ("" if explicit else " (give a spawn list: subagents or Agent(...))"),

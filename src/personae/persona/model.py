@@ -21,7 +21,8 @@ class ContextMode(StrEnum):
     SUMMARY_RECENT = "summary_recent"
     """Task + summary + recent messages."""
     FORK = "fork"
-    """The parent's whole visible context."""
+    """The shared sections of the parent's snapshot (never its persona prompt or execution
+    block)."""
 
 
 class Constraints(BaseModel):

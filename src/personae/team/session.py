@@ -21,7 +21,7 @@ from personae.context.messages import ChatMessage
 from personae.errors import PersonaeError, RunError, UnknownNameError, UsageError
 from personae.models.resolve import ModelResolver
 from personae.persona.bundled import bundled_personas
-from personae.persona.cast import Cast
+from personae.persona.cast import SPAWN_CHECK_MARK, Cast
 from personae.persona.model import Persona
 from personae.project import Project, SandboxConfig
 from personae.store.conversations import ConversationStore, Message, ToolCall
@@ -248,6 +248,14 @@ async def run_turn(
         if broken:  # the persona file exists but did not load: say why
             raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
     persona = cast.get(options.persona) if options.persona else None
+    if persona is not None and persona.source is not None:
+        # A spawn list the cast check rejects (seed 004) stops the run before it starts.
+        spawn = [
+            p for p in cast.errors
+            if p.file == persona.source and SPAWN_CHECK_MARK in p.message
+        ]  # fmt: skip
+        if spawn:
+            raise UsageError(spawn[0].message, file=spawn[0].file, line=spawn[0].line)
     profile = _profile_name(project.root, options, persona)
     models = resolver or ModelResolver(default=options.model, base_url=project.config.base_url)
     label = models.label(persona.model if persona else None)
