@@ -79,6 +79,36 @@ def _window(
     return out
 
 
+@dataclass(frozen=True)
+class Pending:
+    """Messages evicted from the recent window since the stored summary."""
+
+    previous: str | None
+    """The stored running summary (``None``: none yet)."""
+    start_seq: int
+    """First message of the recent window; the summary should cover everything before."""
+    new: tuple[ChatMessage, ...]
+    """Messages after the stored summary and before the window, oldest first."""
+
+
+def pending_summary(
+    conv: ConversationStore, session: str, counter: TokenCounter, *, recent: int
+) -> Pending | None:
+    """What a path-A summary still has to fold in (``None``: the session is empty)."""
+    if int(conv.session(session).message_count) == 0:
+        return None
+    tail = _window(conv, session, counter, recent)
+    units, _ = group_units(tail)
+    start_seq = units[0].head.seq if units else tail[-1].seq + 1
+    prior = conv.latest_summary(session, counter=counter)
+    covers = int(prior.covers_seq) if prior is not None else 0
+    new: tuple[ChatMessage, ...] = ()
+    if covers < start_seq - 1:
+        between = conv.between(session, after_seq=covers, upto_seq=start_seq - 1)
+        new = tuple(from_stored(m) for m in between)
+    return Pending(prior.text if prior is not None else None, start_seq, new)
+
+
 def load_conversation(
     conv: ConversationStore,
     session: str,

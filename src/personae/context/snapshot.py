@@ -29,7 +29,19 @@ from personae.tokens.base import TokenCounter
 if TYPE_CHECKING:
     from personae.store.conversations import ConversationStore
 
-__all__ = ["Snapshot", "Summarizer"]
+__all__ = ["Snapshot", "Summarizer", "history_window"]
+
+
+def history_window(profiles: ProfileSet) -> int:
+    """Messages read from the store for the recent window: the largest ``max_messages``
+    of the profiles (64 for a messages section without one; 6 when none has one)."""
+    limits = [
+        s.max_messages or 64
+        for p in profiles.profiles.values()
+        for s in p.sections
+        if s.source == "messages"
+    ]
+    return max(limits, default=6)
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +100,7 @@ class Snapshot:
         profiles: ProfileSet | None = None,
         commands: CommandsConfig | None = None,
         include_git_log: bool = True,
+        warnings: Sequence[str] = (),
     ) -> Snapshot:
         """Build the snapshot of one turn.
 
@@ -139,15 +152,9 @@ class Snapshot:
                 profile_texts[text], done = expand_commands(text, commands, base)
                 runs.extend(done)
         if recent is None:
-            limits = [
-                s.max_messages or 64
-                for p in profiles.profiles.values()
-                for s in p.sections
-                if s.source == "messages"
-            ]
-            recent = max(limits, default=6)
+            recent = history_window(profiles)
         history: tuple[ChatMessage, ...] = ()
-        warnings: list[str] = []
+        notes: list[str] = list(warnings)
         earlier, path = 0, "none"
         if conversations is not None and session is not None:
             if counter is None:
@@ -157,7 +164,7 @@ class Snapshot:
             )
             history, earlier, path = loaded.messages, loaded.earlier, loaded.path
             if loaded.warning:
-                warnings.append(loaded.warning)
+                notes.append(loaded.warning)
             if loaded.summary:
                 texts["summary"], files["summary"] = loaded.summary, f"session {session}"
             files["messages"] = f"session {session}"
@@ -195,7 +202,7 @@ class Snapshot:
             profile_texts=profile_texts,
             commands=tuple(runs),
             profiles=profiles,
-            warnings=tuple(warnings),
+            warnings=tuple(notes),
         )
 
     def content(self, source: str) -> str | None:
