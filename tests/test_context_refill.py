@@ -175,3 +175,21 @@ def test_agent_histories_use_their_budget(tmp_path: Path) -> None:
     budgets = [rng.randint(2000, 30_000) for _ in range(30)]
     waste = _unused(snap, "agent", budgets)
     assert statistics.median(waste) <= 0.05, waste
+
+
+PIECES = st.sampled_from(
+    ["\n\n", "\n", " ", "  \n\n", "<task>", "</task>", "###", "[note]", "#", "<", "[", "x",
+     "日本語", "word.", "  ", "\t", "\r\n", "123", "/", ">", "\n\n<", "\n\n#", "\n\n[", "'s"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(PIECES, max_size=60))
+def test_rendered_counts_add_up_exactly(parts: list[str]) -> None:
+    """The split count of a rendered prompt equals the whole-text count (both encodings)."""
+    from personae.context._textcut import count_rendered
+
+    text = "".join(parts)
+    for name in ("o200k_base", "cl100k_base"):
+        counter = exact_counter(name)
+        assert count_rendered(counter, text) == counter.count(text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from personae.context._textcut import count_small
+from personae.context._window import prepared_units
 from personae.context.budget import Budget
 from personae.context.commands import expand_commands, has_commands
 from personae.context.fit import FittedSection, SectionContent, fit
@@ -90,6 +91,9 @@ def _prepared(
     """Escaped exchanges and their costs, computed once per snapshot and counter."""
     key = ("messages", counter.name, tags)
     hit = snapshot.cache.get(key)
+    if hit is None and snapshot.window is not None:
+        hit = prepared_units(snapshot.window, snapshot.messages, MessageCosts(counter, tags))
+        snapshot.cache[key] = hit
     if hit is None:
         costs_of = MessageCosts(counter, tags)
         prepared = [costs_of.prepare(m) for m in snapshot.messages]

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from personae.context._conversation import Summarizer, load_conversation
+from personae.context._window import messages_digest
 from personae.context.commands import CommandRun, expand_commands, has_commands
 from personae.context.messages import ChatMessage, from_stored
 from personae.context.profiles import ProfileSet, load_profiles
@@ -78,6 +79,9 @@ class Snapshot:
     """Things that went wrong but did not stop the turn (e.g. a failing summarizer)."""
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)
     """Per-counter counts, filled by assembly (not part of the id)."""
+    window: Hashable | None = field(default=None, repr=False)
+    """Key of the in-process window of this conversation (what earlier turns of the
+    session prepared is reused); ``None``: no conversation."""
 
     @classmethod
     def build(
@@ -183,11 +187,11 @@ class Snapshot:
             "persona": persona,
         }
         digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
-        for m in history:
-            digest.update(f"\x00{m.seq}\x00{m.role}\x00{m.tool_call_id}\x00".encode())
-            for c in m.tool_calls:
-                digest.update(f"{c.id}\x01{c.name}\x01{c.arguments}\x01".encode())
-            digest.update(m.content.encode())
+        window: Hashable | None = None
+        if history:
+            where = f"session {session}" if session is not None else "given messages"
+            window = (str(base), where)
+            digest.update(messages_digest(window, history))
         return cls(
             id=digest.hexdigest()[:16],
             root=base,
@@ -203,6 +207,7 @@ class Snapshot:
             commands=tuple(runs),
             profiles=profiles,
             warnings=tuple(notes),
+            window=window,
         )
 
     def content(self, source: str) -> str | None:
