@@ -193,3 +193,24 @@ def test_rendered_counts_add_up_exactly(parts: list[str]) -> None:
     for name in ("o200k_base", "cl100k_base"):
         counter = exact_counter(name)
         assert count_rendered(counter, text) == counter.count(text)
+
+
+def test_skill_level_profiles_load_their_files(tmp_path: Path) -> None:
+    project = seed003_project(tmp_path)
+    code = project / ".personae" / "project" / "codebase"
+    (code / "TESTING.md").write_text("# Testing\nRun pytest.\n", encoding="utf-8")
+    (code / "ARCHITECTURE.md").write_text("# Architecture\nOne service.\n", encoding="utf-8")
+    snap = Snapshot.build(project, task="profile-page")
+    budget = Budget.absolute(50_000)
+    inspect = assemble(snap, "inspect", budget, COUNTER).render()
+    assert "## CONVENTIONS.md" in inspect and "## TESTING.md" in inspect
+    assert "## STRUCTURE.md" not in inspect  # not the UI task-type choice
+    brainstorm = assemble(snap, "brainstorm", budget, COUNTER).render()
+    assert "## FEATURES.md" in brainstorm and "## SUMMARY.md" in brainstorm
+    assert "## ARCHITECTURE.md" in brainstorm and "<project_state>" in brainstorm
+    blueprint = assemble(snap, "blueprint", budget, COUNTER).render()
+    assert "<research>\n## SUMMARY.md" in blueprint and "<codebase>" not in blueprint
+    build = assemble(snap, "build", budget, COUNTER).render()  # UI task: CONVENTIONS + STRUCTURE
+    assert "## STRUCTURE.md" in build and "<research>" not in build
+    for text in (inspect, brainstorm, blueprint, build):
+        assert text.rstrip().endswith("</instructions>")

@@ -129,7 +129,7 @@ def _text(snapshot: Snapshot, spec: SectionSpec, profile: Profile) -> str | None
         and any(s.source == "decisions" for s in profile.sections)
     ):
         return snapshot.step_without_decisions
-    return snapshot.content(source)
+    return snapshot.content(spec.content_key)
 
 
 def assemble(
@@ -166,7 +166,7 @@ def assemble(
             contents.append(SectionContent(spec))
             continue
         escaped = escape(text, tags)
-        alt = snapshot.content(f"{spec.source}:summary")
+        alt = snapshot.content(f"{spec.content_key}:summary")
         alt_escaped = escape(alt, tags) if alt is not None else None
         contents.append(
             SectionContent(

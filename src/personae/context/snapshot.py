@@ -23,7 +23,13 @@ from personae.context.commands import CommandRun, expand_commands, has_commands
 from personae.context.messages import ChatMessage, from_stored
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.report import HistoryPath
-from personae.context.sources import git_log, read_directive, read_project, resolve_task
+from personae.context.sources import (
+    git_log,
+    read_directive,
+    read_named,
+    read_project,
+    resolve_task,
+)
 from personae.project import CommandsConfig, load_config
 from personae.tokens.base import TokenCounter
 
@@ -130,6 +136,14 @@ class Snapshot:
         project = read_project(base, task=task_text, step=step)
         texts.update(project.texts)
         files.update(project.files)
+        for _, spec in sorted(
+            {
+                s.content_key: s for p in profiles.profiles.values() for s in p.sections if s.files
+            }.items()
+        ):
+            named = read_named(base, spec.source, spec.files or ())
+            texts.update(named.texts)
+            files.update(named.files)
         if include_git_log:
             log = git_log(base)
             if log is not None:

@@ -22,6 +22,7 @@ __all__ = [
     "detect_task_type",
     "git_log",
     "read_directive",
+    "read_named",
     "read_project",
     "split_decisions",
 ]
@@ -239,6 +240,22 @@ def _reference(folder: Path) -> tuple[str | None, list[str]]:
         return None, []
     names = tuple(p.name for p in sorted(folder.glob("*.md")) if p.is_file() and not p.is_symlink())
     return _docs(folder, names)
+
+
+def read_named(root: Path, source: str, names: tuple[str, ...]) -> ProjectFiles:
+    """``research``/``codebase`` files named by a profile (skill-level profiles), with their
+    summary stand-in, under the section's content key."""
+    key = f"{source}:{'+'.join(names)}"
+    folder = root / ".personae" / "project" / source
+    texts: dict[str, str] = {}
+    files: dict[str, str] = {}
+    text, used = _docs(folder, names)
+    if text is not None:
+        texts[key], files[key] = text, ", ".join(used)
+        alt, alt_used = _summary_of(folder, names)
+        if alt is not None and len(alt) < len(text):
+            texts[f"{key}:summary"], files[f"{key}:summary"] = alt, ", ".join(alt_used)
+    return ProjectFiles(texts=texts, files=files)
 
 
 def resolve_task(root: Path, task: str | None) -> tuple[str | None, str | None]:
