@@ -144,7 +144,7 @@ def test_summary_files_stand_in_for_whole_files(project: Path) -> None:
     whole = assemble(snap, "builder", Budget.absolute(200_000), COUNTER).report()
     rows = {r.tag: r for r in whole.sections}
     assert rows["codebase"].rule == "full"
-    ctx = assemble(snap, "builder", Budget.absolute(rows["codebase"].requested), COUNTER)
+    ctx = assemble(snap, "builder", Budget.absolute(rows["codebase"].requested + 100), COUNTER)
     code = {r.tag: r for r in ctx.report().sections}["codebase"]
     assert code.rule.endswith("summary file"), code
     assert "CONVENTIONS_SUMMARY.md" in ctx.render() and "## STRUCTURE.md" in ctx.render()
@@ -214,3 +214,20 @@ def test_skill_level_profiles_load_their_files(tmp_path: Path) -> None:
     assert "## STRUCTURE.md" in build and "<research>" not in build
     for text in (inspect, brainstorm, blueprint, build):
         assert text.rstrip().endswith("</instructions>")
+
+
+def test_a_cut_context_says_so_before_its_instructions(project: Path) -> None:
+    snap = Snapshot.build(project, task="profile-page")
+    roomy = assemble(snap, "builder", Budget.absolute(200_000), COUNTER).render()
+    assert "<context_warning>" not in roomy
+    ctx = assemble(snap, "builder", Budget.absolute(2500), COUNTER)
+    text = ctx.render()
+    warning = text.split("<context_warning>\n")[1].split("\n</context_warning>")[0]
+    cut = [
+        r.tag
+        for r in ctx.report().sections
+        if r.rule.startswith("budget:") and r.tag != "context_warning"
+    ]
+    assert cut and all(tag in warning for tag in cut)
+    assert text.index("</context_warning>") < text.index("<instructions>")
+    assert ctx.total == COUNTER.count(text) <= 2500
