@@ -226,7 +226,7 @@ def bench_size(n: int, budgets: list[int], tmp: Path) -> dict[str, Any]:
         rows["personae store"] = _personae(
             budgets, latest, lambda: Snapshot.build(
                 root, conversations=conv, session=sid, counter=COUNTER, task="Fix the bug",
-                include_git_log=False, profiles=profiles,
+                include_git_log=False, profiles=profiles, max_tokens=60_000,
             ),
         )  # fmt: skip
     rows["personae memory"] = _personae(

@@ -231,3 +231,36 @@ def test_a_cut_context_says_so_before_its_instructions(project: Path) -> None:
     assert cut and all(tag in warning for tag in cut)
     assert text.index("</context_warning>") < text.index("<instructions>")
     assert ctx.total == COUNTER.count(text) <= 2500
+
+
+def test_store_reads_stop_where_the_budget_ends(tmp_path: Path) -> None:
+    from personae.store.conversations import ConversationStore, Message
+    from personae.store.db import Store
+
+    (tmp_path / ".personae").mkdir()
+    (tmp_path / ".personae" / "profiles.yaml").write_text(
+        "roles:\n  agent:\n    sections:\n      - task\n"
+        "      - {tag: recent_messages, cap: 1000000, max_messages: 1000000}\n",
+        encoding="utf-8",
+    )
+    with Store(tmp_path / "state.db") as store:
+        conv = ConversationStore(store, COUNTER)
+        sid = conv.create_session()
+        for t in range(300):
+            conv.append(sid, Message("user", f"q{t} " + PROSE))
+            conv.append(sid, Message("assistant", f"a{t} " + PROSE * 3))
+
+        def build(limit: int | None) -> Snapshot:
+            return Snapshot.build(
+                tmp_path, conversations=conv, session=sid, counter=COUNTER, task="t",
+                include_git_log=False, max_tokens=limit,
+            )  # fmt: skip
+
+        everything, bounded = build(None), build(3000)
+        assert len(bounded.messages) < len(everything.messages) == 600
+        assert bounded.messages[-1].content.startswith("a299")
+        budget = Budget.absolute(3000)
+        assert (
+            assemble(bounded, "agent", budget, COUNTER).render()
+            == assemble(everything, "agent", budget, COUNTER).render()
+        )

@@ -111,6 +111,7 @@ class Snapshot:
         commands: CommandsConfig | None = None,
         include_git_log: bool = True,
         warnings: Sequence[str] = (),
+        max_tokens: int | None = None,
     ) -> Snapshot:
         """Build the snapshot of one turn.
 
@@ -122,6 +123,8 @@ class Snapshot:
         ``max_messages`` of the profiles, 6 built in) sizes the window read
         from the store. ``persona_from_handover`` marks persona text
         received in a handover: its ``!command`` forms never run.
+        ``max_tokens`` (the largest budget the snapshot will be assembled for)
+        lets path B stop reading the store once older messages could not fit.
         """
         base = Path(root).resolve()
         profiles = profiles if profiles is not None else load_profiles(base)
@@ -178,7 +181,12 @@ class Snapshot:
             if counter is None:
                 counter = conversations.counter
             loaded = load_conversation(
-                conversations, session, counter, recent=recent, summarizer=summarizer
+                conversations,
+                session,
+                counter,
+                recent=recent,
+                summarizer=summarizer,
+                token_limit=max_tokens,
             )
             history, earlier, path = loaded.messages, loaded.earlier, loaded.path
             if loaded.warning:

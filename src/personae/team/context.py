@@ -110,6 +110,7 @@ class TurnContext:
             task=task,
             include_git_log=include_git_log,
             warnings=warnings,
+            max_tokens=(budget or _DEFAULT_BUDGET).tokens,
         )
         if profile is not None:
             (snapshot.profiles or load_profiles(snapshot.root)).get(profile)
