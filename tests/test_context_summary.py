@@ -5,7 +5,9 @@ falls back to path B with the reason in the report."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +50,10 @@ def _fill(conv: ConversationStore, sid: str, start: int, turns: int) -> None:
         conv.append(sid, Message("assistant", f"answer {t}"))
 
 
-def test_condensed_summary_is_capped_stored_and_incremental(tmp_path: Path) -> None:
-    models = ModelResolver(default=_scenario(tmp_path / "s.yaml", summary=LONG))
+@contextlib.contextmanager
+def _session(tmp_path: Path, summary: str | None) -> Iterator[tuple[Any, str, Any, list[Any]]]:
+    """A stored 5-turn session and an async summarizer through the scripted server."""
+    models = ModelResolver(default=_scenario(tmp_path / "s.yaml", summary=summary))
     seen: list[tuple[str, ...]] = []
 
     async def call(request: str) -> str:
@@ -61,44 +65,38 @@ def test_condensed_summary_is_capped_stored_and_incremental(tmp_path: Path) -> N
             conv = ConversationStore(store, COUNTER)
             sid = conv.create_session(title="t")
             _fill(conv, sid, 0, 5)
-            first = asyncio.run(refresh_summary(conv, sid, COUNTER, call, recent=6))
-            assert first.ok and first.folded > 0 and first.summary is not None
-            assert COUNTER.count(first.summary) <= SUMMARY_CAP < COUNTER.count(LONG)
-            assert "[summary cut to its cap]" in first.summary
-            stored = conv.latest_summary(sid, counter=COUNTER)
-            assert stored is not None and stored.text == first.summary
-            assert "[user] question 0" in seen[0]
-            # Nothing new evicted: no model call at all.
-            again = asyncio.run(refresh_summary(conv, sid, COUNTER, call, recent=6))
-            assert again.ok and again.folded == 0 and len(seen) == 1
-            # Two more turns: only the newly evicted exchanges are sent.
-            _fill(conv, sid, 5, 2)
-            third = asyncio.run(refresh_summary(conv, sid, COUNTER, call, recent=6))
-            assert third.ok and third.folded > 0 and len(seen) == 2
-            assert not any("question 0" in line for line in seen[1])
-            assert any("question 4" in line or "question 5" in line for line in seen[1])
-            newest = conv.latest_summary(sid, counter=COUNTER)
-            assert newest is not None and newest.covers_seq > stored.covers_seq
+            yield conv, sid, call, seen
     finally:
         models.close()
+
+
+def test_condensed_summary_is_capped_stored_and_incremental(tmp_path: Path) -> None:
+    with _session(tmp_path, LONG) as (conv, sid, call, seen):
+        first = asyncio.run(refresh_summary(conv, sid, COUNTER, call, recent=6))
+        assert first.ok and first.folded > 0 and first.summary is not None
+        assert COUNTER.count(first.summary) <= SUMMARY_CAP < COUNTER.count(LONG)
+        assert "[summary cut to its cap]" in first.summary
+        stored = conv.latest_summary(sid, counter=COUNTER)
+        assert stored is not None and stored.text == first.summary
+        assert "[user] question 0" in seen[0]
+        # Nothing new evicted: no model call at all.
+        again = asyncio.run(refresh_summary(conv, sid, COUNTER, call, recent=6))
+        assert again.ok and again.folded == 0 and len(seen) == 1
+        # Two more turns: only the newly evicted exchanges are sent.
+        _fill(conv, sid, 5, 2)
+        third = asyncio.run(refresh_summary(conv, sid, COUNTER, call, recent=6))
+        assert third.ok and third.folded > 0 and len(seen) == 2
+        assert not any("question 0" in line for line in seen[1])
+        assert any("question 4" in line or "question 5" in line for line in seen[1])
+        newest = conv.latest_summary(sid, counter=COUNTER)
+        assert newest is not None and newest.covers_seq > stored.covers_seq
 
 
 def test_model_error_falls_back_to_path_b(tmp_path: Path) -> None:
-    models = ModelResolver(default=_scenario(tmp_path / "s.yaml", summary=None))
-
-    async def call(request: str) -> str:
-        return await model_summarize(models, None, request)
-
-    try:
-        with Store(tmp_path / "state.db") as store, override_allow_model_requests(True):
-            conv = ConversationStore(store, COUNTER)
-            sid = conv.create_session(title="t")
-            _fill(conv, sid, 0, 5)
-            out = asyncio.run(refresh_summary(conv, sid, COUNTER, call, recent=6))
-            assert not out.ok and out.warning is not None and "path B" in out.warning
-            assert conv.latest_summary(sid, counter=COUNTER) is None  # nothing stored
-    finally:
-        models.close()
+    with _session(tmp_path, None) as (conv, sid, call, _):
+        out = asyncio.run(refresh_summary(conv, sid, COUNTER, call, recent=6))
+        assert not out.ok and out.warning is not None and "path B" in out.warning
+        assert conv.latest_summary(sid, counter=COUNTER) is None  # nothing stored
 
 
 def _steps_with_summary(summary: str | None) -> dict[str, Any]:

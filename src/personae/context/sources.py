@@ -242,19 +242,26 @@ def _reference(folder: Path) -> tuple[str | None, list[str]]:
     return _docs(folder, names)
 
 
-def read_named(root: Path, source: str, names: tuple[str, ...]) -> ProjectFiles:
-    """``research``/``codebase`` files named by a profile (skill-level profiles), with their
-    summary stand-in, under the section's content key."""
-    key = f"{source}:{'+'.join(names)}"
-    folder = root / ".personae" / "project" / source
-    texts: dict[str, str] = {}
-    files: dict[str, str] = {}
+def _put_docs(
+    texts: dict[str, str], files: dict[str, str], key: str, folder: Path, names: tuple[str, ...]
+) -> None:
+    """The named files of ``folder`` under ``key``, and their summary stand-in under
+    ``key:summary`` when it is shorter."""
     text, used = _docs(folder, names)
     if text is not None:
         texts[key], files[key] = text, ", ".join(used)
         alt, alt_used = _summary_of(folder, names)
         if alt is not None and len(alt) < len(text):
             texts[f"{key}:summary"], files[f"{key}:summary"] = alt, ", ".join(alt_used)
+
+
+def read_named(root: Path, source: str, names: tuple[str, ...]) -> ProjectFiles:
+    """``research``/``codebase`` files named by a profile (skill-level profiles), with their
+    summary stand-in, under the section's content key."""
+    texts: dict[str, str] = {}
+    files: dict[str, str] = {}
+    folder = root / ".personae" / "project" / source
+    _put_docs(texts, files, f"{source}:{'+'.join(names)}", folder, names)
     return ProjectFiles(texts=texts, files=files)
 
 
@@ -305,12 +312,7 @@ def read_project(root: Path, *, task: str | None, step: str | None = None) -> Pr
         ("codebase", base / "codebase", code_files),
         ("research", base / "research", research_files),
     ):
-        text, used = _docs(folder, names)
-        if text is not None:
-            texts[key], files[key] = text, ", ".join(used)
-            alt, alt_used = _summary_of(folder, names)
-            if alt is not None and len(alt) < len(text):
-                texts[f"{key}:summary"], files[f"{key}:summary"] = alt, ", ".join(alt_used)
+        _put_docs(texts, files, key, folder, names)
     ref, ref_used = _reference(base / "reference")
     if ref is not None:
         texts["reference"], files["reference"] = ref, ", ".join(ref_used)
