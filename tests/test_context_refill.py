@@ -144,7 +144,7 @@ def test_summary_files_stand_in_for_whole_files(project: Path) -> None:
     whole = assemble(snap, "builder", Budget.absolute(200_000), COUNTER).report()
     rows = {r.tag: r for r in whole.sections}
     assert rows["codebase"].rule == "full"
-    ctx = assemble(snap, "builder", Budget.absolute(rows["codebase"].requested), COUNTER)
+    ctx = assemble(snap, "builder", Budget.absolute(rows["codebase"].requested + 100), COUNTER)
     code = {r.tag: r for r in ctx.report().sections}["codebase"]
     assert code.rule.endswith("summary file"), code
     assert "CONVENTIONS_SUMMARY.md" in ctx.render() and "## STRUCTURE.md" in ctx.render()
@@ -175,3 +175,92 @@ def test_agent_histories_use_their_budget(tmp_path: Path) -> None:
     budgets = [rng.randint(2000, 30_000) for _ in range(30)]
     waste = _unused(snap, "agent", budgets)
     assert statistics.median(waste) <= 0.05, waste
+
+
+PIECES = st.sampled_from(
+    ["\n\n", "\n", " ", "  \n\n", "<task>", "</task>", "###", "[note]", "#", "<", "[", "x",
+     "日本語", "word.", "  ", "\t", "\r\n", "123", "/", ">", "\n\n<", "\n\n#", "\n\n[", "'s"]
+)  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(PIECES, max_size=60))
+def test_rendered_counts_add_up_exactly(parts: list[str]) -> None:
+    """The split count of a rendered prompt equals the whole-text count (both encodings)."""
+    from personae.context._textcut import count_rendered
+
+    text = "".join(parts)
+    for name in ("o200k_base", "cl100k_base"):
+        counter = exact_counter(name)
+        assert count_rendered(counter, text) == counter.count(text)
+
+
+def test_skill_level_profiles_load_their_files(tmp_path: Path) -> None:
+    project = seed003_project(tmp_path)
+    code = project / ".personae" / "project" / "codebase"
+    (code / "TESTING.md").write_text("# Testing\nRun pytest.\n", encoding="utf-8")
+    (code / "ARCHITECTURE.md").write_text("# Architecture\nOne service.\n", encoding="utf-8")
+    snap = Snapshot.build(project, task="profile-page")
+    budget = Budget.absolute(50_000)
+    inspect = assemble(snap, "inspect", budget, COUNTER).render()
+    assert "## CONVENTIONS.md" in inspect and "## TESTING.md" in inspect
+    assert "## STRUCTURE.md" not in inspect  # not the UI task-type choice
+    brainstorm = assemble(snap, "brainstorm", budget, COUNTER).render()
+    assert "## FEATURES.md" in brainstorm and "## SUMMARY.md" in brainstorm
+    assert "## ARCHITECTURE.md" in brainstorm and "<project_state>" in brainstorm
+    blueprint = assemble(snap, "blueprint", budget, COUNTER).render()
+    assert "<research>\n## SUMMARY.md" in blueprint and "<codebase>" not in blueprint
+    build = assemble(snap, "build", budget, COUNTER).render()  # UI task: CONVENTIONS + STRUCTURE
+    assert "## STRUCTURE.md" in build and "<research>" not in build
+    for text in (inspect, brainstorm, blueprint, build):
+        assert text.rstrip().endswith("</instructions>")
+
+
+def test_a_cut_context_says_so_before_its_instructions(project: Path) -> None:
+    snap = Snapshot.build(project, task="profile-page")
+    roomy = assemble(snap, "builder", Budget.absolute(200_000), COUNTER).render()
+    assert "<context_warning>" not in roomy
+    ctx = assemble(snap, "builder", Budget.absolute(2500), COUNTER)
+    text = ctx.render()
+    warning = text.split("<context_warning>\n")[1].split("\n</context_warning>")[0]
+    cut = [
+        r.tag
+        for r in ctx.report().sections
+        if r.rule.startswith("budget:") and r.tag != "context_warning"
+    ]
+    assert cut and all(tag in warning for tag in cut)
+    assert text.index("</context_warning>") < text.index("<instructions>")
+    assert ctx.total == COUNTER.count(text) <= 2500
+
+
+def test_store_reads_stop_where_the_budget_ends(tmp_path: Path) -> None:
+    from personae.store.conversations import ConversationStore, Message
+    from personae.store.db import Store
+
+    (tmp_path / ".personae").mkdir()
+    (tmp_path / ".personae" / "profiles.yaml").write_text(
+        "roles:\n  agent:\n    sections:\n      - task\n"
+        "      - {tag: recent_messages, cap: 1000000, max_messages: 1000000}\n",
+        encoding="utf-8",
+    )
+    with Store(tmp_path / "state.db") as store:
+        conv = ConversationStore(store, COUNTER)
+        sid = conv.create_session()
+        for t in range(300):
+            conv.append(sid, Message("user", f"q{t} " + PROSE))
+            conv.append(sid, Message("assistant", f"a{t} " + PROSE * 3))
+
+        def build(limit: int | None) -> Snapshot:
+            return Snapshot.build(
+                tmp_path, conversations=conv, session=sid, counter=COUNTER, task="t",
+                include_git_log=False, max_tokens=limit,
+            )  # fmt: skip
+
+        everything, bounded = build(None), build(3000)
+        assert len(bounded.messages) < len(everything.messages) == 600
+        assert bounded.messages[-1].content.startswith("a299")
+        budget = Budget.absolute(3000)
+        assert (
+            assemble(bounded, "agent", budget, COUNTER).render()
+            == assemble(everything, "agent", budget, COUNTER).render()
+        )

@@ -54,7 +54,8 @@ def one_subtask(fact: str, *, final: str) -> list[dict[str, Any]]:
 def run(
     root: Path, steps: list[dict[str, Any]], task: str, session: str = "s1"
 ) -> tuple[RunOutcome, Any]:
-    model = scripted_function_model(Scenario.model_validate({"steps": steps}))
+    summarize = {"when": {"role": "summarizer"}, "text": "MODEL-SUMMARY of earlier turns"}
+    model = scripted_function_model(Scenario.model_validate({"steps": steps, "rules": [summarize]}))
     options = RunOptions(root=root, persona="dev", session=session, include_git_log=False)
     outcome = asyncio.run(
         run_turn(task, options, resolver=ModelResolver.using(model, "scripted:test"))
@@ -158,5 +159,7 @@ def test_long_sessions_fold_older_messages_into_a_summary(tmp_path: Path) -> Non
     summary = manager[
         manager.index("<conversation_summary>") : manager.index("</conversation_summary>")
     ]
-    assert "QUESTION-0" in summary
+    assert "MODEL-SUMMARY" in summary  # the model's condensed summary (path A) ...
+    asked = sent(player, "summarizer")
+    assert asked and "QUESTION-0" in asked[-1]  # ... of what left the recent window
     assert "ANSWER-1" in manager

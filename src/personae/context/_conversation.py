@@ -29,7 +29,13 @@ class Loaded:
 
 
 def _tail(
-    conv: ConversationStore, session: str, counter: TokenCounter, want: int, hard_max: int
+    conv: ConversationStore,
+    session: str,
+    counter: TokenCounter,
+    want: int,
+    hard_max: int,
+    *,
+    token_limit: int | None = None,
 ) -> list[ChatMessage]:
     """The newest messages: at least ``want``, whole exchanges, always the latest user message.
 
@@ -40,8 +46,12 @@ def _tail(
     """
     out: list[ChatMessage] = []
     seen_user = False
+    tokens = 0
     for raw in conv.iter_backward(session, counter=counter):
         msg = from_stored(raw)
+        if token_limit is not None and tokens > token_limit and seen_user and msg.role != "tool":
+            break  # older messages cannot be shown within the budget anyway
+        tokens += msg.tokens if msg.tokens is not None else len(msg.content) // 2
         if len(out) >= hard_max and not seen_user:
             if msg.role == "user":
                 out.append(msg)
@@ -79,6 +89,36 @@ def _window(
     return out
 
 
+@dataclass(frozen=True)
+class Pending:
+    """Messages evicted from the recent window since the stored summary."""
+
+    previous: str | None
+    """The stored running summary (``None``: none yet)."""
+    start_seq: int
+    """First message of the recent window; the summary should cover everything before."""
+    new: tuple[ChatMessage, ...]
+    """Messages after the stored summary and before the window, oldest first."""
+
+
+def pending_summary(
+    conv: ConversationStore, session: str, counter: TokenCounter, *, recent: int
+) -> Pending | None:
+    """What a path-A summary still has to fold in (``None``: the session is empty)."""
+    if int(conv.session(session).message_count) == 0:
+        return None
+    tail = _window(conv, session, counter, recent)
+    units, _ = group_units(tail)
+    start_seq = units[0].head.seq if units else tail[-1].seq + 1
+    prior = conv.latest_summary(session, counter=counter)
+    covers = int(prior.covers_seq) if prior is not None else 0
+    new: tuple[ChatMessage, ...] = ()
+    if covers < start_seq - 1:
+        between = conv.between(session, after_seq=covers, upto_seq=start_seq - 1)
+        new = tuple(from_stored(m) for m in between)
+    return Pending(prior.text if prior is not None else None, start_seq, new)
+
+
 def load_conversation(
     conv: ConversationStore,
     session: str,
@@ -86,14 +126,26 @@ def load_conversation(
     *,
     recent: int,
     summarizer: Summarizer | None,
+    token_limit: int | None = None,
 ) -> Loaded:
-    """Path A (summary + last messages) with a summarizer, else path B (trim only)."""
+    """Path A (summary + last messages) with a summarizer, else path B (trim only).
+
+    ``token_limit`` (path B): stop reading older messages once the stored counts
+    of those read exceed it (they could not be shown within such a budget).
+    """
     info = conv.session(session)
     total = int(info.message_count)
     if total == 0:
         return Loaded(None, None, (), 0, "none", 0)
     if summarizer is None:
-        tail = _tail(conv, session, counter, max(recent * 2, 12), max(recent * 64, 512))
+        tail = _tail(
+            conv,
+            session,
+            counter,
+            max(recent * 2, 12),
+            max(recent * 64, 512),
+            token_limit=token_limit,
+        )
         return Loaded(None, None, tuple(tail), total - len(tail), "B", 0)
     tail = _window(conv, session, counter, recent)
     units, _ = group_units(tail)

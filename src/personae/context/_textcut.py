@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import re
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from personae.tokens.base import TokenCounter
 
-__all__ = ["Cut", "count_small", "cut_text", "outline", "outline_cut"]
+__all__ = ["Cut", "count_rendered", "count_small", "cut_text", "outline", "outline_cut"]
 
 _SMALL: OrderedDict[tuple[str, str | bytes], int] = OrderedDict()
 _SMALL_MAX = 1 << 18
@@ -51,6 +52,26 @@ def count_small(counter: TokenCounter, text: str) -> int:
         with contextlib.suppress(KeyError):  # another thread may have evicted it just now
             _SMALL.move_to_end(key)
     return hit
+
+
+_SPLITTABLE = frozenset({"o200k_base", "cl100k_base"})
+# After a blank line and before '<' (a tag), '#' (a message header) or '[' (a notice):
+# the pre-tokenizers of these encodings always start a new piece there, and BPE never
+# merges across pieces, so the counts of the parts add up to the count of the whole.
+_BOUNDARY = re.compile(r"(?<=\n\n)(?=[<#\[])")
+
+
+def count_rendered(counter: TokenCounter, text: str) -> int:
+    """Exact count of a rendered prompt, reusing the counts of unchanged parts.
+
+    For o200k_base and cl100k_base the text is split where their pre-tokenizer
+    always splits (after a blank line, before a tag, header or notice) and each
+    part is counted once per process (the LRU memo); a turn that adds a few
+    messages counts only those. Other counters count the whole text.
+    """
+    if counter.name not in _SPLITTABLE or not getattr(counter, "exact", False):
+        return counter.count(text)
+    return sum(count_small(counter, part) for part in _BOUNDARY.split(text) if part)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,20 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from personae.context._textcut import count_small
+from personae.context._window import prepared_units
 from personae.context.budget import Budget
 from personae.context.commands import expand_commands, has_commands
-from personae.context.fit import FittedSection, SectionContent, fit
+from personae.context.fit import FitResult, FittedSection, SectionContent, fit
 from personae.context.history import MessageCosts
 from personae.context.messages import ChatMessage, Unit, group_units
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.render import escape
 from personae.context.report import BudgetReport, HistoryPath, SectionReport
 from personae.context.snapshot import Snapshot
-from personae.context.spec import Profile, SectionSpec
+from personae.context.spec import Profile, SectionSpec, Truncation
 from personae.project import CommandsConfig
 from personae.tokens.base import TokenCounter
 
-__all__ = ["AssembledContext", "assemble"]
+__all__ = ["WARNING_TAG", "AssembledContext", "assemble"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,9 @@ def _prepared(
     """Escaped exchanges and their costs, computed once per snapshot and counter."""
     key = ("messages", counter.name, tags)
     hit = snapshot.cache.get(key)
+    if hit is None and snapshot.window is not None:
+        hit = prepared_units(snapshot.window, snapshot.messages, MessageCosts(counter, tags))
+        snapshot.cache[key] = hit
     if hit is None:
         costs_of = MessageCosts(counter, tags)
         prepared = [costs_of.prepare(m) for m in snapshot.messages]
@@ -125,7 +129,51 @@ def _text(snapshot: Snapshot, spec: SectionSpec, profile: Profile) -> str | None
         and any(s.source == "decisions" for s in profile.sections)
     ):
         return snapshot.step_without_decisions
-    return snapshot.content(source)
+    return snapshot.content(spec.content_key)
+
+
+WARNING_TAG = "context_warning"
+"""Section added (before a trailing ``instructions``) when the context had to be cut."""
+
+_WARNING_SPEC = SectionSpec(tag=WARNING_TAG, source="text", priority=95, truncation=Truncation.DROP)
+
+
+def _cut_tags(sections: tuple[FittedSection, ...]) -> list[str]:
+    return [
+        s.tag
+        for s in sections
+        if s.tag != WARNING_TAG
+        and (s.rule.startswith("budget:") or s.rule in ("removed", "shrunk latest turn"))
+    ]
+
+
+def _warning_text(tags: list[str]) -> str:
+    return (
+        "This context was shortened to fit its token budget: "
+        + ", ".join(tags)
+        + " (cut, outlined, summarized or left out; notices mark where). Read the files"
+        " with your tools when you need what is missing."
+    )
+
+
+def _fit_with_warning(
+    contents: list[SectionContent], budget: int, counter: TokenCounter
+) -> FitResult:
+    """Fit; when anything had to be cut, fit again with a ``context_warning`` section
+    that names what was cut (until the named sections are the ones cut)."""
+    result = fit(contents, budget, counter)
+    named: list[str] = []
+    for _ in range(3):
+        cut = _cut_tags(result.sections)
+        if cut == named or not cut:
+            break
+        named = cut
+        note = SectionContent(_WARNING_SPEC, text=_warning_text(cut))
+        at = len(contents)
+        if contents and contents[-1].spec.tag == "instructions":
+            at -= 1
+        result = fit([*contents[:at], note, *contents[at:]], budget, counter)
+    return result
 
 
 def assemble(
@@ -162,7 +210,7 @@ def assemble(
             contents.append(SectionContent(spec))
             continue
         escaped = escape(text, tags)
-        alt = snapshot.content(f"{spec.source}:summary")
+        alt = snapshot.content(f"{spec.content_key}:summary")
         alt_escaped = escape(alt, tags) if alt is not None else None
         contents.append(
             SectionContent(
@@ -173,7 +221,7 @@ def assemble(
                 alt_tokens=count_small(counter, alt_escaped) if alt_escaped is not None else None,
             )
         )
-    result = fit(contents, budget.tokens, counter)
+    result = _fit_with_warning(contents, budget.tokens, counter)
     return AssembledContext(
         role=role if profile.role == role else f"{role} (profile {profile.role})",
         snapshot_id=snapshot.id,

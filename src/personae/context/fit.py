@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from personae.context._textcut import count_small, cut_text, outline_cut
+from personae.context._textcut import count_rendered, count_small, cut_text, outline_cut
 from personae.context.history import fit_history
 from personae.context.messages import ChatMessage, Unit
 from personae.context.render import SEPARATOR, close_tag, open_tag, render_sections
@@ -271,7 +271,7 @@ def _fit_once(
     if whole and plan.room() > -_CLOSE:
         # Piecewise counts can overshoot by a few tokens: ask the exact count.
         parts = [(s.spec.tag, s.text) for s in live if s.text is not None]
-        if counter.count(render_sections(parts)) <= budget:
+        if count_rendered(counter, render_sections(parts)) <= budget:
             return states
     movable = sorted(
         (s for s in live if not s.spec.pinned), key=lambda s: (-s.spec.priority, s.index)
@@ -355,7 +355,7 @@ def fit(contents: Sequence[SectionContent], budget: int, counter: TokenCounter) 
             ) from None
         parts = [(s.spec.tag, s.text) for s in states if s.text is not None]
         rendered = render_sections(parts)
-        exact = counter.count(rendered) if rendered else 0
+        exact = count_rendered(counter, rendered) if rendered else 0
         if exact <= budget:
             break
         refits += 1

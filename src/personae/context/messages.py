@@ -19,6 +19,7 @@ __all__ = [
     "Unit",
     "from_stored",
     "group_units",
+    "group_units_at",
     "latest_turn_start",
 ]
 
@@ -144,7 +145,18 @@ def group_units(messages: Sequence[ChatMessage]) -> tuple[list[Unit], int]:
     A tool call whose result never arrived is kept only when it is the very
     last exchange (the call is still running); its call list is kept as is.
     """
+    units, dropped, _, _ = group_units_at(messages)
+    return units, dropped
+
+
+def group_units_at(
+    messages: Sequence[ChatMessage],
+) -> tuple[list[Unit], int, list[int], list[int]]:
+    """:func:`group_units` plus, per unit, the index of its head in ``messages`` and the
+    messages dropped before it (lets a caller regroup only from the last unit on)."""
     units: list[Unit] = []
+    starts: list[int] = []
+    before: list[int] = []
     dropped = 0
     i = 0
     n = len(messages)
@@ -154,6 +166,8 @@ def group_units(messages: Sequence[ChatMessage]) -> tuple[list[Unit], int]:
             dropped += 1  # orphan: its call is not in this window
             i += 1
             continue
+        starts.append(i)
+        before.append(dropped)
         if msg.role != "assistant" or not msg.tool_calls:
             units.append(Unit((msg,)))
             i += 1
@@ -185,10 +199,14 @@ def group_units(messages: Sequence[ChatMessage]) -> tuple[list[Unit], int]:
                 units.append(Unit((trimmed, *results)))
             else:
                 dropped += 1 + len(results)
+                starts.pop()
+                before.pop()
         else:
             dropped += 1 + len(results)  # dangling call in the middle: drop the exchange
+            starts.pop()
+            before.pop()
         i = j
-    return units, dropped
+    return units, dropped, starts, before
 
 
 def latest_turn_start(units: Sequence[Unit]) -> int:

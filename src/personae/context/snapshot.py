@@ -12,24 +12,43 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from personae.context._conversation import Summarizer, load_conversation
+from personae.context._window import messages_digest
 from personae.context.commands import CommandRun, expand_commands, has_commands
 from personae.context.messages import ChatMessage, from_stored
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.report import HistoryPath
-from personae.context.sources import git_log, read_directive, read_project, resolve_task
+from personae.context.sources import (
+    git_log,
+    read_directive,
+    read_named,
+    read_project,
+    resolve_task,
+)
 from personae.project import CommandsConfig, load_config
 from personae.tokens.base import TokenCounter
 
 if TYPE_CHECKING:
     from personae.store.conversations import ConversationStore
 
-__all__ = ["Snapshot", "Summarizer"]
+__all__ = ["Snapshot", "Summarizer", "history_window"]
+
+
+def history_window(profiles: ProfileSet) -> int:
+    """Messages read from the store for the recent window: the largest ``max_messages``
+    of the profiles (64 for a messages section without one; 6 when none has one)."""
+    limits = [
+        s.max_messages or 64
+        for p in profiles.profiles.values()
+        for s in p.sections
+        if s.source == "messages"
+    ]
+    return max(limits, default=6)
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,6 +85,9 @@ class Snapshot:
     """Things that went wrong but did not stop the turn (e.g. a failing summarizer)."""
     cache: dict[Any, Any] = field(default_factory=dict, repr=False)
     """Per-counter counts, filled by assembly (not part of the id)."""
+    window: Hashable | None = field(default=None, repr=False)
+    """Key of the in-process window of this conversation (what earlier turns of the
+    session prepared is reused); ``None``: no conversation."""
 
     @classmethod
     def build(
@@ -88,6 +110,8 @@ class Snapshot:
         profiles: ProfileSet | None = None,
         commands: CommandsConfig | None = None,
         include_git_log: bool = True,
+        warnings: Sequence[str] = (),
+        max_tokens: int | None = None,
     ) -> Snapshot:
         """Build the snapshot of one turn.
 
@@ -99,6 +123,8 @@ class Snapshot:
         ``max_messages`` of the profiles, 6 built in) sizes the window read
         from the store. ``persona_from_handover`` marks persona text
         received in a handover: its ``!command`` forms never run.
+        ``max_tokens`` (the largest budget the snapshot will be assembled for)
+        lets path B stop reading the store once older messages could not fit.
         """
         base = Path(root).resolve()
         profiles = profiles if profiles is not None else load_profiles(base)
@@ -113,6 +139,14 @@ class Snapshot:
         project = read_project(base, task=task_text, step=step)
         texts.update(project.texts)
         files.update(project.files)
+        for _, spec in sorted(
+            {
+                s.content_key: s for p in profiles.profiles.values() for s in p.sections if s.files
+            }.items()
+        ):
+            named = read_named(base, spec.source, spec.files or ())
+            texts.update(named.texts)
+            files.update(named.files)
         if include_git_log:
             log = git_log(base)
             if log is not None:
@@ -139,25 +173,24 @@ class Snapshot:
                 profile_texts[text], done = expand_commands(text, commands, base)
                 runs.extend(done)
         if recent is None:
-            limits = [
-                s.max_messages or 64
-                for p in profiles.profiles.values()
-                for s in p.sections
-                if s.source == "messages"
-            ]
-            recent = max(limits, default=6)
+            recent = history_window(profiles)
         history: tuple[ChatMessage, ...] = ()
-        warnings: list[str] = []
+        notes: list[str] = list(warnings)
         earlier, path = 0, "none"
         if conversations is not None and session is not None:
             if counter is None:
                 counter = conversations.counter
             loaded = load_conversation(
-                conversations, session, counter, recent=recent, summarizer=summarizer
+                conversations,
+                session,
+                counter,
+                recent=recent,
+                summarizer=summarizer,
+                token_limit=max_tokens,
             )
             history, earlier, path = loaded.messages, loaded.earlier, loaded.path
             if loaded.warning:
-                warnings.append(loaded.warning)
+                notes.append(loaded.warning)
             if loaded.summary:
                 texts["summary"], files["summary"] = loaded.summary, f"session {session}"
             files["messages"] = f"session {session}"
@@ -176,11 +209,11 @@ class Snapshot:
             "persona": persona,
         }
         digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
-        for m in history:
-            digest.update(f"\x00{m.seq}\x00{m.role}\x00{m.tool_call_id}\x00".encode())
-            for c in m.tool_calls:
-                digest.update(f"{c.id}\x01{c.name}\x01{c.arguments}\x01".encode())
-            digest.update(m.content.encode())
+        window: Hashable | None = None
+        if history:
+            where = f"session {session}" if session is not None else "given messages"
+            window = (str(base), where)
+            digest.update(messages_digest(window, history))
         return cls(
             id=digest.hexdigest()[:16],
             root=base,
@@ -195,7 +228,8 @@ class Snapshot:
             profile_texts=profile_texts,
             commands=tuple(runs),
             profiles=profiles,
-            warnings=tuple(warnings),
+            warnings=tuple(notes),
+            window=window,
         )
 
     def content(self, source: str) -> str | None:

@@ -23,6 +23,7 @@ __all__ = [
     "detect_task_type",
     "git_log",
     "read_directive",
+    "read_named",
     "read_project",
     "split_decisions",
 ]
@@ -245,6 +246,29 @@ def _reference(folder: Path) -> tuple[str | None, list[str]]:
     return _docs(folder, names)
 
 
+def _put_docs(
+    texts: dict[str, str], files: dict[str, str], key: str, folder: Path, names: tuple[str, ...]
+) -> None:
+    """The named files of ``folder`` under ``key``, and their summary stand-in under
+    ``key:summary`` when it is shorter."""
+    text, used = _docs(folder, names)
+    if text is not None:
+        texts[key], files[key] = text, ", ".join(used)
+        alt, alt_used = _summary_of(folder, names)
+        if alt is not None and len(alt) < len(text):
+            texts[f"{key}:summary"], files[f"{key}:summary"] = alt, ", ".join(alt_used)
+
+
+def read_named(root: Path, source: str, names: tuple[str, ...]) -> ProjectFiles:
+    """``research``/``codebase`` files named by a profile (skill-level profiles), with their
+    summary stand-in, under the section's content key."""
+    texts: dict[str, str] = {}
+    files: dict[str, str] = {}
+    folder = root / ".personae" / "project" / source
+    _put_docs(texts, files, f"{source}:{'+'.join(names)}", folder, names)
+    return ProjectFiles(texts=texts, files=files)
+
+
 def resolve_task(root: Path, task: str | None) -> tuple[str | None, str | None]:
     """A task given as a task file name (``tasks/NAME.md``) is read; otherwise it is the text."""
     if not task:
@@ -292,12 +316,7 @@ def read_project(root: Path, *, task: str | None, step: str | None = None) -> Pr
         ("codebase", base / "codebase", code_files),
         ("research", base / "research", research_files),
     ):
-        text, used = _docs(folder, names)
-        if text is not None:
-            texts[key], files[key] = text, ", ".join(used)
-            alt, alt_used = _summary_of(folder, names)
-            if alt is not None and len(alt) < len(text):
-                texts[f"{key}:summary"], files[f"{key}:summary"] = alt, ", ".join(alt_used)
+        _put_docs(texts, files, key, folder, names)
     ref, ref_used = _reference(base / "reference")
     if ref is not None:
         texts["reference"], files["reference"] = ref, ", ".join(ref_used)

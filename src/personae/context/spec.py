@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -86,6 +87,22 @@ class SectionSpec(BaseModel):
     """Visible notice left where content was cut ({tag}, {omitted}, {total}, {kept})."""
     text: str | None = None
     """Static text for the ``text`` source."""
+    files: tuple[str, ...] | None = None
+    """For the research and codebase sources: these files of the folder instead of the
+    task-type choice (skill-level profiles: Blueprint, Brainstorm, Pivot, Inspect)."""
+
+    @field_validator("files")
+    @classmethod
+    def _file_names(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for name in value or ():
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*\.md", name):
+                raise ValueError(f"files: {name!r} is not a Markdown file name of the folder")
+        return value
+
+    @property
+    def content_key(self) -> str:
+        """The snapshot text this section reads (its source, or source and files)."""
+        return f"{self.source}:{'+'.join(self.files)}" if self.files else self.source
 
     @field_validator("notice")
     @classmethod

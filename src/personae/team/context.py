@@ -96,6 +96,7 @@ class TurnContext:
         available_agents: str = "",
         include_git_log: bool = True,
         profile: str | None = None,
+        warnings: Sequence[str] = (),
     ) -> TurnContext:
         """Build the turn's snapshot (directive read fresh) and wrap it.
 
@@ -115,6 +116,8 @@ class TurnContext:
             handover=handover,
             task=task,
             include_git_log=include_git_log,
+            warnings=warnings,
+            max_tokens=(budget or _DEFAULT_BUDGET).tokens,
         )
         if profile is not None:
             (snapshot.profiles or load_profiles(snapshot.root)).get(profile)

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage
+from personae.context.snapshot import history_window
+from personae.context.summary import SummaryRefresh, refresh_summary
 from personae.errors import PersonaeError, RunError, UnknownNameError, UsageError
 from personae.models.resolve import ModelResolver
 from personae.persona.bundled import bundled_personas
@@ -31,6 +33,7 @@ from personae.team.context import TurnContext
 from personae.team.events import Event, EventBus, EventKind
 from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
+from personae.team.summarizer import model_summarize
 from personae.team.toolbox import ToolBox, narrow_names
 from personae.tokens.registry import counter_for_model, model_info
 from personae.tools.base import ToolLimits
@@ -160,6 +163,25 @@ def _profile_name(root: Path, options: RunOptions, persona: Persona | None) -> s
     return name
 
 
+async def _refresh_summary(
+    root: Path,
+    conversations: ConversationStore,
+    session: str,
+    models: ModelResolver,
+    persona: Persona | None,
+) -> SummaryRefresh:
+    """Path A: fold newly evicted messages into the stored summary with the run's model."""
+    from personae.context.profiles import load_profiles
+
+    model = persona.model if persona else None
+
+    def call(request: str) -> Awaitable[str]:
+        return model_summarize(models, model, request)
+
+    recent = history_window(load_profiles(root))
+    return await refresh_summary(conversations, session, conversations.counter, call, recent=recent)
+
+
 def _store_turn(
     conversations: ConversationStore, session: str, task: str, turn: TurnContext, final: str
 ) -> None:
@@ -270,6 +292,7 @@ async def run_turn(
                 session_id=session, persona=options.persona, title=task[:80]
             )
         execution, validation, agents = _persona_texts(cast, persona)
+        refresh = await _refresh_summary(project.root, conversations, session, models, persona)
         turn = TurnContext.build(
             project.root,
             task=task,
@@ -277,7 +300,8 @@ async def run_turn(
             budget=budget,
             conversations=conversations,
             session=session,
-            summarizer=extractive_summary,
+            summarizer=extractive_summary if refresh.ok else None,
+            warnings=[refresh.warning] if refresh.warning else [],
             persona=persona.name if persona else None,
             execution_block=execution,
             validation_context=validation,

@@ -1,0 +1,388 @@
+"""personae's history fitting side by side with LangChain's ``trim_messages``.
+
+Run: .venv/bin/python -m pip install -e '.[dev,bench]'
+     .venv/bin/python bench/bench_vs_langchain.py [--quick] [--budgets N] [--turns N]
+
+Same synthetic agent histories (parallel tool calls, logs, CJK, JSON, huge tool
+outputs), same random budgets, exact o200k_base counts on both sides, CPU
+time (``time.process_time``) next to wall time, per turn (one assembly):
+
+- ``langchain``: ``trim_messages(strategy="last", start_on="human",
+  include_system=True)`` with a per-message counter that returns cached exact
+  counts (every message counted once before timing: its best case);
+- ``personae store``: ``Snapshot.build`` from a SQLite session (counts stored
+  at append) + ``assemble`` with a profile whose only limit is the budget;
+- ``personae memory``: the same from an in-memory list without stored counts
+  (the count memo does the work after the first turn).
+
+Validity columns (all must be 0 for personae): overruns (kept tokens over the
+budget, each side by its own exact count), orphan tool results, dangling tool
+calls, lost latest user turn. Then a 500-turn agent loop at a 16k budget (one
+prompt per turn and one after each tool result): mean share of each prompt
+that is an identical prefix of the previous one.
+
+Prints a table and writes bench/results/vs_langchain.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+try:
+    from langchain_core.messages import (
+        AIMessage,
+        BaseMessage,
+        HumanMessage,
+        SystemMessage,
+        ToolMessage,
+        trim_messages,
+    )
+except ImportError:  # pragma: no cover - a bench-only extra
+    sys.exit("bench_vs_langchain needs the bench extra: pip install -e '.[dev,bench]'")
+
+from personae.context import Budget, ChatMessage, Snapshot, assemble, load_profiles
+from personae.context.messages import ToolCall
+from personae.store.conversations import ConversationStore, Message
+from personae.store.db import Store
+from personae.tokens.exact import exact_counter
+
+ROOT = Path(__file__).resolve().parents[1]
+COUNTER = exact_counter("o200k_base")
+PROSE = "The quick brown fox reviewed the quarterly report and found three issues. "
+KINDS = [
+    PROSE,
+    "日本語のテキストと中文内容混合在一起。データベースの接続に失敗しました。",
+    "2026-11-22T10:00:01Z ERROR worker[42]: connection reset by peer (retry 3/5)\n",
+    '{"id":"a1b2c3d4-e5f6","items":[{"sku":"X-1","qty":3},{"sku":"Y-22","qty":14}]}\n',
+    "def handler(event, ctx):\n    return {'status': 200, 'body': event['q']}\n",
+]
+PROFILE = (
+    "roles:\n  agent:\n    sections:\n      - task\n"
+    "      - {tag: recent_messages, cap: 10000000, max_messages: 10000000}\n"
+)
+
+
+class Texts:
+    """Message texts from a fixed pool (sizes 5 .. 30,000 characters)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.pool = {
+            size: [
+                (KINDS[i % len(KINDS)] * (size // len(KINDS[i % len(KINDS)]) + 2))[
+                    i : i + size
+                ].strip()
+                or "."
+                for i in range(8)
+            ]
+            for size in (20, 60, 200, 400, 1500, 8000, 30000)
+        }
+
+    def __call__(self, size: int) -> str:
+        return self.rng.choice(self.pool[size])
+
+
+def history(n: int, rng: random.Random) -> list[ChatMessage]:
+    """About n messages: user turns, assistant steps with 1-3 parallel calls, results."""
+    texts = Texts(rng)
+    out: list[ChatMessage] = []
+    call = 0
+    while len(out) < n:
+        out.append(ChatMessage("user", f"turn {len(out)}: " + texts(200), seq=len(out) + 1))
+        for _ in range(rng.randint(0, 2)):
+            ids = [f"c{call + k}" for k in range(rng.randint(1, 3))]
+            call += len(ids)
+            calls = tuple(
+                ToolCall(i, "read_file", json.dumps({"path": f"src/{i}.py"})) for i in ids
+            )
+            out.append(ChatMessage("assistant", texts(60), tool_calls=calls, seq=len(out) + 1))
+            for i in ids:
+                size = rng.choice(
+                    [60, 400, 1500, 1500, 8000, 30000 if rng.random() < 0.05 else 400]
+                )
+                out.append(ChatMessage("tool", texts(size), tool_call_id=i, seq=len(out) + 1))
+        out.append(ChatMessage("assistant", texts(rng.choice([60, 400])), seq=len(out) + 1))
+    return out
+
+
+def to_langchain(msgs: list[ChatMessage]) -> list[BaseMessage]:
+    out: list[BaseMessage] = [SystemMessage("You are the builder persona.")]
+    for m in msgs:
+        if m.role == "user":
+            out.append(HumanMessage(m.content, id=str(m.seq)))
+        elif m.role == "tool":
+            out.append(ToolMessage(m.content, tool_call_id=m.tool_call_id or "", id=str(m.seq)))
+        else:
+            calls = [
+                {"id": c.id, "name": c.name, "args": json.loads(c.arguments), "type": "tool_call"}
+                for c in m.tool_calls
+            ]
+            out.append(AIMessage(m.content, tool_calls=calls, id=str(m.seq)))
+    return out
+
+
+def validity(kept: list[tuple[str, str | None, tuple[str, ...]]], latest: str) -> dict[str, int]:
+    """(role, tool_call_id, call ids) per kept message -> orphans, dangling, lost latest."""
+    orphans = dangling = 0
+    open_ids: set[str] = set()
+    answered: set[str] = set()
+    for role, tool_id, calls in kept:
+        if role == "tool":
+            if tool_id in open_ids:
+                answered.add(tool_id)
+            else:
+                orphans += 1
+        else:
+            dangling += len(open_ids - answered)
+            open_ids, answered = set(calls), set()
+    dangling += len(open_ids - answered)
+    ids = {c for _, _, cs in kept for c in cs}
+    return {
+        "orphans": orphans,
+        "dangling": dangling,
+        "lost_latest": int(latest not in {t for r, t, _ in kept if r == "user"}),
+        "_ids": len(ids),
+    }
+
+
+def cached_counter(msgs: list[BaseMessage]) -> Callable[[BaseMessage], int]:
+    counts = {id(m): COUNTER.count(str(m.content)) + 4 for m in msgs}
+
+    def count(m: BaseMessage) -> int:
+        got = counts.get(id(m))
+        return got if got is not None else COUNTER.count(str(m.content)) + 4
+
+    # LangChain tells a per-message counter by the first parameter's annotation object.
+    count.__annotations__["m"] = BaseMessage
+    return count
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    c0, w0 = time.process_time(), time.perf_counter()
+    out = fn()
+    return out, (time.process_time() - c0) * 1000, (time.perf_counter() - w0) * 1000
+
+
+def bench_size(n: int, budgets: list[int], tmp: Path) -> dict[str, Any]:
+    rng = random.Random(n)
+    msgs = history(n, rng)
+    latest = next(m for m in reversed(msgs) if m.role == "user")
+    root = tmp / f"p{n}"
+    (root / ".personae").mkdir(parents=True)
+    (root / ".personae" / "profiles.yaml").write_text(PROFILE, encoding="utf-8")
+    profiles = load_profiles(root)
+    rows: dict[str, dict[str, Any]] = {}
+    # LangChain, cached exact counts.
+    lc = to_langchain(msgs)
+    counter = cached_counter(lc)
+    stats = _new()
+    for b in budgets:
+        kept, cpu, wall = _timed(
+            lambda b=b: trim_messages(
+                lc, max_tokens=b, token_counter=counter, strategy="last",
+                start_on="human", include_system=True,
+            )
+        )  # fmt: skip
+        stats["cpu"].append(cpu)
+        stats["wall"].append(wall)
+        stats["overruns"] += sum(counter(m) for m in kept) > b
+        shape = [
+            (
+                {"human": "user", "ai": "assistant", "tool": "tool"}.get(m.type, m.type),
+                getattr(m, "tool_call_id", None)
+                if m.type == "tool"
+                else (m.id if m.type == "human" else None),
+                tuple(c["id"] or "" for c in getattr(m, "tool_calls", []) or []),
+            )
+            for m in kept
+            if m.type != "system"
+        ]
+        _add(stats, validity(shape, str(latest.seq)))
+    rows["langchain (cached exact)"] = _summary(stats)
+    # personae, store path (counts stored at append).
+    with Store(root / ".personae" / "state.db") as store:
+        conv = ConversationStore(store, COUNTER)
+        sid = conv.create_session()
+        batch = [
+            Message(
+                m.role, m.content, tool_call_id=m.tool_call_id,
+                tool_calls=[{"id": c.id, "name": c.name, "args": json.loads(c.arguments)}
+                            for c in m.tool_calls],
+            )
+            for m in msgs
+        ]  # fmt: skip
+        for start in range(0, len(batch), 5000):
+            conv.append_many(sid, batch[start : start + 5000])
+        rows["personae store"] = _personae(
+            budgets, latest, lambda: Snapshot.build(
+                root, conversations=conv, session=sid, counter=COUNTER, task="Fix the bug",
+                include_git_log=False, profiles=profiles, max_tokens=60_000,
+            ),
+        )  # fmt: skip
+    rows["personae memory"] = _personae(
+        budgets, latest, lambda: Snapshot.build(
+            root, messages=msgs, task="Fix the bug", include_git_log=False, profiles=profiles,
+        ),
+    )  # fmt: skip
+    return {"messages": len(msgs), "budgets": len(budgets), "rows": rows}
+
+
+def _personae(
+    budgets: list[int], latest: ChatMessage, build: Callable[[], Snapshot]
+) -> dict[str, Any]:
+    stats = _new()
+    build()  # warm: the first turn counts what it has never seen
+    for b in budgets:
+        ctx, cpu, wall = _timed(lambda b=b: assemble(build(), "agent", Budget.absolute(b), COUNTER))
+        stats["cpu"].append(cpu)
+        stats["wall"].append(wall)
+        stats["overruns"] += COUNTER.count(ctx.render()) > b
+        shape = [(m.role, _ident(m), tuple(c.id for c in m.tool_calls)) for m in ctx.messages]
+        _add(stats, validity(shape, str(latest.seq)))
+    return _summary(stats)
+
+
+def _ident(m: ChatMessage) -> str | None:
+    """What validity() matches: a tool result's call id, a user message's seq."""
+    if m.role == "tool":
+        return m.tool_call_id
+    return str(m.seq) if m.role == "user" else None
+
+
+def _new() -> dict[str, Any]:
+    return {"cpu": [], "wall": [], "overruns": 0, "orphans": 0, "dangling": 0, "lost_latest": 0}
+
+
+def _add(stats: dict[str, Any], v: dict[str, int]) -> None:
+    for k in ("orphans", "dangling", "lost_latest"):
+        stats[k] += v[k]
+
+
+def _summary(stats: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "cpu_median_ms": round(statistics.median(stats["cpu"]), 3),
+        "wall_median_ms": round(statistics.median(stats["wall"]), 3),
+        **{k: stats[k] for k in ("overruns", "orphans", "dangling", "lost_latest")},
+    }
+
+
+def _common(a: str, b: str) -> int:
+    """Length of the common prefix (bisection on slices: C-speed comparisons)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def prefix_loop(turns: int, tmp: Path) -> dict[str, float]:
+    """Mean reusable-prefix share over an agent loop (16k budget)."""
+    rng = random.Random(500)
+    texts = Texts(rng)
+    root = tmp / "loop"
+    (root / ".personae").mkdir(parents=True)
+    (root / ".personae" / "profiles.yaml").write_text(PROFILE, encoding="utf-8")
+    profiles = load_profiles(root)
+    msgs: list[ChatMessage] = []
+    shares: dict[str, list[float]] = {"personae": [], "langchain": []}
+    prev: dict[str, str] = {}
+    lc_counts: dict[int, int] = {}
+
+    def lc_count(m: BaseMessage) -> int:
+        key = id(m)
+        if key not in lc_counts:
+            lc_counts[key] = COUNTER.count(str(m.content)) + 4
+        return lc_counts[key]
+
+    lc_count.__annotations__["m"] = BaseMessage
+    lc_msgs: list[BaseMessage] = [SystemMessage("You are the builder persona.")]
+
+    def prompt() -> None:
+        snap = Snapshot.build(
+            root, messages=msgs, task="Fix the bug", include_git_log=False, profiles=profiles
+        )
+        cur = {"personae": assemble(snap, "agent", Budget.absolute(16_000), COUNTER).render()}
+        kept = trim_messages(
+            lc_msgs, max_tokens=16_000, token_counter=lc_count, strategy="last",
+            start_on="human", include_system=True,
+        )  # fmt: skip
+        cur["langchain"] = "\n\n".join(f"{m.type}: {m.content}" for m in kept)
+        for k, text in cur.items():
+            if prev.get(k):
+                shares[k].append(_common(prev[k], text) / len(prev[k]))
+            prev[k] = text
+
+    for t in range(turns):
+        seq = len(msgs) + 1
+        msgs.append(ChatMessage("user", f"turn {t}: " + texts(200), seq=seq))
+        lc_msgs.append(HumanMessage(msgs[-1].content))
+        prompt()
+        for _ in range(rng.randint(0, 2)):
+            ids = [f"t{t}c{k}" for k in range(rng.randint(1, 3))]
+            calls = tuple(ToolCall(i, "read_file", "{}") for i in ids)
+            msgs.append(ChatMessage("assistant", texts(60), tool_calls=calls, seq=len(msgs) + 1))
+            lc_calls = [
+                {"id": i, "name": "read_file", "args": {}, "type": "tool_call"} for i in ids
+            ]
+            lc_msgs.append(AIMessage(msgs[-1].content, tool_calls=lc_calls))  # type: ignore[arg-type]
+            for i in ids:
+                content = texts(rng.choice([60, 400, 1500]))
+                msgs.append(ChatMessage("tool", content, tool_call_id=i, seq=len(msgs) + 1))
+                lc_msgs.append(ToolMessage(content, tool_call_id=i))
+                prompt()
+        msgs.append(ChatMessage("assistant", texts(400), seq=len(msgs) + 1))
+        lc_msgs.append(AIMessage(msgs[-1].content))
+    return {k: round(statistics.mean(v[20:]), 3) for k, v in shares.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--quick", action="store_true", help="100 and 1k messages, 40 budgets, 60 turns"
+    )
+    ap.add_argument("--budgets", type=int, default=300, help="random budgets at 100 and 1k")
+    ap.add_argument("--turns", type=int, default=500)
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "vs_langchain.json")
+    args = ap.parse_args()
+    rng = random.Random(15)
+    plan = {100: args.budgets, 1_000: args.budgets, 10_000: 40, 100_000: 8}
+    if args.quick:
+        plan = {100: 40, 1_000: 40}
+        args.turns = 60
+    results: dict[str, Any] = {"load_average": os.getloadavg(), "sizes": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for n, k in plan.items():
+            budgets = [rng.randint(500, 60_000) for _ in range(k)]
+            results["sizes"].append(bench_size(n, budgets, Path(tmp)))
+        results["prefix_share"] = prefix_loop(args.turns, Path(tmp))
+    results["load_average_after"] = os.getloadavg()
+    before, after = results["load_average"][0], results["load_average_after"][0]
+    print(f"load average {before:.2f} (after {after:.2f})")
+    cols = f"{'cpu ms':>9}{'wall ms':>9}{'overrun':>8}{'orphan':>7}{'dangl':>6}{'lost':>5}"
+    print(f"{'messages':>9} {'side':<26}{cols}")
+    for size in results["sizes"]:
+        for name, r in size["rows"].items():
+            times = f"{r['cpu_median_ms']:>9.2f}{r['wall_median_ms']:>9.2f}"
+            checks = f"{r['overruns']:>8}{r['orphans']:>7}{r['dangling']:>6}{r['lost_latest']:>5}"
+            print(f"{size['messages']:>9,} {name:<26}{times}{checks}")
+    print(f"reusable prefix share over {args.turns} turns (16k budget): {results['prefix_share']}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
