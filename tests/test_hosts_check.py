@@ -136,6 +136,10 @@ def test_hook_binary_finds_the_wrapped_program() -> None:
 
 
 def test_doctor_includes_the_hook_checks(tmp_path: Path) -> None:
+    # Host files that use personae, then a Codex hooks file that no longer runs the gate.
+    assert _cli("init", cwd=tmp_path).returncode == 0
+    assert _cli("hosts", "render", "--write", cwd=tmp_path).returncode == 0
+    (tmp_path / ".codex" / "hooks.json").write_text('{"hooks": {}}\n', encoding="utf-8")
     proc = _cli("doctor", "--no-probe", cwd=tmp_path)
     assert proc.returncode == 1
     assert "FAIL .codex/hooks.json: no hook running `personae hook pre-tool-use`" in proc.stdout

@@ -96,6 +96,7 @@ def diagnose(
     items.append(config_item)
     items.extend(_model(config_model, config_base_url, probe=probe, timeout=timeout))
     items.append(_store(root))
+    items.append(_sandbox())
     in_use = host_files_in_use(root)
     if hosts is None:
         hosts = bool(in_use)
@@ -309,7 +310,6 @@ def _host_items(root: Path, paths: MindPaths, *, probe: bool) -> list[CheckItem 
             "" if on_path else "install personae (pipx install .) so hosts can run it",
         )
     )
-    items.append(_sandbox())
     if probe:
         items.append(_probe(root, paths))
     items.extend(check(root))
@@ -317,14 +317,14 @@ def _host_items(root: Path, paths: MindPaths, *, probe: bool) -> list[CheckItem 
     return items
 
 
-def _sandbox() -> CheckItem:
-    """Whether ``run_shell`` can run its commands under bubblewrap here."""
+def _sandbox() -> DoctorItem:
+    """Whether ``run_shell`` can run its commands under bubblewrap here (WARN when not)."""
     from personae.tools.sandbox import INSTALL_HINT, bwrap_status
 
     status = bwrap_status()
-    return CheckItem(
+    return DoctorItem(
         "run_shell sandbox (bubblewrap)",
-        status.available,
+        "OK" if status.available else "WARN",
         status.reason,
         "" if status.available else f"{INSTALL_HINT}; until then run_shell is not sandboxed",
     )
