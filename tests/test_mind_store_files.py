@@ -138,3 +138,20 @@ def test_handover_writes_leave_no_lock_or_temp_file(tmp_path: Path) -> None:
     save_handover(load_handover(path).handover, path)
     assert _leftovers(folder) == []
     assert json.loads(path.read_text()) == before
+
+
+def test_the_memory_folder_is_private_only_where_it_is_personae_s_own(tmp_path: Path) -> None:
+    from personae.mind.memory import MemoryDir
+
+    own = tmp_path / "proj" / ".personae" / "memory"
+    own.mkdir(parents=True, mode=0o755)
+    MemoryDir(own).write("tea.md", MEMO)
+    assert own.stat().st_mode & 0o777 == 0o700
+    new = tmp_path / "fresh"  # created by the write: 0700 too
+    MemoryDir(new).write("tea.md", MEMO)
+    assert new.stat().st_mode & 0o777 == 0o700
+    elsewhere = tmp_path / "shared-notes"  # a folder the user pointed the mind at
+    elsewhere.mkdir(mode=0o755)
+    MemoryDir(elsewhere).write("tea.md", MEMO)
+    assert elsewhere.stat().st_mode & 0o777 == 0o755
+    assert (elsewhere / "tea.md").stat().st_mode & 0o777 == 0o600

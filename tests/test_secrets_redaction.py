@@ -191,8 +191,8 @@ def test_mind_observe_recall_and_memory_files_keep_no_secret(
 
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
-    memory = tmp_path / "memory"
-    memory.mkdir(mode=0o755)
+    memory = tmp_path / ".personae" / "memory"
+    memory.mkdir(mode=0o755, parents=True)
     (memory / "ops.md").write_text(  # written by hand, secrets and all
         f"---\nname: Ops notes\ndescription: deploy keys {GITHUB}\ntype: project\n---\n"
         f"- [ ] rotate {OPENAI} before friday\n{LEAKY_TEXT}\n"

@@ -131,6 +131,16 @@ class MemoryDir:
             raise MemoryFileError(f"{name}: resolves outside the memory directory", field="name")
         return path
 
+    def make_private(self) -> None:
+        """Create the folder 0700; tighten an existing one only when it is personae's own.
+
+        An existing folder is made 0700 when it lies in a ``.personae`` folder
+        (the default ``.personae/memory``); a folder pointed at elsewhere (a
+        project root, a home folder) keeps its mode.
+        """
+        if not self.root.exists() or ".personae" in self.root.parts:
+            private_dir(self.root)
+
     def scan(self) -> dict[str, tuple[int, int]]:
         """``{name: (mtime_ns, size)}`` of the Markdown files in the folder.
 
@@ -206,7 +216,7 @@ class MemoryDir:
         entry = parse_memory(name, content)
         _validate(name, content, entry)
         try:
-            private_dir(self.root)
+            self.make_private()
             with locked(self.root / LOCK_NAME, timeout=10):
                 # Every writer holds this lock: a temp file here is a killed writer's leftover.
                 remove_stale_temps(self.root)

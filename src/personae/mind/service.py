@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from personae.errors import UsageError
-from personae.fsutil import private_dir
 from personae.mind._flags import cautionary_flags
 from personae.mind._tokens import count_tokens, counter_name, warm_up
 from personae.mind.contract import Contract, load_contract
@@ -76,7 +75,7 @@ class MindService:
         """The host process (pid, start time) that started this server over stdio, if known."""
         if self.memory.exists():
             with contextlib.suppress(OSError):  # memory may hold private notes: 0700
-                private_dir(self.memory.root)
+                self.memory.make_private()
         self.prompt = prompt
         self.index = MindIndex(store)
         self._synced_at = 0.0
