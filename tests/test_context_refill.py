@@ -264,3 +264,14 @@ def test_store_reads_stop_where_the_budget_ends(tmp_path: Path) -> None:
             assemble(bounded, "agent", budget, COUNTER).render()
             == assemble(everything, "agent", budget, COUNTER).render()
         )
+
+
+def test_report_names_the_files_a_section_read(tmp_path: Path) -> None:
+    project = seed003_project(tmp_path)
+    (project / ".personae/project/codebase/TESTING.md").write_text("# T\nx\n", encoding="utf-8")
+    snap = Snapshot.build(project, task="profile-page")
+    rows = {
+        r.tag: r
+        for r in assemble(snap, "inspect", Budget.absolute(50_000), COUNTER).report().sections
+    }
+    assert "TESTING.md" in rows["codebase"].detail and "STRUCTURE" not in rows["codebase"].detail

@@ -63,7 +63,7 @@ class AssembledContext:
                 allotted=s.allotted,
                 kept=s.kept if s.text is not None else 0,
                 rule=s.rule,
-                detail=self.files.get(s.source, ""),
+                detail=self.files.get(s.key or s.source, ""),
             )
             for s in self.sections
         ]

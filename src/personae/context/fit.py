@@ -67,6 +67,8 @@ class FittedSection:
     """What happened: full, pinned, cap, cut, outline, dropped, evicted, shrunk, removed, absent."""
     messages: tuple[ChatMessage, ...] = ()
     """Kept conversation messages (the messages source)."""
+    key: str = ""
+    """The snapshot text the section read (its source, or source and named files)."""
 
 
 @dataclass(frozen=True)
@@ -372,6 +374,7 @@ def fit(contents: Sequence[SectionContent], budget: int, counter: TokenCounter) 
             kept=s.tokens,
             rule=s.rule,
             messages=s.messages,
+            key=s.spec.content_key,
         )
         for s in states
     )
