@@ -558,3 +558,16 @@ def test_the_readme_first_session_runs_offline_from_a_subfolder(project: Path) -
     assert sum(int(r[4]) for r in rows[1:] if r[0] == "2026-03") == 2190  # the scenario is right
     listed = json.loads(personae("runs", "list", "--json", cwd=project).stdout)
     assert [(r["status"], r["persona"]) for r in listed] == [("done", "analyst")]
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_runs_list_on_a_terminal_cuts_nothing(demo_project: Path, columns: int) -> None:
+    (stored,) = json.loads(personae("runs", "list", "--json", cwd=demo_project).stdout)
+    out = run_on_terminal(["runs", "list"], demo_project, columns=columns)
+    assert "…" not in out
+    assert stored["id"] in out and "done" in out  # ids are never wrapped
+    if columns >= 120:  # the table: a long model path wraps inside its cell, whole
+        cells = [line.split("│") for line in out.splitlines() if line.startswith("│")]
+        assert "".join(c[5].strip() for c in cells) == stored["model"]
+    else:  # two lines a run
+        assert f"(model {stored['model']})" in out

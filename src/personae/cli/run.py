@@ -523,6 +523,10 @@ def _store(root: Path) -> Any:
     return RunStore(Store(project.state_db))
 
 
+_TABLE_WIDTH = 120
+"""Narrower terminals get ``runs list`` as two lines a run instead of a table."""
+
+
 @runs_app.command("list")
 def list_runs(
     limit: Annotated[int, typer.Option(min=1, help="How many runs.")] = 20,
@@ -549,7 +553,21 @@ def list_runs(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("started", "status", "persona", "model", "task")
+    console = Console(width=160 if not sys.stdout.isatty() else None, highlight=False)
+    if console.width < _TABLE_WIDTH:  # a narrow terminal: two lines a run, nothing cut
+        from rich.text import Text
+
+        for r in rows:
+            console.print(
+                Text(f"{r.id}  {r.status:<9} {r.started_at[:16].replace('T', ' ')}  "
+                     f"{r.persona or '-'}", style="bold"),
+                soft_wrap=True,
+            )  # fmt: skip
+            console.print(Text(f"    {r.task[:200]}  (model {r.model})"), soft_wrap=True)
+        return
+    table = Table()
+    for name in ("started", "status", "persona", "model", "task"):
+        table.add_column(name, overflow="fold")  # long paths wrap, never end in "…"
     # Ids are what `runs show` takes: never cut them, whatever the terminal width.
     table.add_column(
         "id", no_wrap=True, overflow="ignore", min_width=len(rows[0].id) if rows else 2
@@ -557,7 +575,7 @@ def list_runs(
     table.columns.insert(0, table.columns.pop())
     for r in rows:
         table.add_row(r.id, r.started_at[:19], r.status, r.persona or "-", r.model, r.task[:60])
-    Console(width=160 if not sys.stdout.isatty() else None).print(table)
+    console.print(table)
 
 
 def _tokens_line(usage: dict[str, Any], model: str) -> str:
