@@ -135,10 +135,8 @@ def _persona_texts(cast: Cast, persona: Persona | None) -> tuple[str | None, str
     if persona is None:
         return None, None, ""
     agents = ""
-    if persona.tools is not None and any(t in ("agent", "Task", "Agent") for t in persona.tools):
-        spawnable = persona.subagents if persona.subagents is not None else cast.personas
-        others = [n for n in sorted(spawnable) if n != persona.name and n in cast.personas]
-        agents = cast.available_agents_xml(others) if others else ""
+    others = cast.spawnable(persona.name)
+    agents = cast.available_agents_xml(others) if others else ""
     return cast.execution_block(persona.name), cast.validation_context(persona.name), agents
 
 
@@ -237,8 +235,12 @@ async def run_turn(
     *,
     listeners: Sequence[Callable[[Event], None]] = (),
     resolver: ModelResolver | None = None,
+    on_answer_text: Callable[[str], None] | None = None,
 ) -> RunOutcome:
-    """Run one team turn on the project at ``options.root``."""
+    """Run one team turn on the project at ``options.root``.
+
+    ``on_answer_text`` gets each text delta of the final answer as the model streams it.
+    """
     project = Project.open(options.root)
     cast = Cast.load(project.root, options.extra_persona_dirs)
     for name, bundled in bundled_personas().items():
@@ -286,7 +288,9 @@ async def run_turn(
         )  # fmt: skip
         bus = EventBus(run_id)
         usage = TreeUsage(request_cap=options.request_cap)
-        runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
+        runtime = Runtime(
+            models=models, bus=bus, runs=runs, usage=usage, on_answer_text=on_answer_text
+        )
         bus.subscribe(runtime.store_event)
         if announced is not None:  # already shown: store it, don't show it again
             bus.adopt(Event.model_validate(dict(announced)))
