@@ -35,7 +35,7 @@ def test_every_python_block_runs(
     with override_allow_model_requests(True):
         for number, block in enumerate(BLOCKS, start=1):
             code = compile(block, f"docs/api.md block {number}", "exec")
-            exec(code, namespace)  # noqa: S102 - the documented examples are the test
+            exec(code, namespace)
 
 
 def test_every_public_name_is_documented_with_a_docstring() -> None:

@@ -11,7 +11,20 @@ from personae import UsageError, fit_messages
 from personae.context.messages import ChatMessage, ToolCall
 from personae.tokens import exact_counter
 
-WORDS = "port config read file answer the a service listens setup steps readme".split()
+WORDS = [
+    "port",
+    "config",
+    "read",
+    "file",
+    "answer",
+    "the",
+    "a",
+    "service",
+    "listens",
+    "setup",
+    "steps",
+    "readme",
+]
 
 
 def text(rng: random.Random, lo: int, hi: int) -> str:
@@ -46,7 +59,8 @@ def recount(messages: list[Any]) -> int:
     for m in messages:
         total += 3 + counter.count(m["content"])
         for c in m.get("tool_calls") or ():
-            total += counter.count(c["function"]["name"]) + counter.count(c["function"]["arguments"])
+            fn = c["function"]
+            total += counter.count(fn["name"]) + counter.count(fn["arguments"])
     return total
 
 
