@@ -45,3 +45,17 @@ def test_every_public_name_is_documented_with_a_docstring() -> None:
     assert missing == []
     undocumented = [n for n in names if not inspect.getdoc(getattr(personae, n))]
     assert undocumented == []
+
+
+def test_the_readme_python_example_runs(
+    tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    readme = DOC.parents[1] / "README.md"
+    [block] = re.findall(r"^```python\n(.*?)^```", readme.read_text(encoding="utf-8"), re.M | re.S)
+    assert len(block.strip().splitlines()) <= 12
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, Any] = {"__name__": "__readme__"}
+    with override_allow_model_requests(True):
+        exec(compile(block, "README.md", "exec"), namespace)
+    result = namespace["result"]
+    assert result.status == "done" and "8081" in result.answer
