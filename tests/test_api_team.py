@@ -198,3 +198,61 @@ def test_run_inside_an_event_loop_says_to_use_arun(project: Path) -> None:
 def test_not_a_folder_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(personae.UsageError, match="not a project folder"):
         Team.from_project(tmp_path / "missing")
+
+
+def test_timeout_limit_cancels_the_run(project: Path) -> None:
+    team = Team.from_project(project, model=spec(project), persona="dev")
+    result = team.run("What port?", limits=Limits(timeout=0.05))
+    assert result.status == "cancelled" and result.run_id
+    assert stored(project, result.run_id)[0] == "cancelled"
+
+
+def test_cancelling_the_awaiting_task_cancels_the_run(project: Path) -> None:
+    team = Team.from_project(project, model=spec(project), persona="dev")
+    seen: list[Event] = []
+
+    async def go() -> None:
+        task = asyncio.create_task(team.arun("What port?"))
+        while not seen:  # wait until the run is stored and going
+            await asyncio.sleep(0.01)
+            seen.extend(_started(project))
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(go())
+    assert stored(project, seen[0].run_id)[0] == "cancelled"
+
+
+def _started(project: Path) -> list[Event]:
+    db = project / ".personae" / "state.db"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT id FROM runs WHERE status='running'").fetchall()
+    return [Event(run_id=r[0], seq=1, kind=EventKind.START, at="") for r in rows]
+
+
+def test_run_stream_yields_the_events_personae_run_json_prints(project: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    cli = subprocess.run(
+        [sys.executable, "-m", "personae", "run", "What port?", "--persona", "dev",
+         "--model", spec(project), "--json"],
+        cwd=project, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "COLUMNS": "100"},
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr
+    printed = [json.loads(line) for line in cli.stdout.splitlines() if line.startswith("{")]
+    team = Team.from_project(project, model=spec(project), persona="dev")
+
+    async def collect() -> list[Event]:
+        return [i async for i in team.run_stream("What port?") if isinstance(i, Event)]
+
+    streamed = [e.to_json_dict() for e in asyncio.run(collect())]
+    shape = [(e["seq"], e["kind"], e["subtask"]) for e in printed]
+    assert shape == [(e["seq"], e["kind"], e["subtask"]) for e in streamed]
+    assert printed[-1]["message"] == streamed[-1]["message"] == ANSWER
