@@ -97,10 +97,16 @@ class ChainOptions:
     """Called with ``(step key, message)`` as steps start and end."""
 
 
-def create_handover(spec: HandoverSpec, *, cwd: str | Path = ".") -> CreatedHandover:
+def create_handover(
+    spec: HandoverSpec,
+    *,
+    cwd: str | Path = ".",
+    on_warning: Callable[[str], None] | None = None,
+) -> CreatedHandover:
     """Write a handover file for ``spec`` in the project at ``cwd`` and record it in the
     ledger; returns it with its path. Unsafe content (paths outside the allowed roots,
-    secrets) is refused before anything is written."""
+    secrets) is refused before anything is written. ``on_warning`` gets each warning
+    (a target persona this project does not know, with ``check_target=False``)."""
     from personae.handover._cast import persona_facts
     from personae.handover._history import history_for
     from personae.handover.create import build_handover, parse_file_spec
@@ -109,10 +115,15 @@ def create_handover(spec: HandoverSpec, *, cwd: str | Path = ".") -> CreatedHand
 
     if not spec.task.strip():
         raise UsageError("must not be empty", field="task")
-    where = Path(cwd).resolve()
+    where = Path(cwd)
     project = Project.discover(where)
     files = [parse_file_spec(f, "files") if isinstance(f, str) else f for f in spec.files]
-    servers, _ = persona_facts(project.root, spec.source, spec.to, check_target=spec.check_target)
+    servers, warnings = persona_facts(
+        project.root, spec.source, spec.to, check_target=spec.check_target
+    )
+    for warning in warnings:
+        if on_warning is not None:
+            on_warning(warning)
     handover = build_handover(
         source_persona=spec.source, target_persona=spec.to, task=spec.task, cwd=where,
         session_id=spec.session, files=files, data=dict(spec.data),
