@@ -137,6 +137,13 @@ def test_anthropic_provider_runs_a_whole_team_and_streams_the_answer(
 
         items = asyncio.run(collect())
         routes = [route for route, _ in server.raw_requests]
+        # pydantic-ai streams every Messages request (its default max_tokens is large)
+        assert all(body.get("stream") for _, body in server.raw_requests)
+    with ScriptedServer(project.parent / "one.yaml") as server:  # the blocking run too
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.root_url)
+        plain = team.run("What port?")
+        assert [route for route, _ in server.raw_requests] == ["/v1/messages"] * 5
+    assert plain.status == "done" and plain.answer == ANSWER and plain.usage.requests == 5
     result = items[-1].result
     assert result.status == "done" and result.answer == ANSWER
     assert result.model == "anthropic:claude-haiku-4-5"
