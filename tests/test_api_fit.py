@@ -111,3 +111,19 @@ def test_model_picks_the_tokenizer_and_a_bad_budget_is_refused() -> None:
     )
     with pytest.raises(UsageError, match="budget"):
         fit_messages(messages, 0)
+
+
+def test_the_front_door_stays_light() -> None:
+    """``import personae`` and the context functions load no model framework nor CLI."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, personae\n"
+        "personae.fit_messages, personae.assemble, personae.Cast, personae.create_handover\n"
+        "print(sorted(m for m in ('pydantic_ai', 'typer', 'rich', 'openai', 'anthropic')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60)  # fmt: skip
+    assert out.stdout.strip() == "[]"
