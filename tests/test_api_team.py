@@ -263,3 +263,21 @@ def test_run_stream_yields_the_events_personae_run_json_prints(project: Path) ->
     shape = [(e["seq"], e["kind"], e["subtask"]) for e in printed]
     assert shape == [(e["seq"], e["kind"], e["subtask"]) for e in streamed]
     assert printed[-1]["message"] == streamed[-1]["message"] == ANSWER
+
+
+def test_an_explicit_cast_is_used_and_left_unchanged(project: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / ".personae" / "personas").mkdir(parents=True)
+    (elsewhere / ".personae" / "personas" / "ops.md").write_text(
+        PERSONA.replace("name: dev", "name: ops").replace("You are dev.", "You are ops.")
+    )
+    cast = personae.Cast.load(elsewhere)
+    assert sorted(cast.personas) == ["ops"]
+    team = Team(root=project, model=spec(project), cast=cast)
+    result = team.run("What port?", persona="ops")
+    assert result.status == "done"
+    starts = [e for e in result.events if e.kind is EventKind.SUBTASK_START]
+    assert [e.data["persona"] for e in starts] == ["ops"]
+    assert sorted(cast.personas) == ["ops"]  # the run added bundled personas to its copy only
+    with pytest.raises(personae.PersonaeError, match="dev"):
+        team.run("What port?", persona="dev")  # the project's own persona is not in this cast

@@ -20,6 +20,7 @@ from personae.api.results import AnswerDelta, Limits, RunEnd, StreamItem, TeamRe
 from personae.errors import UsageError
 
 if TYPE_CHECKING:
+    from personae.persona.cast import Cast
     from personae.settings import PersonaeSettings
     from personae.team.events import Event
     from personae.team.session import RunOptions
@@ -91,6 +92,9 @@ class Team:
     """Settings (``None``: read from ``PERSONAE_*`` environment variables)."""
     persona_dirs: Sequence[Path] = ()
     """More persona folders to load besides the project's."""
+    cast: Cast | None = None
+    """The personas and skills to run with (``None``: :meth:`Cast.load` of ``root`` and
+    ``persona_dirs`` at each run)."""
     profile: str | None = None
     """Context profile of the worker (builder, verifier ...)."""
     include_git_log: bool = True
@@ -106,6 +110,7 @@ class Team:
         limits: Limits | None = None,
         settings: PersonaeSettings | None = None,
         persona_dirs: Sequence[Path] = (),
+        cast: Cast | None = None,
         profile: str | None = None,
         include_git_log: bool = True,
     ) -> Team:
@@ -115,7 +120,7 @@ class Team:
             raise UsageError("not a project folder", file=root)
         return cls(
             root=root, model=model, persona=persona, limits=limits or Limits(),
-            settings=settings, persona_dirs=tuple(persona_dirs), profile=profile,
+            settings=settings, persona_dirs=tuple(persona_dirs), cast=cast, profile=profile,
             include_git_log=include_git_log,
         )  # fmt: skip
 
@@ -145,6 +150,7 @@ class Team:
             profile=self.profile,
             extra_persona_dirs=tuple(self.persona_dirs),
             handover_timeout=settings.handover_timeout,
+            cast=self.cast,
         )
 
     def run(

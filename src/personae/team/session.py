@@ -79,6 +79,9 @@ class RunOptions:
     announced: Mapping[str, Any] | None = None
     """The ``start`` event already shown for this run (JSON form, seq 1, its run id);
     ``None``: the run emits its own ``start`` event."""
+    cast: Cast | None = None
+    """The cast to run with (``None``: loaded from ``root`` and ``extra_persona_dirs``);
+    not changed by the run."""
 
 
 @dataclass(kw_only=True)
@@ -242,7 +245,12 @@ async def run_turn(
     ``on_answer_text`` gets each text delta of the final answer as the model streams it.
     """
     project = Project.open(options.root)
-    cast = Cast.load(project.root, options.extra_persona_dirs)
+    if options.cast is not None:  # the caller's, copied: bundled personas are added below
+        given = options.cast
+        cast = Cast(personas=dict(given.personas), skills=dict(given.skills),
+                    problems=list(given.problems), mcp_servers=dict(given.mcp_servers))  # fmt: skip
+    else:
+        cast = Cast.load(project.root, options.extra_persona_dirs)
     for name, bundled in bundled_personas().items():
         cast.personas.setdefault(name, bundled)  # usable from any project; the project's wins
     if options.persona and options.persona not in cast.personas:
