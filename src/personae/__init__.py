@@ -11,22 +11,56 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from personae.api.context import Context, FittedMessages, assemble, fit_messages
+    from personae.api.handover import (
+        ChainOptions,
+        HandoverRunOptions,
+        HandoverSpec,
+        create_handover,
+        load_handover,
+        run_chain,
+        run_handover,
+    )
+    from personae.api.results import AnswerDelta, Limits, RunEnd, SubtaskResult, TeamResult, Usage
+    from personae.api.team import CancelToken, Team
     from personae.errors import PersonaeError, RunError, UsageError
     from personae.persona import Cast, ContextMode, Persona, Skill
     from personae.project import Project
     from personae.store import Store
+    from personae.team.events import Event, EventKind
 
 __all__ = [
+    "AnswerDelta",
+    "CancelToken",
     "Cast",
+    "ChainOptions",
+    "Context",
     "ContextMode",
+    "Event",
+    "EventKind",
+    "FittedMessages",
+    "HandoverRunOptions",
+    "HandoverSpec",
+    "Limits",
     "Persona",
     "PersonaeError",
     "Project",
+    "RunEnd",
     "RunError",
     "Skill",
     "Store",
+    "SubtaskResult",
+    "Team",
+    "TeamResult",
+    "Usage",
     "UsageError",
     "__version__",
+    "assemble",
+    "create_handover",
+    "fit_messages",
+    "load_handover",
+    "run_chain",
+    "run_handover",
 ]
 
 __version__ = "0.1.0"
@@ -41,6 +75,27 @@ _HOMES: dict[str, str] = {
     "Skill": "personae.persona",
     "Project": "personae.project",
     "Store": "personae.store",
+    "Event": "personae.team.events",
+    "EventKind": "personae.team.events",
+    "Team": "personae.api.team",
+    "CancelToken": "personae.api.team",
+    "AnswerDelta": "personae.api.results",
+    "Limits": "personae.api.results",
+    "RunEnd": "personae.api.results",
+    "SubtaskResult": "personae.api.results",
+    "TeamResult": "personae.api.results",
+    "Usage": "personae.api.results",
+    "Context": "personae.api.context",
+    "FittedMessages": "personae.api.context",
+    "assemble": "personae.api.context",
+    "fit_messages": "personae.api.context",
+    "ChainOptions": "personae.api.handover",
+    "HandoverRunOptions": "personae.api.handover",
+    "HandoverSpec": "personae.api.handover",
+    "create_handover": "personae.api.handover",
+    "load_handover": "personae.api.handover",
+    "run_chain": "personae.api.handover",
+    "run_handover": "personae.api.handover",
 }
 
 

@@ -38,7 +38,7 @@ def run(
     ] = None,
 ) -> None:
     """Run a workflow; prints the aggregated report. Exit codes as `handover run`."""
-    from personae.handover.chain import run_chain
+    from personae.api.handover import ChainOptions, run_chain
     from personae.handover.workflow import load_workflow
 
     wf = load_workflow(workflow)
@@ -47,9 +47,10 @@ def run(
     def say(key: str, message: str) -> None:
         typer.echo(f"[{key}] {message}", err=True)
 
-    outcome = run_chain(
-        wf, resume=resume, concurrency=concurrency, state_dir=state_dir, on_event=say
-    )
+    options = ChainOptions(
+        resume=resume, concurrency=concurrency, state_dir=state_dir, on_event=say
+    )  # fmt: skip
+    outcome = run_chain(wf, options)
     typer.echo(outcome.report_path.read_text(encoding="utf-8"))
     typer.echo(f"report: {outcome.report_path}", err=True)
     raise typer.Exit(outcome.exit_code)

@@ -68,67 +68,14 @@ def _assemble(
     window: int | None,
     step: str | None,
 ) -> AssembledContext:
-    from personae.context.assemble import assemble
-    from personae.context.budget import Budget
-    from personae.context.profiles import load_profiles
-    from personae.context.snapshot import Snapshot
-    from personae.errors import UsageError
-    from personae.project import Project
-    from personae.settings import PersonaeSettings
-    from personae.tokens.registry import counter_for_model, model_info
+    from personae.api.context import assemble
 
     if budget is not None and window is not None:
         raise typer.BadParameter("give --budget or --window, not both")
-    settings = PersonaeSettings()
-    project = Project.open(project_root(root))
-    chosen = model or settings.model or project.config.model
-    info = model_info(chosen)
-    counter = counter_for_model(chosen)
-    profiles = load_profiles(project.root)
-    profiles.get(role)  # unknown role: fail before reading anything else
-    if budget is not None:
-        plan = Budget.absolute(budget)
-    else:
-        plan = Budget.of_window(window or info.context_window, settings.budget_share)
-    execution = validation = None
-    if persona is not None:
-        from personae.persona.cast import Cast
-
-        cast = Cast.load(project.root)
-        execution = cast.execution_block(persona)
-        validation = cast.validation_context(persona)
-    conversations = None
-    store = None
-    if session is not None:
-        if not project.state_db.is_file():
-            raise UsageError(
-                "no conversation store yet (nothing has been run in this project)",
-                file=project.state_db,
-                field="session",
-            )
-        from personae.store.conversations import ConversationStore
-        from personae.store.db import Store
-
-        store = Store(project.state_db)
-        conversations = ConversationStore(store, counter)
-    try:
-        snapshot = Snapshot.build(
-            project.root,
-            conversations=conversations,
-            session=session,
-            counter=counter,
-            persona=persona,
-            execution_block=execution,
-            validation_context=validation,
-            task=task,
-            step=step,
-            profiles=profiles,
-            commands=project.config.commands,
-        )
-        return assemble(snapshot, role, plan, counter, profiles=profiles)
-    finally:
-        if store is not None:
-            store.close()
+    return assemble(
+        project_root(root), role, persona=persona, task=task, session=session, model=model,
+        budget=budget, window=window, step=step,
+    )  # fmt: skip
 
 
 @app.command("build")

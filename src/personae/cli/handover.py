@@ -106,40 +106,21 @@ def create(  # noqa: PLR0917 (typer options)
 
     The target persona must be in this project's cast (or bundled), unless
     ``--no-target-check``."""
-    from personae.handover._cast import persona_facts
-    from personae.handover._history import history_for
-    from personae.handover.create import (
-        build_handover,
-        create_handover,
-        parse_data,
-        parse_file_spec,
-    )
-    from personae.project import Project
+    from personae.api.handover import HandoverSpec, create_handover
+    from personae.handover.create import parse_data, parse_file_spec
 
     _check_persona_name(to, "--to")
     _check_persona_name(source, "--from")
     _check_texts(task, list(insight or []))
-    cwd = Path.cwd()
-    project = Project.discover(cwd)
-    files = [parse_file_spec(spec) for spec in file or []]
-    servers, warnings = persona_facts(project.root, source, to, check_target=not no_target_check)
-    for warning in warnings:
-        typer.echo(f"personae: warning: {warning}", err=True)
-    handover = build_handover(
-        source_persona=source,
-        target_persona=to,
-        task=task,
-        cwd=cwd,
-        session_id=session,
-        files=files,
-        data=parse_data(data),
-        insights=list(insight or []),
-        interactive=interactive,
-        history=history_for(project.state_db, session or None),
-        mcp_servers=servers,
-        env_allow=project.config.handover.env_allow,
+    spec = HandoverSpec(
+        to=to, task=task, source=source, session=session,
+        files=[parse_file_spec(f) for f in file or []], insights=list(insight or []),
+        data=parse_data(data), interactive=interactive, out=out,
+        format=_fmt(context_format), check_target=not no_target_check,
+    )  # fmt: skip
+    created = create_handover(
+        spec, cwd=Path.cwd(), on_warning=lambda w: typer.echo(f"personae: warning: {w}", err=True)
     )
-    created = create_handover(handover, cwd=cwd, out=out, fmt=_fmt(context_format))
     typer.echo(str(created.path))
 
 

@@ -362,8 +362,11 @@ def _run_announced(
     profile: str | None = None,
 ) -> None:
     """Everything ``personae run`` does after its run is stored and shown."""
+    import dataclasses
+
+    from personae.api.results import Limits
+    from personae.api.team import Team
     from personae.project import Project
-    from personae.team.session import RunOptions
 
     as_json = view.as_json
     if handover is not None:
@@ -374,19 +377,18 @@ def _run_announced(
             raise typer.BadParameter("give a TASK (or --context-from a handover)")
         task = typer.prompt("Task")
     project = Project.open(cwd)
-    options = RunOptions(
-        root=project.root,
-        persona=persona,
-        model=model or settings.model or project.config.model,
-        session=session,
-        max_retries=settings.max_retries if max_retries is None else max_retries,
-        budget_share=settings.budget_share,
-        handover_text=handover.section_text if handover else None,
+    team = Team(  # the Python API's defaults, so `personae run` and `Team.run` cannot drift
+        root=project.root, model=model, settings=settings,
         profile=profile or (handover.profile if handover else None),
-        request_cap=max_requests,
-        handover_timeout=settings.handover_timeout,
+    )  # fmt: skip
+    options = dataclasses.replace(
+        team.options(
+            persona=persona, session=session,
+            limits=Limits(max_retries=max_retries, max_requests=max_requests),
+        ),
+        handover_text=handover.section_text if handover else None,
         announced=announced,
-    )
+    )  # fmt: skip
     timeout = handover_timeout if handover_timeout is not None else (
         settings.handover_timeout if handover is not None else None
     )  # fmt: skip

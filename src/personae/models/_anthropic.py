@@ -12,6 +12,8 @@ import json
 import uuid
 from typing import Any
 
+from personae.models._pieces import text_pieces
+
 __all__ = ["count_tokens", "error_payload", "from_chat", "sse_events", "to_chat"]
 
 
@@ -129,23 +131,25 @@ def sse_events(response: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         ("message_start", {"type": "message_start", "message": start})
     ]
     for index, block in enumerate(response["content"]):
-        if block["type"] == "text":
+        if block["type"] == "text":  # word by word, so clients see real text deltas
             opened: dict[str, Any] = {"type": "text", "text": ""}
-            delta: dict[str, Any] = {"type": "text_delta", "text": block["text"]}
+            deltas: list[dict[str, Any]] = [
+                {"type": "text_delta", "text": piece} for piece in text_pieces(block["text"])
+            ]
         else:
             opened = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
-        events += [
+            deltas = [{"type": "input_json_delta", "partial_json": json.dumps(block["input"])}]
+        events.append(
             (
                 "content_block_start",
                 {"type": "content_block_start", "index": index, "content_block": opened},
-            ),
-            (
-                "content_block_delta",
-                {"type": "content_block_delta", "index": index, "delta": delta},
-            ),
-            ("content_block_stop", {"type": "content_block_stop", "index": index}),
+            )
+        )
+        events += [
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
+            for d in deltas
         ]
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
     events += [
         (
             "message_delta",

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.models import _anthropic, _responses
+from personae.models._pieces import text_pieces
 from personae.models.player import ScenarioPlayer, request_text
 from personae.models.scenario import Answer, Scenario, load_scenario
 
@@ -275,13 +276,17 @@ def _stream_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
     choice = payload["choices"][0]
     message = choice["message"]
     base = {k: payload[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-    delta: dict[str, Any] = {"role": "assistant"}
-    if message.get("content"):
-        delta["content"] = message["content"]
+    deltas: list[dict[str, Any]] = [{"role": "assistant"}]
+    if message.get("content"):  # word by word, so clients see real text deltas
+        pieces = text_pieces(message["content"])
+        deltas = [{"role": "assistant", "content": pieces[0]}]
+        deltas += [{"content": piece} for piece in pieces[1:]]
     if message.get("tool_calls"):
-        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+        deltas[-1]["tool_calls"] = [
+            {"index": i, **call} for i, call in enumerate(message["tool_calls"])
+        ]
     return [
-        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        *({**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas),
         {
             **base,
             "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}],

@@ -210,6 +210,19 @@ class Cast:
         except KeyError:
             raise UnknownNameError("skill", name, self.skills) from None
 
+    def spawnable(self, name: str) -> list[str]:
+        """Personas of this cast that persona ``name`` may spawn as sub-agents, sorted.
+
+        Empty unless its tools include the agent tool; its spawn list
+        (``subagents``) when it has one, else every persona of the cast; never itself.
+        Unknown names raise :class:`UnknownNameError`.
+        """
+        persona = self.get(name)
+        if persona.tools is None or not any(t in ("agent", "Task", "Agent") for t in persona.tools):
+            return []
+        names = persona.subagents if persona.subagents is not None else self.personas
+        return [n for n in sorted(names) if n != persona.name and n in self.personas]
+
     def persona_skills(self, name: str) -> list[Skill]:
         """The loaded skills a persona names (unknown names skipped), in its order."""
         return [self.skills[s] for s in self.get(name).skills if s in self.skills]

@@ -169,7 +169,9 @@ async def synthesize(
             context_text=f"{instructions}\n\n{prompt}",
             budget=view.report,
         )
-        output, _ = await runtime.call(info, instructions=instructions, prompt=prompt)
+        output, _ = await runtime.call(
+            info, instructions=instructions, prompt=prompt, stream_answer=True
+        )
         summary = str(output).strip()
     else:
         summary = "No part of the task could be validated."

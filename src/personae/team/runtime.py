@@ -9,6 +9,7 @@ context and budget report that produced it.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,15 @@ from typing import Any
 from pydantic_ai import Agent, capture_run_messages
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import UsageLimitExceeded
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import (
+    AgentStreamEvent,
+    ModelMessage,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+)
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset
@@ -170,6 +179,9 @@ class Runtime:
     """Usage shared by the whole tree of agents."""
     validator_timeout: float = 120.0
     """Seconds a validator call may take before it counts as an infrastructure error."""
+    on_answer_text: Callable[[str], None] | None = None
+    """Called with each text delta of the final answer as the model streams it (``None``:
+    the answer is not streamed; the API's ``run_stream`` sets it)."""
     _agents: dict[Any, Agent[None, Any]] = field(default_factory=dict, repr=False)
     _cuts_seen: set[tuple[Any, ...]] = field(default_factory=set, repr=False)
 
@@ -244,11 +256,14 @@ class Runtime:
         timeout: float | None = None,
         output_retries: int = 2,
         messages_out: list[ModelMessage] | None = None,
+        stream_answer: bool = False,
     ) -> tuple[Any, int]:
         """Run one agent call; returns (output, requests it made).
 
         ``max_steps`` caps this call's own requests (a fresh budget per call).
         ``messages_out`` receives the run's messages, also when it raises.
+        ``stream_answer`` (the final answer's call): when :attr:`on_answer_text` is set,
+        the model streams and each text delta goes to it.
         """
         self.warn_context_cut(info)
         model = self.models.model(persona_model)
@@ -271,6 +286,7 @@ class Runtime:
                     capabilities=[recorder],
                     usage_limits=limits,
                     timeout=timeout,
+                    event_stream_handler=self._text_handler() if stream_answer else None,
                 )
             finally:
                 if messages_out is not None:
@@ -278,3 +294,22 @@ class Runtime:
                 self.flush()
         self.usage.tool_calls += result.usage.tool_calls
         return result.output, recorder.local_requests
+
+    def _text_handler(self) -> Any:
+        """A pydantic-ai event stream handler passing text deltas to :attr:`on_answer_text`."""
+        sink = self.on_answer_text
+        if sink is None:
+            return None
+
+        async def handler(_: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
+            async for event in events:
+                if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                    text = event.part.content
+                elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                    text = event.delta.content_delta
+                else:
+                    continue
+                if text:
+                    sink(text)
+
+        return handler

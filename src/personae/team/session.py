@@ -82,6 +82,9 @@ class RunOptions:
     announced: Mapping[str, Any] | None = None
     """The ``start`` event already shown for this run (JSON form, seq 1, its run id);
     ``None``: the run emits its own ``start`` event."""
+    cast: Cast | None = None
+    """The cast to run with (``None``: loaded from ``root`` and ``extra_persona_dirs``);
+    not changed by the run."""
 
 
 @dataclass(kw_only=True)
@@ -138,10 +141,8 @@ def _persona_texts(cast: Cast, persona: Persona | None) -> tuple[str | None, str
     if persona is None:
         return None, None, ""
     agents = ""
-    if persona.tools is not None and any(t in ("agent", "Task", "Agent") for t in persona.tools):
-        spawnable = persona.subagents if persona.subagents is not None else cast.personas
-        others = [n for n in sorted(spawnable) if n != persona.name and n in cast.personas]
-        agents = cast.available_agents_xml(others) if others else ""
+    others = cast.spawnable(persona.name)
+    agents = cast.available_agents_xml(others) if others else ""
     return cast.execution_block(persona.name), cast.validation_context(persona.name), agents
 
 
@@ -259,10 +260,19 @@ async def run_turn(
     *,
     listeners: Sequence[Callable[[Event], None]] = (),
     resolver: ModelResolver | None = None,
+    on_answer_text: Callable[[str], None] | None = None,
 ) -> RunOutcome:
-    """Run one team turn on the project at ``options.root``."""
+    """Run one team turn on the project at ``options.root``.
+
+    ``on_answer_text`` gets each text delta of the final answer as the model streams it.
+    """
     project = Project.open(options.root)
-    cast = Cast.load(project.root, options.extra_persona_dirs)
+    if options.cast is not None:  # the caller's, copied: bundled personas are added below
+        given = options.cast
+        cast = Cast(personas=dict(given.personas), skills=dict(given.skills),
+                    problems=list(given.problems), mcp_servers=dict(given.mcp_servers))  # fmt: skip
+    else:
+        cast = Cast.load(project.root, options.extra_persona_dirs)
     for name, bundled in bundled_personas().items():
         cast.personas.setdefault(name, bundled)  # usable from any project; the project's wins
     if options.persona and options.persona not in cast.personas:
@@ -318,7 +328,9 @@ async def run_turn(
         )  # fmt: skip
         bus = EventBus(run_id)
         usage = TreeUsage(request_cap=options.request_cap)
-        runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
+        runtime = Runtime(
+            models=models, bus=bus, runs=runs, usage=usage, on_answer_text=on_answer_text
+        )
         bus.subscribe(runtime.store_event)
         if announced is not None:  # already shown: store it, don't show it again
             bus.adopt(Event.model_validate(dict(announced)))

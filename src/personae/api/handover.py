@@ -1,0 +1,180 @@
+"""Handovers and chains from Python: create, load and run a handover; run a chain.
+
+Thin functions over :mod:`personae.handover` with option objects, the same
+calls ``personae handover create|run`` and ``personae chain run`` make. A
+handover run and every chain step run the target persona in a child
+``personae run`` process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from personae.errors import UsageError
+
+if TYPE_CHECKING:
+    from personae.handover.chain import ChainOutcome
+    from personae.handover.create import CreatedHandover
+    from personae.handover.executor import AttemptOutcome, RunOutcome
+    from personae.handover.files import LoadedHandover
+    from personae.handover.schema import ArtifactFile
+    from personae.handover.workflow import Workflow
+
+__all__ = [
+    "ChainOptions",
+    "HandoverRunOptions",
+    "HandoverSpec",
+    "create_handover",
+    "load_handover",
+    "run_chain",
+    "run_handover",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class HandoverSpec:
+    """What a new handover says (the flags of ``personae handover create``)."""
+
+    to: str
+    """Target persona (must be in the project's cast or bundled, unless ``check_target``
+    is false)."""
+    task: str
+    """What the target persona should do."""
+    source: str = "user"
+    """Source persona."""
+    session: str = ""
+    """Source session id (its conversation goes into the handover's history)."""
+    files: Sequence[str | ArtifactFile] = ()
+    """Artifacts: ``PATH:TYPE:DESCRIPTION`` strings or ``ArtifactFile`` objects."""
+    insights: Sequence[str] = ()
+    """Key findings."""
+    data: Mapping[str, Any] = field(default_factory=dict)
+    """Structured data (JSON-safe)."""
+    interactive: bool = False
+    """The target runs interactively."""
+    out: Path | None = None
+    """Where to write it (default ``.personae/handovers/handover-<id>.<format>``)."""
+    format: Literal["json", "yaml"] | None = None
+    """``json`` (default) or ``yaml`` (default from ``out``'s suffix)."""
+    check_target: bool = True
+    """Refuse a target persona this project does not know."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HandoverRunOptions:
+    """How to run a handover (the flags of ``personae handover run``, batch mode)."""
+
+    timeout: float | None = None
+    """Seconds per attempt (``None``: the ``handover_timeout`` setting, 300 s)."""
+    retries: int = 2
+    """Retries after the first attempt."""
+    backoff: float = 1.0
+    """First retry delay in seconds (doubled each time)."""
+    persona: str | None = None
+    """Run as this persona (default: the handover's target)."""
+    model: str | None = None
+    """Model spec for the child (``provider:name``; ``scripted:FILE`` for the scripted server)."""
+    return_path: Path | None = None
+    """Write the results here instead of into the handover file."""
+    on_attempt: Callable[[AttemptOutcome], None] | None = None
+    """Called after every attempt."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChainOptions:
+    """How to run a chain (the flags of ``personae chain run``)."""
+
+    resume: bool = False
+    """Continue from the checkpoint, skipping finished steps."""
+    concurrency: int = 2
+    """Children at once in a fan-out (1 to 64)."""
+    state_dir: Path | None = None
+    """Checkpoint and report folder (default: next to the workflow)."""
+    on_event: Callable[[str, str], None] | None = None
+    """Called with ``(step key, message)`` as steps start and end."""
+
+
+def create_handover(
+    spec: HandoverSpec,
+    *,
+    cwd: str | Path = ".",
+    on_warning: Callable[[str], None] | None = None,
+) -> CreatedHandover:
+    """Write a handover file for ``spec`` in the project at ``cwd`` and record it in the
+    ledger; returns it with its path. Unsafe content (paths outside the allowed roots,
+    secrets) is refused before anything is written. ``on_warning`` gets each warning
+    (a target persona this project does not know, with ``check_target=False``)."""
+    from personae.handover._cast import persona_facts
+    from personae.handover._history import history_for
+    from personae.handover.create import build_handover, parse_file_spec
+    from personae.handover.create import create_handover as write
+    from personae.project import Project
+
+    if not spec.task.strip():
+        raise UsageError("must not be empty", field="task")
+    where = Path(cwd)
+    project = Project.discover(where)
+    files = [parse_file_spec(f, "files") if isinstance(f, str) else f for f in spec.files]
+    servers, warnings = persona_facts(
+        project.root, spec.source, spec.to, check_target=spec.check_target
+    )
+    for warning in warnings:
+        if on_warning is not None:
+            on_warning(warning)
+    handover = build_handover(
+        source_persona=spec.source, target_persona=spec.to, task=spec.task, cwd=where,
+        session_id=spec.session, files=files, data=dict(spec.data),
+        insights=list(spec.insights), interactive=spec.interactive,
+        history=history_for(project.state_db, spec.session or None), mcp_servers=servers,
+        env_allow=project.config.handover.env_allow,
+    )  # fmt: skip
+    return write(handover, cwd=where, out=spec.out, fmt=spec.format)
+
+
+def load_handover(path: str | Path, *, cwd: str | Path = ".") -> LoadedHandover:
+    """Read, validate and safety-check a handover file with the project policy at ``cwd``
+    (what ``personae handover run`` does first)."""
+    from personae.handover.files import load_handover as read
+    from personae.handover.runflow import load_policy
+
+    file = Path(path)
+    policy, allow = load_policy(Path(cwd).resolve(), file)
+    return read(file, policy=policy, env_allow=allow)
+
+
+def run_handover(
+    path: str | Path, options: HandoverRunOptions | None = None, *, cwd: str | Path = "."
+) -> RunOutcome:
+    """Run the handover at ``path`` in a child ``personae run`` until it succeeds or its
+    attempts run out; the results are written back (``outcome.handover.results``)."""
+    from personae.handover.executor import run_handover as execute
+    from personae.settings import PersonaeSettings
+
+    opts = options or HandoverRunOptions()
+    where = Path(cwd).resolve()
+    load_handover(path, cwd=where)  # refuse unsafe files first
+    timeout = opts.timeout if opts.timeout is not None else PersonaeSettings().handover_timeout
+    return execute(
+        Path(path), cwd=where, timeout=timeout, attempts=opts.retries + 1, backoff=opts.backoff,
+        persona=opts.persona, model=opts.model, return_path=opts.return_path,
+        on_attempt=opts.on_attempt,
+    )  # fmt: skip
+
+
+def run_chain(workflow: str | Path | Workflow, options: ChainOptions | None = None) -> ChainOutcome:
+    """Run a chain workflow (a YAML file or a loaded ``Workflow``); returns its outcome
+    (``status``, ``exit_code``, per-step states, ``report_path``)."""
+    from personae.handover.chain import run_chain as execute
+    from personae.handover.workflow import Workflow, load_workflow
+
+    opts = options or ChainOptions()
+    wf = workflow if isinstance(workflow, Workflow) else load_workflow(Path(workflow))
+    if opts.state_dir is not None and opts.state_dir.exists() and not opts.state_dir.is_dir():
+        raise UsageError("not a folder", file=opts.state_dir, field="state_dir")
+    return execute(
+        wf, resume=opts.resume, concurrency=opts.concurrency, state_dir=opts.state_dir,
+        on_event=opts.on_event,
+    )  # fmt: skip

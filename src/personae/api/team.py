@@ -1,0 +1,301 @@
+"""``Team``: the team loop (Manager, Worker, Validator) from Python, sync and async.
+
+A thin layer over :func:`personae.team.session.run_turn`, the code path of
+``personae run``: the same project loading, model resolution, storage and
+events. ``run_stream`` yields the run's events as the event bus emits them
+(what ``personae run --json`` prints), the final answer's text deltas, then
+the typed result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from personae.api.results import AnswerDelta, Limits, RunEnd, StreamItem, TeamResult, Usage
+from personae.errors import UsageError
+
+if TYPE_CHECKING:
+    from personae.persona.cast import Cast
+    from personae.settings import PersonaeSettings
+    from personae.team.events import Event
+    from personae.team.session import RunOptions
+
+__all__ = ["CancelToken", "Team"]
+
+
+class CancelToken:
+    """Cancels a running :class:`Team` run from anywhere (another thread or task).
+
+    Pass it as ``cancel=`` to ``run``/``arun``/``run_stream``; ``cancel()`` ends the
+    run at its next await: the stored run says ``cancelled`` and the result's
+    status is ``cancelled``. Example::
+
+        token = CancelToken()
+        threading.Timer(5.0, token.cancel).start()
+        result = team.run("...", cancel=token)
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._targets: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]]] = []
+
+    @property
+    def cancelled(self) -> bool:
+        """``cancel()`` was called."""
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Cancel every run using this token (now, and any started later)."""
+        with self._lock:
+            self._cancelled = True
+            targets = list(self._targets)
+        for loop, task in targets:
+            loop.call_soon_threadsafe(task.cancel)
+
+    def _attach(self, task: asyncio.Task[Any]) -> None:
+        with self._lock:
+            self._targets.append((task.get_loop(), task))
+            cancelled = self._cancelled
+        if cancelled:
+            task.cancel()
+
+    def _detach(self, task: asyncio.Task[Any]) -> None:
+        with self._lock:
+            self._targets = [t for t in self._targets if t[1] is not task]
+
+
+@dataclass(kw_only=True)
+class Team:
+    """The personae team on one project folder.
+
+    Build it with :meth:`from_project` (or directly). ``model`` is a
+    ``provider:name`` spec (``openai:gpt-4o``, ``anthropic:claude-sonnet-4-5``,
+    ``scripted:scenario.yaml`` for the scripted model server); ``None`` takes
+    ``PERSONAE_MODEL``, then the project config's ``model``, as ``personae run`` does.
+    """
+
+    root: Path
+    """Project folder (tools act inside it; runs are stored in ``.personae/state.db``)."""
+    model: str | None = None
+    """Default model spec; personas with their own ``model`` keep it."""
+    persona: str | None = None
+    """Default active persona (``run(persona=...)`` overrides it)."""
+    limits: Limits = field(default_factory=Limits)
+    """Default limits (``run(limits=...)`` overrides them)."""
+    settings: PersonaeSettings | None = None
+    """Settings (``None``: read from ``PERSONAE_*`` environment variables)."""
+    persona_dirs: Sequence[Path] = ()
+    """More persona folders to load besides the project's."""
+    cast: Cast | None = None
+    """The personas and skills to run with (``None``: :meth:`Cast.load` of ``root`` and
+    ``persona_dirs`` at each run)."""
+    profile: str | None = None
+    """Context profile of the worker (builder, verifier ...)."""
+    include_git_log: bool = True
+    """Add recent commits to the context."""
+
+    @classmethod
+    def from_project(
+        cls,
+        path: str | Path,
+        *,
+        model: str | None = None,
+        persona: str | None = None,
+        limits: Limits | None = None,
+        settings: PersonaeSettings | None = None,
+        persona_dirs: Sequence[Path] = (),
+        cast: Cast | None = None,
+        profile: str | None = None,
+        include_git_log: bool = True,
+    ) -> Team:
+        """The team on the project folder ``path`` (a folder; ``.personae/`` is optional)."""
+        root = Path(path)
+        if not root.is_dir():
+            raise UsageError("not a project folder", file=root)
+        return cls(
+            root=root, model=model, persona=persona, limits=limits or Limits(),
+            settings=settings, persona_dirs=tuple(persona_dirs), cast=cast, profile=profile,
+            include_git_log=include_git_log,
+        )  # fmt: skip
+
+    def options(
+        self, *, persona: str | None = None, session: str | None = None,
+        limits: Limits | None = None,
+    ) -> RunOptions:  # fmt: skip
+        """The :class:`~personae.team.session.RunOptions` a run uses (defaults resolved)."""
+        from personae.project import Project
+        from personae.settings import PersonaeSettings
+        from personae.team.session import RunOptions
+
+        settings = self.settings or PersonaeSettings()
+        chosen = limits or self.limits
+        project = Project.open(self.root)
+        return RunOptions(
+            root=project.root,
+            persona=persona or self.persona,
+            model=self.model or settings.model or project.config.model,
+            session=session,
+            max_retries=settings.max_retries if chosen.max_retries is None else chosen.max_retries,
+            budget_share=(
+                settings.budget_share if chosen.budget_share is None else chosen.budget_share
+            ),
+            request_cap=chosen.max_requests,
+            include_git_log=self.include_git_log,
+            profile=self.profile,
+            extra_persona_dirs=tuple(self.persona_dirs),
+            handover_timeout=settings.handover_timeout,
+            cast=self.cast,
+        )
+
+    def run(
+        self,
+        task: str,
+        *,
+        persona: str | None = None,
+        session: str | None = None,
+        limits: Limits | None = None,
+        cancel: CancelToken | None = None,
+    ) -> TeamResult:
+        """Run one team turn on ``task`` and wait for it (blocking; not inside an event loop).
+
+        ``session`` continues a conversation (``result.session_id``); errors are
+        :class:`personae.PersonaeError` (bad config, unknown persona, model failures).
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(
+                self.arun(task, persona=persona, session=session, limits=limits, cancel=cancel)
+            )
+        raise UsageError("Team.run blocks; inside an event loop use 'await team.arun(...)'")
+
+    async def arun(
+        self,
+        task: str,
+        *,
+        persona: str | None = None,
+        session: str | None = None,
+        limits: Limits | None = None,
+        cancel: CancelToken | None = None,
+    ) -> TeamResult:
+        """Async :meth:`run`. Cancelling the awaiting task cancels the run (and raises
+        ``CancelledError``); a ``cancel`` token or the ``limits.timeout`` returns a result
+        with status ``cancelled``."""
+        result: TeamResult | None = None
+        async for item in self.run_stream(
+            task, persona=persona, session=session, limits=limits, cancel=cancel,
+            answer_deltas=False,
+        ):  # fmt: skip
+            if isinstance(item, RunEnd):
+                result = item.result
+        if result is None:  # run_stream always ends with RunEnd or raises
+            raise RuntimeError("run ended without a result")
+        return result
+
+    async def run_stream(
+        self,
+        task: str,
+        *,
+        persona: str | None = None,
+        session: str | None = None,
+        limits: Limits | None = None,
+        cancel: CancelToken | None = None,
+        answer_deltas: bool = True,
+    ) -> AsyncIterator[StreamItem]:
+        """Run one turn, yielding its events as they happen.
+
+        Yields :class:`personae.Event` objects in ``seq`` order (the ones
+        ``personae run --json`` prints, from ``start`` to ``final``),
+        :class:`AnswerDelta` pieces of the final answer while the model streams
+        it (``answer_deltas``), and last one :class:`RunEnd` with the result.
+        Leaving the loop early (``break``) cancels the run.
+        """
+        options = self.options(persona=persona, session=session, limits=limits)
+        timeout = (limits or self.limits).timeout
+        from personae.team.session import run_turn
+
+        queue: asyncio.Queue[StreamItem | BaseException | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        owner = threading.get_ident()
+        seen: list[Event] = []
+
+        def put(item: StreamItem) -> None:
+            if threading.get_ident() == owner:
+                queue.put_nowait(item)
+            else:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        def on_event(event: Event) -> None:
+            seen.append(event)
+            put(event)
+
+        deltas = 0
+
+        def on_text(text: str) -> None:
+            nonlocal deltas
+            put(AnswerDelta(run_id=seen[0].run_id if seen else "", index=deltas, text=text))
+            deltas += 1
+
+        async def go() -> None:
+            try:
+                coro = run_turn(
+                    task, options, listeners=[on_event],
+                    on_answer_text=on_text if answer_deltas else None,
+                )  # fmt: skip
+                outcome = await (asyncio.wait_for(coro, timeout) if timeout else coro)
+                queue.put_nowait(RunEnd(result=TeamResult.of(outcome)))
+            except (asyncio.CancelledError, TimeoutError) as exc:
+                if (cancel is not None and cancel.cancelled) or isinstance(exc, TimeoutError):
+                    queue.put_nowait(RunEnd(result=_cancelled(options, seen)))
+                else:
+                    queue.put_nowait(exc)
+            except BaseException as exc:
+                queue.put_nowait(exc)
+            finally:
+                queue.put_nowait(None)
+
+        runner = asyncio.create_task(go())
+        if cancel is not None:
+            cancel._attach(runner)
+        try:
+            while True:
+                item = await queue.get()
+                if item is None:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            if cancel is not None:
+                cancel._detach(runner)
+            if not runner.done():
+                runner.cancel()
+            await asyncio.gather(runner, return_exceptions=True)
+
+
+def _cancelled(options: RunOptions, seen: Sequence[Event]) -> TeamResult:
+    """The result of a run ended by a cancel token or its timeout (as stored)."""
+    from personae.project import Project
+    from personae.store.db import Store
+    from personae.store.runs import RunStore
+
+    run_id = seen[0].run_id if seen else ""
+    session = str(seen[0].data.get("session") or "") if seen else ""
+    usage: dict[str, int] = {}
+    model = options.model or ""
+    if run_id:
+        with Store(Project.open(options.root).state_db) as store:
+            runs = RunStore(store)
+            runs.settle(run_id, status="cancelled", error="cancelled from the Python API")
+            record = runs.get(run_id)
+            usage, model, session = dict(record.usage or {}), record.model, record.session_id or ""
+    return TeamResult(
+        answer="", status="cancelled", run_id=run_id, session_id=session, model=model,
+        usage=Usage.of(usage), events=list(seen),
+    )  # fmt: skip
