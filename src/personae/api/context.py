@@ -3,7 +3,7 @@
 :func:`assemble` is the code path of ``personae context build``/``report``
 (the CLI calls it). :func:`fit_messages` fits a plain chat message list with
 the same core the framework integrations use
-(:func:`personae.integrations._fit.fit_items`): whole tool exchanges, the
+(:func:`personae.context.fit_items.fit_items`): whole tool exchanges, the
 latest user turn always kept, oldest exchanges evicted first, exact counts.
 """
 
@@ -159,7 +159,7 @@ def fit_messages(
     an assistant tool call always together with all of its results. Counts
     use ``model``'s tokenizer (default: exact ``o200k_base``).
     """
-    from personae.integrations._fit import fit_items
+    from personae.context.fit_items import fit_items
     from personae.tokens import counter_for_model, exact_counter
 
     if budget < 1:

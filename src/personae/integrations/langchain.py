@@ -26,8 +26,8 @@ from langchain_core.messages import (
 )
 from langchain_core.messages.utils import MessageLikeRepresentation
 
+from personae.context.fit_items import Fitted, fit_items
 from personae.context.messages import ChatMessage, ToolCall
-from personae.integrations._fit import Fitted, fit_items
 from personae.tokens import TokenCounter, counter_for_model
 
 __all__ = ["FitContextMiddleware", "count_tokens_exactly", "fit_langchain", "trim_messages"]

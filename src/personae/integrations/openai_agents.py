@@ -19,10 +19,10 @@ from typing import Any
 from agents import Agent, Tool
 from agents.memory import SessionABC, SessionSettings
 
+from personae.context.fit_items import fit_items
 from personae.context.messages import ChatMessage
 from personae.context.messages import ToolCall as ChatToolCall
 from personae.errors import UnknownNameError
-from personae.integrations._fit import fit_items
 from personae.persona import Cast
 from personae.store.conversations import ConversationStore, Message, Role, ToolCall, token_text
 from personae.tools.names import canonical_tool_name

@@ -34,8 +34,8 @@ from pydantic_ai.models import Model
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
+from personae.context.fit_items import Fitted, fit_items
 from personae.context.messages import ChatMessage, ToolCall
-from personae.integrations._fit import Fitted, fit_items
 from personae.persona import Persona
 from personae.tokens import TokenCounter, counter_for_model
 from personae.tools.names import canonical_tool_name
