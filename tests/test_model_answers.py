@@ -7,16 +7,14 @@ through the store API on real SQLite files.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from _ui_support import cli
 from personae.store.answers import ANSWER_PIECE_CAP, ANSWER_TOOL_CALL_CAP, ModelAnswer
 from personae.store.db import Store
 from personae.store.runs import RunStore
@@ -45,18 +43,8 @@ SCENARIO: dict[str, Any] = {
 }  # fmt: skip
 
 
-def personae(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        check=False,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "100"},
-    )
-    assert done.returncode == 0, done.stderr
-    return done
+def personae(cwd: Path, *args: str) -> str:
+    return cli(*args, cwd=cwd, env={"COLUMNS": "100"})
 
 
 @pytest.fixture
@@ -73,9 +61,9 @@ def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 def test_runs_show_has_every_calls_answer_redacted_and_capped(project: Path) -> None:
     spec = f"scripted:{project.parent / 'answers.yaml'}"
     done = personae(project, "run", "What port?", "--persona", "dev", "--model", spec)
-    run_id = done.stdout.split("personae runs show ")[1].split()[0]
+    run_id = done.split("personae runs show ")[1].split()[0]
 
-    shown = json.loads(personae(project, "runs", "show", run_id, "--json").stdout)
+    shown = json.loads(personae(project, "runs", "show", run_id, "--json"))
     calls = shown["model_calls"]
     assert [c["role"] for c in calls] == ["manager", "worker", "worker", "validator", "manager"]
     plan, tool, report, verdict, synthesis = (c["answer"] for c in calls)
@@ -95,12 +83,12 @@ def test_runs_show_has_every_calls_answer_redacted_and_capped(project: Path) -> 
     cut_notice = f"[… answer cut: {len(LONG) - ANSWER_PIECE_CAP} more characters not stored]"
     assert synthesis["text"].endswith(cut_notice)
 
-    text = personae(project, "runs", "show", run_id).stdout
+    text = personae(project, "runs", "show", run_id)
     assert "answer (tool_call, " in text and "answer (stop, " in text
     assert 'tool call: read_file({"path": "config.yaml"})' in text
     assert "text: config.yaml: port 8081 (key [REDACTED:openai-key])" in text
     assert "cut to the cap" in text
-    full = personae(project, "runs", "show", run_id, "--full").stdout
+    full = personae(project, "runs", "show", run_id, "--full")
     assert cut_notice in full
 
     # Redacted before it was stored: the stored answers never held the key.
@@ -114,16 +102,13 @@ def test_store_api_answer_round_trip(tmp_path: Path) -> None:
     with Store(tmp_path / "state.db") as store:
         runs = RunStore(store)
         run_id = runs.create(task="t", model="scripted:x", heartbeat=False)
-        answer = ModelAnswer.build(
-            text=None,
-            tool_calls=[
-                ("write_file", {"path": "a.env", "api_key": "hunter2-hunter2", "n": 1}),
-                ("run_shell", f'{{"command": "curl -H \\"Bearer {SECRET}\\""}}'),
-                ("odd", "not json at all " + SECRET),
-            ]
-            + [("noop", None)] * ANSWER_TOOL_CALL_CAP,
-            finish_reason="tool_call",
-        )
+        asked: list[tuple[str, str | dict[str, Any] | None]] = [
+            ("write_file", {"path": "a.env", "api_key": "hunter2-hunter2", "n": 1}),
+            ("run_shell", f'{{"command": "curl -H \\"Bearer {SECRET}\\""}}'),
+            ("odd", "not json at all " + SECRET),
+        ]
+        asked += [("noop", None)] * ANSWER_TOOL_CALL_CAP
+        answer = ModelAnswer.build(text=None, tool_calls=asked, finish_reason="tool_call")
         runs.add_model_call(run_id, role="worker", model="m", context_text="c", budget={},
                             usage={}, answer=answer)  # fmt: skip
         runs.add_model_call(run_id, role="worker", model="m", context_text="c", budget={},
