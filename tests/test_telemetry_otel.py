@@ -69,6 +69,13 @@ def test_a_demo_run_becomes_one_trace_with_genai_attributes(demo: tuple[Path, st
         assert span.attributes["gen_ai.usage.input_tokens"] == call.usage["input_tokens"]
         assert span.attributes["gen_ai.usage.output_tokens"] == call.usage["output_tokens"]
         assert span.attributes["personae.role"] == call.role
+        # Of the answer only its finish reason and size; never its text.
+        assert call.answer is not None and call.answer.finish_reason in ("stop", "tool_call")
+        assert span.attributes["gen_ai.response.finish_reasons"] == (call.answer.finish_reason,)
+        assert span.attributes["personae.answer.chars"] == call.answer.chars > 0
+        assert span.attributes["personae.answer.tool_calls"] == len(call.answer.tool_calls)
+        shown = [str(v) for v in span.attributes.values()]
+        assert call.answer.text == "" or not any(call.answer.text in v for v in shown)
         if call.budget.get("sections"):
             assert span.attributes["personae.budget.total"] == call.budget["total"]
             assert "personae.section.task.kept" in span.attributes

@@ -131,16 +131,24 @@ def test_model_call_page_shows_sections_budget_and_answer(
     assert "validation_context" in table and "directive" in table
     assert page.locator("details.ctx").count() >= 4
     assert "<directive>" in page.inner_text(".prompt")
-    assert "approved" in page.inner_text("ol.outcome")
+    # The model's answer as stored: the validator's structured verdict (a tool call).
+    verdict = page.inner_text("ol.tool-calls")
+    assert "final_result" in verdict and '"approved": true' in verdict
+    assert "finish reason: tool_call" in page.inner_text("body")
     shot(page, "ui-call.png", tmp_path)
-    # A sub-agent's call: no per-section report, and its final message as its answer.
     root, run_id, _ = project
     with Store(root / ".personae" / "state.db") as store:
-        scout = [c for c in RunStore(store).model_calls(run_id) if c.role == "subagent"]
+        calls = RunStore(store).model_calls(run_id)
+    # The worker's first answer: the hallucinated claim the code check rejected.
+    worker = next(c for c in calls if c.role == "worker")
+    page.goto(f"{base}/runs/{run_id}/calls/{worker.seq}")
+    assert "port 8080, the usual default" in page.inner_text("pre.model-answer")
+    # A sub-agent's call: no per-section report, and its final message as its answer.
+    scout = [c for c in calls if c.role == "subagent"]
     page.goto(f"{base}/runs/{run_id}/calls/{scout[-1].seq}")
     assert "No per-section report" in page.inner_text("section.budget")
     assert "You are Scout" in page.inner_text(".prompt")
-    assert "From README.md" in page.inner_text("ol.outcome")
+    assert "From README.md" in page.inner_text("pre.model-answer")
 
 
 def test_cut_and_dropped_sections_are_marked_with_their_notices(
@@ -228,7 +236,7 @@ def test_a_running_run_updates_live(page: Any, base: str, project: Project) -> N
         wait_until(lambda: "done" in page.inner_text("dl.facts"))
     html = page.content()
     assert "<b>lines</b>" not in html and "&lt;b&gt;lines&lt;/b&gt;" in html
-    assert "sk-livetest0123456789abcdef" not in html and "[redacted]" in html
+    assert "sk-livetest0123456789abcdef" not in html and "[REDACTED:openai-key]" in html
 
 
 def _now() -> str:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from _ui_support import viewer
+from personae.store.answers import AnswerToolCall, ModelAnswer
 from personae.store.db import Store
 from personae.store.runs import RunStore
 
@@ -80,6 +81,13 @@ def hostile_project(tmp_path: Path) -> tuple[Path, str]:
                 {"tag": "task", "source": "task", "requested": 16, "allotted": 16,
                  "kept": 16, "rule": "pinned", "detail": HOSTILE}]},
             usage={"input_tokens": 20, "output_tokens": 3},
+            # Built directly (not through ModelAnswer.build): the viewer redacts again.
+            answer=ModelAnswer(
+                text=f"{HOSTILE} said {SECRET}",
+                tool_calls=[AnswerToolCall(name="x<i>",
+                                           args='{"api_key": "plain-value-of-a-key"}')],
+                finish_reason="stop",
+            ),
         )  # fmt: skip
         runs.finish(rid, status="done", final_text=f"answer {HOSTILE}", usage={})
     return root, rid
@@ -96,7 +104,13 @@ def test_pages_escape_markup_and_hide_secrets(hostile_project: tuple[Path, str])
             assert SECRET not in body and "plain-value-of-a-key" not in body, path
         page = httpx.get(f"{base}/runs/{rid}/calls/1", timeout=10).text
         assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
-        assert "[redacted]" in page
+        assert "[REDACTED:openai-key]" in page  # the markers of personae.security.redact
+        # The stored answer: escaped, redacted, shown as the model's answer.
+        assert (
+            '<pre class="answer model-answer">&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;'
+            in page
+        )
+        assert "<b>x&lt;i&gt;</b>" in page and "[REDACTED:secret-value]" in page
         run_page = httpx.get(f"{base}/runs/{rid}", timeout=10).text
         assert "p&lt;b&gt;" in run_page
 

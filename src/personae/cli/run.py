@@ -14,6 +14,7 @@ from personae.errors import PersonaeError
 
 if TYPE_CHECKING:
     from personae.settings import PersonaeSettings
+    from personae.store.answers import ModelAnswer
     from personae.team.events import Event
     from personae.team.session import RunOptions, RunOutcome
 
@@ -659,3 +660,22 @@ def show_run(
             else c.context_text[:600] + ("…" if len(c.context_text) > 600 else "")
         )
         console.print(Text(text, style="dim"))
+        console.print(Text(_answer_text(c.answer, full=full)))
+
+
+def _answer_text(answer: ModelAnswer | None, *, full: bool) -> str:
+    """A model call's answer for ``runs show`` (``None``: stored before answers were kept)."""
+    if answer is None:
+        return "answer: not recorded (stored before answers were kept)"
+    head = f"answer ({answer.finish_reason or 'finish reason not reported'}"
+    head += f", {answer.chars} chars{', cut to the cap' if answer.cut else ''}):"
+    lines = [head]
+    if answer.text:
+        text = answer.text if full or len(answer.text) <= 600 else answer.text[:600] + "…"
+        lines.append(f"  text: {text}")
+    for call in answer.tool_calls:
+        args = call.args if full or len(call.args) <= 600 else call.args[:600] + "…"
+        lines.append(f"  tool call: {call.name}({args})")
+    if len(lines) == 1:
+        lines.append("  (empty)")
+    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Runs, their events and model calls in the project store (migrations 0002, 0005).
+"""Runs, their events and model calls in the project store (migrations 0002, 0005, 0007).
 
 A run row is written before its id is shown anywhere (:meth:`RunStore.create`), with the
 process that runs it; that process refreshes a heartbeat until :meth:`RunStore.finish`.
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from personae.errors import UnknownNameError, UsageError
 from personae.store._liveness import Heartbeat, process_alive, this_process
+from personae.store.answers import ModelAnswer
 from personae.store.db import Store
 
 __all__ = [
@@ -102,6 +103,8 @@ class ModelCallRecord(BaseModel):
     budget: dict[str, Any]
     usage: dict[str, Any]
     at: str
+    answer: ModelAnswer | None = None
+    """What the model answered (``None``: stored before answers were kept)."""
 
 
 class RunStore:
@@ -186,9 +189,12 @@ class RunStore:
         usage: dict[str, Any],
         persona: str | None = None,
         subtask: int | None = None,
+        answer: ModelAnswer | None = None,
     ) -> None:
-        """Store one model call's assembled context and budget report."""
-        row = ModelCallRow(role, persona, subtask, model, context_text, budget, usage, _now())
+        """Store one model call's assembled context, budget report and answer."""
+        row = ModelCallRow(
+            role, persona, subtask, model, context_text, budget, usage, _now(), answer
+        )
         self.write_batch(run_id, events=(), calls=[row])
 
     def write_batch(
@@ -202,10 +208,12 @@ class RunStore:
             _insert_events(conn, run_id, events)
             conn.executemany(
                 "INSERT INTO model_calls(run_id, seq, role, persona, subtask, model,"
-                " context_text, budget_json, usage_json, at) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                " context_text, budget_json, usage_json, at, answer_json)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (run_id, first + i, c.role, c.persona, c.subtask, c.model, c.context_text,
-                     json.dumps(c.budget, default=str), json.dumps(c.usage), c.at)
+                     json.dumps(c.budget, default=str), json.dumps(c.usage), c.at,
+                     None if c.answer is None else c.answer.model_dump_json())
                     for i, c in enumerate(calls)
                 ],
             )  # fmt: skip
@@ -346,6 +354,11 @@ class RunStore:
                 budget=json.loads(r["budget_json"]),
                 usage=json.loads(r["usage_json"]),
                 at=r["at"],
+                answer=(
+                    None
+                    if r["answer_json"] is None
+                    else ModelAnswer.model_validate_json(r["answer_json"])
+                ),
             )
             for r in rows
         ]
@@ -362,6 +375,7 @@ class ModelCallRow(NamedTuple):
     budget: dict[str, Any]
     usage: dict[str, Any]
     at: str
+    answer: ModelAnswer | None = None
 
 
 class EventRow(NamedTuple):

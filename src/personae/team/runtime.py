@@ -4,7 +4,8 @@ Each role call goes through :meth:`Runtime.call`: a pydantic-ai ``Agent`` run
 with a capability that (before every model request) enforces the run-wide
 usage cap across the whole tree of agents and (after it) adds the request's
 usage to the shared total and stores the model call with the assembled
-context and budget report that produced it.
+context and budget report that produced it, and the model's answer (redacted
+and capped by :meth:`~personae.store.answers.ModelAnswer.build`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import UsageLimits
 
 from personae.models.resolve import ModelResolver
+from personae.store.answers import ModelAnswer
 from personae.store.runs import EventRow, ModelCallRow, RunStore
 from personae.team.events import Event, EventBus, EventKind
 
@@ -140,9 +142,19 @@ class _Recorder(AbstractCapability[Any]):
                         **_our_count(self.model_label, request_context),
                     },
                     datetime.now(UTC).isoformat(timespec="milliseconds"),
+                    _answer(response),
                 )
             )
         return response
+
+
+def _answer(response: ModelResponse) -> ModelAnswer:
+    """The response's text, tool calls and finish reason, redacted and capped."""
+    return ModelAnswer.build(
+        text=response.text,
+        tool_calls=[(call.tool_name, call.args) for call in response.tool_calls],
+        finish_reason=response.finish_reason,
+    )
 
 
 def _our_count(model_label: str, request_context: ModelRequestContext) -> dict[str, Any]:

@@ -10,8 +10,10 @@ Spans (GenAI semantic conventions where one applies, ``personae.*`` for the rest
 - each subtask: ``subtask <n>`` (last completion signal as attributes, each
   validation as a span event);
 - each model call (role call): ``chat <model>`` with ``gen_ai.request.model``,
-  ``gen_ai.usage.input_tokens``/``output_tokens``, ``personae.role`` and the
-  section budgets of its assembled context;
+  ``gen_ai.usage.input_tokens``/``output_tokens``, ``personae.role``, the
+  section budgets of its assembled context and, of the answer, only
+  ``gen_ai.response.finish_reasons`` and its size (``personae.answer.chars``,
+  ``personae.answer.tool_calls``), never its text;
 - each tool call: ``execute_tool <tool>``; ``handover_to_persona`` calls are
   ``handover <persona>`` spans;
 - each sub-agent: ``invoke_agent <persona>`` with its tool and model calls inside.
@@ -185,6 +187,11 @@ class _Emitter:
         if call.subtask is not None:
             attrs["personae.subtask"] = call.subtask
         attrs |= _budget_attrs(call.budget)
+        if call.answer is not None:  # sizes and finish reason only, never the answer's text
+            if call.answer.finish_reason:
+                attrs["gen_ai.response.finish_reasons"] = [call.answer.finish_reason]
+            attrs["personae.answer.chars"] = call.answer.chars
+            attrs["personae.answer.tool_calls"] = len(call.answer.tool_calls)
         for event in self.outcomes.get(call.seq, []) if call.role == "validator" else []:
             if event.kind == "validation":
                 attrs |= _signal_attrs(event.data)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.handover.security import redact_secrets
+from personae.store.answers import ModelAnswer
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
 from personae.telemetry.runtree import parse_time
@@ -49,9 +50,13 @@ def _clean_event(event: StoredEvent) -> StoredEvent:
 
 
 def _clean_call(call: ModelCallRecord) -> ModelCallRecord:
-    return call.model_copy(
-        update={"context_text": redact(call.context_text), "budget": redact(call.budget)}
-    )
+    update: dict[str, Any] = {
+        "context_text": redact(call.context_text),
+        "budget": redact(call.budget),
+    }
+    if call.answer is not None:  # redacted when stored; again here like everything shown
+        update["answer"] = ModelAnswer.model_validate(redact(call.answer.model_dump()))
+    return call.model_copy(update=update)
 
 
 @dataclass(kw_only=True)

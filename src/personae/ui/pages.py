@@ -146,6 +146,32 @@ def _outcome(view: RunView, seq: int) -> str:
     return f'<ol class="items outcome">{items}</ol>'
 
 
+def _answer(view: RunView, seq: int) -> str:
+    """The stored answer (text, tool calls); for calls stored before answers were kept, the
+    steps the run recorded after the call."""
+    answer = next(c.answer for c in view.calls if c.seq == seq)
+    if answer is None:
+        return (
+            '<p class="muted">This call was stored before answers were kept; what the run '
+            "recorded after it:</p>" + _outcome(view, seq)
+        )
+    facts = f"finish reason: {answer.finish_reason or 'not reported'}, {answer.chars} characters"
+    if answer.cut:
+        facts += "; cut to the stored size (the cut piece says how much)"
+    parts = [f'<p class="muted">{h(facts)}</p>']
+    if answer.text:
+        parts.append(f'<pre class="answer model-answer">{h(answer.text)}</pre>')
+    if answer.tool_calls:
+        items = "".join(
+            f'<li><b>{h(call.name)}</b><pre class="answer">{h(call.args)}</pre></li>'
+            for call in answer.tool_calls
+        )
+        parts.append(f'<h3>Tool calls</h3><ol class="items tool-calls">{items}</ol>')
+    if not answer.text and not answer.tool_calls:
+        parts.append('<p class="muted">The answer was empty.</p>')
+    return "".join(parts)
+
+
 def call_page(view: RunView, seq: int) -> str:
     """One model call: budget bar and table, the context section by section, what came back."""
     from personae.errors import UnknownNameError
@@ -176,11 +202,7 @@ def call_page(view: RunView, seq: int) -> str:
         f"<dt>at</dt><dd>{h(call.at)}</dd></dl>"
         f"{budget_panel(call.budget)}<h2>Notices</h2>{notice_list}"
         f'<h2>Rendered prompt</h2><div class="prompt">{section_blocks(call.context_text, call.budget)}</div>'  # noqa: E501
-        "<h2>The model's answer</h2>"
-        '<p class="muted">What the run recorded after this call: the tool calls it asked for, '
-        "the worker's result, the verdict, the plan or the final answer (the raw response "
-        "text is not stored).</p>"
-        f"{_outcome(view, seq)}"
+        f"<h2>The model's answer</h2>{_answer(view, seq)}"
     )
     return layout(
         f"Model call #{seq}",
