@@ -123,7 +123,7 @@ def test_a_character_device_is_not_read_as_a_handover(project: Path) -> None:
 def test_fifo_as_the_project_config(project: Path) -> None:
     fifo = project / ".personae" / "config.yaml"
     os.mkfifo(fifo)
-    result = personae("handover", "create", "--to", "b", "--task", "t", cwd=project)
+    result = personae("handover", "create", "--to", "researcher", "--task", "t", cwd=project)
     assert "FIFO" in refused_in_one_line(result, fifo)
     assert not (project / ".personae" / "handovers").exists()
 
