@@ -58,6 +58,24 @@ def _shell(command: str) -> dict[str, Any]:
 HOLD = "echo started > started.flag; sleep 60"
 
 
+def _drive(root: Path, how: Any, token: str, *, ready: int) -> None:
+    """Let ``personae run`` end (``exit``), or send ``how`` once ``ready`` marked processes run."""
+    run = _start(root, "run", "go", "--persona", "sh", "--model", "scripted:scenario.yaml")
+    try:
+        if how == "exit":
+            _out, err = run.communicate(timeout=120)
+            assert run.returncode == 0, err
+        else:
+            wait_until((root / "started.flag").exists, what="the holding command")
+            wait_until(lambda: len(marked(token)) >= ready, limit=10, what="marked processes")
+            run.send_signal(how)
+            run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+
+
 @pytest.mark.parametrize("how", HOW, ids=_ids)
 def test_mcp_server_dies_with_the_run(tmp_path: Path, how: Any) -> None:
     token = _token()
@@ -67,21 +85,9 @@ def test_mcp_server_dies_with_the_run(tmp_path: Path, how: Any) -> None:
     root = _project(tmp_path, "run_shell, mcp__probe__ping", calls)
     entry = {"command": sys.executable, "args": [str(PROBE), token]}
     (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"probe": entry}}))
-    run = _start(root, "run", "go", "--persona", "sh", "--model", "scripted:scenario.yaml")
-    try:
-        if how == "exit":
-            _out, err = run.communicate(timeout=120)
-            assert run.returncode == 0, err
-            assert (root / "probe.started").exists()  # the server did run
-        else:
-            wait_until((root / "started.flag").exists, what="the holding command")
-            wait_until(lambda: len(marked(token)) >= 2, limit=10, what="server and helper")
-            run.send_signal(how)
-            run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.communicate()
+    _drive(root, how, token, ready=2)  # the server and its helper
+    if how == "exit":
+        assert (root / "probe.started").exists()  # the server did run
     assert settle(token) == [], f"MCP server survivors after {_ids(how)}"
 
 
@@ -99,20 +105,7 @@ def test_orphans_of_a_command_die_with_the_run(tmp_path: Path, how: Any) -> None
     if how != "exit":
         calls.append(_shell(HOLD))
     root = _project(tmp_path, "run_shell", calls)
-    run = _start(root, "run", "go", "--persona", "sh", "--model", "scripted:scenario.yaml")
-    try:
-        if how == "exit":
-            _out, err = run.communicate(timeout=120)
-            assert run.returncode == 0, err
-        else:
-            wait_until((root / "started.flag").exists, what="the holding command")
-            assert len(marked(token)) >= 2  # both orphans outlived their command
-            run.send_signal(how)
-            run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.communicate()
+    _drive(root, how, token, ready=2)  # both orphans outlived their command
     assert settle(token) == [], f"orphan survivors after {_ids(how)}"
 
 
