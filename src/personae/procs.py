@@ -22,9 +22,19 @@ the child's watchdog inherits it, so once the parent reads end of file the
 child and its watchdog are both gone, and the tools the child started have
 been killed. That is how a timed-out attempt is dead before its retry starts.
 
-A command that leaves its process group on purpose (``setsid``) escapes the
-registry; only the sandbox (a PID namespace, see :mod:`personae.tools.sandbox`)
-contains that.
+A command that leaves its process group on purpose (``setsid``, a
+double-forked daemon) escapes the group registry. :meth:`RunProcesses.capture_orphans`
+covers it: the run becomes a *child subreaper* (``PR_SET_CHILD_SUBREAPER``),
+so such orphans are reparented to the run instead of init; at normal exit
+every remaining descendant is killed, and the watchdog notes the run's
+descendants (pid and start time) several times a second and kills them when
+the run dies any other way. The sandbox (a PID namespace, see
+:mod:`personae.tools.sandbox`) contains them as well.
+
+Processes started by a library that takes no ``preexec_fn`` (MCP stdio
+servers, started by the MCP SDK) are run through :func:`tied_argv`: a tiny
+wrapper sets the parent-death signal, writes its pid and ``exec``-s the
+command; :meth:`RunProcesses.add_pidfile` registers the group.
 """
 
 from __future__ import annotations
@@ -43,6 +53,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from personae._reaper import descendants, kill_tree, process_table
+
 __all__ = [
     "LIFELINE_ENV",
     "RUN_PROCESSES",
@@ -50,13 +62,16 @@ __all__ = [
     "die_with_parent",
     "lifeline",
     "run_tied",
+    "tied_argv",
 ]
 
 LIFELINE_ENV = "PERSONAE_LIFELINE_FD"
 """Environment variable naming the inherited lifeline descriptor of a handover child."""
 
 _PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 _REAPER = Path(__file__).with_name("_reaper.py")
+_TIE = Path(__file__).with_name("_tie.py")
 
 
 @functools.cache
@@ -94,6 +109,7 @@ class RunProcesses:
         self._reaper: subprocess.Popen[bytes] | None = None
         self._owner = 0
         self._atexit = False
+        self._subreaper = 0  # pid of the process that became a subreaper (0: not yet)
 
     @property
     def groups(self) -> frozenset[int]:
@@ -134,12 +150,37 @@ class RunProcesses:
         except OSError:  # pragma: no cover - no interpreter to run: in-process cleanup only
             return None
 
+    def _register_atexit(self) -> None:
+        if not self._atexit:
+            atexit.register(self.kill_all)
+            self._atexit = True
+
+    def capture_orphans(self) -> bool:
+        """Make this process a child subreaper whose every descendant dies with it.
+
+        Processes that leave their group and are orphaned (``setsid``, a
+        double fork) are then reparented to this process; :meth:`kill_all`
+        kills every remaining descendant, and the watchdog kills the ones it
+        has seen if this process dies by a signal. Idempotent; ``False`` where
+        ``prctl`` is missing (not Linux).
+        """
+        prctl = _load_prctl()
+        if prctl is None:
+            return False
+        with self._lock:
+            if self._subreaper == os.getpid():
+                return True
+            if prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+                return False
+            self._subreaper = os.getpid()
+            self._register_atexit()
+            self._tell(f"t{self._subreaper}")
+        return True
+
     def add(self, pgid: int) -> None:
         """Register process group ``pgid`` (killed when the run ends)."""
         with self._lock:
-            if not self._atexit:
-                atexit.register(self.kill_all)
-                self._atexit = True
+            self._register_atexit()
             self._groups.add(pgid)
             self._tell(f"+{pgid}")
 
@@ -150,14 +191,36 @@ class RunProcesses:
                 self._groups.discard(pgid)
                 self._tell(f"-{pgid}")
 
+    def add_pidfile(self, pidfile: Path) -> int | None:
+        """Register the group whose leader wrote its pid to ``pidfile`` (see :func:`tied_argv`).
+
+        Returns the group id, or ``None`` when the file holds no pid (the
+        command never started).
+        """
+        try:
+            text = pidfile.read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        if not text.isdigit() or int(text) <= 1:
+            return None
+        self.add(int(text))
+        return int(text)
+
     def kill_all(self) -> None:
-        """SIGKILL every registered group now (normal exit and interruption)."""
+        """SIGKILL every registered group now (normal exit and interruption).
+
+        After :meth:`capture_orphans`, every other descendant of this process
+        (but the watchdog) is killed too, repeatedly until none is left.
+        """
         with self._lock:
             groups, self._groups = set(self._groups), set()
             for pgid in groups:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(pgid, signal.SIGKILL)
                 self._tell(f"-{pgid}")
+            if self._subreaper == os.getpid():
+                spare = frozenset({self._reaper.pid}) if self._reaper is not None else frozenset()
+                kill_tree(descendants({os.getpid()}, process_table()), spare=spare)
 
     @contextlib.contextmanager
     def tracked(self, pgid: int) -> Iterator[None]:
@@ -208,6 +271,21 @@ def lifeline() -> Iterator[tuple[int, Callable[[float], bool]]]:
         if not closed:
             os.close(write_end)
         os.close(read_end)
+
+
+def tied_argv(command: str, args: Sequence[str], pidfile: Path) -> tuple[str, list[str]]:
+    """``(command, args)`` that run ``command args`` tied to the run (Linux).
+
+    For processes started by code that takes no ``preexec_fn``: a wrapper
+    (``personae/_tie.py``) sets the parent-death signal, starts a new session,
+    writes its pid to ``pidfile`` (which must exist) and ``exec``-s the
+    command, keeping its pid and environment. Register the group with
+    :meth:`RunProcesses.add_pidfile` once the command has started. Elsewhere
+    (no ``prctl``) the command is returned unchanged.
+    """
+    if _load_prctl() is None:
+        return command, list(args)
+    return sys.executable, ["-I", "-S", str(_TIE), str(pidfile), command, *args]
 
 
 def run_tied(

@@ -92,7 +92,12 @@ class _View:
 def _execute(
     task: str, options: RunOptions, view: _View, timeout: float | None = None
 ) -> RunOutcome:
+    from personae.procs import RUN_PROCESSES
     from personae.team.session import run_turn
+
+    # Orphans a command leaves behind (setsid, double fork) are reparented to this
+    # process and die with the run like everything else it starts.
+    RUN_PROCESSES.capture_orphans()
 
     async def go() -> RunOutcome:
         view.task = asyncio.current_task()

@@ -11,7 +11,7 @@ from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
 from personae.persona.model import Persona, Skill
-from personae.project import CommandsConfig
+from personae.project import CommandsConfig, SandboxConfig
 from personae.team import manager, validator, worker
 from personae.team.context import TurnContext
 from personae.team.dispatch import Action, SubtaskBudget, decide
@@ -104,6 +104,9 @@ class Team:
     """Skills of the cast by name (their L2 bodies are loaded when a task calls for them)."""
     commands: CommandsConfig = field(default_factory=CommandsConfig)
     """``!command`` settings for skill bodies (off unless enabled)."""
+    sandbox: SandboxConfig | None = None
+    """The project's ``run_shell`` sandbox settings: sub-agents then run their shell with
+    their own persona's grants, cut to their parent's (``None``: the parent's as they are)."""
     failure_count: int = 0
     """Rejected validations this session (telemetry only; never raises involvement)."""
     warnings: list[str] = field(default_factory=list)
@@ -221,6 +224,7 @@ class Team:
                 turn=self._turn,
                 depth_cap=self.config.depth_cap,
                 mcp=self._mcp,
+                sandbox=self.sandbox,
             )
             allowed = allowed | {"agent"}
             agent_tools = spawner.toolset(box, allowed, depth=0, subtask=number, parent=persona)

@@ -12,15 +12,22 @@ grants among those its parent has (narrow only), on the parent's processes.
 A stdio server process gets only a safe base environment (``HOME``, ``PATH``,
 ``USER``, ``LOGNAME``, ``SHELL``, ``TERM``; the MCP SDK's default) plus the
 variables its entry sets explicitly: nothing else of ours (``LD_PRELOAD``,
-``PYTHONPATH``, API keys ...) is passed through. A server that fails to
-start, or whose entry is wrong, is reported once through ``on_warning`` and
-its tools are simply unavailable; the run goes on.
+``PYTHONPATH``, API keys ...) is passed through. It is tied to the run
+(:func:`personae.procs.tied_argv`: parent-death signal, own process group
+registered in :data:`personae.procs.RUN_PROCESSES`), so it dies with the run
+on any exit, ``kill -9`` included, and its group is killed when it is
+stopped. A server that fails to start, or whose entry is wrong, is reported
+once through ``on_warning`` and its tools are simply unavailable; the run
+goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
+import signal
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -34,6 +41,7 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from personae.errors import ConfigError
 from personae.persona.model import Persona
+from personae.procs import RUN_PROCESSES, tied_argv
 from personae.team._mcp_config import (
     McpServerSpec,
     mcp_tool_name,
@@ -89,6 +97,7 @@ class _Server:
     toolset: AbstractToolset[Any]
     tools: list[str]
     log: IO[str] | None = None
+    pgid: int | None = None
 
 
 def _stderr_tail(log: IO[str] | None, limit: int = 400) -> str:
@@ -112,6 +121,14 @@ def _error_text(exc: BaseException) -> str:
         inner = inner.exceptions[0]
     text = str(inner).strip().splitlines()
     return f"{type(inner).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _stop_group(pgid: int | None) -> None:
+    """Kill what is left of a stdio server's process group and forget it."""
+    if pgid is not None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+        RUN_PROCESSES.discard(pgid)
 
 
 @dataclass(kw_only=True)
@@ -235,15 +252,24 @@ class McpHub:
             return None
         log: IO[str] | None = None
         toolset: AbstractToolset[Any] | None = None
+        pgid: int | None = None
+        fd, pidname = tempfile.mkstemp(prefix="personae-mcp-", suffix=".pid")
+        os.close(fd)
+        pidfile = Path(pidname)
         try:
-            toolset, log = self._connect(spec)
-            await toolset.__aenter__()
+            toolset, log = self._connect(spec, pidfile)
+            try:
+                await toolset.__aenter__()
+            finally:
+                if spec.transport == "stdio":
+                    pgid = RUN_PROCESSES.add_pidfile(pidfile)
             try:
                 tools = [t.name for t in await toolset.list_tools()]  # type: ignore[attr-defined]
             except BaseException:
                 await toolset.__aexit__(None, None, None)
                 raise
         except Exception as exc:
+            _stop_group(pgid)
             message = _error_text(exc) + _stderr_tail(log)
             if log is not None:
                 log.close()
@@ -256,11 +282,15 @@ class McpHub:
                 error=message,
             )
             return None
-        running = _Server(spec=spec, toolset=toolset, tools=tools, log=log)
+        finally:
+            pidfile.unlink(missing_ok=True)
+        running = _Server(spec=spec, toolset=toolset, tools=tools, log=log, pgid=pgid)
         self._servers[key] = running
         return running
 
-    def _connect(self, spec: McpServerSpec) -> tuple[AbstractToolset[Any], IO[str] | None]:
+    def _connect(
+        self, spec: McpServerSpec, pidfile: Path
+    ) -> tuple[AbstractToolset[Any], IO[str] | None]:
         from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
         from pydantic_ai.mcp import MCPToolset
 
@@ -272,9 +302,10 @@ class McpHub:
         if spec.transport == "stdio":
             log = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
             cwd = spec.cwd or (str(self.cwd) if self.cwd is not None else None)
+            command, args = tied_argv(spec.command, spec.args, pidfile)
             transport = StdioTransport(
-                spec.command,
-                list(spec.args),
+                command,
+                args,
                 env=dict(spec.env),  # merged over the SDK's safe base set only
                 cwd=cwd,
                 keep_alive=False,  # the process ends when the toolset is closed
@@ -298,6 +329,7 @@ class McpHub:
             except Exception:  # a server that died on its own: nothing left to stop
                 pass
             finally:
+                _stop_group(server.pgid)
                 if server.log is not None:
                     server.log.close()
 

@@ -34,9 +34,8 @@ from personae.team.events import Event, EventBus, EventKind
 from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.summarizer import model_summarize
-from personae.team.toolbox import ToolBox, narrow_names
+from personae.team.toolbox import ToolBox, narrow_names, persona_limits
 from personae.tokens.registry import counter_for_model, model_info
-from personae.tools.base import ToolLimits
 from personae.tools.registry import ToolRegistry
 from personae.tools.subset import ToolSubset
 from personae.tools.workspace import Workspace
@@ -209,15 +208,6 @@ def _json_args(text: str) -> dict[str, object]:
     return value if isinstance(value, dict) else {"value": value}
 
 
-def _shell_limits(config: SandboxConfig, persona: Persona | None) -> ToolLimits:
-    """Tool limits with the ``run_shell`` sandbox the project config and the persona allow."""
-    network = config.network or (persona is not None and persona.sandbox.network)
-    paths = [*config.allow_paths, *(persona.sandbox.allow_paths if persona else [])]
-    return ToolLimits(
-        shell_sandbox=config.mode, shell_network=network, shell_allow_paths=tuple(paths)
-    )
-
-
 def _registry(
     root: Path,
     cast: Cast,
@@ -234,7 +224,7 @@ def _registry(
     It is left out below the handover depth cap, so the narrow-only subset
     refuses it there.
     """
-    limits = _shell_limits(sandbox or SandboxConfig(), persona)
+    limits = persona_limits(sandbox or SandboxConfig(), persona)
     registry = ToolRegistry.builtin(Workspace(root), limits=limits)
     if persona is None or not any(
         _HANDOVER in narrow_names(p, {_HANDOVER}) for p in (persona, *cast.personas.values())
@@ -354,6 +344,7 @@ async def run_turn(
             mcp_servers=cast.mcp_servers,
             skills=cast.skills,
             commands=project.config.commands,
+            sandbox=project.config.sandbox,
         )  # fmt: skip
         try:
             result = await team.run_turn(turn)

@@ -24,6 +24,7 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionTools
 
 from personae.errors import UnknownNameError
 from personae.persona.model import ContextMode, Persona
+from personae.project import SandboxConfig
 from personae.team.context import TurnContext
 from personae.team.events import EventKind
 from personae.team.loopdetect import LoopDetector
@@ -31,7 +32,7 @@ from personae.team.mcp_servers import McpHub
 from personae.team.recording import RecordingToolset
 from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import ToolCallRecord
-from personae.team.toolbox import ToolBox, narrow_names
+from personae.team.toolbox import ToolBox, narrow_names, narrow_sandbox, persona_limits
 from personae.team.worker import DEFAULT_MAX_STEPS
 
 __all__ = ["DEFAULT_DEPTH_CAP", "Spawner", "SubagentOutcome", "child_prompt"]
@@ -102,6 +103,9 @@ class Spawner:
     """Deepest allowed nesting."""
     mcp: McpHub | None = None
     """The turn's MCP servers (a child gets only MCP tools its parent has)."""
+    sandbox: SandboxConfig | None = None
+    """The project's sandbox settings: a child's ``run_shell`` then uses its own persona's
+    grants cut to its parent's (:func:`~personae.team.toolbox.narrow_sandbox`)."""
 
     def toolset(
         self,
@@ -227,6 +231,9 @@ class Spawner:
         # Narrow only: the child never gets a tool its parent lacks.
         wanted = narrow_names(persona, parent_allowed)
         child_box = box.narrow(wanted - {"agent"})
+        if self.sandbox is not None:
+            own = persona_limits(self.sandbox, persona, box.subset.limits)
+            child_box = child_box.with_limits(narrow_sandbox(box.subset.limits, own))
         allowed = child_box.names
         base: AbstractToolset[Any] = child_box.toolset
         if self.mcp is not None:

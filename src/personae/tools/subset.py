@@ -91,8 +91,10 @@ class ToolSubset:
         workspace: Workspace,
         on_call: OnCall | None = None,
         dropped: Iterable[str] = (),
+        limits: ToolLimits | None = None,
     ) -> None:
         self._tools = dict(sorted(tools.items()))
+        self._limits = limits
         self.registry = registry
         """The registry the subset was cut from (the universe of known names)."""
         self.workspace = workspace
@@ -129,8 +131,8 @@ class ToolSubset:
 
     @property
     def limits(self) -> ToolLimits:
-        """Caps the tools apply (the registry's)."""
-        return self.registry.limits
+        """Caps the tools apply (the registry's unless :meth:`with_limits` set others)."""
+        return self._limits if self._limits is not None else self.registry.limits
 
     @property
     def tools(self) -> list[Tool[Any]]:
@@ -163,7 +165,11 @@ class ToolSubset:
         """
         if names is None:
             return ToolSubset(
-                self._tools, registry=self.registry, workspace=self.workspace, on_call=on_call
+                self._tools,
+                registry=self.registry,
+                workspace=self.workspace,
+                on_call=on_call,
+                limits=self._limits,
             )
         known = set(self.registry.names()) | BUILTIN_TOOL_NAMES
         kept: dict[str, Tool[Any]] = {}
@@ -182,6 +188,7 @@ class ToolSubset:
             workspace=self.workspace,
             on_call=on_call,
             dropped=dropped,
+            limits=self._limits,
         )
 
     def with_workspace(self, workspace: Workspace) -> ToolSubset:
@@ -192,6 +199,18 @@ class ToolSubset:
             workspace=workspace,
             on_call=self.on_call,
             dropped=self.dropped,
+            limits=self._limits,
+        )
+
+    def with_limits(self, limits: ToolLimits) -> ToolSubset:
+        """The same tools (same instances) applying ``limits`` instead; fresh call log."""
+        return ToolSubset(
+            self._tools,
+            registry=self.registry,
+            workspace=self.workspace,
+            on_call=self.on_call,
+            dropped=self.dropped,
+            limits=limits,
         )
 
     def _refusal(self, name: str) -> ToolRefusedError:
