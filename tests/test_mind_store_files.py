@@ -123,7 +123,8 @@ def test_memory_writes_leave_no_temp_or_lock_file_on_any_path(tmp_path: Path) ->
 def test_handover_writes_leave_no_lock_or_temp_file(tmp_path: Path) -> None:
     env = {**os.environ, "COLUMNS": "120"}
     created = subprocess.run(
-        [sys.executable, "-m", "personae", "handover", "create", "--to", "researcher", "--task", "t"],
+        [sys.executable, "-m", "personae", "handover", "create",
+         "--to", "researcher", "--task", "t"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     path = Path(created.stdout.strip())

@@ -82,20 +82,28 @@ def _load_prctl() -> Callable[..., int] | None:
     return None
 
 
-def die_with_parent() -> Callable[[], None]:
+def die_with_parent(*, register: bool = False) -> Callable[[], None]:
     """A ``preexec_fn`` that makes the child receive SIGKILL when its parent thread exits.
 
     If the parent is already gone by the time the child runs it (a race with
     a kill), the child exits at once. A no-op where ``prctl`` is missing.
+    With ``register``, the child (a new session's leader) also tells the run's
+    watchdog its process group itself, before it runs anything: a ``kill -9``
+    of the run between the start and the parent's :meth:`RunProcesses.add`
+    cannot leave the group unknown to the watchdog.
     """
     prctl = _load_prctl()
     parent = os.getpid()
+    watch = RUN_PROCESSES.watch_fd() if register else None
 
     def preexec() -> None:
         if prctl is not None:
             prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         if os.getppid() != parent:
             os._exit(137)
+        if watch is not None:
+            with contextlib.suppress(OSError):  # one short write: atomic on a pipe
+                os.write(watch, b"+%d\n" % os.getpgid(0))
 
     return preexec
 
@@ -149,6 +157,17 @@ class RunProcesses:
             )
         except OSError:  # pragma: no cover - no interpreter to run: in-process cleanup only
             return None
+
+    def watch_fd(self) -> int | None:
+        """The watchdog's input descriptor (starting it), for :func:`die_with_parent`."""
+        with self._lock:
+            self._register_atexit()
+            if self._reaper is None or self._owner != os.getpid():
+                self._reaper = self._start_reaper()
+                self._owner = os.getpid()
+            if self._reaper is None or self._reaper.stdin is None:
+                return None
+            return self._reaper.stdin.fileno()
 
     def _register_atexit(self) -> None:
         if not self._atexit:
@@ -313,7 +332,7 @@ def run_tied(
         text=True,
         errors="replace",
         start_new_session=True,
-        preexec_fn=die_with_parent(),  # noqa: PLW1509 - this thread waits for the command
+        preexec_fn=die_with_parent(register=True),  # noqa: PLW1509 - this thread waits
     )
     with proc, RUN_PROCESSES.tracked(proc.pid):
         try:

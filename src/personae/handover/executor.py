@@ -284,7 +284,7 @@ def run_child(
                 env=child_env,
                 start_new_session=True,
                 pass_fds=(line_fd,),
-                preexec_fn=die_with_parent() if tie else None,  # noqa: PLW1509 - thread waits
+                preexec_fn=die_with_parent(register=True) if tie else None,  # noqa: PLW1509 - thread waits
             )
         except OSError as exc:
             return AttemptOutcome(

@@ -209,7 +209,7 @@ async def run_shell(args: RunShellArgs, ctx: ToolContext) -> str:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=die_with_parent(),
+            preexec_fn=die_with_parent(register=True),
         )
     except FileNotFoundError:
         raise ctx.error(f"command not found: {argv[0]!r}") from None
