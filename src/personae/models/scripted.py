@@ -14,6 +14,7 @@ real language model; its model name is always ``scripted`` or
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
@@ -89,8 +90,9 @@ class ScriptedServer:
                 server.raw_requests.append((route, body))
                 if route.endswith("/chat/completions"):
                     status, payload = server.answer(body)
+                    pause = float(payload.pop("_stream_pause", 0.0))
                     if status == 200 and body.get("stream"):
-                        self._send_stream(payload)
+                        self._send_stream(payload, pause)
                     else:
                         self._send_json(status, payload)
                 elif route.endswith("/messages/count_tokens"):
@@ -134,12 +136,15 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _send_stream(self, payload: dict[str, Any]) -> None:
+            def _send_stream(self, payload: dict[str, Any], pause: float) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for chunk in _stream_chunks(payload):
+                for n, chunk in enumerate(_stream_chunks(payload)):
+                    if n and pause:
+                        time.sleep(pause)
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
 
@@ -254,6 +259,7 @@ class ScriptedServer:
             ]
             finish = "tool_calls"
         prompt_chars = len(json.dumps(body.get("messages", [])))
+        extra = {"_stream_pause": answer.stream_pause} if answer.stream_pause else {}
         completion_chars = len(json.dumps(message))
         return 200, {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
@@ -267,21 +273,32 @@ class ScriptedServer:
                 "completion_tokens": completion_chars // 4,
                 "total_tokens": (prompt_chars + completion_chars) // 4,
             },
-        }
+        } | extra
+
+
+def _pieces(text: str, most: int = 8) -> list[str]:
+    """``text`` cut at word boundaries into at most ``most`` pieces (joined, it is ``text``)."""
+    words = re.findall(r"\S+\s*|\s+", text)
+    size = max(1, -(-len(words) // most))
+    return ["".join(words[i : i + size]) for i in range(0, len(words), size)] or [text]
 
 
 def _stream_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """The chunks of a streamed answer equivalent to ``payload``."""
+    """The chunks of a streamed answer equivalent to ``payload``: text arrives in pieces
+    (at most 8, cut between words), tool calls whole."""
     choice = payload["choices"][0]
     message = choice["message"]
     base = {k: payload[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
-    delta: dict[str, Any] = {"role": "assistant"}
-    if message.get("content"):
-        delta["content"] = message["content"]
+    texts = _pieces(message["content"]) if message.get("content") else [None]
+    deltas: list[dict[str, Any]] = [
+        {"role": "assistant"} | ({"content": t} if t is not None else {}) for t in texts
+    ]
     if message.get("tool_calls"):
-        delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(message["tool_calls"])]
+        deltas[-1]["tool_calls"] = [
+            {"index": i, **call} for i, call in enumerate(message["tool_calls"])
+        ]
     return [
-        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        *({**base, "choices": [{"index": 0, "delta": d, "finish_reason": None}]} for d in deltas),
         {
             **base,
             "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}],

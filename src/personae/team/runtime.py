@@ -9,6 +9,7 @@ context and budget report that produced it.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,15 @@ from typing import Any
 from pydantic_ai import Agent, capture_run_messages
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import UsageLimitExceeded
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import (
+    AgentStreamEvent,
+    ModelMessage,
+    ModelResponse,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+)
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset
@@ -136,6 +145,33 @@ class _Recorder(AbstractCapability[Any]):
         return response
 
 
+def _streams(model: Any) -> bool:
+    """Whether ``model`` can stream (a ``FunctionModel`` only with a ``stream_function``)."""
+    from pydantic_ai.models import Model
+
+    implemented = type(model).request_stream is not Model.request_stream
+    return implemented and getattr(model, "stream_function", True) is not None
+
+
+def _text_pieces(
+    on_text: Callable[[str], object],
+) -> Callable[[RunContext[Any], AsyncIterable[AgentStreamEvent]], Any]:
+    """A pydantic-ai event stream handler handing each piece of response text to ``on_text``."""
+
+    async def handle(_: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
+        async for event in events:
+            if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                piece = event.part.content
+            elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                piece = event.delta.content_delta
+            else:
+                continue
+            if piece:
+                on_text(piece)
+
+    return handle
+
+
 def _our_count(model_label: str, request_context: ModelRequestContext) -> dict[str, Any]:
     """Our count of the whole request (stored beside the provider's ``input_tokens``)."""
     from personae.team._request_tokens import count_request
@@ -207,7 +243,12 @@ class Runtime:
         )
 
     def store_event(self, event: Event) -> None:
-        """Bus listener: queue an event for storage (written in batches)."""
+        """Bus listener: queue an event for storage (written in batches).
+
+        ``answer_delta`` events are not stored: the ``final`` event holds the whole answer.
+        """
+        if event.kind is EventKind.ANSWER_DELTA:
+            return
         data = event.model_dump(mode="json")["data"]
         self.pending.append(
             EventRow(event.seq, event.kind.value, event.at, event.message, event.subtask, data)
@@ -244,11 +285,14 @@ class Runtime:
         timeout: float | None = None,
         output_retries: int = 2,
         messages_out: list[ModelMessage] | None = None,
+        on_text: Callable[[str], object] | None = None,
     ) -> tuple[Any, int]:
         """Run one agent call; returns (output, requests it made).
 
         ``max_steps`` caps this call's own requests (a fresh budget per call).
         ``messages_out`` receives the run's messages, also when it raises.
+        ``on_text``: stream the model's responses and get each piece of their text as
+        it arrives (when the model can stream; else nothing is streamed).
         """
         self.warn_context_cut(info)
         model = self.models.model(persona_model)
@@ -271,6 +315,9 @@ class Runtime:
                     capabilities=[recorder],
                     usage_limits=limits,
                     timeout=timeout,
+                    event_stream_handler=(
+                        _text_pieces(on_text) if on_text and _streams(model) else None
+                    ),
                 )
             finally:
                 if messages_out is not None:
