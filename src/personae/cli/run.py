@@ -145,6 +145,9 @@ def _execute(
             return asyncio.run(go())
         finally:
             view.status = None
+            if view.streamed and not view.closed:  # the run ended inside a streamed answer
+                view.streamed = ""
+                view.console.file.write("\n")
 
 
 def _follow_ups(
