@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import pty
@@ -23,6 +24,14 @@ def run_on_terminal(args: list[str], cwd: Path, *, columns: int = 80, timeout: f
     CI and PYTEST_VERSION are removed from the child's environment: third-party
     libraries hide their banners under them, so the check could not fail otherwise.
     """
+    chunks = terminal_reads(args, cwd, columns=columns, timeout=timeout)
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))
+
+
+def terminal_reads(
+    args: list[str], cwd: Path, *, columns: int = 80, timeout: float = 120
+) -> list[bytes]:
+    """What each read of the terminal got while ``python -m personae ARGS`` ran on it."""
     env = {k: v for k, v in os.environ.items() if k not in {"CI", "PYTEST_VERSION"}}
     env.update(COLUMNS=str(columns), TERM="xterm-256color")
     env.pop("NO_COLOR", None)
@@ -49,7 +58,7 @@ def run_on_terminal(args: list[str], cwd: Path, *, columns: int = 80, timeout: f
         chunks.append(chunk)
     os.close(master)
     assert proc.wait(timeout=timeout) == 0, b"".join(chunks).decode(errors="replace")[-2000:]
-    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", b"".join(chunks).decode(errors="replace"))
+    return chunks
 
 
 def test_demo_on_a_terminal_shows_no_third_party_banner(tmp_path: Path) -> None:
@@ -571,3 +580,52 @@ def test_runs_list_on_a_terminal_cuts_nothing(demo_project: Path, columns: int) 
         assert "".join(c[5].strip() for c in cells) == stored["model"]
     else:  # two lines a run
         assert f"(model {stored['model']})" in out
+
+
+ANSWER = "March 2026 revenue was 2,190, summed from the four 2026-03 rows of"
+
+
+def _streaming_scenario(project: Path) -> Path:
+    """The README's scenario with pauses between the pieces of the streamed final answer."""
+    scenario = project / ".personae/scenarios/march-revenue.yaml"
+    text = scenario.read_text(encoding="utf-8")
+    assert text.rstrip().endswith('.personae/samples/sales.csv."')  # the final answer comes last
+    slow = project / "slow.yaml"
+    slow.write_text(text.rstrip() + "\n    stream_pause: 0.15\n", encoding="utf-8")
+    return slow
+
+
+def test_the_final_answer_streams_on_a_terminal(project: Path) -> None:
+    slow = _streaming_scenario(project)
+    reads = terminal_reads(
+        ["run", "Total March revenue", "--persona", "analyst", "--model", f"scripted:{slow}"],
+        project,
+    )
+    texts = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", r.decode(errors="replace")) for r in reads]
+    out = "".join(texts)
+    assert out.count(ANSWER) == 1, out[-2000:]
+    # The answer's beginning was on the terminal before its end was written.
+    start = out.index(ANSWER)
+    ends = list(itertools.accumulate(len(t) for t in texts))  # where each read ended in out
+    first = next(i for i, end in enumerate(ends) if end > start)
+    last = next(i for i, end in enumerate(ends) if end >= start + len(ANSWER))
+    assert last > first, texts[first]
+    assert "status: done" in out[start:] and "usage:" in out[start:]
+
+
+def test_json_emits_the_answer_in_pieces_before_the_final_event(project: Path) -> None:
+    slow = _streaming_scenario(project)
+    done = personae("run", "Total March revenue", "--persona", "analyst",
+                    "--model", f"scripted:{slow}", "--json", cwd=project)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    kinds = [e["kind"] for e in events]
+    deltas = [e for e in events if e["kind"] == "answer_delta"]
+    assert len(deltas) > 1 and kinds[-1] == "final"
+    assert kinds.index("answer_delta") > kinds.index("validation")
+    assert all(set(e["data"]) == {"text"} for e in deltas)
+    assert "".join(e["data"]["text"] for e in deltas).strip() == events[-1]["message"]
+    shown = json.loads(personae("runs", "show", events[0]["run_id"], "--json", cwd=project).stdout)
+    stored = [e["kind"] for e in shown["events"]]
+    assert "answer_delta" not in stored and stored[-1] == "final"
+    assert shown["events"][-1]["message"] == events[-1]["message"]

@@ -218,6 +218,7 @@ class Team:
         """
         options = self.options(persona=persona, session=session, limits=limits)
         timeout = (limits or self.limits).timeout
+        from personae.team.events import EventKind
         from personae.team.session import run_turn
 
         queue: asyncio.Queue[StreamItem | BaseException | None] = asyncio.Queue()
@@ -231,23 +232,22 @@ class Team:
             else:
                 loop.call_soon_threadsafe(queue.put_nowait, item)
 
+        deltas = 0
+
         def on_event(event: Event) -> None:
+            nonlocal deltas
+            if event.kind == EventKind.ANSWER_DELTA:  # typed pieces, not bus events
+                if answer_deltas:
+                    text = str(event.data.get("text", ""))
+                    put(AnswerDelta(run_id=event.run_id, index=deltas, text=text))
+                    deltas += 1
+                return
             seen.append(event)
             put(event)
 
-        deltas = 0
-
-        def on_text(text: str) -> None:
-            nonlocal deltas
-            put(AnswerDelta(run_id=seen[0].run_id if seen else "", index=deltas, text=text))
-            deltas += 1
-
         async def go() -> None:
             try:
-                coro = run_turn(
-                    task, options, listeners=[on_event],
-                    on_answer_text=on_text if answer_deltas else None,
-                )  # fmt: skip
+                coro = run_turn(task, options, listeners=[on_event])
                 outcome = await (asyncio.wait_for(coro, timeout) if timeout else coro)
                 queue.put_nowait(RunEnd(result=TeamResult.of(outcome)))
             except (asyncio.CancelledError, TimeoutError) as exc:

@@ -2,12 +2,30 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+if TYPE_CHECKING:
+    from personae.handover.workflow import Workflow
+
 __all__ = ["app"]
+
+
+def _steps_json(wf: Workflow, states: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every step of ``wf`` in order with its checkpoint state (``pending`` when none)."""
+    rows = []
+    for step in wf.steps():
+        st = states.get(step.id, {})
+        row = {"id": step.id, "persona": step.persona, "status": st.get("status", "pending")}
+        for key in ("attempts", "duration", "handover", "error"):
+            if st.get(key) is not None:
+                row[key] = st[key]
+        rows.append(row)
+    return rows
 
 
 def _state_dir(path: Path | None) -> Path | None:
@@ -36,6 +54,10 @@ def run(
     state_dir: Annotated[
         Path | None, typer.Option("--state-dir", help="Checkpoint/report directory.")
     ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="JSON lines: one per step event, then the outcome."),
+    ] = False,
 ) -> None:
     """Run a workflow; prints the aggregated report. Exit codes as `handover run`."""
     from personae.api.handover import ChainOptions, run_chain
@@ -45,12 +67,24 @@ def run(
     state_dir = _state_dir(state_dir)
 
     def say(key: str, message: str) -> None:
-        typer.echo(f"[{key}] {message}", err=True)
+        if as_json:
+            typer.echo(json.dumps({"event": "step", "step": key, "message": message}))
+        else:
+            typer.echo(f"[{key}] {message}", err=True)
 
     options = ChainOptions(
         resume=resume, concurrency=concurrency, state_dir=state_dir, on_event=say
     )  # fmt: skip
     outcome = run_chain(wf, options)
+    if as_json:
+        done = {
+            "event": "done", "workflow": wf.name, "status": outcome.status,
+            "exit_code": outcome.exit_code, "report": str(outcome.report_path),
+            "steps": _steps_json(wf, {k: asdict(v) for k, v in outcome.steps.items()}),
+            "resumed": outcome.resumed,
+        }  # fmt: skip
+        typer.echo(json.dumps(done))
+        raise typer.Exit(outcome.exit_code)
     typer.echo(outcome.report_path.read_text(encoding="utf-8"))
     typer.echo(f"report: {outcome.report_path}", err=True)
     raise typer.Exit(outcome.exit_code)
@@ -62,10 +96,9 @@ def status(
     state_dir: Annotated[
         Path | None, typer.Option("--state-dir", help="Checkpoint/report directory.")
     ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Show each step's state from the checkpoint."""
-    import json
-
     from personae.errors import UsageError
     from personae.fsutil import read_regular
     from personae.handover.chain import state_dir_for
@@ -75,12 +108,20 @@ def status(
     state_dir = _state_dir(state_dir)
     cp = (state_dir or state_dir_for(wf)) / "checkpoint.json"
     if not cp.exists():
-        typer.echo(f"{wf.name}: not started")
+        if as_json:
+            body = {"workflow": wf.name, "started": False, "steps": _steps_json(wf, {})}
+            typer.echo(json.dumps(body, indent=2))
+        else:
+            typer.echo(f"{wf.name}: not started")
         return
     try:
         steps = json.loads(read_regular(cp).decode("utf-8"))["steps"]
     except (OSError, ValueError, KeyError) as exc:
         raise UsageError(f"unreadable checkpoint: {exc}", file=cp) from None
+    if as_json:
+        body = {"workflow": wf.name, "started": True, "steps": _steps_json(wf, steps)}
+        typer.echo(json.dumps(body, indent=2))
+        return
     for step in wf.steps():
         st = steps.get(step.id, {})
         typer.echo(f"{step.id:<20} {step.persona:<20} {st.get('status', 'pending')}")

@@ -101,6 +101,7 @@ def create(  # noqa: PLR0917 (typer options)
             "it is not in this project's cast.",
         ),
     ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Create a handover file (and record it in the ledger); prints its path.
 
@@ -121,6 +122,14 @@ def create(  # noqa: PLR0917 (typer options)
     created = create_handover(
         spec, cwd=Path.cwd(), on_warning=lambda w: typer.echo(f"personae: warning: {w}", err=True)
     )
+    if as_json:
+        h = created.handover
+        summary = {
+            "path": str(created.path), "sha256": created.sha256, "handover_id": h.handover_id,
+            "source": h.source.persona, "target": h.target.persona,
+        }  # fmt: skip
+        typer.echo(json.dumps(summary, indent=2))
+        return
     typer.echo(str(created.path))
 
 
@@ -247,6 +256,9 @@ def run(  # noqa: PLR0917 (typer options)
             "run it in batch mode. Default: the handover's target.interactive.",
         ),
     ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object: status, file, results, attempts.")
+    ] = False,
 ) -> None:
     """Run the target persona in a child `personae run` process; exit code per docs."""
     from personae.handover.executor import run_handover
@@ -279,6 +291,9 @@ def run(  # noqa: PLR0917 (typer options)
             file, cwd=cwd, timeout=seconds, persona=persona, model=model, return_path=return_path
         )
         results = outcome.handover.results
+        if as_json:
+            _echo_run_json(outcome.status, outcome.path, outcome.exit_code, results, [])
+            raise typer.Exit(outcome.exit_code)
         typer.echo(f"{outcome.status}: {outcome.path}")
         if results is not None and results.error:
             typer.echo(f"error: {results.error}", err=True)
@@ -295,12 +310,33 @@ def run(  # noqa: PLR0917 (typer options)
         on_attempt=report,
     )
     results = outcome.handover.results
+    if as_json:
+        tries = [
+            {"attempt": a.attempt, "exit_code": a.exit_code, "timed_out": a.timed_out,
+             "duration": round(a.duration, 3)}
+            for a in outcome.attempts
+        ]  # fmt: skip
+        _echo_run_json(outcome.status, outcome.path, outcome.exit_code, results, tries)
+        raise typer.Exit(outcome.exit_code)
     typer.echo(f"{outcome.status}: {outcome.path}")
     if results is not None and results.output:
         typer.echo(results.output)
     if results is not None and results.error:
         typer.echo(f"error: {results.error}", err=True)
     raise typer.Exit(outcome.exit_code)
+
+
+def _echo_run_json(
+    status: str, path: Path, exit_code: int, results: Any, attempts: list[dict[str, Any]]
+) -> None:
+    """``handover run --json``: one object with the outcome and the results written back."""
+    body = {
+        "status": status, "path": str(path), "exit_code": exit_code,
+        "output": results.output if results is not None else None,
+        "error": results.error if results is not None else None,
+        "attempts": attempts,
+    }  # fmt: skip
+    typer.echo(json.dumps(body, indent=2))
 
 
 def _ledger_json(book: HandoverLedger, handover_id: str | None, limit: int) -> object:

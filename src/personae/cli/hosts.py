@@ -18,11 +18,16 @@ app = typer.Typer(help="Host instruction files and hooks.", no_args_is_help=True
 hook_app = typer.Typer(help="Host hook gates.", no_args_is_help=True)
 
 _Root = Annotated[
-    Path,
+    Path | None,
     typer.Option(
-        "--root", help="Repository root (default: current dir).", exists=True, file_okay=False
+        "--root",
+        help="Project folder (default: the nearest folder holding .personae/, from the "
+        "current one up; else the current folder).",
+        exists=True,
+        file_okay=False,
     ),
 ]
+_Json = Annotated[bool, typer.Option("--json", help="JSON output.")]
 
 
 @app.command("render")
@@ -31,15 +36,19 @@ def render_command(
     gate: Annotated[
         list[str] | None, typer.Option("--gate", help="Gate pattern for the hook (repeatable).")
     ] = None,
-    root: _Root = Path("."),
+    root: _Root = None,
     personae: Annotated[
         str | None,
         typer.Option(
             "--personae", help="Absolute path hooks and MCP entries run (default: this install)."
         ),
     ] = None,
+    as_json: _Json = False,
 ) -> None:
     """Render host instructions, hook configs and MCP entries (print, or --write them)."""
+    import json
+
+    from personae.cli._root import project_root
     from personae.hosts.render import installed_personae, plan
     from personae.hosts.render import write as write_files
     from personae.hosts.snippets import home_instructions
@@ -47,9 +56,20 @@ def render_command(
     exe = personae or installed_personae()
     if not Path(exe).is_absolute():
         raise typer.BadParameter(f"{exe!r} is not an absolute path", param_hint="--personae")
-    changes = plan(root, list(gate or []), personae=exe)
+    base = project_root(root)
+    changes = plan(base, list(gate or []), personae=exe)
+    written = write_files(base, changes) if write else []
+    home = home_instructions(exe, str(base)).rstrip("\n")
+    if as_json:
+        files = [
+            {"path": c.path, "existed": c.existed, "changed": c.changed}
+            | ({"written": c.path in written} if write else {"text": c.text})
+            for c in changes
+        ]
+        body = {"root": str(base), "personae": exe, "files": files, "home_instructions": home}
+        typer.echo(json.dumps(body, indent=2))
+        return
     if write:
-        written = write_files(root, changes)
         for change in changes:
             state = "wrote" if change.path in written else "unchanged"
             typer.echo(f"{state}: {change.path}")
@@ -59,17 +79,26 @@ def render_command(
             typer.echo(change.text.rstrip("\n"))
             typer.echo("")
     typer.echo("")
-    typer.echo(home_instructions(exe, str(root.resolve())).rstrip("\n"))
+    typer.echo(home)
 
 
 @app.command("check")
-def check_command(root: _Root = Path(".")) -> None:
+def check_command(root: _Root = None, as_json: _Json = False) -> None:
     """Check the host files of a repository as each host will use them; exit 1 on any FAIL."""
+    import json
+
+    from personae.cli._root import project_root
     from personae.hosts.hostcheck import check_hooks
     from personae.hosts.render import check
 
-    items = check(root) + check_hooks(root)
-    _print_items(items)
+    base = project_root(root)
+    items = check(base) + check_hooks(base)
+    if as_json:
+        rows = [{"name": i.name, "ok": i.ok, "detail": i.detail, "fix": i.fix} for i in items]
+        ok = all(i.ok for i in items)
+        typer.echo(json.dumps({"root": str(base), "ok": ok, "items": rows}, indent=2))
+    else:
+        _print_items(items)
     if not all(i.ok for i in items):
         raise typer.Exit(1)
 

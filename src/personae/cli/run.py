@@ -55,6 +55,8 @@ class _View:
         self.status: Any = None
         self.task: asyncio.Task[Any] | None = None
         self.closed = False
+        self.streamed = ""
+        """Answer text printed so far from ``answer_delta`` events (reset by ``final``)."""
 
     def __call__(self, event: Event) -> None:
         if self.closed:
@@ -80,13 +82,50 @@ class _View:
             return
         from rich.text import Text
 
+        from personae.team.events import EventKind
         from personae.team.render import describe
 
+        if event.kind is EventKind.ANSWER_DELTA:  # streamed on a terminal; else whole at final
+            if self.console.is_terminal:
+                self._delta(str(event.data.get("text", "")))
+            return
+        if event.kind is EventKind.FINAL and self.streamed:
+            self._end_stream(event)
+            return
         for style, text in describe(event, explain=self.explain, seen=self.seen):
             self.console.print(Text(text, style=_STYLES.get(style, "")))
         if self.status is not None:
             where = f" (subtask {event.subtask})" if event.subtask else ""
             self.status.update(f"working{where}: last step {event.kind.value}")
+
+    def _delta(self, piece: str) -> None:
+        """Print a piece of the answer as it arrives (the spinner stops first)."""
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+        if not self.streamed:
+            self.console.print("Answer:", style=_STYLES.get("title", ""))
+            self.console.file.write("  ")
+        self.streamed += piece
+        self.console.file.write(piece.replace("\n", "\n  "))
+        self.console.file.flush()
+
+    def _end_stream(self, event: Event) -> None:
+        """The ``final`` event after a streamed answer: only what was not streamed yet."""
+        from rich.text import Text
+
+        from personae.team.render import describe
+
+        self.console.file.write("\n")
+        streamed, self.streamed = self.streamed.strip(), ""
+        rest = event.message.removeprefix(streamed) if streamed else event.message
+        lines = describe(event, explain=self.explain, seen=self.seen)
+        status = f"  status: {event.data.get('status')}"
+        self.console.print(Text(status, style=_STYLES.get("note", "")))
+        for line in rest.strip("\n").splitlines():
+            self.console.print(Text(f"  {line}", style=_STYLES.get("answer", "")))
+        for style, text in lines[-1:]:  # the usage line
+            self.console.print(Text(text, style=_STYLES.get(style, "")))
 
 
 def _execute(
@@ -112,6 +151,9 @@ def _execute(
             return asyncio.run(go())
         finally:
             view.status = None
+            if view.streamed and not view.closed:  # the run ended inside a streamed answer
+                view.streamed = ""
+                view.console.file.write("\n")
 
 
 def _follow_ups(

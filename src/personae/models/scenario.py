@@ -96,6 +96,8 @@ class Answer(BaseModel):
     """An HTTP error instead of an answer: ``{status, message}``."""
     note: str = ""
     """What this step shows (for readers of the scenario)."""
+    stream_pause: float = Field(default=0.0, ge=0.0, le=5.0)
+    """Seconds between the pieces of a streamed text (``stream: true`` requests)."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> Answer:

@@ -90,8 +90,9 @@ class ScriptedServer:
                 server.raw_requests.append((route, body))
                 if route.endswith("/chat/completions"):
                     status, payload = server.answer(body)
+                    pause = float(payload.pop("_stream_pause", 0.0))
                     if status == 200 and body.get("stream"):
-                        self._send_stream(payload)
+                        self._send_stream(payload, pause)
                     else:
                         self._send_json(status, payload)
                 elif route.endswith("/messages/count_tokens"):
@@ -135,12 +136,15 @@ class ScriptedServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _send_stream(self, payload: dict[str, Any]) -> None:
+            def _send_stream(self, payload: dict[str, Any], pause: float) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
-                for chunk in _stream_chunks(payload):
+                for n, chunk in enumerate(_stream_chunks(payload)):
+                    if n and pause:
+                        time.sleep(pause)
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
 
@@ -255,6 +259,7 @@ class ScriptedServer:
             ]
             finish = "tool_calls"
         prompt_chars = len(json.dumps(body.get("messages", [])))
+        extra = {"_stream_pause": answer.stream_pause} if answer.stream_pause else {}
         completion_chars = len(json.dumps(message))
         return 200, {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
@@ -268,11 +273,12 @@ class ScriptedServer:
                 "completion_tokens": completion_chars // 4,
                 "total_tokens": (prompt_chars + completion_chars) // 4,
             },
-        }
+        } | extra
 
 
 def _stream_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """The chunks of a streamed answer equivalent to ``payload``."""
+    """The chunks of a streamed answer equivalent to ``payload``: text arrives in pieces
+    (at most 8, cut between words), tool calls whole."""
     choice = payload["choices"][0]
     message = choice["message"]
     base = {k: payload[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}

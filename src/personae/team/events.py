@@ -25,6 +25,9 @@ class EventKind(StrEnum):
     WARNING = "warning"
     SUBAGENT = "subagent"
     FINAL = "final"
+    ANSWER_DELTA = "answer_delta"
+    """A piece of the final answer's text as the model streams it (``data["text"]``);
+    not stored: the ``final`` event carries the whole answer."""
 
 
 class Event(BaseModel):

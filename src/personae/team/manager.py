@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
 from personae.team.context import ContextView, TurnContext
+from personae.team.events import EventKind
 from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import Plan, Subtask
 
@@ -170,7 +171,10 @@ async def synthesize(
             budget=view.report,
         )
         output, _ = await runtime.call(
-            info, instructions=instructions, prompt=prompt, stream_answer=True
+            info,
+            instructions=instructions,
+            prompt=prompt,
+            on_text=lambda piece: runtime.emit(EventKind.ANSWER_DELTA, text=piece),
         )
         summary = str(output).strip()
     else:

@@ -29,6 +29,8 @@ EXPLANATIONS: dict[str, str] = {
     "naming the tools to use), within a per-subtask retry budget.",
     "subagent": "The agent tool starts a sub-agent with its own persona prompt only, its own "
     "tool subset and step budget; only its final message comes back.",
+    "answer_delta": "The Manager's final answer arrives piece by piece as the model writes "
+    "it; the final event carries it whole.",
     "warning": "Warnings are things you should know: skipped or escalated subtasks, an "
     "unavailable validator.",
     "final": "The Manager writes the answer from validated work only; anything not "

@@ -157,6 +157,33 @@ def _answer(response: ModelResponse) -> ModelAnswer:
     )
 
 
+def _streams(model: Any) -> bool:
+    """Whether ``model`` can stream (a ``FunctionModel`` only with a ``stream_function``)."""
+    from pydantic_ai.models import Model
+
+    implemented = type(model).request_stream is not Model.request_stream
+    return implemented and getattr(model, "stream_function", True) is not None
+
+
+def _text_pieces(
+    on_text: Callable[[str], object],
+) -> Callable[[RunContext[Any], AsyncIterable[AgentStreamEvent]], Any]:
+    """A pydantic-ai event stream handler handing each piece of response text to ``on_text``."""
+
+    async def handle(_: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
+        async for event in events:
+            if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                piece = event.part.content
+            elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                piece = event.delta.content_delta
+            else:
+                continue
+            if piece:
+                on_text(piece)
+
+    return handle
+
+
 def _our_count(model_label: str, request_context: ModelRequestContext) -> dict[str, Any]:
     """Our count of the whole request (stored beside the provider's ``input_tokens``)."""
     from personae.team._request_tokens import count_request
@@ -191,9 +218,6 @@ class Runtime:
     """Usage shared by the whole tree of agents."""
     validator_timeout: float = 120.0
     """Seconds a validator call may take before it counts as an infrastructure error."""
-    on_answer_text: Callable[[str], None] | None = None
-    """Called with each text delta of the final answer as the model streams it (``None``:
-    the answer is not streamed; the API's ``run_stream`` sets it)."""
     _agents: dict[Any, Agent[None, Any]] = field(default_factory=dict, repr=False)
     _cuts_seen: set[tuple[Any, ...]] = field(default_factory=set, repr=False)
 
@@ -231,7 +255,12 @@ class Runtime:
         )
 
     def store_event(self, event: Event) -> None:
-        """Bus listener: queue an event for storage (written in batches)."""
+        """Bus listener: queue an event for storage (written in batches).
+
+        ``answer_delta`` events are not stored: the ``final`` event holds the whole answer.
+        """
+        if event.kind is EventKind.ANSWER_DELTA:
+            return
         data = event.model_dump(mode="json")["data"]
         self.pending.append(
             EventRow(event.seq, event.kind.value, event.at, event.message, event.subtask, data)
@@ -268,14 +297,14 @@ class Runtime:
         timeout: float | None = None,
         output_retries: int = 2,
         messages_out: list[ModelMessage] | None = None,
-        stream_answer: bool = False,
+        on_text: Callable[[str], object] | None = None,
     ) -> tuple[Any, int]:
         """Run one agent call; returns (output, requests it made).
 
         ``max_steps`` caps this call's own requests (a fresh budget per call).
         ``messages_out`` receives the run's messages, also when it raises.
-        ``stream_answer`` (the final answer's call): when :attr:`on_answer_text` is set,
-        the model streams and each text delta goes to it.
+        ``on_text``: stream the model's responses and get each piece of their text as
+        it arrives (when the model can stream; else nothing is streamed).
         """
         self.warn_context_cut(info)
         model = self.models.model(persona_model)
@@ -298,7 +327,9 @@ class Runtime:
                     capabilities=[recorder],
                     usage_limits=limits,
                     timeout=timeout,
-                    event_stream_handler=self._text_handler() if stream_answer else None,
+                    event_stream_handler=(
+                        _text_pieces(on_text) if on_text and _streams(model) else None
+                    ),
                 )
             finally:
                 if messages_out is not None:
@@ -306,22 +337,3 @@ class Runtime:
                 self.flush()
         self.usage.tool_calls += result.usage.tool_calls
         return result.output, recorder.local_requests
-
-    def _text_handler(self) -> Any:
-        """A pydantic-ai event stream handler passing text deltas to :attr:`on_answer_text`."""
-        sink = self.on_answer_text
-        if sink is None:
-            return None
-
-        async def handler(_: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
-            async for event in events:
-                if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
-                    text = event.part.content
-                elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-                    text = event.delta.content_delta
-                else:
-                    continue
-                if text:
-                    sink(text)
-
-        return handler

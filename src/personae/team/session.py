@@ -250,11 +250,10 @@ async def run_turn(
     *,
     listeners: Sequence[Callable[[Event], None]] = (),
     resolver: ModelResolver | None = None,
-    on_answer_text: Callable[[str], None] | None = None,
 ) -> RunOutcome:
     """Run one team turn on the project at ``options.root``.
 
-    ``on_answer_text`` gets each text delta of the final answer as the model streams it.
+    Listeners get every event, the final answer's ``answer_delta`` pieces included.
     """
     project = Project.open(options.root)
     if options.cast is not None:  # the caller's, copied: bundled personas are added below
@@ -318,9 +317,7 @@ async def run_turn(
         )  # fmt: skip
         bus = EventBus(run_id)
         usage = TreeUsage(request_cap=options.request_cap)
-        runtime = Runtime(
-            models=models, bus=bus, runs=runs, usage=usage, on_answer_text=on_answer_text
-        )
+        runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
         bus.subscribe(runtime.store_event)
         if announced is not None:  # already shown: store it, don't show it again
             bus.adopt(Event.model_validate(dict(announced)))
