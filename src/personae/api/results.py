@@ -93,7 +93,7 @@ class TeamResult:
     warnings: list[str] = field(default_factory=list)
     """User-visible warnings."""
     events: list[Event] = field(default_factory=list)
-    """Every event of the run, in order."""
+    """Every stored event of the run, in order (the answer's text pieces are not kept)."""
     files_written: list[str] = field(default_factory=list)
     """Files the run's tools wrote or edited that still exist."""
 
@@ -119,7 +119,8 @@ class TeamResult:
                 for o in result.outcomes
             ],
             usage=Usage.of(result.usage), warnings=list(result.warnings),
-            events=list(outcome.events), files_written=outcome.files_written(),
+            events=[e for e in outcome.events if e.kind is not EventKind.ANSWER_DELTA],
+            files_written=outcome.files_written(),
         )  # fmt: skip
 
 

@@ -80,8 +80,15 @@ class EventBus:
         subtask: int | None = None,
         **data: Any,
     ) -> Event:
-        """Create, record and broadcast an event."""
-        self._seq += 1
+        """Create, record and broadcast an event.
+
+        An ``answer_delta`` (a piece of the answer's text) is only broadcast: it
+        is not recorded and takes no number of its own (it carries the number of
+        the event before it), so stored events stay numbered 1, 2, 3 ...
+        """
+        transient = kind is EventKind.ANSWER_DELTA
+        if not transient:
+            self._seq += 1
         event = Event(
             run_id=self.run_id,
             seq=self._seq,
@@ -91,7 +98,8 @@ class EventBus:
             subtask=subtask,
             data=data,
         )
-        self.events.append(event)
+        if not transient:
+            self.events.append(event)
         for listener in self._listeners:
             listener(event)
         return event
