@@ -11,7 +11,7 @@ from personae.store.db import Store
 from personae.tokens.exact import exact_counter
 
 COUNTER = exact_counter("o200k_base")
-WORDS = "alpha beta gamma delta 日本語 {json: 1} error retry".split()
+WORDS = ["alpha", "beta", "gamma", "delta", "日本語", "{json:", "1}", "error", "retry"]
 
 
 def _text(rng: random.Random) -> str:
