@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 from personae.context import Snapshot, _conversation
+from personae.store._conversation_model import ToolCall
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
 from personae.tokens.exact import exact_counter
@@ -30,7 +31,7 @@ def test_store_reads_reused_across_turns_match_a_fresh_read(tmp_path: Path) -> N
             conv.append(sid, Message("user", f"turn {turn} " + _text(rng)))
             for step in range(rng.randint(0, 2)):
                 ids = [f"t{turn}s{step}c{k}" for k in range(rng.randint(1, 3))]
-                calls = [{"id": i, "name": "read", "args": {"p": i}} for i in ids]
+                calls = [ToolCall(i, "read", {"p": i}) for i in ids]
                 conv.append(sid, Message("assistant", _text(rng), tool_calls=calls))
                 for i in ids:
                     conv.append(sid, Message("tool", _text(rng), tool_call_id=i))
