@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import statistics
 from pathlib import Path
 
 from personae.context import Snapshot, _conversation
@@ -12,6 +13,7 @@ from personae.store.db import Store
 from personae.tokens.exact import exact_counter
 
 COUNTER = exact_counter("o200k_base")
+BUDGET = 8000
 WORDS = ["alpha", "beta", "gamma", "delta", "日本語", "{json:", "1}", "error", "retry"]
 
 
@@ -50,3 +52,66 @@ def test_store_reads_reused_across_turns_match_a_fresh_read(tmp_path: Path) -> N
                 assert reused.messages == fresh.messages, (turn, limit)
                 assert reused.id == fresh.id
                 assert reused.messages[-1].content == conv.recent(sid, 1)[-1].content
+
+
+def _loop(root: Path, low_water: float) -> tuple[int, int, list[float]]:
+    """An agent loop at an 8,000-token budget: (prompts, start moves, unused shares)."""
+    from personae.context import Budget, ChatMessage, assemble, load_profiles
+    from personae.context.messages import ToolCall as Call
+
+    (root / ".personae").mkdir(parents=True)
+    (root / ".personae" / "profiles.yaml").write_text(
+        "roles:\n  agent:\n    sections:\n      - task\n"
+        "      - {tag: recent_messages, cap: 1000000, max_messages: 1000000,"
+        f" low_water: {low_water}}}\n",
+        encoding="utf-8",
+    )
+    profiles = load_profiles(root)
+    rng = random.Random(3)
+    msgs: list[ChatMessage] = []
+    prev: str | None = None
+    prompts = moves = 0
+    unused: list[float] = []
+    for turn in range(60):
+        msgs.append(ChatMessage("user", f"turn {turn} " + _text(rng), seq=len(msgs) + 1))
+        for step in range(rng.randint(1, 2)):
+            ids = [f"t{turn}s{step}c{k}" for k in range(rng.randint(1, 2))]
+            calls = tuple(Call(i, "read", "{}") for i in ids)
+            msgs.append(ChatMessage("assistant", _text(rng), tool_calls=calls, seq=len(msgs) + 1))
+            msgs.extend(
+                ChatMessage("tool", _text(rng), tool_call_id=i, seq=len(msgs) + 1 + k)
+                for k, i in enumerate(ids)
+            )
+            snap = Snapshot.build(
+                root, messages=list(msgs), task="t", include_git_log=False, profiles=profiles
+            )
+            ctx = assemble(snap, "agent", Budget.absolute(BUDGET), COUNTER)
+            text = ctx.render()
+            assert ctx.total == COUNTER.count(text) <= BUDGET
+            assert ctx.messages[-1] == snap.messages[-1]  # the latest turn is whole
+            kept_ids = {c.id for m in ctx.messages for c in m.tool_calls}
+            assert all(m.tool_call_id in kept_ids for m in ctx.messages if m.role == "tool")
+            assert any(m.content.startswith(f"turn {turn} ") for m in ctx.messages)
+            if prev is not None:
+                stable = prev.removesuffix("\n</recent_messages>")
+                moves += not text.startswith(stable)
+            if len(ctx.messages) < len(msgs):
+                unused.append(1 - ctx.total / BUDGET)
+            prev = text
+            prompts += 1
+        msgs.append(ChatMessage("assistant", _text(rng), seq=len(msgs) + 1))
+    return prompts, moves, unused
+
+
+def test_batch_eviction_keeps_the_prompt_prefix_between_evictions(tmp_path: Path) -> None:
+    """With a low-water mark, most prompts extend the previous one byte for byte;
+    evicting only what must go changes the prefix on almost every trimmed prompt."""
+    prompts, moves, unused = _loop(tmp_path / "low", 0.8)
+    _, sliding, sliding_unused = _loop(tmp_path / "sliding", 1.0)
+    assert len(unused) > prompts // 2  # trimming was active for most of the loop
+    assert sliding > len(sliding_unused) * 0.6
+    assert moves <= sliding * 0.6, (moves, sliding)
+    # The price: after an eviction the room above the low-water mark (20%) is unused
+    # until new messages fill it again (plus what whole exchanges leave over).
+    assert statistics.mean(unused) <= 0.2, statistics.mean(unused)
+    assert statistics.mean(sliding_unused) <= statistics.mean(unused)

@@ -9,6 +9,7 @@ from the store), and regrouped only from its last exchange on.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import operator
 from collections import OrderedDict
@@ -135,3 +136,28 @@ def prepared_units(
         win.before.append(base + b)
     win.dropped = base + dropped
     return tuple(win.units), tuple(win.costs), win.dropped
+
+
+_HINTS: OrderedDict[Hashable, tuple[str, int | None, int | None]] = OrderedDict()
+
+
+def kept_from(key: Hashable, snapshot_id: str) -> int | None:
+    """Seq of the first message the previous prompt under ``key`` kept (``None``: none).
+
+    The same snapshot assembled again gets the hint its first assembly got, so
+    repeating an assembly repeats its output byte for byte.
+    """
+    got = _HINTS.get(key)
+    if got is None:
+        return None
+    return got[1] if got[0] == snapshot_id else got[2]
+
+
+def remember_kept_from(key: Hashable, snapshot_id: str, used: int | None, seq: int | None) -> None:
+    """Record the hint ``used`` for ``snapshot_id`` and the first message it kept."""
+    _HINTS[key] = (snapshot_id, used, seq)
+    with contextlib.suppress(KeyError):  # another thread may have evicted it just now
+        _HINTS.move_to_end(key)
+    if len(_HINTS) > _MAX_WINDOWS * 8:
+        with contextlib.suppress(KeyError):
+            _HINTS.popitem(last=False)

@@ -42,6 +42,9 @@ class SectionContent:
     """A shorter stand-in used when the whole text does not fit (its summary file)."""
     alt_tokens: int | None = None
     """Token count of ``alternative`` when already known."""
+    keep_from: int | None = None
+    """Messages: seq of the first message the previous prompt of this conversation
+    kept (hysteresis, see :func:`~personae.context.history.fit_history`)."""
 
     @property
     def present(self) -> bool:
@@ -136,6 +139,8 @@ def _history(st: _State, limit: int, counter: TokenCounter) -> _Shrunk:
         earlier=c.earlier,
         notice=spec.notice,
         batch=spec.evict_batch or max(2, (spec.max_messages or 16) // 2),
+        keep_from=c.keep_from,
+        low_water=spec.low_water,
     )
     rule = "evicted" if h.omitted else "full"
     if h.shrunk:

@@ -115,11 +115,18 @@ def fit_history(
     earlier: int,
     notice: str,
     batch: int,
+    keep_from: int | None = None,
+    low_water: float = 1.0,
 ) -> HistoryFit:
     """Choose which exchanges to keep within ``limit`` tokens and ``max_messages``.
 
     ``costs[k][j]`` is the rendered cost of message ``j`` of unit ``k``.
     ``earlier`` counts messages before ``units`` that are not shown at all.
+    ``keep_from`` (hysteresis): the seq of the first message the previous prompt
+    of this conversation kept. While the exchanges from there still fit, they are
+    kept as they were (the prompt's prefix stays byte-identical); once they do
+    not, older exchanges are evicted in one batch until what is kept takes at
+    most ``low_water`` of ``limit``.
     """
     sep = count_small(counter, _SEP)
     n = len(units)
@@ -149,8 +156,17 @@ def fit_history(
     if msg_room is not None:
         negm = [-m for m in suffix_msgs]
         s_min = max(s_min, bisect.bisect_left(negm, -msg_room))
+    hinted = _unit_at(units, keep_from, last) if keep_from is not None else None
     if s_min == 0 and turn_cost + suffix_cost[0] + notice_cost(0, 0) <= limit:
         start = 0
+    elif hinted is not None and hinted >= s_min:
+        start = hinted  # the previous prompt's exchanges still fit: keep its prefix
+    elif hinted is not None and low_water < 1:
+        # Overflow: evict a batch, down to the low-water mark.
+        low = int(limit * low_water) - turn_cost - notice_cost(max(1, total_before), suffix_cost[0])
+        start = max(
+            _anchor(units, s_min, last, batch), bisect.bisect_left(neg, -low) if low >= 0 else last
+        )
     else:
         start = _anchor(units, s_min, last, batch)
     kept = list(units[start:])
@@ -181,6 +197,12 @@ def fit_history(
         parts.insert(0, _notice(notice, omitted, evicted_tokens))
     text = _SEP.join(parts)
     return HistoryFit(msgs, text, body_cost + head_cost - sep, omitted, shrunk, fits)
+
+
+def _unit_at(units: Sequence[Unit], seq: int, last: int) -> int | None:
+    """Index of the exchange (up to the latest turn's first) whose first message has ``seq``."""
+    k = bisect.bisect_left(units, seq, 0, last, key=lambda u: u.head.seq)
+    return k if k <= last and k < len(units) and units[k].head.seq == seq else None
 
 
 def _anchor(units: Sequence[Unit], s_min: int, last: int, batch: int) -> int:
