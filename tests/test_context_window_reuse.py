@@ -6,6 +6,9 @@ import random
 import statistics
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from personae.context import Snapshot, _conversation
 from personae.store._conversation_model import ToolCall
 from personae.store.conversations import ConversationStore, Message
@@ -115,3 +118,32 @@ def test_batch_eviction_keeps_the_prompt_prefix_between_evictions(tmp_path: Path
     # until new messages fill it again (plus what whole exchanges leave over).
     assert statistics.mean(unused) <= 0.2, statistics.mean(unused)
     assert statistics.mean(sliding_unused) <= statistics.mean(unused)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from([*WORDS, "\n", "\n\n", "  ", "🙂", "ﬁ"]), min_size=700),
+    limit=st.integers(20, 3000),
+    keep_head=st.booleans(),
+)
+def test_cuts_of_long_texts_from_token_offsets_are_exact(
+    pieces: list[str], limit: int, keep_head: bool
+) -> None:
+    """A long text is cut at a point read from its (memoized) token offsets: the cut
+    plus notice counts exactly what it says, within the limit, and keeps nearly all
+    the room (the same text cut again for another limit reuses the offsets)."""
+    from personae.context._textcut import cut_text
+
+    text = " ".join(pieces)
+    note = "[… cut]"
+    for lim in (limit, limit // 2 + 10):
+        cut = cut_text(text, lim, COUNTER, note, keep_head=keep_head)
+        assert cut is not None
+        assert cut.tokens == COUNTER.count(cut.text) <= lim
+        kept = (
+            cut.text.removesuffix("\n" + note) if keep_head else cut.text.removeprefix(note + "\n")
+        )
+        assert (text.startswith(kept) if keep_head else text.endswith(kept)) or kept == note
+        whole = COUNTER.count(text)
+        if whole + COUNTER.count(note) + 1 > lim:
+            assert cut.tokens >= min(whole, lim) * 0.9 - 12, (cut.tokens, lim, whole)

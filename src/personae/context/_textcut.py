@@ -178,6 +178,13 @@ def cut_text(
     def measure(k: int) -> int:
         return counter.count(part(k))
 
+    starts = _token_starts(counter, text) if target > 0 else None
+    if starts is not None:
+        cut = _from_starts(
+            text, starts, limit=limit, notice=notice, counter=counter, keep_head=keep_head
+        )
+        if cut is not None:
+            return cut
     guess = int(n * target / full) if full else n
     k = _largest(n, guess, measure, target) if target > 0 else 0
     k = _snap(text, k, keep_head) if 0 < k < n else k
@@ -193,6 +200,68 @@ def cut_text(
     if tokens > limit:
         return None
     return Cut(text=joined, tokens=tokens)
+
+
+_STARTS: OrderedDict[tuple[str, bytes], list[int]] = OrderedDict()
+_STARTS_MAX = 64
+_STARTS_MIN_CHARS = 2000
+"""Shorter texts are cut by a few counts; longer ones by their token offsets."""
+
+
+def _token_starts(counter: TokenCounter, text: str) -> list[int] | None:
+    """Character offset of each token of ``text`` (tiktoken counters; memoized by digest).
+
+    A huge tool output is encoded once; every later cut of it (other budgets,
+    later turns) reads its cut point from the offsets and only verifies it.
+    """
+    encoding = getattr(counter, "encoding", None)
+    if len(text) < _STARTS_MIN_CHARS or encoding is None or not getattr(counter, "exact", False):
+        return None
+    key = (
+        counter.name,
+        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+    )
+    got = _STARTS.get(key)
+    if got is None:
+        decoded, got = encoding.decode_with_offsets(encoding.encode_ordinary(text))
+        if decoded != text:  # lone surrogates and the like: offsets would not match
+            return None
+        _STARTS[key] = got
+        if len(_STARTS) > _STARTS_MAX:
+            with contextlib.suppress(KeyError):
+                _STARTS.popitem(last=False)
+    else:
+        with contextlib.suppress(KeyError):
+            _STARTS.move_to_end(key)
+    return got
+
+
+def _from_starts(
+    text: str,
+    starts: list[int],
+    *,
+    limit: int,
+    notice: str,
+    counter: TokenCounter,
+    keep_head: bool,
+) -> Cut | None:
+    """The cut (plus notice) within ``limit``, its size read from token offsets and
+    verified by one exact count (a few when a merge at the cut costs a token);
+    ``None`` when verification keeps failing."""
+    n, m = len(text), len(starts)
+    j = min(limit - count_small(counter, notice) - 1, m)
+    for _ in range(4):
+        if j <= 0:
+            return None
+        k = (starts[j] if j < m else n) if keep_head else n - starts[m - j]
+        k = _snap(text, k, keep_head) if 0 < k < n else k
+        kept = text[:k].rstrip("\n") if keep_head else text[n - k :].lstrip("\n")
+        joined = (f"{kept}\n{notice}" if keep_head else f"{notice}\n{kept}") if kept else notice
+        tokens = counter.count(joined)
+        if tokens <= limit:
+            return Cut(text=joined, tokens=tokens)
+        j -= tokens - limit
+    return None
 
 
 _FIRST = 200
