@@ -147,3 +147,24 @@ def test_cuts_of_long_texts_from_token_offsets_are_exact(
         whole = COUNTER.count(text)
         if whole + COUNTER.count(note) + 1 > lim:
             assert cut.tokens >= min(whole, lim) * 0.9 - 12, (cut.tokens, lim, whole)
+
+
+def test_project_files_are_read_again_when_they_change(tmp_path: Path) -> None:
+    """Unchanged project files are reused between turns; a rewrite (even of the same
+    size within the same second) or a removal is seen by the next snapshot."""
+    import os
+
+    vision = tmp_path / ".personae" / "project" / "VISION.md"
+    vision.parent.mkdir(parents=True)
+    vision.write_text("# Vision\n\nShip the alpha.\n", encoding="utf-8")
+
+    def seen() -> str | None:
+        return Snapshot.build(tmp_path, include_git_log=False).content("vision")
+
+    assert seen() == seen() == "# Vision\n\nShip the alpha."
+    before = vision.stat()
+    vision.write_text("# Vision\n\nShip the gamma.\n", encoding="utf-8")
+    os.utime(vision, ns=(before.st_atime_ns, before.st_mtime_ns + 1))
+    assert seen() == "# Vision\n\nShip the gamma."
+    vision.unlink()
+    assert seen() is None
