@@ -24,7 +24,14 @@ from personae.context.messages import ChatMessage, Unit, latest_turn_start
 from personae.context.render import escape
 from personae.tokens.base import TokenCounter
 
-__all__ = ["HistoryFit", "MessageCosts", "fit_history", "render_message", "running_totals"]
+__all__ = [
+    "HistoryFit",
+    "MessageCosts",
+    "fit_history",
+    "remember_totals",
+    "render_message",
+    "running_totals",
+]
 
 _SEP = "\n\n"
 _ARGS_SHOWN = 2000
@@ -211,11 +218,19 @@ def running_totals(
         return got[2], got[3]
     cum_cost = list(itertools.accumulate((sum(c) + sep * len(c) for c in costs), initial=0))
     cum_msgs = list(itertools.accumulate((len(u.messages) for u in units), initial=0))
+    remember_totals(costs, sep, cum_cost, cum_msgs)
+    return cum_cost, cum_msgs
+
+
+def remember_totals(
+    costs: Sequence[Sequence[int]], sep: int, cum_cost: list[int], cum_msgs: list[int]
+) -> None:
+    """Record running totals already known for ``costs`` (a session's window keeps
+    them up to date turn after turn)."""
     _CUMULATIVE[id(costs)] = (costs, sep, cum_cost, cum_msgs)
     if len(_CUMULATIVE) > 8:
         with contextlib.suppress(KeyError):
             _CUMULATIVE.popitem(last=False)
-    return cum_cost, cum_msgs
 
 
 def _unit_at(units: Sequence[Unit], seq: int, last: int) -> int | None:
