@@ -27,6 +27,7 @@ Prints a table and writes bench/results/vs_langchain.json.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -288,48 +289,23 @@ def _common(a: str, b: str) -> int:
     return lo
 
 
-def prefix_loop(turns: int, tmp: Path) -> dict[str, float]:
-    """Mean reusable-prefix share over an agent loop (16k budget)."""
+def prefix_loop(turns: int, tmp: Path, low_waters: list[float]) -> dict[str, Any]:
+    """Reusable-prefix share and unused budget over an agent loop (16k budget).
+
+    One prompt per turn and one after each tool result. For personae, one run per
+    ``low_water`` (the eviction hysteresis: 1.0 evicts only what must go); the
+    unused share is the mean of 1 - total/budget over prompts whose history was
+    trimmed.
+    """
     rng = random.Random(500)
     texts = Texts(rng)
-    root = tmp / "loop"
-    (root / ".personae").mkdir(parents=True)
-    (root / ".personae" / "profiles.yaml").write_text(PROFILE, encoding="utf-8")
-    profiles = load_profiles(root)
     msgs: list[ChatMessage] = []
-    shares: dict[str, list[float]] = {"personae": [], "langchain": []}
-    prev: dict[str, str] = {}
-    lc_counts: dict[int, int] = {}
-
-    def lc_count(m: BaseMessage) -> int:
-        key = id(m)
-        if key not in lc_counts:
-            lc_counts[key] = COUNTER.count(str(m.content)) + 4
-        return lc_counts[key]
-
-    lc_count.__annotations__["m"] = BaseMessage
     lc_msgs: list[BaseMessage] = [SystemMessage("You are the builder persona.")]
-
-    def prompt() -> None:
-        snap = Snapshot.build(
-            root, messages=msgs, task="Fix the bug", include_git_log=False, profiles=profiles
-        )
-        cur = {"personae": assemble(snap, "agent", Budget.absolute(16_000), COUNTER).render()}
-        kept = trim_messages(
-            lc_msgs, max_tokens=16_000, token_counter=lc_count, strategy="last",
-            start_on="human", include_system=True,
-        )  # fmt: skip
-        cur["langchain"] = "\n\n".join(f"{m.type}: {m.content}" for m in kept)
-        for k, text in cur.items():
-            if prev.get(k):
-                shares[k].append(_common(prev[k], text) / len(prev[k]))
-            prev[k] = text
-
+    prompts: list[tuple[list[ChatMessage], list[BaseMessage]]] = []
     for t in range(turns):
-        seq = len(msgs) + 1
-        msgs.append(ChatMessage("user", f"turn {t}: " + texts(200), seq=seq))
+        msgs.append(ChatMessage("user", f"turn {t}: " + texts(200), seq=len(msgs) + 1))
         lc_msgs.append(HumanMessage(msgs[-1].content))
-        prompt()
+        prompts.append((list(msgs), list(lc_msgs)))
         for _ in range(rng.randint(0, 2)):
             ids = [f"t{t}c{k}" for k in range(rng.randint(1, 3))]
             calls = tuple(ToolCall(i, "read_file", "{}") for i in ids)
@@ -342,10 +318,65 @@ def prefix_loop(turns: int, tmp: Path) -> dict[str, float]:
                 content = texts(rng.choice([60, 400, 1500]))
                 msgs.append(ChatMessage("tool", content, tool_call_id=i, seq=len(msgs) + 1))
                 lc_msgs.append(ToolMessage(content, tool_call_id=i))
-                prompt()
+                prompts.append((list(msgs), list(lc_msgs)))
         msgs.append(ChatMessage("assistant", texts(400), seq=len(msgs) + 1))
         lc_msgs.append(AIMessage(msgs[-1].content))
-    return {k: round(statistics.mean(v[20:]), 3) for k, v in shares.items()}
+    out: dict[str, Any] = {"prompts": len(prompts), "personae": {}}
+    lc_counts: dict[int, int] = {}
+
+    def lc_count(m: BaseMessage) -> int:
+        key = id(m)
+        if key not in lc_counts:
+            lc_counts[key] = COUNTER.count(str(m.content)) + 4
+        return lc_counts[key]
+
+    lc_count.__annotations__["m"] = BaseMessage
+    lc_renders = []
+    lc_unused = []
+    for _, lc_now in prompts:
+        kept = trim_messages(
+            lc_now, max_tokens=16_000, token_counter=lc_count, strategy="last",
+            start_on="human", include_system=True,
+        )  # fmt: skip
+        lc_renders.append("\n\n".join(f"{m.type}: {m.content}" for m in kept))
+        if len(kept) < len(lc_now):
+            lc_unused.append(1 - sum(lc_count(m) for m in kept) / 16_000)
+    out["langchain"] = {
+        "share": _mean_share(lc_renders),
+        "unused_when_trimmed": round(statistics.mean(lc_unused), 3) if lc_unused else 0.0,
+    }
+    for low in low_waters:
+        root = tmp / f"loop{low}"
+        (root / ".personae").mkdir(parents=True)
+        (root / ".personae" / "profiles.yaml").write_text(
+            PROFILE.replace(
+                "max_messages: 10000000}", f"max_messages: 10000000, low_water: {low}}}"
+            ),
+            encoding="utf-8",
+        )
+        profiles = load_profiles(root)
+        renders, unused, overruns = [], [], 0
+        for now, _ in prompts:
+            snap = Snapshot.build(
+                root, messages=now, task="Fix the bug", include_git_log=False, profiles=profiles
+            )
+            ctx = assemble(snap, "agent", Budget.absolute(16_000), COUNTER)
+            renders.append(ctx.render())
+            overruns += ctx.total > 16_000 or COUNTER.count(ctx.render()) != ctx.total
+            if len(ctx.messages) < len(now):
+                unused.append(1 - ctx.total / 16_000)
+        out["personae"][str(low)] = {
+            "share": _mean_share(renders),
+            "unused_when_trimmed": round(statistics.mean(unused), 3) if unused else 0.0,
+            "overruns_or_miscounts": overruns,
+        }
+    return out
+
+
+def _mean_share(renders: list[str]) -> float:
+    """Mean share of each prompt that is an identical prefix of the next (first 20 skipped)."""
+    shares = [_common(a, b) / len(a) for a, b in itertools.pairwise(renders) if a]
+    return round(statistics.mean(shares[20:]), 3)
 
 
 def main() -> None:
@@ -355,6 +386,10 @@ def main() -> None:
     )
     ap.add_argument("--budgets", type=int, default=300, help="random budgets at 100 and 1k")
     ap.add_argument("--turns", type=int, default=500)
+    ap.add_argument(
+        "--low-water", type=float, nargs="+", default=[1.0, 0.9, 0.8, 0.7],
+        help="eviction low-water marks compared in the agent loop",
+    )  # fmt: skip
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "vs_langchain.json")
     args = ap.parse_args()
     rng = random.Random(15)
@@ -367,7 +402,7 @@ def main() -> None:
         for n, k in plan.items():
             budgets = [rng.randint(500, 60_000) for _ in range(k)]
             results["sizes"].append(bench_size(n, budgets, Path(tmp)))
-        results["prefix_share"] = prefix_loop(args.turns, Path(tmp))
+        results["prefix_share"] = prefix_loop(args.turns, Path(tmp), args.low_water)
     results["load_average_after"] = os.getloadavg()
     before, after = results["load_average"][0], results["load_average_after"][0]
     print(f"load average {before:.2f} (after {after:.2f})")
@@ -378,7 +413,17 @@ def main() -> None:
             times = f"{r['cpu_median_ms']:>9.2f}{r['wall_median_ms']:>9.2f}"
             checks = f"{r['overruns']:>8}{r['orphans']:>7}{r['dangling']:>6}{r['lost_latest']:>5}"
             print(f"{size['messages']:>9,} {name:<26}{times}{checks}")
-    print(f"reusable prefix share over {args.turns} turns (16k budget): {results['prefix_share']}")
+    loop = results["prefix_share"]
+    print(
+        f"agent loop: {args.turns} turns, {loop['prompts']} prompts, 16k budget"
+        " (share: reusable prefix of the previous prompt; unused: budget left when trimmed)"
+    )
+    print(f"  {'side':<26}{'share':>7}{'unused':>8}")
+    lc = loop["langchain"]
+    print(f"  {'langchain':<26}{lc['share']:>7.3f}{lc['unused_when_trimmed']:>8.1%}")
+    for low, r in loop["personae"].items():
+        side = f"personae low_water {low}"
+        print(f"  {side:<26}{r['share']:>7.3f}{r['unused_when_trimmed']:>8.1%}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,6 +30,13 @@ class Loaded:
     warning: str | None = None
 
 
+_TAILS: OrderedDict[Hashable, tuple[int, list[ChatMessage], bool]] = OrderedDict()
+"""Per session read: the newest seq seen, the messages last read (oldest first) and
+whether they reach back to the session's first message. Stored messages never
+change, so a later turn reads only what was appended since."""
+_MAX_TAILS = 32
+
+
 def _tail(
     conv: ConversationStore,
     session: str,
@@ -42,27 +51,77 @@ def _tail(
     Reads newest first and stops as soon as it has enough, so the cost follows
     what is kept, not the length of the history. Past ``hard_max`` messages
     without a user message (one very long agent turn) it skips ahead to the
-    latest user message and keeps it.
+    latest user message and keeps it. Within a process, the messages an
+    earlier call read for the session are reused (the same objects, so the
+    session's window recognises them) and only newer ones are read.
     """
+    key = (str(conv.store.path), session, counter.name, want, hard_max, token_limit)
+    cached = _TAILS.get(key)
+    if cached is not None:
+        last_seq, old, whole = cached
+        fresh: list[ChatMessage] = []
+        for raw in conv.iter_backward(session, counter=counter):
+            if int(raw.seq or 0) <= last_seq:
+                break
+            fresh.append(from_stored(raw))
+        out, stop, skipped = _scan([*fresh, *reversed(old)], want, hard_max, token_limit)
+        if stop is not None or whole:
+            _remember(key, out, stop, whole and stop is None, skipped)
+            return out
+    source = (from_stored(raw) for raw in conv.iter_backward(session, counter=counter))
+    out, stop, skipped = _scan(source, want, hard_max, token_limit)
+    _remember(key, out, stop, stop is None, skipped)
+    return out
+
+
+def _remember(
+    key: Hashable,
+    out: list[ChatMessage],
+    stop: ChatMessage | None,
+    whole: bool,
+    skipped: bool,
+) -> None:
+    """Keep a contiguous read (with the message the scan stopped on) for the next turn."""
+    if skipped or not out:
+        _TAILS.pop(key, None)
+        return
+    read = out if stop is None or stop is out[0] else [stop, *out]
+    _TAILS[key] = (out[-1].seq, read, whole)
+    with contextlib.suppress(KeyError):  # another thread may have evicted it just now
+        _TAILS.move_to_end(key)
+    if len(_TAILS) > _MAX_TAILS:
+        with contextlib.suppress(KeyError):
+            _TAILS.popitem(last=False)
+
+
+def _scan(
+    source: Iterable[ChatMessage], want: int, hard_max: int, token_limit: int | None
+) -> tuple[list[ChatMessage], ChatMessage | None, bool]:
+    """Kept messages (oldest first) from newest-first ``source``; the message the scan
+    stopped on (``None``: it read all of ``source``); whether it skipped messages."""
     out: list[ChatMessage] = []
-    seen_user = False
+    stop: ChatMessage | None = None
+    seen_user = skipped = False
     tokens = 0
-    for raw in conv.iter_backward(session, counter=counter):
-        msg = from_stored(raw)
+    for msg in source:
         if token_limit is not None and tokens > token_limit and seen_user and msg.role != "tool":
+            stop = msg
             break  # older messages cannot be shown within the budget anyway
         tokens += msg.tokens if msg.tokens is not None else len(msg.content) // 2
         if len(out) >= hard_max and not seen_user:
+            skipped = True
             if msg.role == "user":
                 out.append(msg)
+                stop = msg
                 break
             continue
         out.append(msg)
         seen_user = seen_user or msg.role == "user"
         if len(out) >= want and seen_user and msg.role != "tool":
+            stop = msg
             break  # an exchange head: the oldest kept exchange is whole
     out.reverse()
-    return out
+    return out, stop, skipped
 
 
 def _window(

@@ -58,7 +58,19 @@ _SPLITTABLE = frozenset({"o200k_base", "cl100k_base"})
 # After a blank line and before '<' (a tag), '#' (a message header) or '[' (a notice):
 # the pre-tokenizers of these encodings always start a new piece there, and BPE never
 # merges across pieces, so the counts of the parts add up to the count of the whole.
-_BOUNDARY = re.compile(r"(?<=\n\n)(?=[<#\[])")
+_BOUNDARY = re.compile(r"\n\n(?=[<#\[])")
+
+
+def _parts(text: str) -> list[str]:
+    """``text`` split after each blank line that precedes '<', '#' or '[' (a scan for
+    blank lines: much faster than splitting on a zero-width look-behind)."""
+    out: list[str] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        out.append(text[start : m.end()])
+        start = m.end()
+    out.append(text[start:])
+    return out
 
 
 def count_rendered(counter: TokenCounter, text: str) -> int:
@@ -71,7 +83,7 @@ def count_rendered(counter: TokenCounter, text: str) -> int:
     """
     if counter.name not in _SPLITTABLE or not getattr(counter, "exact", False):
         return counter.count(text)
-    return sum(count_small(counter, part) for part in _BOUNDARY.split(text) if part)
+    return sum(count_small(counter, part) for part in _parts(text) if part)
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +178,13 @@ def cut_text(
     def measure(k: int) -> int:
         return counter.count(part(k))
 
+    starts = _token_starts(counter, text) if target > 0 else None
+    if starts is not None:
+        cut = _from_starts(
+            text, starts, limit=limit, notice=notice, counter=counter, keep_head=keep_head
+        )
+        if cut is not None:
+            return cut
     guess = int(n * target / full) if full else n
     k = _largest(n, guess, measure, target) if target > 0 else 0
     k = _snap(text, k, keep_head) if 0 < k < n else k
@@ -181,6 +200,68 @@ def cut_text(
     if tokens > limit:
         return None
     return Cut(text=joined, tokens=tokens)
+
+
+_STARTS: OrderedDict[tuple[str, bytes], list[int]] = OrderedDict()
+_STARTS_MAX = 64
+_STARTS_MIN_CHARS = 2000
+"""Shorter texts are cut by a few counts; longer ones by their token offsets."""
+
+
+def _token_starts(counter: TokenCounter, text: str) -> list[int] | None:
+    """Character offset of each token of ``text`` (tiktoken counters; memoized by digest).
+
+    A huge tool output is encoded once; every later cut of it (other budgets,
+    later turns) reads its cut point from the offsets and only verifies it.
+    """
+    encoding = getattr(counter, "encoding", None)
+    if len(text) < _STARTS_MIN_CHARS or encoding is None or not getattr(counter, "exact", False):
+        return None
+    key = (
+        counter.name,
+        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
+    )
+    got = _STARTS.get(key)
+    if got is None:
+        decoded, got = encoding.decode_with_offsets(encoding.encode_ordinary(text))
+        if decoded != text:  # lone surrogates and the like: offsets would not match
+            return None
+        _STARTS[key] = got
+        if len(_STARTS) > _STARTS_MAX:
+            with contextlib.suppress(KeyError):
+                _STARTS.popitem(last=False)
+    else:
+        with contextlib.suppress(KeyError):
+            _STARTS.move_to_end(key)
+    return got
+
+
+def _from_starts(
+    text: str,
+    starts: list[int],
+    *,
+    limit: int,
+    notice: str,
+    counter: TokenCounter,
+    keep_head: bool,
+) -> Cut | None:
+    """The cut (plus notice) within ``limit``, its size read from token offsets and
+    verified by one exact count (a few when a merge at the cut costs a token);
+    ``None`` when verification keeps failing."""
+    n, m = len(text), len(starts)
+    j = min(limit - count_small(counter, notice) - 1, m)
+    for _ in range(4):
+        if j <= 0:
+            return None
+        k = (starts[j] if j < m else n) if keep_head else n - starts[m - j]
+        k = _snap(text, k, keep_head) if 0 < k < n else k
+        kept = text[:k].rstrip("\n") if keep_head else text[n - k :].lstrip("\n")
+        joined = (f"{kept}\n{notice}" if keep_head else f"{notice}\n{kept}") if kept else notice
+        tokens = counter.count(joined)
+        if tokens <= limit:
+            return Cut(text=joined, tokens=tokens)
+        j -= tokens - limit
+    return None
 
 
 _FIRST = 200

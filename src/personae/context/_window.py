@@ -9,6 +9,7 @@ from the store), and regrouped only from its last exchange on.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import operator
 from collections import OrderedDict
@@ -16,7 +17,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from personae.context.history import MessageCosts
+from personae.context.history import MessageCosts, remember_totals
 from personae.context.messages import ChatMessage, Unit, group_units_at
 
 __all__: list[str] = []
@@ -95,6 +96,8 @@ class _Prepared:
     starts: list[int] = field(default_factory=list)
     before: list[int] = field(default_factory=list)
     dropped: int = 0
+    cum_cost: list[int] = field(default_factory=lambda: [0])
+    cum_msgs: list[int] = field(default_factory=lambda: [0])
 
 
 _PREPARED: OrderedDict[Hashable, _Prepared] = OrderedDict()
@@ -120,6 +123,8 @@ def prepared_units(
     base = win.before[-1] if win.units else 0
     if win.units:
         del win.units[-1], win.costs[-1], win.starts[-1], win.before[-1]
+        del win.cum_cost[-1], win.cum_msgs[-1]
+    sep = costs_of.sep
     tail = [p[0] for p in win.prepared[restart:]]
     units, dropped, starts, before = group_units_at(tail)
     cost_by_msg = {id(p[0]): p[1] for p in win.prepared[restart:]}
@@ -133,5 +138,34 @@ def prepared_units(
         )
         win.starts.append(restart + s)
         win.before.append(base + b)
+        win.cum_cost.append(win.cum_cost[-1] + sum(win.costs[-1]) + sep * len(u.messages))
+        win.cum_msgs.append(win.cum_msgs[-1] + len(u.messages))
     win.dropped = base + dropped
-    return tuple(win.units), tuple(win.costs), win.dropped
+    costs = tuple(win.costs)
+    remember_totals(costs, sep, list(win.cum_cost), list(win.cum_msgs))
+    return tuple(win.units), costs, win.dropped
+
+
+_HINTS: OrderedDict[Hashable, tuple[str, int | None, int | None]] = OrderedDict()
+
+
+def kept_from(key: Hashable, snapshot_id: str) -> int | None:
+    """Seq of the first message the previous prompt under ``key`` kept (``None``: none).
+
+    The same snapshot assembled again gets the hint its first assembly got, so
+    repeating an assembly repeats its output byte for byte.
+    """
+    got = _HINTS.get(key)
+    if got is None:
+        return None
+    return got[1] if got[0] == snapshot_id else got[2]
+
+
+def remember_kept_from(key: Hashable, snapshot_id: str, used: int | None, seq: int | None) -> None:
+    """Record the hint ``used`` for ``snapshot_id`` and the first message it kept."""
+    _HINTS[key] = (snapshot_id, used, seq)
+    with contextlib.suppress(KeyError):  # another thread may have evicted it just now
+        _HINTS.move_to_end(key)
+    if len(_HINTS) > _MAX_WINDOWS * 8:
+        with contextlib.suppress(KeyError):
+            _HINTS.popitem(last=False)

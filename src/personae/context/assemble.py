@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from personae.context._textcut import count_small
-from personae.context._window import prepared_units
+from personae.context._window import kept_from, prepared_units, remember_kept_from
 from personae.context.budget import Budget
 from personae.context.commands import expand_commands, has_commands
 from personae.context.fit import FitResult, FittedSection, SectionContent, fit
@@ -198,11 +198,23 @@ def assemble(
         profile = profiles.get(role)
     tags = profiles.tags
     contents: list[SectionContent] = []
+    hint_key = (
+        None
+        if snapshot.window is None
+        else (snapshot.window, counter.name, tags, profile.role, budget.tokens)
+    )
+    hint = kept_from(hint_key, snapshot.id) if hint_key is not None else None
     for spec in profile.sections:
         if spec.source == "messages":
             units, costs, dropped = _prepared(snapshot, counter, tags)
             contents.append(
-                SectionContent(spec, units=units, costs=costs, earlier=snapshot.earlier + dropped)
+                SectionContent(
+                    spec,
+                    units=units,
+                    costs=costs,
+                    earlier=snapshot.earlier + dropped,
+                    keep_from=hint,
+                )
             )
             continue
         text = _text(snapshot, spec, profile)
@@ -222,6 +234,9 @@ def assemble(
             )
         )
     result = _fit_with_warning(contents, budget.tokens, counter)
+    if hint_key is not None:
+        kept = next((s.messages for s in result.sections if s.source == "messages"), ())
+        remember_kept_from(hint_key, snapshot.id, hint, kept[0].seq if kept else None)
     return AssembledContext(
         role=role if profile.role == role else f"{role} (profile {profile.role})",
         snapshot_id=snapshot.id,

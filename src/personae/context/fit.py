@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from personae.context._textcut import count_rendered, count_small, cut_text, outline_cut
-from personae.context.history import fit_history
+from personae.context.history import fit_history, running_totals
 from personae.context.messages import ChatMessage, Unit
 from personae.context.render import SEPARATOR, close_tag, open_tag, render_sections
 from personae.context.spec import SectionSpec, Truncation
@@ -42,6 +42,9 @@ class SectionContent:
     """A shorter stand-in used when the whole text does not fit (its summary file)."""
     alt_tokens: int | None = None
     """Token count of ``alternative`` when already known."""
+    keep_from: int | None = None
+    """Messages: seq of the first message the previous prompt of this conversation
+    kept (hysteresis, see :func:`~personae.context.history.fit_history`)."""
 
     @property
     def present(self) -> bool:
@@ -136,6 +139,8 @@ def _history(st: _State, limit: int, counter: TokenCounter) -> _Shrunk:
         earlier=c.earlier,
         notice=spec.notice,
         batch=spec.evict_batch or max(2, (spec.max_messages or 16) // 2),
+        keep_from=c.keep_from,
+        low_water=spec.low_water,
     )
     rule = "evicted" if h.omitted else "full"
     if h.shrunk:
@@ -245,9 +250,9 @@ def _fit_once(
         live.append(st)
         c = st.content
         if st.spec.source == "messages":
-            n_msgs = sum(len(x) for x in c.costs)
-            sep_cost = count_small(counter, SEPARATOR) * max(0, n_msgs - 1)
-            st.requested = sum(sum(x) for x in c.costs) + sep_cost
+            sep = count_small(counter, SEPARATOR)
+            cum_cost, cum_msgs = running_totals(c.units, c.costs, sep)
+            st.requested = cum_cost[-1] - sep * min(1, cum_msgs[-1])
             capped = _history(st, min(st.spec.cap or budget, budget), counter)
             smallest = _history(st, 1, counter)
             # Shrinking notices can outweigh tiny contents: the floor is never above whole.

@@ -13,6 +13,9 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
+import itertools
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -21,7 +24,14 @@ from personae.context.messages import ChatMessage, Unit, latest_turn_start
 from personae.context.render import escape
 from personae.tokens.base import TokenCounter
 
-__all__ = ["HistoryFit", "MessageCosts", "fit_history", "render_message"]
+__all__ = [
+    "HistoryFit",
+    "MessageCosts",
+    "fit_history",
+    "remember_totals",
+    "render_message",
+    "running_totals",
+]
 
 _SEP = "\n\n"
 _ARGS_SHOWN = 2000
@@ -115,26 +125,32 @@ def fit_history(
     earlier: int,
     notice: str,
     batch: int,
+    keep_from: int | None = None,
+    low_water: float = 1.0,
 ) -> HistoryFit:
     """Choose which exchanges to keep within ``limit`` tokens and ``max_messages``.
 
     ``costs[k][j]`` is the rendered cost of message ``j`` of unit ``k``.
     ``earlier`` counts messages before ``units`` that are not shown at all.
+    ``keep_from`` (hysteresis): the seq of the first message the previous prompt
+    of this conversation kept. While the exchanges from there still fit, they are
+    kept as they were (the prompt's prefix stays byte-identical); once they do
+    not, older exchanges are evicted in one batch until what is kept takes at
+    most ``low_water`` of ``limit``.
     """
     sep = count_small(counter, _SEP)
     n = len(units)
     last = latest_turn_start(units)
-    unit_cost = [sum(c) + sep * len(c) for c in costs]
-    unit_msgs = [len(u.messages) for u in units]
-    # suffix sums over the evictable part [0, last)
-    suffix_cost = [0] * (last + 1)
-    suffix_msgs = [0] * (last + 1)
-    for k in range(last - 1, -1, -1):
-        suffix_cost[k] = suffix_cost[k + 1] + unit_cost[k]
-        suffix_msgs[k] = suffix_msgs[k + 1] + unit_msgs[k]
-    turn_cost = sum(unit_cost[last:])
-    turn_msgs = sum(unit_msgs[last:])
-    total_before = sum(unit_msgs[:last])
+    cum_cost, cum_msgs = running_totals(units, costs, sep)
+    # Suffix sums over the evictable part [0, last]: cost of units k..last-1.
+    before_cost, before_msgs = cum_cost[last], cum_msgs[last]
+
+    def suffix_cost(k: int) -> int:
+        return before_cost - cum_cost[k]
+
+    turn_cost = cum_cost[n] - before_cost
+    turn_msgs = cum_msgs[n] - before_msgs
+    total_before = before_msgs
 
     def notice_cost(evicted_msgs: int, evicted_tokens: int) -> int:
         if evicted_msgs + earlier == 0:
@@ -143,21 +159,27 @@ def fit_history(
 
     msg_room = None if max_messages is None else max(0, max_messages - turn_msgs)
     # Smallest start s in [0, last] whose suffix fits; suffix sums are monotone, so bisect.
-    room = limit - turn_cost - notice_cost(max(1, total_before), suffix_cost[0])
-    neg = [-c for c in suffix_cost]
-    s_min = bisect.bisect_left(neg, -room) if room >= 0 else last
+    room = limit - turn_cost - notice_cost(max(1, total_before), suffix_cost(0))
+    s_min = bisect.bisect_left(cum_cost, before_cost - room, 0, last + 1) if room >= 0 else last
     if msg_room is not None:
-        negm = [-m for m in suffix_msgs]
-        s_min = max(s_min, bisect.bisect_left(negm, -msg_room))
-    if s_min == 0 and turn_cost + suffix_cost[0] + notice_cost(0, 0) <= limit:
+        s_min = max(s_min, bisect.bisect_left(cum_msgs, before_msgs - msg_room, 0, last + 1))
+    hinted = _unit_at(units, keep_from, last) if keep_from is not None else None
+    if s_min == 0 and turn_cost + suffix_cost(0) + notice_cost(0, 0) <= limit:
         start = 0
+    elif hinted is not None and hinted >= s_min:
+        start = hinted  # the previous prompt's exchanges still fit: keep its prefix
+    elif hinted is not None and low_water < 1:
+        # Overflow: evict a batch, down to the low-water mark.
+        low = int(limit * low_water) - turn_cost - notice_cost(max(1, total_before), suffix_cost(0))
+        at_low = bisect.bisect_left(cum_cost, before_cost - low, 0, last + 1) if low >= 0 else last
+        start = max(_anchor(units, s_min, last, batch), at_low)
     else:
         start = _anchor(units, s_min, last, batch)
     kept = list(units[start:])
     kept_costs = [list(c) for c in costs[start:]]
-    evicted_msgs = total_before - suffix_msgs[start] if start <= last else total_before
-    evicted_tokens = suffix_cost[0] - suffix_cost[start]
-    body_cost = suffix_cost[start] + turn_cost
+    evicted_msgs = cum_msgs[start] if start <= last else total_before
+    evicted_tokens = cum_cost[start]
+    body_cost = suffix_cost(start) + turn_cost
     shrunk = 0
     fits = True
     head_cost = notice_cost(evicted_msgs, evicted_tokens)
@@ -165,7 +187,7 @@ def fit_history(
         # Only the latest turn can stay and it is too big: shrink its contents.
         start = last
         evicted_msgs = total_before
-        evicted_tokens = suffix_cost[0]
+        evicted_tokens = suffix_cost(0)
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
         kept, kept_costs, shrunk, fits, elided = _shrink_turn(
             list(units[last:]), [list(c) for c in costs[last:]], counter, limit - head_cost, sep
@@ -181,6 +203,40 @@ def fit_history(
         parts.insert(0, _notice(notice, omitted, evicted_tokens))
     text = _SEP.join(parts)
     return HistoryFit(msgs, text, body_cost + head_cost - sep, omitted, shrunk, fits)
+
+
+_CUMULATIVE: OrderedDict[int, tuple[object, int, list[int], list[int]]] = OrderedDict()
+
+
+def running_totals(
+    units: Sequence[Unit], costs: Sequence[Sequence[int]], sep: int
+) -> tuple[list[int], list[int]]:
+    """Running totals of rendered cost and message count before each unit (one more
+    entry than units), computed once per costs object (fitting asks several times)."""
+    got = _CUMULATIVE.get(id(costs))
+    if got is not None and got[0] is costs and got[1] == sep:
+        return got[2], got[3]
+    cum_cost = list(itertools.accumulate((sum(c) + sep * len(c) for c in costs), initial=0))
+    cum_msgs = list(itertools.accumulate((len(u.messages) for u in units), initial=0))
+    remember_totals(costs, sep, cum_cost, cum_msgs)
+    return cum_cost, cum_msgs
+
+
+def remember_totals(
+    costs: Sequence[Sequence[int]], sep: int, cum_cost: list[int], cum_msgs: list[int]
+) -> None:
+    """Record running totals already known for ``costs`` (a session's window keeps
+    them up to date turn after turn)."""
+    _CUMULATIVE[id(costs)] = (costs, sep, cum_cost, cum_msgs)
+    if len(_CUMULATIVE) > 8:
+        with contextlib.suppress(KeyError):
+            _CUMULATIVE.popitem(last=False)
+
+
+def _unit_at(units: Sequence[Unit], seq: int, last: int) -> int | None:
+    """Index of the exchange (up to the latest turn's first) whose first message has ``seq``."""
+    k = bisect.bisect_left(units, seq, 0, last, key=lambda u: u.head.seq)
+    return k if k <= last and k < len(units) and units[k].head.seq == seq else None
 
 
 def _anchor(units: Sequence[Unit], s_min: int, last: int, batch: int) -> int:

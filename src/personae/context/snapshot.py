@@ -195,7 +195,12 @@ class Snapshot:
                 texts["summary"], files["summary"] = loaded.summary, f"session {session}"
             files["messages"] = f"session {session}"
         elif messages:
-            history = tuple(from_stored(m) for m in messages)
+            kinds = set(map(type, messages))  # C-speed: a long list of ChatMessage is common
+            history = (
+                tuple(messages)  # type: ignore[arg-type]
+                if kinds == {ChatMessage}
+                else tuple(from_stored(m) for m in messages)
+            )
             path = "B"
             files["messages"] = "given messages"
         digest = hashlib.sha256()

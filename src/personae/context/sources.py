@@ -7,9 +7,12 @@ empty tag).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import stat
 import subprocess
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,8 +102,42 @@ TASK_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] 
 _MAX_BYTES = 8_000_000
 
 
+_READS: OrderedDict[str, tuple[tuple[int, int, int, int], str | None]] = OrderedDict()
+_READS_MAX = 512
+"""Texts read earlier in this process, by path, with the file's identity when read."""
+
+
 def _read(path: Path) -> str | None:
-    """File text, or None when missing, unreadable as a file, or blank."""
+    """File text, or None when missing, unreadable as a file, or blank.
+
+    A regular file whose device, inode, modification time (ns) and size are
+    unchanged since it was last read is not read again.
+    """
+    where = str(path)
+    try:
+        info = os.stat(where)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        info = None
+    ident = None
+    if info is not None and stat.S_ISREG(info.st_mode):
+        ident = (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+        got = _READS.get(where)
+        if got is not None and got[0] == ident:
+            return got[1]
+    text = _read_file(path)
+    if ident is not None:
+        _READS[where] = (ident, text)
+        with contextlib.suppress(KeyError):  # another thread may have evicted it just now
+            _READS.move_to_end(where)
+        if len(_READS) > _READS_MAX:
+            with contextlib.suppress(KeyError):
+                _READS.popitem(last=False)
+    return text
+
+
+def _read_file(path: Path) -> str | None:
     try:
         text = read_regular(path, max_bytes=_MAX_BYTES).decode("utf-8")
     except FileNotFoundError:

@@ -73,6 +73,11 @@ class SectionSpec(BaseModel):
     evict_batch: int | None = Field(default=None, ge=1)
     """For the messages source: eviction grid in message positions (hysteresis); ``None``
     means half of ``max_messages`` (or 8); 1 means sliding one exchange at a time."""
+    low_water: float = Field(default=0.8, gt=0, le=1)
+    """For the messages source, turn after turn in one process: once the exchanges the
+    previous prompt kept no longer fit, evict older ones until the conversation takes at
+    most this share of its room, then keep that prefix until it overflows again (provider
+    prompt caches keep hitting); 1 evicts only what must go."""
     priority: int = 50
     """Truncation order when over budget: lower is cut first."""
     share: float | None = Field(default=None, gt=0, le=1)
