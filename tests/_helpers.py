@@ -32,10 +32,12 @@ def run_personae(
     cwd: Path | None = None,
     env: dict[str, str] | None = None,
     timeout: float = 60,
+    stdin: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m personae ARGS`` as a child process and return it, whatever its exit.
 
-    ``env`` replaces the environment (``None``: this process's own).
+    ``env`` replaces the environment (``None``: this process's own); ``stdin``, e.g.
+    ``subprocess.DEVNULL`` (``None``: inherited).
     """
     return subprocess.run(
         [sys.executable, "-m", "personae", *args],
@@ -45,6 +47,7 @@ def run_personae(
         cwd=cwd,
         env=env,
         timeout=timeout,
+        stdin=stdin,
     )
 
 
