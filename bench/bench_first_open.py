@@ -21,13 +21,14 @@ import json
 import multiprocessing as mp
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
+
+from _race_start import spawn_at_start_line
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,41 +73,16 @@ def race_opens(src: str, rounds: int, workers: int) -> dict[str, Any]:
     }
 
 
-_START_LINE = """
-import os, sys, time
-import personae.cli.app, personae.handover.create, personae.handover._history
-ready, go = sys.argv[1], sys.argv[2]
-open(ready, "w").close()
-while not os.path.exists(go):
-    time.sleep(0.002)
-sys.argv = ["personae", *sys.argv[3:]]
-from personae.cli.entry import main
-main()
-"""
-"""Imports first, then wait at the start line: the commands reach the store together."""
-
-
 def race_cli(src: str, count: int) -> dict[str, Any]:
     """``count`` ``handover create`` commands released at once on a fresh project."""
     env = {**os.environ, "PYTHONPATH": src, "COLUMNS": "120"}
     with tempfile.TemporaryDirectory() as tmp:
-        marks, project = Path(tmp) / "marks", Path(tmp) / "project"
-        marks.mkdir()
+        project = Path(tmp) / "project"
         project.mkdir()
-        go = marks / "go"
         c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-c", _START_LINE, str(marks / f"ready{i}"), str(go),
-                 "handover", "create", "--to", "b", "--task", f"task {i}"],
-                cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            )
-            for i in range(count)
-        ]  # fmt: skip
-        while len(list(marks.glob("ready*"))) < count:
-            if any(proc.poll() is not None for proc in procs):
-                break
-            time.sleep(0.01)
+        create = ["handover", "create", "--to", "researcher", "--task"]
+        commands = [[*create, f"task {i}"] for i in range(count)]
+        procs, go = spawn_at_start_line(commands, cwd=project, env=env, marks=Path(tmp) / "marks")
         t0 = time.perf_counter()
         go.touch()
         failed = []

@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from _helpers import run_personae
+
 CHROMIUM = Path(os.environ.get("PERSONAE_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
     "--headless",
@@ -37,14 +39,8 @@ CHROMIUM_ARGS = [
 
 def cli(*args: str, cwd: Path, timeout: float = 120, env: dict[str, str] | None = None) -> str:
     """Run ``python -m personae ARGS`` in ``cwd``; fails the test (with its output) on non-zero."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "COLUMNS": "120", **(env or {})},
-        check=False,
+    proc = run_personae(
+        *args, cwd=cwd, env={**os.environ, "COLUMNS": "120", **(env or {})}, timeout=timeout
     )
     if proc.returncode != 0:
         pytest.fail(

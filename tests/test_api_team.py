@@ -17,38 +17,14 @@ import yaml
 from pydantic_ai.models import override_allow_model_requests
 
 import personae
+from _helpers import DEV_PERSONA, dev_project, read_config_scenario
 from personae import AnswerDelta, CancelToken, Event, EventKind, Limits, RunEnd, Team
-
-PERSONA = """---
-name: dev
-description: Works on the sample project.
-tools: [read_file, grep]
----
-You are dev.
-"""
 
 ANSWER = "The service listens on port 8081, as config.yaml says."
 
-OK = {
-    "approved": True,
-    "requirements_met": True,
-    "issues": [],
-    "completion_signal": {"confidence": "high", "progress_made": True},
-}
-
 
 def scenario(answer: str = ANSWER) -> dict[str, Any]:
-    return {
-        "description": "API test (scripted)",
-        "steps": [
-            {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Read config"}]}},
-            {"when": {"role": "worker"},
-             "tool_calls": [{"name": "read_file", "args": {"path": "config.yaml"}}]},
-            {"when": {"role": "worker"}, "text": "config.yaml: port 8081"},
-            {"when": {"role": "validator"}, "output": OK},
-            {"when": {"role": "manager"}, "text": answer},
-        ],
-    }  # fmt: skip
+    return read_config_scenario(answer, description="API test (scripted)")
 
 
 @pytest.fixture(autouse=True)
@@ -61,12 +37,7 @@ def scripted_requests() -> Any:
 @pytest.fixture
 def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    root = tmp_path / "proj"
-    (root / ".personae" / "personas").mkdir(parents=True)
-    (root / ".personae" / "personas" / "dev.md").write_text(PERSONA)
-    (root / "config.yaml").write_text("port: 8081\n")
-    (tmp_path / "one.yaml").write_text(yaml.safe_dump(scenario()))
-    return root
+    return dev_project(tmp_path, {"one": scenario()})
 
 
 def spec(project: Path) -> str:
@@ -270,7 +241,7 @@ def test_an_explicit_cast_is_used_and_left_unchanged(project: Path, tmp_path: Pa
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / ".personae" / "personas").mkdir(parents=True)
     (elsewhere / ".personae" / "personas" / "ops.md").write_text(
-        PERSONA.replace("name: dev", "name: ops").replace("You are dev.", "You are ops.")
+        DEV_PERSONA.replace("name: dev", "name: ops").replace("You are dev.", "You are ops.")
     )
     cast = personae.Cast.load(elsewhere)
     assert sorted(cast.personas) == ["ops"]

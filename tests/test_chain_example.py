@@ -9,6 +9,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from _helpers import run_personae
+
 
 def test_example_chain_runs_from_docs(tmp_path: Path) -> None:
     example = Path(str(resources.files("personae.examples") / "chain"))
@@ -50,10 +52,7 @@ def test_handover_run_end_to_end_with_personae_run(tmp_path: Path) -> None:
     shutil.copytree(example, root)
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "personae", *args],
-            cwd=root, capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
+        return run_personae(*args, cwd=root, timeout=300)
 
     created = cli(
         "handover", "create", "--from", "data-analyst", "--to", "report-writer",

@@ -3,22 +3,15 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
+from _helpers import run_personae
 from personae.errors import BudgetExceededError, UnknownNameError, UsageError
 from personae.project import Project
 
 
 def personae(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=60,
-    )
+    return run_personae(*args, cwd=cwd)
 
 
 def test_usage_error_renders_file_line_field() -> None:

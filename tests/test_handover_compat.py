@@ -8,11 +8,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from _helpers import run_personae
 from personae.errors import UsageError
 from personae.handover import runflow
 from personae.handover.create import build_handover, create_handover
@@ -32,11 +32,7 @@ def cli(
     cwd: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k not in HPC_ENV or k == "PYTHONPATH"}
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=120, check=False,
-        env={**base, "COLUMNS": "200", **(env or {})},
-    )  # fmt: skip
+    return run_personae(*args, cwd=cwd, env={**base, "COLUMNS": "200", **(env or {})}, timeout=120)
 
 
 @pytest.fixture

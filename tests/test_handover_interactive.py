@@ -16,15 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from _helpers import VALIDATOR_OK as OK
 from personae.handover.create import build_handover, create_handover
 from personae.handover.tool import HandoverToolArgs, HandoverToolResult
 
-OK = {
-    "approved": True,
-    "requirements_met": True,
-    "issues": [],
-    "completion_signal": {"confidence": "high", "progress_made": True},
-}
 RULES = [
     {"when": {"role": "manager", "contains": "Break the user's task"},
      "output": {"subtasks": [{"description": "Answer the question"}]}},

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from _helpers import run_personae
 from personae.errors import UsageError
 from personae.handover import runflow
 from personae.handover._history import history_for
@@ -21,14 +21,7 @@ from personae.tokens.registry import counter_for_model
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        check=False,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_personae(*args, cwd=cwd)
 
 
 @pytest.fixture

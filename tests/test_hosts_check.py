@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from _helpers import run_personae
 from personae.errors import UsageError
 from personae.hosts.adapters import ADAPTERS
 from personae.hosts.hostcheck import check_hooks, hook_binary
@@ -21,16 +21,7 @@ OLD_MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch|Task|mcp__(?!pers
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "100"}
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        check=False,
-    )
+    return run_personae(*args, cwd=cwd, env={**os.environ, "COLUMNS": "100"}, timeout=120)
 
 
 @pytest.mark.parametrize(

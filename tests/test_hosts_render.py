@@ -10,20 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import run_personae
 from personae.errors import UsageError
 from personae.hosts.render import INSTRUCTION_FILES, check, plan, write
 from personae.hosts.snippets import BEGIN, END, MAX_SNIPPET_CHARS, REQUIRED_MARKERS, snippet
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_personae(*args, cwd=cwd, timeout=120)
 
 
 @pytest.mark.parametrize("host", ["claude", "codex", "copilot"])

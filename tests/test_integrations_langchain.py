@@ -126,24 +126,16 @@ def test_start_on_human_loses_latest_turn_langchain_vs_personae() -> None:
     msgs: list[BaseMessage] = [SystemMessage("Be brief."), *exchange(1, "ok")]
     latest = HumanMessage("Here is my whole stack trace, what broke? " + "at frame x\n" * 60)
     msgs.append(latest)
-    budget = 100
-    theirs = lc_trim_messages(
-        msgs,
-        max_tokens=budget,
-        token_counter=count_tokens_approximately,
-        strategy="last",
-        start_on="human",
-        include_system=True,
-    )
+    options: dict[str, Any] = {
+        "max_tokens": 100,
+        "token_counter": count_tokens_approximately,
+        "strategy": "last",
+        "start_on": "human",
+        "include_system": True,
+    }
+    theirs = lc_trim_messages(msgs, **options)
     assert theirs == [msgs[0]]  # only the system message: the task itself is gone
-    ours = trim_messages(
-        msgs,
-        max_tokens=budget,
-        token_counter=count_tokens_approximately,
-        strategy="last",
-        start_on="human",
-        include_system=True,
-    )
+    ours = trim_messages(msgs, **options)
     assert ours == [msgs[0], latest]
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from _helpers import dev_project, read_config_scenario
 from _ui_support import cli
 from personae.store.answers import ANSWER_PIECE_CAP, ANSWER_TOOL_CALL_CAP, ModelAnswer
 from personae.store.db import Store
@@ -28,19 +28,9 @@ tools: [read_file]
 ---
 You are dev.
 """
-SCENARIO: dict[str, Any] = {
-    "description": "answers test (scripted)",
-    "steps": [
-        {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Read config"}]}},
-        {"when": {"role": "worker"},
-         "tool_calls": [{"name": "read_file", "args": {"path": "config.yaml"}}]},
-        {"when": {"role": "worker"}, "text": f"config.yaml: port 8081 (key {SECRET})"},
-        {"when": {"role": "validator"},
-         "output": {"approved": True, "requirements_met": True, "issues": [],
-                    "completion_signal": {"confidence": "high", "progress_made": True}}},
-        {"when": {"role": "manager"}, "text": LONG},
-    ],
-}  # fmt: skip
+SCENARIO = read_config_scenario(
+    LONG, description="answers test (scripted)", report=f"config.yaml: port 8081 (key {SECRET})"
+)
 
 
 def personae(cwd: Path, *args: str) -> str:
@@ -50,12 +40,7 @@ def personae(cwd: Path, *args: str) -> str:
 @pytest.fixture
 def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    root = tmp_path / "proj"
-    (root / ".personae" / "personas").mkdir(parents=True)
-    (root / ".personae" / "personas" / "dev.md").write_text(PERSONA)
-    (root / "config.yaml").write_text("port: 8081\n")
-    (tmp_path / "answers.yaml").write_text(yaml.safe_dump(SCENARIO))
-    return root
+    return dev_project(tmp_path, {"answers": SCENARIO}, persona=PERSONA)
 
 
 def test_runs_show_has_every_calls_answer_redacted_and_capped(project: Path) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _helpers import run_personae
 from personae.persona import Cast
 from personae.persona._frontmatter import parse_document
 from personae.persona._tools import split_names
@@ -28,14 +28,8 @@ SKIP = {"source", "source_kind"}
 
 
 def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=60,
-        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "NO_COLOR": "1"},
+    return run_personae(
+        *args, cwd=cwd, env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "NO_COLOR": "1"}
     )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from _helpers import run_personae
 from personae.cli.app import app
 from personae.persona import Cast
 from personae.persona.scaffold import example_files
@@ -19,14 +20,7 @@ runner = CliRunner()
 
 
 def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=60,
-    )
+    return run_personae(*args, cwd=cwd)
 
 
 def write(path: Path, text: str) -> Path:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from _helpers import run_personae
 from personae.persona import Cast
 from personae.persona._files import MAX_FILE_BYTES
 
@@ -36,14 +36,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=60,
-    )
+    return run_personae(*args, cwd=cwd)
 
 
 @pytest.mark.parametrize("folder", [".personae/personas", ".claude/agents"])

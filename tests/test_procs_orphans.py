@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from test_tools_lifetime import OK, _start, _token, marked, settle, wait_until
+from test_tools_lifetime import OK, _start, _token, marked, reaped, settle, wait_until
 
 PROBE = Path(__file__).with_name("_mcp_probe_server.py")
 HOW = ["exit", signal.SIGKILL, signal.SIGTERM, signal.SIGINT]
@@ -61,7 +61,7 @@ HOLD = "echo started > started.flag; sleep 60"
 def _drive(root: Path, how: Any, token: str, *, ready: int) -> None:
     """Let ``personae run`` end (``exit``), or send ``how`` once ``ready`` marked processes run."""
     run = _start(root, "run", "go", "--persona", "sh", "--model", "scripted:scenario.yaml")
-    try:
+    with reaped(run):
         if how == "exit":
             _out, err = run.communicate(timeout=120)
             assert run.returncode == 0, err
@@ -70,10 +70,6 @@ def _drive(root: Path, how: Any, token: str, *, ready: int) -> None:
             wait_until(lambda: len(marked(token)) >= ready, limit=10, what="marked processes")
             run.send_signal(how)
             run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.communicate()
 
 
 @pytest.mark.parametrize("how", HOW, ids=_ids)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import run_personae
 from conftest import flat
 from personae.cli.app import main
 
@@ -45,16 +46,7 @@ def spawn(
 ) -> subprocess.CompletedProcess[str]:
     full = {k: v for k, v in os.environ.items() if not k.startswith("PERSONAE_")}
     full.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        cwd=cwd,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_personae(*args, cwd=cwd, env=full, timeout=120, stdin=subprocess.DEVNULL)
 
 
 @pytest.fixture

@@ -18,9 +18,9 @@ from typing import Any
 
 import anyio
 import pytest
-import yaml
 from mcp import Client
 
+from _helpers import dev_project, read_config_scenario
 from personae.security.redact import redact, redact_text, redact_value
 
 OPENAI = "sk-proj-" + "Q7" * 12
@@ -114,35 +114,13 @@ def found_in(data: bytes, secrets: list[str]) -> list[str]:
 # --- a handover written by hand ---------------------------------------------------------
 
 PERSONA = "---\nname: dev\ndescription: Works here.\ntools: [read_file]\n---\nYou are dev.\n"
-OK = {
-    "approved": True,
-    "requirements_met": True,
-    "issues": [],
-    "completion_signal": {"confidence": "high", "progress_made": True},
-}
-SCENARIO = {
-    "description": "redaction test (scripted)",
-    "steps": [
-        {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Read config"}]}},
-        {
-            "when": {"role": "worker"},
-            "tool_calls": [{"name": "read_file", "args": {"path": "config.yaml"}}],
-        },
-        {"when": {"role": "worker"}, "text": "config.yaml: port 8081"},
-        {"when": {"role": "validator"}, "output": OK},
-        {"when": {"role": "manager"}, "text": "DONE"},
-    ],
-}
+SCENARIO = read_config_scenario("DONE", description="redaction test (scripted)")
 
 
 def test_secrets_in_a_handover_file_reach_neither_state_db_nor_the_prompt(
     tmp_path: Path, isolated_home: Path
 ) -> None:
-    project = tmp_path / "proj"
-    (project / ".personae" / "personas").mkdir(parents=True)
-    (project / ".personae" / "personas" / "dev.md").write_text(PERSONA)
-    (project / "config.yaml").write_text("port: 8081\n")
-    (tmp_path / "s.yaml").write_text(yaml.safe_dump(SCENARIO))
+    project = dev_project(tmp_path, {"s": SCENARIO}, persona=PERSONA)
     handover = project / "by-hand.json"
     doc: dict[str, Any] = {
         "version": "1.0.0",

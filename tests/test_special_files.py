@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +21,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from _helpers import run_personae
 from personae.errors import PersonaeError
 
 TIMEOUT = float(os.environ.get("PERSONAE_TEST_HANG_TIMEOUT", "90"))
@@ -29,16 +29,7 @@ TIMEOUT = float(os.environ.get("PERSONAE_TEST_HANG_TIMEOUT", "90"))
 
 
 def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=TIMEOUT,
-    )
+    return run_personae(*args, cwd=cwd, env={**os.environ, "COLUMNS": "200"}, timeout=TIMEOUT)
 
 
 class HungError(BaseException):

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from personae.store.db import Store
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from _race_start import spawn_at_start_line
 
 ROUNDS = 30
 """Fresh databases per test run."""
@@ -82,39 +83,12 @@ def test_reopen_after_partial_schema_is_idempotent(tmp_path: Path) -> None:
         assert again.applied_migrations() == applied
 
 
-# Each CLI process does its imports, says it is ready, then waits for one start
-# file: the commands reach the store together instead of spread by start-up time.
-_START_LINE = """
-import os, sys, time
-import personae.cli.app, personae.handover.create, personae.handover._history
-ready, go = sys.argv[1], sys.argv[2]
-open(ready, "w").close()
-while not os.path.exists(go):
-    time.sleep(0.002)
-sys.argv = ["personae", *sys.argv[3:]]
-from personae.cli.entry import main
-main()
-"""
-
-
 def race_cli(project: Path, count: int, marks: Path) -> list[tuple[int, str]]:
     """``count`` real ``personae handover create`` commands released at one start line."""
     env = {**os.environ, "COLUMNS": "120"}
-    marks.mkdir()
-    go = marks / "go"
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _START_LINE, str(marks / f"ready{i}"), str(go),
-             "handover", "create", "--to", "researcher", "--task", f"task {i}"],
-            cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        for i in range(count)
-    ]  # fmt: skip
-    deadline = time.monotonic() + 300
-    while len(list(marks.glob("ready*"))) < count and time.monotonic() < deadline:
-        if any(proc.poll() is not None for proc in procs):
-            break
-        time.sleep(0.01)
+    commands = [["handover", "create", "--to", "researcher", "--task", f"task {i}"]
+                for i in range(count)]  # fmt: skip
+    procs, go = spawn_at_start_line(commands, cwd=project, env=env, marks=marks)
     go.touch()
     failed = []
     for proc in procs:

@@ -18,33 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
-PERSONA = """---
-name: dev
-description: Works on the sample project.
-tools: [read_file, grep]
----
-You are dev.
-"""
+from _helpers import dev_project, read_config_scenario, run_personae
 
 
 def scenario(answer: str) -> dict[str, Any]:
-    ok = {
-        "approved": True,
-        "requirements_met": True,
-        "issues": [],
-        "completion_signal": {"confidence": "high", "progress_made": True},
-    }
-    return {
-        "description": "scripted CLI test",
-        "steps": [
-            {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Read config"}]}},
-            {"when": {"role": "worker"},
-             "tool_calls": [{"name": "read_file", "args": {"path": "config.yaml"}}]},
-            {"when": {"role": "worker"}, "text": "config.yaml: port 8081"},
-            {"when": {"role": "validator"}, "output": ok},
-            {"when": {"role": "manager"}, "text": answer},
-        ],
-    }  # fmt: skip
+    return read_config_scenario(answer, description="scripted CLI test")
 
 
 REFUSING = {
@@ -62,25 +40,12 @@ REFUSING = {
 @pytest.fixture
 def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    root = tmp_path / "proj"
-    (root / ".personae" / "personas").mkdir(parents=True)
-    (root / ".personae" / "personas" / "dev.md").write_text(PERSONA)
-    (root / "config.yaml").write_text("port: 8081\n")
-    for name, answer in (("one", "ANSWER-ONE port 8081"), ("two", "ANSWER-TWO")):
-        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(scenario(answer)))
-    return root
+    answers = {"one": "ANSWER-ONE port 8081", "two": "ANSWER-TWO"}
+    return dev_project(tmp_path, {name: scenario(answer) for name, answer in answers.items()})
 
 
 def personae(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        check=False,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=os.environ.copy(),
-    )
+    done = run_personae(*args, cwd=cwd, timeout=120)
     if check:
         assert done.returncode == 0, done.stderr
     return done

@@ -18,14 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
+from _helpers import VALIDATOR_OK as OK
 from personae.handover.tool import handover_to_persona
-
-OK = {
-    "approved": True,
-    "requirements_met": True,
-    "issues": [],
-    "completion_signal": {"confidence": "high", "progress_made": True},
-}
 
 LEAD = """---
 name: lead

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from _helpers import VALIDATOR_OK as OK
 from personae.errors import RunError
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.models.scenario import ROLE_MARKER
@@ -23,12 +24,6 @@ from personae.team.session import RunOptions, RunOutcome, run_turn
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 MEMORY = "---\nname: Brandon\ndescription: sponsor of the portal\ntype: user\n---\nLikes tea.\n"
-OK = {
-    "approved": True,
-    "requirements_met": True,
-    "issues": [],
-    "completion_signal": {"confidence": "high", "progress_made": True},
-}
 
 
 def mind_entry(root: Path) -> dict[str, Any]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+from _helpers import run_personae
 from personae.models.scenario import ROLE_MARKER
 from personae.persona import Cast
 from personae.persona.bundled import bundled_personas
@@ -85,11 +85,9 @@ def test_subagents_field_is_the_personae_spelling(tmp_path: Path) -> None:
 
 
 def _personae(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=60, check=False,
-        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(cwd)},
-    )  # fmt: skip
+    return run_personae(
+        *args, cwd=cwd, env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(cwd)}
+    )
 
 
 def test_cast_check_names_both_files_when_a_child_has_tools_its_parent_lacks(

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from _helpers import VALIDATOR_OK as OK
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.persona.model import Persona, SandboxGrant
 from personae.project import SandboxConfig
@@ -43,12 +44,6 @@ sandbox:
 ---
 CHILD-KID: run the command."""
 
-OK = {
-    "approved": True,
-    "requirements_met": True,
-    "issues": [],
-    "completion_signal": {"confidence": "high", "progress_made": True},
-}
 # The command's own $HOME is the workspace: the files are named by absolute path.
 READ = "for f in {h}/shared/a.txt {h}/leadonly/b.txt {h}/extra/c.txt; do cat $f 2>&1; done; true"
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from _helpers import VALIDATOR_OK as OK
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import ContextMode, Persona
@@ -54,13 +55,6 @@ tools: [read_file, agent]
 context: fork
 ---
 CHILD-RELAY: pass the task on."""
-
-OK = {
-    "approved": True,
-    "requirements_met": True,
-    "issues": [],
-    "completion_signal": {"confidence": "high", "progress_made": True},
-}
 
 
 def make_project(root: Path) -> Path:

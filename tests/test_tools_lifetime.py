@@ -16,11 +16,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+
+from _helpers import VALIDATOR_OK as OK
 
 PERSONA = """---
 name: sh
@@ -29,13 +32,6 @@ tools: [run_shell]
 ---
 You are sh.
 """
-
-OK = {
-    "approved": True,
-    "requirements_met": True,
-    "issues": [],
-    "completion_signal": {"confidence": "high", "progress_made": True},
-}
 
 
 def _scenario(command: str) -> dict[str, Any]:
@@ -117,6 +113,31 @@ def _start(root: Path, *args: str) -> subprocess.Popen[str]:
     )
 
 
+@contextlib.contextmanager
+def reaped(run: subprocess.Popen[str]) -> Iterator[None]:
+    """Kill and reap ``run`` on the way out if it is still running."""
+    try:
+        yield
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+
+
+def _token() -> str:
+    return secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
+
+
+def _create_handover(root: Path) -> subprocess.CompletedProcess[str]:
+    """``personae handover create --to sh --task go`` (its stdout is the file's path)."""
+    created = subprocess.run(
+        [sys.executable, "-m", "personae", "handover", "create", "--to", "sh", "--task", "go"],
+        cwd=root, env=_env(), capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    return created
+
+
 KILLS = [signal.SIGKILL, signal.SIGTERM, signal.SIGINT]
 
 
@@ -127,47 +148,35 @@ def _command(token: str) -> str:
 
 @pytest.mark.parametrize("sig", KILLS, ids=lambda s: s.name)
 def test_killing_the_run_kills_its_commands(tmp_path: Path, sig: signal.Signals) -> None:
-    token = secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
+    token = _token()
     root = _project(tmp_path, _command(token))
     run = _start(root, "run", "go", "--persona", "sh", "--model", "scripted:scenario.yaml")
-    try:
+    with reaped(run):
         wait_until((root / "started.flag").exists, what="the command's start")
         wait_until(lambda: len(marked(token)) >= 2, limit=10, what="the marked processes")
         run.send_signal(sig)
         run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.communicate()
     assert settle(token) == [], f"survivors after {sig.name}"
 
 
 def test_handover_timeout_kills_the_attempt_before_its_retry(tmp_path: Path) -> None:
     """`handover run --timeout`: attempt 1's tree is dead when attempt 2's command starts."""
-    token = secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
+    token = _token()
     # Each attempt's processes carry its number: sleep 90.<token> (attempt 1), 91.<token> ...
     command = (
         "n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; "
         f"sleep 9$n.{token} & sleep 8$n.{token} & wait"
     )
     root = _project(tmp_path, command)
-    created = subprocess.run(
-        [sys.executable, "-m", "personae", "handover", "create", "--to", "sh", "--task", "go"],
-        cwd=root, env=_env(), capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert created.returncode == 0, created.stderr
+    created = _create_handover(root)
     path = created.stdout.strip()
     run = _start(root, "handover", "run", path, "--timeout", "12", "--retries", "1",
                  "--backoff", "0", "--model", "scripted:scenario.yaml")  # fmt: skip
-    try:
+    with reaped(run):
         wait_until(lambda: len(marked(f"0.{token}")) >= 2, what="attempt 1's command")
         wait_until(lambda: marked(f"1.{token}"), limit=60, what="attempt 2's command")
         overlap = marked(f"0.{token}")
         _out, err = run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.communicate()
     left = settle(token)
     assert overlap == [], "attempt 1 still alive while attempt 2 ran"
     assert run.returncode == 4, err  # the last attempt timed out too
@@ -179,23 +188,15 @@ def test_handover_timeout_kills_the_attempt_before_its_retry(tmp_path: Path) -> 
 def test_killing_handover_run_kills_child_and_its_commands(
     tmp_path: Path, sig: signal.Signals
 ) -> None:
-    token = secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
+    token = _token()
     root = _project(tmp_path, _command(token))
-    created = subprocess.run(
-        [sys.executable, "-m", "personae", "handover", "create", "--to", "sh", "--task", "go"],
-        cwd=root, env=_env(), capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert created.returncode == 0, created.stderr
+    created = _create_handover(root)
     run = _start(root, "handover", "run", created.stdout.strip(), "--timeout", "120",
                  "--model", "scripted:scenario.yaml")  # fmt: skip
-    try:
+    with reaped(run):
         wait_until(lambda: len(marked(token)) >= 2, what="the child's command")
         run.send_signal(sig)
         run.communicate(timeout=60)
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.communicate()
     # The child `personae run --context-from PATH` carries the handover path in its argv.
     children, commands = settle(created.stdout.strip()), settle(token)
     assert (children, commands) == ([], []), f"survivors after {sig.name} of `handover run`"
@@ -203,7 +204,7 @@ def test_killing_handover_run_kills_child_and_its_commands(
 
 def test_resumed_chain_step_side_effect_happens_once(tmp_path: Path) -> None:
     """kill -9 of a chain and its step's child: the step's command dies too; redone once."""
-    token = secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
+    token = _token()
     command = f"echo started > started.flag; sleep 4.{token}; echo once >> side.txt"
     root = _project(tmp_path, command)
     step = {"id": "a", "persona": "sh", "task": "go", "model": "scripted:scenario.yaml"}
@@ -212,7 +213,7 @@ def test_resumed_chain_step_side_effect_happens_once(tmp_path: Path) -> None:
     )
     checkpoint = root / ".personae" / "chains" / "side" / "checkpoint.json"
     chain = _start(root, "chain", "run", "workflow.yaml")
-    try:
+    with reaped(chain):
         wait_until((root / "started.flag").exists, what="the step's command")
         child = json.loads(checkpoint.read_text())["steps"]["a"]["pid"]
         chain.send_signal(signal.SIGKILL)
@@ -224,19 +225,11 @@ def test_resumed_chain_step_side_effect_happens_once(tmp_path: Path) -> None:
             [sys.executable, "-m", "personae", "chain", "run", "workflow.yaml", "--resume"],
             cwd=root, env=_env(), capture_output=True, text=True, timeout=180, check=False,
         )  # fmt: skip
-    finally:
-        if chain.poll() is None:
-            chain.kill()
-            chain.communicate()
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     # Give a surviving command of the killed attempt the time to do its write.
     time.sleep(max(0.0, 5.0 - (time.monotonic() - killed_at)))
     assert settle(token) == []
     assert (root / "side.txt").read_text().splitlines() == ["once"]
-
-
-def _token() -> str:
-    return secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
 
 
 def test_run_tied_timeout_kills_the_whole_group(tmp_path: Path) -> None:

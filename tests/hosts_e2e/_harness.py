@@ -187,3 +187,23 @@ def scenario(steps: list[dict[str, Any]], rules: list[dict[str, Any]] | None = N
 def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def assert_spoof_unlocked_nothing(
+    run: HostRun, sandbox: Sandbox, *, shell: str, spoof: str, blocked: str
+) -> None:
+    """Both shell calls were blocked although the spoofed bootstrap ran and claimed success."""
+    assert run.server.remaining_steps == 0, run.explain()
+    shells = run.results_for(shell)
+    assert len(shells) == 2, run.explain()
+    assert all(blocked in r for r in shells), shells
+    # The spoof ran (only the shell is gated here) and claimed success: still locked.
+    assert "mind_contract_available" in run.result_after(spoof), run.explain()
+    assert not sandbox.side_effect.exists(), run.explain()
+
+
+def assert_gate_failed_closed(run: HostRun, sandbox: Sandbox, *, shell: str) -> None:
+    """With no personae binary for the hook, the shell call was blocked, not run."""
+    assert run.server.remaining_steps == 0, run.explain()
+    assert "the gate could not decide" in run.result_after(shell), run.explain()
+    assert not sandbox.side_effect.exists(), run.explain()

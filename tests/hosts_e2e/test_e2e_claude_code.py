@@ -12,6 +12,8 @@ from _harness import (
     SHELL,
     HostRun,
     Sandbox,
+    assert_gate_failed_closed,
+    assert_spoof_unlocked_nothing,
     clean_env,
     host_binary,
     make_sandbox,
@@ -106,13 +108,9 @@ def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
     )
     with ScriptedServer(plan) as server:
         run = _claude(sandbox, server)
-    assert server.remaining_steps == 0, run.explain()
-    shells = run.results_for("Bash")
-    assert len(shells) == 2, run.explain()
-    assert all("personae gate: blocked: Bash" in r for r in shells), shells
-    # The spoof ran (only the shell is gated here) and claimed success: still locked.
-    assert "mind_contract_available" in run.result_after(spoof), run.explain()
-    assert not sandbox.side_effect.exists(), run.explain()
+    assert_spoof_unlocked_nothing(
+        run, sandbox, shell="Bash", spoof=spoof, blocked="personae gate: blocked: Bash"
+    )
 
 
 def test_missing_personae_binary_still_blocks(tmp_path: Path) -> None:
@@ -125,6 +123,4 @@ def test_missing_personae_binary_still_blocks(tmp_path: Path) -> None:
     )
     with ScriptedServer(plan) as server:
         run = _claude(sandbox, server)
-    assert server.remaining_steps == 0, run.explain()
-    assert "the gate could not decide" in run.result_after("Bash"), run.explain()
-    assert not sandbox.side_effect.exists(), run.explain()
+    assert_gate_failed_closed(run, sandbox, shell="Bash")

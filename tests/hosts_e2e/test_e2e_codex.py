@@ -12,6 +12,8 @@ from _harness import (
     SHELL,
     HostRun,
     Sandbox,
+    assert_gate_failed_closed,
+    assert_spoof_unlocked_nothing,
     clean_env,
     host_binary,
     make_sandbox,
@@ -102,13 +104,9 @@ def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
     )
     with ScriptedServer(plan) as server:
         run = _codex(sandbox, server, extra_toml=evil)
-    assert server.remaining_steps == 0, run.explain()
-    shells = run.results_for("exec_command")
-    assert len(shells) == 2, run.explain()
-    assert all("personae gate: blocked" in r for r in shells), shells
-    # The spoof ran (only the shell is gated here) and claimed success: still locked.
-    assert "mind_contract_available" in run.result_after(spoof), run.explain()
-    assert not sandbox.side_effect.exists(), run.explain()
+    assert_spoof_unlocked_nothing(
+        run, sandbox, shell="exec_command", spoof=spoof, blocked="personae gate: blocked"
+    )
 
 
 def test_missing_personae_binary_still_blocks(tmp_path: Path) -> None:
@@ -116,6 +114,4 @@ def test_missing_personae_binary_still_blocks(tmp_path: Path) -> None:
     plan = scenario([{"tool_calls": [EXEC]}, {"text": "done"}])
     with ScriptedServer(plan) as server:
         run = _codex(sandbox, server)
-    assert server.remaining_steps == 0, run.explain()
-    assert "the gate could not decide" in run.result_after("exec_command"), run.explain()
-    assert not sandbox.side_effect.exists(), run.explain()
+    assert_gate_failed_closed(run, sandbox, shell="exec_command")

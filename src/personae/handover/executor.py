@@ -378,6 +378,31 @@ def _write_results(path: Path, fallback: ContextHandover, results: Results) -> C
     return updated
 
 
+def _prepare(
+    path: Path | str,
+    *,
+    cwd: Path,
+    timeout: float,
+    command: CommandBuilder,
+    persona: str | None,
+    model: str | None,
+    return_path: Path | None,
+    ledger_db: Path | Literal["auto"] | None,
+    interactive: bool,
+) -> tuple[ContextHandover, Path, list[str], Path | None]:
+    """The handover at ``path`` (re-read), the file its results go to, the child's argv and
+    the ledger database (``"auto"``: the project's ``state.db`` under ``cwd``)."""
+    file = Path(path).resolve()
+    handover = load_handover(file).handover
+    results_file = return_path.resolve() if return_path is not None else file
+    spec = ChildSpec.for_handover(
+        file, handover, persona=persona, timeout=timeout, return_path=return_path, cwd=cwd,
+        model=model, interactive=interactive,
+    )  # fmt: skip
+    db = Path(cwd) / ".personae" / "state.db" if ledger_db == "auto" else ledger_db
+    return handover, results_file, list(command(spec)), db
+
+
 def run_handover(
     path: Path | str,
     *,
@@ -403,15 +428,10 @@ def run_handover(
     """
     if attempts < 1:
         raise UsageError("attempts must be at least 1")
-    file = Path(path).resolve()
-    handover = load_handover(file).handover
-    results_file = return_path.resolve() if return_path is not None else file
-    spec = ChildSpec.for_handover(
-        file, handover, persona=persona, timeout=timeout, return_path=return_path, cwd=cwd,
-        model=model,
+    handover, results_file, argv, db = _prepare(
+        path, cwd=cwd, timeout=timeout, command=command, persona=persona, model=model,
+        return_path=return_path, ledger_db=ledger_db, interactive=False,
     )  # fmt: skip
-    argv = list(command(spec))
-    db = Path(cwd) / ".personae" / "state.db" if ledger_db == "auto" else ledger_db
     outcome = RunOutcome(path=results_file, handover=handover)
     delays = backoff_delays(attempts, backoff, factor)
     last_error = ""

@@ -23,10 +23,10 @@ from personae.handover.executor import (
     DEPTH_ENV,
     GRACE_SECONDS,
     AttemptOutcome,
-    ChildSpec,
     CommandBuilder,
     RunOutcome,
     _fresh_results,
+    _prepare,
     _signature,
     _write_results,
     handover_depth,
@@ -61,18 +61,13 @@ def run_interactive(
     on_start: Callable[[int], None] | None = None,
 ) -> RunOutcome:
     """Run the handover at ``path`` once, attached to this terminal; results written back."""
-    file = Path(path).resolve()
-    handover = load_handover(file).handover
-    results_file = return_path.resolve() if return_path is not None else file
-    spec = ChildSpec.for_handover(
-        file, handover, persona=persona, timeout=timeout, return_path=return_path, cwd=cwd,
-        model=model, interactive=True,
+    handover, results_file, argv, db = _prepare(
+        path, cwd=cwd, timeout=timeout, command=command, persona=persona, model=model,
+        return_path=return_path, ledger_db=ledger_db, interactive=True,
     )  # fmt: skip
-    argv = list(command(spec))
     env = dict(os.environ)
     env["PERSONAE_HANDOVER_MODE"] = "1"
     env[DEPTH_ENV] = str(handover_depth() + 1)
-    db = Path(cwd) / ".personae" / "state.db" if ledger_db == "auto" else ledger_db
     before = _signature(results_file)
     start = time.monotonic()
     try:

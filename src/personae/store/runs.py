@@ -229,9 +229,7 @@ class RunStore:
         error: str | None = None,
     ) -> None:
         """Mark a run finished (``error``: why it failed or was cancelled)."""
-        beat = self._beats.pop(run_id, None)
-        if beat is not None:
-            beat.stop()
+        self._stop_beat(run_id)
         with self.store.transaction() as conn:
             conn.execute(
                 "UPDATE runs SET status=?, final_text=?, usage_json=?, finished_at=?,"
@@ -239,14 +237,17 @@ class RunStore:
                 (status, final_text, json.dumps(usage), _now(), error, run_id),
             )
 
+    def _stop_beat(self, run_id: str) -> None:
+        beat = self._beats.pop(run_id, None)
+        if beat is not None:
+            beat.stop()
+
     def settle(self, run_id: str, *, status: str, error: str) -> None:
         """Record why a run ended early: sets ``status`` if still running, ``error`` if unset.
 
         For the process edge (the CLI), after whatever finished the run has had its say.
         """
-        beat = self._beats.pop(run_id, None)
-        if beat is not None:
-            beat.stop()
+        self._stop_beat(run_id)
         with self.store.transaction() as conn:
             conn.execute(
                 "UPDATE runs SET status=CASE WHEN status='running' THEN ? ELSE status END,"

@@ -19,6 +19,11 @@ from personae.ui.budget import mini_bar
 __all__ = ["agent_tree", "render_event", "render_item", "render_timeline", "signal_chips"]
 
 
+def _message(node: RunNode) -> str:
+    """The message of the node's event ("" for a node without one)."""
+    return node.event.message if node.event else ""
+
+
 def _details(summary: str, body: str, *, opened: bool = False) -> str:
     state = " open" if opened else ""
     return f"<details{state}><summary>{summary}</summary>{body}</details>"
@@ -87,7 +92,7 @@ def _work(node: RunNode) -> str:
     label = "Worker" if d.get("success") else "Worker (did not finish)"
     return (
         f'<li class="item work" data-kind="work_result"><b>{label}</b>, attempt '
-        f"{h(d.get('attempt'))}: <span class='answer'>{h(d.get('result', node.event.message if node.event else ''))}</span></li>"  # noqa: E501
+        f"{h(d.get('attempt'))}: <span class='answer'>{h(d.get('result', _message(node)))}</span></li>"  # noqa: E501
     )
 
 
@@ -123,7 +128,7 @@ def _validation(node: RunNode) -> str:
 def _correction(node: RunNode) -> str:
     d = node.data
     budget = f"{h(d.get('retries_used'))}/{h(d.get('max_retries'))}"
-    message = node.event.message if node.event else ""
+    message = _message(node)
     return (
         f'<li class="item correction" data-kind="correction"><b>Correction</b> '
         f"{badge(d.get('action', 'retry'), 'warn')} (retries {budget}, blocker "
@@ -132,13 +137,13 @@ def _correction(node: RunNode) -> str:
 
 
 def _warning(node: RunNode) -> str:
-    message = node.event.message if node.event else ""
+    message = _message(node)
     return f'<li class="item warning" data-kind="warning"><b>Warning</b>: {h(message)}</li>'
 
 
 def _final(node: RunNode) -> str:
     d = node.data
-    message = node.event.message if node.event else ""
+    message = _message(node)
     return (
         f'<li class="item final" data-kind="final"><b>Answer</b> {badge(d.get("status"))}'
         f'<div class="answer final-text">{h(message)}</div>'
@@ -147,14 +152,14 @@ def _final(node: RunNode) -> str:
 
 
 def _start(node: RunNode) -> str:
-    message = node.event.message if node.event else ""
+    message = _message(node)
     src = node.data.get("context_from")
     extra = f" · continues handover <code>{h(src)}</code>" if src else ""
     return f'<li class="item start muted" data-kind="start">{h(message)}{extra}</li>'
 
 
 def _other(node: RunNode) -> str:
-    message = node.event.message if node.event else ""
+    message = _message(node)
     body = _pre(json.dumps(node.data, indent=2, default=str))
     head = f"{badge(node.kind, 'plain')} {h(message)}"
     return f'<li class="item other" data-kind="{h(node.kind)}">{_details(head, body)}</li>'
@@ -194,7 +199,7 @@ def _subagent(node: RunNode, run_id: str) -> str:
 
 def _subtask(node: RunNode, run_id: str) -> str:
     persona = node.data.get("persona")
-    title = node.event.message if node.event else ""
+    title = _message(node)
     inner = "".join(render_item(child, run_id) for child in node.children)
     return (
         f'<li class="subtask" data-kind="subtask"><h3>Subtask {h(node.subtask)}: {h(title)} '
