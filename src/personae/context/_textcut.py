@@ -83,7 +83,24 @@ def count_rendered(counter: TokenCounter, text: str) -> int:
     """
     if counter.name not in _SPLITTABLE or not getattr(counter, "exact", False):
         return counter.count(text)
-    return sum(count_small(counter, part) for part in _parts(text) if part)
+    last = _LAST_PARTS.get(counter.name, {})
+    seen: dict[str, int] = {}
+    total = 0
+    for part in _parts(text):
+        if not part:
+            continue
+        n = last.get(part)
+        if n is None:
+            n = count_small(counter, part)
+        seen[part] = n
+        total += n
+    _LAST_PARTS[counter.name] = seen
+    return total
+
+
+_LAST_PARTS: dict[str, dict[str, int]] = {}
+"""Per counter, the part counts of the last prompt verified: the next turn's unchanged
+parts are found by a plain string lookup (no digest). Only one prompt's parts are kept."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,8 @@ def _header(msg: ChatMessage) -> str:
 
 
 def _calls(msg: ChatMessage) -> str:
+    if not msg.tool_calls:
+        return ""
     lines = []
     for c in msg.tool_calls:
         args = c.arguments
