@@ -155,10 +155,13 @@ def _largest(n: int, guess: int, measure: Callable[[int], int], target: int) -> 
 def _snap(text: str, k: int, keep_head: bool) -> int:
     """Move a cut to a line boundary when one is near (only ever shortening).
 
-    The window is small (at most 2.5% of the kept part, 40 to 400 characters)
-    so snapping never wastes more than a sliver of the budget.
+    The window is small (at most 2.5% of the kept part, and at most 400
+    characters) so snapping never wastes more than a sliver of the budget; a
+    short kept part (under 1,600 characters) is not snapped at all.
     """
-    window = min(400, max(40, k // 40))
+    window = min(400, k // 40)
+    if window < 40:
+        return k
     if keep_head:
         at = text.rfind("\n", max(0, k - window), k)
         return at if at > 0 else k
