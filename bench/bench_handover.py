@@ -26,12 +26,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from personae.handover.chain import run_chain  # noqa: E402
 from personae.handover.create import build_handover, create_handover  # noqa: E402
 from personae.handover.files import load_handover  # noqa: E402
 from personae.handover.runflow import load_policy  # noqa: E402
 from personae.handover.schema import ArtifactFile  # noqa: E402
-from personae.handover.workflow import load_workflow  # noqa: E402
+from personae.workflow.chain import run_chain  # noqa: E402
+from personae.workflow.spec import load_workflow  # noqa: E402
 
 TARGETS = {"create_validate_load_ms": 50.0, "spawn_to_first_event_s": 1.5}
 

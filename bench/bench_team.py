@@ -37,9 +37,9 @@ from pydantic_ai.models import override_allow_model_requests
 from personae.models import ModelResolver, load_scenario, scripted_function_model
 from personae.models.scenario import ROLE_MARKER
 from personae.store.runs import RunStore
-from personae.team.context import TurnContext
 from personae.team.events import EventBus
 from personae.team.session import RunOptions, run_turn
+from personae.team.turn_context import TurnContext
 from personae.tokens.exact import exact_counter
 
 SEED000_VALIDATOR_CALLS = 5

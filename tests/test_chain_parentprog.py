@@ -13,9 +13,9 @@ PARENT = Path(__file__).resolve()
 
 
 def _main(argv: list[str]) -> int:
-    from personae.handover.chain import run_chain
-    from personae.handover.executors import LocalProcessExecutor
-    from personae.handover.workflow import load_workflow
+    from personae.workflow.chain import run_chain
+    from personae.workflow.executors import LocalProcessExecutor
+    from personae.workflow.spec import load_workflow
     from test_handover_childprog import command
 
     concurrency = int(argv[argv.index("--concurrency") + 1]) if "--concurrency" in argv else 2

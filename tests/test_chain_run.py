@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from personae.errors import UsageError
-from personae.handover.chain import run_chain, state_dir_for
-from personae.handover.executors import LocalProcessExecutor
-from personae.handover.workflow import load_workflow
+from personae.workflow.chain import run_chain, state_dir_for
+from personae.workflow.executors import LocalProcessExecutor
+from personae.workflow.spec import load_workflow
 from test_chain_parentprog import PARENT
 from test_handover_childprog import calls, command
 

@@ -164,9 +164,9 @@ def test_handover_names_the_profile(project: Path) -> None:
 
 
 def test_chain_step_names_the_profile(tmp_path: Path) -> None:
-    from personae.handover.chain import run_chain
-    from personae.handover.executors import LocalProcessExecutor
-    from personae.handover.workflow import load_workflow
+    from personae.workflow.chain import run_chain
+    from personae.workflow.executors import LocalProcessExecutor
+    from personae.workflow.spec import load_workflow
     from test_handover_childprog import command
 
     path = tmp_path / "workflow.yaml"

@@ -17,7 +17,7 @@ from personae.errors import UsageError
 from personae.handover import runflow
 from personae.handover.create import build_handover, create_handover
 from personae.handover.duration import format_seconds, parse_duration
-from personae.handover.security import SCRATCH_ROOT, default_roots
+from personae.security.policy import SCRATCH_ROOT, default_roots
 
 HPC_ENV = {
     "SLURM_JOB_ID": "4242",

@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from personae.handover.create import build_handover, create_handover
-from personae.handover.executor import (
+from personae.handover.child import (
     EXIT_FAILURE,
     EXIT_SUCCESS,
     EXIT_TIMEOUT,
@@ -22,6 +21,7 @@ from personae.handover.executor import (
     run_child,
     run_handover,
 )
+from personae.handover.create import build_handover, create_handover
 from personae.handover.files import load_handover
 from personae.handover.tool import handover_to_persona
 from personae.store.handovers import HandoverLedger
@@ -273,7 +273,7 @@ def test_interrupt_kills_child_group_and_records_failure(project: Path) -> None:
         "import sys; from pathlib import Path; "
         f"sys.path.insert(0, {str(tests_dir)!r}); "
         "from test_handover_childprog import command; "
-        "from personae.handover.executor import run_handover; "
+        "from personae.handover.child import run_handover; "
         f"run_handover(Path({str(path)!r}), cwd=Path({str(project)!r}), timeout=120, "
         "command=command)"
     )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from personae.handover.security import HandoverSecurityError, PathPolicy
+from personae.security.policy import HandoverSecurityError, PathPolicy
 
 
 def _folder(tmp_path: Path, count: int) -> tuple[Path, list[str]]:

@@ -15,7 +15,7 @@ from personae.handover import runflow
 from personae.handover.create import build_handover, create_handover, parse_file_spec
 from personae.handover.files import load_handover, save_handover
 from personae.handover.schema import ContextHandover
-from personae.handover.security import (
+from personae.security.policy import (
     REDACTED,
     HandoverSecurityError,
     PathPolicy,

@@ -163,7 +163,7 @@ def test_fifo_as_a_scenario_file(tmp_path: Path) -> None:
 
 
 def test_fifo_as_a_workflow_file(tmp_path: Path) -> None:
-    from personae.handover.workflow import load_workflow
+    from personae.workflow.spec import load_workflow
 
     fifo = tmp_path / "chain.yaml"
     os.mkfifo(fifo)

@@ -269,7 +269,7 @@ def test_usage_is_shared_across_the_tree_and_capped_per_run(tmp_path: Path) -> N
 
 
 def test_context_modes(tmp_path: Path) -> None:
-    from personae.team.context import TurnContext
+    from personae.team.turn_context import TurnContext
     from personae.tokens.exact import exact_counter
 
     root = make_project(tmp_path)

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from personae.errors import UsageError
 
 if TYPE_CHECKING:
-    from personae.handover.chain import ChainOutcome
+    from personae.handover.child import AttemptOutcome, RunOutcome
     from personae.handover.create import CreatedHandover
-    from personae.handover.executor import AttemptOutcome, RunOutcome
     from personae.handover.files import LoadedHandover
     from personae.handover.schema import ArtifactFile
-    from personae.handover.workflow import Workflow
+    from personae.workflow.chain import ChainOutcome
+    from personae.workflow.spec import Workflow
 
 __all__ = [
     "ChainOptions",
@@ -150,7 +150,7 @@ def run_handover(
 ) -> RunOutcome:
     """Run the handover at ``path`` in a child ``personae run`` until it succeeds or its
     attempts run out; the results are written back (``outcome.handover.results``)."""
-    from personae.handover.executor import run_handover as execute
+    from personae.handover.child import run_handover as execute
     from personae.settings import PersonaeSettings
 
     opts = options or HandoverRunOptions()
@@ -167,8 +167,8 @@ def run_handover(
 def run_chain(workflow: str | Path | Workflow, options: ChainOptions | None = None) -> ChainOutcome:
     """Run a chain workflow (a YAML file or a loaded ``Workflow``); returns its outcome
     (``status``, ``exit_code``, per-step states, ``report_path``)."""
-    from personae.handover.chain import run_chain as execute
-    from personae.handover.workflow import Workflow, load_workflow
+    from personae.workflow.chain import run_chain as execute
+    from personae.workflow.spec import Workflow, load_workflow
 
     opts = options or ChainOptions()
     wf = workflow if isinstance(workflow, Workflow) else load_workflow(Path(workflow))

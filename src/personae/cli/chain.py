@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from personae.handover.workflow import Workflow
+    from personae.workflow.spec import Workflow
 
 __all__ = ["app"]
 
@@ -61,7 +61,7 @@ def run(
 ) -> None:
     """Run a workflow; prints the aggregated report. Exit codes as `handover run`."""
     from personae.api.handover import ChainOptions, run_chain
-    from personae.handover.workflow import load_workflow
+    from personae.workflow.spec import load_workflow
 
     wf = load_workflow(workflow)
     state_dir = _state_dir(state_dir)
@@ -101,8 +101,8 @@ def status(
     """Show each step's state from the checkpoint."""
     from personae.errors import UsageError
     from personae.fsutil import read_regular
-    from personae.handover.chain import state_dir_for
-    from personae.handover.workflow import load_workflow
+    from personae.workflow.chain import state_dir_for
+    from personae.workflow.spec import load_workflow
 
     wf = load_workflow(workflow)
     state_dir = _state_dir(state_dir)

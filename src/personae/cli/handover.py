@@ -183,7 +183,7 @@ def validate(
     """Check a handover file: schema, version, sizes and every safety rule."""
     from personae.handover.files import load_handover
     from personae.handover.runflow import load_policy
-    from personae.handover.security import held_environment
+    from personae.security.policy import held_environment
 
     cwd = Path.cwd()
     policy, allow = load_policy(cwd, file)
@@ -261,10 +261,10 @@ def run(  # noqa: PLR0917 (typer options)
     ] = False,
 ) -> None:
     """Run the target persona in a child `personae run` process; exit code per docs."""
-    from personae.handover.executor import run_handover
+    from personae.handover.child import run_handover
     from personae.handover.files import load_handover
     from personae.handover.runflow import load_policy
-    from personae.handover.security import held_environment
+    from personae.security.policy import held_environment
     from personae.settings import PersonaeSettings
 
     cwd = Path.cwd()

@@ -1,15 +1,16 @@
 """Handovers: versioned files that move work between personas and processes.
 
 ``schema`` (the ContextHandover model), ``files`` (load/save, atomic, locked),
-``security`` (paths, environment, secrets), ``create`` (build and write),
-``runflow`` (``begin``/``finish`` for the receiving run), ``executor`` (spawn a
-child run with timeout and retries), ``tool`` (``handover_to_persona``) and
-``chain`` (declarative multi-step workflows with fan-out and resume).
+``create`` (build and write), ``runflow`` (``begin``/``finish`` for the
+receiving run), ``child`` (spawn a child run with timeout and retries) and
+``tool`` (``handover_to_persona``). The safety rules (paths, environment,
+secrets) live in ``personae.security.policy``; multi-step workflows in
+``personae.workflow``.
 """
 
 from personae.handover.files import LoadedHandover, load_handover, save_handover
 from personae.handover.schema import SCHEMA_VERSION, ContextHandover, Results
-from personae.handover.security import HandoverSecurityError
+from personae.security.policy import HandoverSecurityError
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -13,7 +13,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from personae.handover.security import is_secret_name, looks_like_secret, redact_secrets
+from personae.security.policy import is_secret_name, looks_like_secret, redact_secrets
 from personae.security.redact import MARKER_PREFIX
 
 __all__ = ["MAX_CHARS", "MAX_LISTED", "memory_dir_of", "memory_snapshot"]

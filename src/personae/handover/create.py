@@ -23,7 +23,7 @@ from personae.handover.schema import (
     Source,
     Target,
 )
-from personae.handover.security import capture_environment, redact_secrets
+from personae.security.policy import capture_environment, redact_secrets
 from personae.store.handovers import HandoverLedger
 
 __all__ = [

@@ -32,7 +32,7 @@ from personae.errors import UsageError
 from personae.fsutil import NotRegularFileError, locked, read_regular, remove_stale_temps
 from personae.fsutil import write_atomic as _write_atomic
 from personae.handover.schema import MAX_FILE_BYTES, SUPPORTED_MAJOR, ContextHandover
-from personae.handover.security import (
+from personae.security.policy import (
     HandoverSecurityError,
     PathPolicy,
     check_environment,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from personae.handover._ledger import ledger_event
-from personae.handover.executor import (
+from personae.handover.child import (
     DEPTH_ENV,
     GRACE_SECONDS,
     AttemptOutcome,

@@ -27,14 +27,14 @@ from personae.handover.files import (
     update_handover,
 )
 from personae.handover.schema import ContextHandover, Results
-from personae.handover.security import (
+from personae.project import Project
+from personae.security.policy import (
     HandoverSecurityError,
     PathPolicy,
     check_environment,
     default_roots,
     held_environment,
 )
-from personae.project import Project
 
 __all__ = ["HandoverSession", "begin", "finish", "load_policy"]
 

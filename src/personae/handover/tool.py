@@ -19,8 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from personae.errors import PersonaeError, UsageError
-from personae.handover.create import build_handover, create_handover
-from personae.handover.executor import (
+from personae.handover.child import (
     HANDOVER_DEPTH_CAP,
     ChildSpec,
     CommandBuilder,
@@ -28,6 +27,7 @@ from personae.handover.executor import (
     personae_run_command,
     run_handover,
 )
+from personae.handover.create import build_handover, create_handover
 from personae.handover.schema import ArtifactFile, HistoryEntry
 from personae.tools.base import Tool, ToolContext
 from personae.tools.registry import ToolRegistry

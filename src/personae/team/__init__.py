@@ -1,6 +1,5 @@
 """The team runtime: Manager, Worker, Validator, completion signals, dispatch, sub-agents."""
 
-from personae.team.context import ContextView, TurnContext
 from personae.team.dispatch import Action, Decision, SubtaskBudget, decide
 from personae.team.events import Event, EventBus, EventKind
 from personae.team.loop import Team, TeamConfig, TurnResult
@@ -20,6 +19,7 @@ from personae.team.signals import (
 )
 from personae.team.subagents import Spawner, SubagentOutcome
 from personae.team.toolbox import ToolBox
+from personae.team.turn_context import ContextView, TurnContext
 
 __all__ = [
     "Action",

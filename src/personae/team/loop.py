@@ -13,7 +13,6 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
 from personae.team import manager, validator, worker
-from personae.team.context import TurnContext
 from personae.team.dispatch import Action, SubtaskBudget, decide
 from personae.team.events import EventKind
 from personae.team.involvement import involvement_for
@@ -31,6 +30,7 @@ from personae.team.skills import (
 )
 from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
 from personae.team.toolbox import ToolBox, narrow_names
+from personae.team.turn_context import TurnContext
 
 __all__ = ["Team", "TeamConfig", "TurnResult", "involvement_for_subtask"]
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
-from personae.team.context import ContextView, TurnContext
 from personae.team.events import EventKind
 from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import Plan, Subtask
+from personae.team.turn_context import ContextView, TurnContext
 
 __all__ = ["SubtaskOutcome", "decompose", "plan", "synthesize"]
 

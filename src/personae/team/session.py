@@ -29,12 +29,12 @@ from personae.project import Project, SandboxConfig
 from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
 from personae.store.runs import RunStore
-from personae.team.context import TurnContext
 from personae.team.events import Event, EventBus, EventKind
 from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.summarizer import model_summarize
 from personae.team.toolbox import ToolBox, narrow_names, persona_limits
+from personae.team.turn_context import TurnContext
 from personae.tokens.registry import counter_for_model, model_info
 from personae.tools.registry import ToolRegistry
 from personae.tools.subset import ToolSubset
@@ -230,7 +230,7 @@ def _registry(
         _HANDOVER in narrow_names(p, {_HANDOVER}) for p in (persona, *cast.personas.values())
     ):
         return registry
-    from personae.handover.executor import HANDOVER_DEPTH_CAP, handover_depth
+    from personae.handover.child import HANDOVER_DEPTH_CAP, handover_depth
     from personae.handover.tool import register_handover_tool
 
     if handover_depth() < HANDOVER_DEPTH_CAP:

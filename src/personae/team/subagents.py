@@ -25,7 +25,6 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionTools
 from personae.errors import UnknownNameError
 from personae.persona.model import ContextMode, Persona
 from personae.project import SandboxConfig
-from personae.team.context import TurnContext
 from personae.team.events import EventKind
 from personae.team.loopdetect import LoopDetector
 from personae.team.mcp_servers import McpHub
@@ -33,6 +32,7 @@ from personae.team.recording import RecordingToolset
 from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import ToolCallRecord
 from personae.team.toolbox import ToolBox, narrow_names, narrow_sandbox, persona_limits
+from personae.team.turn_context import TurnContext
 from personae.team.worker import DEFAULT_MAX_STEPS
 
 __all__ = ["DEFAULT_DEPTH_CAP", "Spawner", "SubagentOutcome", "child_prompt"]

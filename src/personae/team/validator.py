@@ -18,7 +18,6 @@ from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
 
 from personae.models.scenario import ROLE_MARKER
-from personae.team.context import TurnContext
 from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import (
     BlockerType,
@@ -30,6 +29,7 @@ from personae.team.signals import (
     ValidationResult,
     WorkerResult,
 )
+from personae.team.turn_context import TurnContext
 
 __all__ = [
     "ValidationOutcome",

@@ -10,12 +10,12 @@ from pydantic_ai.toolsets import AbstractToolset
 
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
-from personae.team.context import TurnContext
 from personae.team.events import EventKind
 from personae.team.loopdetect import LoopDetector
 from personae.team.recording import CallLog, RecordingToolset
 from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import Subtask, ToolCallRecord, WorkerResult
+from personae.team.turn_context import TurnContext
 
 __all__ = ["DEFAULT_MAX_STEPS", "run_worker", "worker_prompt"]
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from personae.handover.security import redact_secrets
+from personae.security.policy import redact_secrets
 from personae.store.answers import ModelAnswer
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
@@ -214,7 +214,7 @@ class Reader:
         self, workflow: str, states: dict[str, Any]
     ) -> tuple[list[ChainStep], str | None]:
         from personae.errors import PersonaeError
-        from personae.handover.workflow import load_workflow
+        from personae.workflow.spec import load_workflow
 
         path = Path(workflow)
         problem: str | None = None

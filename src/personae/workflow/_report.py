@@ -9,7 +9,7 @@ from personae.handover.files import write_atomic
 from personae.handover.schema import now_iso
 
 if TYPE_CHECKING:
-    from personae.handover.chain import ChainOutcome
+    from personae.workflow.chain import ChainOutcome
 
 __all__ = ["render_report", "write_report"]
 

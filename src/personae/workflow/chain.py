@@ -21,12 +21,12 @@ from typing import Any
 
 from personae.errors import UsageError
 from personae.fsutil import read_regular
+from personae.handover.child import EXIT_FAILURE, EXIT_PARTIAL, EXIT_SUCCESS, EXIT_TIMEOUT
 from personae.handover.create import build_handover, create_handover
-from personae.handover.executor import EXIT_FAILURE, EXIT_PARTIAL, EXIT_SUCCESS, EXIT_TIMEOUT
-from personae.handover.executors import Executor, Job, JobResult, LocalProcessExecutor
 from personae.handover.files import load_handover, write_atomic
 from personae.handover.schema import ArtifactFile, HistoryEntry, now_iso
-from personae.handover.workflow import Step, Workflow
+from personae.workflow.executors import Executor, Job, JobResult, LocalProcessExecutor
+from personae.workflow.spec import Step, Workflow
 
 __all__ = ["ChainOutcome", "StepState", "run_chain", "state_dir_for"]
 
@@ -252,7 +252,7 @@ def run_chain(
     on_event: Callable[[str, str], None] | None = None,
 ) -> ChainOutcome:
     """Run ``workflow`` (or continue it with ``resume``); returns the outcome with its report."""
-    from personae.handover._report import write_report
+    from personae.workflow._report import write_report
 
     sdir = state_dir or state_dir_for(workflow)
     cp_path = sdir / "checkpoint.json"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from personae.errors import PersonaeError
-from personae.handover.executor import CommandBuilder, personae_run_command, run_handover
+from personae.handover.child import CommandBuilder, personae_run_command, run_handover
 from personae.handover.schema import Results
 
 __all__ = ["Executor", "Job", "JobResult", "LocalProcessExecutor"]
@@ -86,7 +86,7 @@ class LocalProcessExecutor:
     """Each job is a local child process (``personae run`` by default).
 
     Children are not tied to this process (``tie=False`` of
-    :func:`~personae.handover.executor.run_child`): a chain killed with its
+    :func:`~personae.handover.child.run_child`): a chain killed with its
     children still at work adopts them on ``--resume``. Their tools still die
     with them.
     """
