@@ -25,6 +25,7 @@ from personae.handover.child import EXIT_FAILURE, EXIT_PARTIAL, EXIT_SUCCESS, EX
 from personae.handover.create import build_handover, create_handover
 from personae.handover.files import load_handover, write_atomic
 from personae.handover.schema import ArtifactFile, HistoryEntry, now_iso
+from personae.layout import Layout
 from personae.workflow.executors import Executor, Job, JobResult, LocalProcessExecutor
 from personae.workflow.spec import Step, Workflow
 
@@ -105,7 +106,7 @@ class ChainOutcome:
 
 def state_dir_for(workflow: Workflow) -> Path:
     """``<workflow dir>/.personae/chains/<name>``."""
-    return workflow.path.parent / ".personae" / "chains" / workflow.name
+    return Layout(workflow.path.parent).chains / workflow.name
 
 
 class _Checkpoint:
