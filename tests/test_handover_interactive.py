@@ -116,9 +116,11 @@ def _pty_run(argv: list[str], cwd: Path) -> tuple[int, int]:
 def test_the_tool_interactive_flag_runs_the_target_on_the_terminal(project: Path) -> None:
     script = (
         "from pathlib import Path\n"
+        "from personae.handover.child import ChildOptions\n"
         "from personae.handover.tool import handover_to_persona\n"
         "r = handover_to_persona('dev', 'What is the port?', source_persona='user',\n"
-        f"    cwd=Path('.'), interactive=True, model='scripted:{project / 'scenario.yaml'}')\n"
+        "    cwd=Path('.'), interactive=True,\n"
+        f"    child=ChildOptions(model='scripted:{project / 'scenario.yaml'}'))\n"
         "print('TOOL-RESULT', r.status, r.results['status'], flush=True)\n"
     )
     pid, fd = _pty_run([sys.executable, "-c", script], project)

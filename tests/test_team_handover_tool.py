@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from _helpers import VALIDATOR_OK as OK
+from personae.handover.child import ChildOptions
 from personae.handover.tool import handover_to_persona
 
 LEAD = """---
@@ -157,7 +158,7 @@ def test_handover_without_waiting_returns_the_command(project: Path) -> None:
     # The same call made directly returns the whole command (the event keeps 500 chars).
     result = handover_to_persona(
         "writer", "CHILDJOB write report.md", source_persona="lead", cwd=project,
-        wait_for_results=False, model=spec,
+        wait_for_results=False, child=ChildOptions(model=spec),
     )  # fmt: skip
     argv = result.command
     assert result.status == "prepared" and result.success

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from personae.errors import UsageError
+from personae.limits import DEFAULTS
 
 if TYPE_CHECKING:
     from personae.handover.child import AttemptOutcome, RunOutcome
@@ -69,9 +70,9 @@ class HandoverRunOptions:
 
     timeout: float | None = None
     """Seconds per attempt (``None``: the ``handover_timeout`` setting, 300 s)."""
-    retries: int = 2
+    retries: int = DEFAULTS.handover_retries
     """Retries after the first attempt."""
-    backoff: float = 1.0
+    backoff: float = DEFAULTS.handover_backoff
     """First retry delay in seconds (doubled each time)."""
     persona: str | None = None
     """Run as this persona (default: the handover's target)."""
@@ -150,6 +151,7 @@ def run_handover(
 ) -> RunOutcome:
     """Run the handover at ``path`` in a child ``personae run`` until it succeeds or its
     attempts run out; the results are written back (``outcome.handover.results``)."""
+    from personae.handover.child import ChildOptions
     from personae.handover.child import run_handover as execute
     from personae.settings import PersonaeSettings
 
@@ -157,11 +159,11 @@ def run_handover(
     where = Path(cwd).resolve()
     load_handover(path, cwd=where)  # refuse unsafe files first
     timeout = opts.timeout if opts.timeout is not None else PersonaeSettings().handover_timeout
-    return execute(
-        Path(path), cwd=where, timeout=timeout, attempts=opts.retries + 1, backoff=opts.backoff,
-        persona=opts.persona, model=opts.model, return_path=opts.return_path,
-        on_attempt=opts.on_attempt,
+    child = ChildOptions(
+        timeout=timeout, attempts=opts.retries + 1, backoff=opts.backoff, persona=opts.persona,
+        model=opts.model, return_path=opts.return_path,
     )  # fmt: skip
+    return execute(Path(path), cwd=where, options=child, on_attempt=opts.on_attempt)
 
 
 def run_chain(workflow: str | Path | Workflow, options: ChainOptions | None = None) -> ChainOutcome:

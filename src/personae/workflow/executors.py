@@ -16,8 +16,14 @@ from pathlib import Path
 from typing import Protocol
 
 from personae.errors import PersonaeError
-from personae.handover.child import CommandBuilder, personae_run_command, run_handover
+from personae.handover.child import (
+    ChildOptions,
+    CommandBuilder,
+    personae_run_command,
+    run_handover,
+)
 from personae.handover.schema import Results
+from personae.limits import DEFAULTS
 
 __all__ = ["Executor", "Job", "JobResult", "LocalProcessExecutor"]
 
@@ -34,11 +40,11 @@ class Job:
     """Persona to run."""
     cwd: Path
     """Working directory of the child."""
-    timeout: float = 300.0
+    timeout: float = DEFAULTS.handover_timeout
     """Seconds per attempt."""
-    attempts: int = 3
+    attempts: int = DEFAULTS.handover_attempts
     """Attempts in total."""
-    backoff: float = 1.0
+    backoff: float = DEFAULTS.handover_backoff
     """First retry delay (doubles)."""
     model: str | None = None
     """Model for the child, if any."""
@@ -97,17 +103,15 @@ class LocalProcessExecutor:
     def _one(self, job: Job, on_start: Callable[[str, int], None] | None) -> JobResult:
         start = time.monotonic()
         try:
+            child = ChildOptions(
+                timeout=job.timeout, attempts=job.attempts, backoff=job.backoff,
+                command=self.command, persona=job.persona, model=job.model, tie=False,
+            )  # fmt: skip
             outcome = run_handover(
                 job.handover_path,
                 cwd=job.cwd,
-                timeout=job.timeout,
-                attempts=job.attempts,
-                backoff=job.backoff,
-                command=self.command,
-                persona=job.persona,
-                model=job.model,
+                options=child,
                 on_start=(lambda pid: on_start(job.key, pid)) if on_start else None,
-                tie=False,
             )
         except PersonaeError as exc:
             return JobResult(
