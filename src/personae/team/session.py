@@ -30,7 +30,7 @@ from personae.project import Project, SandboxConfig
 from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
 from personae.store.runs import RunStore
-from personae.team.events import Event, EventBus, EventKind
+from personae.team.events import Event, EventBus, RunStarted, ToolCalled, event_from_json
 from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.summarizer import model_summarize
@@ -114,10 +114,9 @@ class RunOutcome:
         """
         found: dict[str, None] = {}
         for event in self.events:
-            d = event.data
-            if event.kind is not EventKind.TOOL_CALL or not d.get("ok") or d.get("reused"):
+            if not isinstance(event, ToolCalled) or not event.ok or event.reused:
                 continue
-            path = (d.get("args") or {}).get("path") if d.get("tool") in _WRITERS else None
+            path = (event.args or {}).get("path") if event.tool in _WRITERS else None
             if isinstance(path, str) and path.strip():
                 full = Path(path) if Path(path).is_absolute() or self.root is None else (
                     self.root / path
@@ -321,13 +320,15 @@ async def run_turn(
         runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
         bus.subscribe(runtime.store_event)
         if announced is not None:  # already shown: store it, don't show it again
-            bus.adopt(Event.model_validate(dict(announced)))
+            bus.adopt(event_from_json(announced))
         for listener in listeners:
             bus.subscribe(listener)
         if announced is None:
             bus.emit(
-                EventKind.START, f"run {run_id} started", task=task, persona=options.persona,
-                session=session,
+                RunStarted(
+                    message=f"run {run_id} started", task=task, persona=options.persona,
+                    session=session,
+                )
             )  # fmt: skip
         registry = _registry(
             project.root, cast, persona, options, session, sandbox=project.config.sandbox
