@@ -231,3 +231,9 @@ def builtin_subset(root: Path, names: Sequence[str] | None = None, **limits: Any
     (``None``: all of them)."""
     registry = ToolRegistry.builtin(Workspace(root), limits=ToolLimits(**limits))
     return registry.subset() if names is None else registry.subset(list(names))
+
+
+def call_tool(subset: ToolSubset, name: str, **args: Any) -> str:
+    """Dispatch one call of tool ``name`` with ``args`` through ``subset`` (under
+    :func:`run_async`'s deadline) and return its result."""
+    return run_async(subset.dispatch(name, args))

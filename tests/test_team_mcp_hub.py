@@ -3,7 +3,6 @@ the grant enforced in ``call_tool`` itself (not only in the listing), and shutdo
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
 import subprocess
@@ -17,6 +16,7 @@ from pydantic_ai import RunContext, ToolFailed
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
+from _helpers import run_async
 from personae.persona.model import Persona
 from personae.team.mcp_servers import McpHub
 
@@ -97,7 +97,7 @@ def test_http_server_tools_are_renamed_granted_and_enforced_at_dispatch(
             await hub.aclose()
         return running, result, hub.running
 
-    running, result, after = asyncio.run(main())
+    running, result, after = run_async(main())
     assert len(warnings) == 1  # the typo, once
     assert "'mcp__mind__nope'" in warnings[0] and "recall" in warnings[0]
     assert "user_brandon.md" in json.dumps(result)
@@ -124,7 +124,7 @@ def test_unreachable_http_server_is_one_warning() -> None:
         finally:
             await hub.aclose()
 
-    assert asyncio.run(main()) == (None, frozenset())
+    assert run_async(main()) == (None, frozenset())
     assert len(warnings) == 1
     message, data = warnings[0]
     assert "'web'" in message and "failed to start" in message and data["server"] == "web"
