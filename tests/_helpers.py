@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+import tempfile
+import time
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -156,6 +160,14 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+def child_env(env: Mapping[str, str] | None = None, *, drop: Iterable[str] = ()) -> dict[str, str]:
+    """This process's environment minus the names in ``drop``, plus ``env``."""
+    dropped = set(drop)
+    full = {k: v for k, v in os.environ.items() if k not in dropped}
+    full.update(env or {})
+    return full
+
+
 def personae_cli(
     *args: str,
     cwd: Path | None = None,
@@ -170,8 +182,7 @@ def personae_cli(
 
     With ``check`` a non-zero exit fails the test with the child's stderr.
     """
-    full = {k: v for k, v in os.environ.items() if k not in set(drop)}
-    full.update(env or {})
+    full = child_env(env, drop=drop)
     done = run_personae(*args, cwd=cwd, env=full, timeout=timeout, stdin=stdin)
     if check:
         assert done.returncode == 0, done.stderr
@@ -237,3 +248,40 @@ def call_tool(subset: ToolSubset, name: str, **args: Any) -> str:
     """Dispatch one call of tool ``name`` with ``args`` through ``subset`` (under
     :func:`run_async`'s deadline) and return its result."""
     return run_async(subset.dispatch(name, args))
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def mind_http_server(*args: str, cwd: Path, wait: float = 60) -> Iterator[str]:
+    """A real ``personae serve ARGS --http`` process on a free loopback port; yields its MCP
+    URL once the port accepts connections (a server that exits first fails the test with
+    its stderr) and terminates it afterwards."""
+    port = free_port()
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "personae", "serve", *args, "--http", "--port", str(port)],
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
+        try:
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                with socket.socket() as sock:
+                    if sock.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                if proc.poll() is not None:
+                    errors.seek(0)
+                    stderr = errors.read().decode(errors="replace")
+                    pytest.fail(f"personae serve --http exited before listening:\n{stderr}")
+                time.sleep(0.2)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)
