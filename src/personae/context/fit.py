@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from personae.context._textcut import count_rendered, count_small, cut_text, outline_cut
-from personae.context.history import fit_history, running_totals
+from personae.context.history import Exchanges, fit_history
 from personae.context.messages import ChatMessage, Unit
 from personae.context.render import SEPARATOR, close_tag, open_tag, render_sections
 from personae.context.spec import SectionSpec, Truncation
@@ -45,6 +45,9 @@ class SectionContent:
     keep_from: int | None = None
     """Messages: seq of the first message the previous prompt of this conversation
     kept (hysteresis, see :func:`~personae.context.history.fit_history`)."""
+    exchanges: Exchanges | None = None
+    """Messages: ``units`` and ``costs`` already prepared (running totals, rendered
+    blocks); computed from them when ``None``."""
 
     @property
     def present(self) -> bool:
@@ -104,6 +107,8 @@ class _State:
     """Tokens of the content's summary file, when it has one."""
     floor_form: _Shrunk | None = None
     """The conversation's smallest form (messages only)."""
+    exchanges: Exchanges | None = None
+    """The conversation prepared for fitting (messages only)."""
 
     @property
     def spec(self) -> SectionSpec:
@@ -130,9 +135,9 @@ _MIN_KEEP = 8
 
 def _history(st: _State, limit: int, counter: TokenCounter) -> _Shrunk:
     spec, c = st.spec, st.content
+    assert st.exchanges is not None
     h = fit_history(
-        c.units,
-        c.costs,
+        st.exchanges,
         counter,
         limit=max(1, limit),
         max_messages=spec.max_messages,
@@ -250,14 +255,12 @@ def _fit_once(
         live.append(st)
         c = st.content
         if st.spec.source == "messages":
-            sep = count_small(counter, SEPARATOR)
-            cum_cost, cum_msgs = running_totals(c.units, c.costs, sep)
-            st.requested = cum_cost[-1] - sep * min(1, cum_msgs[-1])
+            st.exchanges = c.exchanges or Exchanges.of(
+                c.units, c.costs, count_small(counter, SEPARATOR)
+            )
+            st.requested = st.exchanges.tokens
             capped = _history(st, min(st.spec.cap or budget, budget), counter)
-            smallest = _history(st, 1, counter)
-            # Shrinking notices can outweigh tiny contents: the floor is never above whole.
-            st.floor_form = smallest if smallest[1] < capped[1] else capped
-            st.want, st.floor_tokens = capped[1], st.floor_form[1]
+            st.want = capped[1]
             st.text, st.tokens, st.rule, st.messages = capped
             st.allotted = min(st.spec.cap or budget, budget)
             continue
@@ -285,6 +288,13 @@ def _fit_once(
     )
     texts = [s for s in movable if s.spec.source != "messages"]
     history = [s for s in movable if s.spec.source == "messages"]
+    for st in history:
+        # The smallest form, needed only now that not everything fits whole. Shrinking
+        # notices can outweigh tiny contents: the floor is never above whole.
+        smallest = _history(st, 1, counter)
+        capped = (st.text or "", st.tokens, st.rule, st.messages)
+        st.floor_form = smallest if smallest[1] < capped[1] else capped
+        st.floor_tokens = st.floor_form[1]
     # Pass 0: every movable section at its floor (the conversation at its smallest form).
     for st in history:
         assert st.floor_form is not None
