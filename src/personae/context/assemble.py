@@ -135,7 +135,9 @@ def _text(snapshot: Snapshot, spec: SectionSpec, profile: Profile) -> str | None
 WARNING_TAG = "context_warning"
 """Section added (before a trailing ``instructions``) when the context had to be cut."""
 
-_WARNING_SPEC = SectionSpec(tag=WARNING_TAG, source=Source.TEXT, priority=95, truncation=Truncation.DROP)
+_WARNING_SPEC = SectionSpec(
+    tag=WARNING_TAG, source=Source.TEXT, priority=95, truncation=Truncation.DROP
+)
 
 
 def _cut_tags(sections: tuple[FittedSection, ...]) -> list[str]:
