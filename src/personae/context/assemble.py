@@ -14,6 +14,7 @@ from personae.context.messages import ChatMessage, group_units
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.render import escape
 from personae.context.report import BudgetReport, HistoryPath, SectionReport
+from personae.context.rules import Action
 from personae.context.snapshot import Snapshot
 from personae.context.spec import Profile, SectionSpec, Source, Truncation
 from personae.project import CommandsConfig
@@ -140,12 +141,18 @@ _WARNING_SPEC = SectionSpec(
 )
 
 
+_CUT_ACTIONS = (Action.REMOVED, Action.SHRUNK)
+
+
 def _cut_tags(sections: tuple[FittedSection, ...]) -> list[str]:
     return [
         s.tag
         for s in sections
         if s.tag != WARNING_TAG
-        and (s.rule.startswith("budget:") or s.rule in ("removed", "shrunk latest turn"))
+        and (
+            s.outcome.bound == "budget"
+            or (s.outcome.bound is None and s.outcome.action in _CUT_ACTIONS)
+        )
     ]
 
 

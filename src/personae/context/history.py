@@ -101,6 +101,8 @@ class HistoryFit:
     """Latest-turn messages whose content was shortened."""
     fits: bool
     """False when even the smallest form is over the limit (then this is that smallest form)."""
+    blocks: tuple[str, ...] = ()
+    """The pieces ``text`` joins with blank lines (notice line, then each exchange)."""
 
 
 def _notice(template: str, omitted_msgs: int, omitted_tokens: int) -> str:
@@ -236,8 +238,9 @@ def fit_history(
     omitted = evicted_msgs + earlier
     if omitted:
         blocks.insert(0, _notice(notice, omitted, evicted_tokens))
-    text = _SEP.join(blocks)
-    return HistoryFit(msgs, text, body_cost + head_cost - sep, omitted, shrunk, fits)
+    return HistoryFit(
+        msgs, _SEP.join(blocks), body_cost + head_cost - sep, omitted, shrunk, fits, tuple(blocks)
+    )
 
 
 def _unit_at(units: Sequence[Unit], seq: int, last: int) -> int | None:

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from personae.context._yamlpos import Lines, line_of, load_with_lines
+from personae.context.commands import has_commands
 from personae.context.spec import SOURCES, Profile, SectionSpec, Source
 from personae.errors import ConfigError, UnknownNameError
 from personae.fsutil import read_regular
@@ -67,9 +68,10 @@ class ProfileSet:
         return tuple(spec for _, spec in sorted(by_key.items()))
 
     @cached_property
-    def texts(self) -> tuple[str, ...]:
-        """The profiles' own section texts (sorted, each once)."""
-        return tuple(sorted({s.text for p in self.profiles.values() for s in p.sections if s.text}))
+    def command_texts(self) -> tuple[str, ...]:
+        """The profiles' own section texts that hold ``!command`` forms (sorted, each once)."""
+        texts = {s.text for p in self.profiles.values() for s in p.sections if s.text}
+        return tuple(sorted(t for t in texts if has_commands(t)))
 
     @property
     def roles(self) -> list[str]:

@@ -198,10 +198,9 @@ class _Built:
             self.texts["handover"], self.where["handover"] = opts.handover, "handover"
 
     def expand_profile_texts(self) -> None:
-        for text in self.profiles.texts:
-            if has_commands(text):
-                self.profile_texts[text], done = expand_commands(text, self.commands, self.base)
-                self.runs.extend(done)
+        for text in self.profiles.command_texts:
+            self.profile_texts[text], done = expand_commands(text, self.commands, self.base)
+            self.runs.extend(done)
 
     def load_history(self) -> Hashable | None:
         """Read the conversation; the key of its in-process window (``None``: none)."""
