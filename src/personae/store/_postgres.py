@@ -101,7 +101,7 @@ def _row_factory(cursor: Any) -> Any:
 
 
 def _store_error(exc: psycopg.Error) -> StoreError:
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    message = _first_line(exc)
     if isinstance(exc, psycopg.IntegrityError):
         return StoreIntegrityError(message)
     return StoreError(f"PostgreSQL: {message}")
@@ -112,6 +112,10 @@ class PgConn:
 
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         self._conn = conn
+
+    def transaction(self) -> Any:
+        """A transaction block on this connection (psycopg's)."""
+        return self._conn.transaction()
 
     def execute(self, sql: str, params: Sequence[Any] = (), /) -> Cursor:
         """Run one statement."""
@@ -136,9 +140,16 @@ class PgConn:
 class PostgresBackend:
     """A connection pool on one PostgreSQL database."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, migrations: list[tuple[int, str, str]]) -> None:
+        """Connect once (a bad URL or a server that is down fails here, at once, with the
+        driver's reason), apply missing ``migrations``, then open the pool."""
         self.url = url
         size = _pool_size()
+        try:
+            with psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT)) as first:
+                _migrate(PgConn(first), migrations)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open {describe_url(url)}: {_first_line(exc)}") from exc
         self.pool: ConnectionPool[Any] = ConnectionPool(
             url,
             min_size=1,
@@ -164,37 +175,45 @@ class PostgresBackend:
         except psycopg.Error as exc:  # the commit itself failed
             raise _store_error(exc) from exc
 
-    def migrate(self, migrations: list[tuple[int, str, str]]) -> None:
-        """Apply missing migrations in one transaction under an advisory lock."""
-        wanted = {n for n, _, _ in migrations}
-        with self.connection() as conn:
-            if conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0]:
-                done = {
-                    r[0] for r in conn.execute("SELECT number FROM schema_migrations").fetchall()
-                }
-                if done >= wanted:
-                    return  # the usual open: no lock taken
-        with self.connection() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                " number INTEGER PRIMARY KEY, name TEXT NOT NULL,"
-                " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-            )
-            done = {r[0] for r in conn.execute("SELECT number FROM schema_migrations").fetchall()}
-            for number, name, sql in migrations:
-                if number in done:
-                    continue
-                for statement in split_sql(sql):
-                    if not _column_exists(conn, statement):
-                        conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO schema_migrations(number, name) VALUES (?, ?)", (number, name)
-                )
-
     def close(self) -> None:
         """Close the pool and its connections."""
         self.pool.close()
+
+
+def _migrate(conn: PgConn, migrations: list[tuple[int, str, str]]) -> None:
+    """Apply missing migrations in one transaction under an advisory lock.
+
+    The usual open finds every migration recorded and takes no lock. Otherwise the lock
+    makes concurrent first opens wait for each other; the recorded set is re-read under it.
+    """
+    wanted = {n for n, _, _ in migrations}
+    with conn.transaction():
+        if conn.execute("SELECT to_regclass('schema_migrations')").fetchone()[0]:
+            done = {r[0] for r in conn.execute("SELECT number FROM schema_migrations").fetchall()}
+            if done >= wanted:
+                return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            " number INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+            " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
+        done = {r[0] for r in conn.execute("SELECT number FROM schema_migrations").fetchall()}
+        for number, name, sql in migrations:
+            if number in done:
+                continue
+            for statement in split_sql(sql):
+                if not _column_exists(conn, statement):
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations(number, name) VALUES (?, ?)", (number, name)
+            )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _column_exists(conn: Conn, statement: str) -> bool:

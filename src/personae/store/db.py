@@ -196,12 +196,7 @@ class Store:
         if self.url:
             from personae.store._postgres import PostgresBackend  # optional extra
 
-            self._pg = PostgresBackend(self.url)
-            try:
-                self._pg.migrate(_migrations("postgres"))
-            except BaseException:
-                self._pg.close()
-                raise
+            self._pg = PostgresBackend(self.url, _migrations("postgres"))
             return
         self._open_sqlite(path)
 
