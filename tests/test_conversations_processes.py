@@ -3,10 +3,10 @@ writer processes get unique, contiguous seqs. On SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
-import os
 from collections.abc import Callable
 from pathlib import Path
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings

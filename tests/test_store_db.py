@@ -60,7 +60,8 @@ def test_a_constraint_violation_is_one_error_type_on_both(open_store: Callable[[
         with pytest.raises(INTEGRITY_ERRORS), store.transaction() as conn:
             conn.execute("INSERT INTO sessions(id, created) VALUES (?, ?)", ("s", "again"))
         with store.read() as conn:
-            assert [r[0] for r in conn.execute("SELECT created FROM sessions").fetchall()] == ["now"]
+            rows = conn.execute("SELECT created FROM sessions").fetchall()
+        assert [r[0] for r in rows] == ["now"]
 
 
 def test_store_has_fts5(tmp_path: Path) -> None:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from _pg import PgServer
-
 from personae.store.db import Store, _migrations, split_sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -129,9 +128,7 @@ def race_cli(project: Path, count: int, marks: Path) -> list[tuple[int, str]]:
     return failed
 
 
-def test_parallel_cli_commands_on_a_fresh_project(
-    tmp_path: Path, store_env: str | None
-) -> None:
+def test_parallel_cli_commands_on_a_fresh_project(tmp_path: Path, store_env: str | None) -> None:
     # On PostgreSQL the commands find the server through PERSONAE_DATABASE_URL.
     project = tmp_path / "project"
     project.mkdir()
