@@ -11,6 +11,7 @@ handover (:class:`Job`) or a batch task (:class:`personae.batch.job.RunJob`).
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -209,7 +210,8 @@ class Executor(Protocol):
 def run_supervised(
     job: Work, stopper: Stopper, on_start: Callable[[str, int], None] | None, *, tie: bool
 ) -> JobResult:
-    """``job.execute`` with its children known to ``stopper`` (cancellation)."""
+    """``job.execute`` with its children known to ``stopper`` (cancellation); the result
+    names this host."""
 
     def started(pid: int) -> None:
         stopper.started(job.key, pid)
@@ -217,9 +219,10 @@ def run_supervised(
             on_start(job.key, pid)
 
     try:
-        return job.execute(started, tie=tie)
+        result = job.execute(started, tie=tie)
     finally:
         stopper.ended(job.key)
+    return result if result.host else replace(result, host=socket.gethostname())
 
 
 class LocalProcessExecutor:
@@ -292,4 +295,5 @@ def open_executor(
     from personae.workflow.ray_executor import RayExecutor
 
     with RayExecutor(address) as ray_executor:
+        ray_executor.connect()  # a cluster that cannot start fails before any work
         yield ray_executor

@@ -70,7 +70,7 @@ def _job_stream(job: Work) -> Iterator[tuple[str, Any]]:
             result = run_supervised(
                 job, stopper, lambda _key, pid: events.put(("start", (pid, host))), tie=True
             )
-            events.put(("done", replace(result, host=host)))
+            events.put(("done", result))
         except BaseException as exc:  # reported to the driver, never lost
             events.put(("error", f"{type(exc).__name__}: {exc}"))
 
