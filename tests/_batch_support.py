@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
+import time
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,6 +18,8 @@ import yaml
 from _batch_child import CHILD
 from personae.batch.job import RunCommand
 from personae.models.scripted import ScriptedServer
+
+DRIVER = Path(__file__).resolve().parent / "_batch_driver.py"
 
 STANDIN = RunCommand(prefix=(sys.executable, str(CHILD)))
 """Runs the stand-in child (``_batch_child.py``) instead of ``personae run``."""
@@ -78,3 +84,66 @@ def processes_mentioning(needle: str) -> list[int]:
         if needle.encode() in cmdline and state != "Z":
             found.append(int(entry.name))
     return found
+
+
+def kill_and_restart(root: Path, server: ScriptedServer, kind: str, *extra: str) -> None:
+    """SIGKILL a batch driver once some tasks are done; a second driver finishes the rest."""
+    tasks = root / "tasks.jsonl"
+    ids = write_tasks(tasks, 24, server.base_url, extra="sleep=0.3")
+    results = root / "out.jsonl"
+    cmd = [sys.executable, str(DRIVER), str(tasks), str(results), kind, *extra]
+    driver = subprocess.Popen(
+        cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not results.exists() or len(rows(results)) < 6):
+        time.sleep(0.05)
+    driver.kill()
+    driver.wait()
+    first = {r["id"] for r in rows(results)}
+    assert 6 <= len(first) < 24, driver.stderr.read() if driver.stderr else ""
+    # The killed driver's children die with it: none is left running.
+    deadline = time.monotonic() + 20
+    while processes_mentioning(str(root)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_mentioning(str(root)) == []
+    again = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300, check=False)
+    assert again.returncode == 0, again.stderr
+    events = [json.loads(line) for line in again.stdout.splitlines()]
+    assert events[0] == {"event": "begin", "total": 24, "skipped": len(first)}
+    final = rows(results)
+    assert sorted(r["id"] for r in final) == ids  # one line per task, none twice
+    assert all(r["status"] == "success" for r in final)
+    counts = run_counts(root)
+    for i in range(24):
+        text = f"task {i} kind={'odd' if i % 2 else 'even'} sleep=0.3"
+        # Done before the kill: run once. In flight at the kill (at most 2): run again.
+        assert counts[text] == 1 if f"t{i:03}" in first else 1 <= counts[text] <= 2
+    assert sum(counts.values()) <= 24 + 2
+
+
+def interrupt(root: Path, server: ScriptedServer, kind: str, *extra: str) -> None:
+    """SIGINT a batch driver while two children run: it exits 130 and leaves no process."""
+    tasks = root / "tasks.jsonl"
+    mark = f"sleep=60 mark={uuid.uuid4().hex}"  # in every child's command line
+    write_tasks(tasks, 6, server.base_url, extra=mark)
+    results = root / "out.jsonl"
+    cmd = [sys.executable, str(DRIVER), str(tasks), str(results), kind, *extra]
+    driver = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, text=True)
+    assert driver.stdout is not None
+    starts = 0
+    for line in driver.stdout:  # JSON events; a child started = one "start"
+        starts += json.loads(line)["event"] == "start"
+        if starts == 2:
+            break
+    assert len(processes_mentioning(mark)) == 2
+    sent = time.monotonic()
+    driver.send_signal(signal.SIGINT)
+    assert driver.wait(timeout=60) == 130
+    assert time.monotonic() - sent < 30  # cancelled, not waited out (each task sleeps 60 s)
+    deadline = time.monotonic() + 20
+    while processes_mentioning(mark) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_mentioning(mark) == []
+    assert not results.exists() or rows(results) == []  # nothing finished, nothing recorded
+    assert sum(run_counts(root).values()) <= 2  # no task started after the interrupt

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,8 +16,9 @@ import pytest
 
 from _batch_support import (
     STANDIN,
+    interrupt,
+    kill_and_restart,
     outcome,
-    processes_mentioning,
     rows,
     run_counts,
     scripted_server,
@@ -33,8 +31,6 @@ from personae.batch.results import ResultLog
 from personae.errors import UsageError
 from personae.models.scripted import ScriptedServer
 from personae.workflow.executors import LocalProcessExecutor
-
-DRIVER = Path(__file__).resolve().parent / "_batch_driver.py"
 
 
 @pytest.fixture
@@ -160,40 +156,8 @@ def test_driver_killed_and_restarted_finishes_without_redoing(
     kill_and_restart(tmp_path, server, "local")
 
 
-def kill_and_restart(root: Path, server: ScriptedServer, kind: str, *extra: str) -> None:
-    """SIGKILL a batch driver once some tasks are done; a second driver finishes the rest."""
-    tasks = root / "tasks.jsonl"
-    ids = write_tasks(tasks, 24, server.base_url, extra="sleep=0.3")
-    results = root / "out.jsonl"
-    cmd = [sys.executable, str(DRIVER), str(tasks), str(results), kind, *extra]
-    driver = subprocess.Popen(
-        cmd, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (not results.exists() or len(rows(results)) < 6):
-        time.sleep(0.05)
-    driver.kill()
-    driver.wait()
-    first = {r["id"] for r in rows(results)}
-    assert 6 <= len(first) < 24, driver.stderr.read() if driver.stderr else ""
-    # The killed driver's children die with it: none is left running.
-    deadline = time.monotonic() + 20
-    while processes_mentioning(str(root)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_mentioning(str(root)) == []
-    again = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=300, check=False)
-    assert again.returncode == 0, again.stderr
-    events = [json.loads(line) for line in again.stdout.splitlines()]
-    assert events[0] == {"event": "begin", "total": 24, "skipped": len(first)}
-    final = rows(results)
-    assert sorted(r["id"] for r in final) == ids  # one line per task, none twice
-    assert all(r["status"] == "success" for r in final)
-    counts = run_counts(root)
-    for i in range(24):
-        text = f"task {i} kind={'odd' if i % 2 else 'even'} sleep=0.3"
-        # Done before the kill: run once. In flight at the kill (at most 2): run again.
-        assert counts[text] == 1 if f"t{i:03}" in first else 1 <= counts[text] <= 2
-    assert sum(counts.values()) <= 24 + 2
+def test_ctrl_c_kills_every_child(tmp_path: Path, server: ScriptedServer) -> None:
+    interrupt(tmp_path, server, "local")
 
 
 def test_cli_batch_runs_real_team_runs(tmp_path: Path, isolated_home: Path) -> None:

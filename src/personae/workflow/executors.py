@@ -269,7 +269,9 @@ class LocalProcessExecutor:
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             stopper.stop()
-            wait(futures, timeout=30)  # their children are being killed; let them record it
+            # Their children are being killed; let them record it. (A future the shutdown
+            # cancelled is never "done" for wait(): leave those out.)
+            wait([f for f in futures if not f.cancelled()], timeout=30)
             raise
         pool.shutdown(wait=True)
         return done

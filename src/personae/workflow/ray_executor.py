@@ -7,7 +7,8 @@ worker (it dies with it). The task is a Ray *generator*: it yields ``start``
 (the child's pid and the node's host name) as soon as the child runs, then the
 job's :class:`~personae.workflow.executors.JobResult`. Ctrl-C cancels every
 task (``ray.cancel``); a cancelled task kills its child's process group before
-it ends. Ray's own task retries are off: retries are the job's.
+it ends. Ray's own task retries are off: retries are the job's. A job asking for
+resources no node of the cluster has fails at once (Ray would wait forever).
 
 ``address=None`` starts a private local cluster bound to the loopback
 interface (dashboard and usage reporting off) and shuts it down on
@@ -173,6 +174,14 @@ class RayExecutor:
             options["resources"] = dict(job.resources)
         return self._remote.options(**options).remote(job)
 
+    def _infeasible(self, job: Work, nodes: list[dict[str, float]]) -> str | None:
+        """Why no node of the cluster can ever run ``job`` (Ray would wait forever)."""
+        need = {"CPU": job.num_cpus if job.num_cpus is not None else 1.0, **job.resources}
+        if any(all(node.get(k, 0.0) >= v for k, v in need.items()) for node in nodes):
+            return None
+        wanted = ", ".join(f"{k}={v:g}" for k, v in need.items())
+        return f"no node of the Ray cluster offers {wanted}"
+
     def _failure(self, job: Work, error: str, started: float) -> JobResult:
         return JobResult(
             key=job.key, status="failure", results=None, attempts=0,
@@ -192,13 +201,21 @@ class RayExecutor:
         if not jobs:
             return done
         ray = self.connect()
+        nodes = [dict(n.get("Resources", {})) for n in ray.nodes() if n.get("Alive")]
         waiting = list(jobs)
         running: dict[Any, tuple[Work, float]] = {}
         try:
             while waiting or running:
                 while waiting and len(running) < max(1, concurrency):
                     job = waiting.pop(0)
-                    running[self._submit(job)] = (job, time.monotonic())
+                    why = self._infeasible(job, nodes)
+                    if why is None:
+                        running[self._submit(job)] = (job, time.monotonic())
+                        continue
+                    result = self._failure(job, why, time.monotonic())
+                    if on_done is not None:
+                        on_done(result)
+                    done.append(result)
                 ready, _ = ray.wait(list(running), num_returns=1, timeout=0.5)
                 for stream in ready:
                     job, started = running[stream]
