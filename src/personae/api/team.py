@@ -262,12 +262,11 @@ class _Feed:
 
     def on_event(self, event: Event) -> None:
         """A bus listener: events as they are, answer pieces as typed deltas."""
-        from personae.team.events import EventKind
+        from personae.team.events import AnswerStreamed
 
-        if event.kind == EventKind.ANSWER_DELTA:  # typed pieces, not bus events
+        if isinstance(event, AnswerStreamed):  # typed pieces, not bus events
             if self.answer_deltas:
-                text = str(event.data.get("text", ""))
-                self.put(AnswerDelta(run_id=event.run_id, index=self._deltas, text=text))
+                self.put(AnswerDelta(run_id=event.run_id, index=self._deltas, text=event.text))
                 self._deltas += 1
             return
         self.seen.append(event)
@@ -300,9 +299,11 @@ def _cancelled(options: RunOptions, seen: Sequence[Event]) -> TeamResult:
     from personae.project import Project
     from personae.store.db import Store
     from personae.store.runs import RunStore
+    from personae.team.events import RunStarted
 
     run_id = seen[0].run_id if seen else ""
-    session = str(seen[0].data.get("session") or "") if seen else ""
+    first = seen[0] if seen else None
+    session = (first.session or "") if isinstance(first, RunStarted) else ""
     usage: dict[str, int] = {}
     model = options.model or ""
     if run_id:
