@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from personae.limits import DEFAULTS
+
 __all__ = ["register"]
 
 
@@ -33,7 +35,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         timeout: Annotated[
             float, typer.Option("--timeout", min=0.1, help="Seconds per attempt.")
-        ] = 300.0,
+        ] = DEFAULTS.handover_timeout,
         retries: Annotated[
             int, typer.Option("--retries", min=0, max=10, help="Retries per task.")
         ] = 1,
