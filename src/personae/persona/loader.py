@@ -23,6 +23,7 @@ from personae.persona._files import read_confined
 from personae.persona._frontmatter import Document, FrontmatterError, parse_document
 from personae.persona._lineends import has_crlf
 from personae.persona._tools import (
+    ToolCheck,
     check_tool_names,
     claude_name,
     claude_spelling,
@@ -301,14 +302,9 @@ def _mcp_servers(meta: dict[str, Any], sink: _Sink, line: Any) -> dict[str, Any]
 
 
 def _tools(
-    meta: dict[str, Any],
-    sink: _Sink,
-    line: Any,
-    values: dict[str, Any],
-    *,
-    servers: set[str],
+    meta: dict[str, Any], sink: _Sink, line: Any, values: dict[str, Any], *, servers: set[str],
     strict: bool,
-) -> None:
+) -> None:  # fmt: skip
     """``tools`` (with ``Agent(...)`` spawn entries), ``subagents`` and ``disallowed_tools``."""
     if "tools" in meta and meta["tools"] is not None:
         _allowed_tools(meta["tools"], sink, line, values, servers=servers, strict=strict)
@@ -325,33 +321,43 @@ def _tools(
         _disallowed_tools(meta[key], key, sink, line, values, servers=servers, strict=strict)
 
 
-def _allowed_tools(
-    raw: Any,
-    sink: _Sink,
-    line: Any,
-    values: dict[str, Any],
-    *,
-    servers: set[str],
-    strict: bool,
-) -> None:
+def _split_names(raw: Any, key: str, sink: _Sink, line: Any) -> list[str] | None:
+    """The names listed under ``key``; ``None`` (an error noted) when it is not a list."""
     try:
-        names = split_names(raw)
+        return split_names(raw)
     except ValueError as exc:
-        sink.add(line("tools"), "error", f"tools {exc}")
-        return
-    if names == ["*"]:
+        sink.add(line(key), "error", f"{key} {exc}")
+        return None
+
+
+def _checked(
+    names: list[str], key: str, sink: _Sink, line: Any, *, servers: set[str], strict: bool,
+    deny: bool = False,
+) -> ToolCheck:  # fmt: skip
+    """``names`` checked against the known tools; notes are warnings, problems errors when
+    ``strict``."""
+    check = check_tool_names(names, servers, deny=deny)
+    for note in check.notes:
+        sink.add(line(key), "warning", note)
+    if strict:
+        for message in check.messages:
+            sink.add(line(key), "error", message)
+    return check
+
+
+def _allowed_tools(
+    raw: Any, sink: _Sink, line: Any, values: dict[str, Any], *, servers: set[str],
+    strict: bool,
+) -> None:  # fmt: skip
+    names = _split_names(raw, "tools", sink, line)
+    if names is None or names == ["*"]:
         return
     written = names
     names, spawn = split_spawn_entries(names)
     if spawn is not None:
         values["subagents"] = spawn
-    check = check_tool_names(names, servers)
-    for note in check.notes:
-        sink.add(line("tools"), "warning", note)
-    if strict:
-        for message in check.messages:
-            sink.add(line("tools"), "error", message)
-    elif check.unavailable:
+    check = _checked(names, "tools", sink, line, servers=servers, strict=strict)
+    if not strict and check.unavailable:
         sink.add(line("tools"), "warning", _unavailable_message(check.unavailable))
     values["tools"] = check.tools
     values["unavailable_tools"] = check.unavailable
@@ -362,26 +368,13 @@ def _allowed_tools(
 
 
 def _disallowed_tools(
-    raw: Any,
-    key: str,
-    sink: _Sink,
-    line: Any,
-    values: dict[str, Any],
-    *,
-    servers: set[str],
-    strict: bool,
-) -> None:
-    try:
-        names = split_names(raw)
-    except ValueError as exc:
-        sink.add(line(key), "error", f"{key} {exc}")
+    raw: Any, key: str, sink: _Sink, line: Any, values: dict[str, Any], *,
+    servers: set[str], strict: bool,
+) -> None:  # fmt: skip
+    names = _split_names(raw, key, sink, line)
+    if names is None:
         return
-    check = check_tool_names(names, servers, deny=True)
-    for note in check.notes:
-        sink.add(line(key), "warning", note)
-    if strict:
-        for message in check.messages:
-            sink.add(line(key), "error", message)
+    check = _checked(names, key, sink, line, servers=servers, strict=strict, deny=True)
     # Denying a tool personae does not have is harmless: keep every name.
     denied = list(check.tools)
     denied += [n for n in check.unavailable if n not in denied]
