@@ -20,6 +20,7 @@ from typing import Any
 from personae.batch.tasks import BatchTask
 from personae.handover.child import AttemptOutcome, backoff_delays, run_child
 from personae.handover.schema import Results
+from personae.layout import Layout
 from personae.limits import DEFAULTS
 from personae.workflow.executors import JobResult
 
@@ -72,7 +73,7 @@ def _stored_answer(cwd: Path, run_id: str) -> dict[str, Any] | None:
     from personae.store.runs import RunStore
 
     try:
-        with Store(cwd / ".personae" / "state.db") as store:
+        with Store(Layout(cwd).state_db) as store:
             record = RunStore(store).get(run_id)
     except PersonaeError:
         return None

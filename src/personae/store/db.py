@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from personae.errors import PersonaeError
+from personae.layout import CONFIG_NAMES, DIR_NAME
 
 if TYPE_CHECKING:
     from personae.store._postgres import PostgresBackend
@@ -63,7 +64,6 @@ DB_MODE = 0o600
 """Permission bits of the database file and its ``-wal``/``-shm`` files."""
 DATABASE_URL_ENV = "PERSONAE_DATABASE_URL"
 """Environment variable naming a PostgreSQL database (wins over the project config)."""
-CONFIG_NAMES = ("config.yaml", "config.yml", "config")  # as personae.project reads them
 
 Dialect = Literal["sqlite", "postgres"]
 """Which SQL the store speaks."""
@@ -135,7 +135,7 @@ def database_url_for(path: Path | str) -> str | None:
     if str(path) == ":memory:":
         return None
     folder = Path(path).parent
-    if folder.name != ".personae":
+    if folder.name != DIR_NAME:
         return None
     for name in CONFIG_NAMES:
         config = folder / name
