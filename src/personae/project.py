@@ -23,7 +23,6 @@ from personae.fsutil import read_regular
 from personae.layout import CONFIG_NAMES, Layout
 
 __all__ = [
-    "CONFIG_NAMES",
     "CommandsConfig",
     "HandoverConfig",
     "Project",
