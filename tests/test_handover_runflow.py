@@ -112,6 +112,48 @@ def test_finish_writes_failure_and_return_path(project: Path) -> None:
     assert load_handover(path).handover.results is None  # original untouched
 
 
+def test_working_on_writes_every_turn_as_the_results(project: Path) -> None:
+    path = make(project)
+    session = runflow.begin(path, None, cwd=project, non_interactive=True)
+    with runflow.working_on(session) as work:
+        work.add(runflow.HandoverTurn(done=True, answer="first", files=["a.md"]))
+        work.add(
+            runflow.HandoverTurn(
+                done=False, answer="second", files=["a.md", "/etc/passwd"], warnings=["check b"]
+            )
+        )
+    assert work.written == path
+    results = load_handover(path).handover.results
+    assert results is not None
+    assert (results.status, results.output, results.artifacts, results.next_steps) == (
+        "partial",
+        "first\n\nsecond",
+        ["a.md"],
+        ["check b"],
+    )
+    assert any("/etc/passwd" in w for w in work.new_warnings)  # dropped, and said so
+
+
+def test_working_on_writes_the_failure_and_raises_on(project: Path) -> None:
+    path = make(project)
+    session = runflow.begin(path, None, cwd=project, non_interactive=True)
+    ret = project / "result.json"
+    with pytest.raises(TimeoutError), runflow.working_on(session, return_path=ret) as work:
+        work.add(runflow.HandoverTurn(done=True, answer="never kept"))
+        raise TimeoutError
+    assert work.written is None
+    results = load_handover(ret).handover.results
+    assert results is not None
+    assert (results.status, results.error, results.output) == ("failure", "timed out", None)
+
+
+def test_working_on_without_a_handover_writes_nothing(project: Path) -> None:
+    with runflow.working_on(None) as work:
+        work.add(runflow.HandoverTurn(done=True, answer="ok"))
+    assert work.written is None
+    assert not list(project.rglob("*.json"))
+
+
 def test_finish_cuts_huge_output_instead_of_failing(project: Path) -> None:
     session = runflow.begin(make(project), None, cwd=project, non_interactive=True)
     runflow.finish(session, status="partial", output="x" * 500_000)
