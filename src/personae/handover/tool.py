@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -120,14 +120,14 @@ def handover_to_persona(
     child = child or ChildOptions()
     mcp_servers: list[str] | None = None
     warnings: list[str] = []
-    if history is None or from_project:
-        from personae.handover._cast import persona_facts
+    if history is None:
         from personae.handover._history import history_for
 
-        if history is None:
-            history = history_for(Layout(Path(cwd)).state_db, session_id or None)
-        if from_project:
-            mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
+        history = history_for(Layout(Path(cwd)).state_db, session_id or None)
+    if from_project:
+        from personae.handover._cast import persona_facts
+
+        mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
     handover = build_handover(
         source_persona=source_persona,
         target_persona=target_persona,
@@ -162,24 +162,30 @@ def handover_to_persona(
             warnings=warnings,
             message=(f"Context prepared for {target_persona}. Run: {shlex.join(shown)}"),
         )
+    result = _run_target(created.path, Path(cwd), child, interactive=interactive)
+    return replace(
+        result, handover_id=handover.handover_id, command=argv, warnings=warnings,
+        message=f"{target_persona} finished with status {result.status}",
+    )  # fmt: skip
+
+
+def _run_target(
+    path: Path, cwd: Path, child: ChildOptions, *, interactive: bool
+) -> HandoverToolResult:
+    """Run the handover at ``path`` now (attached to the terminal when ``interactive``);
+    its status and results (the caller fills in the id, command and message)."""
     if interactive:
         from personae.handover.interactive import run_interactive
 
-        outcome = run_interactive(created.path, cwd=Path(cwd), options=child)
+        outcome = run_interactive(path, cwd=cwd, options=child)
     else:
-        outcome = run_handover(created.path, cwd=Path(cwd), options=child)
+        outcome = run_handover(path, cwd=cwd, options=child)
     results = outcome.handover.results
     dumped = results.model_dump(mode="json", by_alias=True) if results is not None else None
     return HandoverToolResult(
-        success=outcome.status == "success",
-        handover_id=handover.handover_id,
-        context_path=str(outcome.path),
-        status=outcome.status,
-        results=dumped,
-        command=argv,
-        message=f"{target_persona} finished with status {outcome.status}",
-        warnings=warnings,
-    )
+        success=outcome.status == "success", handover_id="", context_path=str(outcome.path),
+        status=outcome.status, results=dumped,
+    )  # fmt: skip
 
 
 class HandoverToolArgs(BaseModel):
