@@ -124,13 +124,9 @@ def test_working_on_writes_every_turn_as_the_results(project: Path) -> None:
         )
     assert work.written == path
     results = load_handover(path).handover.results
-    assert results is not None
-    assert (results.status, results.output, results.artifacts, results.next_steps) == (
-        "partial",
-        "first\n\nsecond",
-        ["a.md"],
-        ["check b"],
-    )
+    assert results is not None and results.status == "partial"  # one turn was not done
+    assert results.output == "first\n\nsecond"
+    assert (results.artifacts, results.next_steps) == (["a.md"], ["check b"])
     assert any("/etc/passwd" in w for w in work.new_warnings)  # dropped, and said so
 
 
