@@ -58,6 +58,8 @@ def rejected(
 def test_each_blocker_maps_to_its_strategy(blocker: BlockerType, action: Action) -> None:
     budget = SubtaskBudget(max_retries=2)
     decision = decide(rejected(blocker), WORK, budget, subtask="s", tools_to_use=["grep"])
+    assert budget.retries_used == 0  # decide is pure: the new state is on the decision
+    budget = decision.budget
     assert decision.action is action
     spends = action in (Action.RETRY, Action.REPHRASE, Action.DECOMPOSE)
     assert budget.retries_used == (1 if spends else 0)
@@ -78,10 +80,12 @@ def test_tool_failure_retries_at_most_twice_then_rephrases_then_stops() -> None:
         update={"failed_tools": [ToolCallRecord(tool="read_file", ok=False, result="no such file")]}
     )
     budget = SubtaskBudget(max_retries=5)
-    actions = [
-        decide(rejected(BlockerType.TOOL_FAILURE), failed, budget, subtask="s", tools_to_use=[])
-        for _ in range(3)
-    ]
+    actions = []
+    for _ in range(3):
+        actions.append(
+            decide(rejected(BlockerType.TOOL_FAILURE), failed, budget, subtask="s", tools_to_use=[])
+        )
+        budget = actions[-1].budget
     assert [a.action for a in actions] == [Action.RETRY, Action.REPHRASE, Action.SKIP]
     assert "no such file" in actions[0].instruction
 
@@ -91,7 +95,7 @@ def test_code_detected_loop_overrides_the_validator_and_skips_after_two() -> Non
     budget = SubtaskBudget(max_retries=5)
     says_fine = rejected(BlockerType.PARTIAL, progress=True)
     first = decide(says_fine, looping, budget, subtask="s", tools_to_use=[])
-    second = decide(says_fine, looping, budget, subtask="s", tools_to_use=[])
+    second = decide(says_fine, looping, first.budget, subtask="s", tools_to_use=[])
     assert (first.action, second.action) == (Action.REPHRASE, Action.SKIP)
     assert second.warning and "loop" in second.warning
 
@@ -132,6 +136,7 @@ def test_budget_is_never_exceeded_and_every_subtask_ends(
             rejected(blocker, progress=progress, strategy=strategy), work, budget, subtask="s",
             tools_to_use=[],
         )  # fmt: skip
+        budget = decision.budget
         spent += decision.action in (Action.RETRY, Action.REPHRASE, Action.DECOMPOSE)
         assert budget.retries_used == spent <= max_retries
         if decision.action in (Action.SKIP, Action.ESCALATE, Action.CONTINUE):

@@ -1,8 +1,9 @@
 """Strategy dispatch (seed 000, Improvement #3): what to do with unapproved work.
 
 A pure function of the validation, the worker result and the subtask's own
-budget state. The budget is per original subtask and never shared; the
-session failure count is telemetry only.
+budget state: :func:`decide` returns the decision with the budget state after
+it and changes nothing. The budget is per original subtask and never shared;
+the session failure count is telemetry only.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ class Action(StrEnum):
     """Budget exhausted with progress: keep the partial work for synthesis (not validated)."""
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class SubtaskBudget:
     """Retry state of one original subtask (reset for every new subtask)."""
 
@@ -45,7 +46,7 @@ class SubtaskBudget:
     """Loops seen on this subtask."""
     tool_failure_retries: int = 0
     """Retries spent on tool failures."""
-    history: list[str] = field(default_factory=list)
+    history: tuple[str, ...] = ()
     """Actions taken, in order."""
 
     @property
@@ -66,6 +67,8 @@ class Decision:
     """Correction text for the next attempt (retry/rephrase/decompose)."""
     warning: str | None = None
     """User-visible warning (skip, escalate, exhaustion)."""
+    budget: SubtaskBudget = field(default_factory=SubtaskBudget)
+    """The subtask's budget state after this decision (use it for the next attempt)."""
 
 
 def _tools_hint(tools: list[str]) -> str:
@@ -87,7 +90,8 @@ def decide(
     allowed_tools: list[str] | None = None,
     directive: str = "",
 ) -> Decision:
-    """Choose the next action and update ``budget`` (retries spent, loops seen).
+    """Choose the next action; the decision carries the new budget state (retries spent,
+    loops seen). Pure: ``budget`` is not changed.
 
     ``allowed_tools`` are the persona's tools (named in scope-drift corrections);
     ``directive`` is the turn's shared directive, quoted in corrections that ask
@@ -95,12 +99,13 @@ def decide(
     model call with the shared context) is appended to the fitted instruction.
     """
     if validation.approved:
-        decision = Decision(action=Action.ACCEPT, blocker=None)
-        budget.history.append(decision.action.value)
-        return decision
+        history = (*budget.history, Action.ACCEPT.value)
+        return Decision(action=Action.ACCEPT, blocker=None, budget=replace(budget, history=history))
     signal = validation.completion_signal
     # A repeated call detected in code is a loop whatever the validator said.
     blocker = BlockerType.LOOP if work.loop_detected else signal.blocker_type
+    if blocker is BlockerType.LOOP:
+        budget = replace(budget, loop_detections=budget.loop_detections + 1)
     decision = _choose(
         validation, work=work, budget=budget, blocker=blocker, subtask=subtask,
         tools_to_use=tools_to_use, allowed_tools=allowed_tools, directive=directive,
@@ -111,11 +116,11 @@ def decide(
             instruction=f"{decision.instruction}\nValidator: {validation.correction}",
         )
     if decision.action in (Action.RETRY, Action.REPHRASE, Action.DECOMPOSE):
-        budget.retries_used += 1
+        budget = replace(budget, retries_used=budget.retries_used + 1)
         if blocker is BlockerType.TOOL_FAILURE:
-            budget.tool_failure_retries += 1
-    budget.history.append(decision.action.value)
-    return decision
+            budget = replace(budget, tool_failure_retries=budget.tool_failure_retries + 1)
+    budget = replace(budget, history=(*budget.history, decision.action.value))
+    return replace(decision, budget=budget)
 
 
 def _choose(
@@ -131,15 +136,14 @@ def _choose(
 ) -> Decision:
     signal = validation.completion_signal
     issues = "; ".join(validation.issues) or "the work was not approved"
-    if blocker is BlockerType.LOOP:
-        budget.loop_detections += 1
-        if budget.loop_detections >= LOOP_SKIP_AFTER:
-            return Decision(
-                action=Action.SKIP,
-                blocker=blocker,
-                warning=f"skipped {subtask!r}: the worker repeated the same action "
-                f"({budget.loop_detections} loop detections)",
-            )
+    # A loop is counted in decide() before this.
+    if blocker is BlockerType.LOOP and budget.loop_detections >= LOOP_SKIP_AFTER:
+        return Decision(
+            action=Action.SKIP,
+            blocker=blocker,
+            warning=f"skipped {subtask!r}: the worker repeated the same action "
+            f"({budget.loop_detections} loop detections)",
+        )
     if blocker is BlockerType.CAPABILITY_GAP or (
         blocker is None and signal.suggested_strategy is Strategy.ESCALATE
     ):
