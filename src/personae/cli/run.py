@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from personae.errors import PersonaeError
+from personae.layout import Layout
 
 if TYPE_CHECKING:
     from personae.settings import PersonaeSettings
@@ -343,7 +344,7 @@ def register(app: typer.Typer) -> None:
             persona = handover.persona
             task = task or handover.prompt or handover.task
             cwd = handover.workdir
-        db = cwd / ".personae" / "state.db"
+        db = Layout(cwd).state_db
         # Stored, then shown, before the heavy imports (pydantic-ai ...): a spawner sees
         # the run start, and its id works in `runs show` whatever happens next.
         announced = _announce(
@@ -531,7 +532,7 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
             raise typer.Exit(BROKEN_PIPE_EXIT) from None
         from personae.settings import PersonaeSettings
 
-        _export_trace(target / ".personae" / "state.db", outcome.run_id,
+        _export_trace(Layout(target).state_db, outcome.run_id,
                       PersonaeSettings().otel_endpoint)  # fmt: skip
         if not as_json:
             where = (
@@ -586,7 +587,7 @@ def list_runs(
     """Recent runs of this project, newest first."""
     from personae.cli._root import project_root
 
-    project_db = project_root() / ".personae" / "state.db"
+    project_db = Layout(project_root()).state_db
     if not project_db.exists():
         # Nothing stored yet is an empty list, not an error (like `handover ledger`).
         if as_json:

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
+from personae.limits import DEFAULTS
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
 from personae.team import manager, validator, worker
@@ -60,7 +61,7 @@ _DEFAULT_PERSONA = Persona(
 class TeamConfig:
     """Knobs of the team loop (defaults from the seeds)."""
 
-    max_retries: int = 2
+    max_retries: int = DEFAULTS.max_retries
     """Corrections per subtask."""
     loop_window: int = 6
     """Calls remembered for loop detection."""

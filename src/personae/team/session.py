@@ -21,6 +21,7 @@ from personae.context.messages import ChatMessage
 from personae.context.snapshot import history_window
 from personae.context.summary import SummaryRefresh, refresh_summary
 from personae.errors import PersonaeError, RunError, UnknownNameError, UsageError
+from personae.limits import DEFAULTS
 from personae.models.resolve import ModelResolver
 from personae.persona.bundled import bundled_personas
 from personae.persona.cast import SPAWN_CHECK_MARK, Cast
@@ -61,9 +62,9 @@ class RunOptions:
     """Default model spec (flag > PERSONAE_MODEL > project config, resolved by the caller)."""
     session: str | None = None
     """Conversation session id (created when new; a fresh one when ``None``)."""
-    max_retries: int = 2
+    max_retries: int = DEFAULTS.max_retries
     """Corrections per subtask."""
-    budget_share: float = 0.30
+    budget_share: float = DEFAULTS.budget_share
     """Share of the model window the assembled context may use."""
     request_cap: int | None = None
     """Most model requests for the whole tree of agents (``None``: no cap)."""
@@ -76,7 +77,7 @@ class RunOptions:
     ``profile``, else the ``worker`` profile."""
     extra_persona_dirs: Sequence[Path] = ()
     """More persona folders to load."""
-    handover_timeout: float = 300.0
+    handover_timeout: float = DEFAULTS.handover_timeout
     """Seconds a ``handover_to_persona`` child run may take (per attempt)."""
     announced: Mapping[str, Any] | None = None
     """The ``start`` event already shown for this run (JSON form, seq 1, its run id);

@@ -23,6 +23,7 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
 
 from personae.errors import UnknownNameError
+from personae.limits import DEFAULTS
 from personae.persona.model import ContextMode, Persona
 from personae.project import SandboxConfig
 from personae.team.events import RunWarning, SubagentEnded, SubagentStarted, ToolCalled
@@ -37,7 +38,7 @@ from personae.team.worker import DEFAULT_MAX_STEPS
 
 __all__ = ["DEFAULT_DEPTH_CAP", "Spawner", "SubagentOutcome", "child_prompt"]
 
-DEFAULT_DEPTH_CAP = 2
+DEFAULT_DEPTH_CAP = DEFAULTS.subagent_depth_cap
 """Deepest nesting of sub-agents (a depth-2 child cannot spawn)."""
 
 
