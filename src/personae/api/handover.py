@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from personae.errors import UsageError
 
 if TYPE_CHECKING:
-    from personae.handover.child import AttemptOutcome, RunOutcome
+    from personae.handover.child import AttemptOutcome, HandoverOutcome
     from personae.handover.create import CreatedHandover
     from personae.handover.files import LoadedHandover
     from personae.handover.schema import ArtifactFile
@@ -147,7 +147,7 @@ def load_handover(path: str | Path, *, cwd: str | Path = ".") -> LoadedHandover:
 
 def run_handover(
     path: str | Path, options: HandoverRunOptions | None = None, *, cwd: str | Path = "."
-) -> RunOutcome:
+) -> HandoverOutcome:
     """Run the handover at ``path`` in a child ``personae run`` until it succeeds or its
     attempts run out; the results are written back (``outcome.handover.results``)."""
     from personae.handover.child import run_handover as execute

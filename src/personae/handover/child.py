@@ -46,7 +46,7 @@ __all__ = [
     "AttemptOutcome",
     "ChildSpec",
     "CommandBuilder",
-    "RunOutcome",
+    "HandoverOutcome",
     "backoff_delays",
     "handover_depth",
     "kill_group",
@@ -189,7 +189,7 @@ class AttemptOutcome:
 
 
 @dataclass(kw_only=True)
-class RunOutcome:
+class HandoverOutcome:
     """The end state of a handover run (all attempts)."""
 
     path: Path
@@ -421,7 +421,7 @@ def run_handover(
     on_start: Callable[[int], None] | None = None,
     on_attempt: Callable[[AttemptOutcome], None] | None = None,
     tie: bool = True,
-) -> RunOutcome:
+) -> HandoverOutcome:
     """Run the handover at ``path`` in a child process until it succeeds or attempts run out.
 
     The file must already be valid and safe (see ``load_handover`` with a policy);
@@ -434,7 +434,7 @@ def run_handover(
         path, cwd=cwd, timeout=timeout, command=command, persona=persona, model=model,
         return_path=return_path, ledger_db=ledger_db, interactive=False,
     )  # fmt: skip
-    outcome = RunOutcome(path=results_file, handover=handover)
+    outcome = HandoverOutcome(path=results_file, handover=handover)
     delays = backoff_delays(attempts, backoff, factor)
     last_error = ""
     for n in range(1, attempts + 1):

@@ -24,7 +24,7 @@ from personae.handover.child import (
     GRACE_SECONDS,
     AttemptOutcome,
     CommandBuilder,
-    RunOutcome,
+    HandoverOutcome,
     _fresh_results,
     _prepare,
     _signature,
@@ -59,7 +59,7 @@ def run_interactive(
     return_path: Path | None = None,
     ledger_db: Path | Literal["auto"] | None = "auto",
     on_start: Callable[[int], None] | None = None,
-) -> RunOutcome:
+) -> HandoverOutcome:
     """Run the handover at ``path`` once, attached to this terminal; results written back."""
     handover, results_file, argv, db = _prepare(
         path, cwd=cwd, timeout=timeout, command=command, persona=persona, model=model,
@@ -74,7 +74,7 @@ def run_interactive(
         proc = subprocess.Popen(argv, cwd=cwd, env=env)  # stdio inherited: the terminal
     except OSError as exc:
         failed = Results(status="failure", error=f"cannot start {argv[0]}: {exc.strerror or exc}")
-        return RunOutcome(
+        return HandoverOutcome(
             path=results_file, handover=_write_results(results_file, handover, failed)
         )
     if on_start is not None:
@@ -108,6 +108,6 @@ def run_interactive(
         results = Results(status="success" if error is None else "failure", error=error)
         _write_results(results_file, handover, results)
         ledger_event(db, handover, "result", path=results_file, status=results.status, detail=error)
-    return RunOutcome(
+    return HandoverOutcome(
         path=results_file, handover=load_handover(results_file).handover, attempts=[attempt]
     )

@@ -14,7 +14,7 @@ from personae.limits import DEFAULTS
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
 from personae.team import manager, validator, worker
-from personae.team.dispatch import Action, SubtaskBudget, decide
+from personae.team.dispatch import Action, SubtaskBudget, next_step
 from personae.team.events import (
     Corrected,
     PlanMade,
@@ -356,7 +356,7 @@ class Team:
                 ), budget  # fmt: skip
             if not result.approved:
                 self.failure_count += 1
-            decision = decide(
+            decision = next_step(
                 result, work, budget, subtask=original.description,
                 tools_to_use=required or sorted(allowed - {"agent"}),
                 allowed_tools=sorted(allowed), directive=turn.directive,
