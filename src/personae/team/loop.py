@@ -163,7 +163,7 @@ class Team:
 
     async def _run_turn(self, turn: TurnContext) -> TurnResult:
         rt = self.runtime
-        plan = await manager.plan(rt, turn, self.persona)
+        plan = await manager.make_plan(rt, turn, self.persona)
         rt.emit(
             PlanMade(
                 message=f"{len(plan.subtasks)} subtask(s)",

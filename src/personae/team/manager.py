@@ -18,7 +18,7 @@ from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import Plan, Subtask, SubtaskStatus
 from personae.team.turn_context import ContextView, TurnContext
 
-__all__ = ["SubtaskOutcome", "decompose", "plan", "synthesize"]
+__all__ = ["SubtaskOutcome", "decompose", "make_plan", "synthesize"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,7 +52,7 @@ def _instructions(persona: Persona | None, job: str) -> str:
     return head
 
 
-async def plan(runtime: Runtime, turn: TurnContext, persona: Persona | None) -> Plan:
+async def make_plan(runtime: Runtime, turn: TurnContext, persona: Persona | None) -> Plan:
     """Break the turn's task into subtasks (each with description and requirements)."""
     view = turn.view("manager")
     instructions = _instructions(
