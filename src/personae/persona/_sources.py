@@ -10,7 +10,7 @@ from personae.layout import Layout
 from personae.persona._files import confined_dir, iter_files
 from personae.persona.loader import LoadedPersona, load_persona_file
 from personae.persona.marketplace import is_marketplace_dir, load_marketplace
-from personae.persona.model import Skill
+from personae.persona.model import PersonaFileKind, Skill
 from personae.persona.plugin import is_plugin_dir, load_plugin, read_mcp_json
 from personae.persona.problems import Problem
 from personae.persona.skills import load_skill_file
@@ -31,7 +31,7 @@ class PersonaSource:
 def _folder_source(
     folder: Path,
     *,
-    kind: str,
+    kind: PersonaFileKind,
     root: Path,
     servers: dict[str, Any],
     problems: list[Problem],
@@ -93,8 +93,8 @@ def collect_project(
             if is_plugin_dir(sub) and confined_dir(sub, root, problems):
                 sources.append(_plugin_source(sub, root, problems, servers))
     for host, personas, kind in (
-        (".claude", "agents", "claude-code"),
-        (".personae", "personas", "personae"),
+        (".claude", "agents", PersonaFileKind.CLAUDE_CODE),
+        (".personae", "personas", PersonaFileKind.PERSONAE),
     ):
         sources.append(
             _folder_source(
@@ -170,7 +170,10 @@ def _dir_sources(
         return collect_project(folder, problems, servers)
     # A project's own folder: `.claude` gives agents/ and skills/ (never commands/),
     # `.personae` gives personas/ and skills/ (not directive.md).
-    own = {".claude": ("agents", "claude-code"), ".personae": ("personas", "personae")}
+    own = {
+        ".claude": ("agents", PersonaFileKind.CLAUDE_CODE),
+        ".personae": ("personas", PersonaFileKind.PERSONAE),
+    }
     if folder.name in own:
         sub, kind = own[folder.name]
         return [
@@ -185,9 +188,9 @@ def _dir_sources(
         ]
     resolved = folder.resolve()
     kind = (
-        "personae"
+        PersonaFileKind.PERSONAE
         if resolved.name == "personas" or ".personae" in resolved.parts
-        else ("claude-code")
+        else PersonaFileKind.CLAUDE_CODE
     )
     return [
         _folder_source(
