@@ -22,7 +22,8 @@ from personae.security.policy import redact_secrets
 from personae.store.answers import ModelAnswer
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
-from personae.telemetry.runtree import parse_time
+from personae.team.events import RunStarted
+from personae.telemetry.runtree import parse_time, typed
 
 __all__ = ["ChainStep", "ChainView", "Reader", "RunView"]
 
@@ -69,8 +70,8 @@ class RunView:
     @property
     def context_from(self) -> str | None:
         """The handover file the run continued, if any."""
-        first = self.events[0] if self.events else None
-        value = first.data.get("context_from") if first and first.kind == "start" else None
+        first = typed(self.events[0]) if self.events else None
+        value = first.context_from if isinstance(first, RunStarted) else None
         return value if isinstance(value, str) and value else None
 
 
@@ -257,7 +258,8 @@ class Reader:
             if since is not None and began is not None and began < since:
                 continue
             events = runs.events(run.id) if runs is not None else []
-            source = events[0].data.get("context_from") if events else None
+            first = typed(events[0]) if events else None
+            source = first.context_from if isinstance(first, RunStarted) else None
             if isinstance(source, str) and source:
                 found.setdefault(str(Path(source).resolve()), []).append(run.id)
         return found
