@@ -17,7 +17,7 @@ from personae.errors import UsageError
 from personae.limits import DEFAULTS
 
 if TYPE_CHECKING:
-    from personae.handover.child import AttemptOutcome, RunOutcome
+    from personae.handover.child import AttemptOutcome, HandoverOutcome
     from personae.handover.create import CreatedHandover
     from personae.handover.files import LoadedHandover
     from personae.handover.schema import ArtifactFile
@@ -155,7 +155,7 @@ def load_handover(path: str | Path, *, cwd: str | Path = ".") -> LoadedHandover:
 
 def run_handover(
     path: str | Path, options: HandoverRunOptions | None = None, *, cwd: str | Path = "."
-) -> RunOutcome:
+) -> HandoverOutcome:
     """Run the handover at ``path`` in a child ``personae run`` until it succeeds or its
     attempts run out; the results are written back (``outcome.handover.results``)."""
     from personae.handover.child import ChildOptions

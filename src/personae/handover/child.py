@@ -47,7 +47,7 @@ __all__ = [
     "ChildOptions",
     "ChildSpec",
     "CommandBuilder",
-    "RunOutcome",
+    "HandoverOutcome",
     "backoff_delays",
     "handover_depth",
     "kill_group",
@@ -190,7 +190,7 @@ class AttemptOutcome:
 
 
 @dataclass(kw_only=True)
-class RunOutcome:
+class HandoverOutcome:
     """The end state of a handover run (all attempts)."""
 
     path: Path
@@ -436,7 +436,7 @@ def run_handover(
     options: ChildOptions | None = None,
     on_start: Callable[[int], None] | None = None,
     on_attempt: Callable[[AttemptOutcome], None] | None = None,
-) -> RunOutcome:
+) -> HandoverOutcome:
     """Run the handover at ``path`` in a child process until it succeeds or attempts run out.
 
     The file must already be valid and safe (see ``load_handover`` with a policy);
@@ -448,7 +448,7 @@ def run_handover(
     if attempts < 1:
         raise UsageError("attempts must be at least 1")
     handover, results_file, argv, db = _prepare(path, cwd=cwd, options=options, interactive=False)
-    outcome = RunOutcome(path=results_file, handover=handover)
+    outcome = HandoverOutcome(path=results_file, handover=handover)
     delays = backoff_delays(attempts, options.backoff, options.factor)
     last_error = ""
     for n in range(1, attempts + 1):

@@ -23,7 +23,7 @@ from personae.handover.child import (
     GRACE_SECONDS,
     AttemptOutcome,
     ChildOptions,
-    RunOutcome,
+    HandoverOutcome,
     _fresh_results,
     _prepare,
     _signature,
@@ -52,7 +52,7 @@ def run_interactive(
     cwd: Path,
     options: ChildOptions | None = None,
     on_start: Callable[[int], None] | None = None,
-) -> RunOutcome:
+) -> HandoverOutcome:
     """Run the handover at ``path`` once, attached to this terminal; results written back.
 
     Of ``options`` the timeout, command, persona, model, return path and ledger apply
@@ -70,7 +70,7 @@ def run_interactive(
         proc = subprocess.Popen(argv, cwd=cwd, env=env)  # stdio inherited: the terminal
     except OSError as exc:
         failed = Results(status="failure", error=f"cannot start {argv[0]}: {exc.strerror or exc}")
-        return RunOutcome(
+        return HandoverOutcome(
             path=results_file, handover=_write_results(results_file, handover, failed)
         )
     if on_start is not None:
@@ -104,6 +104,6 @@ def run_interactive(
         results = Results(status="success" if error is None else "failure", error=error)
         _write_results(results_file, handover, results)
         ledger_event(db, handover, "result", path=results_file, status=results.status, detail=error)
-    return RunOutcome(
+    return HandoverOutcome(
         path=results_file, handover=load_handover(results_file).handover, attempts=[attempt]
     )

@@ -244,7 +244,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send_json(status, payload)
         elif route.endswith("/messages/count_tokens"):
-            self._send_json(200, _anthropic.count_tokens(body))
+            self._send_json(200, _anthropic.count_tokens_reply(body))
         elif route.endswith("/messages"):
             self._messages(body)
         elif route.endswith("/responses"):

@@ -31,7 +31,7 @@ from personae.persona._tools import (
     split_names,
     split_spawn_entries,
 )
-from personae.persona.model import Constraints, ContextMode, Persona, SandboxGrant
+from personae.persona.model import Constraints, ContextMode, Persona, PersonaFileKind, SandboxGrant
 from personae.persona.problems import Problem, Severity
 
 __all__ = [
@@ -105,7 +105,7 @@ class LoadedPersona:
     @property
     def strict(self) -> bool:
         """Whether unknown names are errors (personae's own files)."""
-        return self.persona.source_kind == "personae"
+        return self.persona.source_kind is PersonaFileKind.PERSONAE
 
 
 class _Sink:
@@ -123,7 +123,7 @@ class _Sink:
 def load_persona_file(
     path: Path,
     *,
-    kind: str,
+    kind: PersonaFileKind | str,
     root: Path,
     problems: list[Problem],
     servers: Iterable[str] = (),
@@ -143,13 +143,14 @@ def persona_from_text(
     text: str,
     *,
     path: Path,
-    kind: str,
+    kind: PersonaFileKind | str,
     problems: list[Problem],
     servers: Iterable[str] = (),
 ) -> LoadedPersona | None:
     """Parse persona file text (see :func:`load_persona_file`)."""
+    kind = PersonaFileKind(kind)
     sink = _Sink(path, problems)
-    strict = kind == "personae"
+    strict = kind is PersonaFileKind.PERSONAE
     try:
         doc = parse_document(text, lenient=not strict)
     except FrontmatterError as exc:
