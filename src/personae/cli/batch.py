@@ -59,7 +59,7 @@ def register(app: typer.Typer) -> None:
         from personae.batch.progress import Progress
         from personae.batch.tasks import load_tasks
         from personae.cli._root import project_root
-        from personae.workflow.executors import open_executor
+        from personae.workflow.engines import open_executor
 
         load_tasks(tasks)  # a bad line is an error before any cluster starts
         progress = Progress(
