@@ -276,3 +276,19 @@ def test_private_cluster_started_and_shut_down_by_the_cli(tmp_path: Path) -> Non
     row = rows(tmp_path / "tasks.results.jsonl")[0]
     assert row["status"] == "failure" and "exited with code" in row["error"]
     assert processes_mentioning(str(tmp_path)) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["chain", "run", "w.yaml", "--executor", "slurm"], "--executor: unknown executor 'slurm'"),
+        (["batch", "tasks.jsonl", "--executor", "slurm"], "--executor: unknown executor 'slurm'"),
+        (["batch", "tasks.jsonl", "--address", "127.0.0.1:1"], "--address needs --executor ray"),
+    ],
+)
+def test_executor_options_checked(tmp_path: Path, args: list[str], needle: str) -> None:
+    (tmp_path / "w.yaml").write_text("name: x\nsteps:\n  - {id: a, persona: p, task: t}\n")
+    (tmp_path / "tasks.jsonl").write_text('{"task": "t"}\n')
+    done = run_personae(*args, cwd=tmp_path, timeout=60)
+    assert done.returncode == 1 and needle in done.stderr, done.stderr
+    assert not (tmp_path / "tasks.results.jsonl").exists()
