@@ -269,4 +269,3 @@ class LocalProcessExecutor:
             raise
         pool.shutdown(wait=True)
         return done
-
