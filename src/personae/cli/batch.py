@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
     def batch(  # noqa: PLR0917
         tasks: Annotated[Path, typer.Argument(help="Task file: one JSON object per line.")],
         executor: Annotated[
-            str, typer.Option("--executor", help="Where runs go: local or ray (personae[ray]).")
+            str, typer.Option("--executor", help="Where runs go: local or ray (the ray extra).")
         ] = "local",
         address: Annotated[
             str | None,
