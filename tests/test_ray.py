@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -180,6 +181,32 @@ def test_chain_driver_killed_on_ray_resumes_without_redoing_finished_steps(
     reports = _runs(root, "Report on report")  # killed with its driver, then run again
     statuses = [r["status"] for r in reports]
     assert len(statuses) == 2 and statuses.count("done") == 1  # the killed one: crashed
+
+
+def test_chain_ctrl_c_on_ray_kills_the_running_step(ray_cluster: str, tmp_path: Path) -> None:
+    root = _chain_project(tmp_path)
+    slow = read_config_scenario("NORTH-ANSWER", description="north (scripted, slow)")
+    slow["steps"][-1]["stream_pause"] = 5.0  # the answer streams in pieces, 5 s apart
+    (tmp_path / "north.yaml").write_text(yaml.safe_dump(slow))
+    env = {k: v for k, v in os.environ.items() if k != "PWD"}
+    cmd = [sys.executable, "-m", "personae", "chain", "run", "workflow.yaml", "--executor",
+           "ray", "--address", ray_cluster, "--json"]  # fmt: skip
+    driver = subprocess.Popen(
+        cmd, cwd=root, env=env, stdout=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not _runs(root, "Report on north"):
+        time.sleep(0.5)  # the north step's child is at work (its run is stored)
+    assert processes_mentioning(str(root)) != []
+    driver.send_signal(signal.SIGINT)
+    assert driver.wait(timeout=60) == 130
+    deadline = time.monotonic() + 20
+    while processes_mentioning(str(root)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert processes_mentioning(str(root)) == []  # no child, no tool outlives the run
+    checkpoint = json.loads((root / ".personae/chains/fan/checkpoint.json").read_text())
+    assert checkpoint["steps"]["report"]["status"] == "pending"  # never started
 
 
 def test_step_resources_no_node_has_fail_at_once(ray_cluster: str, tmp_path: Path) -> None:
