@@ -177,7 +177,7 @@ def run_chain(workflow: str | Path | Workflow, options: ChainOptions | None = No
     """Run a chain workflow (a YAML file or a loaded ``Workflow``); returns its outcome
     (``status``, ``exit_code``, per-step states, ``report_path``)."""
     from personae.workflow.chain import run_chain as execute
-    from personae.workflow.executors import open_executor
+    from personae.workflow.engines import open_executor
     from personae.workflow.spec import Workflow, load_workflow
 
     opts = options or ChainOptions()
