@@ -94,6 +94,7 @@ class _Prepared:
     units: list[Unit] = field(default_factory=list)
     costs: list[tuple[int, ...]] = field(default_factory=list)
     blocks: list[str] = field(default_factory=list)
+    heads: list[int] = field(default_factory=list)
     starts: list[int] = field(default_factory=list)
     before: list[int] = field(default_factory=list)
     dropped: int = 0
@@ -105,7 +106,7 @@ class _Prepared:
         if not self.units:
             return None
         got = self.units.pop(), self.blocks.pop()
-        del self.costs[-1], self.starts[-1], self.before[-1]
+        del self.costs[-1], self.heads[-1], self.starts[-1], self.before[-1]
         del self.cum_cost[-1], self.cum_msgs[-1]
         return got
 
@@ -153,6 +154,7 @@ def prepared_units(
             )
         )
         win.blocks.append(_block(u, previous))
+        win.heads.append(u.head.seq)
         win.starts.append(restart + s)
         win.before.append(base + b)
         win.cum_cost.append(win.cum_cost[-1] + sum(win.costs[-1]) + sep * len(u.messages))
@@ -165,6 +167,7 @@ def prepared_units(
         tuple(win.cum_msgs),
         tuple(win.blocks),
         sep,
+        tuple(win.heads),
     )
     return ex, win.dropped
 
