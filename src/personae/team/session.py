@@ -32,7 +32,7 @@ from personae.store.runs import RunStore
 from personae.team.events import Event, EventBus, EventKind
 from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
-from personae.team.summarizer import model_summarize
+from personae.team.summarizer import SummaryCalls, model_summarize
 from personae.team.toolbox import ToolBox, narrow_names, persona_limits
 from personae.team.turn_context import TurnContext
 from personae.tokens.registry import counter_for_model, model_info
@@ -169,14 +169,17 @@ async def _refresh_summary(
     session: str,
     models: ModelResolver,
     persona: Persona | None,
+    *,
+    calls: SummaryCalls,
 ) -> SummaryRefresh:
-    """Path A: fold newly evicted messages into the stored summary with the run's model."""
+    """Path A: fold newly evicted messages into the stored summary with the run's model
+    (``calls`` keeps the model call for the run's usage and record)."""
     from personae.context.profiles import load_profiles
 
     model = persona.model if persona else None
 
     def call(request: str) -> Awaitable[str]:
-        return model_summarize(models, model, request)
+        return model_summarize(models, model, request, calls=calls)
 
     recent = history_window(load_profiles(root))
     return await refresh_summary(conversations, session, conversations.counter, call, recent=recent)
@@ -291,7 +294,10 @@ async def run_turn(
                 session_id=session, persona=options.persona, title=task[:80]
             )
         execution, validation, agents = _persona_texts(cast, persona)
-        refresh = await _refresh_summary(project.root, conversations, session, models, persona)
+        summary_calls = SummaryCalls(persona=options.persona)
+        refresh = await _refresh_summary(
+            project.root, conversations, session, models, persona, calls=summary_calls
+        )
         turn = TurnContext.build(
             project.root,
             task=task,
@@ -318,6 +324,7 @@ async def run_turn(
         bus = EventBus(run_id)
         usage = TreeUsage(request_cap=options.request_cap)
         runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
+        summary_calls.adopt(runtime)  # the summary's model call counts and is stored too
         bus.subscribe(runtime.store_event)
         if announced is not None:  # already shown: store it, don't show it again
             bus.adopt(Event.model_validate(dict(announced)))
