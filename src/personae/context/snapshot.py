@@ -33,7 +33,8 @@ from personae.context.sources import (
     read_project,
     resolve_task,
 )
-from personae.project import CONFIG_NAMES, CommandsConfig, load_config
+from personae.layout import CONFIG_NAMES
+from personae.project import CommandsConfig, load_config
 from personae.tokens.base import TokenCounter
 
 if TYPE_CHECKING:
