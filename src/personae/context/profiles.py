@@ -96,18 +96,28 @@ def _check_mapping(value: Any, file: str, lines: Lines, path: tuple[str | int, .
         raise _fail("must be a mapping", file, lines, path)
 
 
+def _check_keys(
+    raw: dict[str, Any],
+    allowed: set[str],
+    kind: str,
+    where: tuple[str, Lines, tuple[str | int, ...]],
+    *,
+    also: str | None = None,
+) -> None:
+    """Every key of ``raw`` is one of ``allowed`` (or ``also``, not suggested); else the
+    closest, with the file and line (``where``: file, lines, path)."""
+    file, lines, path = where
+    for key in raw:
+        if key not in allowed and key != also:
+            raise ProfileNameError(
+                kind, str(key), allowed, file=file, line=line_of(lines, (*path, key))
+            )
+
+
 def _spec_fields(
     raw: dict[str, Any], file: str, lines: Lines, path: tuple[str | int, ...]
 ) -> dict[str, Any]:
-    for key in raw:
-        if key not in _SPEC_FIELDS and key != "tag":
-            raise ProfileNameError(
-                "section field",
-                str(key),
-                _SPEC_FIELDS,
-                file=file,
-                line=line_of(lines, (*path, key)),
-            )
+    _check_keys(raw, _SPEC_FIELDS, "section field", (file, lines, path), also="tag")
     source = raw.get("source")
     if source is not None and source not in SOURCES:
         raise ProfileNameError(
@@ -141,11 +151,7 @@ def _merge_file(
     if data is None:
         return
     _check_mapping(data, file, lines, ())
-    for key in data:
-        if key not in _TOP_KEYS:
-            raise ProfileNameError(
-                "key", str(key), _TOP_KEYS, file=file, line=line_of(lines, (key,))
-            )
+    _check_keys(data, _TOP_KEYS, "key", (file, lines, ()))
     if data.get("version", 1) != 1:
         raise _fail("unsupported version (expected 1)", file, lines, ("version",))
     _merge_sections(data.get("sections") or {}, file, lines, catalogue)
@@ -179,15 +185,7 @@ def _role(
 ) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
     """One entry under ``roles``: its description and its sections (tag, own fields)."""
     _check_mapping(raw, file, lines, rpath)
-    for key in raw:
-        if key not in _ROLE_KEYS:
-            raise ProfileNameError(
-                "role field",
-                str(key),
-                _ROLE_KEYS,
-                file=file,
-                line=line_of(lines, (*rpath, key)),
-            )
+    _check_keys(raw, _ROLE_KEYS, "role field", (file, lines, rpath))
     entries = raw.get("sections")
     if not isinstance(entries, list) or not entries:
         raise _fail("sections must be a non-empty list", file, lines, (*rpath, "sections"))
