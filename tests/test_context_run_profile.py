@@ -147,6 +147,27 @@ def test_handover_names_the_profile(project: Path) -> None:
     assert "<vision>" in call["context_text"] and "<handover>" in call["context_text"]
 
 
+def test_handover_create_names_the_profile(project: Path) -> None:
+    """``handover create --profile`` writes ``target.profile``; the run assembles the
+    target's worker with it; an unknown name fails before anything is written."""
+    handover = project / "h.json"
+    personae(
+        project, "handover", "create", "--to", "analyst", "--task", "01-march-report",
+        "--profile", "builder", "--out", str(handover),
+    )  # fmt: skip
+    assert json.loads(handover.read_text(encoding="utf-8"))["target"]["profile"] == "builder"
+    run = _run(project, "--context-from", str(handover), "--non-interactive")
+    assert _worker(run)["budget"]["role"] == "worker (profile builder)"
+    bad_file = project / "bad.json"
+    bad = personae(
+        project, "handover", "create", "--to", "analyst", "--task", "x",
+        "--profile", "buidler", "--out", str(bad_file), check=False,
+    )  # fmt: skip
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "unknown profile 'buidler'; did you mean 'builder'?" in bad.stderr
+    assert not bad_file.exists()
+
+
 def test_chain_step_names_the_profile(tmp_path: Path) -> None:
     from personae.workflow.chain import run_chain
     from personae.workflow.executors import LocalProcessExecutor

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from personae.errors import UsageError
+from personae.errors import UnknownNameError, UsageError
 from personae.limits import DEFAULTS
 
 if TYPE_CHECKING:
@@ -63,6 +63,9 @@ class HandoverSpec:
     """``json`` (default) or ``yaml`` (default from ``out``'s suffix)."""
     check_target: bool = True
     """Refuse a target persona this project does not know."""
+    profile: str | None = None
+    """Context profile the target's worker is assembled with (builder, verifier ...);
+    must be one of the project's profiles."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -132,10 +135,16 @@ def create_handover(
     for warning in warnings:
         if on_warning is not None:
             on_warning(warning)
+    if spec.profile is not None:  # an unknown name fails before anything is written
+        from personae.context.profiles import load_profiles  # local, like the imports above
+
+        known = load_profiles(project.root).profiles
+        if spec.profile not in known:
+            raise UnknownNameError("profile", spec.profile, known, field="profile")
     handover = build_handover(
         source_persona=spec.source, target_persona=spec.to, task=spec.task, cwd=where,
         session_id=spec.session, files=files, data=dict(spec.data),
-        insights=list(spec.insights), interactive=spec.interactive,
+        insights=list(spec.insights), interactive=spec.interactive, profile=spec.profile,
         history=history_for(project.state_db, spec.session or None), mcp_servers=servers,
         env_allow=project.config.handover.env_allow,
     )  # fmt: skip

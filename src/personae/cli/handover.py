@@ -95,6 +95,13 @@ def create(  # noqa: PLR0917 (typer options)
     interactive: Annotated[
         bool, typer.Option("--interactive", help="Target runs interactively.")
     ] = False,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            help="Context profile the target's worker is assembled with (builder, verifier ...).",
+        ),
+    ] = None,
     no_target_check: Annotated[
         bool,
         typer.Option(
@@ -119,7 +126,7 @@ def create(  # noqa: PLR0917 (typer options)
         to=to, task=task, source=source, session=session,
         files=[parse_file_spec(f) for f in file or []], insights=list(insight or []),
         data=parse_data(data), interactive=interactive, out=out,
-        format=_fmt(context_format), check_target=not no_target_check,
+        format=_fmt(context_format), check_target=not no_target_check, profile=profile,
     )  # fmt: skip
     created = create_handover(
         spec, cwd=Path.cwd(), on_warning=lambda w: typer.echo(f"personae: warning: {w}", err=True)

@@ -33,7 +33,7 @@ from personae.store.runs import RunStore
 from personae.team.events import Event, EventBus, RunStarted, ToolCalled, event_from_json
 from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
-from personae.team.summarizer import model_summarize
+from personae.team.summarizer import SummaryCalls, model_summarize
 from personae.team.toolbox import narrow_names, persona_limits
 from personae.team.turn_context import TurnContext
 from personae.tokens.registry import counter_for_model, model_info
@@ -168,14 +168,17 @@ async def _refresh_summary(
     session: str,
     models: ModelResolver,
     persona: Persona | None,
+    *,
+    calls: SummaryCalls,
 ) -> SummaryRefresh:
-    """Path A: fold newly evicted messages into the stored summary with the run's model."""
+    """Path A: fold newly evicted messages into the stored summary with the run's model
+    (``calls`` keeps the model call for the run's usage and record)."""
     from personae.context.profiles import load_profiles
 
     model = persona.model if persona else None
 
     def call(request: str) -> Awaitable[str]:
-        return model_summarize(models, model, request)
+        return model_summarize(models, model, request, calls=calls)
 
     recent = history_window(load_profiles(root))
     return await refresh_summary(conversations, session, conversations.counter, call, recent=recent)
@@ -399,7 +402,10 @@ async def run_turn(
         conversations = ConversationStore(store, counter)
         session = _open_session(conversations, options, task)
         execution, validation, agents = _persona_texts(cast, persona)
-        refresh = await _refresh_summary(project.root, conversations, session, models, persona)
+        summary_calls = SummaryCalls(persona=options.persona)
+        refresh = await _refresh_summary(
+            project.root, conversations, session, models, persona, calls=summary_calls
+        )
         turn = TurnContext.build(
             project.root,
             task=task,
@@ -421,6 +427,7 @@ async def run_turn(
             store, options, task, label=label, session=session, models=models,
             listeners=listeners,
         )  # fmt: skip
+        summary_calls.adopt(rec.runtime)  # the summary's model call counts and is stored too
         team = _team(project, cast, persona, options, session=session, runtime=rec.runtime)
         try:
             result = await _run_team(team, turn, rec)
