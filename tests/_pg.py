@@ -35,6 +35,11 @@ BACKENDS = ("sqlite", "postgres")
 SERVER_USER = "postgres"
 
 
+def dbname(url: str) -> str:
+    """The database name of a URL made by :meth:`PgServer.url`."""
+    return url.split("@/", 1)[1].split("?", 1)[0]
+
+
 def _binaries() -> Path:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=_version)
     if not found:
@@ -47,10 +52,19 @@ def _version(path: str) -> int:
     return int(part) if part.isdigit() else 0
 
 
-class PgServer:
-    """A throwaway PostgreSQL cluster on a private unix socket."""
+TEST_SETTINGS = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+"""Durability off: a test cluster is thrown away afterwards (the bench keeps fsync on)."""
 
-    def __init__(self) -> None:
+
+class PgServer:
+    """A throwaway PostgreSQL cluster on a private unix socket.
+
+    ``settings``: extra server options (``-c name=value ...``); the tests' default turns
+    durability off.
+    """
+
+    def __init__(self, settings: str = TEST_SETTINGS) -> None:
+        self.settings = settings
         self.bin = _binaries()
         self.root = Path(tempfile.mkdtemp(prefix="personae-pg-"))
         self.data = self.root / "data"
@@ -68,7 +82,7 @@ class PgServer:
         return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
     def start(self) -> None:
-        """initdb and start the server (fsync off: a test cluster, thrown away afterwards)."""
+        """initdb and start the server."""
         self.sock.mkdir()
         if self.as_root:
             shutil.chown(self.root, SERVER_USER)
@@ -79,10 +93,7 @@ class PgServer:
         )  # fmt: skip
         if init.returncode != 0:
             pytest.fail(f"initdb failed: {init.stderr.strip()[-400:]} ({INSTALL})")
-        options = (
-            f"-c listen_addresses='' -k {self.sock} -c fsync=off -c synchronous_commit=off"
-            " -c full_page_writes=off -c max_connections=300"
-        )
+        options = f"-c listen_addresses='' -k {self.sock} -c max_connections=300 {self.settings}"
         started = self._run(
             "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o", options,
             "start",
@@ -119,8 +130,7 @@ class PgServer:
 
     def drop(self, url: str) -> None:
         """Drop the database of ``url`` (closing leftover connections)."""
-        name = url.rsplit("/", 1)[1].split("?", maxsplit=1)[0]
-        self.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        self.admin(f"DROP DATABASE IF EXISTS {dbname(url)} WITH (FORCE)")
 
     def stop(self) -> None:
         """Stop the server and remove its files."""
