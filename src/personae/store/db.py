@@ -63,6 +63,7 @@ __all__ = [
     "StoreIntegrityError",
     "database_url_for",
     "is_store_error",
+    "store_present",
 ]
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
@@ -110,6 +111,12 @@ def database_url_for(path: Path | str) -> str | None:
         if os.path.lexists(config) and not config.is_dir():
             return _config_url(config)
     return None
+
+
+def store_present(path: Path | str) -> bool:
+    """Whether the store at ``path`` may hold data: a database URL is configured for it, or
+    its SQLite file exists (for "nothing stored yet" answers that must not create a file)."""
+    return database_url_for(path) is not None or os.path.isfile(path)
 
 
 def _config_url(config: Path) -> str | None:
