@@ -141,12 +141,20 @@ def test_the_hook_gate_process_on_a_postgres_project(tmp_path: Path, pg_database
     env = {k: v for k, v in os.environ.items() if k != "PERSONAE_DATABASE_URL"}
 
     def gate(session: str) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
-            cmd, input=_hook_input(project, session), capture_output=True, env=env,
-            timeout=60, check=False,
-        )  # fmt: skip
+        # The gate's 0.6 s budget includes importing psycopg (~0.12 s idle; several times
+        # that on a loaded machine): out of time it denies, fail-closed, saying so. Only
+        # that denial is retried; any other answer counts.
+        for _ in range(5):
+            done = subprocess.run(
+                cmd, input=_hook_input(project, session), capture_output=True, env=env,
+                timeout=60, check=False,
+            )  # fmt: skip
+            if b"could not decide within" not in done.stderr:
+                break
+        return done
 
-    assert gate("s-pg").returncode == 0
+    allowed = gate("s-pg")
+    assert allowed.returncode == 0, allowed.stderr
     other = gate("s-other")
     assert other.returncode == 2 and b"no recorded bootstrap" in other.stderr
     # The server gone (a URL nobody answers): blocked, with the reason, within seconds.

@@ -120,13 +120,19 @@ def store_present(path: Path | str) -> bool:
 
 
 def _config_url(config: Path) -> str | None:
-    import yaml  # a dependency; imported only when the project has a config file
-
     from personae.fsutil import read_regular
 
     try:
-        raw = yaml.safe_load(read_regular(config, max_bytes=1_000_000).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = read_regular(config, max_bytes=1_000_000)
+    except OSError as exc:
+        raise StoreError(f"{config}: cannot read database_url: {exc}") from None
+    if b"database_url" not in data:
+        return None  # the common case: no YAML parsed (the gate runs on every tool call)
+    import yaml  # a dependency; parsed only when the key is there
+
+    try:
+        raw = yaml.safe_load(data.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise StoreError(f"{config}: cannot read database_url: {exc}") from None
     value = raw.get("database_url") if isinstance(raw, dict) else None
     if value is None:
