@@ -1,9 +1,10 @@
 """A real PostgreSQL server for the store tests (a pytest plugin, see ``conftest.py``).
 
-One throwaway cluster per test session (``initdb``/``pg_ctl`` from Debian's
+One throwaway cluster per test session (``initdb`` and ``postgres`` from Debian's
 ``postgresql`` package, found under ``/usr/lib/postgresql/*/bin``) listening only on a
 private unix socket in a temporary folder, never on TCP. As root the server runs as the
-``postgres`` user (``runuser``). Each test gets its own database, copied from a migrated
+``postgres`` user (``runuser``/``setpriv``); it is this process's child and is killed with
+it. Each test gets its own database, copied from a migrated
 template (``CREATE DATABASE ... TEMPLATE``) so tests stay fast and independent.
 
 The ``backend`` fixture parametrizes a test over ``sqlite`` and ``postgres``; ``open_store``
@@ -18,9 +19,12 @@ import atexit
 import glob
 import itertools
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -74,6 +78,7 @@ class PgServer:
         self._names = itertools.count()
         self._template = ""
         self.running = False
+        self.proc: subprocess.Popen[bytes] | None = None
 
     def _run(self, *argv: str) -> subprocess.CompletedProcess[str]:
         command = [str(self.bin / argv[0]), *argv[1:]]
@@ -93,16 +98,39 @@ class PgServer:
         )  # fmt: skip
         if init.returncode != 0:
             pytest.fail(f"initdb failed: {init.stderr.strip()[-400:]} ({INSTALL})")
-        options = f"-c listen_addresses='' -k {self.sock} -c max_connections=300 {self.settings}"
-        started = self._run(
-            "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o", options,
-            "start",
-        )  # fmt: skip
-        if started.returncode != 0:
-            log = self.log.read_text(errors="replace")[-600:] if self.log.exists() else ""
-            pytest.fail(f"PostgreSQL did not start: {started.stderr.strip()} {log} ({INSTALL})")
+        # The postmaster is our child (no pg_ctl daemon) and gets SIGKILL when this process
+        # dies (setpriv --pdeathsig): a killed test run leaves no server behind; its
+        # backends exit on their own when the postmaster is gone.
+        command = [
+            "setpriv", "--pdeathsig", "KILL", "--", str(self.bin / "postgres"),
+            "-D", str(self.data), "-k", str(self.sock), "-c", "listen_addresses=",
+            "-c", "max_connections=300", *shlex.split(self.settings),
+        ]  # fmt: skip
+        if self.as_root:
+            command[1:1] = ["--reuid", SERVER_USER, "--regid", SERVER_USER, "--init-groups"]
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         self.running = True
         atexit.register(self.stop)
+        deadline = time.monotonic() + 60
+        while not self._ready():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                text = self.log.read_text(errors="replace")[-600:]
+                self.stop()
+                pytest.fail(f"PostgreSQL did not start: {text} ({INSTALL})")
+            time.sleep(0.1)
+
+    def _ready(self) -> bool:
+        try:
+            import psycopg
+        except ImportError:
+            self.stop()
+            pytest.fail(f"psycopg is not installed: {INSTALL}")
+        try:
+            psycopg.connect(self.url("postgres"), connect_timeout=2).close()
+        except psycopg.OperationalError:
+            return False
+        return True
 
     def url(self, dbname: str) -> str:
         """The URL of database ``dbname`` on this server."""
@@ -134,9 +162,14 @@ class PgServer:
 
     def stop(self) -> None:
         """Stop the server and remove its files."""
-        if self.running:
-            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        if self.running and self.proc is not None:
             self.running = False
+            self.proc.send_signal(signal.SIGINT)  # fast shutdown: ends client sessions
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
