@@ -369,10 +369,11 @@ def ledger(
     """List recorded handovers, or one handover's events (works after its file is gone)."""
     from personae.errors import UsageError
     from personae.project import Project
+    from personae.store.db import store_present
     from personae.store.handovers import HandoverLedger
 
     db = Project.discover(Path.cwd()).state_db
-    if not db.exists():
+    if not store_present(db):  # a PostgreSQL store has no file
         if handover_id is not None:
             raise UsageError(f"no handover {handover_id!r} in the ledger")
         typer.echo("[]" if as_json else "no handovers recorded")

@@ -596,11 +596,11 @@ def _export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
 
 def _store(root: Path) -> Any:
     from personae.project import Project
-    from personae.store.db import Store
+    from personae.store.db import Store, store_present
     from personae.store.runs import RunStore
 
     project = Project.open(root)
-    if not project.state_db.exists():
+    if not store_present(project.state_db):  # a PostgreSQL store has no file
         from personae.errors import UsageError
 
         raise UsageError(
@@ -621,9 +621,10 @@ def list_runs(
 ) -> None:
     """Recent runs of this project, newest first."""
     from personae.cli._root import project_root
+    from personae.store.db import store_present
 
     project_db = Layout(project_root()).state_db
-    if not project_db.exists():
+    if not store_present(project_db):
         # Nothing stored yet is an empty list, not an error (like `handover ledger`).
         if as_json:
             typer.echo("[]")
