@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from _helpers import VALIDATOR_OK as OK
+from _helpers import wait_until as poll_until
 
 PERSONA = """---
 name: sh
@@ -86,12 +87,7 @@ def settle(token: str, limit: float = 5.0) -> list[int]:
 
 
 def wait_until(check: Any, limit: float = 90.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{what} not reached within {limit:g}s")
+    poll_until(check, limit, interval=0.05, what=what)
 
 
 def _env() -> dict[str, str]:
