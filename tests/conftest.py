@@ -36,6 +36,8 @@ from _helpers import ProjectFactory, build_project, personae_cli, write_scenario
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
+pytest_plugins = ["_pg"]  # a real PostgreSQL server for the store tests (tests/_pg.py)
+
 # Any attempt to reach a real model provider fails the test.
 models.ALLOW_MODEL_REQUESTS = False
 

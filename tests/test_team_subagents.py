@@ -17,7 +17,6 @@ from personae.team.events import EventBus
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.session import RunOutcome
 from personae.team.subagents import Spawner, child_prompt
-from personae.team.toolbox import ToolBox
 from personae.tools.registry import ToolRegistry
 from personae.tools.subset import ToolSubset
 from personae.tools.workspace import Workspace
@@ -212,7 +211,7 @@ def test_unknown_persona_name_lists_valid_names_and_closest(tmp_path: Path) -> N
     assert "lead, reader, relay, repo-researcher, researcher, scratch" in returned["error"]
 
 
-def _spawner(root: Path, usage: TreeUsage, depth_cap: int = 2) -> tuple[Spawner, ToolBox]:
+def _spawner(root: Path, usage: TreeUsage, depth_cap: int = 2) -> tuple[Spawner, ToolSubset]:
     from personae.persona.cast import Cast
 
     cast = Cast.load(root)
@@ -222,7 +221,7 @@ def _spawner(root: Path, usage: TreeUsage, depth_cap: int = 2) -> tuple[Spawner,
     runtime = Runtime(
         models=ModelResolver.using(model, "scripted:t"), bus=EventBus("r"), usage=usage
     )
-    box = ToolBox.of(ToolSubset.from_registry(ToolRegistry.builtin(Workspace(root))))
+    box = ToolRegistry.builtin(Workspace(root)).subset(record=False)
     return Spawner(runtime=runtime, personas=cast.personas, depth_cap=depth_cap), box
 
 

@@ -26,6 +26,7 @@ from personae.hosts.render import (
     CheckItem,
     check,
 )
+from personae.layout import Layout
 from personae.mind.contract import load_contract
 from personae.mind.server import MindPaths
 
@@ -115,7 +116,7 @@ def diagnose(
 
 
 def _project(root: Path, found_from: Path | None) -> DoctorItem:
-    if (root / ".personae").is_dir():
+    if Layout(root).dir.is_dir():
         where = f"{root}"
         if found_from is not None and found_from.resolve() != root:
             where += f" (found from {found_from.resolve()})"
@@ -130,13 +131,14 @@ def _project(root: Path, found_from: Path | None) -> DoctorItem:
 
 
 def _config(root: Path) -> tuple[DoctorItem, str | None, str | None]:
-    from personae.project import CONFIG_NAMES, load_config
+    from personae.project import load_config
 
+    layout = Layout(root)
     try:
-        config = load_config(root / ".personae")
+        config = load_config(layout.dir)
     except PersonaeError as exc:
         return DoctorItem("config", "FAIL", str(exc), "fix the file (see the error)"), None, None
-    files = [root / ".personae" / n for n in CONFIG_NAMES if (root / ".personae" / n).is_file()]
+    files = [path for path in layout.config_files if path.is_file()]
     detail = f"{files[0]} reads" if files else "no .personae/config.yaml (defaults)"
     return DoctorItem("config", "OK", detail), config.base_url, config.model
 
@@ -242,10 +244,24 @@ def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[DoctorIte
 
 
 def _store(root: Path) -> DoctorItem:
-    import sqlite3
+    from personae.store.health import database_url_for, postgres_problem, sqlite_write_problem
 
-    folder = root / ".personae"
-    db = folder / "state.db"
+    folder = Layout(root).dir
+    db = Layout(root).state_db
+    try:
+        url = database_url_for(db)
+    except PersonaeError as exc:
+        return DoctorItem("store", "FAIL", str(exc), "fix database_url in .personae/config.yaml")
+    if url:
+        problem = postgres_problem(db, url)
+        if problem is not None:
+            return DoctorItem(
+                "store",
+                "FAIL",
+                problem,
+                "check PERSONAE_DATABASE_URL / database_url (docs/postgres.md)",
+            )
+        return DoctorItem("store", "OK", "PostgreSQL store reachable and migrated")
     if not folder.is_dir():
         return DoctorItem(
             "store", "WARN", f"{db} cannot exist yet (no .personae/)", "personae init"
@@ -256,18 +272,12 @@ def _store(root: Path) -> DoctorItem:
         return DoctorItem(
             "store", "FAIL", f"{folder} is not writable", f"chmod u+w {folder} (or fix its owner)"
         )
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=2.0)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("ROLLBACK")
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
+    problem = sqlite_write_problem(db)
+    if problem is not None:
         return DoctorItem(
             "store",
             "FAIL",
-            f"{db} is not writable: {exc}",
+            f"{db} is not writable: {problem}",
             f"check the permissions of {db} and {folder} (or move a broken file away)",
         )
     return DoctorItem("store", "OK", f"{db} is writable")

@@ -10,11 +10,20 @@ from typing import Any
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
+from personae.limits import DEFAULTS
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
 from personae.team import manager, validator, worker
 from personae.team.dispatch import Action, SubtaskBudget, decide
-from personae.team.events import EventKind
+from personae.team.events import (
+    Corrected,
+    PlanMade,
+    RunFinished,
+    RunWarning,
+    SubtaskStarted,
+    Validated,
+    WorkDone,
+)
 from personae.team.involvement import involvement_for
 from personae.team.loopdetect import LoopDetector
 from personae.team.manager import SubtaskOutcome
@@ -29,8 +38,8 @@ from personae.team.skills import (
     relevant_skills,
 )
 from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
-from personae.team.toolbox import ToolBox, narrow_names
 from personae.team.turn_context import TurnContext
+from personae.tools.subset import ToolSubset
 
 __all__ = ["Team", "TeamConfig", "TurnResult", "involvement_for_subtask"]
 
@@ -46,7 +55,7 @@ _DEFAULT_PERSONA = Persona(
 class TeamConfig:
     """Knobs of the team loop (defaults from the seeds)."""
 
-    max_retries: int = 2
+    max_retries: int = DEFAULTS.max_retries
     """Corrections per subtask."""
     loop_window: int = 6
     """Calls remembered for loop detection."""
@@ -92,7 +101,7 @@ class Team:
     """Active persona (``None``: a plain worker)."""
     personas: Mapping[str, Persona] = field(default_factory=dict)
     """Personas subtasks and sub-agents may use."""
-    box: ToolBox | None = None
+    box: ToolSubset | None = None
     """Tools available to the run."""
     workspace: Path | None = None
     """Project root (for the claimed-files check)."""
@@ -122,42 +131,47 @@ class Team:
         MCP servers of the personas used are started on first use and all
         stopped when the turn ends, also on error.
         """
-        self._mcp = McpHub(
+        hub = McpHub(
             project_servers=self.mcp_servers, cwd=self.workspace, on_warning=self._mcp_warning
         )
+        run = Spawner(
+            runtime=self.runtime, personas=self.personas, turn=turn,
+            depth_cap=self.config.depth_cap, mcp=hub, sandbox=self.sandbox,
+        )  # fmt: skip
         try:
-            return await self._run_turn(turn)
+            return await self._run_turn(turn, run)
         finally:
-            hub, self._mcp = self._mcp, None
             await hub.aclose()
 
     def _mcp_warning(self, message: str, data: dict[str, Any]) -> None:
         self.warnings.append(message)
-        self.runtime.emit(EventKind.WARNING, message, action="mcp_server", **data)
+        self.runtime.emit(RunWarning(message=message, action="mcp_server", details=data))
 
-    async def _run_turn(self, turn: TurnContext) -> TurnResult:
+    async def _run_turn(self, turn: TurnContext, run: Spawner) -> TurnResult:
         rt = self.runtime
         plan = await manager.plan(rt, turn, self.persona)
         rt.emit(
-            EventKind.PLAN,
-            f"{len(plan.subtasks)} subtask(s)",
-            subtasks=[s.model_dump() for s in plan.subtasks],
-            rationale=plan.rationale,
+            PlanMade(
+                message=f"{len(plan.subtasks)} subtask(s)",
+                subtasks=[s.model_dump() for s in plan.subtasks],
+                rationale=plan.rationale,
+            )
         )
         outcomes: list[SubtaskOutcome] = []
         for number, subtask in enumerate(plan.subtasks, start=1):
             budget = SubtaskBudget(max_retries=self.config.max_retries)
             detector = LoopDetector(self.config.loop_window)
             rt.emit(
-                EventKind.SUBTASK_START,
-                subtask.description,
-                subtask=number,
-                requirements=subtask.requirements,
-                persona=self._persona_for(subtask).name,
+                SubtaskStarted(
+                    message=subtask.description,
+                    subtask=number,
+                    requirements=subtask.requirements,
+                    persona=self._persona_for(subtask).name,
+                )
             )
             try:
                 outcome = await self._run_subtask(
-                    turn, subtask=subtask, number=number, budget=budget, detector=detector,
+                    turn, run, subtask=subtask, number=number, budget=budget, detector=detector,
                     original=subtask,
                 )  # fmt: skip
             except UsageLimitExceeded as exc:
@@ -169,13 +183,14 @@ class Team:
         final = await manager.synthesize(rt, turn, self.persona, outcomes)
         status = "done" if all(o.status == "validated" for o in outcomes) else "partial"
         rt.emit(
-            EventKind.FINAL,
-            final,
-            status=status,
-            validated=[o.number for o in outcomes if o.status == "validated"],
-            not_validated={o.number: o.status for o in outcomes if o.status != "validated"},
-            usage=rt.usage.as_dict(),
-            failure_count=self.failure_count,
+            RunFinished(
+                message=final,
+                status=status,
+                validated=[o.number for o in outcomes if o.status == "validated"],
+                not_validated={o.number: o.status for o in outcomes if o.status != "validated"},
+                usage=rt.usage.as_dict(),
+                failure_count=self.failure_count,
+            )
         )
         return TurnResult(
             final_text=final,
@@ -191,7 +206,7 @@ class Team:
     ) -> list[SubtaskOutcome]:
         warning = f"stopped at subtask {number}: {reason}"
         self.warnings.append(warning)
-        self.runtime.emit(EventKind.WARNING, warning, subtask=number, action="usage_cap")
+        self.runtime.emit(RunWarning(message=warning, subtask=number, action="usage_cap"))
         return [
             SubtaskOutcome(number=n, subtask=s, status="skipped", result="", reason=reason)
             for n, s in enumerate(subtasks, start=1)
@@ -204,35 +219,11 @@ class Team:
         return self.persona or _DEFAULT_PERSONA
 
     async def _tools_for(
-        self, persona: Persona, number: int
+        self, run: Spawner, persona: Persona, number: int
     ) -> tuple[AbstractToolset[Any], frozenset[str]]:
         if self.box is None:
             return CombinedToolset([]), frozenset()
-        wanted = narrow_names(persona, self.box.names | {"agent"})
-        box = self.box.narrow(wanted - {"agent"})
-        allowed = box.names
-        toolset = box.toolset
-        if self._mcp is not None:
-            mcp_tools, mcp_names = await self._mcp.toolset_for(persona)
-            if mcp_tools is not None:
-                allowed = allowed | mcp_names
-                toolset = CombinedToolset([toolset, mcp_tools])
-        if "agent" in wanted and self.personas:
-            spawner = Spawner(
-                runtime=self.runtime,
-                personas=self.personas,
-                turn=self._turn,
-                depth_cap=self.config.depth_cap,
-                mcp=self._mcp,
-                sandbox=self.sandbox,
-            )
-            allowed = allowed | {"agent"}
-            agent_tools = spawner.toolset(box, allowed, depth=0, subtask=number, parent=persona)
-            toolset = CombinedToolset([toolset, agent_tools])
-        return toolset, allowed
-
-    _turn: TurnContext | None = None
-    _mcp: McpHub | None = None
+        return await run.toolset_for(persona, box=self.box, subtask=number)
 
     def _skills(
         self, chosen: list[Skill], turn: TurnContext, number: int, role: str
@@ -249,19 +240,20 @@ class Team:
         )  # fmt: skip
         if loaded.cut:
             self.runtime.emit(
-                EventKind.WARNING,
-                f"skill bodies for the {role} cut to fit the budget: {', '.join(loaded.cut)}",
-                subtask=number,
-                action="skills_cut",
-                role=role,
-                skills=loaded.names,
-                cut=loaded.cut,
+                RunWarning(
+                    message=f"skill bodies for the {role} cut to fit the budget: "
+                    f"{', '.join(loaded.cut)}",
+                    subtask=number,
+                    action="skills_cut",
+                    details={"role": role, "skills": loaded.names, "cut": loaded.cut},
+                )
             )
         return loaded
 
     async def _run_subtask(
         self,
         turn: TurnContext,
+        run: Spawner,
         *,
         subtask: Subtask,
         number: int,
@@ -270,9 +262,8 @@ class Team:
         original: Subtask,
     ) -> SubtaskOutcome:
         rt = self.runtime
-        self._turn = turn
         persona = self._persona_for(original)
-        toolset, allowed = await self._tools_for(persona, number)
+        toolset, allowed = await self._tools_for(run, persona, number)
         level = involvement_for_subtask(turn.task, subtask.description)
         required = list(
             dict.fromkeys([*subtask.required_tools, *persona.constraints.required_tools])
@@ -291,17 +282,18 @@ class Team:
                 skills_text=for_worker.text,
             )  # fmt: skip
             rt.emit(
-                EventKind.WORK_RESULT,
-                work.result[:300],
-                subtask=number,
-                attempt=attempts,
-                success=work.success,
-                tools_used=work.tools_used,
-                failed_tools=[c.model_dump() for c in work.failed_tools],
-                loop_detected=work.loop_detected,
-                result=work.result,
-                skills=for_worker.names,
-                skill_commands=[(c.command, c.reason) for c in for_worker.commands],
+                WorkDone(
+                    message=work.result[:300],
+                    subtask=number,
+                    attempt=attempts,
+                    success=work.success,
+                    tools_used=work.tools_used,
+                    failed_tools=[c.model_dump() for c in work.failed_tools],
+                    loop_detected=work.loop_detected,
+                    result=work.result,
+                    skills=for_worker.names,
+                    skill_commands=[(c.command, c.reason) for c in for_worker.commands],
+                )
             )
             loaded = [self.skills[n] for n in for_worker.names]
             for_validator = self._skills(
@@ -331,7 +323,9 @@ class Team:
                 )  # fmt: skip
             if decision.warning:
                 self.warnings.append(decision.warning)
-                rt.emit(EventKind.WARNING, decision.warning, subtask=number, action=decision.action)
+                rt.emit(
+                    RunWarning(message=decision.warning, subtask=number, action=decision.action)
+                )
             if decision.action in (Action.SKIP, Action.ESCALATE, Action.CONTINUE):
                 status = {
                     Action.SKIP: "skipped",
@@ -343,17 +337,18 @@ class Team:
                     reason="; ".join(result.issues), attempts=attempts,
                 )  # fmt: skip
             rt.emit(
-                EventKind.CORRECTION,
-                f"{decision.action.value}: {decision.instruction}",
-                subtask=number,
-                action=decision.action.value,
-                blocker=decision.blocker.value if decision.blocker else None,
-                retries_used=budget.retries_used,
-                max_retries=budget.max_retries,
+                Corrected(
+                    message=f"{decision.action.value}: {decision.instruction}",
+                    subtask=number,
+                    action=decision.action.value,
+                    blocker=decision.blocker.value if decision.blocker else None,
+                    retries_used=budget.retries_used,
+                    max_retries=budget.max_retries,
+                )
             )
             if decision.action is Action.DECOMPOSE:
                 return await self._decompose(
-                    turn, subtask=subtask, number=number, budget=budget, detector=detector,
+                    turn, run, subtask=subtask, number=number, budget=budget, detector=detector,
                     original=original, missing="; ".join(result.issues), attempts=attempts,
                 )  # fmt: skip
             correction = decision.instruction
@@ -361,6 +356,7 @@ class Team:
     async def _decompose(
         self,
         turn: TurnContext,
+        run: Spawner,
         *,
         subtask: Subtask,
         number: int,
@@ -378,6 +374,7 @@ class Team:
             results.append(
                 await self._run_subtask(
                     turn,
+                    run,
                     subtask=step,
                     number=number,
                     budget=budget,
@@ -423,19 +420,29 @@ class Team:
                 r = outcome.result
                 signal = r.completion_signal
                 rt.emit(
-                    EventKind.VALIDATION,
-                    ("approved" if r.approved else "rejected: " + "; ".join(r.issues)),
-                    subtask=number,
-                    used_llm=outcome.used_llm,
-                    skills=skill_names,
-                    **r.model_dump(mode="json", exclude={"completion_signal"}),
-                    completion_signal=signal.model_dump(mode="json"),
+                    Validated(
+                        message="approved" if r.approved else "rejected: " + "; ".join(r.issues),
+                        subtask=number,
+                        used_llm=outcome.used_llm,
+                        skills=skill_names,
+                        approved=r.approved,
+                        requirements_met=r.requirements_met,
+                        issues=list(r.issues),
+                        next_action=r.next_action,
+                        involvement_level=r.involvement_level.value,
+                        correction=r.correction,
+                        completion_signal=signal.model_dump(mode="json"),
+                    )
                 )
                 return r
             warning = (
                 f"validator unavailable for subtask {number} (attempt {attempt}): "
                 f"{outcome.infra_error}; not counted as approval or rejection"
             )
-            rt.emit(EventKind.WARNING, warning, subtask=number, infra_error=outcome.infra_error)
+            rt.emit(
+                RunWarning(
+                    message=warning, subtask=number, details={"infra_error": outcome.infra_error}
+                )
+            )
         self.warnings.append(f"subtask {number} kept as unvalidated: the validator was unavailable")
         return None
