@@ -76,6 +76,54 @@ def run_personae(
     )
 
 
+def plan(*descriptions: str) -> dict[str, Any]:
+    """A manager step answering with one subtask per description (each with one requirement)."""
+    subtasks = [{"description": d, "requirements": [f"{d} is done"]} for d in descriptions]
+    return {"when": {"role": "manager"}, "output": {"subtasks": subtasks}}
+
+
+def work(text: str) -> dict[str, Any]:
+    """A worker step answering ``text``."""
+    return {"when": {"role": "worker"}, "text": text}
+
+
+def tool(name: str, **args: Any) -> dict[str, Any]:
+    """A worker step calling tool ``name`` with ``args``."""
+    return {"when": {"role": "worker"}, "tool_calls": [{"name": name, "args": args}]}
+
+
+def verdict(
+    approved: bool,
+    *,
+    blocker: str | None = None,
+    progress: bool = True,
+    confidence: str = "high",
+    strategy: str | None = None,
+    issues: list[str] | None = None,
+) -> dict[str, Any]:
+    """A validator step: approved or not, with its completion signal."""
+    return {
+        "when": {"role": "validator"},
+        "output": {
+            "approved": approved,
+            "requirements_met": approved,
+            "issues": issues if issues is not None else ([] if approved else ["not good enough"]),
+            "next_action": "continue" if approved else "fix",
+            "completion_signal": {
+                "confidence": confidence,
+                "progress_made": progress,
+                "blocker_type": blocker,
+                "suggested_strategy": strategy,
+            },
+        },
+    }
+
+
+def synth(text: str = "Summary of validated work.") -> dict[str, Any]:
+    """The manager's closing (synthesis) step."""
+    return {"when": {"role": "manager"}, "text": text}
+
+
 def one_read_steps(path: str, *, subtask: str, report: str, answer: str) -> list[dict[str, Any]]:
     """Scenario steps of one subtask: the worker reads ``path`` and reports ``report``, the
     validator approves, the manager answers ``answer``."""
