@@ -9,16 +9,14 @@ model call crosses loopback HTTP. The child is a separate `personae run
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from _helpers import VALIDATOR_OK as OK
-from _helpers import ProjectFactory
+from _helpers import ProjectFactory, personae_cli
 from personae.handover.tool import handover_to_persona
 
 LEAD = """---
@@ -104,12 +102,7 @@ def project(
 
 
 def run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "personae", "run", *args, "--json"],
-        check=False, cwd=cwd, capture_output=True, text=True, timeout=180,
-        env={**os.environ, **(env or {})},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    done = personae_cli("run", *args, "--json", cwd=cwd, env=env, timeout=180, check=True)
     assert "Traceback" not in done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 

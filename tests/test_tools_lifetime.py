@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 from _helpers import VALIDATOR_OK as OK
+from _helpers import run_personae
 from _helpers import wait_until as poll_until
 
 PERSONA = """---
@@ -126,10 +127,8 @@ def _token() -> str:
 
 def _create_handover(root: Path) -> subprocess.CompletedProcess[str]:
     """``personae handover create --to sh --task go`` (its stdout is the file's path)."""
-    created = subprocess.run(
-        [sys.executable, "-m", "personae", "handover", "create", "--to", "sh", "--task", "go"],
-        cwd=root, env=_env(), capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    create = ("handover", "create", "--to", "sh", "--task", "go")
+    created = run_personae(*create, cwd=root, env=_env(), timeout=120)
     assert created.returncode == 0, created.stderr
     return created
 
