@@ -12,21 +12,13 @@ from typing import Any
 import pytest
 import yaml
 
-from _helpers import VALIDATOR_OK as OK
-from _helpers import personae_cli
+from _helpers import one_read_steps, personae_cli
 
 SCENARIO = {
     "description": "one subtask, one tool call (scripted)",
-    "steps": [
-        {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Write it"}]}},
-        {
-            "when": {"role": "worker"},
-            "tool_calls": [{"name": "read_file", "args": {"path": ".personae/samples/sales.csv"}}],
-        },
-        {"when": {"role": "worker"}, "text": "Report drafted."},
-        {"when": {"role": "validator"}, "output": OK},
-        {"when": {"role": "manager"}, "text": "DONE"},
-    ],
+    "steps": one_read_steps(
+        ".personae/samples/sales.csv", subtask="Write it", report="Report drafted.", answer="DONE"
+    ),
 }
 
 
@@ -37,8 +29,7 @@ def personae(
 
 
 @pytest.fixture
-def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+def project(tmp_path: Path, offline_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("PERSONAE_BUDGET_SHARE", raising=False)
     root = tmp_path / "proj"
     root.mkdir()

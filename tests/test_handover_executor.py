@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from _helpers import run_async
+from _helpers import ProjectFactory, run_async
 from personae.handover.child import (
     EXIT_FAILURE,
     EXIT_SUCCESS,
@@ -31,14 +31,11 @@ from test_handover_childprog import calls, command
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".personae" / "personas").mkdir(parents=True)
-    for name in ("report-writer", "writer"):
-        (root / ".personae" / "personas" / f"{name}.md").write_text(
-            f"---\nname: {name}\ndescription: Writes.\n---\nWrite.\n"
-        )
-    return root
+def project(project_factory: ProjectFactory) -> Path:
+    return project_factory(
+        {name: f"---\nname: {name}\ndescription: Writes.\n---\nWrite.\n"
+         for name in ("report-writer", "writer")}
+    )  # fmt: skip
 
 
 def make(project: Path, behave: dict[str, Any] | None = None) -> Path:

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from _helpers import VALIDATOR_OK as OK
+from _helpers import ProjectFactory
 from personae.handover.create import build_handover, create_handover
 from personae.handover.tool import HandoverToolArgs, HandoverToolResult
 
@@ -32,14 +33,12 @@ RULES = [
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".personae" / "personas").mkdir(parents=True)
-    (root / ".personae" / "personas" / "dev.md").write_text(
-        "---\nname: dev\ndescription: Answers.\ntools: [read_file]\n---\nAnswer briefly.\n"
+def project(project_factory: ProjectFactory) -> Path:
+    dev = "---\nname: dev\ndescription: Answers.\ntools: [read_file]\n---\nAnswer briefly.\n"
+    return project_factory(
+        {"dev": dev},
+        {"scenario.yaml": yaml.safe_dump({"steps": [], "rules": RULES})},
     )
-    (root / "scenario.yaml").write_text(yaml.safe_dump({"steps": [], "rules": RULES}))
-    return root
 
 
 def _read_until(fd: int, needle: bytes, seen: bytearray, deadline: float, times: int = 1) -> None:

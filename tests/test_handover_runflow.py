@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from _helpers import run_personae
+from _helpers import ProjectFactory, run_personae
 from personae.errors import UsageError
 from personae.handover import runflow
 from personae.handover._history import history_for
@@ -25,15 +25,11 @@ def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "data").mkdir(parents=True)
-    (root / "data" / "sales.csv").write_text("month,total\n1,10\n")
-    (root / ".personae" / "personas").mkdir(parents=True)
-    (root / ".personae" / "personas" / "report-writer.md").write_text(
-        "---\nname: report-writer\ndescription: Writes reports.\n---\nWrite.\n"
+def project(project_factory: ProjectFactory) -> Path:
+    return project_factory(
+        {"report-writer": "---\nname: report-writer\ndescription: Writes reports.\n---\nWrite.\n"},
+        {"data/sales.csv": "month,total\n1,10\n"},
     )
-    return root
 
 
 def make(project: Path, **kw: object) -> Path:
