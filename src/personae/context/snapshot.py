@@ -13,16 +13,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from personae.context._conversation import Loaded, Summarizer, load_conversation
 from personae.context._probe import probe, remembered
-from personae.context._window import messages_digest
 from personae.context.commands import CommandRun, expand_commands, has_commands
-from personae.context.messages import ChatMessage, from_stored
+from personae.context.messages import ChatMessage
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.report import HistoryPath
 from personae.context.sources import (
@@ -33,6 +32,7 @@ from personae.context.sources import (
     read_project,
     resolve_task,
 )
+from personae.context.window import ContextWindow, as_chat
 from personae.layout import CONFIG_NAMES
 from personae.project import CommandsConfig, load_config
 from personae.tokens.base import TokenCounter
@@ -92,6 +92,12 @@ class SnapshotOptions:
     max_tokens: int | None = None
     """The largest budget the snapshot will be assembled for: path B stops reading
     the store once older messages could not fit."""
+    window: ContextWindow | None = None
+    """The session's window, kept by the agent loop across turns: what earlier
+    turns read and prepared is reused, and its messages (see
+    :meth:`ContextWindow.extend`) are the conversation when neither
+    ``conversations`` nor ``messages`` is given. ``None``: a fresh window (no
+    reuse between turns)."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +136,7 @@ def _commands_of(base: Path) -> CommandsConfig:
     return load_config(base / ".personae").commands
 
 
-def _digest(base: Path, built: _Built, window: Hashable | None) -> str:
+def _digest(base: Path, built: _Built) -> str:
     digest = hashlib.sha256()
     head = {
         "root": str(base),
@@ -142,8 +148,8 @@ def _digest(base: Path, built: _Built, window: Hashable | None) -> str:
         "persona": built.opts.persona,
     }
     digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
-    if window is not None:
-        digest.update(messages_digest(window, built.history.messages))
+    if built.history.messages:
+        digest.update(built.window.digest())
     return digest.hexdigest()[:16]
 
 
@@ -157,13 +163,16 @@ class _Built:
         self.runs: list[CommandRun] = []
         self.notes: list[str] = list(opts.warnings)
         self._commands = opts.commands
+        self.window = opts.window if opts.window is not None else ContextWindow()
         key = (
             str(base),
             opts.task,
             opts.step,
             tuple(s.content_key for s in self.profiles.named_files),
         )
-        self.files = remembered(key, lambda: _read_files(base, opts, self.profiles))
+        self.files = remembered(
+            self.window.files, key, lambda: _read_files(base, opts, self.profiles)
+        )
         self.texts = dict(self.files.texts)
         self.where = dict(self.files.files)
         self.profile_texts: dict[str, str] = {}
@@ -173,7 +182,9 @@ class _Built:
     def commands(self) -> CommandsConfig:
         if self._commands is None:
             base = self.base
-            self._commands = remembered(("config", str(base)), lambda: _commands_of(base))
+            self._commands = remembered(
+                self.window.files, ("config", str(base)), lambda: _commands_of(base)
+            )
         return self._commands
 
     def add_git_log(self) -> None:
@@ -203,9 +214,9 @@ class _Built:
             self.profile_texts[text], done = expand_commands(text, self.commands, self.base)
             self.runs.extend(done)
 
-    def load_history(self) -> Hashable | None:
-        """Read the conversation; the key of its in-process window (``None``: none)."""
-        opts = self.opts
+    def load_history(self) -> None:
+        """Read the conversation (the window then holds its messages)."""
+        opts, window = self.opts, self.window
         if opts.conversations is not None and opts.session is not None:
             self.history = load_conversation(
                 opts.conversations,
@@ -214,27 +225,21 @@ class _Built:
                 recent=opts.recent if opts.recent is not None else self.profiles.window,
                 summarizer=opts.summarizer,
                 token_limit=opts.max_tokens,
+                reads=window.store_reads,
             )
+            self.history = replace(self.history, messages=window.sync(self.history.messages))
             if self.history.warning:
                 self.notes.append(self.history.warning)
             if self.history.summary:
                 self.texts["summary"] = self.history.summary
                 self.where["summary"] = f"session {opts.session}"
             self.where["messages"] = f"session {opts.session}"
-            where = f"session {opts.session}"
         elif opts.messages:
-            self.history = Loaded(None, None, _as_chat(opts.messages), 0, "B", 0)
-            self.where["messages"] = where = "given messages"
-        else:
-            return None
-        return (str(self.base), where) if self.history.messages else None
-
-
-def _as_chat(messages: Sequence[object]) -> tuple[ChatMessage, ...]:
-    kinds = set(map(type, messages))  # C-speed: a long list of ChatMessage is common
-    if kinds == {ChatMessage}:
-        return tuple(messages)  # type: ignore[arg-type]
-    return tuple(from_stored(m) for m in messages)
+            self.history = Loaded(None, None, window.sync(as_chat(opts.messages)), 0, "B", 0)
+            self.where["messages"] = "given messages"
+        elif len(window):
+            self.history = Loaded(None, None, window.messages, 0, "B", 0)
+            self.where["messages"] = "session window"
 
 
 @dataclass(frozen=True, eq=False)
@@ -269,11 +274,9 @@ class Snapshot:
     """The profiles the snapshot was built for."""
     warnings: tuple[str, ...] = ()
     """Things that went wrong but did not stop the turn (e.g. a failing summarizer)."""
-    cache: dict[Any, Any] = field(default_factory=dict, repr=False)
-    """Per-counter counts, filled by assembly (not part of the id)."""
-    window: Hashable | None = field(default=None, repr=False)
-    """Key of the in-process window of this conversation (what earlier turns of the
-    session prepared is reused); ``None``: no conversation."""
+    window: ContextWindow | None = field(default=None, repr=False, compare=False)
+    """The session's window the snapshot was built with (assembly prepares the
+    conversation through it); ``None``: prepared from scratch."""
 
     @classmethod
     def build(
@@ -298,9 +301,9 @@ class Snapshot:
             built.texts["task"] = built.texts.pop("task")
             built.where["task"] = built.where.pop("task")
         built.expand_profile_texts()
-        window = built.load_history()
+        built.load_history()
         return cls(
-            id=_digest(built.base, built, window),
+            id=_digest(built.base, built),
             root=built.base,
             texts=built.texts,
             files=built.where,
@@ -314,7 +317,7 @@ class Snapshot:
             commands=tuple(built.runs),
             profiles=built.profiles,
             warnings=tuple(built.notes),
-            window=window,
+            window=built.window,
         )
 
     def content(self, source: str) -> str | None:
