@@ -68,6 +68,11 @@ class ProfileSet:
         return tuple(spec for _, spec in sorted(by_key.items()))
 
     @cached_property
+    def named_keys(self) -> tuple[str, ...]:
+        """The content keys of :attr:`named_files`, in the same order."""
+        return tuple(s.content_key for s in self.named_files)
+
+    @cached_property
     def command_texts(self) -> tuple[str, ...]:
         """The profiles' own section texts that hold ``!command`` forms (sorted, each once)."""
         texts = {s.text for p in self.profiles.values() for s in p.sections if s.text}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -137,7 +136,6 @@ def _commands_of(base: Path) -> CommandsConfig:
 
 
 def _digest(base: Path, built: _Built) -> str:
-    digest = hashlib.sha256()
     head = {
         "root": str(base),
         "texts": built.texts,
@@ -147,10 +145,21 @@ def _digest(base: Path, built: _Built) -> str:
         "path": built.history.path,
         "persona": built.opts.persona,
     }
-    digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
+    # The same head as the previous turn's (compared value by value: the same string
+    # objects when the files were not read again) is not serialised and hashed again.
+    key = tuple((k, tuple(v.items()) if isinstance(v, dict) else v) for k, v in head.items())
+    last = built.window.head
+    digest: Any
+    if last is not None and last[0] == key:
+        digest = last[1].copy()
+    else:
+        digest = hashlib.sha256()
+        digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
+        built.window.head = (key, digest.copy())
     if built.history.messages:
         digest.update(built.window.digest())
-    return digest.hexdigest()[:16]
+    hexdigest: str = digest.hexdigest()
+    return hexdigest[:16]
 
 
 class _Built:
@@ -163,12 +172,12 @@ class _Built:
         self.runs: list[CommandRun] = []
         self.notes: list[str] = list(opts.warnings)
         self._commands = opts.commands
-        self.window = opts.window if opts.window is not None else ContextWindow()
+        self.window: ContextWindow = opts.window  # type: ignore[assignment]  # set by build
         key = (
             str(base),
             opts.task,
             opts.step,
-            tuple(s.content_key for s in self.profiles.named_files),
+            self.profiles.named_keys,
         )
         self.files = remembered(
             self.window.files, key, lambda: _read_files(base, opts, self.profiles)
@@ -293,7 +302,8 @@ class Snapshot:
             opts = SnapshotOptions(**fields)
         else:
             opts = replace(options, **fields) if fields else options
-        built = _Built(Path(os.path.realpath(root)), opts)
+        window = opts.window if opts.window is not None else ContextWindow()
+        built = _Built(window.resolve(root), replace(opts, window=window))
         built.add_git_log()
         built.add_persona()
         task = built.files.task

@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import hashlib
 import operator
+import os
 import threading
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from personae.context.history import Exchanges, MessageCosts, render_unit
@@ -192,6 +194,17 @@ class ContextWindow:
         """Project file reads of this session (see ``_probe.remembered``)."""
         self.store_reads: dict[Hashable, Any] = {}
         """The session's store rows read by earlier turns (see ``_conversation``)."""
+        self.head: tuple[Hashable, Any] | None = None
+        """The previous snapshot's head (texts, paths...) and its hash state."""
+        self._roots: dict[str, Path] = {}
+
+    def resolve(self, root: os.PathLike[str] | str) -> Path:
+        """The project root, symlinks resolved once per window (a session's root is fixed)."""
+        key = os.fspath(root)
+        got = self._roots.get(key)
+        if got is None:
+            got = self._roots[key] = Path(os.path.realpath(key))
+        return got
 
     def __len__(self) -> int:
         return len(self._msgs)
