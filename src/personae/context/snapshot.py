@@ -243,9 +243,11 @@ class _Built:
                 self.texts["summary"] = self.history.summary
                 self.where["summary"] = f"session {opts.session}"
             self.where["messages"] = f"session {opts.session}"
-        elif opts.messages:
-            self.history = Loaded(None, None, window.sync(as_chat(opts.messages)), 0, "B", 0)
-            self.where["messages"] = "given messages"
+        elif opts.messages is not None:
+            given = window.sync(as_chat(opts.messages))
+            if given:
+                self.history = Loaded(None, None, given, 0, "B", 0)
+                self.where["messages"] = "given messages"
         elif len(window):
             self.history = Loaded(None, None, window.messages, 0, "B", 0)
             self.where["messages"] = "session window"
