@@ -83,6 +83,22 @@ def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
 
 
 @dataclass(kw_only=True)
+class _Job:
+    """One planned subtask of a turn, shared by its retries and decomposed steps."""
+
+    run: Spawner
+    """The turn's per-run state (toolsets, sub-agents, MCP servers)."""
+    number: int
+    """Its 1-based number in the plan."""
+    original: Subtask
+    """The subtask as planned (steps of a decomposition report under it)."""
+    budget: SubtaskBudget
+    """Its retry budget (shared by its steps)."""
+    detector: LoopDetector
+    """Its loop detector (shared by its steps)."""
+
+
+@dataclass(kw_only=True)
 class Team:
     """Manager, Worker and Validator over one shared turn context."""
 
@@ -149,8 +165,11 @@ class Team:
         )
         outcomes: list[SubtaskOutcome] = []
         for number, subtask in enumerate(plan.subtasks, start=1):
-            budget = SubtaskBudget(max_retries=self.config.max_retries)
-            detector = LoopDetector(self.config.loop_window)
+            job = _Job(
+                run=run, number=number, original=subtask,
+                budget=SubtaskBudget(max_retries=self.config.max_retries),
+                detector=LoopDetector(self.config.loop_window),
+            )  # fmt: skip
             rt.emit(
                 EventKind.SUBTASK_START,
                 subtask.description,
@@ -159,10 +178,7 @@ class Team:
                 persona=self._persona_for(subtask).name,
             )
             try:
-                outcome = await self._run_subtask(
-                    turn, run, subtask=subtask, number=number, budget=budget, detector=detector,
-                    original=subtask,
-                )  # fmt: skip
+                outcome = await self._run_subtask(turn, job, subtask)
             except UsageLimitExceeded as exc:
                 outcomes.extend(self._stop_for_cap(plan.subtasks, number, str(exc)))
                 break
@@ -238,20 +254,12 @@ class Team:
             )
         return loaded
 
-    async def _run_subtask(
-        self,
-        turn: TurnContext,
-        run: Spawner,
-        *,
-        subtask: Subtask,
-        number: int,
-        budget: SubtaskBudget,
-        detector: LoopDetector,
-        original: Subtask,
-    ) -> SubtaskOutcome:
+    async def _run_subtask(self, turn: TurnContext, job: _Job, subtask: Subtask) -> SubtaskOutcome:
+        """Work on ``subtask`` (the planned one or a step of it) until validated or given up."""
         rt = self.runtime
+        number, budget, original = job.number, job.budget, job.original
         persona = self._persona_for(original)
-        toolset, allowed = await self._tools_for(run, persona, number)
+        toolset, allowed = await self._tools_for(job.run, persona, number)
         level = involvement_for_subtask(turn.task, subtask.description)
         required = list(
             dict.fromkeys([*subtask.required_tools, *persona.constraints.required_tools])
@@ -266,7 +274,7 @@ class Team:
             attempts += 1
             work = await worker.run_worker(
                 rt, turn, subtask=subtask, number=number, persona=persona,
-                toolset=toolset, allowed=allowed, detector=detector, correction=correction,
+                toolset=toolset, allowed=allowed, detector=job.detector, correction=correction,
                 skills_text=for_worker.text,
             )  # fmt: skip
             rt.emit(
@@ -332,40 +340,18 @@ class Team:
             )
             if decision.action is Action.DECOMPOSE:
                 return await self._decompose(
-                    turn, run, subtask=subtask, number=number, budget=budget, detector=detector,
-                    original=original, missing="; ".join(result.issues), attempts=attempts,
-                )  # fmt: skip
+                    turn, job, subtask, missing="; ".join(result.issues), attempts=attempts
+                )
             correction = decision.instruction
 
     async def _decompose(
-        self,
-        turn: TurnContext,
-        run: Spawner,
-        *,
-        subtask: Subtask,
-        number: int,
-        budget: SubtaskBudget,
-        detector: LoopDetector,
-        original: Subtask,
-        missing: str,
-        attempts: int,
+        self, turn: TurnContext, job: _Job, subtask: Subtask, *, missing: str, attempts: int
     ) -> SubtaskOutcome:
+        number, original = job.number, job.original
         steps = await manager.decompose(
             self.runtime, turn, self.persona, subtask=subtask, number=number, missing=missing
         )
-        results: list[SubtaskOutcome] = []
-        for step in steps.subtasks:
-            results.append(
-                await self._run_subtask(
-                    turn,
-                    run,
-                    subtask=step,
-                    number=number,
-                    budget=budget,
-                    detector=detector,
-                    original=original,
-                )
-            )
+        results = [await self._run_subtask(turn, job, step) for step in steps.subtasks]
         statuses = {r.status for r in results}
         status = "validated" if statuses == {"validated"} else (
             "skipped" if statuses <= {"skipped", "escalated"} else

@@ -63,6 +63,14 @@ class SubagentOutcome(BaseModel):
     """Why it failed or stopped."""
 
 
+def _not_run(persona: str, context_mode: str, error: str) -> SubagentOutcome:
+    """The outcome of a spawn refused before the child ran."""
+    return SubagentOutcome(
+        persona=persona, status="failed", final_message="", progress_made=False,
+        context_mode=context_mode, error=error,
+    )  # fmt: skip
+
+
 def child_prompt(mode: ContextMode, task: str, turn: TurnContext | None) -> str:
     """The child's first message for a context mode (the task is always included)."""
     task_block = f"<task>\n{task}\n</task>"
@@ -206,33 +214,22 @@ class Spawner:
                     EventKind.WARNING, f"refused spawn: {error_text}", subtask=subtask,
                     action="spawn_refused", persona=name, parent=parent.name,
                 )  # fmt: skip
-                return SubagentOutcome(
-                    persona=name, status="failed", final_message="", progress_made=False,
-                    context_mode="none", error=error_text,
-                )  # fmt: skip
+                return _not_run(name, "none", error_text)
         persona = spawnable.get(name)
         if persona is None:
-            error = UnknownNameError("persona", name, spawnable)
-            return SubagentOutcome(
-                persona=name, status="failed", final_message="", progress_made=False,
-                context_mode="none", error=str(error),
-            )  # fmt: skip
+            return _not_run(name, "none", str(UnknownNameError("persona", name, spawnable)))
         mode = persona.context
         if depth > self.depth_cap:
-            return SubagentOutcome(
-                persona=name, status="failed", final_message="", progress_made=False,
-                context_mode=mode.value, error=f"sub-agent depth cap of {self.depth_cap} reached",
+            return _not_run(name, mode.value, f"sub-agent depth cap of {self.depth_cap} reached")
+
+        def event(text: str, phase: str, **data: Any) -> None:
+            self.runtime.emit(
+                EventKind.SUBAGENT, text, subtask=subtask, persona=name, phase=phase,
+                context_mode=mode.value, **data,
             )  # fmt: skip
-        self.runtime.emit(
-            EventKind.SUBAGENT,
-            f"spawn {name} (context: {mode.value}, depth {depth})",
-            subtask=subtask,
-            persona=name,
-            phase="start",
-            context_mode=mode.value,
-            depth=depth,
-            task=task,
-        )
+
+        start = f"spawn {name} (context: {mode.value}, depth {depth})"
+        event(start, "start", depth=depth, task=task)
         temp: Path | None = None
         try:
             child_box = box
@@ -246,13 +243,9 @@ class Spawner:
         finally:
             if temp is not None:
                 shutil.rmtree(temp, ignore_errors=True)
-        self.runtime.emit(
-            EventKind.SUBAGENT,
+        event(
             f"{name} finished: {outcome.status}",
-            subtask=subtask,
-            persona=name,
-            phase="end",
-            context_mode=mode.value,
+            "end",
             status=outcome.status,
             progress_made=outcome.progress_made,
             usage=outcome.usage,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,6 +105,14 @@ class CallLog:
     """Every call, in order."""
     loop_detected: bool = False
     """A repeated identical call was refused."""
+
+    def add(
+        self, record: ToolCallRecord, on_call: Callable[[ToolCallRecord], None] | None = None
+    ) -> None:
+        """Append ``record`` and pass it to ``on_call``."""
+        self.calls.append(record)
+        if on_call is not None:
+            on_call(record)
 
     @property
     def failed(self) -> list[ToolCallRecord]:

@@ -223,9 +223,7 @@ class ToolSubset(AbstractToolset[Any]):
             name, args, ok=ok, text=text, started=started,
             preview_chars=self.limits.preview_chars, **extra,
         )  # fmt: skip
-        self.log.calls.append(record)
-        if self.on_call is not None:
-            self.on_call(record)
+        self.log.add(record, self.on_call)
 
     @property
     def failed_calls(self) -> list[ToolCallRecord]:
