@@ -12,12 +12,12 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
-from personae.team import manager, validator, worker
 from personae.team.dispatch import Action, SubtaskBudget, decide
 from personae.team.events import EventKind
 from personae.team.involvement import involvement_for
 from personae.team.loopdetect import LoopDetector
-from personae.team.manager import SubtaskOutcome
+from personae.team.manager import SubtaskOutcome, decompose, synthesize
+from personae.team.manager import plan as make_plan
 from personae.team.mcp_servers import McpHub
 from personae.team.runtime import Runtime
 from personae.team.signals import InvolvementLevel, Subtask, ValidationResult, WorkerResult
@@ -30,6 +30,8 @@ from personae.team.skills import (
 )
 from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
 from personae.team.turn_context import TurnContext
+from personae.team.validator import validate
+from personae.team.worker import run_worker
 from personae.tools.subset import ToolSubset
 
 __all__ = ["Team", "TeamConfig", "TurnResult", "involvement_for_subtask"]
@@ -156,7 +158,7 @@ class Team:
 
     async def _run_turn(self, turn: TurnContext, run: Spawner) -> TurnResult:
         rt = self.runtime
-        plan = await manager.plan(rt, turn, self.persona)
+        plan = await make_plan(rt, turn, self.persona)
         rt.emit(
             EventKind.PLAN,
             f"{len(plan.subtasks)} subtask(s)",
@@ -185,7 +187,7 @@ class Team:
             outcomes.append(outcome)
             if outcome.status == "validated":
                 turn.add_assistant(f"[subtask {number}] {outcome.result}")
-        final = await manager.synthesize(rt, turn, self.persona, outcomes)
+        final = await synthesize(rt, turn, self.persona, outcomes)
         status = "done" if all(o.status == "validated" for o in outcomes) else "partial"
         rt.emit(
             EventKind.FINAL,
@@ -272,7 +274,7 @@ class Team:
         )
         while True:
             attempts += 1
-            work = await worker.run_worker(
+            work = await run_worker(
                 rt, turn, subtask=subtask, number=number, persona=persona,
                 toolset=toolset, allowed=allowed, detector=job.detector, correction=correction,
                 skills_text=for_worker.text,
@@ -348,7 +350,7 @@ class Team:
         self, turn: TurnContext, job: _Job, subtask: Subtask, *, missing: str, attempts: int
     ) -> SubtaskOutcome:
         number, original = job.number, job.original
-        steps = await manager.decompose(
+        steps = await decompose(
             self.runtime, turn, self.persona, subtask=subtask, number=number, missing=missing
         )
         results = [await self._run_subtask(turn, job, step) for step in steps.subtasks]
@@ -381,7 +383,7 @@ class Team:
     ) -> ValidationResult | None:
         rt = self.runtime
         for attempt in range(1, self.config.validator_attempts + 1):
-            outcome = await validator.validate(
+            outcome = await validate(
                 rt, turn, subtask=subtask, number=number, work=work, level=level,
                 required_tools=required, tools_available=allowed, workspace=self.workspace,
                 persona=self._persona_for(subtask).name, skills_text=skills_text,
