@@ -218,7 +218,7 @@ class Team:
         """
         options = self.options(persona=persona, session=session, limits=limits)
         timeout = (limits or self.limits).timeout
-        from personae.team.events import EventKind
+        from personae.team.events import AnswerStreamed
         from personae.team.session import run_turn
 
         queue: asyncio.Queue[StreamItem | BaseException | None] = asyncio.Queue()
@@ -236,10 +236,9 @@ class Team:
 
         def on_event(event: Event) -> None:
             nonlocal deltas
-            if event.kind == EventKind.ANSWER_DELTA:  # typed pieces, not bus events
+            if isinstance(event, AnswerStreamed):  # typed pieces, not bus events
                 if answer_deltas:
-                    text = str(event.data.get("text", ""))
-                    put(AnswerDelta(run_id=event.run_id, index=deltas, text=text))
+                    put(AnswerDelta(run_id=event.run_id, index=deltas, text=event.text))
                     deltas += 1
                 return
             seen.append(event)
@@ -284,9 +283,11 @@ def _cancelled(options: RunOptions, seen: Sequence[Event]) -> TeamResult:
     from personae.project import Project
     from personae.store.db import Store
     from personae.store.runs import RunStore
+    from personae.team.events import RunStarted
 
     run_id = seen[0].run_id if seen else ""
-    session = str(seen[0].data.get("session") or "") if seen else ""
+    first = seen[0] if seen else None
+    session = (first.session or "") if isinstance(first, RunStarted) else ""
     usage: dict[str, int] = {}
     model = options.model or ""
     if run_id:

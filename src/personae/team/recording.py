@@ -16,7 +16,7 @@ from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from personae.team.events import EventKind
+from personae.team.events import ToolCalled
 from personae.team.loopdetect import LoopDetector, canonical_call
 from personae.team.runtime import Runtime
 from personae.team.turn_context import TurnContext
@@ -126,16 +126,16 @@ def tool_call_emitter(
 
     def on_call(record: ToolCallRecord) -> None:
         outcome = "ok" if record.ok else "FAILED"
-        where: dict[str, Any]
         if depth is None:
             message = f"{record.tool}({_short_args(record.args)}) {outcome}"
-            where = {"reused": record.reused}
         else:
             message = f"[{persona}] {record.tool} {outcome}"
-            where = {"depth": depth}
         runtime.emit(
-            EventKind.TOOL_CALL, message, subtask=subtask, tool=record.tool, args=record.args,
-            ok=record.ok, result=record.result[:500], persona=persona, **where,
+            ToolCalled(
+                message=message, subtask=subtask, tool=record.tool, args=record.args,
+                ok=record.ok, result=record.result[:500], persona=persona,
+                reused=record.reused if depth is None else None, depth=depth,
+            )
         )  # fmt: skip
         if turn is not None and record.ok and not record.reused:
             turn.add_tool_result(record.tool, record.args, record.result[:800])

@@ -23,9 +23,10 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
 
 from personae.errors import UnknownNameError
+from personae.limits import DEFAULTS
 from personae.persona.model import ContextMode, Persona
 from personae.project import SandboxConfig
-from personae.team.events import EventKind
+from personae.team.events import RunWarning, SubagentEnded, SubagentStarted
 from personae.team.loopdetect import LoopDetector
 from personae.team.mcp_servers import McpHub
 from personae.team.recording import RecordingToolset, tool_call_emitter
@@ -38,7 +39,7 @@ from personae.tools.workspace import Workspace
 
 __all__ = ["DEFAULT_DEPTH_CAP", "Spawner", "SubagentOutcome", "child_prompt"]
 
-DEFAULT_DEPTH_CAP = 2
+DEFAULT_DEPTH_CAP = DEFAULTS.subagent_depth_cap
 """Deepest nesting of sub-agents (a depth-2 child cannot spawn)."""
 
 
@@ -211,8 +212,10 @@ class Spawner:
                     f"persona {parent.name!r} may not spawn {name!r}; it may spawn: {allowed_names}"
                 )
                 self.runtime.emit(
-                    EventKind.WARNING, f"refused spawn: {error_text}", subtask=subtask,
-                    action="spawn_refused", persona=name, parent=parent.name,
+                    RunWarning(
+                        message=f"refused spawn: {error_text}", subtask=subtask,
+                        action="spawn_refused", details={"persona": name, "parent": parent.name},
+                    )
                 )  # fmt: skip
                 return _not_run(name, "none", error_text)
         persona = spawnable.get(name)
@@ -221,15 +224,16 @@ class Spawner:
         mode = persona.context
         if depth > self.depth_cap:
             return _not_run(name, mode.value, f"sub-agent depth cap of {self.depth_cap} reached")
-
-        def event(text: str, phase: str, **data: Any) -> None:
-            self.runtime.emit(
-                EventKind.SUBAGENT, text, subtask=subtask, persona=name, phase=phase,
-                context_mode=mode.value, **data,
-            )  # fmt: skip
-
-        start = f"spawn {name} (context: {mode.value}, depth {depth})"
-        event(start, "start", depth=depth, task=task)
+        self.runtime.emit(
+            SubagentStarted(
+                message=f"spawn {name} (context: {mode.value}, depth {depth})",
+                subtask=subtask,
+                persona=name,
+                context_mode=mode.value,
+                depth=depth,
+                task=task,
+            )
+        )
         temp: Path | None = None
         try:
             child_box = box
@@ -243,13 +247,17 @@ class Spawner:
         finally:
             if temp is not None:
                 shutil.rmtree(temp, ignore_errors=True)
-        event(
-            f"{name} finished: {outcome.status}",
-            "end",
-            status=outcome.status,
-            progress_made=outcome.progress_made,
-            usage=outcome.usage,
-            temp_workspace=str(temp) if temp else None,
+        self.runtime.emit(
+            SubagentEnded(
+                message=f"{name} finished: {outcome.status}",
+                subtask=subtask,
+                persona=name,
+                context_mode=mode.value,
+                status=outcome.status,
+                progress_made=outcome.progress_made,
+                usage=outcome.usage,
+                temp_workspace=str(temp) if temp else None,
+            )
         )
         return outcome
 

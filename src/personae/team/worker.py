@@ -10,7 +10,7 @@ from pydantic_ai.toolsets import AbstractToolset
 
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
-from personae.team.events import EventKind
+from personae.team.events import RunWarning
 from personae.team.loopdetect import LoopDetector
 from personae.team.recording import RecordingToolset, tool_call_emitter
 from personae.team.runtime import CallInfo, Runtime
@@ -162,12 +162,12 @@ def _warn_stopped(
     else:
         message = f"worker for subtask {number} stopped: {error}"
     runtime.emit(
-        EventKind.WARNING,
-        message,
-        subtask=number,
-        action="worker_stopped",
-        refused_tools=refused,
-        error=error,
+        RunWarning(
+            message=message,
+            subtask=number,
+            action="worker_stopped",
+            details={"refused_tools": refused, "error": error},
+        )
     )
     return message
 

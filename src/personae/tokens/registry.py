@@ -16,18 +16,16 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from personae.tokens.base import TokenCounter
 from personae.tokens.estimate import EstimateCounter
 from personae.tokens.exact import EXACT_ENCODINGS, exact_counter
 
-if TYPE_CHECKING:
-    from personae.tokens.calibration import Calibration
-
 __all__ = [
     "DEFAULT_MODEL_INFO",
     "MODEL_TABLE",
+    "CalibrationFactors",
     "ModelEntry",
     "ModelInfo",
     "counter_for_model",
@@ -212,7 +210,20 @@ def model_info(model: str | None) -> ModelInfo:
     )
 
 
-def counter_for_model(model: str | None, *, calibration: Calibration | None = None) -> TokenCounter:
+class CalibrationFactors(Protocol):
+    """What :func:`counter_for_model` needs of a calibration (``tokens.Calibration`` is one).
+
+    A protocol, so that the registry does not import ``calibration``, which imports it.
+    """
+
+    def factor(self, model: str) -> float:
+        """The estimate factor learned for ``model`` (1.0 when never calibrated)."""
+        ...
+
+
+def counter_for_model(
+    model: str | None, *, calibration: CalibrationFactors | None = None
+) -> TokenCounter:
     """The token counter for ``model`` (exact when its tokenizer is public).
 
     With ``calibration``, estimates use the factor learned for this model from

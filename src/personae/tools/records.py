@@ -24,6 +24,9 @@ def shorten(text: str) -> str:
     return text[:RESULT_KEEP] + f"... [{len(text) - RESULT_KEEP} more chars]"
 
 
+_DISPATCH_DETAILS = {"canonical_args", "result_preview", "error", "duration_s"}
+
+
 def _preview(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
@@ -89,6 +92,11 @@ class ToolCallRecord(BaseModel):
             duration_s=0.0 if started is None else time.monotonic() - started,
             **extra,
         )
+
+    def brief(self) -> dict[str, Any]:
+        """The record as a run's ``work_result`` event stores it (without the dispatch
+        details ``canonical_args``, ``result_preview``, ``error`` and ``duration_s``)."""
+        return self.model_dump(exclude=_DISPATCH_DETAILS)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the record."""

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 from personae.handover.files import write_atomic
 from personae.handover.schema import now_iso
-
-if TYPE_CHECKING:
-    from personae.workflow.chain import ChainOutcome
+from personae.workflow.outcome import ChainOutcome
 
 __all__ = ["render_report", "write_report"]
 

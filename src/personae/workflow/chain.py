@@ -15,97 +15,29 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from personae.errors import UsageError
 from personae.fsutil import read_regular
-from personae.handover.child import EXIT_FAILURE, EXIT_PARTIAL, EXIT_SUCCESS, EXIT_TIMEOUT
 from personae.handover.create import build_handover, create_handover
 from personae.handover.files import load_handover, write_atomic
 from personae.handover.schema import ArtifactFile, HistoryEntry, now_iso
+from personae.layout import Layout
+from personae.workflow._report import write_report
 from personae.workflow.executors import Executor, Job, JobResult, LocalProcessExecutor
+from personae.workflow.outcome import DONE as _DONE
+from personae.workflow.outcome import ChainOutcome, StepState
 from personae.workflow.spec import Step, Workflow
 
 __all__ = ["ChainOutcome", "StepState", "run_chain", "state_dir_for"]
 
-_DONE = ("success", "partial")
 _CLIP = 4000
-
-
-@dataclass(kw_only=True)
-class StepState:
-    """A step's state in the checkpoint."""
-
-    status: str = "pending"
-    """pending, running, success, failure, partial or skipped."""
-    handover: str | None = None
-    """Its handover file."""
-    pid: int | None = None
-    """Child process (group) id while running."""
-    started_at: str | None = None
-    """When it started."""
-    finished_at: str | None = None
-    """When it ended."""
-    attempts: int = 0
-    """Attempts made."""
-    duration: float = 0.0
-    """Seconds it took."""
-    output: str | None = None
-    """Its output."""
-    error: str | None = None
-    """Its error."""
-    artifacts: list[str] = field(default_factory=list)
-    """Files it produced."""
-    next_steps: list[str] = field(default_factory=list)
-    """Next steps it suggested."""
-    timed_out: bool = False
-    """Whether its last attempt timed out."""
-    adopted: bool = False
-    """Results taken from a child that outlived a killed parent."""
-
-
-@dataclass(kw_only=True)
-class ChainOutcome:
-    """The end state of a chain run."""
-
-    workflow: Workflow
-    """The workflow."""
-    state_dir: Path
-    """Where checkpoint, handovers and report live."""
-    steps: dict[str, StepState]
-    """Every step's state."""
-    report_path: Path
-    """The aggregated Markdown report."""
-    resumed: list[str] = field(default_factory=list)
-    """Steps skipped because a checkpoint had them finished."""
-
-    @property
-    def status(self) -> str:
-        """success, partial or failure."""
-        states = [s.status for s in self.steps.values()]
-        if all(s == "success" for s in states):
-            return "success"
-        if all(s in _DONE for s in states):
-            return "partial"
-        return "failure"
-
-    @property
-    def exit_code(self) -> int:
-        """0 success, 5 partial, 4 a step timed out, 3 failure."""
-        if self.status == "success":
-            return EXIT_SUCCESS
-        if self.status == "partial":
-            return EXIT_PARTIAL
-        if any(s.status == "failure" and s.timed_out for s in self.steps.values()):
-            return EXIT_TIMEOUT
-        return EXIT_FAILURE
 
 
 def state_dir_for(workflow: Workflow) -> Path:
     """``<workflow dir>/.personae/chains/<name>``."""
-    return workflow.path.parent / ".personae" / "chains" / workflow.name
+    return Layout(workflow.path.parent).chains / workflow.name
 
 
 class _Checkpoint:
@@ -252,8 +184,6 @@ def run_chain(
     on_event: Callable[[str, str], None] | None = None,
 ) -> ChainOutcome:
     """Run ``workflow`` (or continue it with ``resume``); returns the outcome with its report."""
-    from personae.workflow._report import write_report
-
     sdir = state_dir or state_dir_for(workflow)
     cp_path = sdir / "checkpoint.json"
     say = on_event or (lambda _key, _msg: None)
