@@ -224,16 +224,13 @@ class Spawner:
         mode = persona.context
         if depth > self.depth_cap:
             return _not_run(name, mode.value, f"sub-agent depth cap of {self.depth_cap} reached")
+        start = f"spawn {name} (context: {mode.value}, depth {depth})"
         self.runtime.emit(
             SubagentStarted(
-                message=f"spawn {name} (context: {mode.value}, depth {depth})",
-                subtask=subtask,
-                persona=name,
-                context_mode=mode.value,
-                depth=depth,
-                task=task,
+                message=start, subtask=subtask, persona=name, context_mode=mode.value,
+                depth=depth, task=task,
             )
-        )
+        )  # fmt: skip
         temp: Path | None = None
         try:
             child_box = box
@@ -249,16 +246,12 @@ class Spawner:
                 shutil.rmtree(temp, ignore_errors=True)
         self.runtime.emit(
             SubagentEnded(
-                message=f"{name} finished: {outcome.status}",
-                subtask=subtask,
-                persona=name,
-                context_mode=mode.value,
-                status=outcome.status,
-                progress_made=outcome.progress_made,
-                usage=outcome.usage,
+                message=f"{name} finished: {outcome.status}", subtask=subtask, persona=name,
+                context_mode=mode.value, status=outcome.status,
+                progress_made=outcome.progress_made, usage=outcome.usage,
                 temp_workspace=str(temp) if temp else None,
             )
-        )
+        )  # fmt: skip
         return outcome
 
     async def _run_child(
