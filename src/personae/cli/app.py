@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from personae.cli import chain, context, handover, hosts, personas, project, run, serve, ui
+from personae.cli import batch, chain, context, handover, hosts, personas, project, run, serve, ui
 from personae.errors import PersonaeError
 
 __all__ = ["app", "main"]
@@ -64,6 +64,7 @@ run.register(app)
 serve.register(app)
 hosts.register(app)
 ui.register(app)
+batch.register(app)
 
 
 _INTERRUPTED = 130

@@ -244,10 +244,24 @@ def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[DoctorIte
 
 
 def _store(root: Path) -> DoctorItem:
-    import sqlite3
+    from personae.store.health import database_url_for, postgres_problem, sqlite_write_problem
 
     folder = Layout(root).dir
     db = Layout(root).state_db
+    try:
+        url = database_url_for(db)
+    except PersonaeError as exc:
+        return DoctorItem("store", "FAIL", str(exc), "fix database_url in .personae/config.yaml")
+    if url:
+        problem = postgres_problem(db, url)
+        if problem is not None:
+            return DoctorItem(
+                "store",
+                "FAIL",
+                problem,
+                "check PERSONAE_DATABASE_URL / database_url (docs/postgres.md)",
+            )
+        return DoctorItem("store", "OK", "PostgreSQL store reachable and migrated")
     if not folder.is_dir():
         return DoctorItem(
             "store", "WARN", f"{db} cannot exist yet (no .personae/)", "personae init"
@@ -258,18 +272,12 @@ def _store(root: Path) -> DoctorItem:
         return DoctorItem(
             "store", "FAIL", f"{folder} is not writable", f"chmod u+w {folder} (or fix its owner)"
         )
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=2.0)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("ROLLBACK")
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
+    problem = sqlite_write_problem(db)
+    if problem is not None:
         return DoctorItem(
             "store",
             "FAIL",
-            f"{db} is not writable: {exc}",
+            f"{db} is not writable: {problem}",
             f"check the permissions of {db} and {folder} (or move a broken file away)",
         )
     return DoctorItem("store", "OK", f"{db} is writable")

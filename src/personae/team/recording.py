@@ -132,11 +132,17 @@ def tool_call_emitter(
             message = f"[{persona}] {record.tool} {outcome}"
         runtime.emit(
             ToolCalled(
-                message=message, subtask=subtask, tool=record.tool, args=record.args,
-                ok=record.ok, result=record.result[:500], persona=persona,
-                reused=record.reused if depth is None else None, depth=depth,
+                message=message,
+                subtask=subtask,
+                tool=record.tool,
+                args=record.args,
+                ok=record.ok,
+                result=record.result[:500],
+                persona=persona,
+                reused=record.reused if depth is None else None,
+                depth=depth,
             )
-        )  # fmt: skip
+        )
         if turn is not None and record.ok and not record.reused:
             turn.add_tool_result(record.tool, record.args, record.result[:800])
 
