@@ -17,6 +17,7 @@ from typing import Any
 __all__ = [
     "BudgetExceededError",
     "ConfigError",
+    "FrontmatterError",
     "ModelNotConfiguredError",
     "PersonaeError",
     "RunError",
@@ -145,3 +146,22 @@ class BudgetExceededError(RunError):
         self.needed = needed
         self.budget = budget
         self.over = over
+
+
+class FrontmatterError(ValueError):
+    """A file's YAML frontmatter is missing or malformed (persona, skill and memory files).
+
+    Raised by the frontmatter readers; the loaders turn it into a problem or a
+    :class:`UsageError` naming the file (``line`` is 1-based in the file).
+    """
+
+    def __init__(
+        self, message: str, line: int | None = None, *, missing: bool = False, unsafe: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.missing = missing
+        """True when the file has no frontmatter at all."""
+        self.unsafe = unsafe
+        """True for a recursive alias, an alias bomb or deep nesting (never read leniently)."""

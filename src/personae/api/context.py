@@ -81,7 +81,9 @@ def assemble(
     conversations = None
     store = None
     if session is not None:
-        if not project.state_db.is_file():
+        from personae.store.db import store_present
+
+        if not store_present(project.state_db):  # a PostgreSQL store has no file
             raise UsageError(
                 "no conversation store yet (nothing has been run in this project)",
                 file=project.state_db,

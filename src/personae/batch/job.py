@@ -20,6 +20,8 @@ from typing import Any
 from personae.batch.tasks import BatchTask
 from personae.handover.child import AttemptOutcome, backoff_delays, run_child
 from personae.handover.schema import Results
+from personae.layout import Layout
+from personae.limits import DEFAULTS
 from personae.workflow.executors import JobResult
 
 __all__ = ["RunCommand", "RunJob", "final_event"]
@@ -71,7 +73,7 @@ def _stored_answer(cwd: Path, run_id: str) -> dict[str, Any] | None:
     from personae.store.runs import RunStore
 
     try:
-        with Store(cwd / ".personae" / "state.db") as store:
+        with Store(Layout(cwd).state_db) as store:
             record = RunStore(store).get(run_id)
     except PersonaeError:
         return None
@@ -89,11 +91,11 @@ class RunJob:
     """The task."""
     cwd: Path
     """The project folder the child runs in."""
-    timeout: float = 300.0
+    timeout: float = DEFAULTS.handover_timeout
     """Seconds per attempt."""
-    attempts: int = 3
+    attempts: int = DEFAULTS.handover_attempts
     """Attempts in total."""
-    backoff: float = 1.0
+    backoff: float = DEFAULTS.handover_backoff
     """First retry delay (doubles)."""
     command: RunCommand = field(default_factory=RunCommand)
     """Builds the child's argv."""

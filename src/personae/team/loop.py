@@ -13,7 +13,7 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 from personae.limits import DEFAULTS
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
-from personae.team.dispatch import Action, SubtaskBudget, decide
+from personae.team.dispatch import Action, SubtaskBudget, next_step
 from personae.team.events import (
     Corrected,
     PlanMade,
@@ -25,11 +25,16 @@ from personae.team.events import (
 )
 from personae.team.involvement import involvement_for
 from personae.team.loopdetect import LoopDetector
-from personae.team.manager import SubtaskOutcome, decompose, synthesize
-from personae.team.manager import plan as make_plan
+from personae.team.manager import SubtaskOutcome, decompose, make_plan, synthesize
 from personae.team.mcp_servers import McpHub
 from personae.team.runtime import Runtime
-from personae.team.signals import InvolvementLevel, Subtask, ValidationResult, WorkerResult
+from personae.team.signals import (
+    InvolvementLevel,
+    Subtask,
+    SubtaskStatus,
+    ValidationResult,
+    WorkerResult,
+)
 from personae.team.skills import (
     DEFAULT_SKILL_BUDGET,
     LoadedSkills,
@@ -85,6 +90,17 @@ class TurnResult:
     """Total usage of the whole tree."""
 
 
+def _merged_status(statuses: set[SubtaskStatus]) -> SubtaskStatus:
+    """The status of a decomposed subtask from its parts' statuses."""
+    if statuses == {SubtaskStatus.VALIDATED}:
+        return SubtaskStatus.VALIDATED
+    if statuses <= {SubtaskStatus.SKIPPED, SubtaskStatus.ESCALATED}:
+        return SubtaskStatus.SKIPPED
+    if statuses & {SubtaskStatus.PARTIAL, SubtaskStatus.VALIDATED}:
+        return SubtaskStatus.PARTIAL
+    return SubtaskStatus.UNVALIDATED
+
+
 def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
     """Thorough if the user's task or the subtask asks to test/verify; minimal if the user's
     task is information-only; standard otherwise. Never depends on earlier failures."""
@@ -93,9 +109,10 @@ def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
     return involvement_for(task)
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class _Job:
-    """One planned subtask of a turn, shared by its retries and decomposed steps."""
+    """One planned subtask of a turn, shared by its retries and decomposed steps (its retry
+    budget is a value passed along and returned, see :func:`next_step`)."""
 
     run: Spawner
     """The turn's per-run state (toolsets, sub-agents, MCP servers)."""
@@ -104,7 +121,7 @@ class _Job:
     original: Subtask
     """The subtask as planned (steps of a decomposition report under it)."""
     budget: SubtaskBudget
-    """Its retry budget (shared by its steps)."""
+    """Its retry budget when it starts (its steps continue the same budget)."""
     detector: LoopDetector
     """Its loop detector (shared by its steps)."""
 
@@ -191,21 +208,24 @@ class Team:
                 )
             )
             try:
-                outcome = await self._run_subtask(turn, job, subtask)
+                outcome, _ = await self._run_subtask(turn, job, subtask, job.budget)
             except UsageLimitExceeded as exc:
                 outcomes.extend(self._stop_for_cap(plan.subtasks, number, str(exc)))
                 break
             outcomes.append(outcome)
-            if outcome.status == "validated":
+            if outcome.status is SubtaskStatus.VALIDATED:
                 turn.add_assistant(f"[subtask {number}] {outcome.result}")
         final = await synthesize(rt, turn, self.persona, outcomes)
-        status = "done" if all(o.status == "validated" for o in outcomes) else "partial"
+        done = all(o.status is SubtaskStatus.VALIDATED for o in outcomes)
+        status = "done" if done else "partial"
         rt.emit(
             RunFinished(
                 message=final,
                 status=status,
-                validated=[o.number for o in outcomes if o.status == "validated"],
-                not_validated={o.number: o.status for o in outcomes if o.status != "validated"},
+                validated=[o.number for o in outcomes if o.status is SubtaskStatus.VALIDATED],
+                not_validated={
+                    o.number: o.status for o in outcomes if o.status is not SubtaskStatus.VALIDATED
+                },
                 usage=rt.usage.as_dict(),
                 failure_count=self.failure_count,
             )
@@ -226,7 +246,9 @@ class Team:
         self.warnings.append(warning)
         self.runtime.emit(RunWarning(message=warning, subtask=number, action="usage_cap"))
         return [
-            SubtaskOutcome(number=n, subtask=s, status="skipped", result="", reason=reason)
+            SubtaskOutcome(
+                number=n, subtask=s, status=SubtaskStatus.SKIPPED, result="", reason=reason
+            )
             for n, s in enumerate(subtasks, start=1)
             if n >= number
         ]
@@ -268,10 +290,13 @@ class Team:
             )
         return loaded
 
-    async def _run_subtask(self, turn: TurnContext, job: _Job, subtask: Subtask) -> SubtaskOutcome:
-        """Work on ``subtask`` (the planned one or a step of it) until validated or given up."""
+    async def _run_subtask(
+        self, turn: TurnContext, job: _Job, subtask: Subtask, budget: SubtaskBudget
+    ) -> tuple[SubtaskOutcome, SubtaskBudget]:
+        """Work on ``subtask`` (the planned one or a step of it) until validated or given up;
+        returns how it ended and the budget state then (``budget`` is not changed)."""
         rt = self.runtime
-        number, budget, original = job.number, job.budget, job.original
+        number, original = job.number, job.original
         persona = self._persona_for(original)
         toolset, allowed = await self._tools_for(job.run, persona, number)
         level = involvement_for_subtask(turn.task, subtask.description)
@@ -316,21 +341,23 @@ class Team:
             )  # fmt: skip
             if result is None:
                 return SubtaskOutcome(
-                    number=number, subtask=original, status="unvalidated", result=work.result,
-                    reason="validator unavailable (infrastructure error)", attempts=attempts,
-                )  # fmt: skip
+                    number=number, subtask=original, status=SubtaskStatus.UNVALIDATED,
+                    result=work.result, reason="validator unavailable (infrastructure error)",
+                    attempts=attempts,
+                ), budget  # fmt: skip
             if not result.approved:
                 self.failure_count += 1
-            decision = decide(
+            decision = next_step(
                 result, work, budget, subtask=original.description,
                 tools_to_use=required or sorted(allowed - {"agent"}),
                 allowed_tools=sorted(allowed), directive=turn.directive,
             )  # fmt: skip
+            budget = decision.budget
             if decision.action is Action.ACCEPT:
                 return SubtaskOutcome(
-                    number=number, subtask=original, status="validated", result=work.result,
-                    attempts=attempts,
-                )  # fmt: skip
+                    number=number, subtask=original, status=SubtaskStatus.VALIDATED,
+                    result=work.result, attempts=attempts,
+                ), budget  # fmt: skip
             if decision.warning:
                 self.warnings.append(decision.warning)
                 rt.emit(
@@ -338,14 +365,14 @@ class Team:
                 )
             if decision.action in (Action.SKIP, Action.ESCALATE, Action.CONTINUE):
                 status = {
-                    Action.SKIP: "skipped",
-                    Action.ESCALATE: "escalated",
-                    Action.CONTINUE: "partial",
+                    Action.SKIP: SubtaskStatus.SKIPPED,
+                    Action.ESCALATE: SubtaskStatus.ESCALATED,
+                    Action.CONTINUE: SubtaskStatus.PARTIAL,
                 }[decision.action]
                 return SubtaskOutcome(
                     number=number, subtask=original, status=status, result=work.result,
                     reason="; ".join(result.issues), attempts=attempts,
-                )  # fmt: skip
+                ), budget  # fmt: skip
             rt.emit(
                 Corrected(
                     message=f"{decision.action.value}: {decision.instruction}",
@@ -358,23 +385,29 @@ class Team:
             )
             if decision.action is Action.DECOMPOSE:
                 return await self._decompose(
-                    turn, job, subtask, missing="; ".join(result.issues), attempts=attempts
+                    turn, job, subtask, budget, missing="; ".join(result.issues), attempts=attempts
                 )
             correction = decision.instruction
 
     async def _decompose(
-        self, turn: TurnContext, job: _Job, subtask: Subtask, *, missing: str, attempts: int
-    ) -> SubtaskOutcome:
+        self,
+        turn: TurnContext,
+        job: _Job,
+        subtask: Subtask,
+        budget: SubtaskBudget,
+        *,
+        missing: str,
+        attempts: int,
+    ) -> tuple[SubtaskOutcome, SubtaskBudget]:
         number, original = job.number, job.original
         steps = await decompose(
             self.runtime, turn, self.persona, subtask=subtask, number=number, missing=missing
         )
-        results = [await self._run_subtask(turn, job, step) for step in steps.subtasks]
-        statuses = {r.status for r in results}
-        status = "validated" if statuses == {"validated"} else (
-            "skipped" if statuses <= {"skipped", "escalated"} else
-            "partial" if "partial" in statuses or "validated" in statuses else "unvalidated"
-        )  # fmt: skip
+        results: list[SubtaskOutcome] = []
+        for step in steps.subtasks:  # the steps share the original subtask's budget
+            result, budget = await self._run_subtask(turn, job, step, budget)
+            results.append(result)
+        status = _merged_status({r.status for r in results})
         return SubtaskOutcome(
             number=number,
             subtask=original,
@@ -382,7 +415,7 @@ class Team:
             result="\n".join(r.result for r in results),
             reason="; ".join(r.reason for r in results if r.reason),
             attempts=attempts + sum(r.attempts for r in results),
-        )
+        ), budget
 
     async def _validate(
         self,
