@@ -71,7 +71,7 @@ from personae.context import (
     assemble,
     load_profiles,
 )
-from personae.context.messages import ToolCall
+from personae.context.messages import ChatToolCall
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
 from personae.tokens.exact import exact_counter
@@ -123,7 +123,7 @@ def history(n: int, rng: random.Random) -> list[ChatMessage]:
             ids = [f"c{call + k}" for k in range(rng.randint(1, 3))]
             call += len(ids)
             calls = tuple(
-                ToolCall(i, "read_file", json.dumps({"path": f"src/{i}.py"})) for i in ids
+                ChatToolCall(i, "read_file", json.dumps({"path": f"src/{i}.py"})) for i in ids
             )
             out.append(ChatMessage("assistant", texts(60), tool_calls=calls, seq=len(out) + 1))
             for i in ids:
@@ -363,7 +363,7 @@ def prefix_loop(turns: int, tmp: Path, low_waters: list[float]) -> dict[str, Any
         prompts.append((list(msgs), list(lc_msgs)))
         for _ in range(rng.randint(0, 2)):
             ids = [f"t{t}c{k}" for k in range(rng.randint(1, 3))]
-            calls = tuple(ToolCall(i, "read_file", "{}") for i in ids)
+            calls = tuple(ChatToolCall(i, "read_file", "{}") for i in ids)
             msgs.append(ChatMessage("assistant", texts(60), tool_calls=calls, seq=len(msgs) + 1))
             lc_calls = [
                 {"id": i, "name": "read_file", "args": {}, "type": "tool_call"} for i in ids

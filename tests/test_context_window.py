@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from personae.context import Budget, ChatMessage, ContextWindow, Snapshot, assemble
 from personae.context.history import MessageCosts
-from personae.context.messages import ToolCall
+from personae.context.messages import ChatToolCall
 from personae.context.window import exchanges_of
 from personae.tokens.exact import exact_counter
 
@@ -55,7 +55,7 @@ def _apply(msgs: list[ChatMessage], step: tuple[object, ...], n: int) -> None:
         msgs.append(
             ChatMessage(
                 "assistant", "reading", seq=seq,
-                tool_calls=tuple(ToolCall(i, "read", '{"p": 1}') for i in ids),
+                tool_calls=tuple(ChatToolCall(i, "read", '{"p": 1}') for i in ids),
             )
         )  # fmt: skip
         for k, i in enumerate(ids[: int(answered)]):  # type: ignore[call-overload]
