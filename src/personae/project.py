@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 
 from personae.errors import ConfigError
 from personae.fsutil import read_regular
+from personae.models.resolve import parse_model_spec
 
 __all__ = [
     "CommandsConfig",
@@ -95,7 +96,6 @@ class ProjectConfig(BaseModel):
         """``model`` must parse as ``provider:name`` (checked when the file is read)."""
         if value is None:
             return None
-        from personae.models.resolve import parse_model_spec
 
         try:
             parse_model_spec(value, source="model")

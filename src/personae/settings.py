@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from personae.errors import ConfigError
+from personae.models.resolve import parse_model_spec
 
 __all__ = ["PersonaeSettings"]
 
@@ -68,7 +69,6 @@ class PersonaeSettings(BaseSettings):
             return value
         if not value.strip():
             return None
-        from personae.models.resolve import parse_model_spec
 
         try:
             parse_model_spec(value, source="PERSONAE_MODEL")

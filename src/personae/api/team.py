@@ -18,12 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from personae.api.results import AnswerDelta, Limits, RunEnd, StreamItem, TeamResult, Usage
 from personae.errors import UsageError
+from personae.project import Project
+from personae.settings import PersonaeSettings
+from personae.store.db import Store
+from personae.store.runs import RunStore
+from personae.team.events import EventKind
+from personae.team.session import RunOptions, run_turn
 
 if TYPE_CHECKING:
     from personae.persona.cast import Cast
-    from personae.settings import PersonaeSettings
     from personae.team.events import Event
-    from personae.team.session import RunOptions
 
 __all__ = ["CancelToken", "Team"]
 
@@ -129,9 +133,6 @@ class Team:
         limits: Limits | None = None,
     ) -> RunOptions:  # fmt: skip
         """The :class:`~personae.team.session.RunOptions` a run uses (defaults resolved)."""
-        from personae.project import Project
-        from personae.settings import PersonaeSettings
-        from personae.team.session import RunOptions
 
         settings = self.settings or PersonaeSettings()
         chosen = limits or self.limits
@@ -218,8 +219,6 @@ class Team:
         """
         options = self.options(persona=persona, session=session, limits=limits)
         timeout = (limits or self.limits).timeout
-        from personae.team.events import EventKind
-        from personae.team.session import run_turn
 
         queue: asyncio.Queue[StreamItem | BaseException | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
@@ -281,9 +280,6 @@ class Team:
 
 def _cancelled(options: RunOptions, seen: Sequence[Event]) -> TeamResult:
     """The result of a run ended by a cancel token or its timeout (as stored)."""
-    from personae.project import Project
-    from personae.store.db import Store
-    from personae.store.runs import RunStore
 
     run_id = seen[0].run_id if seen else ""
     session = str(seen[0].data.get("session") or "") if seen else ""

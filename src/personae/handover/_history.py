@@ -9,6 +9,8 @@ from pathlib import Path
 from personae.errors import PersonaeError
 from personae.handover.schema import HistoryEntry
 from personae.store.conversations import ConversationStore, Session
+from personae.store.db import Store
+from personae.tokens.registry import counter_for_model
 
 __all__ = ["history_for", "history_from_conversations"]
 
@@ -61,8 +63,6 @@ def history_for(db: Path, session_id: str | None = None) -> list[HistoryEntry]:
     """History from the project store at ``db`` (empty when there is no store yet)."""
     if not db.exists():
         return []
-    from personae.store.db import Store
-    from personae.tokens.registry import counter_for_model
 
     try:
         store = Store(db)

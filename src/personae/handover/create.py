@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from personae.errors import UsageError
 from personae.fsutil import private_dir
 from personae.handover.files import ContextFormat, save_handover, validate_safety
+from personae.handover.runflow import load_policy
 from personae.handover.schema import (
     ArtifactFile,
     Artifacts,
@@ -159,8 +160,6 @@ def create_handover(
     The ledger defaults to ``<cwd>/.personae/state.db``. If the ledger cannot
     be written, the new file is removed again and the error raised.
     """
-    from personae.handover.runflow import load_policy
-
     chosen: ContextFormat = fmt or (
         "yaml" if out is not None and out.suffix.lower() in {".yaml", ".yml"} else "json"
     )

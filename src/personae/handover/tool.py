@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from personae.errors import PersonaeError, UsageError
+from personae.handover._cast import persona_facts
+from personae.handover._history import history_for
 from personae.handover.child import (
     HANDOVER_DEPTH_CAP,
     ChildSpec,
@@ -28,6 +30,7 @@ from personae.handover.child import (
     run_handover,
 )
 from personae.handover.create import build_handover, create_handover
+from personae.handover.interactive import run_interactive
 from personae.handover.schema import ArtifactFile, HistoryEntry
 from personae.tools.base import Tool, ToolContext
 from personae.tools.registry import ToolRegistry
@@ -123,9 +126,6 @@ def handover_to_persona(
     mcp_servers: list[str] | None = None
     warnings: list[str] = []
     if history is None or from_project:
-        from personae.handover._cast import persona_facts
-        from personae.handover._history import history_for
-
         if history is None:
             history = history_for(Path(cwd) / ".personae" / "state.db", session_id or None)
         if from_project:
@@ -165,8 +165,6 @@ def handover_to_persona(
             message=(f"Context prepared for {target_persona}. Run: {shlex.join(shown)}"),
         )
     if interactive:
-        from personae.handover.interactive import run_interactive
-
         outcome = run_interactive(
             created.path, cwd=Path(cwd), timeout=timeout, command=command, model=model
         )

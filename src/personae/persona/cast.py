@@ -21,6 +21,7 @@ from typing import Any
 
 from personae.errors import UnknownNameError, closest_name
 from personae.persona._sources import Source, collect_dir, collect_project
+from personae.persona.bundled import bundled_personas
 from personae.persona.loader import LoadedPersona
 from personae.persona.model import Persona, Skill
 from personae.persona.problems import Problem
@@ -146,8 +147,6 @@ class Cast:
         An explicit spawn list (``subagents`` or ``Agent(a, b)``) makes a mismatch or an
         unknown name an error; a parent that may spawn any persona gets warnings.
         """
-        from personae.persona.bundled import bundled_personas
-
         known = {**bundled_personas(), **self.personas}
         for loaded in winners.values():
             parent = loaded.persona

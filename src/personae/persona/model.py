@@ -8,6 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from personae.fsutil import read_regular
+from personae.persona._frontmatter import parse_document
+
 __all__ = ["Constraints", "ContextMode", "Persona", "SandboxGrant", "Skill"]
 
 
@@ -77,9 +80,6 @@ class Skill(BaseModel):
 
     def body(self) -> str:
         """L2: the Markdown body of ``SKILL.md`` (verbatim), read from disk on demand."""
-        from personae.fsutil import read_regular
-        from personae.persona._frontmatter import parse_document
-
         text = read_regular(self.path).decode("utf-8")  # a FIFO swapped in is refused
         return parse_document(text, lenient=True).body
 
