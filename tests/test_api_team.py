@@ -19,6 +19,7 @@ from pydantic_ai.models import override_allow_model_requests
 import personae
 from _helpers import DEV_PERSONA, dev_project, read_config_scenario
 from personae import AnswerDelta, CancelToken, Event, EventKind, Limits, RunEnd, Team
+from personae.team.events import RunStarted
 
 ANSWER = "The service listens on port 8081, as config.yaml says."
 
@@ -208,7 +209,7 @@ def _started(project: Path) -> list[Event]:
         return []
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT id FROM runs WHERE status='running'").fetchall()
-    return [Event(run_id=r[0], seq=1, kind=EventKind.START, at="") for r in rows]
+    return [RunStarted(run_id=r[0], seq=1, at="") for r in rows]
 
 
 def test_run_stream_yields_the_events_personae_run_json_prints(project: Path) -> None:

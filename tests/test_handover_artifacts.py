@@ -12,14 +12,15 @@ from typing import Any
 
 from personae.handover import runflow
 from personae.handover.create import build_handover, create_handover
-from personae.team.events import Event, EventKind
+from personae.team.events import Event, RunStarted, ToolCalled
 from personae.team.loop import TurnResult
 from personae.team.session import RunOutcome
 
 
 def call(seq: int, tool: str, path: str, *, ok: bool = True, **extra: Any) -> Event:
-    data = {"tool": tool, "args": {"path": path}, "ok": ok, "result": "", **extra}
-    return Event(run_id="r", seq=seq, kind=EventKind.TOOL_CALL, at="t", data=data)
+    return ToolCalled(
+        run_id="r", seq=seq, at="t", tool=tool, args={"path": path}, ok=ok, result="", **extra
+    )
 
 
 OUTSIDE = Path("/etc/passwd")
@@ -35,7 +36,7 @@ def test_written_files_become_confined_result_artifacts(
         (root / name).write_text(name)
     (root / "leak.md").symlink_to(OUTSIDE)
     events = [
-        Event(run_id="r", seq=1, kind=EventKind.START, at="t"),
+        RunStarted(run_id="r", seq=1, at="t"),
         call(2, "write_file", "a.md"),
         call(3, "edit_file", "sub/b.md"),
         call(4, "write_file", "a.md"),  # twice: listed once

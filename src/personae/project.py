@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 
 from personae.errors import ConfigError
 from personae.fsutil import read_regular
+from personae.layout import CONFIG_NAMES, Layout
 from personae.models.resolve import parse_model_spec
 
 __all__ = [
@@ -31,7 +32,6 @@ __all__ = [
     "find_root",
 ]
 
-CONFIG_NAMES = ("config.yaml", "config.yml", "config")
 MAX_CONFIG_BYTES = 1_000_000
 """Largest config file read."""
 
@@ -114,20 +114,25 @@ class Project:
     """The loaded project config (defaults when there is no file)."""
 
     @property
+    def layout(self) -> Layout:
+        """Where this project keeps its files."""
+        return Layout(self.root)
+
+    @property
     def dir(self) -> Path:
         """The ``.personae/`` folder (may not exist)."""
-        return self.root / ".personae"
+        return self.layout.dir
 
     @property
     def state_db(self) -> Path:
         """Path of the project's SQLite store."""
-        return self.dir / "state.db"
+        return self.layout.state_db
 
     @classmethod
     def open(cls, root: Path | str = ".") -> Project:
         """Open the project at ``root``, reading its config if present."""
         resolved = Path(root).resolve()
-        return cls(root=resolved, config=load_config(resolved / ".personae"))
+        return cls(root=resolved, config=load_config(Layout(resolved).dir))
 
     @classmethod
     def discover(cls, start: Path | str = ".") -> Project:
@@ -143,7 +148,7 @@ def find_root(start: Path | str = ".") -> Path | None:
     """
     here = Path(start).resolve()
     for folder in (here, *here.parents):
-        if (folder / ".personae").is_dir():
+        if Layout(folder).dir.is_dir():
             return folder
     return None
 

@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from personae.errors import ConfigError
+from personae.limits import DEFAULTS
 from personae.models.resolve import parse_model_spec
 
 __all__ = ["PersonaeSettings"]
@@ -41,13 +42,13 @@ class PersonaeSettings(BaseSettings):
     model: str | None = None
     """Default model as ``provider:name`` (``PERSONAE_MODEL``); ``None`` means not configured."""
 
-    budget_share: float = Field(default=0.30, gt=0, le=1)
+    budget_share: float = Field(default=DEFAULTS.budget_share, gt=0, le=1)
     """Share of the model's context window the assembled context may use."""
 
-    max_retries: int = Field(default=2, ge=0)
+    max_retries: int = Field(default=DEFAULTS.max_retries, ge=0)
     """Retries per subtask before the budget is exhausted."""
 
-    handover_timeout: float = Field(default=300.0, gt=0)
+    handover_timeout: float = Field(default=DEFAULTS.handover_timeout, gt=0)
     """Seconds a handover child run may take before it is killed."""
 
     otel_endpoint: str | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from personae.team.events import Event, EventKind
+from personae.team.events import AnswerStreamed, Event, Validated
 from personae.team.signals import CompletionSignal
 
 if TYPE_CHECKING:
@@ -102,9 +102,8 @@ class TeamResult:
         """From a finished run (:func:`personae.team.session.run_turn`'s outcome)."""
         signals: dict[int, CompletionSignal] = {}
         for event in outcome.events:
-            raw = event.data.get("completion_signal")
-            if event.kind is EventKind.VALIDATION and event.subtask and isinstance(raw, dict):
-                signals[event.subtask] = CompletionSignal.model_validate(raw)
+            if isinstance(event, Validated) and event.subtask and event.completion_signal:
+                signals[event.subtask] = CompletionSignal.model_validate(event.completion_signal)
         result = outcome.result
         status: Literal["done", "partial"] = "done" if result.status == "done" else "partial"
         return cls(
@@ -119,7 +118,7 @@ class TeamResult:
                 for o in result.outcomes
             ],
             usage=Usage.of(result.usage), warnings=list(result.warnings),
-            events=[e for e in outcome.events if e.kind is not EventKind.ANSWER_DELTA],
+            events=[e for e in outcome.events if not isinstance(e, AnswerStreamed)],
             files_written=outcome.files_written(),
         )  # fmt: skip
 

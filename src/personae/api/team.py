@@ -22,7 +22,7 @@ from personae.project import Project
 from personae.settings import PersonaeSettings
 from personae.store.db import Store
 from personae.store.runs import RunStore
-from personae.team.events import EventKind
+from personae.team.events import AnswerStreamed, RunStarted
 from personae.team.session import RunOptions, run_turn
 
 if TYPE_CHECKING:
@@ -235,10 +235,9 @@ class Team:
 
         def on_event(event: Event) -> None:
             nonlocal deltas
-            if event.kind == EventKind.ANSWER_DELTA:  # typed pieces, not bus events
+            if isinstance(event, AnswerStreamed):  # typed pieces, not bus events
                 if answer_deltas:
-                    text = str(event.data.get("text", ""))
-                    put(AnswerDelta(run_id=event.run_id, index=deltas, text=text))
+                    put(AnswerDelta(run_id=event.run_id, index=deltas, text=event.text))
                     deltas += 1
                 return
             seen.append(event)
@@ -280,9 +279,9 @@ class Team:
 
 def _cancelled(options: RunOptions, seen: Sequence[Event]) -> TeamResult:
     """The result of a run ended by a cancel token or its timeout (as stored)."""
-
     run_id = seen[0].run_id if seen else ""
-    session = str(seen[0].data.get("session") or "") if seen else ""
+    first = seen[0] if seen else None
+    session = (first.session or "") if isinstance(first, RunStarted) else ""
     usage: dict[str, int] = {}
     model = options.model or ""
     if run_id:

@@ -27,9 +27,10 @@ def register(app: typer.Typer) -> None:
         Safe to run again: existing files are never overwritten.
         """
         from personae.errors import UsageError
+        from personae.layout import Layout
         from personae.persona.scaffold import init_project
 
-        target = directory / ".personae"
+        target = Layout(directory).dir
         if target.exists() and not target.is_dir():
             raise UsageError("exists but is not a folder; move it away first", file=target)
         report = init_project(directory)

@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from personae.errors import PersonaeError
+from personae.layout import Layout
 
 if TYPE_CHECKING:
     from personae.settings import PersonaeSettings
     from personae.store.answers import ModelAnswer
-    from personae.team.events import Event
+    from personae.team.events import Event, RunFinished
     from personae.team.session import RunOptions, RunOutcome
 
 __all__ = ["register", "runs_app"]
@@ -82,14 +83,14 @@ class _View:
             return
         from rich.text import Text
 
-        from personae.team.events import EventKind
+        from personae.team.events import AnswerStreamed, RunFinished
         from personae.team.render import describe
 
-        if event.kind is EventKind.ANSWER_DELTA:  # streamed on a terminal; else whole at final
+        if isinstance(event, AnswerStreamed):  # streamed on a terminal; else whole at final
             if self.console.is_terminal:
-                self._delta(str(event.data.get("text", "")))
+                self._delta(event.text)
             return
-        if event.kind is EventKind.FINAL and self.streamed:
+        if isinstance(event, RunFinished) and self.streamed:
             self._end_stream(event)
             return
         for style, text in describe(event, explain=self.explain, seen=self.seen):
@@ -110,7 +111,7 @@ class _View:
         self.console.file.write(piece.replace("\n", "\n  "))
         self.console.file.flush()
 
-    def _end_stream(self, event: Event) -> None:
+    def _end_stream(self, event: RunFinished) -> None:
         """The ``final`` event after a streamed answer: only what was not streamed yet."""
         from rich.text import Text
 
@@ -120,7 +121,7 @@ class _View:
         streamed, self.streamed = self.streamed.strip(), ""
         rest = event.message.removeprefix(streamed) if streamed else event.message
         lines = describe(event, explain=self.explain, seen=self.seen)
-        status = f"  status: {event.data.get('status')}"
+        status = f"  status: {event.status}"
         self.console.print(Text(status, style=_STYLES.get("note", "")))
         for line in rest.strip("\n").splitlines():
             self.console.print(Text(f"  {line}", style=_STYLES.get("answer", "")))
@@ -343,7 +344,7 @@ def register(app: typer.Typer) -> None:
             persona = handover.persona
             task = task or handover.prompt or handover.task
             cwd = handover.workdir
-        db = cwd / ".personae" / "state.db"
+        db = Layout(cwd).state_db
         # Stored, then shown, before the heavy imports (pydantic-ai ...): a spawner sees
         # the run start, and its id works in `runs show` whatever happens next.
         announced = _announce(
@@ -531,7 +532,7 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
             raise typer.Exit(BROKEN_PIPE_EXIT) from None
         from personae.settings import PersonaeSettings
 
-        _export_trace(target / ".personae" / "state.db", outcome.run_id,
+        _export_trace(Layout(target).state_db, outcome.run_id,
                       PersonaeSettings().otel_endpoint)  # fmt: skip
         if not as_json:
             where = (
@@ -586,7 +587,7 @@ def list_runs(
     """Recent runs of this project, newest first."""
     from personae.cli._root import project_root
 
-    project_db = project_root() / ".personae" / "state.db"
+    project_db = Layout(project_root()).state_db
     if not project_db.exists():
         # Nothing stored yet is an empty list, not an error (like `handover ledger`).
         if as_json:
@@ -670,7 +671,7 @@ def show_run(
     from rich.text import Text
 
     from personae.context.report import BudgetReport
-    from personae.team.events import Event, EventKind
+    from personae.team.events import event_from_json
     from personae.team.render import describe
 
     console = Console(highlight=False, soft_wrap=True)
@@ -688,8 +689,7 @@ def show_run(
             )
         )
     for e in events:
-        event = Event(run_id=record.id, seq=e.seq, kind=EventKind(e.kind), at=e.at,
-                      message=e.message, subtask=e.subtask, data=e.data)  # fmt: skip
+        event = event_from_json({"run_id": record.id, **e.model_dump()})
         for style, text in describe(event):
             console.print(Text(text, style=_STYLES.get(style, "")))
     console.print(Text(f"\n{len(calls)} model call(s):", style="bold"))

@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from personae.errors import UsageError
+from personae.limits import DEFAULTS
 
 __all__ = ["DEFAULT_SHARE", "Budget"]
 
-DEFAULT_SHARE = 0.30
+DEFAULT_SHARE = DEFAULTS.budget_share
 """Assembled context may use at most this share of the model's window (seed 003)."""
 
 

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 from personae.errors import PersonaeError
+from personae.layout import Layout
 from personae.mind.memory import INDEX_NAME, MemoryDir, parse_memory
 from personae.security.policy import is_secret_name, looks_like_secret, redact_secrets
 from personae.security.redact import MARKER_PREFIX
@@ -31,7 +32,7 @@ _TYPE = re.compile(r"[^a-z0-9_-]+")
 
 def memory_dir_of(root: Path) -> Path:
     """The project's memory folder (the mind server's default: ``.personae/memory``)."""
-    return Path(root) / ".personae" / "memory"
+    return Layout(Path(root)).memory
 
 
 def _clean_type(value: str) -> str:

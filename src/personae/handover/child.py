@@ -30,6 +30,8 @@ from personae.handover._ledger import ledger_event
 from personae.handover.duration import format_seconds
 from personae.handover.files import load_handover, save_handover, sha256_file, update_handover
 from personae.handover.schema import ContextHandover, Results
+from personae.layout import Layout
+from personae.limits import DEFAULTS
 from personae.procs import LIFELINE_ENV, RUN_PROCESSES, die_with_parent, lifeline
 
 __all__ = [
@@ -71,7 +73,7 @@ EXIT_CODES: dict[int, str] = {
 DEPTH_ENV = "PERSONAE_HANDOVER_DEPTH"
 """Environment variable holding how many handover processes deep a process runs."""
 
-HANDOVER_DEPTH_CAP = 2
+HANDOVER_DEPTH_CAP = DEFAULTS.handover_depth_cap
 """Deepest chain of handover child processes that may hand over again."""
 
 
@@ -399,7 +401,7 @@ def _prepare(
         file, handover, persona=persona, timeout=timeout, return_path=return_path, cwd=cwd,
         model=model, interactive=interactive,
     )  # fmt: skip
-    db = Path(cwd) / ".personae" / "state.db" if ledger_db == "auto" else ledger_db
+    db = Layout(Path(cwd)).state_db if ledger_db == "auto" else ledger_db
     return handover, results_file, list(command(spec)), db
 
 

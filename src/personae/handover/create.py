@@ -24,6 +24,7 @@ from personae.handover.schema import (
     Source,
     Target,
 )
+from personae.layout import Layout
 from personae.security.policy import capture_environment, redact_secrets
 from personae.store.handovers import HandoverLedger
 
@@ -142,7 +143,7 @@ def build_handover(
 
 def default_handover_path(cwd: Path, handover_id: str, fmt: ContextFormat = "json") -> Path:
     """``<cwd>/.personae/handovers/handover-<id>.<fmt>``."""
-    return Path(cwd) / ".personae" / "handovers" / f"handover-{handover_id}.{fmt}"
+    return Layout(Path(cwd)).handovers / f"handover-{handover_id}.{fmt}"
 
 
 def create_handover(
@@ -176,7 +177,7 @@ def create_handover(
     if out is None:
         private_dir(path.parent)  # .personae/handovers: handovers may carry private data
     digest = save_handover(handover, path, chosen)
-    db = ledger_db if ledger_db is not None else Path(cwd) / ".personae" / "state.db"
+    db = ledger_db if ledger_db is not None else Layout(Path(cwd)).state_db
     try:
         ledger = HandoverLedger.open(db)
         try:

@@ -27,6 +27,7 @@ from personae.handover.files import (
     update_handover,
 )
 from personae.handover.schema import ContextHandover, Results
+from personae.layout import Layout
 from personae.project import Project
 from personae.security.policy import (
     HandoverSecurityError,
@@ -94,7 +95,7 @@ def load_policy(
     else:
         roots, allow = list(allowed_roots), list(env_allow)
     roots = [r if r.is_absolute() else cwd / r for r in roots]
-    project_dir = Path(cwd) / ".personae" / "handovers"
+    project_dir = Layout(Path(cwd)).handovers
     extra = [project_dir, *roots]
     hdir = handover_path.resolve().parent if handover_path is not None else None
     return PathPolicy(roots=default_roots(cwd, hdir, extra)), allow
@@ -153,7 +154,7 @@ def begin(
         if name not in env:
             env[name] = value
             applied[name] = value
-    db = cwd / ".personae" / "state.db" if ledger_db == "auto" else ledger_db
+    db = Layout(cwd).state_db if ledger_db == "auto" else ledger_db
     session = HandoverSession(
         handover=h,
         path=file,

@@ -32,6 +32,7 @@ from personae.handover.child import (
 from personae.handover.create import build_handover, create_handover
 from personae.handover.interactive import run_interactive
 from personae.handover.schema import ArtifactFile, HistoryEntry
+from personae.layout import Layout
 from personae.tools.base import Tool, ToolContext
 from personae.tools.registry import ToolRegistry
 
@@ -127,7 +128,7 @@ def handover_to_persona(
     warnings: list[str] = []
     if history is None or from_project:
         if history is None:
-            history = history_for(Path(cwd) / ".personae" / "state.db", session_id or None)
+            history = history_for(Layout(Path(cwd)).state_db, session_id or None)
         if from_project:
             mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
     handover = build_handover(

@@ -29,6 +29,7 @@ from personae.hosts.render import (
     CheckItem,
     check,
 )
+from personae.layout import Layout
 from personae.mind._mcp import probe_stdio
 from personae.mind.contract import load_contract
 from personae.mind.server import MindPaths
@@ -37,7 +38,7 @@ from personae.models.reach import probe as probe_endpoint
 from personae.models.resolve import parse_model_spec
 from personae.models.scenario import load_scenario
 from personae.models.scripted import ScriptedServer
-from personae.project import CONFIG_NAMES, load_config
+from personae.project import load_config
 from personae.settings import PersonaeSettings
 from personae.tools.sandbox import INSTALL_HINT, bwrap_status
 
@@ -126,7 +127,7 @@ def diagnose(
 
 
 def _project(root: Path, found_from: Path | None) -> DoctorItem:
-    if (root / ".personae").is_dir():
+    if Layout(root).dir.is_dir():
         where = f"{root}"
         if found_from is not None and found_from.resolve() != root:
             where += f" (found from {found_from.resolve()})"
@@ -141,11 +142,12 @@ def _project(root: Path, found_from: Path | None) -> DoctorItem:
 
 
 def _config(root: Path) -> tuple[DoctorItem, str | None, str | None]:
+    layout = Layout(root)
     try:
-        config = load_config(root / ".personae")
+        config = load_config(layout.dir)
     except PersonaeError as exc:
         return DoctorItem("config", "FAIL", str(exc), "fix the file (see the error)"), None, None
-    files = [root / ".personae" / n for n in CONFIG_NAMES if (root / ".personae" / n).is_file()]
+    files = [path for path in layout.config_files if path.is_file()]
     detail = f"{files[0]} reads" if files else "no .personae/config.yaml (defaults)"
     return DoctorItem("config", "OK", detail), config.base_url, config.model
 
@@ -243,6 +245,9 @@ def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[DoctorIte
 def _store(root: Path) -> DoctorItem:
     folder = root / ".personae"
     db = folder / "state.db"
+
+    folder = Layout(root).dir
+    db = Layout(root).state_db
     if not folder.is_dir():
         return DoctorItem(
             "store", "WARN", f"{db} cannot exist yet (no .personae/)", "personae init"

@@ -35,6 +35,7 @@ from typing import Any
 
 from personae.hosts._transcript import latest_bootstrap
 from personae.hosts.adapters import ADAPTERS, HostAdapter
+from personae.layout import SESSION_ID, Layout
 from personae.mind.bootstraps import ancestors, find_bootstrap
 
 __all__ = [
@@ -161,7 +162,7 @@ def decide(
     elif hook.host == "claude":
         why.append("no transcript_path in the hook input")
     if store is None and hook.cwd is not None:
-        store = hook.cwd / ".personae" / "state.db"
+        store = Layout(hook.cwd).state_db
     if store is not None:
         ok, reason = find_bootstrap(store, session_id=hook.session_id, hosts=ancestors())
         if ok:
@@ -277,7 +278,7 @@ def session_start(stdin: Any = None, stdout: Any = None) -> int:
     try:
         data = json.loads(stdin.read(1_000_000) or b"{}")
         value = data.get("session_id") if isinstance(data, dict) else None
-        if isinstance(value, str) and re.fullmatch(r"[\w.:@/-]{1,200}", value):
+        if isinstance(value, str) and SESSION_ID.fullmatch(value):
             session = value
     except (ValueError, OSError):
         session = None

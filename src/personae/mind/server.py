@@ -15,6 +15,7 @@ from pathlib import Path
 from mcp.server import MCPServer
 
 from personae.errors import UsageError
+from personae.layout import Layout
 from personae.mind import _mcp
 from personae.mind.bootstraps import process_id
 from personae.mind.service import MindService
@@ -37,8 +38,8 @@ class MindPaths:
 
 def default_paths(root: Path) -> MindPaths:
     """Project defaults: ``.personae/memory``, ``.personae/mind.md``, ``.personae/state.db``."""
-    base = root / ".personae"
-    return MindPaths(memory_dir=base / "memory", prompt=base / "mind.md", store=base / "state.db")
+    layout = Layout(root)
+    return MindPaths(memory_dir=layout.memory, prompt=layout.mind_prompt, store=layout.state_db)
 
 
 def create_server(

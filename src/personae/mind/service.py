@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from personae.errors import UsageError
+from personae.layout import SESSION_ID
 from personae.mind._flags import cautionary_flags
 from personae.mind._tokens import count_tokens, counter_name, warm_up
 from personae.mind.contract import Contract, load_contract
@@ -46,7 +47,6 @@ __all__ = ["REFLECT_KINDS", "MindService", "ReflectKind"]
 ReflectKind = Literal["user_said", "time_passed", "ambient", "internal"]
 REFLECT_KINDS: tuple[str, ...] = ("user_said", "time_passed", "ambient", "internal")
 
-_SESSION_ID = re.compile(r"^[\w.:@/-]{1,200}$")
 _FACET = re.compile(r"^([A-Za-z_][\w-]{0,63}):(.{1,200})$")
 _MAX_TEXT = 200_000
 _RECALL_BUDGET = 1_200
@@ -100,7 +100,7 @@ class MindService:
 
     def bootstrap(self, session_id: str | None, tool_names: Sequence[str]) -> BootstrapPacket:
         """Build the schema v1 packet; records the bootstrap when the contract is available."""
-        if session_id is not None and not _SESSION_ID.match(session_id):
+        if session_id is not None and not SESSION_ID.fullmatch(session_id):
             raise UsageError(
                 "session_id must be 1-200 characters of letters, digits and . : @ / _ -",
                 field="session_id",

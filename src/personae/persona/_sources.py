@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from personae.layout import Layout
 from personae.persona._files import confined_dir, iter_files
 from personae.persona.loader import LoadedPersona, load_persona_file
 from personae.persona.marketplace import is_marketplace_dir, load_marketplace
@@ -81,9 +82,9 @@ def collect_project(root: Path, problems: list[Problem], servers: dict[str, Any]
     (``.mcp.json``, ``.personae/mcp.json`` and plugins' ``.mcp.json``).
     """
     servers.update(read_mcp_json(root / ".mcp.json", root, problems))
-    servers.update(read_mcp_json(root / ".personae" / "mcp.json", root, problems))
+    servers.update(read_mcp_json(Layout(root).mcp_json, root, problems))
     sources: list[Source] = []
-    for base in (root / ".claude" / "plugins", root / ".personae" / "plugins"):
+    for base in (root / ".claude" / "plugins", Layout(root).plugins):
         if not confined_dir(base, root, problems):
             continue
         for sub in sorted(p for p in base.iterdir() if p.is_dir()):
@@ -157,7 +158,7 @@ def _dir_sources(folder: Path, problems: list[Problem], servers: dict[str, Any])
         return sources
     if is_plugin_dir(folder):
         return [_plugin_source(folder, folder, problems, servers)]
-    if (folder / ".personae").is_dir() or (folder / ".claude").is_dir():
+    if Layout(folder).dir.is_dir() or (folder / ".claude").is_dir():
         return collect_project(folder, problems, servers)
     # A project's own folder: `.claude` gives agents/ and skills/ (never commands/),
     # `.personae` gives personas/ and skills/ (not directive.md).

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from personae.limits import DEFAULTS
 from personae.team.signals import BlockerType, Strategy, ValidationResult, WorkerResult
 
 __all__ = ["Action", "Decision", "SubtaskBudget", "decide"]
@@ -37,7 +38,7 @@ class Action(StrEnum):
 class SubtaskBudget:
     """Retry state of one original subtask (reset for every new subtask)."""
 
-    max_retries: int = 2
+    max_retries: int = DEFAULTS.max_retries
     """Corrections allowed."""
     retries_used: int = 0
     """Corrections spent."""

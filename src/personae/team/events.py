@@ -1,19 +1,46 @@
-"""Typed run events and the bus that fans them out (store, JSON lines, live view)."""
+"""Typed run events and the bus that fans them out (store, JSON lines, live view).
+
+Each kind of step is a frozen dataclass; :data:`Event` is their union, so a
+consumer matches on the class and ends with ``assert_never``. A producer builds
+the event's payload (``emit(PlanMade(...))``); the bus stamps the run id, number
+and time. The JSON form (``to_json_dict``, stored rows, ``personae run --json``)
+is ``{run_id, seq, kind, at, message, subtask, data}`` with the payload fields
+in ``data``; :func:`event_from_json` reads it back.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, ClassVar, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_jsonable_python
 
-__all__ = ["Event", "EventBus", "EventKind"]
+__all__ = [
+    "AnswerStreamed",
+    "Corrected",
+    "Event",
+    "EventBus",
+    "EventKind",
+    "PlanMade",
+    "RunFinished",
+    "RunStarted",
+    "RunWarning",
+    "SubagentEnded",
+    "SubagentStarted",
+    "SubtaskStarted",
+    "ToolCalled",
+    "Validated",
+    "WorkDone",
+    "event_from_json",
+]
 
 
 class EventKind(StrEnum):
-    """Every kind of step a run reports."""
+    """Every kind of step a run reports (the ``kind`` string of the JSON form)."""
 
     START = "start"
     PLAN = "plan"
@@ -26,33 +53,336 @@ class EventKind(StrEnum):
     SUBAGENT = "subagent"
     FINAL = "final"
     ANSWER_DELTA = "answer_delta"
-    """A piece of the final answer's text as the model streams it (``data["text"]``);
+    """A piece of the final answer's text as the model streams it (:class:`AnswerStreamed`);
     not stored: the ``final`` event carries the whole answer."""
 
 
-class Event(BaseModel):
-    """One step of a run."""
+_ENVELOPE = frozenset({"run_id", "seq", "at", "message", "subtask", "extra"})
 
-    model_config = ConfigDict(frozen=True)
 
-    run_id: str
-    """The run."""
-    seq: int
-    """Order within the run (from 1)."""
-    kind: EventKind
-    """What happened."""
-    at: str
-    """UTC timestamp (ISO 8601)."""
+@dataclass(frozen=True, kw_only=True)
+class _EventBase:
+    """What every event has: the envelope the bus stamps, and the readable line."""
+
+    kind: ClassVar[EventKind]
+    """What happened (the same for every event of a class)."""
+
+    run_id: str = ""
+    """The run (set by the bus)."""
+    seq: int = 0
+    """Order within the run, from 1 (set by the bus)."""
+    at: str = ""
+    """UTC timestamp, ISO 8601 (set by the bus)."""
     message: str = ""
     """One readable line."""
     subtask: int | None = None
     """Subtask number (from 1), when the event belongs to one."""
-    data: dict[str, Any] = Field(default_factory=dict)
-    """Kind-specific payload (JSON-safe)."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Payload keys this version does not model (read from a stored or newer event),
+    kept so that the JSON form round-trips unchanged."""
+
+    def _omitted(self) -> frozenset[str]:
+        """Payload fields left out of ``data`` (optional keys only some producers write)."""
+        return frozenset()
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The kind-specific payload as a dict (the ``data`` of the JSON form, not JSON-coerced)."""
+        omitted = self._omitted()
+        payload = {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in _ENVELOPE and f.name not in omitted
+        }
+        return payload | dict(self.extra)
 
     def to_json_dict(self) -> dict[str, Any]:
-        """The event as a JSON-safe dict (one JSON line in ``--json`` mode)."""
-        return self.model_dump(mode="json")
+        """The event as a JSON-safe dict (one JSON line in ``--json`` mode, one stored row)."""
+        return {
+            "run_id": self.run_id,
+            "seq": self.seq,
+            "kind": self.kind.value,
+            "at": self.at,
+            "message": self.message,
+            "subtask": self.subtask,
+            "data": to_jsonable_python(self.data),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunStarted(_EventBase):
+    """A run started (``personae run`` announces it before the team loads)."""
+
+    kind: ClassVar[EventKind] = EventKind.START
+    task: str | None = None
+    """The task as given."""
+    persona: str | None = None
+    """The persona asked for (``None``: the default)."""
+    session: str | None = None
+    """The conversation session."""
+    context_from: str | None = None
+    """The handover file the run starts from (``personae run`` only)."""
+    pid: int | None = None
+    """The process running it (``personae run`` only)."""
+
+    def _omitted(self) -> frozenset[str]:
+        # Only `personae run` knows the process and the handover file.
+        return frozenset({"context_from", "pid"}) if self.pid is None else frozenset()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanMade(_EventBase):
+    """The Manager broke the task into subtasks."""
+
+    kind: ClassVar[EventKind] = EventKind.PLAN
+    subtasks: list[dict[str, Any]] = field(default_factory=list)
+    """Each subtask (``description``, ``requirements``, ``persona``)."""
+    rationale: str | None = None
+    """Why this plan."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubtaskStarted(_EventBase):
+    """A subtask went to a worker (``message`` is its description)."""
+
+    kind: ClassVar[EventKind] = EventKind.SUBTASK_START
+    requirements: list[str] = field(default_factory=list)
+    """What the validator will check."""
+    persona: str | None = None
+    """The worker's persona."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCalled(_EventBase):
+    """A worker or sub-agent called a tool."""
+
+    kind: ClassVar[EventKind] = EventKind.TOOL_CALL
+    tool: str = ""
+    """Tool name."""
+    args: dict[str, Any] = field(default_factory=dict)
+    """Arguments as the model gave them."""
+    ok: bool = False
+    """Whether the call succeeded."""
+    result: str = ""
+    """The result (its first 500 characters)."""
+    persona: str | None = None
+    """The persona that called it."""
+    reused: bool | None = None
+    """A worker's call answered from an earlier identical call (workers only)."""
+    depth: int | None = None
+    """Sub-agent depth (sub-agents only)."""
+
+    def _omitted(self) -> frozenset[str]:
+        return frozenset(n for n in ("reused", "depth") if getattr(self, n) is None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkDone(_EventBase):
+    """A worker attempt ended (``message`` is the start of its result)."""
+
+    kind: ClassVar[EventKind] = EventKind.WORK_RESULT
+    attempt: int = 1
+    """Attempt number (from 1)."""
+    success: bool = False
+    """The worker finished (not stopped by a limit or error)."""
+    tools_used: list[str] = field(default_factory=list)
+    """Tools it called successfully."""
+    failed_tools: list[dict[str, Any]] = field(default_factory=list)
+    """Calls that failed (tool call records)."""
+    loop_detected: bool = False
+    """The loop detector fired."""
+    result: str = ""
+    """The whole result."""
+    skills: list[str] = field(default_factory=list)
+    """Skills loaded for the worker."""
+    skill_commands: list[Any] = field(default_factory=list)
+    """``(command, reason)`` of skill commands run."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Validated(_EventBase):
+    """The validator judged a worker's result (``message``: approved or the issues)."""
+
+    kind: ClassVar[EventKind] = EventKind.VALIDATION
+    used_llm: bool = False
+    """A model call was made (else code checks decided)."""
+    skills: list[str] | None = None
+    """Skills loaded for the validator (``None``: it loads none)."""
+    approved: bool = False
+    """Approved."""
+    requirements_met: bool = False
+    """Every requirement met."""
+    issues: list[str] = field(default_factory=list)
+    """What is wrong."""
+    next_action: str = ""
+    """What the validator suggests."""
+    involvement_level: str = ""
+    """minimal, standard or thorough."""
+    correction: str = ""
+    """The validator's correction instruction, if any."""
+    completion_signal: dict[str, Any] = field(default_factory=dict)
+    """The completion signal (JSON form)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Corrected(_EventBase):
+    """Not approved: dispatch chose a correction (``message``: action and instruction)."""
+
+    kind: ClassVar[EventKind] = EventKind.CORRECTION
+    action: str = ""
+    """retry, rephrase or decompose."""
+    blocker: str | None = None
+    """The blocker type that chose it."""
+    retries_used: int = 0
+    """Corrections spent on the subtask so far."""
+    max_retries: int = 0
+    """The subtask's correction budget."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunWarning(_EventBase):
+    """Something the user should know (``message``); ``action`` names what it is about."""
+
+    kind: ClassVar[EventKind] = EventKind.WARNING
+    action: str | None = None
+    """``context_cut``, ``skills_cut``, ``usage_cap``, ``mcp_server``, ``spawn_refused``,
+    ``worker_stopped``, a dispatch action (``skip``, ``escalate``, ...), or ``None``."""
+    details: Mapping[str, Any] = field(default_factory=dict)
+    """The warning's own fields (flat in ``data``, after ``action``)."""
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """``action`` (when set) and the details, flat, then any unmodelled keys."""
+        head = {"action": self.action} if self.action is not None else {}
+        return head | dict(self.details) | dict(self.extra)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubagentStarted(_EventBase):
+    """The ``agent`` tool started a sub-agent."""
+
+    kind: ClassVar[EventKind] = EventKind.SUBAGENT
+    persona: str = ""
+    """The sub-agent's persona."""
+    phase: Literal["start"] = "start"
+    """Always ``start``."""
+    context_mode: str = ""
+    """What context it inherits."""
+    depth: int = 0
+    """Sub-agent depth."""
+    task: str = ""
+    """The task it got."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubagentEnded(_EventBase):
+    """A sub-agent finished; only its final message went back."""
+
+    kind: ClassVar[EventKind] = EventKind.SUBAGENT
+    persona: str = ""
+    """The sub-agent's persona."""
+    phase: Literal["end"] = "end"
+    """Always ``end``."""
+    context_mode: str = ""
+    """What context it inherited."""
+    status: str = ""
+    """success, partial, limit or failed."""
+    progress_made: bool = False
+    """It made measurable progress."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """Its usage (requests, tokens, tool calls)."""
+    temp_workspace: str | None = None
+    """Its temporary workspace (removed by now), if it had one."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunFinished(_EventBase):
+    """The Manager's final answer (``message``)."""
+
+    kind: ClassVar[EventKind] = EventKind.FINAL
+    status: str = ""
+    """done or partial."""
+    validated: list[int] = field(default_factory=list)
+    """Numbers of the validated subtasks."""
+    not_validated: dict[int, str] = field(default_factory=dict)
+    """Number -> status of the others."""
+    usage: dict[str, Any] = field(default_factory=dict)
+    """Usage of the whole tree of agents."""
+    failure_count: int = 0
+    """Subtasks that did not validate."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerStreamed(_EventBase):
+    """A piece of the final answer's text as the model streams it.
+
+    Only broadcast: not stored and not numbered (it carries the number of the
+    event before it); the ``final`` event carries the whole answer.
+    """
+
+    kind: ClassVar[EventKind] = EventKind.ANSWER_DELTA
+    text: str = ""
+    """The new text."""
+
+
+Event: TypeAlias = (
+    RunStarted
+    | PlanMade
+    | SubtaskStarted
+    | ToolCalled
+    | WorkDone
+    | Validated
+    | Corrected
+    | RunWarning
+    | SubagentStarted
+    | SubagentEnded
+    | RunFinished
+    | AnswerStreamed
+)
+"""One step of a run; match on the class (``case ToolCalled(): ...``)."""
+
+_CLASSES: dict[EventKind, type[Event]] = {
+    EventKind.START: RunStarted,
+    EventKind.PLAN: PlanMade,
+    EventKind.SUBTASK_START: SubtaskStarted,
+    EventKind.TOOL_CALL: ToolCalled,
+    EventKind.WORK_RESULT: WorkDone,
+    EventKind.VALIDATION: Validated,
+    EventKind.CORRECTION: Corrected,
+    EventKind.WARNING: RunWarning,
+    EventKind.SUBAGENT: SubagentStarted,
+    EventKind.FINAL: RunFinished,
+    EventKind.ANSWER_DELTA: AnswerStreamed,
+}
+
+
+def event_from_json(raw: Mapping[str, Any]) -> Event:
+    """An event from its JSON form (``to_json_dict``, a stored row, a ``--json`` line).
+
+    Payload keys the class does not model are kept in ``extra``; missing ones take
+    their defaults. An unknown ``kind`` raises ``ValueError``.
+    """
+    kind = EventKind(raw["kind"])
+    data = dict(raw.get("data") or {})
+    cls: type[Event] = _CLASSES[kind]
+    if kind is EventKind.SUBAGENT and data.get("phase") == "end":
+        cls = SubagentEnded
+    fields: dict[str, Any]
+    if cls is RunWarning:  # its payload is open: every key but ``action`` is a detail
+        fields, data = {"action": data.pop("action", None), "details": data}, {}
+    else:
+        names = {f.name for f in dataclasses.fields(cls)} - _ENVELOPE
+        fields = {name: data.pop(name) for name in list(data) if name in names}
+    make: Callable[..., Event] = cls
+    return make(
+        run_id=str(raw.get("run_id", "")),
+        seq=int(raw.get("seq", 0)),
+        at=str(raw.get("at", "")),
+        message=str(raw.get("message", "")),
+        subtask=raw.get("subtask"),
+        extra=data,
+        **fields,
+    )
 
 
 Listener = Callable[[Event], None]
@@ -72,31 +402,21 @@ class EventBus:
         """Add a listener (called synchronously for every event)."""
         self._listeners.append(listener)
 
-    def emit(
-        self,
-        kind: EventKind,
-        message: str = "",
-        *,
-        subtask: int | None = None,
-        **data: Any,
-    ) -> Event:
-        """Create, record and broadcast an event.
+    def emit(self, event: Event) -> Event:
+        """Stamp (run id, number, time), record and broadcast an event; returns it stamped.
 
-        An ``answer_delta`` (a piece of the answer's text) is only broadcast: it
+        An :class:`AnswerStreamed` (a piece of the answer's text) is only broadcast: it
         is not recorded and takes no number of its own (it carries the number of
         the event before it), so stored events stay numbered 1, 2, 3 ...
         """
-        transient = kind is EventKind.ANSWER_DELTA
+        transient = isinstance(event, AnswerStreamed)
         if not transient:
             self._seq += 1
-        event = Event(
+        event = dataclasses.replace(
+            event,
             run_id=self.run_id,
             seq=self._seq,
-            kind=kind,
             at=datetime.now(UTC).isoformat(timespec="milliseconds"),
-            message=message,
-            subtask=subtask,
-            data=data,
         )
         if not transient:
             self.events.append(event)

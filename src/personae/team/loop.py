@@ -10,11 +10,20 @@ from typing import Any
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
+from personae.limits import DEFAULTS
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
 from personae.team import manager, validator, worker
 from personae.team.dispatch import Action, SubtaskBudget, decide
-from personae.team.events import EventKind
+from personae.team.events import (
+    Corrected,
+    PlanMade,
+    RunFinished,
+    RunWarning,
+    SubtaskStarted,
+    Validated,
+    WorkDone,
+)
 from personae.team.involvement import involvement_for
 from personae.team.loopdetect import LoopDetector
 from personae.team.manager import SubtaskOutcome
@@ -46,7 +55,7 @@ _DEFAULT_PERSONA = Persona(
 class TeamConfig:
     """Knobs of the team loop (defaults from the seeds)."""
 
-    max_retries: int = 2
+    max_retries: int = DEFAULTS.max_retries
     """Corrections per subtask."""
     loop_window: int = 6
     """Calls remembered for loop detection."""
@@ -133,27 +142,29 @@ class Team:
 
     def _mcp_warning(self, message: str, data: dict[str, Any]) -> None:
         self.warnings.append(message)
-        self.runtime.emit(EventKind.WARNING, message, action="mcp_server", **data)
+        self.runtime.emit(RunWarning(message=message, action="mcp_server", details=data))
 
     async def _run_turn(self, turn: TurnContext) -> TurnResult:
         rt = self.runtime
         plan = await manager.plan(rt, turn, self.persona)
         rt.emit(
-            EventKind.PLAN,
-            f"{len(plan.subtasks)} subtask(s)",
-            subtasks=[s.model_dump() for s in plan.subtasks],
-            rationale=plan.rationale,
+            PlanMade(
+                message=f"{len(plan.subtasks)} subtask(s)",
+                subtasks=[s.model_dump() for s in plan.subtasks],
+                rationale=plan.rationale,
+            )
         )
         outcomes: list[SubtaskOutcome] = []
         for number, subtask in enumerate(plan.subtasks, start=1):
             budget = SubtaskBudget(max_retries=self.config.max_retries)
             detector = LoopDetector(self.config.loop_window)
             rt.emit(
-                EventKind.SUBTASK_START,
-                subtask.description,
-                subtask=number,
-                requirements=subtask.requirements,
-                persona=self._persona_for(subtask).name,
+                SubtaskStarted(
+                    message=subtask.description,
+                    subtask=number,
+                    requirements=subtask.requirements,
+                    persona=self._persona_for(subtask).name,
+                )
             )
             try:
                 outcome = await self._run_subtask(
@@ -169,13 +180,14 @@ class Team:
         final = await manager.synthesize(rt, turn, self.persona, outcomes)
         status = "done" if all(o.status == "validated" for o in outcomes) else "partial"
         rt.emit(
-            EventKind.FINAL,
-            final,
-            status=status,
-            validated=[o.number for o in outcomes if o.status == "validated"],
-            not_validated={o.number: o.status for o in outcomes if o.status != "validated"},
-            usage=rt.usage.as_dict(),
-            failure_count=self.failure_count,
+            RunFinished(
+                message=final,
+                status=status,
+                validated=[o.number for o in outcomes if o.status == "validated"],
+                not_validated={o.number: o.status for o in outcomes if o.status != "validated"},
+                usage=rt.usage.as_dict(),
+                failure_count=self.failure_count,
+            )
         )
         return TurnResult(
             final_text=final,
@@ -191,7 +203,7 @@ class Team:
     ) -> list[SubtaskOutcome]:
         warning = f"stopped at subtask {number}: {reason}"
         self.warnings.append(warning)
-        self.runtime.emit(EventKind.WARNING, warning, subtask=number, action="usage_cap")
+        self.runtime.emit(RunWarning(message=warning, subtask=number, action="usage_cap"))
         return [
             SubtaskOutcome(number=n, subtask=s, status="skipped", result="", reason=reason)
             for n, s in enumerate(subtasks, start=1)
@@ -249,13 +261,13 @@ class Team:
         )  # fmt: skip
         if loaded.cut:
             self.runtime.emit(
-                EventKind.WARNING,
-                f"skill bodies for the {role} cut to fit the budget: {', '.join(loaded.cut)}",
-                subtask=number,
-                action="skills_cut",
-                role=role,
-                skills=loaded.names,
-                cut=loaded.cut,
+                RunWarning(
+                    message=f"skill bodies for the {role} cut to fit the budget: "
+                    f"{', '.join(loaded.cut)}",
+                    subtask=number,
+                    action="skills_cut",
+                    details={"role": role, "skills": loaded.names, "cut": loaded.cut},
+                )
             )
         return loaded
 
@@ -291,17 +303,18 @@ class Team:
                 skills_text=for_worker.text,
             )  # fmt: skip
             rt.emit(
-                EventKind.WORK_RESULT,
-                work.result[:300],
-                subtask=number,
-                attempt=attempts,
-                success=work.success,
-                tools_used=work.tools_used,
-                failed_tools=[c.model_dump() for c in work.failed_tools],
-                loop_detected=work.loop_detected,
-                result=work.result,
-                skills=for_worker.names,
-                skill_commands=[(c.command, c.reason) for c in for_worker.commands],
+                WorkDone(
+                    message=work.result[:300],
+                    subtask=number,
+                    attempt=attempts,
+                    success=work.success,
+                    tools_used=work.tools_used,
+                    failed_tools=[c.model_dump() for c in work.failed_tools],
+                    loop_detected=work.loop_detected,
+                    result=work.result,
+                    skills=for_worker.names,
+                    skill_commands=[(c.command, c.reason) for c in for_worker.commands],
+                )
             )
             loaded = [self.skills[n] for n in for_worker.names]
             for_validator = self._skills(
@@ -331,7 +344,9 @@ class Team:
                 )  # fmt: skip
             if decision.warning:
                 self.warnings.append(decision.warning)
-                rt.emit(EventKind.WARNING, decision.warning, subtask=number, action=decision.action)
+                rt.emit(
+                    RunWarning(message=decision.warning, subtask=number, action=decision.action)
+                )
             if decision.action in (Action.SKIP, Action.ESCALATE, Action.CONTINUE):
                 status = {
                     Action.SKIP: "skipped",
@@ -343,13 +358,14 @@ class Team:
                     reason="; ".join(result.issues), attempts=attempts,
                 )  # fmt: skip
             rt.emit(
-                EventKind.CORRECTION,
-                f"{decision.action.value}: {decision.instruction}",
-                subtask=number,
-                action=decision.action.value,
-                blocker=decision.blocker.value if decision.blocker else None,
-                retries_used=budget.retries_used,
-                max_retries=budget.max_retries,
+                Corrected(
+                    message=f"{decision.action.value}: {decision.instruction}",
+                    subtask=number,
+                    action=decision.action.value,
+                    blocker=decision.blocker.value if decision.blocker else None,
+                    retries_used=budget.retries_used,
+                    max_retries=budget.max_retries,
+                )
             )
             if decision.action is Action.DECOMPOSE:
                 return await self._decompose(
@@ -423,19 +439,29 @@ class Team:
                 r = outcome.result
                 signal = r.completion_signal
                 rt.emit(
-                    EventKind.VALIDATION,
-                    ("approved" if r.approved else "rejected: " + "; ".join(r.issues)),
-                    subtask=number,
-                    used_llm=outcome.used_llm,
-                    skills=skill_names,
-                    **r.model_dump(mode="json", exclude={"completion_signal"}),
-                    completion_signal=signal.model_dump(mode="json"),
+                    Validated(
+                        message="approved" if r.approved else "rejected: " + "; ".join(r.issues),
+                        subtask=number,
+                        used_llm=outcome.used_llm,
+                        skills=skill_names,
+                        approved=r.approved,
+                        requirements_met=r.requirements_met,
+                        issues=list(r.issues),
+                        next_action=r.next_action,
+                        involvement_level=r.involvement_level.value,
+                        correction=r.correction,
+                        completion_signal=signal.model_dump(mode="json"),
+                    )
                 )
                 return r
             warning = (
                 f"validator unavailable for subtask {number} (attempt {attempt}): "
                 f"{outcome.infra_error}; not counted as approval or rejection"
             )
-            rt.emit(EventKind.WARNING, warning, subtask=number, infra_error=outcome.infra_error)
+            rt.emit(
+                RunWarning(
+                    message=warning, subtask=number, details={"infra_error": outcome.infra_error}
+                )
+            )
         self.warnings.append(f"subtask {number} kept as unvalidated: the validator was unavailable")
         return None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
-from personae.team.events import EventKind
+from personae.team.events import AnswerStreamed
 from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import Plan, Subtask
 from personae.team.turn_context import ContextView, TurnContext
@@ -174,7 +174,7 @@ async def synthesize(
             info,
             instructions=instructions,
             prompt=prompt,
-            on_text=lambda piece: runtime.emit(EventKind.ANSWER_DELTA, text=piece),
+            on_text=lambda piece: runtime.emit(AnswerStreamed(text=piece)),
         )
         summary = str(output).strip()
     else:

@@ -7,10 +7,23 @@ note for newcomers.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import Any, assert_never
 
-from personae.team.events import Event, EventKind
+from personae.team.events import (
+    AnswerStreamed,
+    Corrected,
+    Event,
+    PlanMade,
+    RunFinished,
+    RunStarted,
+    RunWarning,
+    SubagentEnded,
+    SubagentStarted,
+    SubtaskStarted,
+    ToolCalled,
+    Validated,
+    WorkDone,
+)
 
 __all__ = ["EXPLANATIONS", "EventLines", "describe"]
 
@@ -52,24 +65,50 @@ def _args(args: dict[str, Any]) -> str:
 
 def describe(event: Event, *, explain: bool = False, seen: set[str] | None = None) -> EventLines:
     """Lines ``(style, text)`` for one event."""
-    d = event.data
     kind = event.kind
     lines: EventLines = []
     if explain and seen is not None and kind.value not in seen:
         seen.add(kind.value)
         lines.append(("note", f"  ({EXPLANATIONS[kind.value]})"))
-    handler = _HANDLERS.get(kind)
-    if handler is not None:
-        lines.extend(handler(event, d))
+    match event:
+        case RunStarted():
+            lines.append(("note", event.message))
+        case PlanMade():
+            lines.extend(_plan(event))
+        case SubtaskStarted():
+            head = f"Subtask {event.subtask}: {event.message}"
+            lines.append(("title", f"{head}  (persona: {event.persona})"))
+        case ToolCalled():
+            lines.extend(_tool(event))
+        case WorkDone():
+            label = "Worker" if event.success else "Worker (did not finish)"
+            lines.append(("plain", f"  {label}, attempt {event.attempt}: {_short(event.result)}"))
+        case Validated():
+            lines.extend(_validation(event))
+        case Corrected():
+            budget = f"{event.retries_used}/{event.max_retries}"
+            lines.append(("warn", f"  Correction ({budget}): {_short(event.message, 220)}"))
+        case RunWarning():
+            lines.append(("warn", f"  Warning: {event.message}"))
+        case SubagentStarted():
+            mode = f"context mode: {event.context_mode}, depth {event.depth}"
+            lines.append(("tool", f"    sub-agent {event.persona} starts ({mode})"))
+        case SubagentEnded():
+            usage = event.usage or {}
+            counts = f"{usage.get('requests', 0)} requests, {usage.get('tool_calls', 0)} tool calls"
+            ended = f"sub-agent {event.persona} finished: {event.status} ({counts})"
+            lines.append(("tool", f"    {ended}"))
+        case RunFinished():
+            lines.extend(_final(event))
+        case AnswerStreamed():
+            pass  # the final event carries the whole answer
+        case _:
+            assert_never(event)
     return lines
 
 
-def _start(event: Event, d: dict[str, Any]) -> EventLines:
-    return [("note", event.message)]
-
-
-def _plan(event: Event, d: dict[str, Any]) -> EventLines:
-    subs = d.get("subtasks", [])
+def _plan(event: PlanMade) -> EventLines:
+    subs = event.subtasks
     lines: EventLines = [("title", f"Plan: {len(subs)} subtask(s)")]
     for i, sub in enumerate(subs, start=1):
         reqs = "; ".join(sub.get("requirements") or [])
@@ -78,36 +117,26 @@ def _plan(event: Event, d: dict[str, Any]) -> EventLines:
     return lines
 
 
-def _subtask(event: Event, d: dict[str, Any]) -> EventLines:
-    head = f"Subtask {event.subtask}: {event.message}"
-    return [("title", f"{head}  (persona: {d.get('persona')})")]
-
-
-def _tool(event: Event, d: dict[str, Any]) -> EventLines:
-    nested = bool(d.get("depth"))
-    who = f"[{d.get('persona')}] " if nested else ""
+def _tool(event: ToolCalled) -> EventLines:
+    nested = bool(event.depth)
+    who = f"[{event.persona}] " if nested else ""
     indent = "      " if nested else "  "
-    ok = bool(d.get("ok"))
-    call = f"{d.get('tool')}({_args(d.get('args', {}))})"
-    status = ("ok (reused earlier result)" if d.get("reused") else "ok") if ok else "FAILED"
+    ok = bool(event.ok)
+    call = f"{event.tool}({_args(event.args or {})})"
+    status = ("ok (reused earlier result)" if event.reused else "ok") if ok else "FAILED"
     lines: EventLines = [("tool" if ok else "bad", f"{indent}tool {who}{call} -> {status}")]
     if not ok:
-        lines.append(("bad", f"{indent}  {_short(d.get('result'))}"))
+        lines.append(("bad", f"{indent}  {_short(event.result)}"))
     return lines
 
 
-def _work(event: Event, d: dict[str, Any]) -> EventLines:
-    label = "Worker" if d.get("success") else "Worker (did not finish)"
-    return [("plain", f"  {label}, attempt {d.get('attempt')}: {_short(d.get('result'))}")]
-
-
-def _validation(event: Event, d: dict[str, Any]) -> EventLines:
-    signal = d.get("completion_signal") or {}
-    how = "model check" if d.get("used_llm") else "code check"
-    head = f"  Validator ({how}, {d.get('involvement_level')})"
-    if d.get("approved"):
+def _validation(event: Validated) -> EventLines:
+    signal = event.completion_signal or {}
+    how = "model check" if event.used_llm else "code check"
+    head = f"  Validator ({how}, {event.involvement_level})"
+    if event.approved:
         return [("good", f"{head}: approved, confidence {signal.get('confidence')}")]
-    issues = _short("; ".join(d.get("issues", [])))
+    issues = _short("; ".join(event.issues))
     detail = (
         f"    blocker={signal.get('blocker_type')} progress={signal.get('progress_made')} "
         f"confidence={signal.get('confidence')}"
@@ -115,28 +144,9 @@ def _validation(event: Event, d: dict[str, Any]) -> EventLines:
     return [("bad", f"{head}: REJECTED: {issues}"), ("plain", detail)]
 
 
-def _correction(event: Event, d: dict[str, Any]) -> EventLines:
-    budget = f"{d.get('retries_used')}/{d.get('max_retries')}"
-    return [("warn", f"  Correction ({budget}): {_short(event.message, 220)}")]
-
-
-def _subagent(event: Event, d: dict[str, Any]) -> EventLines:
-    name = d.get("persona")
-    if d.get("phase") == "start":
-        mode = f"context mode: {d.get('context_mode')}, depth {d.get('depth')}"
-        return [("tool", f"    sub-agent {name} starts ({mode})")]
-    usage = d.get("usage") or {}
-    counts = f"{usage.get('requests', 0)} requests, {usage.get('tool_calls', 0)} tool calls"
-    return [("tool", f"    sub-agent {name} finished: {d.get('status')} ({counts})")]
-
-
-def _warning(event: Event, d: dict[str, Any]) -> EventLines:
-    return [("warn", f"  Warning: {event.message}")]
-
-
-def _final(event: Event, d: dict[str, Any]) -> EventLines:
-    usage = d.get("usage") or {}
-    lines: EventLines = [("title", f"Answer ({d.get('status')}):")]
+def _final(event: RunFinished) -> EventLines:
+    usage = event.usage or {}
+    lines: EventLines = [("title", f"Answer ({event.status}):")]
     lines.extend(("answer", f"  {line}") for line in event.message.splitlines())
     tokens = f"{usage.get('input_tokens', 0)} input + {usage.get('output_tokens', 0)} output"
     lines.append(
@@ -147,17 +157,3 @@ def _final(event: Event, d: dict[str, Any]) -> EventLines:
         )
     )
     return lines
-
-
-_HANDLERS: dict[EventKind, Callable[[Event, dict[str, Any]], EventLines]] = {
-    EventKind.START: _start,
-    EventKind.PLAN: _plan,
-    EventKind.SUBTASK_START: _subtask,
-    EventKind.TOOL_CALL: _tool,
-    EventKind.WORK_RESULT: _work,
-    EventKind.VALIDATION: _validation,
-    EventKind.CORRECTION: _correction,
-    EventKind.SUBAGENT: _subagent,
-    EventKind.WARNING: _warning,
-    EventKind.FINAL: _final,
-}

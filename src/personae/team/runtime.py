@@ -36,7 +36,7 @@ from personae.models.resolve import ModelResolver
 from personae.store.answers import ModelAnswer
 from personae.store.runs import EventRow, ModelCallRow, RunStore
 from personae.team._request_tokens import count_request
-from personae.team.events import Event, EventBus, EventKind
+from personae.team.events import AnswerStreamed, Event, EventBus, RunWarning
 from personae.tokens.registry import counter_for_model, model_info
 
 __all__ = ["CallInfo", "Runtime", "TreeUsage"]
@@ -240,15 +240,20 @@ class Runtime:
             for s in cut
         )
         self.emit(
-            EventKind.WARNING,
-            f"context cut to fit the {report.get('budget')}-token budget of the {info.role}: "
-            + parts,
-            subtask=info.subtask,
-            action="context_cut",
-            role=info.role,
-            budget=report.get("budget"),
-            total=report.get("total"),
-            sections=[{k: s.get(k) for k in ("tag", "rule", "kept", "requested")} for s in cut],
+            RunWarning(
+                message=f"context cut to fit the {report.get('budget')}-token budget of the "
+                f"{info.role}: " + parts,
+                subtask=info.subtask,
+                action="context_cut",
+                details={
+                    "role": info.role,
+                    "budget": report.get("budget"),
+                    "total": report.get("total"),
+                    "sections": [
+                        {k: s.get(k) for k in ("tag", "rule", "kept", "requested")} for s in cut
+                    ],
+                },
+            )
         )
 
     def store_event(self, event: Event) -> None:
@@ -256,9 +261,9 @@ class Runtime:
 
         ``answer_delta`` events are not stored: the ``final`` event holds the whole answer.
         """
-        if event.kind is EventKind.ANSWER_DELTA:
+        if isinstance(event, AnswerStreamed):
             return
-        data = event.model_dump(mode="json")["data"]
+        data = event.to_json_dict()["data"]
         self.pending.append(
             EventRow(event.seq, event.kind.value, event.at, event.message, event.subtask, data)
         )
@@ -275,11 +280,9 @@ class Runtime:
         """The run id (the bus's)."""
         return self.bus.run_id
 
-    def emit(
-        self, kind: EventKind, message: str = "", *, subtask: int | None = None, **data: Any
-    ) -> Event:
-        """Emit an event (the store listens on the bus)."""
-        return self.bus.emit(kind, message, subtask=subtask, **data)
+    def emit(self, event: Event) -> Event:
+        """Emit an event (the store listens on the bus); returns it numbered."""
+        return self.bus.emit(event)
 
     async def call(
         self,

@@ -25,6 +25,7 @@ from personae.context.summary import SummaryRefresh, refresh_summary
 from personae.errors import PersonaeError, RunError, UnknownNameError, UsageError
 from personae.handover.child import HANDOVER_DEPTH_CAP, handover_depth
 from personae.handover.tool import register_handover_tool
+from personae.limits import DEFAULTS
 from personae.models.resolve import ModelResolver
 from personae.persona.bundled import bundled_personas
 from personae.persona.cast import SPAWN_CHECK_MARK, Cast
@@ -33,7 +34,7 @@ from personae.project import Project, SandboxConfig
 from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
 from personae.store.runs import RunStore
-from personae.team.events import Event, EventBus, EventKind
+from personae.team.events import Event, EventBus, RunStarted, ToolCalled, event_from_json
 from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.summarizer import model_summarize
@@ -65,9 +66,9 @@ class RunOptions:
     """Default model spec (flag > PERSONAE_MODEL > project config, resolved by the caller)."""
     session: str | None = None
     """Conversation session id (created when new; a fresh one when ``None``)."""
-    max_retries: int = 2
+    max_retries: int = DEFAULTS.max_retries
     """Corrections per subtask."""
-    budget_share: float = 0.30
+    budget_share: float = DEFAULTS.budget_share
     """Share of the model window the assembled context may use."""
     request_cap: int | None = None
     """Most model requests for the whole tree of agents (``None``: no cap)."""
@@ -80,7 +81,7 @@ class RunOptions:
     ``profile``, else the ``worker`` profile."""
     extra_persona_dirs: Sequence[Path] = ()
     """More persona folders to load."""
-    handover_timeout: float = 300.0
+    handover_timeout: float = DEFAULTS.handover_timeout
     """Seconds a ``handover_to_persona`` child run may take (per attempt)."""
     announced: Mapping[str, Any] | None = None
     """The ``start`` event already shown for this run (JSON form, seq 1, its run id);
@@ -117,10 +118,9 @@ class RunOutcome:
         """
         found: dict[str, None] = {}
         for event in self.events:
-            d = event.data
-            if event.kind is not EventKind.TOOL_CALL or not d.get("ok") or d.get("reused"):
+            if not isinstance(event, ToolCalled) or not event.ok or event.reused:
                 continue
-            path = (d.get("args") or {}).get("path") if d.get("tool") in _WRITERS else None
+            path = (event.args or {}).get("path") if event.tool in _WRITERS else None
             if isinstance(path, str) and path.strip():
                 full = Path(path) if Path(path).is_absolute() or self.root is None else (
                     self.root / path
@@ -316,13 +316,15 @@ async def run_turn(
         runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
         bus.subscribe(runtime.store_event)
         if announced is not None:  # already shown: store it, don't show it again
-            bus.adopt(Event.model_validate(dict(announced)))
+            bus.adopt(event_from_json(announced))
         for listener in listeners:
             bus.subscribe(listener)
         if announced is None:
             bus.emit(
-                EventKind.START, f"run {run_id} started", task=task, persona=options.persona,
-                session=session,
+                RunStarted(
+                    message=f"run {run_id} started", task=task, persona=options.persona,
+                    session=session,
+                )
             )  # fmt: skip
         registry = _registry(
             project.root, cast, persona, options, session, sandbox=project.config.sandbox

@@ -23,9 +23,10 @@ from pydantic_ai.messages import ModelMessage
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, FunctionToolset
 
 from personae.errors import UnknownNameError
+from personae.limits import DEFAULTS
 from personae.persona.model import ContextMode, Persona
 from personae.project import SandboxConfig
-from personae.team.events import EventKind
+from personae.team.events import RunWarning, SubagentEnded, SubagentStarted, ToolCalled
 from personae.team.loopdetect import LoopDetector
 from personae.team.mcp_servers import McpHub
 from personae.team.recording import RecordingToolset
@@ -37,7 +38,7 @@ from personae.team.worker import DEFAULT_MAX_STEPS
 
 __all__ = ["DEFAULT_DEPTH_CAP", "Spawner", "SubagentOutcome", "child_prompt"]
 
-DEFAULT_DEPTH_CAP = 2
+DEFAULT_DEPTH_CAP = DEFAULTS.subagent_depth_cap
 """Deepest nesting of sub-agents (a depth-2 child cannot spawn)."""
 
 
@@ -160,8 +161,10 @@ class Spawner:
                     f"persona {parent.name!r} may not spawn {name!r}; it may spawn: {allowed_names}"
                 )
                 self.runtime.emit(
-                    EventKind.WARNING, f"refused spawn: {error_text}", subtask=subtask,
-                    action="spawn_refused", persona=name, parent=parent.name,
+                    RunWarning(
+                        message=f"refused spawn: {error_text}", subtask=subtask,
+                        action="spawn_refused", details={"persona": name, "parent": parent.name},
+                    )
                 )  # fmt: skip
                 return SubagentOutcome(
                     persona=name, status="failed", final_message="", progress_made=False,
@@ -181,14 +184,14 @@ class Spawner:
                 context_mode=mode.value, error=f"sub-agent depth cap of {self.depth_cap} reached",
             )  # fmt: skip
         self.runtime.emit(
-            EventKind.SUBAGENT,
-            f"spawn {name} (context: {mode.value}, depth {depth})",
-            subtask=subtask,
-            persona=name,
-            phase="start",
-            context_mode=mode.value,
-            depth=depth,
-            task=task,
+            SubagentStarted(
+                message=f"spawn {name} (context: {mode.value}, depth {depth})",
+                subtask=subtask,
+                persona=name,
+                context_mode=mode.value,
+                depth=depth,
+                task=task,
+            )
         )
         temp: Path | None = None
         try:
@@ -204,16 +207,16 @@ class Spawner:
             if temp is not None:
                 shutil.rmtree(temp, ignore_errors=True)
         self.runtime.emit(
-            EventKind.SUBAGENT,
-            f"{name} finished: {outcome.status}",
-            subtask=subtask,
-            persona=name,
-            phase="end",
-            context_mode=mode.value,
-            status=outcome.status,
-            progress_made=outcome.progress_made,
-            usage=outcome.usage,
-            temp_workspace=str(temp) if temp else None,
+            SubagentEnded(
+                message=f"{name} finished: {outcome.status}",
+                subtask=subtask,
+                persona=name,
+                context_mode=mode.value,
+                status=outcome.status,
+                progress_made=outcome.progress_made,
+                usage=outcome.usage,
+                temp_workspace=str(temp) if temp else None,
+            )
         )
         return outcome
 
@@ -255,15 +258,16 @@ class Spawner:
 
         def on_call(record: ToolCallRecord) -> None:
             runtime.emit(
-                EventKind.TOOL_CALL,
-                f"[{persona.name}] {record.tool} {'ok' if record.ok else 'FAILED'}",
-                subtask=subtask,
-                tool=record.tool,
-                args=record.args,
-                ok=record.ok,
-                result=record.result[:500],
-                persona=persona.name,
-                depth=depth,
+                ToolCalled(
+                    message=f"[{persona.name}] {record.tool} {'ok' if record.ok else 'FAILED'}",
+                    subtask=subtask,
+                    tool=record.tool,
+                    args=record.args,
+                    ok=record.ok,
+                    result=record.result[:500],
+                    persona=persona.name,
+                    depth=depth,
+                )
             )
 
         recorder = RecordingToolset(

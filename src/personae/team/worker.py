@@ -10,7 +10,7 @@ from pydantic_ai.toolsets import AbstractToolset
 
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
-from personae.team.events import EventKind
+from personae.team.events import RunWarning, ToolCalled
 from personae.team.loopdetect import LoopDetector
 from personae.team.recording import CallLog, RecordingToolset
 from personae.team.runtime import CallInfo, Runtime
@@ -94,15 +94,17 @@ async def run_worker(
 
     def on_call(record: ToolCallRecord) -> None:
         runtime.emit(
-            EventKind.TOOL_CALL,
-            f"{record.tool}({_short_args(record.args)}) {'ok' if record.ok else 'FAILED'}",
-            subtask=number,
-            tool=record.tool,
-            args=record.args,
-            ok=record.ok,
-            result=record.result[:500],
-            persona=persona.name,
-            reused=record.reused,
+            ToolCalled(
+                message=f"{record.tool}({_short_args(record.args)}) "
+                f"{'ok' if record.ok else 'FAILED'}",
+                subtask=number,
+                tool=record.tool,
+                args=record.args,
+                ok=record.ok,
+                result=record.result[:500],
+                persona=persona.name,
+                reused=record.reused,
+            )
         )
         if record.ok and not record.reused:
             turn.add_tool_result(record.tool, record.args, record.result[:800])
@@ -176,12 +178,12 @@ def _warn_stopped(
     else:
         message = f"worker for subtask {number} stopped: {error}"
     runtime.emit(
-        EventKind.WARNING,
-        message,
-        subtask=number,
-        action="worker_stopped",
-        refused_tools=refused,
-        error=error,
+        RunWarning(
+            message=message,
+            subtask=number,
+            action="worker_stopped",
+            details={"refused_tools": refused, "error": error},
+        )
     )
     return message
 

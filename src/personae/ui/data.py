@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.errors import PersonaeError, UnknownNameError, UsageError
+from personae.layout import Layout
 from personae.persona._files import read_confined
 from personae.persona.problems import Problem
 from personae.security.policy import redact_secrets
@@ -129,7 +130,7 @@ class Reader:
 
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
-        self.db = self.root / ".personae" / "state.db"
+        self.db = Layout(self.root).state_db
         self._store: Store | None = None
         self._lock = threading.Lock()
 
@@ -181,7 +182,7 @@ class Reader:
 
     def chain_names(self) -> list[str]:
         """Chains with a checkpoint under ``.personae/chains/``."""
-        folder = self.root / ".personae" / "chains"
+        folder = Layout(self.root).chains
         if not folder.is_dir():
             return []
         return sorted(p.parent.name for p in folder.glob("*/checkpoint.json") if _regular(p))
@@ -191,7 +192,7 @@ class Reader:
         names = self.chain_names()
         if name not in names:
             raise UnknownNameError("chain", name, names)
-        folder = self.root / ".personae" / "chains" / name
+        folder = Layout(self.root).chains / name
         body = json.loads(self.read_text(folder / "checkpoint.json"))
         states: dict[str, Any] = body.get("steps") or {}
         steps, problem = self._workflow_steps(str(body.get("workflow", "")), states)

@@ -23,6 +23,7 @@ from personae.fsutil import read_regular
 from personae.handover.create import build_handover, create_handover
 from personae.handover.files import load_handover, write_atomic
 from personae.handover.schema import ArtifactFile, HistoryEntry, now_iso
+from personae.layout import Layout
 from personae.workflow._report import write_report
 from personae.workflow.executors import Executor, Job, JobResult, LocalProcessExecutor
 from personae.workflow.outcome import DONE as _DONE
@@ -36,7 +37,7 @@ _CLIP = 4000
 
 def state_dir_for(workflow: Workflow) -> Path:
     """``<workflow dir>/.personae/chains/<name>``."""
-    return workflow.path.parent / ".personae" / "chains" / workflow.name
+    return Layout(workflow.path.parent).chains / workflow.name
 
 
 class _Checkpoint:
