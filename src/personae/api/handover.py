@@ -107,6 +107,7 @@ def create_handover(
     ledger; returns it with its path. Unsafe content (paths outside the allowed roots,
     secrets) is refused before anything is written. ``on_warning`` gets each warning
     (a target persona this project does not know, with ``check_target=False``)."""
+    # local import: each call loads only its own engine (`personae handover create` start-up)
     from personae.handover._cast import persona_facts
     from personae.handover._history import history_for
     from personae.handover.create import build_handover, parse_file_spec
@@ -137,6 +138,7 @@ def create_handover(
 def load_handover(path: str | Path, *, cwd: str | Path = ".") -> LoadedHandover:
     """Read, validate and safety-check a handover file with the project policy at ``cwd``
     (what ``personae handover run`` does first)."""
+    # local import: each call loads only its own engine (`personae handover create` start-up)
     from personae.handover.files import load_handover as read
     from personae.handover.runflow import load_policy
 
@@ -150,6 +152,7 @@ def run_handover(
 ) -> RunOutcome:
     """Run the handover at ``path`` in a child ``personae run`` until it succeeds or its
     attempts run out; the results are written back (``outcome.handover.results``)."""
+    # local import: each call loads only its own engine (`personae handover create` start-up)
     from personae.handover.child import run_handover as execute
     from personae.settings import PersonaeSettings
 
@@ -167,6 +170,7 @@ def run_handover(
 def run_chain(workflow: str | Path | Workflow, options: ChainOptions | None = None) -> ChainOutcome:
     """Run a chain workflow (a YAML file or a loaded ``Workflow``); returns its outcome
     (``status``, ``exit_code``, per-step states, ``report_path``)."""
+    # local import: each call loads only its own engine (`personae handover create` start-up)
     from personae.workflow.chain import run_chain as execute
     from personae.workflow.spec import Workflow, load_workflow
 

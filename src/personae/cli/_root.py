@@ -19,6 +19,7 @@ def project_root(root: Path | None = None) -> Path:
     """
     if root is not None:
         return root.resolve()
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.project import find_root
 
     here = Path.cwd()

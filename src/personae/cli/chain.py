@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from personae.errors import UsageError
+
 if TYPE_CHECKING:
     from personae.workflow.spec import Workflow
 
@@ -31,8 +33,6 @@ def _steps_json(wf: Workflow, states: dict[str, Any]) -> list[dict[str, Any]]:
 def _state_dir(path: Path | None) -> Path | None:
     """``--state-dir`` may be missing (it is created) but must not be a file."""
     if path is not None and path.exists() and not path.is_dir():
-        from personae.errors import UsageError
-
         raise UsageError("not a folder", file=path, field="--state-dir")
     return path
 
@@ -60,6 +60,7 @@ def run(
     ] = False,
 ) -> None:
     """Run a workflow; prints the aggregated report. Exit codes as `handover run`."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.handover import ChainOptions, run_chain
     from personae.workflow.spec import load_workflow
 
@@ -99,7 +100,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Show each step's state from the checkpoint."""
-    from personae.errors import UsageError
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.fsutil import read_regular
     from personae.workflow.chain import state_dir_for
     from personae.workflow.spec import load_workflow

@@ -68,6 +68,7 @@ def _assemble(
     window: int | None,
     step: str | None,
 ) -> AssembledContext:
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.context import assemble
 
     if budget is not None and window is not None:
@@ -150,6 +151,7 @@ def report_cmd(  # noqa: PLR0917
 @app.command("roles")
 def roles(root: RootOpt = None, as_json: JsonOpt = False) -> None:
     """List the role profiles (built-in and .personae/profiles.yaml) and their sections."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.context.profiles import load_profiles
 
     profiles = load_profiles(project_root(root))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from personae.cli._root import project_root
 
 if TYPE_CHECKING:
     from personae.hosts.render import CheckItem
@@ -46,9 +49,7 @@ def render_command(
     as_json: _Json = False,
 ) -> None:
     """Render host instructions, hook configs and MCP entries (print, or --write them)."""
-    import json
-
-    from personae.cli._root import project_root
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.hosts.render import installed_personae, plan
     from personae.hosts.render import write as write_files
     from personae.hosts.snippets import home_instructions
@@ -85,9 +86,7 @@ def render_command(
 @app.command("check")
 def check_command(root: _Root = None, as_json: _Json = False) -> None:
     """Check the host files of a repository as each host will use them; exit 1 on any FAIL."""
-    import json
-
-    from personae.cli._root import project_root
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.hosts.hostcheck import check_hooks
     from personae.hosts.render import check
 
@@ -109,6 +108,7 @@ def check_command(root: _Root = None, as_json: _Json = False) -> None:
 )
 def pre_tool_use_command(ctx: typer.Context) -> None:
     """PreToolUse gate: [--gate REGEX]... [--store PATH] [--no-cache]; exit 2 blocks."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.hosts.gate import run
 
     raise typer.Exit(run(list(ctx.args)))
@@ -117,6 +117,7 @@ def pre_tool_use_command(ctx: typer.Context) -> None:
 @hook_app.command("session-start")
 def session_start_command() -> None:
     """SessionStart hook: tell the model its session id and to call bootstrap_session."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.hosts.gate import session_start
 
     raise typer.Exit(session_start())
@@ -170,9 +171,7 @@ def register(app: typer.Typer) -> None:
 
         Each item is OK, WARN or FAIL with the fix; exit 1 when any item fails.
         """
-        import json
-
-        from personae.cli._root import project_root
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.hosts.doctor import diagnose
         from personae.mind.server import MindPaths, default_paths
 

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import os
+import secrets
+import shutil
 import sys
+import tempfile
+from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from personae.errors import PersonaeError
+from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
+from personae.cli._root import project_root
+from personae.errors import PersonaeError, RunError, UsageError
 from personae.layout import Layout
 
 if TYPE_CHECKING:
@@ -43,6 +52,7 @@ class _View:
     """
 
     def __init__(self, *, as_json: bool, explain: bool = False) -> None:
+        # local import: CLI start-up (rich's console loads only when this command prints)
         from rich.console import Console
 
         class _Console(Console):
@@ -69,8 +79,6 @@ class _View:
 
     def close(self) -> None:
         """The reader went away: print nothing more and cancel the run."""
-        from personae.cli._pipes import silence_stdout
-
         self.closed = True
         silence_stdout()
         if self.task is not None:
@@ -81,6 +89,7 @@ class _View:
             sys.stdout.write(json.dumps(event.to_json_dict()) + "\n")
             sys.stdout.flush()
             return
+        # local import: CLI start-up (rich's console loads only when this command prints)
         from rich.text import Text
 
         from personae.team.events import AnswerStreamed, RunFinished
@@ -113,6 +122,7 @@ class _View:
 
     def _end_stream(self, event: RunFinished) -> None:
         """The ``final`` event after a streamed answer: only what was not streamed yet."""
+        # local import: CLI start-up (rich's console loads only when this command prints)
         from rich.text import Text
 
         from personae.team.render import describe
@@ -132,6 +142,7 @@ class _View:
 def _execute(
     task: str, options: RunOptions, view: _View, timeout: float | None = None
 ) -> RunOutcome:
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.procs import RUN_PROCESSES
     from personae.team.session import run_turn
 
@@ -165,8 +176,6 @@ def _follow_ups(
     Each follow-up is one more turn in the same conversation session; the
     handover's results hold every turn's answer.
     """
-    import dataclasses
-
     done: list[RunOutcome] = []
     session = first.session_id
     while True:
@@ -198,10 +207,7 @@ def _announce(
     Stored first, so every id ever printed is one ``personae runs show`` knows, however
     the run ends (even killed in its first second).
     """
-    import os
-    import secrets
-    from datetime import UTC, datetime
-
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.store.db import Store
     from personae.store.runs import EventRow, RunStore
 
@@ -268,6 +274,7 @@ def _failure(exc: BaseException) -> tuple[str, str]:
 
 def _settle(db: Path, run_id: str, status: str, reason: str) -> None:
     """Record how the run ended, unless whatever finished it already did."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.store.db import Store
     from personae.store.runs import RunStore
 
@@ -325,10 +332,11 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("--context-return needs --context-from")
         limit = None
         if handover_timeout is not None:  # checked before anything starts
+            # local import: CLI start-up (only the command that runs loads what it needs)
             from personae.cli.handover import duration_option
 
             limit = duration_option(handover_timeout, bare="ms", flag="--handover-timeout")
-        from personae.cli._root import project_root
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.settings import PersonaeSettings
 
         settings = PersonaeSettings()  # a bad PERSONAE_* variable: an error, not a run
@@ -336,6 +344,7 @@ def register(app: typer.Typer) -> None:
         if context_from is None:
             cwd = project_root()
         else:
+            # local import: CLI start-up (only the command that runs loads what it needs)
             from personae.handover import runflow
 
             handover = runflow.begin(
@@ -367,8 +376,6 @@ def register(app: typer.Typer) -> None:
             raise
         except BaseException as exc:
             if view.closed:  # the reader of stdout went away: a clean, quiet end
-                from personae.cli._pipes import BROKEN_PIPE_EXIT
-
                 _settle(db, announced["run_id"], "cancelled", "output closed (broken pipe)")
                 raise typer.Exit(BROKEN_PIPE_EXIT) from None
             status, reason = _failure(exc)
@@ -376,8 +383,6 @@ def register(app: typer.Typer) -> None:
             if isinstance(exc, asyncio.CancelledError):
                 raise KeyboardInterrupt from None
             if isinstance(exc, Exception) and reason != str(exc):  # the URL was added
-                from personae.errors import RunError
-
                 raise RunError(reason) from exc
             raise
 
@@ -411,8 +416,7 @@ def _run_announced(
     profile: str | None = None,
 ) -> None:
     """Everything ``personae run`` does after its run is stored and shown."""
-    import dataclasses
-
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.results import Limits
     from personae.api.team import Team
     from personae.project import Project
@@ -448,6 +452,7 @@ def _run_announced(
         if endpoint and isinstance(exc, PersonaeError | TimeoutError):
             _export_trace(project.state_db, str(announced["run_id"]), endpoint)
         if handover is not None:
+            # local import: CLI start-up (only the command that runs loads what it needs)
             from personae.handover import runflow
 
             reason = "timed out" if isinstance(exc, TimeoutError) else str(exc)
@@ -456,12 +461,11 @@ def _run_announced(
                 return_path=context_return,
             )  # fmt: skip
         if isinstance(exc, TimeoutError):
-            from personae.errors import RunError
-
             raise RunError(f"run took longer than {timeout} s") from None
         raise
     _export_trace(project.state_db, outcome.run_id, endpoint)
     if handover is not None:
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.handover import runflow
 
         shown = len(handover.warnings)
@@ -488,11 +492,7 @@ def _run_announced(
 
 
 def _run_demo(*, as_json: bool, keep: Path | None) -> None:
-    import shutil
-    import tempfile
-    from importlib import resources
-
-    from personae.errors import UsageError
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.team.session import RunOptions
 
     bundle = Path(str(resources.files("personae.examples") / "demo"))
@@ -527,9 +527,9 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
         except asyncio.CancelledError:
             if not view.closed:
                 raise KeyboardInterrupt from None
-            from personae.cli._pipes import BROKEN_PIPE_EXIT
 
             raise typer.Exit(BROKEN_PIPE_EXIT) from None
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.settings import PersonaeSettings
 
         _export_trace(Layout(target).state_db, outcome.run_id,
@@ -551,6 +551,7 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
 def _export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
     """Send the stored run to the OpenTelemetry endpoint, when one is set (else nothing)."""
     if endpoint:
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.telemetry import export_if_enabled
 
         try:
@@ -560,14 +561,13 @@ def _export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
 
 
 def _store(root: Path) -> Any:
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.project import Project
     from personae.store.db import Store
     from personae.store.runs import RunStore
 
     project = Project.open(root)
     if not project.state_db.exists():
-        from personae.errors import UsageError
-
         raise UsageError(
             "no runs stored here yet (run 'personae run TASK' first)", file=project.state_db
         )
@@ -585,8 +585,6 @@ def list_runs(
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Recent runs of this project, newest first."""
-    from personae.cli._root import project_root
-
     project_db = Layout(project_root()).state_db
     if not project_db.exists():
         # Nothing stored yet is an empty list, not an error (like `handover ledger`).
@@ -601,11 +599,13 @@ def list_runs(
     if as_json:
         typer.echo(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
         return
+    # local import: CLI start-up (rich's console loads only when this command prints)
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=160 if not sys.stdout.isatty() else None, highlight=False)
     if console.width < _TABLE_WIDTH:  # a narrow terminal: two lines a run, nothing cut
+        # local import: CLI start-up (rich's console loads only when this command prints)
         from rich.text import Text
 
         for r in rows:
@@ -652,8 +652,6 @@ def show_run(
     full: Annotated[bool, typer.Option(help="Print every assembled context in full.")] = False,
 ) -> None:
     """A run's events and every model call with its assembled context and budget report."""
-    from personae.cli._root import project_root
-
     runs = _store(project_root())
     runs.reconcile()
     record = runs.get(run_id)
@@ -667,6 +665,7 @@ def show_run(
         }
         typer.echo(json.dumps(payload, indent=2))
         return
+    # local import: CLI start-up (rich's console loads only when this command prints)
     from rich.console import Console
     from rich.text import Text
 

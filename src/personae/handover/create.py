@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from personae.errors import UsageError
 from personae.fsutil import private_dir
+from personae.handover._memory import memory_snapshot as summarise_memory
 from personae.handover.files import ContextFormat, save_handover, validate_safety
 from personae.handover.runflow import load_policy
 from personae.handover.schema import (
@@ -111,9 +112,7 @@ def build_handover(
     file, never a file's body or a secret.
     """
     if memory_snapshot is None:
-        from personae.handover._memory import memory_snapshot as summarise
-
-        memory_snapshot = summarise(Path(cwd))
+        memory_snapshot = summarise_memory(Path(cwd))
     try:
         return ContextHandover(
             source=Source(
