@@ -24,6 +24,7 @@ __all__ = [
     "UnknownNameError",
     "UsageError",
     "closest_name",
+    "yaml_error_line",
 ]
 
 
@@ -145,3 +146,9 @@ class BudgetExceededError(RunError):
         self.needed = needed
         self.budget = budget
         self.over = over
+
+
+def yaml_error_line(exc: Exception) -> int | None:
+    """The 1-based line a PyYAML error points at (its problem mark), if it has one."""
+    mark = getattr(exc, "problem_mark", None)
+    return mark.line + 1 if mark is not None else None

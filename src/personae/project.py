@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from personae.errors import ConfigError
+from personae.errors import ConfigError, yaml_error_line
 from personae.fsutil import read_regular
 from personae.layout import CONFIG_NAMES, Layout
 from personae.models.resolve import parse_model_spec
@@ -170,9 +170,7 @@ def _parse_config(path: Path) -> ProjectConfig:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text (byte {exc.start})", file=path) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise ConfigError("malformed YAML", file=path, line=line) from exc
+        raise ConfigError("malformed YAML", file=path, line=yaml_error_line(exc)) from exc
     if raw is None:
         return ProjectConfig()
     if not isinstance(raw, dict):
