@@ -52,7 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("project and storage", ("project", "settings", "store")),
     ("building blocks", ("persona", "tools", "context", "mind")),
     ("handover", ("handover",)),
-    ("engines", ("team", "workflow")),
+    ("engines", ("team", "workflow", "batch")),
     ("hosts and viewers", ("hosts", "telemetry", "ui")),
     ("library API", ("api", "integrations")),
     ("front ends", ("cli", "__main__", "")),

@@ -1,14 +1,39 @@
-"""Shared parts of the tests: the CLI as a child process, and a one-persona project whose
-team run reads ``config.yaml`` on the scripted model server."""
+"""Shared parts of the tests: the CLI as a child process, a one-persona project whose team
+run reads ``config.yaml`` on the scripted model server, a team turn on the in-process
+scripted function model and the event and request helpers that read it, async bodies run
+under a deadline, the built-in tools on a workspace, and a file writer.
+
+The fixtures that hand these out (``cli``, ``project_factory`` ...) are in ``conftest.py``.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import socket
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import pytest
 import yaml
+
+from personae.models import ModelResolver, Scenario, scripted_function_model
+from personae.models.scenario import ROLE_MARKER
+from personae.team.events import Event
+from personae.team.session import RunOptions, RunOutcome, run_turn
+from personae.tools import ToolLimits, ToolRegistry, ToolSubset, Workspace
+
+T = TypeVar("T")
+
+ASYNC_TIMEOUT = 120.0
+"""Seconds an async test body (:func:`run_async`) may run before it is cancelled and the
+test fails; the whole test has pytest-timeout's ``timeout`` (pyproject.toml) on top."""
 
 VALIDATOR_OK: dict[str, Any] = {
     "approved": True,
@@ -69,15 +94,194 @@ def read_config_scenario(
     }  # fmt: skip
 
 
+def build_project(
+    root: Path,
+    personas: Mapping[str, str] = {},
+    files: Mapping[str, str] = {},
+    *,
+    folder: str = ".personae/personas",
+) -> Path:
+    """``root`` with each persona written to ``FOLDER/NAME.md`` and each file to
+    ``root/PATH``; returns ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in personas.items():
+        write(root / folder / f"{name}.md", text)
+    for rel, text in files.items():
+        write(root / rel, text)
+    return root
+
+
+def write_scenarios(folder: Path, scenarios: Mapping[str, Any]) -> None:
+    """Each scenario written as YAML to ``folder/NAME.yaml`` (``scripted:`` model specs)."""
+    for name, plan in scenarios.items():
+        write(folder / f"{name}.yaml", yaml.safe_dump(plan))
+
+
 def dev_project(
     tmp_path: Path, scenarios: dict[str, dict[str, Any]], *, persona: str = DEV_PERSONA
 ) -> Path:
     """``tmp_path/proj`` with the ``dev`` persona and a ``config.yaml`` (port 8081); each
     scenario is written to ``tmp_path/NAME.yaml``."""
-    root = tmp_path / "proj"
-    (root / ".personae" / "personas").mkdir(parents=True)
-    (root / ".personae" / "personas" / "dev.md").write_text(persona)
-    (root / "config.yaml").write_text("port: 8081\n")
-    for name, plan in scenarios.items():
-        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(plan))
+    root = build_project(tmp_path / "proj", {"dev": persona}, {"config.yaml": "port: 8081\n"})
+    write_scenarios(tmp_path, scenarios)
     return root
+
+
+def run_async(coro: Coroutine[Any, Any, T], *, timeout: float = ASYNC_TIMEOUT) -> T:
+    """``asyncio.run(coro)`` under a deadline: after ``timeout`` seconds the body is
+    cancelled (its ``finally`` blocks and context managers run, so child processes and
+    servers are closed) and the test fails saying so, instead of hanging the suite.
+
+    Exceptions of the body, a ``TimeoutError`` of its own included, pass through unchanged.
+    """
+    expired = False
+
+    async def bounded() -> T:
+        nonlocal expired
+        deadline = asyncio.timeout(timeout)
+        try:
+            async with deadline:
+                return await coro
+        finally:
+            expired = deadline.expired()
+
+    try:
+        return asyncio.run(bounded())
+    except TimeoutError:
+        if not expired:
+            raise
+        pytest.fail(f"async test body still running after {timeout:g} s (cancelled)", pytrace=False)
+
+
+def write(path: Path, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path``, making its folders; return ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def child_env(env: Mapping[str, str] | None = None, *, drop: Iterable[str] = ()) -> dict[str, str]:
+    """This process's environment minus the names in ``drop``, plus ``env``."""
+    dropped = set(drop)
+    full = {k: v for k, v in os.environ.items() if k not in dropped}
+    full.update(env or {})
+    return full
+
+
+def personae_cli(
+    *args: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    drop: Iterable[str] = (),
+    timeout: float = 120,
+    check: bool = False,
+    stdin: int | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m personae ARGS`` with this process's environment (fixed width, no
+    colour: see ``conftest.py``) minus the names in ``drop`` plus ``env``.
+
+    With ``check`` a non-zero exit fails the test with the child's stderr.
+    """
+    full = child_env(env, drop=drop)
+    done = run_personae(*args, cwd=cwd, env=full, timeout=timeout, stdin=stdin)
+    if check:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def run_scenario(
+    root: Path,
+    steps: list[dict[str, Any]],
+    task: str,
+    *,
+    persona: str = "dev",
+    rules: list[dict[str, Any]] | None = None,
+    listeners: Sequence[Callable[[Event], None]] = (),
+    model_name: str = "scripted:test",
+    **options: Any,
+) -> tuple[RunOutcome, Any]:
+    """One team turn on ``root`` with the in-process scripted function model replaying
+    ``steps`` (and ``rules``); returns the outcome and the scripted player.
+
+    ``options`` go to :class:`RunOptions` (``include_git_log`` is off unless given). Every
+    step must be used: a step left over fails the test.
+    """
+    model = scripted_function_model(Scenario.model_validate({"steps": steps, "rules": rules or []}))
+    options.setdefault("include_git_log", False)
+    run_options = RunOptions(root=root, persona=persona, **options)
+    resolver = ModelResolver.using(model, model_name)
+    outcome = run_async(run_turn(task, run_options, listeners=listeners, resolver=resolver))
+    assert model.player.remaining_steps == 0, "scenario steps left unanswered"
+    return outcome, model.player
+
+
+def events_of(outcome: RunOutcome, kind: str) -> list[Event]:
+    """The events of ``kind`` (its string value) the run emitted, in order."""
+    return [e for e in outcome.events if e.kind.value == kind]
+
+
+def requests_with(player: Any, marker: str) -> list[dict[str, Any]]:
+    """The scripted player's requests with ``marker`` in any message."""
+    return [
+        r for r in player.requests if any(marker in str(m.get("content")) for m in r["messages"])
+    ]
+
+
+def role_requests(player: Any, role: str) -> list[dict[str, Any]]:
+    """The scripted player's requests made for ``role`` (manager, worker, validator ...)."""
+    return requests_with(player, ROLE_MARKER.format(role=role))
+
+
+def tool_results(request: dict[str, Any]) -> list[str]:
+    """The tool results a model request carried, in order."""
+    return [str(m["content"]) for m in request["messages"] if m["role"] == "tool"]
+
+
+def builtin_subset(root: Path, names: Sequence[str] | None = None, **limits: Any) -> ToolSubset:
+    """The built-in tools on a workspace at ``root`` with ``limits``, narrowed to ``names``
+    (``None``: all of them)."""
+    registry = ToolRegistry.builtin(Workspace(root), limits=ToolLimits(**limits))
+    return registry.subset() if names is None else registry.subset(list(names))
+
+
+def call_tool(subset: ToolSubset, name: str, **args: Any) -> str:
+    """Dispatch one call of tool ``name`` with ``args`` through ``subset`` (under
+    :func:`run_async`'s deadline) and return its result."""
+    return run_async(subset.dispatch(name, args))
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def mind_http_server(*args: str, cwd: Path, wait: float = 60) -> Iterator[str]:
+    """A real ``personae serve ARGS --http`` process on a free loopback port; yields its MCP
+    URL once the port accepts connections (a server that exits first fails the test with
+    its stderr) and terminates it afterwards."""
+    port = free_port()
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "personae", "serve", *args, "--http", "--port", str(port)],
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
+        try:
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                with socket.socket() as sock:
+                    if sock.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                if proc.poll() is not None:
+                    errors.seek(0)
+                    stderr = errors.read().decode(errors="replace")
+                    pytest.fail(f"personae serve --http exited before listening:\n{stderr}")
+                time.sleep(0.2)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)

@@ -9,7 +9,10 @@ none. Tests still assert on content (see :func:`flat`), not on where lines break
 from __future__ import annotations
 
 import os
+import subprocess
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any, Protocol
 
 # rich (and so Typer's help and error panels) reads COLUMNS; Typer reads TERMINAL_WIDTH once,
 # at import. TERM=dumb and NO_COLOR keep escape codes out of captured output, and
@@ -29,7 +32,11 @@ os.environ.pop("PY_COLORS", None)
 import pytest
 from pydantic_ai import models
 
+from _helpers import build_project, personae_cli, write_scenarios
+
 SRC = Path(__file__).resolve().parents[1] / "src"
+
+pytest_plugins = ["_pg"]  # a real PostgreSQL server for the store tests (tests/_pg.py)
 
 # Any attempt to reach a real model provider fails the test.
 models.ALLOW_MODEL_REQUESTS = False
@@ -56,3 +63,53 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PERSONAE_HOME", str(home))
     monkeypatch.delenv("PERSONAE_MODEL", raising=False)
     return home
+
+
+@pytest.fixture
+def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """The CLI as a child process: ``cli(*args, cwd=, env=, drop=, timeout=, check=)``
+    (:func:`_helpers.personae_cli`) with the width and colour settings above."""
+    return personae_cli
+
+
+class ProjectFactory(Protocol):
+    """Makes a project folder under the test's ``tmp_path`` (see :func:`project_factory`)."""
+
+    def __call__(
+        self,
+        personas: Mapping[str, str] = ...,
+        files: Mapping[str, str] = ...,
+        *,
+        name: str = ...,
+        folder: str = ...,
+        scenarios: Mapping[str, Any] = ...,
+    ) -> Path: ...
+
+
+@pytest.fixture
+def project_factory(tmp_path: Path) -> ProjectFactory:
+    """``project_factory(personas, files, name="proj", folder=".personae/personas",
+    scenarios={})``: ``tmp_path/NAME`` with each persona at ``FOLDER/NAME.md`` and each file
+    at its relative path; each scenario is written to ``tmp_path/NAME.yaml`` (for a
+    ``scripted:`` model spec beside the project). Returns the project root."""
+
+    def make(
+        personas: Mapping[str, str] = {},
+        files: Mapping[str, str] = {},
+        *,
+        name: str = "proj",
+        folder: str = ".personae/personas",
+        scenarios: Mapping[str, Any] = {},
+    ) -> Path:
+        write_scenarios(tmp_path, scenarios)
+        return build_project(tmp_path / name, personas, files, folder=folder)
+
+    return make
+
+
+@pytest.fixture
+def offline_home(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """:func:`isolated_home`, and no ``OPENAI_BASE_URL`` from the caller's environment: runs
+    use only the model spec a test gives them."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    return isolated_home

@@ -17,7 +17,7 @@ import yaml
 from pydantic_ai.models import override_allow_model_requests
 
 import personae
-from _helpers import DEV_PERSONA, dev_project, read_config_scenario
+from _helpers import DEV_PERSONA, dev_project, read_config_scenario, run_async
 from personae import AnswerDelta, CancelToken, Event, EventKind, Limits, RunEnd, Team
 from personae.team.events import RunStarted
 
@@ -77,7 +77,7 @@ def test_run_stream_yields_ordered_events_deltas_then_the_result(project: Path) 
     async def collect() -> list[Any]:
         return [item async for item in team.run_stream("What port?")]
 
-    items = asyncio.run(collect())
+    items = run_async(collect())
     events = [i for i in items if isinstance(i, Event)]
     deltas = [i for i in items if isinstance(i, AnswerDelta)]
     assert isinstance(items[-1], RunEnd)
@@ -107,7 +107,7 @@ def test_anthropic_provider_runs_a_whole_team_and_streams_the_answer(
         async def collect() -> list[Any]:
             return [item async for item in team.run_stream("What port?")]
 
-        items = asyncio.run(collect())
+        items = run_async(collect())
         routes = [route for route, _ in server.raw_requests]
         # pydantic-ai streams every Messages request (its default max_tokens is large)
         assert all(body.get("stream") for _, body in server.raw_requests)
@@ -133,7 +133,7 @@ def test_breaking_out_of_the_stream_cancels_the_run(project: Path) -> None:
                 return item.run_id
         raise AssertionError("no plan event")
 
-    run_id = asyncio.run(first_plan())
+    run_id = run_async(first_plan())
     assert stored(project, run_id)[0] == "cancelled"
 
 
@@ -150,7 +150,7 @@ def test_cancel_token_ends_the_run_as_cancelled(project: Path) -> None:
                 seen.append(item.result)
         return seen[0]
 
-    result = asyncio.run(go())
+    result = run_async(go())
     assert result.status == "cancelled" and result.answer == ""
     assert EventKind.FINAL not in [e.kind for e in result.events]
     assert stored(project, result.run_id)[0] == "cancelled"
@@ -171,7 +171,7 @@ def test_run_inside_an_event_loop_says_to_use_arun(project: Path) -> None:
         team.run("x")
 
     with pytest.raises(personae.UsageError, match="arun"):
-        asyncio.run(inside())
+        run_async(inside())
 
 
 def test_not_a_folder_is_a_usage_error(tmp_path: Path) -> None:
@@ -199,7 +199,7 @@ def test_cancelling_the_awaiting_task_cancels_the_run(project: Path) -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    asyncio.run(go())
+    run_async(go())
     assert stored(project, seen[0].run_id)[0] == "cancelled"
 
 
@@ -231,7 +231,7 @@ def test_run_stream_yields_the_events_personae_run_json_prints(project: Path) ->
     async def collect() -> list[Event]:
         return [i async for i in team.run_stream("What port?") if isinstance(i, Event)]
 
-    streamed = [e.to_json_dict() for e in asyncio.run(collect())]
+    streamed = [e.to_json_dict() for e in run_async(collect())]
     # The answer's text pieces: JSON lines in the CLI, typed AnswerDelta items in the stream.
     shape = [(e["seq"], e["kind"], e["subtask"]) for e in printed if e["kind"] != "answer_delta"]
     assert shape == [(e["seq"], e["kind"], e["subtask"]) for e in streamed]

@@ -5,21 +5,16 @@ the scripted model server, the stored per-call report shows them, a cut warns.""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-OK = {
-    "approved": True,
-    "requirements_met": True,
-    "issues": [],
-    "completion_signal": {"confidence": "high", "progress_made": True},
-}
+from _helpers import VALIDATOR_OK as OK
+from _helpers import personae_cli
+
 SCENARIO = {
     "description": "one subtask, one tool call (scripted)",
     "steps": [
@@ -38,18 +33,7 @@ SCENARIO = {
 def personae(
     cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        check=False,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "COLUMNS": "120", **(env or {})},
-    )
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
+    return personae_cli(*args, cwd=cwd, env={"COLUMNS": "120", **(env or {})}, check=check)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ falls back to path B with the reason in the report."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import pytest
 import yaml
 from pydantic_ai.models import override_allow_model_requests
 
+from _helpers import run_async
 from personae.context.summary import SUMMARY_CAP, refresh_summary
 from personae.models.resolve import ModelResolver
 from personae.store.conversations import ConversationStore, Message
@@ -72,7 +72,7 @@ def _session(tmp_path: Path, summary: str | None) -> Iterator[tuple[Any, str, An
 
 def test_condensed_summary_is_capped_stored_and_incremental(tmp_path: Path) -> None:
     with _session(tmp_path, LONG) as (conv, sid, call, seen):
-        first = asyncio.run(refresh_summary(conv, sid, COUNTER, call, recent=6))
+        first = run_async(refresh_summary(conv, sid, COUNTER, call, recent=6))
         assert first.ok and first.folded > 0 and first.summary is not None
         assert COUNTER.count(first.summary) <= SUMMARY_CAP < COUNTER.count(LONG)
         assert "[summary cut to its cap]" in first.summary
@@ -80,11 +80,11 @@ def test_condensed_summary_is_capped_stored_and_incremental(tmp_path: Path) -> N
         assert stored is not None and stored.text == first.summary
         assert "[user] question 0" in seen[0]
         # Nothing new evicted: no model call at all.
-        again = asyncio.run(refresh_summary(conv, sid, COUNTER, call, recent=6))
+        again = run_async(refresh_summary(conv, sid, COUNTER, call, recent=6))
         assert again.ok and again.folded == 0 and len(seen) == 1
         # Two more turns: only the newly evicted exchanges are sent.
         _fill(conv, sid, 5, 2)
-        third = asyncio.run(refresh_summary(conv, sid, COUNTER, call, recent=6))
+        third = run_async(refresh_summary(conv, sid, COUNTER, call, recent=6))
         assert third.ok and third.folded > 0 and len(seen) == 2
         assert not any("question 0" in line for line in seen[1])
         assert any("question 4" in line or "question 5" in line for line in seen[1])
@@ -94,7 +94,7 @@ def test_condensed_summary_is_capped_stored_and_incremental(tmp_path: Path) -> N
 
 def test_model_error_falls_back_to_path_b(tmp_path: Path) -> None:
     with _session(tmp_path, None) as (conv, sid, call, _):
-        out = asyncio.run(refresh_summary(conv, sid, COUNTER, call, recent=6))
+        out = run_async(refresh_summary(conv, sid, COUNTER, call, recent=6))
         assert not out.ok and out.warning is not None and "path B" in out.warning
         assert conv.latest_summary(sid, counter=COUNTER) is None  # nothing stored
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from personae.store import Store
@@ -58,13 +58,14 @@ def _accepts(open_calls: set[str] | None, batch: list[Message]) -> tuple[bool, s
     return True, state
 
 
-@settings(max_examples=60, deadline=None)
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(ops=st.lists(_op, min_size=1, max_size=25))
 def test_store_accepts_exactly_the_valid_tool_results(
-    tmp_path_factory: pytest.TempPathFactory, ops: list[object]
+    open_store: Callable[[], Store], ops: list[object]
 ) -> None:
-    path: Path = tmp_path_factory.mktemp("inv") / "state.db"
-    with Store(path) as store:
+    with open_store() as store:  # one database for all examples: each its own session
         conv = ConversationStore(store, exact_counter("o200k_base"))
         sid = conv.create_session()
         open_calls: set[str] | None = None

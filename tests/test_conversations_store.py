@@ -1,17 +1,18 @@
-"""Conversation store on real SQLite files: counted once, transactional, newest-first reads."""
+"""Conversation store on real SQLite files and a real PostgreSQL server (every test runs on
+both backends): counted once, transactional, newest-first reads."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from personae.errors import UnknownNameError
-from personae.store import Store
+from personae.store import Store, StoreError
 from personae.store.conversations import (
     ConversationError,
     ConversationStore,
@@ -44,8 +45,8 @@ class CallCounter:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    with Store(tmp_path / "state.db") as opened:
+def store(open_store: Callable[[], Store]) -> Iterator[Store]:
+    with open_store() as opened:
         yield opened
 
 
@@ -114,9 +115,8 @@ def test_round_trip_of_tool_calls(store: Store) -> None:
         Message("assistant", "", [{"id": "x", "name": "grep", "arguments": "{oops"}])
 
 
-def test_other_counter_recounts_lazily_once_per_message(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
-    with Store(path) as store:
+def test_other_counter_recounts_lazily_once_per_message(open_store: Callable[[], Store]) -> None:
+    with open_store() as store:
         conv = ConversationStore(store, exact_counter("o200k_base"))
         sid = conv.create_session()
         for n in range(4):
@@ -130,7 +130,7 @@ def test_other_counter_recounts_lazily_once_per_message(tmp_path: Path) -> None:
         assert other.calls == 20
         stored = conv.recent(sid, 20)
         assert {m.counter for m in stored} == {"o200k_base"}  # originals untouched
-    with Store(path) as store:  # the per-counter cache is persistent
+    with open_store() as store:  # the per-counter cache is persistent
         conv = ConversationStore(store, exact_counter("o200k_base"))
         again = CallCounter("cl100k-probe")
         assert [m.tokens for m in conv.recent(sid, 20, counter=again)] == [m.tokens for m in tail]
@@ -151,20 +151,32 @@ def test_failure_inside_transaction_leaves_nothing_half_written(store: Store) ->
     sid = conv.create_session()
     conv.append(sid, Message("user", "before"))
     # Raise inside the append transaction, after earlier rows of the batch are written.
-    store.conn.execute(
-        "CREATE TRIGGER boom AFTER INSERT ON messages WHEN NEW.content = 'explode'"
-        " BEGIN SELECT RAISE(ABORT, 'injected failure'); END"
-    )
+    with store.transaction() as conn:
+        conn.execute(_EXPLODE[store.dialect])
+        if store.dialect == "postgres":
+            conn.execute(
+                "CREATE TRIGGER boom AFTER INSERT ON messages FOR EACH ROW EXECUTE FUNCTION boom()"
+            )
     batch = [Message("user", "one"), Message("assistant", "two"), Message("user", "explode")]
-    with pytest.raises(sqlite3.DatabaseError, match="injected failure"):
+    with pytest.raises((sqlite3.DatabaseError, StoreError), match="injected failure"):
         conv.append_many(sid, batch)
-    with pytest.raises(sqlite3.DatabaseError, match="injected failure"):
+    with pytest.raises((sqlite3.DatabaseError, StoreError), match="injected failure"):
         conv.append(sid, Message("user", "explode"))
     assert [m.content for m in conv.recent(sid, 10)] == ["before"]
     session = conv.session(sid)
     assert (session.message_count, session.last_seq) == (1, 1)
     assert conv.append(sid, Message("user", "after")) == 2  # store still usable
-    assert not store.conn.in_transaction
+    if store.dialect == "sqlite":
+        assert not store.conn.in_transaction
+
+
+_EXPLODE = {
+    "sqlite": "CREATE TRIGGER boom AFTER INSERT ON messages WHEN NEW.content = 'explode'"
+    " BEGIN SELECT RAISE(ABORT, 'injected failure'); END",
+    "postgres": "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+    " IF NEW.content = 'explode' THEN RAISE EXCEPTION 'injected failure'; END IF;"
+    " RETURN NEW; END $$",
+}
 
 
 def test_bad_input_fails_before_writing(store: Store) -> None:
@@ -255,6 +267,9 @@ def test_summaries(store: Store) -> None:
 
 def test_newest_first_reads_use_the_index(store: Store) -> None:
     """The plan walks the (session_id, seq) index: no table scan, no sort."""
+    if store.dialect == "postgres":
+        _postgres_reads_use_the_index(store)
+        return
     plans = [
         store.conn.execute(
             "EXPLAIN QUERY PLAN SELECT id, seq, role, content, tool_calls, tool_call_id,"
@@ -271,7 +286,29 @@ def test_newest_first_reads_use_the_index(store: Store) -> None:
         assert "(session_id=?" in text and "TEMP B-TREE" not in text, text
 
 
+def _postgres_reads_use_the_index(store: Store) -> None:
+    # An empty table would be scanned whatever the indexes: rule sequential scans out, then
+    # the plan must walk the unique (session_id, seq) index backward without a sort.
+    with store.read() as conn:
+        conn.execute("SET LOCAL enable_seqscan = off")
+        for extra, params in (("", ("s",)), (" AND seq < ?", ("s", 100))):
+            plan = " ".join(
+                str(row[0])
+                for row in conn.execute(
+                    "EXPLAIN SELECT id, seq FROM messages WHERE session_id = ?"
+                    + extra
+                    + " ORDER BY seq DESC LIMIT 32",
+                    params,
+                ).fetchall()
+            )
+            assert "Index Scan Backward using messages_session_id_seq_key" in plan, plan
+            assert "Sort" not in plan, plan
+
+
 def test_reads_stop_early_on_long_histories(store: Store) -> None:
+    if store.dialect == "postgres":  # the progress handler below counts SQLite VM steps
+        _postgres_reads_stop_early(store)
+        return
     conv = ConversationStore(store, exact_counter("o200k_base"))
     sid = conv.create_session()
     conv.append_many(sid, [Message("user", f"message number {i}") for i in range(3000)])
@@ -294,17 +331,59 @@ def test_reads_stop_early_on_long_histories(store: Store) -> None:
     assert small * 20 < whole, (small, whole)
 
 
-@settings(max_examples=40, deadline=None)
+def _postgres_reads_stop_early(shared: Store) -> None:
+    # Rows the server read for the messages table (pg_stat_user_tables) stand in for SQLite
+    # VM steps. One pooled connection, so its statistics are flushed when we ask.
+    os.environ["PERSONAE_DATABASE_POOL_SIZE"] = "1"
+    try:
+        store = Store(shared.path, url=shared.url)
+    finally:
+        del os.environ["PERSONAE_DATABASE_POOL_SIZE"]
+    with store:
+        conv = ConversationStore(store, exact_counter("o200k_base"))
+        sid = conv.create_session()
+        conv.append_many(sid, [Message("user", f"message number {i}") for i in range(3000)])
+        # What autovacuum does on a live server: without statistics the planner guesses a
+        # handful of rows and reads the whole session with a sort (docs/postgres.md).
+        with store.read() as conn:
+            conn.execute("ANALYZE messages")
+
+        def rows_read(read: Callable[[], object]) -> int:
+            before = _rows_read(store)
+            read()
+            return _rows_read(store) - before
+
+        small = rows_read(lambda: conv.within_budget(sid, 50))
+        whole = rows_read(lambda: conv.between(sid))
+        tail = conv.within_budget(sid, 50)
+    assert [m.content for m in tail][-1] == "message number 2999"
+    assert whole >= 3000 and small * 20 < whole, (small, whole)
+
+
+def _rows_read(store: Store) -> int:
+    with store.read() as conn:
+        conn.execute("SELECT pg_stat_force_next_flush()")
+    with store.read() as conn:
+        conn.execute("SET LOCAL stats_fetch_consistency = none")
+        row = conn.execute(
+            "SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0)"
+            " FROM pg_stat_user_tables WHERE relname = 'messages'"
+        ).fetchone()
+    return int(row[0])
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     sizes=st.lists(st.integers(min_value=1, max_value=40), min_size=0, max_size=60),
     budget=st.integers(min_value=0, max_value=600),
     before=st.one_of(st.none(), st.integers(min_value=1, max_value=70)),
 )
 def test_within_budget_is_the_longest_fitting_tail(
-    tmp_path_factory: pytest.TempPathFactory, sizes: list[int], budget: int, before: int | None
+    open_store: Callable[[], Store], sizes: list[int], budget: int, before: int | None
 ) -> None:
-    path = tmp_path_factory.mktemp("wb") / "state.db"
-    with Store(path) as store:
+    with open_store() as store:  # one store for all examples: each example its own session
         conv = ConversationStore(store, exact_counter("o200k_base"))
         sid = conv.create_session()
         conv.append_many(sid, [Message("user", " hello" * size) for size in sizes])

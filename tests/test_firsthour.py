@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import child_env, personae_cli
 from conftest import flat
 from personae.tools._walk import glob_regex
 
@@ -32,10 +33,8 @@ def terminal_reads(
     args: list[str], cwd: Path, *, columns: int = 80, timeout: float = 120
 ) -> list[bytes]:
     """What each read of the terminal got while ``python -m personae ARGS`` ran on it."""
-    env = {k: v for k, v in os.environ.items() if k not in {"CI", "PYTEST_VERSION"}}
-    env.update(COLUMNS=str(columns), TERM="xterm-256color")
-    env.pop("NO_COLOR", None)
-    env.pop("_TYPER_FORCE_DISABLE_TERMINAL", None)
+    drop = ("CI", "PYTEST_VERSION", "NO_COLOR", "_TYPER_FORCE_DISABLE_TERMINAL")
+    env = child_env({"COLUMNS": str(columns), "TERM": "xterm-256color"}, drop=drop)
     master, slave = pty.openpty()
     proc = subprocess.Popen(
         [sys.executable, "-m", "personae", *args],
@@ -104,17 +103,7 @@ def personae(
     *args: str, cwd: Path, env: dict[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """``python -m personae ARGS`` in ``cwd`` (no terminal), environment plus ``env``."""
-    full = {k: v for k, v in os.environ.items() if k != "PERSONAE_MODEL"}
-    full.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        cwd=cwd,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    return personae_cli(*args, cwd=cwd, env=env, drop=["PERSONAE_MODEL"], timeout=timeout)
 
 
 @pytest.fixture

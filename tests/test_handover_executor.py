@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from _helpers import run_async
 from personae.handover.child import (
     EXIT_FAILURE,
     EXIT_SUCCESS,
@@ -232,7 +233,6 @@ def test_tool_returns_command_for_later(project: Path) -> None:
 
 
 def test_tool_in_a_tool_registry(project: Path) -> None:
-    import asyncio
     import json
 
     from personae.errors import ToolError
@@ -246,13 +246,13 @@ def test_tool_in_a_tool_registry(project: Path) -> None:
     tool = registry.get("handover_to_persona")
     assert {"targetPersona", "task", "files", "interactive"} <= set(tool.parameters["properties"])
     ctx = ToolContext(workspace=registry.workspace, tool=tool.name)
-    text = asyncio.run(
+    text = run_async(
         tool.run({"target_persona": "report-writer", "task": "Summarize", "insights": ["i"]}, ctx)
     )
     result = json.loads(text)
     assert result["status"] == "success" and result["results"]["status"] == "success"
     with pytest.raises(ToolError, match="outside the allowed roots"):
-        asyncio.run(
+        run_async(
             tool.run(
                 {
                     "target_persona": "report-writer",

@@ -6,7 +6,6 @@ The SDK speaks OpenAI chat completions to a loopback scripted model server
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from agents import (
 from agents.memory import SessionSettings
 from openai import AsyncOpenAI
 
+from _helpers import run_async
 from personae.integrations.openai_agents import PersonaeSession, cast_agents
 from personae.models import Scenario, ScriptedServer
 from personae.persona import Cast
@@ -92,7 +92,7 @@ def problems(messages: list[dict[str, Any]]) -> list[str]:
 
 def run(agent: Agent[Any], text: str, session: Any, limit: int | None) -> None:
     config = RunConfig(session_settings=SessionSettings(limit=limit))
-    result = asyncio.run(Runner.run(agent, text, session=session, run_config=config))
+    result = run_async(Runner.run(agent, text, session=session, run_config=config))
     assert result.final_output == "Raise the timeout to 60s."
 
 
@@ -101,10 +101,10 @@ def test_sdk_session_limit_cuts_exchange_personae_session_keeps_it_whole(
 ) -> None:
     agent = Agent(name="ops", instructions="You fix CI.", model=chat_model(server))
     theirs = SQLiteSession("night", str(tmp_path / "sdk.db"))
-    asyncio.run(theirs.add_items(list(HISTORY)))
+    run_async(theirs.add_items(list(HISTORY)))
     # The SDK's own session and limit: the latest 2 items start mid-exchange (an orphan
     # function_call_output, the reported failure) ...
-    assert [i.get("type") for i in asyncio.run(theirs.get_items(limit=2))] == [
+    assert [i.get("type") for i in run_async(theirs.get_items(limit=2))] == [
         "function_call_output",
         "message",
     ]
@@ -117,7 +117,7 @@ def test_sdk_session_limit_cuts_exchange_personae_session_keeps_it_whole(
     assert not any("timeout after 30s" in str(m.get("content")) for m in sent)
 
     ours = PersonaeSession("night", conversations)
-    asyncio.run(ours.add_items(list(HISTORY)))
+    run_async(ours.add_items(list(HISTORY)))
     run(agent, "How do I fix it?", ours, limit=2)
     sent = server.requests[-1]["messages"]
     assert problems(sent) == []
@@ -137,14 +137,14 @@ def test_personae_session_fits_a_token_budget(
     server: ScriptedServer, conversations: ConversationStore
 ) -> None:
     sdk = SQLiteSession("budget")
-    asyncio.run(sdk.add_items(list(HISTORY)))
+    run_async(sdk.add_items(list(HISTORY)))
     counter = exact_counter()
-    theirs = asyncio.run(sdk.get_items(limit=4))  # an item limit does not bound tokens
+    theirs = run_async(sdk.get_items(limit=4))  # an item limit does not bound tokens
     assert sum(counter.count(json.dumps(i)) for i in theirs) > 150
     ours = PersonaeSession("budget", conversations, budget=150)
-    asyncio.run(ours.add_items(list(HISTORY)))
-    asyncio.run(ours.add_items([{"role": "user", "content": "How do I fix it?"}]))
-    items = asyncio.run(ours.get_items())
+    run_async(ours.add_items(list(HISTORY)))
+    run_async(ours.add_items([{"role": "user", "content": "How do I fix it?"}]))
+    items = run_async(ours.get_items())
     kept = [m for m in conversations.between(ours.store_session_id)]
     assert sum((m.tokens or 0) + 3 for m in kept) > 150  # the full history is over
     texts = [str(i.get("content") or i.get("output") or i.get("arguments")) for i in items]
@@ -159,13 +159,13 @@ def test_personae_session_round_trips_items_pop_and_clear(
     conversations: ConversationStore,
 ) -> None:
     session = PersonaeSession("rt", conversations)
-    asyncio.run(session.add_items(list(HISTORY)))
-    assert asyncio.run(session.get_items()) == HISTORY
-    assert asyncio.run(session.pop_item()) == HISTORY[-1]
+    run_async(session.add_items(list(HISTORY)))
+    assert run_async(session.get_items()) == HISTORY
+    assert run_async(session.pop_item()) == HISTORY[-1]
     again = PersonaeSession("rt", conversations)  # a new process sees the same state
-    assert asyncio.run(again.get_items()) == HISTORY[:-1]
-    asyncio.run(again.clear_session())
-    assert asyncio.run(PersonaeSession("rt", conversations).get_items()) == []
+    assert run_async(again.get_items()) == HISTORY[:-1]
+    run_async(again.clear_session())
+    assert run_async(PersonaeSession("rt", conversations).get_items()) == []
 
 
 CAST = {
@@ -206,7 +206,7 @@ def test_cast_personas_become_agents_with_handoffs(tmp_path: Path) -> None:
         assert [t.name for t in agents["triage"].tools] == ["read_file"]
         assert [t.name for t in agents["fixer"].tools] == ["read_file"]  # Bash disallowed
         assert [a.name for a in agents["triage"].handoffs] == ["fixer"]  # type: ignore[union-attr]
-        result = asyncio.run(Runner.run(agents["triage"], "test_login is flaky"))
+        result = run_async(Runner.run(agents["triage"], "test_login is flaky"))
         assert result.final_output == "Retry the test with a longer timeout."
         assert result.last_agent.name == "fixer"
         first, second = server.requests[0]["messages"], server.requests[1]["messages"]

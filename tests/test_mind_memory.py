@@ -1,13 +1,15 @@
-"""Memory files, the cached catalog, recall (FTS5/bm25) and the journal."""
+"""Memory files, the cached catalog, recall (FTS5/bm25 on SQLite, tsvector/ts_rank on
+PostgreSQL) and the journal. Tests that touch the index run on both backends."""
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from personae.errors import UsageError
@@ -24,10 +26,10 @@ def _mem(title: str, description: str, mtype: str, body: str, **extra: str) -> s
 
 
 @pytest.fixture
-def service(tmp_path: Path) -> MindService:
+def service(tmp_path: Path, open_store: Callable[[], Store]) -> MindService:
     prompt = tmp_path / "mind.md"
     prompt.write_text("contract\n", encoding="utf-8")
-    return MindService(tmp_path / "memory", prompt, Store(tmp_path / "state.db"))
+    return MindService(tmp_path / "memory", prompt, open_store())
 
 
 def test_write_validates_and_updates_the_index(service: MindService) -> None:
@@ -84,12 +86,14 @@ def test_read_missing_names_the_file(service: MindService) -> None:
         service.read_memory_file("nope.md")
 
 
-def test_catalog_rereads_only_changed_files(tmp_path: Path) -> None:
+def test_catalog_rereads_only_changed_files(
+    tmp_path: Path, open_store: Callable[[], Store]
+) -> None:
     mem = tmp_path / "memory"
     mem.mkdir()
     for i in range(5):
         (mem / f"m{i}.md").write_text(_mem(f"M{i}", "d", "note", "body"), encoding="utf-8")
-    index = MindIndex(Store(tmp_path / "state.db"))
+    index = MindIndex(open_store())
     folder = MemoryDir(mem)
     first = index.sync(folder)
     assert (first.added, first.unchanged) == (5, 0)
@@ -213,6 +217,21 @@ def test_fts_query_never_breaks_sqlite(text: str) -> None:
     store.conn.execute("SELECT rowid FROM mind_fts WHERE mind_fts MATCH ?", (query,)).fetchall()
 
 
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.text(max_size=200))
+def test_recall_of_any_text_never_breaks_the_index(
+    tmp_path: Path, open_store: Callable[[], Store], text: str
+) -> None:
+    with open_store() as store:
+        index = MindIndex(store)
+        memory = MemoryDir(tmp_path / "memory")
+        index.add_journal(memory, kind="observe", text="a portal note with some words")
+        hits = index.search(memory, text, k=3)
+        assert all(h.source == "journal" for h in hits)
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.text(max_size=300))
 def test_parse_memory_never_raises(text: str) -> None:
@@ -220,21 +239,24 @@ def test_parse_memory_never_raises(text: str) -> None:
     assert isinstance(entry.type, str) and entry.type
 
 
-def test_two_servers_on_one_store_keep_one_row_per_file(tmp_path: Path) -> None:
+def test_two_servers_on_one_store_keep_one_row_per_file(
+    tmp_path: Path, open_store: Callable[[], Store]
+) -> None:
     prompt = tmp_path / "mind.md"
     prompt.write_text("c\n", encoding="utf-8")
     mem = tmp_path / "memory"
-    a = MindService(mem, prompt, Store(tmp_path / "state.db"))
-    b = MindService(mem, prompt, Store(tmp_path / "state.db"))
+    a = MindService(mem, prompt, open_store())
+    b = MindService(mem, prompt, open_store())
     a.write_memory_file("x.md", _mem("X", "d", "note", "one"))
     a.sync(force=True)
     b.write_memory_file("x.md", _mem("X", "d", "user", "two two"))
     (mem / "y.md").write_text(_mem("Y", "d", "note", "y"), encoding="utf-8")
     b.sync(force=True)
     a.sync(force=True)
-    rows = a.index.store.conn.execute(
-        "SELECT name, count(*) FROM mind_docs WHERE source = 'memory' GROUP BY name"
-    ).fetchall()
+    with a.index.store.read() as conn:
+        rows = conn.execute(
+            "SELECT name, count(*) FROM mind_docs WHERE source = 'memory' GROUP BY name"
+        ).fetchall()
     assert {r[0]: r[1] for r in rows} == {"MEMORY.md": 1, "x.md": 1, "y.md": 1}
     assert a.bootstrap(None, [])["memory_catalog"]["category_counts"] == {
         "index": 1,
@@ -252,14 +274,16 @@ def test_near_universal_words_do_not_drown_the_query(service: MindService) -> No
     assert len(service.recall("common", k=3)["results"]) == 3  # a lone word is kept
 
 
-def test_concurrent_syncs_from_two_connections_leave_no_duplicates(tmp_path: Path) -> None:
+def test_concurrent_syncs_from_two_connections_leave_no_duplicates(
+    tmp_path: Path, open_store: Callable[[], Store]
+) -> None:
     mem = tmp_path / "memory"
     mem.mkdir()
     for i in range(150):
         (mem / f"m{i}.md").write_text(_mem(f"M{i}", "d", "note", "body"), encoding="utf-8")
     prompt = tmp_path / "mind.md"
     prompt.write_text("c\n", encoding="utf-8")
-    services = [MindService(mem, prompt, Store(tmp_path / "state.db")) for _ in range(2)]
+    services = [MindService(mem, prompt, open_store()) for _ in range(2)]
     errors: list[BaseException] = []
 
     def sync(service: MindService) -> None:
@@ -279,15 +303,12 @@ def test_concurrent_syncs_from_two_connections_leave_no_duplicates(tmp_path: Pat
         for thread in threads:
             thread.join()
         assert errors == []
-        rows = (
-            services[0]
-            .index.store.conn.execute(
+        with services[0].index.store.read() as conn:
+            rows = conn.execute(
                 "SELECT count(*), count(DISTINCT name) FROM mind_docs WHERE source = 'memory'"
-            )
-            .fetchone()
-        )
+            ).fetchone()
+            fts = conn.execute("SELECT count(*) FROM mind_fts").fetchone()
         assert tuple(rows) == (150, 150)
-        fts = services[0].index.store.conn.execute("SELECT count(*) FROM mind_fts").fetchone()
         assert fts[0] == 150
 
 
@@ -305,12 +326,12 @@ def test_context_is_bounded(service: MindService) -> None:
     assert len(str(service.index.journal_entry(1)["text"])) == len("long " * 5_000)
 
 
-def test_memory_dir_that_is_a_file(tmp_path: Path) -> None:
+def test_memory_dir_that_is_a_file(tmp_path: Path, open_store: Callable[[], Store]) -> None:
     prompt = tmp_path / "mind.md"
     prompt.write_text("c\n", encoding="utf-8")
     not_a_dir = tmp_path / "memory"
     not_a_dir.write_text("oops", encoding="utf-8")
-    service = MindService(not_a_dir, prompt, Store(tmp_path / "state.db"))
+    service = MindService(not_a_dir, prompt, open_store())
     packet = service.bootstrap(None, [])
     assert packet["memory_catalog"]["total_count"] == 0
     assert any("memory directory not found" in r for r in packet["degraded_mode"]["reasons"])

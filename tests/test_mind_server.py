@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +15,7 @@ import anyio
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
+from _helpers import mind_http_server
 from personae.mind import ERROR_PREFIX, REQUIRED_KEYS
 from personae.mind._tooldocs import MAX_DOC_CHARS
 from personae.mind.server import MindPaths, create_server
@@ -207,34 +206,11 @@ def test_stdio_client_session_against_a_real_subprocess(paths: MindPaths, tmp_pa
     assert len(json.dumps(packet, indent=2)) <= 40_000
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def _http_server(paths: MindPaths, tmp_path: Path) -> Iterator[str]:
     """A real ``personae serve --http`` process; yields its MCP URL."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, *_serve_args(paths), "--http", "--port", str(port)],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+    with mind_http_server(*_serve_args(paths)[3:], cwd=tmp_path) as url:
+        yield url
 
 
 def test_streamable_http_on_loopback(paths: MindPaths, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -83,8 +84,8 @@ def test_runs_show_has_every_calls_answer_redacted_and_capped(project: Path) -> 
     assert not any(SECRET in s for s in stored)
 
 
-def test_store_api_answer_round_trip(tmp_path: Path) -> None:
-    with Store(tmp_path / "state.db") as store:
+def test_store_api_answer_round_trip(open_store: Callable[[], Store]) -> None:
+    with open_store() as store:  # SQLite and PostgreSQL
         runs = RunStore(store)
         run_id = runs.create(task="t", model="scripted:x", heartbeat=False)
         asked: list[tuple[str, str | dict[str, Any] | None]] = [

@@ -7,7 +7,6 @@ path (pydantic-ai's Anthropic model resolved by ``ModelResolver``).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 import subprocess
@@ -20,6 +19,7 @@ from pydantic_ai import Agent
 from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.toolsets import FunctionToolset
 
+from _helpers import run_async
 from personae.models import ModelResolver, Scenario, ScriptedServer
 
 SCENARIO = Scenario.model_validate(
@@ -40,7 +40,7 @@ def add(a: int, b: int) -> int:
 def _run(model: object) -> str:
     with override_allow_model_requests(True):
         agent = Agent(model, toolsets=[FunctionToolset([add])])
-        return str(asyncio.run(agent.run("add 2 and 3")).output)
+        return str(run_async(agent.run("add 2 and 3")).output)
 
 
 def _tool_result_sent(server: ScriptedServer) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.toolsets import FunctionToolset
 
+from _helpers import run_async
 from personae.models import Scenario, ScenarioError, ScriptedServer, load_scenario
 
 SCENARIO = {
@@ -42,9 +42,9 @@ def test_pydantic_ai_runs_through_the_real_openai_provider() -> None:
             planner = Agent(
                 server.model(), output_type=Items, instructions="personae-role: manager"
             )
-            assert asyncio.run(planner.run("plan")).output == Items(items=["a", "b"])
+            assert run_async(planner.run("plan")).output == Items(items=["a", "b"])
             worker = Agent(server.model(), toolsets=[FunctionToolset([add])])
-            result = asyncio.run(worker.run("add them"))
+            result = run_async(worker.run("add them"))
         assert result.output == "the sum is 5"
         assert server.remaining_steps == 0
         # The tool result travelled back to the server as an OpenAI tool message.
@@ -73,7 +73,7 @@ def test_streaming_and_plain_http() -> None:
                 async with agent.run_stream("ping") as run:
                     return await run.get_output()
 
-            assert asyncio.run(stream()) == "pong"
+            assert run_async(stream()) == "pong"
 
 
 def test_errors_and_exhaustion() -> None:
@@ -90,7 +90,7 @@ def test_errors_and_exhaustion() -> None:
         assert over.status_code == 500 and "no answer" in over.json()["error"]["message"]
         assert httpx.post(f"{server.base_url}/embeddings", json=body).status_code == 404
         with override_allow_model_requests(True), pytest.raises(ModelHTTPError):
-            asyncio.run(Agent(server.model()).run("x"))
+            run_async(Agent(server.model()).run("x"))
 
 
 def test_scenario_files(tmp_path: Path) -> None:

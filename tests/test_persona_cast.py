@@ -10,17 +10,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _helpers import write
 from personae.errors import UnknownNameError
 from personae.persona import Cast
 from personae.persona.scaffold import init_project
 
 EXAMPLE_PROMPT_LINE = "Keep answers short: the figure, how you got it, and any caveat."
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _helpers import run_personae
+from _helpers import run_personae, write
 from personae.persona import Cast
 from personae.persona._frontmatter import parse_document
 from personae.persona._tools import split_names
@@ -31,12 +31,6 @@ def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return run_personae(
         *args, cwd=cwd, env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "NO_COLOR": "1"}
     )
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def show_json(name: str, *dirs: Path, cwd: Path) -> dict[str, object]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from _helpers import run_personae
+from _helpers import run_personae, write
 from personae.cli.app import app
 from personae.persona import Cast
 from personae.persona.scaffold import example_files
@@ -21,12 +21,6 @@ runner = CliRunner()
 
 def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return run_personae(*args, cwd=cwd)
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 @pytest.fixture

@@ -7,15 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import write
 from personae.errors import UnknownNameError
 from personae.persona import Cast
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
 
 GOOD = "---\nname: good\ndescription: A fine persona.\ntools: [read_file]\n---\nHello.\n"
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from _helpers import run_personae
+from _helpers import run_personae, write
 from personae.persona import Cast
 from personae.persona._files import MAX_FILE_BYTES
 
@@ -27,12 +27,6 @@ BOMB = (
     )
     + "---\nbody\n"
 )
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -7,16 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import write
 from personae.persona import Cast, ContextMode
 from personae.persona.loader import load_persona_file
 from personae.persona.problems import Problem
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
 
 PERSONAE_FILE = """---
 name: auditor

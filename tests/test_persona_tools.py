@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
 
+from _helpers import run_async, write
 from personae.persona import Cast
 from personae.tools.registry import ToolRegistry
 from personae.tools.subset import ToolRefusedError, effective_tool_names
 from personae.tools.workspace import Workspace
-
-
-def write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def test_claude_persona_gets_only_its_available_tools(tmp_path: Path) -> None:
@@ -40,7 +34,7 @@ def test_claude_persona_gets_only_its_available_tools(tmp_path: Path) -> None:
             with pytest.raises(ToolRefusedError):
                 await subset.dispatch(refused, {"path": "notes.txt", "command": "ls"})
 
-    asyncio.run(run())
+    run_async(run())
     assert [c.refused for c in subset.calls] == [False, True, True, True, True]
 
 

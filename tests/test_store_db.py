@@ -1,33 +1,67 @@
-"""The SQLite store: WAL, migrations applied once, transactions all-or-nothing."""
+"""The store on both backends: migrations applied once, transactions all-or-nothing.
+
+SQLite file semantics (WAL, file modes, FIFOs, POSIX locks, FTS5) are SQLite-only tests;
+the rest run on SQLite and on a real PostgreSQL server (``tests/_pg.py``).
+"""
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from personae.store import Store
+from personae.store.db import _migrations
 
 
-def test_opens_in_wal_mode_and_records_migrations(tmp_path: Path) -> None:
+def test_opens_in_wal_mode(tmp_path: Path) -> None:
     with Store(tmp_path / "state.db") as store:
         mode = store.conn.execute("PRAGMA journal_mode").fetchone()[0]
-        assert mode == "wal"
+        assert mode == "wal" and store.dialect == "sqlite"
+
+
+def test_records_every_migration_once(open_store: Callable[[], Store]) -> None:
+    with open_store() as store:
         first = store.applied_migrations()
-    with Store(tmp_path / "state.db") as again:
+    assert first == [name for _, name, _ in _migrations()]
+    with open_store() as again:
         assert again.applied_migrations() == first
+        with again.read() as conn:
+            assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == len(
+                first
+            )
 
 
-def test_transaction_rolls_back_on_error(tmp_path: Path) -> None:
-    with Store(tmp_path / "state.db") as store:
+def test_transaction_rolls_back_on_error(open_store: Callable[[], Store]) -> None:
+    with open_store() as store:
         with store.transaction() as conn:
             conn.execute("CREATE TABLE t (x INTEGER)")
         with pytest.raises(RuntimeError), store.transaction() as conn:
-            conn.execute("INSERT INTO t VALUES (1)")
+            conn.execute("INSERT INTO t VALUES (?)", (1,))
             raise RuntimeError("crash mid-write")
-        assert store.conn.execute("SELECT count(*) FROM t").fetchone()[0] == 0
+        with store.read() as conn:
+            assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 0
+        with store.transaction() as conn:
+            conn.execute("INSERT INTO t VALUES (?)", (2,))
+        with store.read() as conn:
+            row = conn.execute("SELECT x AS value FROM t").fetchone()
+        assert (row[0], row["value"], dict(row)) == (2, 2, {"value": 2})
+
+
+def test_a_constraint_violation_is_one_error_type_on_both(open_store: Callable[[], Store]) -> None:
+    from personae.store.db import INTEGRITY_ERRORS
+
+    with open_store() as store:
+        with store.transaction() as conn:
+            conn.execute("INSERT INTO sessions(id, created) VALUES (?, ?)", ("s", "now"))
+        with pytest.raises(INTEGRITY_ERRORS), store.transaction() as conn:
+            conn.execute("INSERT INTO sessions(id, created) VALUES (?, ?)", ("s", "again"))
+        with store.read() as conn:
+            rows = conn.execute("SELECT created FROM sessions").fetchall()
+        assert [r[0] for r in rows] == ["now"]
 
 
 def test_store_has_fts5(tmp_path: Path) -> None:

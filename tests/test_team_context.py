@@ -6,13 +6,12 @@ with the in-process scripted function model and inspects what each role was sent
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
-from personae.models import ModelResolver, Scenario, scripted_function_model
+from _helpers import build_project, run_scenario
 from personae.models.scenario import ROLE_MARKER
-from personae.team.session import RunOptions, RunOutcome, run_turn
+from personae.team.session import RunOutcome
 
 PERSONA = """---
 name: dev
@@ -27,11 +26,8 @@ You are dev, EXECUTION-PROMPT-ABC. Use your tools.
 
 
 def make_project(root: Path, directive: str) -> Path:
-    (root / ".personae" / "personas").mkdir(parents=True)
-    (root / ".personae" / "personas" / "dev.md").write_text(PERSONA)
-    (root / ".personae" / "directive.md").write_text(directive)
-    (root / "config.yaml").write_text("port: 8081\n")
-    return root
+    files = {".personae/directive.md": directive, "config.yaml": "port: 8081\n"}
+    return build_project(root, {"dev": PERSONA}, files)
 
 
 def one_subtask(fact: str, *, final: str) -> list[dict[str, Any]]:
@@ -55,13 +51,7 @@ def run(
     root: Path, steps: list[dict[str, Any]], task: str, session: str = "s1"
 ) -> tuple[RunOutcome, Any]:
     summarize = {"when": {"role": "summarizer"}, "text": "MODEL-SUMMARY of earlier turns"}
-    model = scripted_function_model(Scenario.model_validate({"steps": steps, "rules": [summarize]}))
-    options = RunOptions(root=root, persona="dev", session=session, include_git_log=False)
-    outcome = asyncio.run(
-        run_turn(task, options, resolver=ModelResolver.using(model, "scripted:test"))
-    )
-    assert model.player.remaining_steps == 0
-    return outcome, model.player
+    return run_scenario(root, steps, task, rules=[summarize], session=session)
 
 
 def sent(player: Any, role: str) -> list[str]:

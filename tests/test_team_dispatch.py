@@ -18,11 +18,11 @@ from personae.team.signals import (
     Confidence,
     InvolvementLevel,
     Strategy,
-    ToolCallRecord,
     ValidationResult,
     WorkerResult,
 )
 from personae.team.validator import deterministic_checks
+from personae.tools.records import ToolCallRecord
 
 WORK = WorkerResult(success=True, result="done", tools_used=["grep"],
                     tool_calls=[ToolCallRecord(tool="grep", args={"pattern": "x"})])  # fmt: skip

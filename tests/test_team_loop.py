@@ -7,14 +7,14 @@ scripted function model (it replays scenario steps; it is not a real model).
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from _helpers import build_project, role_requests, run_async, run_scenario
+from _helpers import events_of as kinds
 from personae.models import ModelResolver, Scenario, scripted_function_model
-from personae.models.scenario import ROLE_MARKER
 from personae.store import Store
 from personae.store.runs import RunStore
 from personae.team.session import RunOptions, RunOutcome, run_turn
@@ -30,11 +30,8 @@ You are dev. Use your tools.
 
 
 def make_project(root: Path, persona: str = PERSONA) -> Path:
-    (root / ".personae" / "personas").mkdir(parents=True)
-    (root / ".personae" / "personas" / "dev.md").write_text(persona)
-    (root / "config.yaml").write_text("port: 8081\nhost: localhost\n")
-    (root / "notes.md").write_text("Release on Friday.\n")
-    return root
+    files = {"config.yaml": "port: 8081\nhost: localhost\n", "notes.md": "Release on Friday.\n"}
+    return build_project(root, {"dev": persona}, files)
 
 
 def plan(*descriptions: str) -> dict[str, Any]:
@@ -84,32 +81,9 @@ def run(
     root: Path,
     steps: list[dict[str, Any]],
     task: str = "Give me the port and the release day.",
-    *,
-    rules: list[dict[str, Any]] | None = None,
-    max_retries: int = 2,
-    session: str | None = None,
-    request_cap: int | None = None,
+    **options: Any,
 ) -> tuple[RunOutcome, Any]:
-    model = scripted_function_model(Scenario.model_validate({"steps": steps, "rules": rules or []}))
-    options = RunOptions(
-        root=root, persona="dev", max_retries=max_retries, session=session,
-        include_git_log=False, request_cap=request_cap,
-    )  # fmt: skip
-    resolver = ModelResolver.using(model, "scripted:test")
-    outcome = asyncio.run(run_turn(task, options, resolver=resolver))
-    assert model.player.remaining_steps == 0, "scenario steps left unanswered"
-    return outcome, model.player
-
-
-def role_requests(player: Any, role: str) -> list[dict[str, Any]]:
-    marker = ROLE_MARKER.format(role=role)
-    return [
-        r for r in player.requests if any(marker in str(m.get("content")) for m in r["messages"])
-    ]
-
-
-def kinds(outcome: RunOutcome, kind: str) -> list[Any]:
-    return [e for e in outcome.events if e.kind.value == kind]
+    return run_scenario(root, steps, task, **options)
 
 
 def test_zero_failure_session_validates_each_subtask_once(tmp_path: Path) -> None:
@@ -495,7 +469,7 @@ def test_without_a_persona_the_worker_only_gets_read_only_tools(tmp_path: Path) 
     steps = [plan("Look"), tool("list_dir", path="."), work("files listed"), verdict(True), synth()]
     model = scripted_function_model(Scenario.model_validate({"steps": steps}))
     options = RunOptions(root=root, include_git_log=False)
-    outcome = asyncio.run(
+    outcome = run_async(
         run_turn("Give me the files.", options, resolver=ModelResolver.using(model, "scripted:t"))
     )
     assert outcome.result.status == "done"

@@ -3,12 +3,7 @@ the grant enforced in ``call_tool`` itself (not only in the listing), and shutdo
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,42 +12,21 @@ from pydantic_ai import RunContext, ToolFailed
 from pydantic_ai.models.test import TestModel
 from pydantic_ai.usage import RunUsage
 
+from _helpers import free_port as _free_port
+from _helpers import mind_http_server, run_async
 from personae.persona.model import Persona
 from personae.team.mcp_servers import McpHub
 
 MEMORY = "---\nname: Brandon\ndescription: sponsor of the portal\ntype: user\n---\nLikes tea.\n"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def http_server(tmp_path: Path) -> Any:
     (tmp_path / "mem").mkdir()
     (tmp_path / "mem" / "user_brandon.md").write_text(MEMORY)
-    port = _free_port()
     args = ["--memory-dir", str(tmp_path / "mem"), "--store", str(tmp_path / "s.db")]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "personae", "serve", *args, "--http", "--port", str(port)],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as sock:
-                if sock.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            assert proc.poll() is None
-            time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/mcp", tmp_path / "mem"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+    with mind_http_server(*args, cwd=tmp_path) as url:
+        yield url, tmp_path / "mem"
 
 
 def test_http_server_tools_are_renamed_granted_and_enforced_at_dispatch(
@@ -97,7 +71,7 @@ def test_http_server_tools_are_renamed_granted_and_enforced_at_dispatch(
             await hub.aclose()
         return running, result, hub.running
 
-    running, result, after = asyncio.run(main())
+    running, result, after = run_async(main())
     assert len(warnings) == 1  # the typo, once
     assert "'mcp__mind__nope'" in warnings[0] and "recall" in warnings[0]
     assert "user_brandon.md" in json.dumps(result)
@@ -124,7 +98,7 @@ def test_unreachable_http_server_is_one_warning() -> None:
         finally:
             await hub.aclose()
 
-    assert asyncio.run(main()) == (None, frozenset())
+    assert run_async(main()) == (None, frozenset())
     assert len(warnings) == 1
     message, data = warnings[0]
     assert "'web'" in message and "failed to start" in message and data["server"] == "web"

@@ -6,7 +6,6 @@ after the turn; a server that cannot start is a warning and the run goes on."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -16,6 +15,8 @@ from typing import Any
 import pytest
 
 from _helpers import VALIDATOR_OK as OK
+from _helpers import events_of as events
+from _helpers import requests_with, run_async, run_scenario, tool_results
 from personae.errors import RunError
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.models.scenario import ROLE_MARKER
@@ -70,36 +71,15 @@ def server_pids(marker: str) -> dict[int, dict[str, str]]:
 def run(
     root: Path, persona: str, steps: list[dict[str, Any]], seen: dict[int, dict[str, str]]
 ) -> tuple[RunOutcome, Any]:
-    model = scripted_function_model(Scenario.model_validate({"steps": steps}))
-
     def listener(event: Event) -> None:
         # While the turn runs, look for the server process (real /proc, real pid).
         if event.kind.value == "tool_call" and str(event.data.get("tool", "")).startswith("mcp__"):
             seen.update(server_pids(str(root / "mem")))
 
-    options = RunOptions(root=root, persona=persona, include_git_log=False)
-    outcome = asyncio.run(
-        run_turn(
-            "What does Brandon like?",
-            options,
-            listeners=[listener],
-            resolver=ModelResolver.using(model, "scripted:t"),
-        )
+    task = "What does Brandon like?"
+    return run_scenario(
+        root, steps, task, persona=persona, listeners=[listener], model_name="scripted:t"
     )
-    assert model.player.remaining_steps == 0
-    return outcome, model.player
-
-
-def events(outcome: RunOutcome, kind: str) -> list[Event]:
-    return [e for e in outcome.events if e.kind.value == kind]
-
-
-def tool_results(request: dict[str, Any]) -> list[str]:
-    return [str(m["content"]) for m in request["messages"] if m["role"] == "tool"]
-
-
-def requests_with(player: Any, marker: str) -> list[dict[str, Any]]:
-    return [r for r in player.requests if any(marker in str(m["content"]) for m in r["messages"])]
 
 
 RECALLER = """---
@@ -297,7 +277,7 @@ def test_server_is_stopped_when_the_turn_fails(tmp_path: Path) -> None:
 
     options = RunOptions(root=root, persona="recaller", include_git_log=False)
     with pytest.raises(RunError):
-        asyncio.run(
+        run_async(
             run_turn(
                 "List memories",
                 options,

@@ -12,7 +12,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from _helpers import run_personae
+from _helpers import run_async, run_personae
 from personae.models.scenario import ROLE_MARKER
 from personae.persona import Cast
 from personae.persona.bundled import bundled_personas
@@ -185,7 +185,6 @@ def test_bundled_personas_run_in_a_project_without_any_persona(tmp_path: Path) -
 
 
 def test_a_run_refuses_a_persona_whose_spawn_list_fails_the_cast_check(tmp_path: Path) -> None:
-    import asyncio
 
     import pytest
 
@@ -198,6 +197,6 @@ def test_a_run_refuses_a_persona_whose_spawn_list_fails_the_cast_check(tmp_path:
     model = scripted_function_model(Scenario.model_validate({"steps": []}))
     options = RunOptions(root=root, persona="lead", include_git_log=False)
     with pytest.raises(UsageError, match="may spawn 'scratch'") as caught:
-        asyncio.run(run_turn("x", options, resolver=ModelResolver.using(model, "scripted:t")))
+        run_async(run_turn("x", options, resolver=ModelResolver.using(model, "scripted:t")))
     assert caught.value.file == root / ".personae" / "personas" / "lead.md"
     assert model.player.requests == []  # nothing started

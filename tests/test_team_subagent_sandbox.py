@@ -10,7 +10,6 @@ own grants apply), not ``~/extra`` (never more than the parent).
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import pytest
 import yaml
 
 from _helpers import VALIDATOR_OK as OK
+from _helpers import run_async
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.persona.model import Persona, SandboxGrant
 from personae.project import SandboxConfig
@@ -88,7 +88,7 @@ def test_sub_agent_shell_uses_its_own_grants_narrowed(tmp_path: Path, home: Path
     ]  # fmt: skip
     model = scripted_function_model(Scenario.model_validate({"steps": steps}))
     options = RunOptions(root=root, persona="lead", include_git_log=False)
-    outcome = asyncio.run(
+    outcome = run_async(
         run_turn("Read.", options, resolver=ModelResolver.using(model, "scripted:t"))
     )
     assert model.player.remaining_steps == 0

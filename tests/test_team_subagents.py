@@ -3,20 +3,20 @@ temporary workspace, typed outcome, unknown names, depth cap, shared usage, cont
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 from _helpers import VALIDATOR_OK as OK
+from _helpers import build_project, requests_with, run_async, run_scenario, tool_results
+from _helpers import events_of as events
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import ContextMode, Persona
 from personae.team.events import EventBus
 from personae.team.runtime import Runtime, TreeUsage
-from personae.team.session import RunOptions, RunOutcome, run_turn
+from personae.team.session import RunOutcome
 from personae.team.subagents import Spawner, child_prompt
-from personae.team.toolbox import ToolBox
 from personae.tools.registry import ToolRegistry
 from personae.tools.subset import ToolSubset
 from personae.tools.workspace import Workspace
@@ -58,13 +58,12 @@ CHILD-RELAY: pass the task on."""
 
 
 def make_project(root: Path) -> Path:
-    folder = root / ".personae" / "personas"
-    folder.mkdir(parents=True)
-    for name, text in {"lead": LEAD, "reader": READER, "scratch": SCRATCH, "relay": RELAY}.items():
-        (folder / f"{name}.md").write_text(text)
-    (root / ".personae" / "directive.md").write_text("DIRECTIVE-D: stay in the project.")
-    (root / "secret.txt").write_text("SECRET-CONTENT-42\n")
-    return root
+    personas = {"lead": LEAD, "reader": READER, "scratch": SCRATCH, "relay": RELAY}
+    files = {
+        ".personae/directive.md": "DIRECTIVE-D: stay in the project.",
+        "secret.txt": "SECRET-CONTENT-42\n",
+    }
+    return build_project(root, personas, files)
 
 
 def delegate(name: str, task: str) -> dict[str, Any]:
@@ -89,27 +88,9 @@ def turn(*middle: dict[str, Any], final_worker: str = "done") -> list[dict[str, 
 def run(
     root: Path, steps: list[dict[str, Any]], rules: list[dict[str, Any]] | None = None
 ) -> tuple[RunOutcome, Any]:
-    model = scripted_function_model(Scenario.model_validate({"steps": steps, "rules": rules or []}))
-    options = RunOptions(root=root, persona="lead", include_git_log=False)
-    outcome = asyncio.run(
-        run_turn(
-            "Delegate the reading.", options, resolver=ModelResolver.using(model, "scripted:t")
-        )
+    return run_scenario(
+        root, steps, "Delegate the reading.", persona="lead", rules=rules, model_name="scripted:t"
     )
-    assert model.player.remaining_steps == 0
-    return outcome, model.player
-
-
-def events(outcome: RunOutcome, kind: str) -> list[Any]:
-    return [e for e in outcome.events if e.kind.value == kind]
-
-
-def requests_with(player: Any, marker: str) -> list[dict[str, Any]]:
-    return [r for r in player.requests if any(marker in str(m["content"]) for m in r["messages"])]
-
-
-def tool_results(request: dict[str, Any]) -> list[str]:
-    return [str(m["content"]) for m in request["messages"] if m["role"] == "tool"]
 
 
 def test_child_gets_the_persona_prompt_verbatim_and_only_its_final_message_returns(
@@ -230,7 +211,7 @@ def test_unknown_persona_name_lists_valid_names_and_closest(tmp_path: Path) -> N
     assert "lead, reader, relay, repo-researcher, researcher, scratch" in returned["error"]
 
 
-def _spawner(root: Path, usage: TreeUsage, depth_cap: int = 2) -> tuple[Spawner, ToolBox]:
+def _spawner(root: Path, usage: TreeUsage, depth_cap: int = 2) -> tuple[Spawner, ToolSubset]:
     from personae.persona.cast import Cast
 
     cast = Cast.load(root)
@@ -240,7 +221,7 @@ def _spawner(root: Path, usage: TreeUsage, depth_cap: int = 2) -> tuple[Spawner,
     runtime = Runtime(
         models=ModelResolver.using(model, "scripted:t"), bus=EventBus("r"), usage=usage
     )
-    box = ToolBox.of(ToolSubset.from_registry(ToolRegistry.builtin(Workspace(root))))
+    box = ToolRegistry.builtin(Workspace(root)).subset(record=False)
     return Spawner(runtime=runtime, personas=cast.personas, depth_cap=depth_cap), box
 
 
@@ -248,9 +229,9 @@ def test_depth_is_capped(tmp_path: Path) -> None:
     root = make_project(tmp_path)
     spawner, box = _spawner(root, TreeUsage(), depth_cap=2)
     allowed = frozenset({"read_file", "agent"})
-    deep = asyncio.run(spawner.spawn("reader", "x", box=box, parent_allowed=allowed, depth=3))
+    deep = run_async(spawner.spawn("reader", "x", box=box, parent_allowed=allowed, depth=3))
     assert deep.status == "failed" and "depth cap of 2" in (deep.error or "")
-    ok = asyncio.run(spawner.spawn("relay", "x", box=box, parent_allowed=allowed, depth=2))
+    ok = run_async(spawner.spawn("relay", "x", box=box, parent_allowed=allowed, depth=2))
     assert ok.status == "success"  # runs, but at the cap it gets no agent tool
     player = spawner.runtime.models.fixed.player
     assert "agent" not in {t["function"]["name"] for t in player.requests[-1]["tools"]}
@@ -261,9 +242,9 @@ def test_usage_is_shared_across_the_tree_and_capped_per_run(tmp_path: Path) -> N
     usage = TreeUsage(request_cap=1)
     spawner, box = _spawner(root, usage)
     allowed = frozenset({"read_file"})
-    first = asyncio.run(spawner.spawn("reader", "x", box=box, parent_allowed=allowed, depth=1))
+    first = run_async(spawner.spawn("reader", "x", box=box, parent_allowed=allowed, depth=1))
     assert first.status == "success" and usage.requests == 1
-    second = asyncio.run(spawner.spawn("reader", "y", box=box, parent_allowed=allowed, depth=1))
+    second = run_async(spawner.spawn("reader", "y", box=box, parent_allowed=allowed, depth=1))
     assert second.status == "limit" and "request cap of 1" in (second.error or "")
     assert usage.requests == 1
 

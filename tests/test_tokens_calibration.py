@@ -1,9 +1,11 @@
-"""Calibration from provider-reported input tokens: persisted, bounded, margin kept."""
+"""Calibration from provider-reported input tokens: persisted, bounded, margin kept.
+
+Every test runs on a SQLite file and on a real PostgreSQL server."""
 
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
+from collections.abc import Callable
 
 from _tokens_corpus import corpus
 from personae.store import Store
@@ -17,9 +19,9 @@ def _estimate(calibration: Calibration, text: str) -> int:
     return counter_for_model(MODEL, calibration=calibration).count(text)
 
 
-def test_calibrated_estimate_moves_toward_reported_count(tmp_path: Path) -> None:
+def test_calibrated_estimate_moves_toward_reported_count(open_store: Callable[[], Store]) -> None:
     text = corpus()["markdown:tiktoken"]
-    with Store(tmp_path / "state.db") as store:
+    with open_store() as store:
         calibration = Calibration(store)
         first = _estimate(calibration, text)
         reported = int(first * 0.6)  # the provider says the prompt was smaller
@@ -42,9 +44,9 @@ def test_calibrated_estimate_moves_toward_reported_count(tmp_path: Path) -> None
         assert counter.name.startswith("estimate:claude@x")
 
 
-def test_calibration_moves_up_when_reports_are_larger(tmp_path: Path) -> None:
+def test_calibration_moves_up_when_reports_are_larger(open_store: Callable[[], Store]) -> None:
     text = corpus()["prose"]
-    with Store(tmp_path / "state.db") as store:
+    with open_store() as store:
         calibration = Calibration(store)
         estimate = _estimate(calibration, text)
         reported = estimate * 2
@@ -53,23 +55,23 @@ def test_calibration_moves_up_when_reports_are_larger(tmp_path: Path) -> None:
         assert _estimate(calibration, text) >= reported
 
 
-def test_calibration_persists_in_the_store(tmp_path: Path) -> None:
-    path = tmp_path / "state.db"
-    with Store(path) as store:
+def test_calibration_persists_in_the_store(open_store: Callable[[], Store]) -> None:
+    with open_store() as store:
         calibration = Calibration(store)
         factor = calibration.calibrate("claude-opus-4-1", 1000, 700)
         assert calibration.samples("anthropic:claude-opus-4-1") == 1
-    with Store(path) as store:
+    with open_store() as store:
         again = Calibration(store)
         assert again.factor("claude-opus-4-1") == factor != 1.0
         assert again.factor("ANTHROPIC:claude-opus-4-1") == factor
         assert again.factor("claude-sonnet-4-5") == 1.0
-        row = store.conn.execute("SELECT model, samples FROM token_calibration").fetchone()
+        with store.read() as conn:
+            row = conn.execute("SELECT model, samples FROM token_calibration").fetchone()
         assert tuple(row) == ("claude-opus-4-1", 1)
 
 
-def test_factor_is_bounded(tmp_path: Path) -> None:
-    with Store(tmp_path / "state.db") as store:
+def test_factor_is_bounded(open_store: Callable[[], Store]) -> None:
+    with open_store() as store:
         calibration = Calibration(store)
         for _ in range(10):
             calibration.calibrate("gemini-2.5-pro", 100, 100_000)
@@ -79,21 +81,21 @@ def test_factor_is_bounded(tmp_path: Path) -> None:
         assert calibration.factor("llama3.1") == MIN_FACTOR
 
 
-def test_exact_models_and_bad_reports_are_ignored(tmp_path: Path) -> None:
-    with Store(tmp_path / "state.db") as store:
+def test_exact_models_and_bad_reports_are_ignored(open_store: Callable[[], Store]) -> None:
+    with open_store() as store:
         calibration = Calibration(store)
         assert calibration.calibrate("gpt-4o", 100, 200) == 1.0
         assert counter_for_model("gpt-4o", calibration=calibration).name == "o200k_base"
         assert calibration.calibrate(MODEL, 0, 100) == 1.0
         assert calibration.calibrate(MODEL, 100, -5) == 1.0
-        count = store.conn.execute("SELECT COUNT(*) FROM token_calibration").fetchone()[0]
+        with store.read() as conn:
+            count = conn.execute("SELECT COUNT(*) FROM token_calibration").fetchone()[0]
         assert count == 0
 
 
-def test_two_calibrations_on_one_database_share_reports(tmp_path: Path) -> None:
+def test_two_calibrations_on_one_database_share_reports(open_store: Callable[[], Store]) -> None:
     """A second handle (another process, in effect) sees and builds on earlier reports."""
-    path = tmp_path / "state.db"
-    with Store(path) as first_store, Store(path) as second_store:
+    with open_store() as first_store, open_store() as second_store:
         first = Calibration(first_store)
         second = Calibration(second_store)
         first.calibrate(MODEL, 1200, 500)
@@ -106,10 +108,10 @@ def test_two_calibrations_on_one_database_share_reports(tmp_path: Path) -> None:
         assert Calibration(first_store).samples(MODEL) == 2
 
 
-def test_documented_feedback_loop_works_for_any_model(tmp_path: Path) -> None:
+def test_documented_feedback_loop_works_for_any_model(open_store: Callable[[], Store]) -> None:
     """The loop from docs/tokens.md, for an exact and an estimated model."""
     prompt = corpus()["markdown:technical"]
-    with Store(tmp_path / "state.db") as store:
+    with open_store() as store:
         calibration = Calibration(store)
         for model, reported in (("gpt-4o", 305), (MODEL, 300)):
             counter = counter_for_model(model, calibration=calibration)

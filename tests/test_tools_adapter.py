@@ -15,8 +15,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from personae.tools import ToolCallRecord, ToolRegistry, Workspace
-from personae.tools.adapter import SubsetToolset, refused_calls, to_toolset
+from personae.tools import ToolCallRecord, ToolRegistry, ToolSubset, Workspace
+from personae.tools.adapter import refused_calls
 
 
 def _returns(messages: list[ModelMessage]) -> dict[str, ToolReturnPart]:
@@ -34,8 +34,8 @@ def test_agent_calls_allowed_disallowed_and_failing_tools(tmp_path: Path) -> Non
     registry = ToolRegistry.builtin(Workspace(tmp_path))
     hook: list[ToolCallRecord] = []
     subset = registry.subset().narrow(["read_file", "grep"], on_call=hook.append)
-    toolset = to_toolset(subset)
-    assert isinstance(toolset, SubsetToolset)
+    toolset = subset
+    assert isinstance(toolset, ToolSubset)
     seen_tools: list[list[str]] = []
     seen_results: list[str] = []
 
@@ -99,7 +99,7 @@ def test_tool_errors_do_not_spend_retries(tmp_path: Path) -> None:
             return ModelResponse(parts=[ToolCallPart("read_file", {"path": f"missing{calls}.txt"})])
         return ModelResponse(parts=[TextPart("gave up")])
 
-    result = Agent(FunctionModel(model), toolsets=[to_toolset(subset)]).run_sync("go")
+    result = Agent(FunctionModel(model), toolsets=[subset]).run_sync("go")
     assert result.output == "gave up"
     assert [c.ok for c in subset.calls] == [False] * 4
     assert all("no such file" in (c.error or "") for c in subset.calls)
@@ -118,7 +118,7 @@ def test_temp_workspace_child_through_the_adapter(tmp_path: Path) -> None:
             )
         return ModelResponse(parts=[TextPart("ok")])
 
-    Agent(FunctionModel(model), toolsets=[to_toolset(child)]).run_sync("write")
+    Agent(FunctionModel(model), toolsets=[child]).run_sync("write")
     assert (temp / "out.txt").read_text() == "child"
     assert not (tmp_path / "out.txt").exists()
 
@@ -139,7 +139,7 @@ def test_claude_alias_names_are_refused_and_reported(tmp_path: Path) -> None:
             )
         return ModelResponse(parts=[TextPart("done")])
 
-    result = Agent(FunctionModel(model), toolsets=[to_toolset(subset)]).run_sync("go")
+    result = Agent(FunctionModel(model), toolsets=[subset]).run_sync("go")
     assert result.output == "done"
     assert subset.calls == []
     assert not (tmp_path / "made").exists()

@@ -10,16 +10,10 @@ from typing import Any
 
 import pytest
 
+from _helpers import builtin_subset as _subset
+from _helpers import call_tool as call
+from _helpers import run_async
 from personae.errors import ToolError
-from personae.tools import ToolLimits, ToolRegistry, ToolSubset, Workspace
-
-
-def _subset(root: Path, **limits: Any) -> ToolSubset:
-    return ToolRegistry.builtin(Workspace(root), limits=ToolLimits(**limits)).subset()
-
-
-def call(subset: ToolSubset, name: str, **args: Any) -> str:
-    return asyncio.run(subset.dispatch(name, args))
 
 
 def test_read_file_whole_and_by_lines(tmp_path: Path) -> None:
@@ -190,4 +184,4 @@ def test_fifo_is_refused_without_hanging(tmp_path: Path, tool: str) -> None:
         return await asyncio.wait_for(tools.dispatch(tool, args), 5)
 
     with pytest.raises(ToolError, match="pipe is not a regular file"):
-        asyncio.run(run())
+        run_async(run())

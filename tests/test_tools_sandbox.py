@@ -6,7 +6,6 @@ CI installs bubblewrap (scripts/setup.d/30-bubblewrap.sh); without a working
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import secrets
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from _helpers import run_async
 from personae.errors import ToolError
 from personae.tools import ToolLimits, ToolRegistry, ToolSubset, Workspace
 from personae.tools.sandbox import bwrap_status
@@ -40,7 +40,7 @@ def _tools(root: Path, **limits: Any) -> ToolSubset:
 
 
 def sh(tools: ToolSubset, command: str | list[str], **args: Any) -> str:
-    return asyncio.run(tools.dispatch("run_shell", {"command": command, **args}))
+    return run_async(tools.dispatch("run_shell", {"command": command, **args}))
 
 
 @pytest.fixture

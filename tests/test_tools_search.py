@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from _helpers import builtin_subset as _subset
+from _helpers import call_tool as call
 from personae.errors import ToolError
-from personae.tools import ToolLimits, ToolRegistry, ToolSubset, Workspace
+from personae.tools import ToolRegistry, Workspace
 from personae.tools._walk import glob_regex
-
-
-def _subset(root: Path, **limits: Any) -> ToolSubset:
-    return ToolRegistry.builtin(Workspace(root), limits=ToolLimits(**limits)).subset()
-
-
-def call(subset: ToolSubset, name: str, **args: Any) -> str:
-    return asyncio.run(subset.dispatch(name, args))
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from pathlib import Path
@@ -10,16 +9,17 @@ from typing import Any
 
 import pytest
 
+from _helpers import builtin_subset, call_tool
 from personae.errors import ConfigError, ToolError
 from personae.tools import ToolLimits, ToolRegistry, ToolSubset, Workspace
 
 
 def _subset(root: Path, **limits: Any) -> ToolSubset:
-    return ToolRegistry.builtin(Workspace(root), limits=ToolLimits(**limits)).subset(["run_shell"])
+    return builtin_subset(root, ["run_shell"], **limits)
 
 
 def sh(subset: ToolSubset, command: str | list[str], **args: Any) -> str:
-    return asyncio.run(subset.dispatch("run_shell", {"command": command, **args}))
+    return call_tool(subset, "run_shell", command=command, **args)
 
 
 def _alive(pid: int) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from _helpers import run_async
 from personae.errors import ToolError, UnknownNameError, UsageError
 from personae.persona.model import Persona
 from personae.tools import (
@@ -44,7 +44,7 @@ def registry(tmp_path: Path) -> ToolRegistry:
 
 
 def run(coro: Any) -> Any:
-    return asyncio.run(coro)
+    return run_async(coro)
 
 
 def test_registry_names_get_and_unknown(registry: ToolRegistry) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import threading
 import time
@@ -13,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from _helpers import builtin_subset, call_tool
 from personae.errors import ToolError
-from personae.tools import ToolLimits, ToolRegistry, ToolSubset, Workspace
+from personae.tools import ToolSubset
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -85,11 +85,11 @@ def server() -> Iterator[str]:
 
 def _subset(root: Path, **limits: Any) -> ToolSubset:
     limits.setdefault("fetch_allow_private", True)  # the test server is on loopback
-    return ToolRegistry.builtin(Workspace(root), limits=ToolLimits(**limits)).subset(["web_fetch"])
+    return builtin_subset(root, ["web_fetch"], **limits)
 
 
 def fetch(subset: ToolSubset, url: str) -> str:
-    return asyncio.run(subset.dispatch("web_fetch", {"url": url}))
+    return call_tool(subset, "web_fetch", url=url)
 
 
 def test_fetch_text(server: str, tmp_path: Path) -> None:

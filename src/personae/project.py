@@ -86,6 +86,8 @@ class ProjectConfig(BaseModel):
     """Base URL of an OpenAI-compatible server (Ollama, vLLM, llama.cpp)."""
     otel_endpoint: str | None = None
     """OTLP/HTTP endpoint runs are exported to as traces; ``PERSONAE_OTEL_ENDPOINT`` wins."""
+    database_url: str | None = None
+    """PostgreSQL store (``postgresql://...``, docs/postgres.md); ``PERSONAE_DATABASE_URL`` wins."""
     commands: CommandsConfig = Field(default_factory=CommandsConfig)
     handover: HandoverConfig = Field(default_factory=HandoverConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)

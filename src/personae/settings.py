@@ -55,6 +55,10 @@ class PersonaeSettings(BaseSettings):
     """OTLP/HTTP endpoint each run is exported to as a trace (``PERSONAE_OTEL_ENDPOINT``);
     ``None``: no telemetry (nothing of OpenTelemetry is imported)."""
 
+    database_url: str | None = None
+    """PostgreSQL store for every project (``PERSONAE_DATABASE_URL``, docs/postgres.md);
+    ``None``: each project's SQLite file (or its config's ``database_url``)."""
+
     def __init__(self, **values: Any) -> None:
         """Read the environment; a bad ``PERSONAE_*`` value raises ConfigError naming it."""
         try:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from personae.handover.files import LoadedHandover
     from personae.handover.schema import ArtifactFile
     from personae.workflow.chain import ChainOutcome
+    from personae.workflow.executors import Executor
     from personae.workflow.spec import Workflow
 
 __all__ = [
@@ -95,6 +96,12 @@ class ChainOptions:
     """Checkpoint and report folder (default: next to the workflow)."""
     on_event: Callable[[str, str], None] | None = None
     """Called with ``(step key, message)`` as steps start and end."""
+    executor: Literal["local", "ray"] | Executor = "local"
+    """Where steps run: ``local`` child processes, ``ray`` tasks (``personae[ray]``), or
+    an executor object."""
+    address: str | None = None
+    """Ray cluster to join (``auto`` or ``HOST:PORT``); ``None`` starts a private local
+    cluster for the run (``executor="ray"`` only)."""
 
 
 def create_handover(
@@ -172,13 +179,20 @@ def run_chain(workflow: str | Path | Workflow, options: ChainOptions | None = No
     (``status``, ``exit_code``, per-step states, ``report_path``)."""
     # local import: each call loads only its own engine (`personae handover create` start-up)
     from personae.workflow.chain import run_chain as execute
+    from personae.workflow.executors import open_executor
     from personae.workflow.spec import Workflow, load_workflow
 
     opts = options or ChainOptions()
     wf = workflow if isinstance(workflow, Workflow) else load_workflow(Path(workflow))
     if opts.state_dir is not None and opts.state_dir.exists() and not opts.state_dir.is_dir():
         raise UsageError("not a folder", file=opts.state_dir, field="state_dir")
-    return execute(
-        wf, resume=opts.resume, concurrency=opts.concurrency, state_dir=opts.state_dir,
-        on_event=opts.on_event,
-    )  # fmt: skip
+    if not isinstance(opts.executor, str):
+        return execute(
+            wf, resume=opts.resume, concurrency=opts.concurrency, state_dir=opts.state_dir,
+            on_event=opts.on_event, executor=opts.executor,
+        )  # fmt: skip
+    with open_executor(opts.executor, address=opts.address) as runner:
+        return execute(
+            wf, resume=opts.resume, concurrency=opts.concurrency, state_dir=opts.state_dir,
+            on_event=opts.on_event, executor=runner,
+        )  # fmt: skip

@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from personae import __version__
-from personae.cli import chain, context, handover, hosts, personas, project, run, serve, ui
+from personae.cli import batch, chain, context, handover, hosts, personas, project, run, serve, ui
 from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
 from personae.errors import PersonaeError
 
@@ -65,6 +65,7 @@ run.register(app)
 serve.register(app)
 hosts.register(app)
 ui.register(app)
+batch.register(app)
 
 
 _INTERRUPTED = 130

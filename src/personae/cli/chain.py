@@ -43,7 +43,7 @@ app = typer.Typer(
 
 
 @app.command("run")
-def run(
+def run(  # noqa: PLR0917
     workflow: Annotated[Path, typer.Argument(help="Workflow YAML file.")],
     resume: Annotated[
         bool, typer.Option("--resume", help="Continue from the checkpoint; skip finished steps.")
@@ -58,6 +58,13 @@ def run(
         bool,
         typer.Option("--json", help="JSON lines: one per step event, then the outcome."),
     ] = False,
+    executor: Annotated[
+        str, typer.Option("--executor", help="Where steps run: local or ray (personae[ray]).")
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option("--address", help="Ray cluster (auto or HOST:PORT); default: a private one."),
+    ] = None,
 ) -> None:
     """Run a workflow; prints the aggregated report. Exit codes as `handover run`."""
     # local import: CLI start-up (only the command that runs loads what it needs)
@@ -73,8 +80,11 @@ def run(
         else:
             typer.echo(f"[{key}] {message}", err=True)
 
+    if executor not in ("local", "ray"):
+        raise UsageError(f"unknown executor {executor!r}: use local or ray", field="--executor")
     options = ChainOptions(
-        resume=resume, concurrency=concurrency, state_dir=state_dir, on_event=say
+        resume=resume, concurrency=concurrency, state_dir=state_dir, on_event=say,
+        executor="ray" if executor == "ray" else "local", address=address,
     )  # fmt: skip
     outcome = run_chain(wf, options)
     if as_json:

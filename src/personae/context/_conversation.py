@@ -30,10 +30,13 @@ class Loaded:
     warning: str | None = None
 
 
-_TAILS: OrderedDict[Hashable, tuple[int, list[ChatMessage], bool]] = OrderedDict()
-"""Per session read: the newest seq seen, the messages last read (oldest first) and
-whether they reach back to the session's first message. Stored messages never
-change, so a later turn reads only what was appended since."""
+_TAILS: OrderedDict[Hashable, tuple[int, list[ChatMessage], bool, list[ChatMessage]]] = (
+    OrderedDict()
+)
+"""Per session read: the newest seq seen, the messages last read (oldest first),
+whether they reach back to the session's first message, and what the read kept.
+Stored messages never change, so a later turn reads only what was appended since
+(and keeps the same messages when nothing was)."""
 _MAX_TAILS = 32
 
 
@@ -45,6 +48,7 @@ def _tail(
     hard_max: int,
     *,
     token_limit: int | None = None,
+    last_seq: int | None = None,
 ) -> list[ChatMessage]:
     """The newest messages: at least ``want``, whole exchanges, always the latest user message.
 
@@ -53,17 +57,22 @@ def _tail(
     without a user message (one very long agent turn) it skips ahead to the
     latest user message and keeps it. Within a process, the messages an
     earlier call read for the session are reused (the same objects, so the
-    session's window recognises them) and only newer ones are read.
+    session's window recognises them) and only newer ones are read; with the
+    session's ``last_seq`` known, nothing is read when nothing was appended.
     """
     key = (str(conv.store.path), session, counter.name, want, hard_max, token_limit)
     cached = _TAILS.get(key)
     if cached is not None:
-        last_seq, old, whole = cached
+        seen_seq, old, whole, kept = cached
+        if last_seq == seen_seq:
+            return kept  # nothing appended: the same scan over the same messages
         fresh: list[ChatMessage] = []
         for raw in conv.iter_backward(session, counter=counter):
-            if int(raw.seq or 0) <= last_seq:
+            if int(raw.seq or 0) <= seen_seq:
                 break
             fresh.append(from_stored(raw))
+        if not fresh:
+            return kept  # the same scan over the same messages: the same result
         out, stop, skipped = _scan([*fresh, *reversed(old)], want, hard_max, token_limit)
         if stop is not None or whole:
             _remember(key, out, stop, whole and stop is None, skipped)
@@ -86,7 +95,7 @@ def _remember(
         _TAILS.pop(key, None)
         return
     read = out if stop is None or stop is out[0] else [stop, *out]
-    _TAILS[key] = (out[-1].seq, read, whole)
+    _TAILS[key] = (out[-1].seq, read, whole, out)
     with contextlib.suppress(KeyError):  # another thread may have evicted it just now
         _TAILS.move_to_end(key)
     if len(_TAILS) > _MAX_TAILS:
@@ -204,6 +213,7 @@ def load_conversation(
             max(recent * 2, 12),
             max(recent * 64, 512),
             token_limit=token_limit,
+            last_seq=int(info.last_seq),
         )
         return Loaded(None, None, tuple(tail), total - len(tail), "B", 0)
     tail = _window(conv, session, counter, recent)

@@ -17,7 +17,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from personae.context.history import MessageCosts, remember_totals
+from personae.context.history import Exchanges, MessageCosts, render_unit
 from personae.context.messages import ChatMessage, Unit, group_units_at
 
 __all__: list[str] = []
@@ -93,22 +93,40 @@ class _Prepared:
     prepared: list[tuple[ChatMessage, int]] = field(default_factory=list)
     units: list[Unit] = field(default_factory=list)
     costs: list[tuple[int, ...]] = field(default_factory=list)
+    blocks: list[str] = field(default_factory=list)
     starts: list[int] = field(default_factory=list)
     before: list[int] = field(default_factory=list)
     dropped: int = 0
     cum_cost: list[int] = field(default_factory=lambda: [0])
     cum_msgs: list[int] = field(default_factory=lambda: [0])
 
+    def pop_last(self) -> tuple[Unit, str] | None:
+        """Take the last exchange off (it may still grow) and return it with its block."""
+        if not self.units:
+            return None
+        got = self.units.pop(), self.blocks.pop()
+        del self.costs[-1], self.starts[-1], self.before[-1]
+        del self.cum_cost[-1], self.cum_msgs[-1]
+        return got
+
 
 _PREPARED: OrderedDict[Hashable, _Prepared] = OrderedDict()
 
-Prepared = tuple[tuple[Unit, ...], tuple[tuple[int, ...], ...], int]
+
+def _block(unit: Unit, previous: tuple[Unit, str] | None) -> str:
+    """The unit rendered, reusing the previous rendering of the same messages."""
+    if previous is not None:
+        old = previous[0].messages
+        if len(old) == len(unit.messages) and all(map(operator.is_, old, unit.messages)):
+            return previous[1]
+    return render_unit(unit)
 
 
 def prepared_units(
     key: Hashable, messages: Sequence[ChatMessage], costs_of: MessageCosts
-) -> Prepared:
-    """Escaped exchanges, their costs and the dropped count, reusing the session's prefix."""
+) -> tuple[Exchanges, int]:
+    """Escaped exchanges prepared for fitting and the dropped count, reusing the
+    session's prefix."""
     full_key = (key, costs_of.counter.name, costs_of.tags)
     win: _Prepared = _lru(_PREPARED, full_key, _Prepared)
     k = common_prefix(win.msgs, messages)
@@ -121,9 +139,7 @@ def prepared_units(
     # Exchanges before the last one are final; regroup from the last one's head.
     restart = win.starts[-1] if win.units else 0
     base = win.before[-1] if win.units else 0
-    if win.units:
-        del win.units[-1], win.costs[-1], win.starts[-1], win.before[-1]
-        del win.cum_cost[-1], win.cum_msgs[-1]
+    previous = win.pop_last()
     sep = costs_of.sep
     tail = [p[0] for p in win.prepared[restart:]]
     units, dropped, starts, before = group_units_at(tail)
@@ -136,14 +152,21 @@ def prepared_units(
                 for m in u.messages
             )
         )
+        win.blocks.append(_block(u, previous))
         win.starts.append(restart + s)
         win.before.append(base + b)
         win.cum_cost.append(win.cum_cost[-1] + sum(win.costs[-1]) + sep * len(u.messages))
         win.cum_msgs.append(win.cum_msgs[-1] + len(u.messages))
     win.dropped = base + dropped
-    costs = tuple(win.costs)
-    remember_totals(costs, sep, list(win.cum_cost), list(win.cum_msgs))
-    return tuple(win.units), costs, win.dropped
+    ex = Exchanges(
+        tuple(win.units),
+        tuple(win.costs),
+        tuple(win.cum_cost),
+        tuple(win.cum_msgs),
+        tuple(win.blocks),
+        sep,
+    )
+    return ex, win.dropped
 
 
 _HINTS: OrderedDict[Hashable, tuple[str, int | None, int | None]] = OrderedDict()

@@ -9,13 +9,14 @@ from personae.context._window import kept_from, prepared_units, remember_kept_fr
 from personae.context.budget import Budget
 from personae.context.commands import expand_commands, has_commands
 from personae.context.fit import FitResult, FittedSection, SectionContent, fit
-from personae.context.history import MessageCosts
-from personae.context.messages import ChatMessage, Unit, group_units
+from personae.context.history import Exchanges, MessageCosts
+from personae.context.messages import ChatMessage, group_units
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.render import escape
 from personae.context.report import BudgetReport, HistoryPath, SectionReport
+from personae.context.rules import Action
 from personae.context.snapshot import Snapshot
-from personae.context.spec import Profile, SectionSpec, Truncation
+from personae.context.spec import Profile, SectionSpec, Source, Truncation
 from personae.project import CommandsConfig
 from personae.tokens.base import TokenCounter
 
@@ -87,8 +88,8 @@ class AssembledContext:
 
 def _prepared(
     snapshot: Snapshot, counter: TokenCounter, tags: frozenset[str]
-) -> tuple[tuple[Unit, ...], tuple[tuple[int, ...], ...], int]:
-    """Escaped exchanges and their costs, computed once per snapshot and counter."""
+) -> tuple[Exchanges, int]:
+    """Escaped exchanges prepared for fitting, computed once per snapshot and counter."""
     key = ("messages", counter.name, tags)
     hit = snapshot.cache.get(key)
     if hit is None and snapshot.window is not None:
@@ -106,7 +107,7 @@ def _prepared(
             )
             for u in units
         )
-        hit = (tuple(units), costs, dropped)
+        hit = (Exchanges.of(units, costs, costs_of.sep), dropped)
         snapshot.cache[key] = hit
     return hit  # type: ignore[no-any-return]
 
@@ -135,7 +136,12 @@ def _text(snapshot: Snapshot, spec: SectionSpec, profile: Profile) -> str | None
 WARNING_TAG = "context_warning"
 """Section added (before a trailing ``instructions``) when the context had to be cut."""
 
-_WARNING_SPEC = SectionSpec(tag=WARNING_TAG, source="text", priority=95, truncation=Truncation.DROP)
+_WARNING_SPEC = SectionSpec(
+    tag=WARNING_TAG, source=Source.TEXT, priority=95, truncation=Truncation.DROP
+)
+
+
+_CUT_ACTIONS = (Action.REMOVED, Action.SHRUNK)
 
 
 def _cut_tags(sections: tuple[FittedSection, ...]) -> list[str]:
@@ -143,7 +149,10 @@ def _cut_tags(sections: tuple[FittedSection, ...]) -> list[str]:
         s.tag
         for s in sections
         if s.tag != WARNING_TAG
-        and (s.rule.startswith("budget:") or s.rule in ("removed", "shrunk latest turn"))
+        and (
+            s.outcome.bound == "budget"
+            or (s.outcome.bound is None and s.outcome.action in _CUT_ACTIONS)
+        )
     ]
 
 
@@ -206,14 +215,15 @@ def assemble(
     hint = kept_from(hint_key, snapshot.id) if hint_key is not None else None
     for spec in profile.sections:
         if spec.source == "messages":
-            units, costs, dropped = _prepared(snapshot, counter, tags)
+            ex, dropped = _prepared(snapshot, counter, tags)
             contents.append(
                 SectionContent(
                     spec,
-                    units=units,
-                    costs=costs,
+                    units=ex.units,
+                    costs=ex.costs,
                     earlier=snapshot.earlier + dropped,
                     keep_from=hint,
+                    exchanges=ex,
                 )
             )
             continue

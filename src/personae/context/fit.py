@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from personae.context._textcut import count_rendered, count_small, cut_text, outline_cut
-from personae.context.history import fit_history, running_totals
+from personae.context._textcut import count_small, cut_text, outline_cut, render_counted
+from personae.context.history import Exchanges, fit_history
 from personae.context.messages import ChatMessage, Unit
-from personae.context.render import SEPARATOR, close_tag, open_tag, render_sections
-from personae.context.spec import SectionSpec, Truncation
+from personae.context.render import SEPARATOR, close_tag, open_tag
+from personae.context.rules import FULL, Action, Bound, Rule
+from personae.context.spec import SectionSpec, Source, Truncation
 from personae.errors import BudgetExceededError
 from personae.tokens.base import TokenCounter
 
@@ -45,11 +47,14 @@ class SectionContent:
     keep_from: int | None = None
     """Messages: seq of the first message the previous prompt of this conversation
     kept (hysteresis, see :func:`~personae.context.history.fit_history`)."""
+    exchanges: Exchanges | None = None
+    """Messages: ``units`` and ``costs`` already prepared (running totals, rendered
+    blocks); computed from them when ``None``."""
 
     @property
     def present(self) -> bool:
         """True when there is something to render."""
-        return bool(self.units) if self.spec.source == "messages" else bool(self.text)
+        return bool(self.units) if self.spec.source is Source.MESSAGES else bool(self.text)
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,8 @@ class FittedSection:
     """Kept conversation messages (the messages source)."""
     key: str = ""
     """The snapshot text the section read (its source, or source and named files)."""
+    outcome: Rule = FULL
+    """What happened, as a typed value (``rule`` is its text)."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,17 @@ class FitResult:
     """Times the exact verification found a boundary merge and refitted."""
 
 
+class _Form(NamedTuple):
+    """One form a section may take."""
+
+    text: str
+    tokens: int
+    rule: Rule
+    messages: tuple[ChatMessage, ...] = ()
+    pieces: tuple[str, ...] = ()
+    """Messages: the pieces ``text`` joins with blank lines (see ``render_counted``)."""
+
+
 @dataclass
 class _State:
     content: SectionContent
@@ -94,20 +112,39 @@ class _State:
     allotted: int = 0
     text: str | None = None
     tokens: int = 0
-    rule: str = "full"
+    rule: Rule = FULL
     messages: tuple[ChatMessage, ...] = ()
+    pieces: tuple[str, ...] = ()
     want: int = 0
     """Tokens of the largest form the section may take (whole, or its cap)."""
     floor_tokens: int = 0
     """Tokens of the section's smallest cut form."""
     alt_tokens: int | None = None
     """Tokens of the content's summary file, when it has one."""
-    floor_form: _Shrunk | None = None
+    floor_form: _Form | None = None
     """The conversation's smallest form (messages only)."""
+    exchanges: Exchanges | None = None
+    """The conversation prepared for fitting (messages only)."""
 
     @property
     def spec(self) -> SectionSpec:
         return self.content.spec
+
+    @property
+    def is_history(self) -> bool:
+        return self.content.spec.source is Source.MESSAGES
+
+    def show(self, form: _Form) -> None:
+        self.text, self.tokens, self.rule = form.text, form.tokens, form.rule
+        self.messages, self.pieces = form.messages, form.pieces
+
+    def hide(self) -> None:
+        self.text, self.tokens, self.messages, self.pieces = None, 0, (), ()
+
+    def bound(self, limit: int) -> Bound | None:
+        """``cap`` when the section's own cap (not the budget) bounds it at ``limit``."""
+        cap = self.spec.cap
+        return "cap" if cap is not None and self.requested > cap and limit >= cap else "budget"
 
 
 def _notice(spec: SectionSpec, total: int, limit: int) -> str:
@@ -119,8 +156,6 @@ def _drop_note(st: _State) -> str:
     return f"[{st.spec.tag} omitted: {st.requested} tokens did not fit the budget]"
 
 
-_Shrunk = tuple[str, int, str, tuple[ChatMessage, ...]]
-
 _CLOSE = 32
 """Overshoot of the piecewise estimate under which the whole render is counted exactly."""
 
@@ -128,11 +163,11 @@ _MIN_KEEP = 8
 """Tokens of content a cut must keep to count as a cut form (and not a bare notice)."""
 
 
-def _history(st: _State, limit: int, counter: TokenCounter) -> _Shrunk:
+def _history(st: _State, limit: int, counter: TokenCounter) -> _Form:
     spec, c = st.spec, st.content
+    assert st.exchanges is not None
     h = fit_history(
-        c.units,
-        c.costs,
+        st.exchanges,
         counter,
         limit=max(1, limit),
         max_messages=spec.max_messages,
@@ -142,50 +177,58 @@ def _history(st: _State, limit: int, counter: TokenCounter) -> _Shrunk:
         keep_from=c.keep_from,
         low_water=spec.low_water,
     )
-    rule = "evicted" if h.omitted else "full"
+    action = Action.EVICTED if h.omitted else Action.FULL
     if h.shrunk:
-        rule = "shrunk latest turn"
-    return h.text, h.tokens, rule, h.messages
+        action = Action.SHRUNK
+    return _Form(h.text, h.tokens, Rule(action), h.messages, h.blocks)
 
 
-def _form(st: _State, limit: int, counter: TokenCounter) -> _Shrunk | None:
+def _outline(st: _State, text: str, total: int, limit: int, counter: TokenCounter) -> _Form | None:
+    note = (
+        f"[{st.spec.tag}: the first part in full, the rest outlined (headings, first"
+        f" lines); {total} tokens in full]"
+    )
+    got = outline_cut(text, limit, counter, note)
+    if got is not None and got.tokens - count_small(counter, note) >= _MIN_KEEP:
+        return _Form(got.text, got.tokens, Rule(Action.OUTLINE))
+    return None
+
+
+def _cut(st: _State, text: str, total: int, limit: int, counter: TokenCounter) -> _Form | None:
+    notice = _notice(st.spec, total, limit)
+    keep_head = st.spec.truncation is not Truncation.HEAD
+    cut = cut_text(text, limit, counter, notice, keep_head=keep_head, total=total)
+    if cut is not None and cut.tokens - count_small(counter, notice) > 1:
+        return _Form(cut.text, cut.tokens, Rule(Action.CUT))
+    return None
+
+
+def _form(st: _State, limit: int, counter: TokenCounter) -> _Form | None:
     """The largest form of a text section within ``limit`` tokens, or None.
 
     In order: whole, its summary file, the first part whole and the rest
     outlined (``summarize``), a cut with a notice, and only then a one-line
     notice that it was dropped.
     """
-    spec, c = st.spec, st.content
+    c = st.content
     if st.requested <= limit:
-        return c.text or "", st.requested, "full", ()
-    text, total, what = c.text or "", st.requested, ""
+        return _Form(c.text or "", st.requested, FULL)
+    text, total, of_summary = c.text or "", st.requested, False
     if c.alternative is not None and st.alt_tokens is not None:
         if st.alt_tokens <= limit:
-            return c.alternative, st.alt_tokens, "summary file", ()
-        text, total, what = c.alternative, st.alt_tokens, "summary file "
-    mode = spec.truncation
-    if mode is not Truncation.DROP:
-        if mode is Truncation.SUMMARIZE:
-            note = (
-                f"[{spec.tag}: the first part in full, the rest outlined (headings, first"
-                f" lines); {total} tokens in full]"
-            )
-            got = outline_cut(text, limit, counter, note)
-            if got is not None and got.tokens - count_small(counter, note) >= _MIN_KEEP:
-                return got.text, got.tokens, f"{what}outline", ()
-        cut = cut_text(
-            text,
-            limit,
-            counter,
-            _notice(spec, total, limit),
-            keep_head=mode is not Truncation.HEAD,
-            total=total,
-        )
-        if cut is not None and cut.tokens - count_small(counter, _notice(spec, total, limit)) > 1:
-            return cut.text, cut.tokens, f"{what}cut", ()
+            return _Form(c.alternative, st.alt_tokens, Rule(Action.SUMMARY_FILE))
+        text, total, of_summary = c.alternative, st.alt_tokens, True
+    mode = st.spec.truncation
+    got = None
+    if mode is Truncation.SUMMARIZE:
+        got = _outline(st, text, total, limit, counter)
+    if got is None and mode is not Truncation.DROP:
+        got = _cut(st, text, total, limit, counter)
+    if got is not None:
+        return got._replace(rule=Rule(got.rule.action, of_summary))
     note = _drop_note(st)
     tokens = count_small(counter, note)
-    return (note, tokens, "dropped", ()) if tokens <= limit else None
+    return _Form(note, tokens, Rule(Action.DROPPED)) if tokens <= limit else None
 
 
 def _floor(st: _State, counter: TokenCounter) -> int:
@@ -224,17 +267,113 @@ class _Plan:
         gap = self.sep if any(s.text is not None for s in self.live) else 0
         return self.room() - self.overhead(st) - gap
 
+    def check(self) -> None:
+        if self.room() < 0:
+            raise BudgetExceededError(
+                self.total(), self.budget, what="pinned content (and the latest user turn)"
+            )
 
-def _apply(st: _State, res: _Shrunk | None, limit: int, cap_bound: bool) -> None:
+
+def _apply(st: _State, res: _Form | None, limit: int, bound: Bound | None) -> None:
     if res is None:
-        st.text, st.tokens, st.allotted, st.rule, st.messages = None, 0, 0, "removed", ()
+        st.hide()
+        st.allotted, st.rule = 0, Rule(Action.REMOVED)
         return
-    st.text, st.tokens, rule, st.messages = res
+    st.show(res)
     st.allotted = max(0, limit)
-    if rule == "full":
-        st.rule = "full"
-    else:
-        st.rule = f"cap {st.spec.cap}: {rule}" if cap_bound else f"budget: {rule}"
+    st.rule = res.rule.bounded(bound, st.spec.cap)
+
+
+def _start(st: _State, budget: int, counter: TokenCounter) -> None:
+    """The section whole (the conversation within its cap), and its largest form."""
+    c, spec = st.content, st.spec
+    if st.is_history:
+        st.exchanges = c.exchanges or Exchanges.of(
+            c.units, c.costs, count_small(counter, SEPARATOR)
+        )
+        st.requested = st.exchanges.tokens
+        capped = _history(st, min(spec.cap or budget, budget), counter)
+        st.want = capped.tokens
+        st.show(capped)
+        st.allotted = min(spec.cap or budget, budget)
+        return
+    st.requested = c.tokens if c.tokens is not None else counter.count(c.text or "")
+    if c.alternative is not None:
+        st.alt_tokens = c.alt_tokens if c.alt_tokens is not None else counter.count(c.alternative)
+    st.text, st.tokens, st.allotted = c.text, st.requested, st.requested
+    st.want = st.requested if spec.pinned else min(st.requested, spec.cap or st.requested)
+    st.rule = Rule(Action.PINNED) if spec.pinned else FULL
+    if not spec.pinned:
+        st.floor_tokens = _floor(st, counter)
+
+
+def _fits_whole(plan: _Plan, counter: TokenCounter) -> bool:
+    """Everything fits whole (caps apart from messages already applied)."""
+    if not all(s.tokens <= s.want for s in plan.live):
+        return False
+    if plan.room() >= 0:
+        return True
+    if plan.room() <= -_CLOSE:
+        return False
+    # Piecewise counts can overshoot by a few tokens: ask the exact count.
+    return _render(plan.live, counter)[1] <= plan.budget
+
+
+def _at_floors(plan: _Plan, movable: list[_State], counter: TokenCounter) -> list[_State]:
+    """Pass 0: every movable section at its floor (the conversation at its smallest
+    form); whole sections dropped, lowest priority first, while even that is over.
+    Returns the text sections that keep at least their floor."""
+    texts = [s for s in movable if not s.is_history]
+    for st in movable:
+        if st.is_history:
+            # Shrinking notices can outweigh tiny contents: the floor is never above whole.
+            smallest = _history(st, 1, counter)
+            capped = _Form(st.text or "", st.tokens, st.rule, st.messages, st.pieces)
+            st.floor_form = smallest if smallest.tokens < capped.tokens else capped
+            st.floor_tokens = st.floor_form.tokens
+            st.show(st.floor_form)
+    for st in texts:
+        st.text, st.tokens = "", st.floor_tokens
+    for st in reversed(texts):
+        if plan.room() >= 0:
+            break
+        st.hide()
+    plan.check()
+    for st in texts:
+        if st.text is None:
+            _apply(st, None, 0, None)
+    return [s for s in texts if s.text is not None]
+
+
+def _to_targets(
+    plan: _Plan, movable: list[_State], kept: list[_State], counter: TokenCounter
+) -> None:
+    """Pass 1: by priority, each section grows to its target (share of the budget)."""
+    for st in movable:
+        want = st.want
+        if st.spec.share is not None:
+            want = min(want, max(st.floor_tokens, int(st.spec.share * plan.budget)))
+        limit = min(want, plan.room_for(st))
+        if st.is_history:
+            got = _history(st, limit, counter)
+            _apply(st, got if got.tokens <= limit else st.floor_form, limit, "budget")
+        elif st in kept:
+            _apply(st, _form(st, limit, counter), limit, st.bound(limit))
+
+
+def _refill(plan: _Plan, movable: list[_State], counter: TokenCounter) -> None:
+    """Pass 2: what is left goes back to what was cut (and to removed sections)."""
+    for st in movable:
+        if plan.room() <= 0:
+            return
+        if st.text is not None and st.tokens >= st.want:
+            continue
+        limit = min(st.want, plan.room_for(st))
+        if limit <= (st.tokens if st.text is not None else 0):
+            continue
+        res = _history(st, limit, counter) if st.is_history else _form(st, limit, counter)
+        if res is not None and (st.text is None or res.tokens > st.tokens) and res.tokens <= limit:
+            _apply(st, res, limit, st.bound(limit))
 
 
 def _fit_once(
@@ -244,102 +383,31 @@ def _fit_once(
     states = [_State(c, i) for i, c in enumerate(contents)]
     live: list[_State] = []
     for st in states:
-        if not st.content.present:
-            st.rule = "absent"
-            continue
-        live.append(st)
-        c = st.content
-        if st.spec.source == "messages":
-            sep = count_small(counter, SEPARATOR)
-            cum_cost, cum_msgs = running_totals(c.units, c.costs, sep)
-            st.requested = cum_cost[-1] - sep * min(1, cum_msgs[-1])
-            capped = _history(st, min(st.spec.cap or budget, budget), counter)
-            smallest = _history(st, 1, counter)
-            # Shrinking notices can outweigh tiny contents: the floor is never above whole.
-            st.floor_form = smallest if smallest[1] < capped[1] else capped
-            st.want, st.floor_tokens = capped[1], st.floor_form[1]
-            st.text, st.tokens, st.rule, st.messages = capped
-            st.allotted = min(st.spec.cap or budget, budget)
-            continue
-        st.requested = c.tokens if c.tokens is not None else counter.count(c.text or "")
-        if c.alternative is not None:
-            st.alt_tokens = (
-                c.alt_tokens if c.alt_tokens is not None else counter.count(c.alternative)
-            )
-        st.text, st.tokens, st.allotted = c.text, st.requested, st.requested
-        st.want = st.requested if st.spec.pinned else min(st.requested, st.spec.cap or st.requested)
-        st.rule = "pinned" if st.spec.pinned else "full"
-        if not st.spec.pinned:
-            st.floor_tokens = _floor(st, counter)
+        if st.content.present:
+            live.append(st)
+            _start(st, budget, counter)
+        else:
+            st.rule = Rule(Action.ABSENT)
     plan = _Plan(live, budget, counter)
-    whole = all(s.tokens <= s.want for s in live)
-    if whole and plan.room() >= 0:
-        return states  # everything fits whole (caps apart from messages already applied)
-    if whole and plan.room() > -_CLOSE:
-        # Piecewise counts can overshoot by a few tokens: ask the exact count.
-        parts = [(s.spec.tag, s.text) for s in live if s.text is not None]
-        if count_rendered(counter, render_sections(parts)) <= budget:
-            return states
+    if _fits_whole(plan, counter):
+        return states
     movable = sorted(
         (s for s in live if not s.spec.pinned), key=lambda s: (-s.spec.priority, s.index)
     )
-    texts = [s for s in movable if s.spec.source != "messages"]
-    history = [s for s in movable if s.spec.source == "messages"]
-    # Pass 0: every movable section at its floor (the conversation at its smallest form).
-    for st in history:
-        assert st.floor_form is not None
-        st.text, st.tokens, st.rule, st.messages = st.floor_form
-    for st in texts:
-        st.text, st.tokens = "", st.floor_tokens
-    # Not even the floors fit: drop whole sections, lowest priority first.
-    for st in reversed(texts):
-        if plan.room() >= 0:
-            break
-        st.text, st.tokens = None, 0
-    if plan.room() < 0:
-        raise BudgetExceededError(
-            plan.total(), budget, what="pinned content (and the latest user turn)"
-        )
-    kept_floor = [s for s in texts if s.text is not None]
-    for st in texts:
-        if st.text is None:
-            _apply(st, None, 0, False)
-    # Pass 1: by priority, each section grows to its target (share of the budget).
-    for st in movable:
-        want = st.want
-        if st.spec.share is not None:
-            want = min(want, max(st.floor_tokens, int(st.spec.share * budget)))
-        limit = min(want, plan.room_for(st))
-        cap_bound = st.spec.cap is not None and st.requested > st.spec.cap and limit >= st.spec.cap
-        if st.spec.source == "messages":
-            got = _history(st, limit, counter)
-            _apply(st, got if got[1] <= limit else st.floor_form, limit, False)
-        elif st in kept_floor:
-            _apply(st, _form(st, limit, counter), limit, cap_bound)
-    # Pass 2: what is left goes back to what was cut (and to removed sections), by priority.
+    kept = _at_floors(plan, movable, counter)
+    _to_targets(plan, movable, kept, counter)
     for _ in range(2):
-        for st in movable:
-            if plan.room() <= 0:
-                break
-            if st.text is not None and st.tokens >= st.want:
-                continue
-            limit = min(st.want, plan.room_for(st))
-            if limit <= (st.tokens if st.text is not None else 0):
-                continue
-            cap_bound = (
-                st.spec.cap is not None and st.requested > st.spec.cap and limit >= st.spec.cap
-            )
-            if st.spec.source == "messages":
-                res: _Shrunk | None = _history(st, limit, counter)
-            else:
-                res = _form(st, limit, counter)
-            if res is not None and (st.text is None or res[1] > st.tokens) and res[1] <= limit:
-                _apply(st, res, limit, cap_bound)
-    if plan.room() < 0:
-        raise BudgetExceededError(
-            plan.total(), budget, what="pinned content (and the latest user turn)"
-        )
+        _refill(plan, movable, counter)
+    plan.check()
     return states
+
+
+def _render(states: Sequence[_State], counter: TokenCounter) -> tuple[str, int]:
+    """The rendered prompt of the shown sections and its exact count."""
+    return render_counted(
+        counter,
+        [(s.spec.tag, s.pieces or (s.text,)) for s in states if s.text is not None],
+    )
 
 
 def fit(contents: Sequence[SectionContent], budget: int, counter: TokenCounter) -> FitResult:
@@ -360,9 +428,7 @@ def fit(contents: Sequence[SectionContent], budget: int, counter: TokenCounter) 
             raise BudgetExceededError(
                 exc.needed + budget - effective, budget, what="the fitted context"
             ) from None
-        parts = [(s.spec.tag, s.text) for s in states if s.text is not None]
-        rendered = render_sections(parts)
-        exact = count_rendered(counter, rendered) if rendered else 0
+        rendered, exact = _render(states, counter)
         if exact <= budget:
             break
         refits += 1
@@ -377,9 +443,10 @@ def fit(contents: Sequence[SectionContent], budget: int, counter: TokenCounter) 
             requested=s.requested,
             allotted=s.allotted,
             kept=s.tokens,
-            rule=s.rule,
+            rule=str(s.rule),
             messages=s.messages,
             key=s.spec.content_key,
+            outcome=s.rule,
         )
         for s in states
     )

@@ -13,9 +13,7 @@
 from __future__ import annotations
 
 import bisect
-import contextlib
 import itertools
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -25,12 +23,12 @@ from personae.context.render import escape
 from personae.tokens.base import TokenCounter
 
 __all__ = [
+    "Exchanges",
     "HistoryFit",
     "MessageCosts",
     "fit_history",
-    "remember_totals",
     "render_message",
-    "running_totals",
+    "render_unit",
 ]
 
 _SEP = "\n\n"
@@ -103,6 +101,8 @@ class HistoryFit:
     """Latest-turn messages whose content was shortened."""
     fits: bool
     """False when even the smallest form is over the limit (then this is that smallest form)."""
+    blocks: tuple[str, ...] = ()
+    """The pieces ``text`` joins with blank lines (notice line, then each exchange)."""
 
 
 def _notice(template: str, omitted_msgs: int, omitted_tokens: int) -> str:
@@ -117,9 +117,46 @@ def _overhead(msg: ChatMessage, counter: TokenCounter) -> int:
     return count_small(counter, _header(msg)) + (count_small(counter, extra) if extra else 0)
 
 
+def render_unit(unit: Unit) -> str:
+    """One exchange as Markdown: its messages separated by a blank line."""
+    return _SEP.join([render_message(m) for m in unit.messages])
+
+
+@dataclass(frozen=True)
+class Exchanges:
+    """A conversation prepared for fitting: exchanges, their costs, running totals and
+    rendered text, computed once (a session's window extends them turn after turn)."""
+
+    units: tuple[Unit, ...]
+    """Whole exchanges, oldest first."""
+    costs: tuple[tuple[int, ...], ...]
+    """``costs[k][j]``: rendered cost of message ``j`` of unit ``k``."""
+    cum_cost: Sequence[int]
+    """Rendered cost (separators included) of the units before each index (one more
+    entry than units)."""
+    cum_msgs: Sequence[int]
+    """Messages in the units before each index (one more entry than units)."""
+    blocks: Sequence[str]
+    """Each unit rendered (:func:`render_unit`)."""
+    sep: int
+    """Tokens of the blank line between two messages."""
+
+    @classmethod
+    def of(cls, units: Sequence[Unit], costs: Sequence[Sequence[int]], sep: int) -> Exchanges:
+        """Totals and rendered blocks computed from scratch."""
+        cum_cost = list(itertools.accumulate((sum(c) + sep * len(c) for c in costs), initial=0))
+        cum_msgs = list(itertools.accumulate((len(u.messages) for u in units), initial=0))
+        blocks = [render_unit(u) for u in units]
+        return cls(tuple(units), tuple(map(tuple, costs)), cum_cost, cum_msgs, blocks, sep)
+
+    @property
+    def tokens(self) -> int:
+        """Rendered cost of the whole conversation (separators between messages only)."""
+        return self.cum_cost[-1] - self.sep * min(1, self.cum_msgs[-1])
+
+
 def fit_history(
-    units: Sequence[Unit],
-    costs: Sequence[Sequence[int]],
+    ex: Exchanges,
     counter: TokenCounter,
     *,
     limit: int,
@@ -132,18 +169,16 @@ def fit_history(
 ) -> HistoryFit:
     """Choose which exchanges to keep within ``limit`` tokens and ``max_messages``.
 
-    ``costs[k][j]`` is the rendered cost of message ``j`` of unit ``k``.
-    ``earlier`` counts messages before ``units`` that are not shown at all.
+    ``earlier`` counts messages before ``ex.units`` that are not shown at all.
     ``keep_from`` (hysteresis): the seq of the first message the previous prompt
     of this conversation kept. While the exchanges from there still fit, they are
     kept as they were (the prompt's prefix stays byte-identical); once they do
     not, older exchanges are evicted in one batch until what is kept takes at
     most ``low_water`` of ``limit``.
     """
-    sep = count_small(counter, _SEP)
+    units, cum_cost, cum_msgs, sep = ex.units, ex.cum_cost, ex.cum_msgs, ex.sep
     n = len(units)
     last = latest_turn_start(units)
-    cum_cost, cum_msgs = running_totals(units, costs, sep)
     # Suffix sums over the evictable part [0, last]: cost of units k..last-1.
     before_cost, before_msgs = cum_cost[last], cum_msgs[last]
 
@@ -177,8 +212,8 @@ def fit_history(
         start = max(_anchor(units, s_min, last, batch), at_low)
     else:
         start = _anchor(units, s_min, last, batch)
-    kept = list(units[start:])
-    kept_costs = [list(c) for c in costs[start:]]
+    kept: Sequence[Unit] = units[start:]
+    blocks = list(ex.blocks[start:])
     evicted_msgs = cum_msgs[start] if start <= last else total_before
     evicted_tokens = cum_cost[start]
     body_cost = suffix_cost(start) + turn_cost
@@ -191,48 +226,21 @@ def fit_history(
         evicted_msgs = total_before
         evicted_tokens = suffix_cost(0)
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
-        kept, kept_costs, shrunk, fits, elided = _shrink_turn(
-            list(units[last:]), [list(c) for c in costs[last:]], counter, limit - head_cost, sep
+        turn, kept_costs, shrunk, fits, elided = _shrink_turn(
+            list(units[last:]), [list(c) for c in ex.costs[last:]], counter, limit - head_cost, sep
         )
+        kept, blocks = turn, [render_unit(u) for u in turn]
         evicted_msgs += elided
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
         body_cost = sum(sum(c) + sep * len(c) for c in kept_costs)
         fits = fits and body_cost + head_cost <= limit
     msgs = tuple(m for u in kept for m in u.messages)
-    parts = [render_message(m) for m in msgs]
     omitted = evicted_msgs + earlier
     if omitted:
-        parts.insert(0, _notice(notice, omitted, evicted_tokens))
-    text = _SEP.join(parts)
-    return HistoryFit(msgs, text, body_cost + head_cost - sep, omitted, shrunk, fits)
-
-
-_CUMULATIVE: OrderedDict[int, tuple[object, int, list[int], list[int]]] = OrderedDict()
-
-
-def running_totals(
-    units: Sequence[Unit], costs: Sequence[Sequence[int]], sep: int
-) -> tuple[list[int], list[int]]:
-    """Running totals of rendered cost and message count before each unit (one more
-    entry than units), computed once per costs object (fitting asks several times)."""
-    got = _CUMULATIVE.get(id(costs))
-    if got is not None and got[0] is costs and got[1] == sep:
-        return got[2], got[3]
-    cum_cost = list(itertools.accumulate((sum(c) + sep * len(c) for c in costs), initial=0))
-    cum_msgs = list(itertools.accumulate((len(u.messages) for u in units), initial=0))
-    remember_totals(costs, sep, cum_cost, cum_msgs)
-    return cum_cost, cum_msgs
-
-
-def remember_totals(
-    costs: Sequence[Sequence[int]], sep: int, cum_cost: list[int], cum_msgs: list[int]
-) -> None:
-    """Record running totals already known for ``costs`` (a session's window keeps
-    them up to date turn after turn)."""
-    _CUMULATIVE[id(costs)] = (costs, sep, cum_cost, cum_msgs)
-    if len(_CUMULATIVE) > 8:
-        with contextlib.suppress(KeyError):
-            _CUMULATIVE.popitem(last=False)
+        blocks.insert(0, _notice(notice, omitted, evicted_tokens))
+    return HistoryFit(
+        msgs, _SEP.join(blocks), body_cost + head_cost - sep, omitted, shrunk, fits, tuple(blocks)
+    )
 
 
 def _unit_at(units: Sequence[Unit], seq: int, last: int) -> int | None:

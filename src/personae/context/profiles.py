@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from personae.context._yamlpos import Lines, line_of, load_with_lines
-from personae.context.spec import SOURCES, Profile, SectionSpec
+from personae.context.commands import has_commands
+from personae.context.spec import SOURCES, Profile, SectionSpec, Source
 from personae.errors import ConfigError, UnknownNameError
 from personae.fsutil import read_regular
 
@@ -46,6 +48,30 @@ class ProfileSet:
     """Every tag any profile may render (used to escape content)."""
     files: tuple[str, ...]
     """The files the set was read from (built-in first)."""
+
+    @cached_property
+    def window(self) -> int:
+        """Messages read from the store for the recent window: the largest ``max_messages``
+        of the profiles (64 for a messages section without one; 6 when none has one)."""
+        limits = [
+            s.max_messages or 64
+            for p in self.profiles.values()
+            for s in p.sections
+            if s.source is Source.MESSAGES
+        ]
+        return max(limits, default=6)
+
+    @cached_property
+    def named_files(self) -> tuple[SectionSpec, ...]:
+        """One section per content key among those that name their own files (sorted)."""
+        by_key = {s.content_key: s for p in self.profiles.values() for s in p.sections if s.files}
+        return tuple(spec for _, spec in sorted(by_key.items()))
+
+    @cached_property
+    def command_texts(self) -> tuple[str, ...]:
+        """The profiles' own section texts that hold ``!command`` forms (sorted, each once)."""
+        texts = {s.text for p in self.profiles.values() for s in p.sections if s.text}
+        return tuple(sorted(t for t in texts if has_commands(t)))
 
     @property
     def roles(self) -> list[str]:

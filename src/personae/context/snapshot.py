@@ -12,43 +12,229 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from personae.context._conversation import Summarizer, load_conversation
+from personae.context._conversation import Loaded, Summarizer, load_conversation
+from personae.context._probe import probe, remembered
 from personae.context._window import messages_digest
 from personae.context.commands import CommandRun, expand_commands, has_commands
 from personae.context.messages import ChatMessage, from_stored
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.report import HistoryPath
 from personae.context.sources import (
+    ProjectFiles,
     git_log,
     read_directive,
     read_named,
     read_project,
     resolve_task,
 )
+from personae.layout import CONFIG_NAMES
 from personae.project import CommandsConfig, load_config
 from personae.tokens.base import TokenCounter
 
 if TYPE_CHECKING:
     from personae.store.conversations import ConversationStore
 
-__all__ = ["Snapshot", "Summarizer", "history_window"]
+__all__ = ["Snapshot", "SnapshotOptions", "Summarizer", "history_window"]
 
 
 def history_window(profiles: ProfileSet) -> int:
     """Messages read from the store for the recent window: the largest ``max_messages``
     of the profiles (64 for a messages section without one; 6 when none has one)."""
-    limits = [
-        s.max_messages or 64
-        for p in profiles.profiles.values()
-        for s in p.sections
-        if s.source == "messages"
-    ]
-    return max(limits, default=6)
+    return profiles.window
+
+
+@dataclass(frozen=True, kw_only=True)
+class SnapshotOptions:
+    """What one turn's snapshot is built from (besides the project root)."""
+
+    conversations: ConversationStore | None = None
+    """The conversation store (path A or B; with ``session`` and ``counter``)."""
+    session: str | None = None
+    """The session whose messages are read from ``conversations``."""
+    counter: TokenCounter | None = None
+    """Token counter (default: the store's)."""
+    summarizer: Summarizer | None = None
+    """``summarizer(previous_summary, new_messages) -> str`` selects path A: messages
+    that leave the recent window are folded into the stored running summary."""
+    recent: int | None = None
+    """Messages read from the store for the window (default: the largest
+    ``max_messages`` of the profiles, 6 built in)."""
+    messages: Sequence[object] | None = None
+    """Messages given directly instead of a store (path B)."""
+    persona: str | None = None
+    """Active persona name."""
+    execution_block: str | None = None
+    """The active persona's execution block."""
+    validation_context: str | None = None
+    """The active persona's validation context."""
+    persona_from_handover: bool = False
+    """Persona text received in a handover: its ``!command`` forms never run."""
+    handover: str | None = None
+    """The handover section received from another persona."""
+    task: str | None = None
+    """The task text, or the name of a task file (``tasks/NAME.md``)."""
+    step: str | None = None
+    """The current step (default: the first not done)."""
+    profiles: ProfileSet | None = None
+    """The profiles (default: built-in plus the project's override)."""
+    commands: CommandsConfig | None = None
+    """Which ``!commands`` may run (default: the project config's)."""
+    include_git_log: bool = True
+    """Read recent commits."""
+    warnings: Sequence[str] = ()
+    """Problems met before building (carried into every report)."""
+    max_tokens: int | None = None
+    """The largest budget the snapshot will be assembled for: path B stops reading
+    the store once older messages could not fit."""
+
+
+@dataclass(frozen=True)
+class _Files:
+    """Everything read from the project's files for one turn (see ``_probe``)."""
+
+    texts: dict[str, str]
+    files: dict[str, str]
+    project: ProjectFiles
+    task: str | None
+
+
+def _read_files(base: Path, opts: SnapshotOptions, profiles: ProfileSet) -> _Files:
+    texts: dict[str, str] = {}
+    files: dict[str, str] = {}
+    directive = read_directive(base)
+    if directive is not None:
+        texts["directive"], files["directive"] = directive[0], str(directive[1])
+    task_text, task_file = resolve_task(base, opts.task)
+    project = read_project(base, task=task_text, step=opts.step)
+    texts.update(project.texts)
+    files.update(project.files)
+    for spec in profiles.named_files:
+        named = read_named(base, spec.source, spec.files or ())
+        texts.update(named.texts)
+        files.update(named.files)
+    if task_text and task_text.strip():
+        texts["task"], files["task"] = task_text, task_file or "--task"
+    return _Files(texts, files, project, task_text)
+
+
+def _commands_of(base: Path) -> CommandsConfig:
+    for name in CONFIG_NAMES:  # what load_config looks at, recorded
+        probe(base / ".personae" / name, follow=False)
+        probe(base / ".personae" / name)
+    return load_config(base / ".personae").commands
+
+
+def _digest(base: Path, built: _Built, window: Hashable | None) -> str:
+    digest = hashlib.sha256()
+    head = {
+        "root": str(base),
+        "texts": built.texts,
+        "step_without_decisions": built.files.project.step_without_decisions,
+        "profile_texts": built.profile_texts,
+        "earlier": built.history.earlier,
+        "path": built.history.path,
+        "persona": built.opts.persona,
+    }
+    digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
+    if window is not None:
+        digest.update(messages_digest(window, built.history.messages))
+    return digest.hexdigest()[:16]
+
+
+class _Built:
+    """The steps of :meth:`Snapshot.build`, each short."""
+
+    def __init__(self, base: Path, opts: SnapshotOptions) -> None:
+        self.base = base
+        self.opts = opts
+        self.profiles = opts.profiles if opts.profiles is not None else load_profiles(base)
+        self.runs: list[CommandRun] = []
+        self.notes: list[str] = list(opts.warnings)
+        self._commands = opts.commands
+        key = (
+            str(base),
+            opts.task,
+            opts.step,
+            tuple(s.content_key for s in self.profiles.named_files),
+        )
+        self.files = remembered(key, lambda: _read_files(base, opts, self.profiles))
+        self.texts = dict(self.files.texts)
+        self.where = dict(self.files.files)
+        self.profile_texts: dict[str, str] = {}
+        self.history = Loaded(None, None, (), 0, "none", 0)
+
+    @property
+    def commands(self) -> CommandsConfig:
+        if self._commands is None:
+            base = self.base
+            self._commands = remembered(("config", str(base)), lambda: _commands_of(base))
+        return self._commands
+
+    def add_git_log(self) -> None:
+        log = git_log(self.base) if self.opts.include_git_log else None
+        if log is not None:
+            self.texts["git_log"], self.where["git_log"] = log, f"git log in {self.base}"
+
+    def add_persona(self) -> None:
+        opts, persona = self.opts, self.opts.persona
+        for key, value in (
+            ("persona", opts.execution_block),
+            ("validation", opts.validation_context),
+        ):
+            if value and value.strip():
+                text = value
+                if key == "persona" and has_commands(text):
+                    text, done = expand_commands(
+                        text, self.commands, self.base, trusted=not opts.persona_from_handover
+                    )
+                    self.runs.extend(done)
+                self.texts[key], self.where[key] = text, f"persona {persona}"
+        if opts.handover and opts.handover.strip():
+            self.texts["handover"], self.where["handover"] = opts.handover, "handover"
+
+    def expand_profile_texts(self) -> None:
+        for text in self.profiles.command_texts:
+            self.profile_texts[text], done = expand_commands(text, self.commands, self.base)
+            self.runs.extend(done)
+
+    def load_history(self) -> Hashable | None:
+        """Read the conversation; the key of its in-process window (``None``: none)."""
+        opts = self.opts
+        if opts.conversations is not None and opts.session is not None:
+            self.history = load_conversation(
+                opts.conversations,
+                opts.session,
+                opts.counter if opts.counter is not None else opts.conversations.counter,
+                recent=opts.recent if opts.recent is not None else self.profiles.window,
+                summarizer=opts.summarizer,
+                token_limit=opts.max_tokens,
+            )
+            if self.history.warning:
+                self.notes.append(self.history.warning)
+            if self.history.summary:
+                self.texts["summary"] = self.history.summary
+                self.where["summary"] = f"session {opts.session}"
+            self.where["messages"] = f"session {opts.session}"
+            where = f"session {opts.session}"
+        elif opts.messages:
+            self.history = Loaded(None, None, _as_chat(opts.messages), 0, "B", 0)
+            self.where["messages"] = where = "given messages"
+        else:
+            return None
+        return (str(self.base), where) if self.history.messages else None
+
+
+def _as_chat(messages: Sequence[object]) -> tuple[ChatMessage, ...]:
+    kinds = set(map(type, messages))  # C-speed: a long list of ChatMessage is common
+    if kinds == {ChatMessage}:
+        return tuple(messages)  # type: ignore[arg-type]
+    return tuple(from_stored(m) for m in messages)
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,149 +277,43 @@ class Snapshot:
 
     @classmethod
     def build(
-        cls,
-        root: Path | str,
-        *,
-        conversations: ConversationStore | None = None,
-        session: str | None = None,
-        counter: TokenCounter | None = None,
-        summarizer: Summarizer | None = None,
-        recent: int | None = None,
-        messages: Sequence[object] | None = None,
-        persona: str | None = None,
-        execution_block: str | None = None,
-        validation_context: str | None = None,
-        persona_from_handover: bool = False,
-        handover: str | None = None,
-        task: str | None = None,
-        step: str | None = None,
-        profiles: ProfileSet | None = None,
-        commands: CommandsConfig | None = None,
-        include_git_log: bool = True,
-        warnings: Sequence[str] = (),
-        max_tokens: int | None = None,
+        cls, root: Path | str, options: SnapshotOptions | None = None, **fields: Any
     ) -> Snapshot:
         """Build the snapshot of one turn.
 
-        ``conversations`` is a :class:`~personae.store.conversations.ConversationStore`
-        (with ``session`` and ``counter``); ``messages`` may be given directly
-        instead (path B). ``summarizer(previous_summary, new_messages) -> str``
-        selects path A: messages that leave the recent window are folded into
-        the stored running summary. ``recent`` (default: the largest
-        ``max_messages`` of the profiles, 6 built in) sizes the window read
-        from the store. ``persona_from_handover`` marks persona text
-        received in a handover: its ``!command`` forms never run.
-        ``max_tokens`` (the largest budget the snapshot will be assembled for)
-        lets path B stop reading the store once older messages could not fit.
+        ``options`` (or the same fields as keyword arguments, which override it)
+        say what to read: see :class:`SnapshotOptions`. Files unchanged since
+        the previous turn (same path, identity, modification time and size) are
+        not read again.
         """
-        base = Path(root).resolve()
-        profiles = profiles if profiles is not None else load_profiles(base)
-        commands = commands if commands is not None else load_config(base / ".personae").commands
-        texts: dict[str, str] = {}
-        files: dict[str, str] = {}
-        runs: list[CommandRun] = []
-        directive = read_directive(base)
-        if directive is not None:
-            texts["directive"], files["directive"] = directive[0], str(directive[1])
-        task_text, task_file = resolve_task(base, task)
-        project = read_project(base, task=task_text, step=step)
-        texts.update(project.texts)
-        files.update(project.files)
-        for _, spec in sorted(
-            {
-                s.content_key: s for p in profiles.profiles.values() for s in p.sections if s.files
-            }.items()
-        ):
-            named = read_named(base, spec.source, spec.files or ())
-            texts.update(named.texts)
-            files.update(named.files)
-        if include_git_log:
-            log = git_log(base)
-            if log is not None:
-                texts["git_log"], files["git_log"] = log, f"git log in {base}"
-        for key, value, where in (
-            ("persona", execution_block, f"persona {persona}"),
-            ("validation", validation_context, f"persona {persona}"),
-            ("handover", handover, "handover"),
-            ("task", task_text, task_file or "--task"),
-        ):
-            if value and value.strip():
-                text = value
-                if key == "persona" and has_commands(text):
-                    text, done = expand_commands(
-                        text, commands, base, trusted=not persona_from_handover
-                    )
-                    runs.extend(done)
-                texts[key], files[key] = text, where
-        profile_texts: dict[str, str] = {}
-        for text in sorted(
-            {s.text for p in profiles.profiles.values() for s in p.sections if s.text}
-        ):
-            if has_commands(text):
-                profile_texts[text], done = expand_commands(text, commands, base)
-                runs.extend(done)
-        if recent is None:
-            recent = history_window(profiles)
-        history: tuple[ChatMessage, ...] = ()
-        notes: list[str] = list(warnings)
-        earlier, path = 0, "none"
-        if conversations is not None and session is not None:
-            if counter is None:
-                counter = conversations.counter
-            loaded = load_conversation(
-                conversations,
-                session,
-                counter,
-                recent=recent,
-                summarizer=summarizer,
-                token_limit=max_tokens,
-            )
-            history, earlier, path = loaded.messages, loaded.earlier, loaded.path
-            if loaded.warning:
-                notes.append(loaded.warning)
-            if loaded.summary:
-                texts["summary"], files["summary"] = loaded.summary, f"session {session}"
-            files["messages"] = f"session {session}"
-        elif messages:
-            kinds = set(map(type, messages))  # C-speed: a long list of ChatMessage is common
-            history = (
-                tuple(messages)  # type: ignore[arg-type]
-                if kinds == {ChatMessage}
-                else tuple(from_stored(m) for m in messages)
-            )
-            path = "B"
-            files["messages"] = "given messages"
-        digest = hashlib.sha256()
-        head = {
-            "root": str(base),
-            "texts": texts,
-            "step_without_decisions": project.step_without_decisions,
-            "profile_texts": profile_texts,
-            "earlier": earlier,
-            "path": path,
-            "persona": persona,
-        }
-        digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
-        window: Hashable | None = None
-        if history:
-            where = f"session {session}" if session is not None else "given messages"
-            window = (str(base), where)
-            digest.update(messages_digest(window, history))
+        if options is None:
+            opts = SnapshotOptions(**fields)
+        else:
+            opts = replace(options, **fields) if fields else options
+        built = _Built(Path(os.path.realpath(root)), opts)
+        built.add_git_log()
+        built.add_persona()
+        task = built.files.task
+        if task and task.strip() and "task" in built.texts:  # after persona and handover
+            built.texts["task"] = built.texts.pop("task")
+            built.where["task"] = built.where.pop("task")
+        built.expand_profile_texts()
+        window = built.load_history()
         return cls(
-            id=digest.hexdigest()[:16],
-            root=base,
-            texts=texts,
-            files=files,
-            messages=history,
-            earlier=earlier,
-            history_path=path,  # type: ignore[arg-type]
-            persona=persona,
-            task_type=project.task_type,
-            step_without_decisions=project.step_without_decisions,
-            profile_texts=profile_texts,
-            commands=tuple(runs),
-            profiles=profiles,
-            warnings=tuple(notes),
+            id=_digest(built.base, built, window),
+            root=built.base,
+            texts=built.texts,
+            files=built.where,
+            messages=built.history.messages,
+            earlier=built.history.earlier,
+            history_path=built.history.path,  # type: ignore[arg-type]
+            persona=opts.persona,
+            task_type=built.files.project.task_type,
+            step_without_decisions=built.files.project.step_without_decisions,
+            profile_texts=built.profile_texts,
+            commands=tuple(built.runs),
+            profiles=built.profiles,
+            warnings=tuple(built.notes),
             window=window,
         )
 

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from personae.context._probe import probe, record
 from personae.errors import ConfigError
 from personae.fsutil import read_regular
 from personae.procs import run_tied  # here, not at the top: keeps this module's imports lean
@@ -118,9 +119,11 @@ def _read(path: Path) -> str | None:
     try:
         info = os.stat(where)
     except FileNotFoundError:
+        record(where, None)
         return None
     except OSError:
         info = None
+    record(where, _ident(info))
     ident = None
     if info is not None and stat.S_ISREG(info.st_mode):
         ident = (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
@@ -136,6 +139,28 @@ def _read(path: Path) -> str | None:
             with contextlib.suppress(KeyError):
                 _READS.popitem(last=False)
     return text
+
+
+def _ident(info: os.stat_result | None) -> tuple[int, int, int, int, int] | None:
+    if info is None:
+        return None
+    return (info.st_mode, info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
+
+
+def _is_dir(path: Path) -> bool:
+    """True for a folder (symlinks followed); the check is recorded (see ``_probe``)."""
+    got = probe(path)
+    return got is not None and stat.S_ISDIR(got[0])
+
+
+def _is_file(path: Path) -> bool:
+    got = probe(path)
+    return got is not None and stat.S_ISREG(got[0])
+
+
+def _is_link(path: Path) -> bool:
+    got = probe(path, follow=False)
+    return got is not None and stat.S_ISLNK(got[0])
 
 
 def _read_file(path: Path) -> str | None:
@@ -222,6 +247,13 @@ class ProjectFiles:
 
 
 def _steps(base: Path) -> list[Path]:
+    goals = base / "goals"
+    if not _is_dir(goals):
+        return []
+    for goal in goals.glob("[0-9]*"):  # the listings the glob below reads, recorded
+        if _is_dir(goal):
+            for step in goal.glob("[0-9]*"):
+                probe(step)
     return sorted(base.glob("goals/[0-9]*/[0-9]*/STEP.md"))
 
 
@@ -278,9 +310,9 @@ def _summary_of(folder: Path, names: tuple[str, ...]) -> tuple[str | None, list[
 
 def _reference(folder: Path) -> tuple[str | None, list[str]]:
     """Every ``*.md`` under ``reference/`` (sorted by name; symlinks and special files skipped)."""
-    if not folder.is_dir() or folder.is_symlink():
+    if not _is_dir(folder) or _is_link(folder):
         return None, []
-    names = tuple(p.name for p in sorted(folder.glob("*.md")) if p.is_file() and not p.is_symlink())
+    names = tuple(p.name for p in sorted(folder.glob("*.md")) if _is_file(p) and not _is_link(p))
     return _docs(folder, names)
 
 
@@ -303,7 +335,8 @@ def read_named(root: Path, source: str, names: tuple[str, ...]) -> ProjectFiles:
     texts: dict[str, str] = {}
     files: dict[str, str] = {}
     folder = root / ".personae" / "project" / source
-    _put_docs(texts, files, f"{source}:{'+'.join(names)}", folder, names)
+    if _is_dir(folder):
+        _put_docs(texts, files, f"{source}:{'+'.join(names)}", folder, names)
     return ProjectFiles(texts=texts, files=files)
 
 
@@ -314,8 +347,10 @@ def resolve_task(root: Path, task: str | None) -> tuple[str | None, str | None]:
     base = root / ".personae" / "project"
     if "\n" not in task and len(task) < 200:
         for folder in [base / "tasks", *(p.parent / "tasks" for p in _steps(base))]:
+            if not _is_dir(folder):
+                continue
             for cand in (folder / task, folder / f"{task}.md"):
-                if cand.is_file():
+                if _is_file(cand):
                     return _read(cand), str(cand)
     return task, "--task"
 
@@ -332,7 +367,7 @@ def read_project(root: Path, *, task: str | None, step: str | None = None) -> Pr
             texts[key], files[key] = text, str(path)
         return text
 
-    if not base.is_dir():
+    if not _is_dir(base):
         return ProjectFiles(task_type=detect_task_type(task))
     put("vision", base / "VISION.md")
     put("gameplan", base / "GAMEPLAN.md")

@@ -12,34 +12,61 @@ __all__ = [
     "SOURCES",
     "Profile",
     "SectionSpec",
+    "Source",
     "Truncation",
 ]
 
 DEFAULT_NOTICE = "[… {tag} truncated to fit the budget: about {omitted} of {total} tokens omitted]"
 
+
+class Source(StrEnum):
+    """Where a section's content comes from (see :data:`SOURCES`)."""
+
+    DIRECTIVE = "directive"
+    SUMMARY = "summary"
+    MESSAGES = "messages"
+    PERSONA = "persona"
+    VALIDATION = "validation"
+    HANDOVER = "handover"
+    TASK = "task"
+    TEXT = "text"
+    VISION = "vision"
+    GAMEPLAN = "gameplan"
+    STATE = "state"
+    STEP = "step"
+    DECISIONS = "decisions"
+    STEP_RESEARCH = "step_research"
+    GIT_LOG = "git_log"
+    RESEARCH = "research"
+    CODEBASE = "codebase"
+    REFERENCE = "reference"
+    RESEARCH_SUMMARY = "research_summary"
+    CODEBASE_SUMMARY = "codebase_summary"
+
+
 SOURCES: dict[str, str] = {
-    "directive": "the directive file (.personae/directive.md, AGENTS.md or CLAUDE.md)",
-    "summary": "the stored running conversation summary (history path A)",
-    "messages": "the recent conversation messages (user, assistant and tool roles)",
-    "persona": "the active persona's execution block",
-    "validation": "the active persona's validation context",
-    "handover": "the handover section received from another persona",
-    "task": "the task text (--task, or the handover's task)",
-    "text": "the profile's own text (with allowed !command injection)",
-    "vision": ".personae/project/VISION.md",
-    "gameplan": ".personae/project/GAMEPLAN.md",
-    "state": ".personae/project/STATE.md",
-    "step": "the current STEP.md (goals/NN-*/NN-*/STEP.md)",
-    "decisions": "the ## Decisions section of the current STEP.md",
-    "step_research": "the current step's RESEARCH.md",
-    "git_log": "recent commits of the working directory (git log)",
-    "research": "research/ files chosen by task type (their *_SUMMARY.md or SUMMARY.md"
+    Source.DIRECTIVE.value: "the directive file (.personae/directive.md, AGENTS.md or CLAUDE.md)",
+    Source.SUMMARY.value: "the stored running conversation summary (history path A)",
+    Source.MESSAGES.value: "the recent conversation messages (user, assistant and tool roles)",
+    Source.PERSONA.value: "the active persona's execution block",
+    Source.VALIDATION.value: "the active persona's validation context",
+    Source.HANDOVER.value: "the handover section received from another persona",
+    Source.TASK.value: "the task text (--task, or the handover's task)",
+    Source.TEXT.value: "the profile's own text (with allowed !command injection)",
+    Source.VISION.value: ".personae/project/VISION.md",
+    Source.GAMEPLAN.value: ".personae/project/GAMEPLAN.md",
+    Source.STATE.value: ".personae/project/STATE.md",
+    Source.STEP.value: "the current STEP.md (goals/NN-*/NN-*/STEP.md)",
+    Source.DECISIONS.value: "the ## Decisions section of the current STEP.md",
+    Source.STEP_RESEARCH.value: "the current step's RESEARCH.md",
+    Source.GIT_LOG.value: "recent commits of the working directory (git log)",
+    Source.RESEARCH.value: "research/ files chosen by task type (their *_SUMMARY.md or SUMMARY.md"
     " stands in when the whole does not fit)",
-    "codebase": "codebase/ files chosen by task type (their *_SUMMARY.md or SUMMARY.md"
+    Source.CODEBASE.value: "codebase/ files chosen by task type (their *_SUMMARY.md or SUMMARY.md"
     " stands in when the whole does not fit)",
-    "reference": "reference docs: every .personae/project/reference/*.md",
-    "research_summary": ".personae/project/research/SUMMARY.md",
-    "codebase_summary": ".personae/project/codebase/SUMMARY.md",
+    Source.REFERENCE.value: "reference docs: every .personae/project/reference/*.md",
+    Source.RESEARCH_SUMMARY.value: ".personae/project/research/SUMMARY.md",
+    Source.CODEBASE_SUMMARY.value: ".personae/project/codebase/SUMMARY.md",
 }
 """Every content source a section may name, with what it reads."""
 
@@ -64,7 +91,7 @@ class SectionSpec(BaseModel):
 
     tag: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     """XML boundary tag (top level, once per context)."""
-    source: str
+    source: Source
     """Where the content comes from (a key of :data:`SOURCES`)."""
     cap: int | None = Field(default=None, ge=1)
     """Most tokens the content may take; ``None`` means no cap of its own."""

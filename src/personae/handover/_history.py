@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 from pathlib import Path
 
 from personae.errors import PersonaeError
 from personae.handover.schema import HistoryEntry
 from personae.store.conversations import ConversationStore, Session
-from personae.store.db import Store
+from personae.store.db import STORE_ERRORS, Store, database_url_for
 from personae.tokens.registry import counter_for_model
 
 __all__ = ["history_for", "history_from_conversations"]
@@ -61,12 +60,11 @@ def history_from_conversations(
 
 def history_for(db: Path, session_id: str | None = None) -> list[HistoryEntry]:
     """History from the project store at ``db`` (empty when there is no store yet)."""
-    if not db.exists():
-        return []
-
     try:
+        if not db.exists() and database_url_for(db) is None:
+            return []
         store = Store(db)
-    except (sqlite3.Error, PersonaeError):
+    except (*STORE_ERRORS, PersonaeError):
         return []
     try:
         conversations = ConversationStore(store, counter_for_model(None))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 from personae.errors import PersonaeError
 from personae.handover.schema import ContextHandover
+from personae.store.db import STORE_ERRORS
 from personae.store.handovers import HandoverLedger
 
 __all__ = ["ledger_event"]
@@ -46,6 +46,6 @@ def ledger_event(
             )
         finally:
             ledger.close()
-    except (sqlite3.Error, OSError, PersonaeError) as exc:
+    except (*STORE_ERRORS, OSError, PersonaeError) as exc:
         return f"handover ledger not updated ({db}): {exc}"
     return None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +39,7 @@ from personae.models.scenario import load_scenario
 from personae.models.scripted import ScriptedServer
 from personae.project import load_config
 from personae.settings import PersonaeSettings
+from personae.store.health import database_url_for, postgres_problem, sqlite_write_problem
 from personae.tools.sandbox import INSTALL_HINT, bwrap_status
 
 if TYPE_CHECKING:
@@ -243,11 +243,22 @@ def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[DoctorIte
 
 
 def _store(root: Path) -> DoctorItem:
-    folder = root / ".personae"
-    db = folder / "state.db"
-
     folder = Layout(root).dir
     db = Layout(root).state_db
+    try:
+        url = database_url_for(db)
+    except PersonaeError as exc:
+        return DoctorItem("store", "FAIL", str(exc), "fix database_url in .personae/config.yaml")
+    if url:
+        problem = postgres_problem(db, url)
+        if problem is not None:
+            return DoctorItem(
+                "store",
+                "FAIL",
+                problem,
+                "check PERSONAE_DATABASE_URL / database_url (docs/postgres.md)",
+            )
+        return DoctorItem("store", "OK", "PostgreSQL store reachable and migrated")
     if not folder.is_dir():
         return DoctorItem(
             "store", "WARN", f"{db} cannot exist yet (no .personae/)", "personae init"
@@ -258,18 +269,12 @@ def _store(root: Path) -> DoctorItem:
         return DoctorItem(
             "store", "FAIL", f"{folder} is not writable", f"chmod u+w {folder} (or fix its owner)"
         )
-    try:
-        conn = sqlite3.connect(f"file:{db}?mode=rw", uri=True, timeout=2.0)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("ROLLBACK")
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
+    problem = sqlite_write_problem(db)
+    if problem is not None:
         return DoctorItem(
             "store",
             "FAIL",
-            f"{db} is not writable: {exc}",
+            f"{db} is not writable: {problem}",
             f"check the permissions of {db} and {folder} (or move a broken file away)",
         )
     return DoctorItem("store", "OK", f"{db} is writable")

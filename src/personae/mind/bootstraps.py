@@ -4,7 +4,8 @@ A stdio MCP server is started by its host (Claude Code, Codex, Copilot CLI);
 the same host process runs the PreToolUse hook. The mind server records each
 successful bootstrap with its parent's identity (:class:`ProcessId`: pid and
 kernel start time, so a reused pid never matches), and the gate looks for a
-record whose host is one of its own ancestors (:func:`find_bootstrap`).
+record whose host is one of its own ancestors (:func:`find_bootstrap`, the store's
+read side in :mod:`personae.store.bootstraps`, re-exported here for the gate).
 
 Kept to the standard library: the hook gate imports this on every tool call.
 Process identity needs ``/proc`` (Linux); elsewhere it is ``None`` and only
@@ -14,10 +15,10 @@ session ids bind.
 from __future__ import annotations
 
 import os
-import sqlite3
-import stat
 from dataclasses import dataclass
 from pathlib import Path
+
+from personae.store.bootstraps import find_bootstrap
 
 __all__ = ["ProcessId", "ancestors", "find_bootstrap", "process_id"]
 
@@ -66,44 +67,3 @@ def ancestors(pid: int | None = None, *, depth: int = 8) -> list[ProcessId]:
         found.append(parent)
         current = parent.pid
     return found
-
-
-def find_bootstrap(
-    store: Path, *, session_id: str | None = None, hosts: list[ProcessId] | None = None
-) -> tuple[bool, str]:
-    """Whether the store holds a successful bootstrap of ``session_id`` or of one of ``hosts``.
-
-    Opens the database read-only (never creates or migrates it); any error is a
-    "no" with the reason.
-    """
-    if session_id is None and not hosts:
-        return False, "no session id or host process to look up in the store"
-    try:
-        info = os.stat(store)
-    except (OSError, ValueError):
-        return False, f"no store at {store}"
-    if not stat.S_ISREG(info.st_mode):
-        return False, f"store {store} is not a regular file"
-    try:
-        conn = sqlite3.connect(store.resolve().as_uri() + "?mode=ro", uri=True, timeout=0.5)
-    except (sqlite3.Error, OSError, ValueError) as exc:
-        return False, f"store unreadable: {exc}"
-    try:
-        if session_id is not None:
-            row = conn.execute(
-                "SELECT 1 FROM mind_bootstraps WHERE session_id = ? LIMIT 1", (session_id,)
-            ).fetchone()
-            if row is not None:
-                return True, "bootstrap_session succeeded (recorded for this session)"
-        for host in hosts or []:
-            row = conn.execute(
-                "SELECT 1 FROM mind_bootstraps WHERE host_pid = ? AND host_started = ? LIMIT 1",
-                (host.pid, host.started),
-            ).fetchone()
-            if row is not None:
-                return True, "bootstrap_session succeeded (recorded for this host process)"
-    except sqlite3.Error as exc:
-        return False, f"store has no bootstrap records ({exc})"
-    finally:
-        conn.close()
-    return False, "no recorded bootstrap for this session or host process in the store"

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from personae.errors import UsageError
+from personae.store.db import Conn
 
 __all__: list[str] = []
 
@@ -191,7 +191,7 @@ class Summary:
 
 
 def check_tool_results(
-    conn: sqlite3.Connection, session_id: str, last_seq: int, batch: Sequence[Message]
+    conn: Conn, session_id: str, last_seq: int, batch: Sequence[Message]
 ) -> None:
     """A tool result must answer an open call of the assistant message just before it."""
     if not any(m.role == "tool" for m in batch):

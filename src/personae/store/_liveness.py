@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import socket
-import sqlite3
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
+
+from personae.store.db import is_store_error
 
 __all__ = ["HEARTBEAT_SECONDS", "Heartbeat", "ProcessId", "process_alive", "this_process"]
 
@@ -95,5 +96,7 @@ class Heartbeat:
         while not self._stop.wait(self._every):
             try:
                 self._beat(_now())
-            except (sqlite3.Error, ValueError):  # store closed or busy: the run is ending
-                return
+            except Exception as exc:  # store closed or busy: the run is ending
+                if isinstance(exc, ValueError) or is_store_error(exc):
+                    return
+                raise

@@ -20,6 +20,7 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,7 +38,7 @@ from personae.store._conversation_model import (
     token_text,
     tool_calls_from_json,
 )
-from personae.store.db import Store
+from personae.store.db import INTEGRITY_ERRORS, Conn, Store
 from personae.tokens.base import TokenCounter
 
 __all__ = [
@@ -79,11 +80,16 @@ class ConversationStore:
         """The counter messages are counted with when appended."""
         return self._counter
 
-    def _cursor(self) -> sqlite3.Cursor:
-        """A cursor returning plain tuples (faster than ``sqlite3.Row`` for bulk reads)."""
-        cursor = self._store.conn.cursor()
-        cursor.row_factory = None
-        return cursor
+    @contextmanager
+    def _reader(self) -> Iterator[Conn]:
+        """A read connection; on SQLite a cursor of plain tuples (faster than ``sqlite3.Row``)."""
+        with self._store.read() as conn:
+            if isinstance(conn, sqlite3.Connection):
+                cursor = conn.cursor()
+                cursor.row_factory = None
+                yield cursor
+            else:
+                yield conn
 
     # -- sessions -----------------------------------------------------------------
 
@@ -104,14 +110,14 @@ class ConversationStore:
                     "INSERT INTO sessions(id, created, title, persona) VALUES (?, ?, ?, ?)",
                     (sid, _now(), title, persona),
                 )
-        except sqlite3.IntegrityError as exc:
+        except INTEGRITY_ERRORS as exc:
             raise ConversationError(f"session {sid!r} already exists", field="session") from exc
         return sid
 
     def session(self, session_id: str) -> Session:
         """The session ``session_id`` (``UnknownNameError`` if there is none)."""
-        with self._store.lock:
-            row = self._store.conn.execute(
+        with self._store.read() as conn:
+            row = conn.execute(
                 "SELECT id, created, title, persona, message_count, last_seq, token_total"
                 " FROM sessions WHERE id = ?",
                 (session_id,),
@@ -130,8 +136,8 @@ class ConversationStore:
         if limit is not None:
             sql += " LIMIT ?"
             params = (limit,)
-        with self._store.lock:
-            rows = self._store.conn.execute(sql, params).fetchall()
+        with self._store.read() as conn:
+            rows = conn.execute(sql, params).fetchall()
         return [Session(*row) for row in rows]
 
     def count(self, session_id: str) -> int:
@@ -169,7 +175,8 @@ class ConversationStore:
         seqs: list[int] = []
         with self._store.transaction() as conn:
             row = conn.execute(
-                "SELECT last_seq FROM sessions WHERE id = ?", (session_id,)
+                "SELECT last_seq FROM sessions WHERE id = ?" + self._store.for_update(),
+                (session_id,),
             ).fetchone()
             if row is None:
                 raise self._unknown(session_id)
@@ -221,27 +228,19 @@ class ConversationStore:
         size = max(1, page)
         first = True
         while True:
-            with self._store.lock:
+            with self._reader() as reader:
                 if cursor is None:
-                    rows = (
-                        self._cursor()
-                        .execute(
-                            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ?"
-                            " ORDER BY seq DESC LIMIT ?",
-                            (session_id, size),
-                        )
-                        .fetchall()
-                    )
+                    rows = reader.execute(
+                        f"SELECT {_COLUMNS} FROM messages WHERE session_id = ?"
+                        " ORDER BY seq DESC LIMIT ?",
+                        (session_id, size),
+                    ).fetchall()
                 else:
-                    rows = (
-                        self._cursor()
-                        .execute(
-                            f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND seq < ?"
-                            " ORDER BY seq DESC LIMIT ?",
-                            (session_id, cursor, size),
-                        )
-                        .fetchall()
-                    )
+                    rows = reader.execute(
+                        f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND seq < ?"
+                        " ORDER BY seq DESC LIMIT ?",
+                        (session_id, cursor, size),
+                    ).fetchall()
             if not rows:
                 if first:
                     self.session(session_id)  # raises for an unknown session
@@ -304,16 +303,12 @@ class ConversationStore:
     ) -> list[Message]:
         """Messages with ``after_seq < seq <= upto_seq``, oldest first (for summarizers)."""
         upper = upto_seq if upto_seq is not None else 2**62
-        with self._store.lock:
-            rows = (
-                self._cursor()
-                .execute(
-                    f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND seq <= ?"
-                    " ORDER BY seq",
-                    (session_id, after_seq, upper),
-                )
-                .fetchall()
-            )
+        with self._reader() as reader:
+            rows = reader.execute(
+                f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND seq <= ?"
+                " ORDER BY seq",
+                (session_id, after_seq, upper),
+            ).fetchall()
         if not rows:
             self.session(session_id)  # raises for an unknown session
         return list(self._materialize(rows, None))
@@ -340,9 +335,9 @@ class ConversationStore:
     ) -> dict[int, int]:
         """Counts by ``counter`` for message ``ids``: cached ones read, others counted once."""
         marks = ",".join("?" * len(ids))
-        with self._store.lock:
+        with self._store.read() as conn:
             cached = dict(
-                self._store.conn.execute(
+                conn.execute(
                     f"SELECT message_id, tokens FROM message_tokens"
                     f" WHERE counter = ? AND message_id IN ({marks})",
                     (counter.name, *ids),
@@ -357,8 +352,8 @@ class ConversationStore:
                 fresh.append((int(row[0]), counter.name, counter.count(token_text(message))))
             with self._store.transaction() as conn:
                 conn.executemany(
-                    "INSERT OR IGNORE INTO message_tokens(message_id, counter, tokens)"
-                    " VALUES (?, ?, ?)",
+                    "INSERT INTO message_tokens(message_id, counter, tokens)"
+                    " VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
                     fresh,
                 )
             cached.update({mid: tokens for mid, _, tokens in fresh})
@@ -390,8 +385,8 @@ class ConversationStore:
         self, session_id: str, *, counter: TokenCounter | None = None
     ) -> Summary | None:
         """The summary covering the most messages (newest on ties), or ``None``."""
-        with self._store.lock:
-            row = self._store.conn.execute(
+        with self._store.read() as conn:
+            row = conn.execute(
                 "SELECT id, covers_seq, text, tokens, counter, created FROM summaries"
                 " WHERE session_id = ? ORDER BY covers_seq DESC, id DESC LIMIT 1",
                 (session_id,),

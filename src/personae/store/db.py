@@ -1,15 +1,24 @@
-"""The SQLite store: one WAL database per project, numbered SQL migrations.
+"""The project store: SQLite by default, PostgreSQL when a database URL is configured.
 
-Migrations are the files ``store/migrations/NNNN_name.sql``, applied in
-number order, each in its own transaction, exactly once (recorded in
-``schema_migrations``). Each part of personae owns its own migration files.
+One :class:`Store` facade over two backends. SQLite (the default, no configuration): one
+WAL database file per project. PostgreSQL: ``PERSONAE_DATABASE_URL=postgresql://...`` (or
+``database_url`` in ``.personae/config.yaml``) puts the same tables in a shared server
+through a psycopg 3 connection pool (``personae[postgres]``; imported only then, see
+``store/_postgres.py``). Repositories (conversations, runs, ledger, mind) talk to the store
+through :meth:`Store.read` and :meth:`Store.transaction`, which yield a connection with
+``execute``/``executemany`` taking ``?`` placeholders on both backends.
 
-Many processes may open a new database at the same moment (parallel CLI
-commands, a chain's children): every migration runs in a ``BEGIN IMMEDIATE``
-transaction that first checks, inside that transaction, whether another
-process applied it meanwhile, and every ``CREATE`` says ``IF NOT EXISTS``;
-waits use a busy timeout. The database file and its ``-wal``/``-shm``
-companions are private to the user (0600) whatever the umask.
+Migrations are the files ``store/migrations/NNNN_name.sql``, applied in number order,
+exactly once (recorded in ``schema_migrations``); ``store/migrations/postgres/NNNN_name.sql``
+replaces a file on PostgreSQL where the SQL differs. Each part of personae owns its own
+migration files.
+
+Many processes may open a new database at the same moment (parallel CLI commands, a
+chain's children). On SQLite every migration runs in a ``BEGIN IMMEDIATE`` transaction
+that first checks, inside that transaction, whether another process applied it meanwhile,
+and every ``CREATE`` says ``IF NOT EXISTS``; waits use a busy timeout. On PostgreSQL the
+migrations run in one transaction holding an advisory lock. The SQLite database file and
+its ``-wal``/``-shm`` companions are private to the user (0600) whatever the umask.
 """
 
 from __future__ import annotations
@@ -22,33 +31,149 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from personae.errors import PersonaeError
 
-__all__ = ["Store", "StoreError"]
+if TYPE_CHECKING:
+    from personae.store._postgres import PostgresBackend
+
+__all__ = [
+    "DATABASE_URL_ENV",
+    "INTEGRITY_ERRORS",
+    "STORE_ERRORS",
+    "Conn",
+    "Cursor",
+    "Dialect",
+    "Store",
+    "StoreError",
+    "StoreIntegrityError",
+    "database_url_for",
+    "is_store_error",
+]
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 BUSY_TIMEOUT = 30.0
 """Seconds a connection waits for another process's write lock before failing."""
 DB_MODE = 0o600
 """Permission bits of the database file and its ``-wal``/``-shm`` files."""
+DATABASE_URL_ENV = "PERSONAE_DATABASE_URL"
+"""Environment variable naming a PostgreSQL database (wins over the project config)."""
+CONFIG_NAMES = ("config.yaml", "config.yml", "config")  # as personae.project reads them
+
+Dialect = Literal["sqlite", "postgres"]
+"""Which SQL the store speaks."""
 
 
 class StoreError(PersonaeError):
-    """The store cannot be opened or migrated."""
+    """The store cannot be opened or migrated, or a statement failed on PostgreSQL."""
 
 
-def _migrations() -> list[tuple[int, str, str]]:
+class StoreIntegrityError(StoreError):
+    """A statement broke a constraint (unique key, check) on PostgreSQL."""
+
+
+INTEGRITY_ERRORS: tuple[type[sqlite3.IntegrityError], type[StoreIntegrityError]] = (
+    sqlite3.IntegrityError,
+    StoreIntegrityError,
+)
+"""What a constraint violation raises on either backend."""
+
+
+STORE_ERRORS: tuple[type[sqlite3.Error], type[StoreError]] = (sqlite3.Error, StoreError)
+"""What a database failure raises on either backend (for best-effort callers)."""
+
+
+def is_store_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a database failure of either backend (for best-effort callers)."""
+    return isinstance(exc, STORE_ERRORS)
+
+
+class Cursor(Protocol):
+    """What a statement returns (``sqlite3.Cursor`` and psycopg's cursor fit)."""
+
+    def fetchone(self) -> Any:
+        """The next row, or ``None``."""
+        ...
+
+    def fetchall(self) -> list[Any]:
+        """The remaining rows."""
+        ...
+
+
+class Conn(Protocol):
+    """A connection inside :meth:`Store.read` or :meth:`Store.transaction`.
+
+    Statements use ``?`` placeholders on both backends. Rows index by position and by
+    column name (``row[0]``, ``row["id"]``) and convert with ``dict(row)``.
+    """
+
+    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Cursor:
+        """Run one statement."""
+        ...
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> object:
+        """Run one statement for each row of parameters."""
+        ...
+
+
+def database_url_for(path: Path | str) -> str | None:
+    """The PostgreSQL URL the store at ``path`` is redirected to, or ``None`` (SQLite).
+
+    ``PERSONAE_DATABASE_URL`` wins; else ``database_url`` in the config of the project whose
+    ``.personae/state.db`` ``path`` is. Only that one key is read here (with PyYAML, no
+    validation): the hook gate calls this on every tool call. A config that cannot be read
+    is an error, never a silent fallback to another database.
+    """
+    url = os.environ.get(DATABASE_URL_ENV, "").strip()
+    if url:
+        return url
+    if str(path) == ":memory:":
+        return None
+    folder = Path(path).parent
+    if folder.name != ".personae":
+        return None
+    for name in CONFIG_NAMES:
+        config = folder / name
+        if os.path.lexists(config) and not config.is_dir():
+            return _config_url(config)
+    return None
+
+
+def _config_url(config: Path) -> str | None:
+    # local import: yaml loads only when the project has a config file
+    import yaml  # a dependency; imported only when the project has a config file
+
+    from personae.fsutil import read_regular
+
+    try:
+        raw = yaml.safe_load(read_regular(config, max_bytes=1_000_000).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise StoreError(f"{config}: cannot read database_url: {exc}") from None
+    value = raw.get("database_url") if isinstance(raw, dict) else None
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise StoreError(f"{config}: database_url must be text")
+    return value.strip() or None
+
+
+def _migrations(dialect: Dialect = "sqlite") -> list[tuple[int, str, str]]:
+    """``(number, name, sql)`` in number order; a ``postgres/`` file of the same name wins there."""
     folder = resources.files("personae.store") / "migrations"
+    variants = folder / "postgres"
     found: list[tuple[int, str, str]] = []
     for entry in folder.iterdir():
         match = _MIGRATION_NAME.match(entry.name)
         if match:
-            found.append((int(match.group(1)), entry.name, entry.read_text(encoding="utf-8")))
+            source = entry
+            if dialect == "postgres" and (variants / entry.name).is_file():
+                source = variants / entry.name
+            found.append((int(match.group(1)), entry.name, source.read_text(encoding="utf-8")))
     found.sort()
     numbers = [n for n, _, _ in found]
     if len(numbers) != len(set(numbers)):
@@ -57,18 +182,44 @@ def _migrations() -> list[tuple[int, str, str]]:
 
 
 class Store:
-    """A connection to a personae SQLite database (WAL mode, migrated on open).
+    """A personae database: SQLite (WAL, migrated on open) or PostgreSQL (pooled).
 
-    Safe to share between threads: statements run under one lock.
+    ``path`` is the SQLite file; ``url`` (default: :func:`database_url_for` of ``path``)
+    redirects the store to PostgreSQL. Safe to share between threads: SQLite statements
+    run under one lock, PostgreSQL ones on pooled connections.
     """
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, url: str | None = None) -> None:
         self.path = Path(path)
+        self.url = url if url is not None else database_url_for(path)
+        self.lock = threading.RLock()
+        self._pg: PostgresBackend | None = None
+        if self.url:
+            # local import: optional extra personae[postgres]
+            from personae.store._postgres import PostgresBackend  # optional extra
+
+            self._pg = PostgresBackend(self.url, _migrations("postgres"))
+            return
+        self._open_sqlite(path)
+
+    @property
+    def dialect(self) -> Dialect:
+        """``"sqlite"`` or ``"postgres"``."""
+        return "sqlite" if self._pg is None else "postgres"
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The SQLite connection (SQLite only; repositories use :meth:`read`)."""
+        if self._pg is not None:
+            raise StoreError("a PostgreSQL store has no single connection: use read()")
+        return self._conn
+
+    def _open_sqlite(self, path: Path | str) -> None:
         try:
             if str(path) != ":memory:":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 _prepare_private_file(self.path)
-            self.conn = sqlite3.connect(
+            self._conn = sqlite3.connect(
                 str(path), isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT
             )
         except (OSError, sqlite3.Error) as exc:
@@ -78,23 +229,22 @@ class Store:
                 if exc.filename is not None and str(exc.filename) != str(path):
                     reason = f"{exc.filename}: {exc.strerror}"
             raise StoreError(f"{path}: cannot open store: {reason}") from exc
-        self.conn.row_factory = sqlite3.Row
-        self.lock = threading.RLock()
+        self._conn.row_factory = sqlite3.Row
         try:
-            self.conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
-            _set_wal(self.conn)
-            self.conn.execute("PRAGMA synchronous=NORMAL")
-            self.conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
+            _set_wal(self._conn)
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA foreign_keys=ON")
             self._migrate()
         except sqlite3.DatabaseError as exc:  # not a database, corrupt, read-only, locked
-            self.conn.close()
+            self._conn.close()
             raise StoreError(f"{path}: cannot open store: {exc}") from exc
 
     def _migrate(self) -> None:
         """Apply missing migrations; each checks and applies inside one write transaction."""
         pending = _migrations()
         with self.lock:
-            if _recorded(self.conn) >= {n for n, _, _ in pending}:
+            if _recorded(self._conn) >= {n for n, _, _ in pending}:
                 return  # the usual open: everything applied, no write lock taken
         with self.transaction() as conn:
             conn.execute(
@@ -109,35 +259,75 @@ class Store:
                     "SELECT 1 FROM schema_migrations WHERE number = ?", (number,)
                 ).fetchone():
                     continue
-                for statement in _split_sql(sql):
-                    if not _column_exists(conn, statement):
+                for statement in split_sql(sql):
+                    if not _column_exists(self._conn, statement):
                         conn.execute(statement)
                 conn.execute(
                     "INSERT INTO schema_migrations(number, name) VALUES (?, ?)", (number, name)
                 )
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """A write transaction (``BEGIN IMMEDIATE``): all or nothing."""
+    def read(self) -> Iterator[Conn]:
+        """A connection for reads (SQLite: under the store's lock; PostgreSQL: pooled)."""
+        if self._pg is not None:
+            with self._pg.connection() as pg:
+                yield pg
+            return
         with self.lock:
-            self.conn.execute("BEGIN IMMEDIATE")
+            yield self._conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Conn]:
+        """A write transaction, all or nothing (SQLite: ``BEGIN IMMEDIATE``)."""
+        if self._pg is not None:
+            with self._pg.connection() as pg:
+                yield pg
+            return
+        with self.lock:
+            self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield self.conn
+                yield self._conn
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                self._conn.execute("ROLLBACK")
                 raise
-            self.conn.execute("COMMIT")
+            self._conn.execute("COMMIT")
+
+    def for_update(self) -> str:
+        """`` FOR UPDATE`` on PostgreSQL (row lock for read-modify-write), empty on SQLite.
+
+        SQLite's ``BEGIN IMMEDIATE`` already serializes every writer of the file.
+        """
+        return "" if self._pg is None else " FOR UPDATE"
+
+    def calibration_factors(self) -> dict[str, tuple[float, int]]:
+        """Token-estimate factors per model (``personae.tokens.Calibration`` reads these)."""
+        # local import: the calibration queries load only when calibrating
+        from personae.store import calibration
+
+        return calibration.factors(self)
+
+    def update_calibration(
+        self, key: str, move: Callable[[float, int], float | None]
+    ) -> tuple[float, int] | None:
+        """Store ``move(factor, samples)`` as ``key``'s factor (see ``store.calibration``)."""
+        # local import: the calibration queries load only when calibrating
+        from personae.store import calibration
+
+        return calibration.update(self, key, move)
 
     def applied_migrations(self) -> list[str]:
         """Names of the applied migrations, in order."""
-        with self.lock:
-            rows = self.conn.execute("SELECT name FROM schema_migrations ORDER BY number")
-            return [row[0] for row in rows]
+        with self.read() as conn:
+            rows = conn.execute("SELECT name FROM schema_migrations ORDER BY number").fetchall()
+        return [row[0] for row in rows]
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection (PostgreSQL: the pool)."""
+        if self._pg is not None:
+            self._pg.close()
+            return
         with self.lock:
-            self.conn.close()
+            self._conn.close()
 
     def __enter__(self) -> Store:
         return self
@@ -146,7 +336,7 @@ class Store:
         self.close()
 
 
-def _split_sql(sql: str) -> list[str]:
+def split_sql(sql: str) -> list[str]:
     """Split a migration into statements (``sqlite3.complete_statement`` aware)."""
     statements: list[str] = []
     buffer = ""
@@ -161,9 +351,14 @@ def _split_sql(sql: str) -> list[str]:
     return statements
 
 
-_ADD_COLUMN = re.compile(
-    r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+(?:COLUMN\s+)?(\w+)", re.IGNORECASE
-)
+ADD_COLUMN = re.compile(r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+(?:COLUMN\s+)?(\w+)", re.IGNORECASE)
+"""An ``ALTER TABLE ... ADD COLUMN`` statement: groups table, column."""
+
+
+def added_column(statement: str) -> tuple[str, str] | None:
+    """``(table, column)`` when ``statement`` adds a column, else ``None``."""
+    match = ADD_COLUMN.match(_strip_comments(statement))
+    return None if match is None else (match.group(1), match.group(2))
 
 
 def _column_exists(conn: sqlite3.Connection, statement: str) -> bool:
@@ -172,10 +367,10 @@ def _column_exists(conn: sqlite3.Connection, statement: str) -> bool:
     SQLite has no ``ADD COLUMN IF NOT EXISTS``; this makes such a migration
     idempotent like the ``CREATE ... IF NOT EXISTS`` ones.
     """
-    match = _ADD_COLUMN.match(_strip_comments(statement))
-    if match is None:
+    added = added_column(statement)
+    if added is None:
         return False
-    table, column = match.groups()
+    table, column = added
     return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
 
 

@@ -7,15 +7,30 @@ after its file is deleted.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
-from personae.store.db import Store
+from personae.store.db import Conn, Store
 
 __all__ = ["HandoverLedger", "LedgerEntry", "LedgerEvent"]
 
 _TERMINAL = ("success", "failure", "partial")
+_COLUMNS = (
+    "handover_id, path, file_hash, source_persona, target_persona, task, status, error,"
+    " created_at, updated_at, finished_at"
+)
+
+
+def _times() -> tuple[str, str]:
+    """``(created_at, updated_at)`` of a new row: now, twice."""
+    now = _now()
+    return now, now
+
+
+def _now() -> str:
+    """UTC now as the ledger stores times (``2026-01-01T12:00:00.000Z``)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,11 +110,18 @@ class HandoverLedger:
         with self.store.transaction() as conn:
             conn.execute(
                 "INSERT INTO handover_ledger(handover_id, path, file_hash, source_persona,"
-                " target_persona, task) VALUES (?, ?, ?, ?, ?, ?)"
+                " target_persona, task, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(handover_id) DO UPDATE SET path=excluded.path,"
-                " file_hash=excluded.file_hash,"
-                " updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now')",
-                (handover_id, str(path), file_hash, source_persona, target_persona, task),
+                " file_hash=excluded.file_hash, updated_at=excluded.updated_at",
+                (
+                    handover_id,
+                    str(path),
+                    file_hash,
+                    source_persona,
+                    target_persona,
+                    task,
+                    *_times(),
+                ),
             )
             self._event(
                 conn,
@@ -135,20 +157,21 @@ class HandoverLedger:
             if status is None:
                 return
             finished = status in _TERMINAL
+            now = _now()
             conn.execute(
                 "UPDATE handover_ledger SET status=?,"
                 " file_hash=COALESCE(?, file_hash), path=COALESCE(?, path),"
-                " error=CASE WHEN ? THEN ? ELSE error END,"
-                " updated_at=strftime('%Y-%m-%dT%H:%M:%fZ','now'),"
-                " finished_at=CASE WHEN ? THEN strftime('%Y-%m-%dT%H:%M:%fZ','now')"
-                " ELSE finished_at END WHERE handover_id=?",
+                " error=CASE WHEN ? THEN ? ELSE error END, updated_at=?,"
+                " finished_at=CASE WHEN ? THEN ? ELSE finished_at END WHERE handover_id=?",
                 (
                     status,
                     file_hash,
                     str(path) if path else None,
                     finished,
                     detail if status == "failure" else None,
+                    now,
                     finished,
+                    now,
                     handover_id,
                 ),
             )
@@ -166,14 +189,23 @@ class HandoverLedger:
         """Insert a row for a handover created elsewhere (another project's ledger)."""
         with self.store.transaction() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO handover_ledger(handover_id, path, file_hash,"
-                " source_persona, target_persona, task) VALUES (?, ?, ?, ?, ?, ?)",
-                (handover_id, str(path), file_hash, source_persona, target_persona, task),
+                "INSERT INTO handover_ledger(handover_id, path, file_hash, source_persona,"
+                " target_persona, task, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT DO NOTHING",
+                (
+                    handover_id,
+                    str(path),
+                    file_hash,
+                    source_persona,
+                    target_persona,
+                    task,
+                    *_times(),
+                ),
             )
 
     @staticmethod
     def _event(
-        conn: sqlite3.Connection,
+        conn: Conn,
         handover_id: str,
         event: str,
         *,
@@ -183,16 +215,16 @@ class HandoverLedger:
         detail: str | None,
     ) -> None:
         conn.execute(
-            "INSERT INTO handover_events(handover_id, event, status, file_hash, path, detail)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            (handover_id, event, status, file_hash, str(path) if path else None, detail),
+            "INSERT INTO handover_events(handover_id, event, status, file_hash, path, detail, at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (handover_id, event, status, file_hash, str(path) if path else None, detail, _now()),
         )
 
     def get(self, handover_id: str) -> LedgerEntry | None:
         """The ledger row for ``handover_id`` (a unique prefix works too)."""
-        with self.store.lock:
-            rows = self.store.conn.execute(
-                "SELECT * FROM handover_ledger WHERE handover_id LIKE ? ESCAPE '\\'"
+        with self.store.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM handover_ledger WHERE handover_id LIKE ? ESCAPE '\\'"
                 " ORDER BY created_at",
                 (handover_id.replace("%", "").replace("_", "\\_") + "%",),
             ).fetchall()
@@ -202,20 +234,20 @@ class HandoverLedger:
 
     def recent(self, *, status: str | None = None, limit: int = 100) -> list[LedgerEntry]:
         """Most recent handovers first."""
-        sql = "SELECT * FROM handover_ledger"
+        sql = f"SELECT {_COLUMNS} FROM handover_ledger"
         args: tuple[object, ...] = ()
         if status:
             sql += " WHERE status=?"
             args = (status,)
         sql += " ORDER BY created_at DESC, rowid DESC LIMIT ?"
-        with self.store.lock:
-            rows = self.store.conn.execute(sql, (*args, limit)).fetchall()
+        with self.store.read() as conn:
+            rows = conn.execute(sql, (*args, limit)).fetchall()
         return [LedgerEntry(**dict(r)) for r in rows]
 
     def events(self, handover_id: str) -> list[LedgerEvent]:
         """The audit trail of one handover, oldest first."""
-        with self.store.lock:
-            rows = self.store.conn.execute(
+        with self.store.read() as conn:
+            rows = conn.execute(
                 "SELECT handover_id, event, status, file_hash, path, detail, at"
                 " FROM handover_events WHERE handover_id=? ORDER BY id",
                 (handover_id,),

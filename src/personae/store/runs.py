@@ -8,7 +8,6 @@ process that runs it; that process refreshes a heartbeat until :meth:`RunStore.f
 from __future__ import annotations
 
 import json
-import sqlite3
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -19,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from personae.errors import UnknownNameError, UsageError
 from personae.store._liveness import Heartbeat, process_alive, this_process
 from personae.store.answers import ModelAnswer
-from personae.store.db import Store
+from personae.store.db import Conn, Store
 
 __all__ = [
     "STALE_SECONDS",
@@ -264,8 +263,8 @@ class RunStore:
         """
         me = this_process()
         moment = now or datetime.now(UTC)
-        with self.store.lock:
-            rows = self.store.conn.execute(
+        with self.store.read() as conn:
+            rows = conn.execute(
                 "SELECT id, pid, pid_started, host, heartbeat_at, started_at FROM runs"
                 " WHERE status='running'"
             ).fetchall()
@@ -299,14 +298,14 @@ class RunStore:
             sql += " WHERE session_id = ?"
             params = (session_id,)
         sql += " ORDER BY started_at DESC, rowid DESC LIMIT ?"
-        with self.store.lock:
-            rows = self.store.conn.execute(sql, (*params, limit)).fetchall()
+        with self.store.read() as conn:
+            rows = conn.execute(sql, (*params, limit)).fetchall()
         return [_run(row) for row in rows]
 
     def get(self, run_id: str) -> RunRecord:
         """One run (a unique id prefix works); UnknownNameError lists recent ids."""
-        with self.store.lock:
-            rows = self.store.conn.execute(
+        with self.store.read() as conn:
+            rows = conn.execute(
                 "SELECT * FROM runs WHERE id = ? OR id LIKE ? ORDER BY started_at DESC",
                 (run_id, f"{run_id}%"),
             ).fetchall()
@@ -322,8 +321,8 @@ class RunStore:
 
     def events(self, run_id: str) -> list[StoredEvent]:
         """The run's events in order."""
-        with self.store.lock:
-            rows = self.store.conn.execute(
+        with self.store.read() as conn:
+            rows = conn.execute(
                 "SELECT * FROM run_events WHERE run_id = ? ORDER BY seq", (run_id,)
             ).fetchall()
         return [
@@ -340,8 +339,8 @@ class RunStore:
 
     def model_calls(self, run_id: str) -> list[ModelCallRecord]:
         """The run's model calls in order."""
-        with self.store.lock:
-            rows = self.store.conn.execute(
+        with self.store.read() as conn:
+            rows = conn.execute(
                 "SELECT * FROM model_calls WHERE run_id = ? ORDER BY seq", (run_id,)
             ).fetchall()
         return [
@@ -390,11 +389,11 @@ class EventRow(NamedTuple):
     data: dict[str, Any]
 
 
-def _insert_events(conn: sqlite3.Connection, run_id: str, rows: Sequence[EventRow]) -> None:
-    # OR IGNORE: the start event `personae run` stored with the run comes again from its bus.
+def _insert_events(conn: Conn, run_id: str, rows: Sequence[EventRow]) -> None:
+    # DO NOTHING: the start event `personae run` stored with the run comes again from its bus.
     conn.executemany(
-        "INSERT OR IGNORE INTO run_events(run_id, seq, kind, at, subtask, message, data_json)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO run_events(run_id, seq, kind, at, subtask, message, data_json)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         [
             (run_id, r.seq, r.kind, r.at, r.subtask, r.message, json.dumps(r.data, default=str))
             for r in rows

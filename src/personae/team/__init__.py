@@ -13,13 +13,12 @@ from personae.team.signals import (
     Plan,
     Strategy,
     Subtask,
-    ToolCallRecord,
     ValidationResult,
     WorkerResult,
 )
 from personae.team.subagents import Spawner, SubagentOutcome
-from personae.team.toolbox import ToolBox
 from personae.team.turn_context import ContextView, TurnContext
+from personae.tools.records import ToolCallRecord
 
 __all__ = [
     "Action",
@@ -42,7 +41,6 @@ __all__ = [
     "SubtaskBudget",
     "Team",
     "TeamConfig",
-    "ToolBox",
     "ToolCallRecord",
     "TreeUsage",
     "TurnContext",

@@ -38,8 +38,8 @@ from personae.team.skills import (
     relevant_skills,
 )
 from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
-from personae.team.toolbox import ToolBox, narrow_names
 from personae.team.turn_context import TurnContext
+from personae.tools.subset import ToolSubset
 
 __all__ = ["Team", "TeamConfig", "TurnResult", "involvement_for_subtask"]
 
@@ -101,7 +101,7 @@ class Team:
     """Active persona (``None``: a plain worker)."""
     personas: Mapping[str, Persona] = field(default_factory=dict)
     """Personas subtasks and sub-agents may use."""
-    box: ToolBox | None = None
+    box: ToolSubset | None = None
     """Tools available to the run."""
     workspace: Path | None = None
     """Project root (for the claimed-files check)."""
@@ -131,20 +131,23 @@ class Team:
         MCP servers of the personas used are started on first use and all
         stopped when the turn ends, also on error.
         """
-        self._mcp = McpHub(
+        hub = McpHub(
             project_servers=self.mcp_servers, cwd=self.workspace, on_warning=self._mcp_warning
         )
+        run = Spawner(
+            runtime=self.runtime, personas=self.personas, turn=turn,
+            depth_cap=self.config.depth_cap, mcp=hub, sandbox=self.sandbox,
+        )  # fmt: skip
         try:
-            return await self._run_turn(turn)
+            return await self._run_turn(turn, run)
         finally:
-            hub, self._mcp = self._mcp, None
             await hub.aclose()
 
     def _mcp_warning(self, message: str, data: dict[str, Any]) -> None:
         self.warnings.append(message)
         self.runtime.emit(RunWarning(message=message, action="mcp_server", details=data))
 
-    async def _run_turn(self, turn: TurnContext) -> TurnResult:
+    async def _run_turn(self, turn: TurnContext, run: Spawner) -> TurnResult:
         rt = self.runtime
         plan = await manager.plan(rt, turn, self.persona)
         rt.emit(
@@ -168,7 +171,7 @@ class Team:
             )
             try:
                 outcome = await self._run_subtask(
-                    turn, subtask=subtask, number=number, budget=budget, detector=detector,
+                    turn, run, subtask=subtask, number=number, budget=budget, detector=detector,
                     original=subtask,
                 )  # fmt: skip
             except UsageLimitExceeded as exc:
@@ -216,35 +219,11 @@ class Team:
         return self.persona or _DEFAULT_PERSONA
 
     async def _tools_for(
-        self, persona: Persona, number: int
+        self, run: Spawner, persona: Persona, number: int
     ) -> tuple[AbstractToolset[Any], frozenset[str]]:
         if self.box is None:
             return CombinedToolset([]), frozenset()
-        wanted = narrow_names(persona, self.box.names | {"agent"})
-        box = self.box.narrow(wanted - {"agent"})
-        allowed = box.names
-        toolset = box.toolset
-        if self._mcp is not None:
-            mcp_tools, mcp_names = await self._mcp.toolset_for(persona)
-            if mcp_tools is not None:
-                allowed = allowed | mcp_names
-                toolset = CombinedToolset([toolset, mcp_tools])
-        if "agent" in wanted and self.personas:
-            spawner = Spawner(
-                runtime=self.runtime,
-                personas=self.personas,
-                turn=self._turn,
-                depth_cap=self.config.depth_cap,
-                mcp=self._mcp,
-                sandbox=self.sandbox,
-            )
-            allowed = allowed | {"agent"}
-            agent_tools = spawner.toolset(box, allowed, depth=0, subtask=number, parent=persona)
-            toolset = CombinedToolset([toolset, agent_tools])
-        return toolset, allowed
-
-    _turn: TurnContext | None = None
-    _mcp: McpHub | None = None
+        return await run.toolset_for(persona, box=self.box, subtask=number)
 
     def _skills(
         self, chosen: list[Skill], turn: TurnContext, number: int, role: str
@@ -274,6 +253,7 @@ class Team:
     async def _run_subtask(
         self,
         turn: TurnContext,
+        run: Spawner,
         *,
         subtask: Subtask,
         number: int,
@@ -282,9 +262,8 @@ class Team:
         original: Subtask,
     ) -> SubtaskOutcome:
         rt = self.runtime
-        self._turn = turn
         persona = self._persona_for(original)
-        toolset, allowed = await self._tools_for(persona, number)
+        toolset, allowed = await self._tools_for(run, persona, number)
         level = involvement_for_subtask(turn.task, subtask.description)
         required = list(
             dict.fromkeys([*subtask.required_tools, *persona.constraints.required_tools])
@@ -369,7 +348,7 @@ class Team:
             )
             if decision.action is Action.DECOMPOSE:
                 return await self._decompose(
-                    turn, subtask=subtask, number=number, budget=budget, detector=detector,
+                    turn, run, subtask=subtask, number=number, budget=budget, detector=detector,
                     original=original, missing="; ".join(result.issues), attempts=attempts,
                 )  # fmt: skip
             correction = decision.instruction
@@ -377,6 +356,7 @@ class Team:
     async def _decompose(
         self,
         turn: TurnContext,
+        run: Spawner,
         *,
         subtask: Subtask,
         number: int,
@@ -394,6 +374,7 @@ class Team:
             results.append(
                 await self._run_subtask(
                     turn,
+                    run,
                     subtask=step,
                     number=number,
                     budget=budget,

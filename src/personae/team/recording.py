@@ -1,60 +1,32 @@
-"""A toolset wrapper that enforces the allowed names, detects loops and records every call."""
+"""A toolset wrapper that enforces the allowed names, detects loops and records every call.
+
+Also the one ``on_call`` that turns a record into a ``tool_call`` event (worker and
+sub-agents alike).
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    ToolCallPart,
-)
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.tools import RunContext
-from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
+from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from personae.team.events import ToolCalled
 from personae.team.loopdetect import LoopDetector, canonical_call
-from personae.team.signals import ToolCallRecord
+from personae.team.runtime import Runtime
+from personae.team.turn_context import TurnContext
+from personae.tools.adapter import refused_tool_calls
+from personae.tools.records import CallLog, ToolCallRecord, shorten
 
-__all__ = ["READ_ONLY_TOOLS", "CallLog", "RecordingToolset", "recording"]
+__all__ = ["READ_ONLY_TOOLS", "RecordingToolset", "tool_call_emitter"]
 
 READ_ONLY_TOOLS = frozenset({"read_file", "list_dir", "glob", "grep"})
 """Tools whose identical calls within a turn are answered from the earlier result."""
-
-_KEEP = 2000
-
-
-def _text(value: Any) -> str:
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= _KEEP else text[:_KEEP] + f"... [{len(text) - _KEEP} more chars]"
-
-
-@dataclass(kw_only=True)
-class CallLog:
-    """Calls made by one worker attempt (or one sub-agent run)."""
-
-    calls: list[ToolCallRecord] = field(default_factory=list)
-    """Every call, in order."""
-    loop_detected: bool = False
-    """A repeated identical call was refused."""
-
-    @property
-    def failed(self) -> list[ToolCallRecord]:
-        """Calls that failed."""
-        return [c for c in self.calls if not c.ok]
-
-    @property
-    def tools_used(self) -> list[str]:
-        """Distinct tools called successfully, first-use order."""
-        seen: list[str] = []
-        for call in self.calls:
-            if call.ok and call.tool not in seen:
-                seen.append(call.tool)
-        return seen
 
 
 @dataclass
@@ -102,44 +74,31 @@ class RecordingToolset(WrapperToolset[Any]):
             # An identical read made by an earlier subtask: answer from its result.
             note = "(identical call already made earlier in this turn; its result:)\n"
             return self._record(name, tool_args, ok=True, result=note + self.memo[key], reused=True)
+        started = time.monotonic()
         try:
             value = await self.wrapped.call_tool(name, tool_args, ctx, tool)
         except Exception as exc:
-            return self._record(name, tool_args, ok=False, result=f"{type(exc).__name__}: {exc}")
-        text = _text(value)
+            error = f"{type(exc).__name__}: {exc}"
+            return self._record(name, tool_args, ok=False, result=error, started=started)
+        text = value if isinstance(value, str) else repr(value)
         if self.memo is not None:
             if name in READ_ONLY_TOOLS:
-                self.memo[key] = text
+                self.memo[key] = shorten(text)
             else:
                 self.memo.clear()  # anything else may change what a read returns
-        self._record(name, tool_args, ok=True, result=text)
+        self._record(name, tool_args, ok=True, result=text, started=started)
         return value
 
     def record_refused(self, messages: list[ModelMessage]) -> None:
         """Record calls the model made to tools it was not offered (pydantic-ai refused them)."""
-        calls: dict[str, ToolCallPart] = {}
-        for message in messages:
-            if isinstance(message, ModelResponse):
-                for part in message.parts:
-                    if isinstance(part, ToolCallPart):
-                        calls[part.tool_call_id] = part
-            elif isinstance(message, ModelRequest):
-                for rpart in message.parts:
-                    unknown = getattr(getattr(rpart, "retry", None), "cause", None)
-                    if unknown != "unknown_tool" and not isinstance(rpart, RetryPromptPart):
-                        continue
-                    call = calls.get(str(getattr(rpart, "tool_call_id", "")))
-                    if call is None or call.tool_name in self.allowed:
-                        continue
-                    if call.tool_name.startswith("final_result"):
-                        continue
-                    self._record(
-                        call.tool_name,
-                        call.args_as_dict(),
-                        ok=False,
-                        result=f"tool {call.tool_name!r} is not available to this persona",
-                        refused=True,
-                    )
+        for call, _text_told in refused_tool_calls(messages, self.allowed):
+            self._record(
+                call.tool_name,
+                call.args_as_dict(),
+                ok=False,
+                result=f"tool {call.tool_name!r} is not available to this persona",
+                refused=True,
+            )
 
     def _record(
         self,
@@ -148,17 +107,11 @@ class RecordingToolset(WrapperToolset[Any]):
         *,
         ok: bool,
         result: str,
-        reused: bool = False,
-        refused: bool = False,
+        started: float | None = None,
+        **extra: Any,
     ) -> str:
-        record = ToolCallRecord(
-            tool=name,
-            args=args,
-            ok=ok,
-            result=result,
-            persona=self.persona,
-            reused=reused,
-            refused=refused,
+        record = ToolCallRecord.made(
+            name, args, ok=ok, text=result, started=started, persona=self.persona, **extra
         )
         self.log.calls.append(record)
         if self.on_call is not None:
@@ -166,19 +119,45 @@ class RecordingToolset(WrapperToolset[Any]):
         return result if ok else f"ERROR: {result}"
 
 
-def recording(
-    toolset: AbstractToolset[Any],
-    allowed: set[str] | frozenset[str],
+def tool_call_emitter(
+    runtime: Runtime,
     *,
+    subtask: int | None,
     persona: str,
-    detector: LoopDetector | None = None,
-    on_call: Callable[[ToolCallRecord], None] | None = None,
-) -> RecordingToolset:
-    """Wrap ``toolset`` for one worker attempt or sub-agent run."""
-    return RecordingToolset(
-        wrapped=toolset,
-        allowed=frozenset(allowed),
-        persona=persona,
-        detector=detector or LoopDetector(),
-        on_call=on_call,
-    )
+    depth: int | None = None,
+    turn: TurnContext | None = None,
+) -> Callable[[ToolCallRecord], None]:
+    """The ``on_call`` of a worker (``depth`` None) or of a sub-agent at ``depth``.
+
+    Each record becomes a ``tool_call`` event; a worker's successful, not reused
+    calls are also added to ``turn`` (the next role sees their results).
+    """
+
+    def on_call(record: ToolCallRecord) -> None:
+        outcome = "ok" if record.ok else "FAILED"
+        if depth is None:
+            message = f"{record.tool}({_short_args(record.args)}) {outcome}"
+        else:
+            message = f"[{persona}] {record.tool} {outcome}"
+        runtime.emit(
+            ToolCalled(
+                message=message,
+                subtask=subtask,
+                tool=record.tool,
+                args=record.args,
+                ok=record.ok,
+                result=record.result[:500],
+                persona=persona,
+                reused=record.reused if depth is None else None,
+                depth=depth,
+            )
+        )
+        if turn is not None and record.ok and not record.reused:
+            turn.add_tool_result(record.tool, record.args, record.result[:800])
+
+    return on_call
+
+
+def _short_args(args: dict[str, Any]) -> str:
+    text = ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -38,11 +38,10 @@ from personae.team.events import Event, EventBus, RunStarted, ToolCalled, event_
 from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.summarizer import model_summarize
-from personae.team.toolbox import ToolBox, narrow_names, persona_limits
+from personae.team.toolbox import narrow_names, persona_limits
 from personae.team.turn_context import TurnContext
 from personae.tokens.registry import counter_for_model, model_info
 from personae.tools.registry import ToolRegistry
-from personae.tools.subset import ToolSubset
 from personae.tools.workspace import Workspace
 
 __all__ = ["RunOptions", "RunOutcome", "extractive_summary", "run_turn"]
@@ -333,7 +332,7 @@ async def run_turn(
             runtime=runtime,
             persona=persona,
             personas=cast.personas,
-            box=ToolBox.of(ToolSubset.from_registry(registry)),
+            box=registry.subset(record=False),  # the team's recording wrapper logs the calls
             workspace=project.root,
             config=TeamConfig(max_retries=options.max_retries),
             mcp_servers=cast.mcp_servers,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from personae.tools.records import ToolCallRecord
 
 __all__ = [
     "BlockerType",
@@ -15,7 +16,6 @@ __all__ = [
     "Plan",
     "Strategy",
     "Subtask",
-    "ToolCallRecord",
     "ValidationResult",
     "WorkerResult",
 ]
@@ -119,27 +119,6 @@ class Plan(BaseModel):
     """Subtasks in order."""
     rationale: str = ""
     """Why this plan."""
-
-
-class ToolCallRecord(BaseModel):
-    """One tool call the worker (or a sub-agent) made."""
-
-    model_config = ConfigDict(frozen=True)
-
-    tool: str
-    """Tool name."""
-    args: dict[str, Any] = Field(default_factory=dict)
-    """Arguments as called."""
-    ok: bool = True
-    """False when the tool failed."""
-    result: str = ""
-    """Result text (or error message), shortened."""
-    persona: str = ""
-    """Who called it."""
-    reused: bool = False
-    """Answered from an identical earlier call of this turn (not run again)."""
-    refused: bool = False
-    """Refused at dispatch: the tool is not one this persona may use (never ran)."""
 
 
 class WorkerResult(BaseModel):

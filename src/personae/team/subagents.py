@@ -26,15 +26,16 @@ from personae.errors import UnknownNameError
 from personae.limits import DEFAULTS
 from personae.persona.model import ContextMode, Persona
 from personae.project import SandboxConfig
-from personae.team.events import RunWarning, SubagentEnded, SubagentStarted, ToolCalled
+from personae.team.events import RunWarning, SubagentEnded, SubagentStarted
 from personae.team.loopdetect import LoopDetector
 from personae.team.mcp_servers import McpHub
-from personae.team.recording import RecordingToolset
+from personae.team.recording import RecordingToolset, tool_call_emitter
 from personae.team.runtime import CallInfo, Runtime
-from personae.team.signals import ToolCallRecord
-from personae.team.toolbox import ToolBox, narrow_names, narrow_sandbox, persona_limits
+from personae.team.toolbox import narrow_names, narrow_sandbox, persona_limits
 from personae.team.turn_context import TurnContext
 from personae.team.worker import DEFAULT_MAX_STEPS
+from personae.tools.subset import ToolSubset
+from personae.tools.workspace import Workspace
 
 __all__ = ["DEFAULT_DEPTH_CAP", "Spawner", "SubagentOutcome", "child_prompt"]
 
@@ -92,7 +93,11 @@ def child_prompt(mode: ContextMode, task: str, turn: TurnContext | None) -> str:
 
 @dataclass(kw_only=True)
 class Spawner:
-    """Builds ``agent`` toolsets and runs children for one run."""
+    """The state of one team run: builds every agent's toolset and runs sub-agents.
+
+    One :meth:`toolset_for` serves the worker and every sub-agent, so the
+    narrow-only rule is the same for both.
+    """
 
     runtime: Runtime
     """The run's shared runtime (usage is shared across the tree)."""
@@ -108,9 +113,47 @@ class Spawner:
     """The project's sandbox settings: a child's ``run_shell`` then uses its own persona's
     grants cut to its parent's (:func:`~personae.team.toolbox.narrow_sandbox`)."""
 
+    async def toolset_for(
+        self,
+        persona: Persona,
+        *,
+        box: ToolSubset,
+        parent_allowed: frozenset[str] | None = None,
+        depth: int = 0,
+        subtask: int | None = None,
+    ) -> tuple[AbstractToolset[Any], frozenset[str]]:
+        """``persona``'s toolset and the names it may call: ``box`` narrowed to its list, its
+        MCP tools, and the ``agent`` tool when it may spawn.
+
+        The worker passes no ``parent_allowed`` (it picks from ``box`` and starts its own
+        MCP servers); a sub-agent at ``depth`` gets only what ``parent_allowed`` has (narrow
+        only), its ``run_shell`` sandbox cut to its parent's, and no ``agent`` tool at the
+        depth cap.
+        """
+        offered = {*box.names, "agent"} if parent_allowed is None else parent_allowed
+        wanted = narrow_names(persona, offered)
+        own = box.narrow([n for n in wanted if n in box])
+        if parent_allowed is not None and self.sandbox is not None:
+            grants = persona_limits(self.sandbox, persona, box.limits)
+            own = own.with_limits(narrow_sandbox(box.limits, grants))
+        allowed = frozenset(own.names)
+        parts: list[AbstractToolset[Any]] = [own]
+        if self.mcp is not None:
+            mcp_tools, mcp_names = await self.mcp.toolset_for(
+                persona, parent_allowed=parent_allowed
+            )
+            if mcp_tools is not None:
+                allowed |= mcp_names
+                parts.append(mcp_tools)
+        may_spawn = bool(self.personas) if parent_allowed is None else depth < self.depth_cap
+        if "agent" in wanted and may_spawn:
+            allowed |= {"agent"}
+            parts.append(self.toolset(own, allowed, depth=depth, subtask=subtask, parent=persona))
+        return (parts[0] if len(parts) == 1 else CombinedToolset(parts)), allowed
+
     def toolset(
         self,
-        box: ToolBox,
+        box: ToolSubset,
         allowed: frozenset[str],
         *,
         depth: int,
@@ -141,7 +184,7 @@ class Spawner:
         name: str,
         task: str,
         *,
-        box: ToolBox,
+        box: ToolSubset,
         parent_allowed: frozenset[str],
         depth: int,
         subtask: int | None = None,
@@ -198,7 +241,7 @@ class Spawner:
             child_box = box
             if persona.needs_temp_workspace:
                 temp = Path(tempfile.mkdtemp(prefix=f"personae-{name}-"))
-                child_box = box.rebase(temp)
+                child_box = box.with_workspace(Workspace(temp))
             outcome = await self._run_child(
                 persona, task=task, box=child_box, parent_allowed=parent_allowed,
                 depth=depth, temp=temp, subtask=subtask,
@@ -225,57 +268,24 @@ class Spawner:
         persona: Persona,
         *,
         task: str,
-        box: ToolBox,
+        box: ToolSubset,
         parent_allowed: frozenset[str],
         depth: int,
         temp: Path | None,
         subtask: int | None = None,
     ) -> SubagentOutcome:
         # Narrow only: the child never gets a tool its parent lacks.
-        wanted = narrow_names(persona, parent_allowed)
-        child_box = box.narrow(wanted - {"agent"})
-        if self.sandbox is not None:
-            own = persona_limits(self.sandbox, persona, box.subset.limits)
-            child_box = child_box.with_limits(narrow_sandbox(box.subset.limits, own))
-        allowed = child_box.names
-        base: AbstractToolset[Any] = child_box.toolset
-        if self.mcp is not None:
-            mcp_tools, mcp_names = await self.mcp.toolset_for(
-                persona, parent_allowed=parent_allowed
-            )
-            if mcp_tools is not None:
-                allowed = allowed | mcp_names
-                base = CombinedToolset([base, mcp_tools])
-        if "agent" in wanted and depth < self.depth_cap:
-            allowed = allowed | {"agent"}
-            base = CombinedToolset(
-                [
-                    base,
-                    self.toolset(child_box, allowed, depth=depth, subtask=subtask, parent=persona),
-                ]
-            )
-        runtime = self.runtime
-
-        def on_call(record: ToolCallRecord) -> None:
-            runtime.emit(
-                ToolCalled(
-                    message=f"[{persona.name}] {record.tool} {'ok' if record.ok else 'FAILED'}",
-                    subtask=subtask,
-                    tool=record.tool,
-                    args=record.args,
-                    ok=record.ok,
-                    result=record.result[:500],
-                    persona=persona.name,
-                    depth=depth,
-                )
-            )
-
+        base, allowed = await self.toolset_for(
+            persona, box=box, parent_allowed=parent_allowed, depth=depth, subtask=subtask
+        )
         recorder = RecordingToolset(
             wrapped=base,
             allowed=allowed,
             persona=persona.name,
             detector=LoopDetector(),
-            on_call=on_call,
+            on_call=tool_call_emitter(
+                self.runtime, subtask=subtask, persona=persona.name, depth=depth
+            ),
         )
         prompt = child_prompt(persona.context, task, self.turn)
         if temp is not None:

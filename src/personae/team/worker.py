@@ -10,12 +10,13 @@ from pydantic_ai.toolsets import AbstractToolset
 
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
-from personae.team.events import RunWarning, ToolCalled
+from personae.team.events import RunWarning
 from personae.team.loopdetect import LoopDetector
-from personae.team.recording import CallLog, RecordingToolset
+from personae.team.recording import RecordingToolset, tool_call_emitter
 from personae.team.runtime import CallInfo, Runtime
-from personae.team.signals import Subtask, ToolCallRecord, WorkerResult
+from personae.team.signals import Subtask, WorkerResult
 from personae.team.turn_context import TurnContext
+from personae.tools.records import CallLog
 
 __all__ = ["DEFAULT_MAX_STEPS", "run_worker", "worker_prompt"]
 
@@ -92,23 +93,6 @@ async def run_worker(
     instructions = worker_instructions(persona, agents, with_prompt=not has_block)
     prompt = worker_prompt(view.text, subtask, correction, skills_text)
 
-    def on_call(record: ToolCallRecord) -> None:
-        runtime.emit(
-            ToolCalled(
-                message=f"{record.tool}({_short_args(record.args)}) "
-                f"{'ok' if record.ok else 'FAILED'}",
-                subtask=number,
-                tool=record.tool,
-                args=record.args,
-                ok=record.ok,
-                result=record.result[:500],
-                persona=persona.name,
-                reused=record.reused,
-            )
-        )
-        if record.ok and not record.reused:
-            turn.add_tool_result(record.tool, record.args, record.result[:800])
-
     log = CallLog()
     wrapped = RecordingToolset(
         wrapped=toolset,
@@ -116,7 +100,7 @@ async def run_worker(
         persona=persona.name,
         log=log,
         detector=detector,
-        on_call=on_call,
+        on_call=tool_call_emitter(runtime, subtask=number, persona=persona.name, turn=turn),
         memo=turn.tool_memo,
     )
     info = CallInfo(
@@ -199,8 +183,3 @@ def _result(log: CallLog, text: str, error: str | None, requests: int) -> Worker
         loop_detected=log.loop_detected,
         usage={"requests": requests},
     )
-
-
-def _short_args(args: dict[str, Any]) -> str:
-    text = ", ".join(f"{k}={v!r}" for k, v in args.items())
-    return text if len(text) <= 80 else text[:77] + "..."

@@ -14,10 +14,8 @@ cannot make estimates useless. Exact tokenizers are never calibrated.
 from __future__ import annotations
 
 import math
-import sqlite3
 import threading
-from contextlib import AbstractContextManager
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Protocol
 
 from personae.tokens.registry import model_info, normalize_model
@@ -29,21 +27,18 @@ class CalibrationStore(Protocol):
     """What calibration needs from a store (``personae.store.Store`` fits).
 
     A protocol, so that ``tokens`` does not import ``store`` (imports point
-    from ``store`` to ``tokens``, never back).
+    from ``store`` to ``tokens``, never back); the SQL lives in ``store``.
     """
 
-    @property
-    def conn(self) -> sqlite3.Connection:
-        """The SQLite connection (migrated: has ``token_calibration``)."""
+    def calibration_factors(self) -> dict[str, tuple[float, int]]:
+        """``{model key: (factor, samples)}`` of every calibrated model."""
         ...
 
-    @property
-    def lock(self) -> AbstractContextManager[object]:
-        """Serializes statements on ``conn``."""
-        ...
-
-    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
-        """A write transaction, all or nothing."""
+    def update_calibration(
+        self, key: str, move: Callable[[float, int], float | None]
+    ) -> tuple[float, int] | None:
+        """Store ``move(factor, samples)`` for ``key`` in one write transaction
+        (``None`` from ``move``: unchanged); returns the stored ``(factor, samples)``."""
         ...
 
 
@@ -60,9 +55,7 @@ class Calibration:
     def __init__(self, store: CalibrationStore) -> None:
         self._store = store
         self._lock = threading.Lock()
-        with store.lock:
-            rows = store.conn.execute("SELECT model, factor, samples FROM token_calibration")
-            self._factors = {row[0]: (float(row[1]), int(row[2])) for row in rows}
+        self._factors = store.calibration_factors()
 
     @staticmethod
     def key(model: str) -> str:
@@ -98,26 +91,20 @@ class Calibration:
         if info.exact or estimated_tokens <= 0 or reported_input_tokens <= 0:
             return 1.0 if info.exact else self.factor(model)
         key = self.key(model)
-        with self._lock, self._store.transaction() as conn:
-            row = conn.execute(
-                "SELECT factor, samples FROM token_calibration WHERE model = ?", (key,)
-            ).fetchone()
-            current, samples = (float(row[0]), int(row[1])) if row else (1.0, 0)
+
+        def move(current: float, samples: int) -> float | None:
             used = used_factor if used_factor is not None and used_factor > 0 else current
             raw = estimated_tokens / (used * (1.0 + info.safety_margin))
             observed = reported_input_tokens / raw
             weight = max(1.0 / (samples + 1), _MIN_WEIGHT)
             moved = current + weight * (observed - current)
-            if not math.isfinite(moved):
-                return current
-            new = round(min(MAX_FACTOR, max(MIN_FACTOR, moved)), 2)
-            now = datetime.now(UTC).isoformat(timespec="milliseconds")
-            conn.execute(
-                "INSERT INTO token_calibration(model, factor, samples, updated)"
-                " VALUES (?, ?, ?, ?) ON CONFLICT(model) DO UPDATE SET"
-                " factor = excluded.factor, samples = excluded.samples,"
-                " updated = excluded.updated",
-                (key, new, samples + 1, now),
+            return (
+                round(min(MAX_FACTOR, max(MIN_FACTOR, moved)), 2) if math.isfinite(moved) else None
             )
-            self._factors[key] = (new, samples + 1)
-        return new
+
+        with self._lock:
+            stored = self._store.update_calibration(key, move)
+            if stored is None:
+                return self.factor(model)
+            self._factors[key] = stored
+        return stored[0]

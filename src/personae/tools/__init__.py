@@ -1,25 +1,41 @@
-"""Tools: registry, workspace-confined built-ins, narrow-only subsets, pydantic-ai adapter.
+"""Tools: registry, workspace-confined built-ins, narrow-only subsets as pydantic-ai toolsets.
 
-The adapter (``personae.tools.adapter``) imports pydantic-ai and is not
-imported here; import it where a toolset is needed.
+The registry and subsets import pydantic-ai, so they load on first use
+(``personae.tools.names`` stays light for the persona loader and hook gate).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from personae.tools.base import Tool, ToolContext, ToolLimits
 from personae.tools.canonical import canonical_args
 from personae.tools.names import BUILTIN_TOOL_NAMES, CLAUDE_TOOL_MAP, canonical_tool_name
-from personae.tools.registry import ToolRegistry
-from personae.tools.subset import (
-    ToolCallRecord,
-    ToolRefusedError,
-    ToolSubset,
-    effective_tool_names,
-    unavailable_tool_names,
-)
+from personae.tools.records import CallLog, ToolCallRecord
 from personae.tools.workspace import Workspace
+
+if TYPE_CHECKING:
+    from personae.tools.registry import ToolRegistry
+    from personae.tools.subset import (
+        ToolRefusedError,
+        ToolSubset,
+        effective_tool_names,
+        unavailable_tool_names,
+    )
+
+_LAZY = {
+    "ToolRegistry": "personae.tools.registry",
+    "ToolRefusedError": "personae.tools.subset",
+    "ToolSubset": "personae.tools.subset",
+    "effective_tool_names": "personae.tools.subset",
+    "unavailable_tool_names": "personae.tools.subset",
+}
 
 __all__ = [
     "BUILTIN_TOOL_NAMES",
     "CLAUDE_TOOL_MAP",
+    "CallLog",
     "Tool",
     "ToolCallRecord",
     "ToolContext",
@@ -33,3 +49,11 @@ __all__ = [
     "effective_tool_names",
     "unavailable_tool_names",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load the pydantic-ai backed names on first use (start-up time of light imports)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)

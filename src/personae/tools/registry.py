@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from personae.errors import UnknownNameError, UsageError
 from personae.tools._shell import check_env_allow
 from personae.tools.base import Tool, ToolLimits
+from personae.tools.builtin import builtin_tools
 from personae.tools.names import canonical_tool_name
+from personae.tools.records import ToolCallRecord
+from personae.tools.subset import ToolSubset
 from personae.tools.workspace import Workspace
-
-if TYPE_CHECKING:
-    from personae.tools.subset import ToolCallRecord, ToolSubset
 
 __all__ = ["ToolRegistry"]
 
@@ -35,8 +35,6 @@ class ToolRegistry:
     @classmethod
     def builtin(cls, workspace: Workspace, *, limits: ToolLimits | None = None) -> ToolRegistry:
         """A registry holding every built-in tool (read_file ... web_fetch)."""
-        from personae.tools.builtin import builtin_tools
-
         registry = cls(workspace, limits=limits)
         for tool in builtin_tools():
             registry.register(tool)
@@ -78,11 +76,16 @@ class ToolRegistry:
         names: Iterable[str] | None = None,
         *,
         on_call: Callable[[ToolCallRecord], None] | None = None,
+        record: bool = True,
     ) -> ToolSubset:
         """A :class:`~personae.tools.subset.ToolSubset` of ``names`` (``None`` = every tool).
 
         Unknown names raise :class:`UnknownNameError` naming the closest tool.
+        ``record=False`` keeps no call log in the subset and its children (a
+        recording wrapper around them logs the calls instead).
         """
-        from personae.tools.subset import ToolSubset
-
-        return ToolSubset.from_registry(self, names, on_call=on_call)
+        tools = {t.name: t for t in (self if names is None else map(self.get, names))}
+        return ToolSubset(
+            tools, universe=self, workspace=self.workspace, limits=self.limits,
+            on_call=on_call, record=record,
+        )  # fmt: skip

@@ -1,31 +1,39 @@
-"""Narrow-only tool subsets, enforced at dispatch, with a call log.
+"""Narrow-only tool subsets, enforced at dispatch, with a call log: a pydantic-ai toolset.
 
 A subset is what one agent may call. A child's subset is cut from its
 parent's with :meth:`ToolSubset.narrow` (an intersection: it never widens) and
 shares the parent's tool instances. :meth:`ToolSubset.dispatch` refuses any
 tool outside the subset, whatever the model asks for, so the restriction does
 not depend on what the prompt says.
+
+A subset is itself a pydantic-ai toolset (pass it to ``Agent(toolsets=[...])``):
+every call goes through :meth:`ToolSubset.dispatch`, and a
+:class:`~personae.errors.ToolError` becomes pydantic-ai's ``ToolFailed`` (the
+model sees a failed tool result and can adapt; no retry budget is spent).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic_ai import RunContext, ToolFailed
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+from pydantic_core import SchemaValidator, core_schema
 
 from personae.errors import ToolError, UnknownNameError
 from personae.tools.base import Tool, ToolContext, ToolLimits
-from personae.tools.canonical import canonical_args
 from personae.tools.names import BUILTIN_TOOL_NAMES, canonical_tool_name, split_tool_spec
+from personae.tools.records import CallLog, ToolCallRecord
 from personae.tools.workspace import Workspace
 
 if TYPE_CHECKING:
     from personae.persona.model import Persona
-    from personae.tools.registry import ToolRegistry
 
 __all__ = [
-    "ToolCallRecord",
     "ToolRefusedError",
     "ToolSubset",
     "effective_tool_names",
@@ -33,106 +41,86 @@ __all__ = [
     "unavailable_tool_names",
 ]
 
+# Arguments are validated by the tool's own parameter model inside dispatch, so
+# a bad argument produces the same clear ToolError with or without pydantic-ai.
+_ANY_ARGS = SchemaValidator(schema=core_schema.dict_schema(keys_schema=core_schema.str_schema()))
+
 
 class ToolRefusedError(ToolError):
     """A call to a tool outside the caller's subset."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class ToolCallRecord:
-    """One dispatched call, as the team runtime needs it for a worker's result."""
-
-    tool: str
-    """Tool name the model used."""
-    args: dict[str, Any]
-    """Arguments as given."""
-    canonical_args: str
-    """:func:`~personae.tools.canonical.canonical_args` of ``args`` (for loop detection)."""
-    ok: bool
-    """Whether the call succeeded."""
-    result_preview: str
-    """Start of the result (or of the error message)."""
-    error: str | None = None
-    """The full error message when the call failed."""
-    refused: bool = False
-    """The tool was outside the subset (never ran)."""
-    duration_s: float = 0.0
-    """Wall-clock seconds the call took."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of the record."""
-        return {
-            "tool": self.tool,
-            "args": self.args,
-            "canonical_args": self.canonical_args,
-            "ok": self.ok,
-            "result_preview": self.result_preview,
-            "error": self.error,
-            "refused": self.refused,
-            "duration_s": round(self.duration_s, 6),
-        }
-
-
 OnCall = Callable[[ToolCallRecord], None]
 
 
-def _preview(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+class _Universe(Protocol):
+    """Where a subset was cut from (a :class:`~personae.tools.registry.ToolRegistry`)."""
+
+    def names(self) -> list[str]: ...
 
 
-class ToolSubset:
+class ToolSubset(AbstractToolset[Any]):
     """The tools one agent may call, the workspace they act on, and a log of calls."""
 
     def __init__(
         self,
         tools: Mapping[str, Tool[Any]],
         *,
-        registry: ToolRegistry,
+        universe: _Universe,
         workspace: Workspace,
+        limits: ToolLimits,
         on_call: OnCall | None = None,
         dropped: Iterable[str] = (),
-        limits: ToolLimits | None = None,
+        record: bool = True,
     ) -> None:
         self._tools = dict(sorted(tools.items()))
-        self._limits = limits
-        self.registry = registry
-        """The registry the subset was cut from (the universe of known names)."""
+        self._universe = universe
+        self.limits = limits
+        """Caps the tools apply."""
         self.workspace = workspace
         """Workspace the tools act on."""
         self.on_call = on_call
         """Called with a :class:`ToolCallRecord` after every dispatch."""
         self.dropped: tuple[str, ...] = tuple(dropped)
         """Names asked for when this subset was narrowed that the parent did not have."""
-        self.calls: list[ToolCallRecord] = []
-        """Every call dispatched through this subset, in order."""
+        self.record = record
+        """Whether dispatches are logged here (off when a recording wrapper logs them)."""
+        self.log = CallLog()
+        """Every call dispatched through this subset, in order (when :attr:`record`)."""
 
-    @classmethod
-    def from_registry(
-        cls,
-        registry: ToolRegistry,
-        names: Iterable[str] | None = None,
+    def _derive(
+        self,
+        tools: Mapping[str, Tool[Any]],
         *,
+        workspace: Workspace | None = None,
+        limits: ToolLimits | None = None,
         on_call: OnCall | None = None,
+        dropped: Iterable[str] = (),
     ) -> ToolSubset:
-        """The registry's tools named in ``names`` (``None`` = all); unknown names raise."""
-        if names is None:
-            tools = {t.name: t for t in registry}
-        else:
-            tools = {}
-            for name in names:
-                tool = registry.get(name)  # UnknownNameError with the closest name
-                tools[tool.name] = tool
-        return cls(tools, registry=registry, workspace=registry.workspace, on_call=on_call)
+        return ToolSubset(
+            tools,
+            universe=self._universe,
+            workspace=workspace or self.workspace,
+            limits=limits or self.limits,
+            on_call=on_call,
+            dropped=dropped,
+            record=self.record,
+        )
+
+    @property
+    def id(self) -> str | None:
+        """Toolset id (pydantic-ai; needed only for durable execution)."""
+        return None
+
+    @property
+    def calls(self) -> list[ToolCallRecord]:
+        """Every call dispatched through this subset, in order."""
+        return self.log.calls
 
     @property
     def names(self) -> tuple[str, ...]:
         """Tool names in the subset, sorted."""
         return tuple(self._tools)
-
-    @property
-    def limits(self) -> ToolLimits:
-        """Caps the tools apply (the registry's unless :meth:`with_limits` set others)."""
-        return self._limits if self._limits is not None else self.registry.limits
 
     @property
     def tools(self) -> list[Tool[Any]]:
@@ -144,6 +132,9 @@ class ToolSubset:
 
     def __len__(self) -> int:
         return len(self._tools)
+
+    def __bool__(self) -> bool:
+        return True  # an empty subset is still a toolset (pydantic-ai tests toolsets for truth)
 
     def __repr__(self) -> str:
         return f"ToolSubset({list(self._tools)!r}, workspace={self.workspace!r})"
@@ -164,14 +155,8 @@ class ToolSubset:
         shares the tool instances and workspace and starts an empty call log.
         """
         if names is None:
-            return ToolSubset(
-                self._tools,
-                registry=self.registry,
-                workspace=self.workspace,
-                on_call=on_call,
-                limits=self._limits,
-            )
-        known = set(self.registry.names()) | BUILTIN_TOOL_NAMES
+            return self._derive(self._tools, on_call=on_call)
+        known = set(self._universe.names()) | BUILTIN_TOOL_NAMES
         kept: dict[str, Tool[Any]] = {}
         dropped: list[str] = []
         for raw in names:
@@ -182,36 +167,17 @@ class ToolSubset:
                 kept[name] = self._tools[name]
             elif name not in dropped:
                 dropped.append(name)
-        return ToolSubset(
-            kept,
-            registry=self.registry,
-            workspace=self.workspace,
-            on_call=on_call,
-            dropped=dropped,
-            limits=self._limits,
-        )
+        return self._derive(kept, on_call=on_call, dropped=dropped)
 
     def with_workspace(self, workspace: Workspace) -> ToolSubset:
         """The same tools (same instances) acting on ``workspace`` instead; fresh call log."""
-        return ToolSubset(
-            self._tools,
-            registry=self.registry,
-            workspace=workspace,
-            on_call=self.on_call,
-            dropped=self.dropped,
-            limits=self._limits,
+        return self._derive(
+            self._tools, workspace=workspace, on_call=self.on_call, dropped=self.dropped
         )
 
     def with_limits(self, limits: ToolLimits) -> ToolSubset:
         """The same tools (same instances) applying ``limits`` instead; fresh call log."""
-        return ToolSubset(
-            self._tools,
-            registry=self.registry,
-            workspace=self.workspace,
-            on_call=self.on_call,
-            dropped=self.dropped,
-            limits=limits,
-        )
+        return self._derive(self._tools, limits=limits, on_call=self.on_call, dropped=self.dropped)
 
     def _refusal(self, name: str) -> ToolRefusedError:
         allowed = ", ".join(self._tools) or "(none)"
@@ -230,10 +196,6 @@ class ToolSubset:
         """
         started = time.monotonic()
         given = dict(args) if isinstance(args, Mapping) else {}
-        try:
-            canonical = canonical_args(given)
-        except (TypeError, ValueError):
-            canonical = repr(given)
         tool = self._tools.get(canonical_tool_name(name)) if isinstance(name, str) else None
         try:
             if tool is None:
@@ -246,49 +208,59 @@ class ToolSubset:
             except Exception as exc:  # a bug or OS error inside a tool: report, don't crash
                 raise ToolError(tool.name, f"failed: {type(exc).__name__}: {exc}") from exc
         except ToolError as exc:
-            self._record(
-                ToolCallRecord(
-                    tool=str(name),
-                    args=given,
-                    canonical_args=canonical,
-                    ok=False,
-                    result_preview=_preview(exc.message, self.limits.preview_chars),
-                    error=exc.message,
-                    refused=isinstance(exc, ToolRefusedError),
-                    duration_s=time.monotonic() - started,
-                )
-            )
+            refused = isinstance(exc, ToolRefusedError)
+            self._record(str(name), given, False, exc.message, started, refused=refused)
             raise
-        self._record(
-            ToolCallRecord(
-                tool=tool.name,
-                args=given,
-                canonical_args=canonical,
-                ok=True,
-                result_preview=_preview(result, self.limits.preview_chars),
-                duration_s=time.monotonic() - started,
-            )
-        )
+        self._record(tool.name, given, True, result, started)
         return result
 
-    def _record(self, record: ToolCallRecord) -> None:
-        self.calls.append(record)
+    def _record(
+        self, name: str, args: dict[str, Any], ok: bool, text: str, started: float, **extra: Any
+    ) -> None:
+        if not self.record:
+            return
+        record = ToolCallRecord.made(
+            name, args, ok=ok, text=text, started=started,
+            preview_chars=self.limits.preview_chars, **extra,
+        )  # fmt: skip
+        self.log.calls.append(record)
         if self.on_call is not None:
             self.on_call(record)
 
     @property
     def failed_calls(self) -> list[ToolCallRecord]:
         """Calls that failed or were refused."""
-        return [c for c in self.calls if not c.ok]
+        return self.log.failed
 
     @property
     def tools_used(self) -> list[str]:
         """Names of tools that ran (successfully or not), in first-use order."""
-        seen: dict[str, None] = {}
-        for call in self.calls:
-            if not call.refused:
-                seen.setdefault(call.tool, None)
-        return list(seen)
+        return list(dict.fromkeys(c.tool for c in self.calls if not c.refused))
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        """One pydantic-ai tool definition per tool (name, description, JSON schema)."""
+        return {
+            tool.name: ToolsetTool(
+                toolset=self,
+                tool_def=ToolDefinition(
+                    name=tool.name,
+                    description=tool.description,
+                    parameters_json_schema=tool.parameters,
+                ),
+                max_retries=1,
+                args_validator=_ANY_ARGS,
+            )
+            for tool in self._tools.values()
+        }
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        """Dispatch through the subset; a tool error becomes a failed result the model sees."""
+        try:
+            return await self.dispatch(name, tool_args)
+        except ToolError as exc:
+            raise ToolFailed(str(exc)) from exc
 
 
 def effective_tool_names(persona: Persona, available: Iterable[str]) -> list[str]:

@@ -229,6 +229,8 @@ def run_chain(
                     + 1,
                     backoff=workflow.defaults.backoff,
                     model=step.model or workflow.model,
+                    num_cpus=step.num_cpus,
+                    resources=dict(step.resources),
                 )
             )
             say(step.id, f"start {step.persona}")

@@ -1,30 +1,142 @@
-"""Executors run handover jobs; workflows do not care which one.
+"""Executors run jobs; workflows and batches do not care which one.
 
 :class:`Executor` is the interface; :class:`LocalProcessExecutor` runs every
 job as a separate local ``personae`` process (own process group, timeout,
-retries), at most ``concurrency`` at a time. A distributed engine (Ray) can
-implement the same interface later without any change to workflows.
+retries), at most ``concurrency`` at a time, on a bounded thread pool.
+:class:`~personae.workflow.ray_executor.RayExecutor` (the ``ray`` extra) runs
+the same jobs as Ray tasks. A job is any :class:`Work`: a chain step's
+handover (:class:`Job`) or a batch task (:class:`personae.batch.job.RunJob`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
-from personae.errors import PersonaeError
-from personae.handover.child import CommandBuilder, personae_run_command, run_handover
+from personae.errors import PersonaeError, UsageError
+from personae.handover.child import (
+    CommandBuilder,
+    kill_group,
+    personae_run_command,
+    run_handover,
+)
 from personae.handover.schema import Results
 
-__all__ = ["Executor", "Job", "JobResult", "LocalProcessExecutor"]
+__all__ = [
+    "EXECUTORS",
+    "Executor",
+    "Job",
+    "JobResult",
+    "LocalProcessExecutor",
+    "Stopper",
+    "Work",
+    "open_executor",
+]
+
+EXECUTORS = ("local", "ray")
+"""Names accepted by :func:`open_executor` (and ``--executor``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobResult:
+    """How a job ended."""
+
+    key: str
+    """The job's key."""
+    status: str
+    """``success``, ``failure`` or ``partial``."""
+    results: Results | None
+    """The handover's results (a batch task: its answer as results)."""
+    attempts: int
+    """Attempts made."""
+    duration: float
+    """Seconds from first spawn to the end."""
+    timed_out: bool = False
+    """Whether the last attempt timed out."""
+    error: str | None = None
+    """Error text on failure."""
+    host: str | None = None
+    """Host name of the machine that ran it (a Ray node), when known."""
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    """Facts of the job's kind (a batch run: run id, exit code, usage)."""
+
+
+class Stopper:
+    """Cancellation for running jobs: kills the current child of each and refuses new ones.
+
+    A job reports each child it starts (:meth:`started`); :meth:`stop` kills the
+    process group of every running child, and a child started after it is killed
+    at once (its job then ends with ``KeyboardInterrupt``).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pids: dict[str, int] = {}
+        self.stopped = False
+        """Whether :meth:`stop` was called."""
+
+    def started(self, key: str, pid: int) -> None:
+        """Job ``key`` started child ``pid`` (a process group leader)."""
+        with self._lock:
+            stopped = self.stopped
+            if not stopped:
+                self._pids[key] = pid
+        if stopped:
+            kill_group(pid, grace=0.2)
+            raise KeyboardInterrupt
+
+    def ended(self, key: str) -> None:
+        """Job ``key`` is over (its child is gone)."""
+        with self._lock:
+            self._pids.pop(key, None)
+
+    def stop(self) -> None:
+        """Kill every running child's group (SIGTERM, short grace, SIGKILL)."""
+        with self._lock:
+            self.stopped = True
+            pids = list(self._pids.values())
+            self._pids.clear()
+        for pid in pids:
+            kill_group(pid, grace=0.5)
+
+
+class Work(Protocol):
+    """Anything an executor runs: a key, what it needs, and a blocking run."""
+
+    @property
+    def key(self) -> str:
+        """Caller's name for the job."""
+        ...
+
+    @property
+    def num_cpus(self) -> float | None:
+        """CPUs the job needs on a cluster (``None``: one)."""
+        ...
+
+    @property
+    def resources(self) -> Mapping[str, float]:
+        """Custom cluster resources the job needs (Ray ``resources``)."""
+        ...
+
+    def execute(self, on_start: Callable[[int], None] | None, *, tie: bool) -> JobResult:
+        """Run to the end (all attempts); ``on_start(pid)`` for every child started.
+
+        ``tie``: children die with the calling thread's process (see
+        :func:`~personae.handover.child.run_child`).
+        """
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)
 class Job:
-    """One handover to run."""
+    """One handover to run (a chain step)."""
 
     key: str
     """Caller's name for the job (a step id)."""
@@ -42,85 +154,30 @@ class Job:
     """First retry delay (doubles)."""
     model: str | None = None
     """Model for the child, if any."""
+    num_cpus: float | None = None
+    """CPUs it needs on a cluster (``None``: one)."""
+    resources: Mapping[str, float] = field(default_factory=dict)
+    """Custom cluster resources it needs."""
+    command: CommandBuilder = personae_run_command
+    """Builds the child's argv (``personae run --context-from ...``)."""
 
-
-@dataclass(frozen=True, kw_only=True)
-class JobResult:
-    """How a job ended."""
-
-    key: str
-    """The job's key."""
-    status: str
-    """``success``, ``failure`` or ``partial``."""
-    results: Results | None
-    """The handover's results."""
-    attempts: int
-    """Attempts made."""
-    duration: float
-    """Seconds from first spawn to the end."""
-    timed_out: bool = False
-    """Whether the last attempt timed out."""
-    error: str | None = None
-    """Error text on failure."""
-
-
-class Executor(Protocol):
-    """Runs jobs, at most ``concurrency`` at once, reporting starts and ends."""
-
-    def run(
-        self,
-        jobs: Sequence[Job],
-        *,
-        concurrency: int,
-        on_start: Callable[[str, int], None] | None = None,
-        on_done: Callable[[JobResult], None] | None = None,
-    ) -> list[JobResult]:
-        """Run every job; returns results in completion order.
-
-        ``on_start(key, pid)`` and ``on_done(result)`` may be called from worker threads.
-        """
-        ...
-
-
-class LocalProcessExecutor:
-    """Each job is a local child process (``personae run`` by default).
-
-    Children are not tied to this process (``tie=False`` of
-    :func:`~personae.handover.child.run_child`): a chain killed with its
-    children still at work adopts them on ``--resume``. Their tools still die
-    with them.
-    """
-
-    def __init__(self, command: CommandBuilder = personae_run_command) -> None:
-        self.command = command
-
-    def _one(self, job: Job, on_start: Callable[[str, int], None] | None) -> JobResult:
+    def execute(self, on_start: Callable[[int], None] | None, *, tie: bool) -> JobResult:
+        """Run the handover in a child until it succeeds or attempts run out."""
         start = time.monotonic()
         try:
             outcome = run_handover(
-                job.handover_path,
-                cwd=job.cwd,
-                timeout=job.timeout,
-                attempts=job.attempts,
-                backoff=job.backoff,
-                command=self.command,
-                persona=job.persona,
-                model=job.model,
-                on_start=(lambda pid: on_start(job.key, pid)) if on_start else None,
-                tie=False,
-            )
+                self.handover_path, cwd=self.cwd, timeout=self.timeout, attempts=self.attempts,
+                backoff=self.backoff, command=self.command, persona=self.persona,
+                model=self.model, on_start=on_start, tie=tie,
+            )  # fmt: skip
         except PersonaeError as exc:
             return JobResult(
-                key=job.key,
-                status="failure",
-                results=None,
-                attempts=0,
-                duration=time.monotonic() - start,
-                error=str(exc),
-            )
+                key=self.key, status="failure", results=None, attempts=0,
+                duration=time.monotonic() - start, error=str(exc),
+            )  # fmt: skip
         results = outcome.handover.results
         return JobResult(
-            key=job.key,
+            key=self.key,
             status=outcome.status,
             results=results,
             attempts=len(outcome.attempts),
@@ -129,9 +186,62 @@ class LocalProcessExecutor:
             error=results.error if results is not None else None,
         )
 
+
+class Executor(Protocol):
+    """Runs jobs, at most ``concurrency`` at once, reporting starts and ends."""
+
     def run(
         self,
-        jobs: Sequence[Job],
+        jobs: Sequence[Work],
+        *,
+        concurrency: int,
+        on_start: Callable[[str, int], None] | None = None,
+        on_done: Callable[[JobResult], None] | None = None,
+    ) -> list[JobResult]:
+        """Run every job; returns results in completion order.
+
+        ``on_start(key, pid)`` and ``on_done(result)`` may be called from worker
+        threads. Ctrl-C (``KeyboardInterrupt``) kills the running children and is
+        raised again once they are gone.
+        """
+        ...
+
+
+def run_supervised(
+    job: Work, stopper: Stopper, on_start: Callable[[str, int], None] | None, *, tie: bool
+) -> JobResult:
+    """``job.execute`` with its children known to ``stopper`` (cancellation); the result
+    names this host."""
+
+    def started(pid: int) -> None:
+        stopper.started(job.key, pid)
+        if on_start is not None:
+            on_start(job.key, pid)
+
+    try:
+        result = job.execute(started, tie=tie)
+    finally:
+        stopper.ended(job.key)
+    return result if result.host else replace(result, host=socket.gethostname())
+
+
+class LocalProcessExecutor:
+    """Each job is a local child process (``personae run`` by default).
+
+    ``command`` replaces the child command of chain steps (tests run a stand-in
+    program). ``tie=False`` (chains): children are not tied to this process, so
+    a chain killed with its children still at work adopts them on ``--resume``;
+    their tools still die with them. ``tie=True`` (batches): children die with
+    this process. Ctrl-C kills the running children either way.
+    """
+
+    def __init__(self, command: CommandBuilder | None = None, *, tie: bool = False) -> None:
+        self.command = command
+        self.tie = tie
+
+    def run(
+        self,
+        jobs: Sequence[Work],
         *,
         concurrency: int,
         on_start: Callable[[str, int], None] | None = None,
@@ -141,11 +251,52 @@ class LocalProcessExecutor:
         done: list[JobResult] = []
         if not jobs:
             return done
-        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            futures = [pool.submit(self._one, job, on_start) for job in jobs]
-            for future in as_completed(futures):
-                result = future.result()
-                if on_done is not None:
-                    on_done(result)
-                done.append(result)
+        if self.command is not None:
+            jobs = [replace(j, command=self.command) if isinstance(j, Job) else j for j in jobs]
+        stopper = Stopper()
+        pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+        futures: set[Future[JobResult]] = {
+            pool.submit(run_supervised, job, stopper, on_start, tie=self.tie) for job in jobs
+        }
+        try:
+            while futures:
+                finished, futures = wait(futures, timeout=0.5, return_when="FIRST_COMPLETED")
+                for future in finished:
+                    result = future.result()
+                    if on_done is not None:
+                        on_done(result)
+                    done.append(result)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            stopper.stop()
+            # Their children are being killed; let them record it. (A future the shutdown
+            # cancelled is never "done" for wait(): leave those out.)
+            wait([f for f in futures if not f.cancelled()], timeout=30)
+            raise
+        pool.shutdown(wait=True)
         return done
+
+
+@contextlib.contextmanager
+def open_executor(
+    kind: str, *, address: str | None = None, tie: bool = False
+) -> Iterator[Executor]:
+    """The executor named ``kind`` (``local`` or ``ray``), closed on exit.
+
+    ``address`` (Ray only): ``auto`` or ``HOST:PORT`` of a running cluster;
+    without it a private local cluster is started and shut down on exit.
+    ``tie``: local children die with this process (batches).
+    """
+    if kind not in EXECUTORS:
+        raise UsageError(f"unknown executor {kind!r}: use local or ray", field="--executor")
+    if kind == "local":
+        if address is not None:
+            raise UsageError("--address needs --executor ray", field="--address")
+        yield LocalProcessExecutor(tie=tie)
+        return
+    # local import: optional extra personae[ray]: loads only for --executor ray
+    from personae.workflow.ray_executor import RayExecutor
+
+    with RayExecutor(address) as ray_executor:
+        ray_executor.connect()  # a cluster that cannot start fails before any work
+        yield ray_executor

@@ -17,6 +17,8 @@ A workflow file (YAML)::
         persona: report-writer
         task: Write the report
         inputs: [regions, products]
+        num_cpus: 1                    # on Ray: CPUs and custom resources per step
+        resources: {report_node: 1}
 
 ``inputs`` name earlier steps whose results (output, artifacts, next steps)
 flow into the step's handover; without ``inputs`` a step takes every step of
@@ -43,6 +45,8 @@ from personae.handover.schema import ArtifactFile
 __all__ = ["Stage", "Step", "StepDefaults", "Workflow", "load_workflow"]
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_RESOURCE = re.compile(r"^[A-Za-z][A-Za-z0-9_.:-]{0,63}$")
+_BUILTIN_RESOURCES = frozenset({"CPU", "GPU", "memory", "object_store_memory"})
 
 
 class StepDefaults(BaseModel):
@@ -85,12 +89,30 @@ class Step(BaseModel):
     """Seconds per attempt (overrides defaults)."""
     retries: int | None = Field(default=None, ge=0, le=10)
     """Retries (overrides defaults)."""
+    num_cpus: float | None = Field(default=None, gt=0, le=1024)
+    """CPUs the step needs on a Ray cluster (default one; the local executor ignores it)."""
+    resources: dict[str, float] = Field(default_factory=dict)
+    """Custom Ray resources the step needs, e.g. ``{gpu_box: 1}`` (the local executor
+    ignores them)."""
 
     @field_validator("id")
     @classmethod
     def _id(cls, value: str) -> str:
         if not _ID.match(value):
             raise ValueError(f"step id {value!r} must match {_ID.pattern}")
+        return value
+
+    @field_validator("resources")
+    @classmethod
+    def _resources(cls, value: dict[str, float]) -> dict[str, float]:
+        for name, amount in value.items():
+            if not _RESOURCE.match(name) or name in _BUILTIN_RESOURCES:
+                raise ValueError(
+                    f"resource {name!r} must match {_RESOURCE.pattern} and not be one of "
+                    f"{', '.join(sorted(_BUILTIN_RESOURCES))} (use num_cpus)"
+                )
+            if not 0 < amount <= 1_000_000:
+                raise ValueError(f"resource {name!r}: amount must be > 0 and <= 1000000")
         return value
 
     @field_validator("files", mode="before")

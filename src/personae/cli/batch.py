@@ -1,0 +1,76 @@
+"""`personae batch TASKS.jsonl`: many independent team runs, resumable, locally or on Ray."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``batch`` to the main app."""
+
+    @app.command("batch")
+    def batch(  # noqa: PLR0917
+        tasks: Annotated[Path, typer.Argument(help="Task file: one JSON object per line.")],
+        executor: Annotated[
+            str, typer.Option("--executor", help="Where runs go: local or ray (personae[ray]).")
+        ] = "local",
+        address: Annotated[
+            str | None,
+            typer.Option("--address", help="Ray cluster (auto or HOST:PORT); default: private."),
+        ] = None,
+        concurrency: Annotated[
+            int, typer.Option("--concurrency", min=1, max=1024, help="Runs at once.")
+        ] = 2,
+        out: Annotated[
+            Path | None,
+            typer.Option("--out", help="Result file (default: TASKS.results.jsonl)."),
+        ] = None,
+        timeout: Annotated[
+            float, typer.Option("--timeout", min=0.1, help="Seconds per attempt.")
+        ] = 300.0,
+        retries: Annotated[
+            int, typer.Option("--retries", min=0, max=10, help="Retries per task.")
+        ] = 1,
+        num_cpus: Annotated[
+            float | None,
+            typer.Option("--num-cpus", min=0.01, help="CPUs per task on Ray (default 1)."),
+        ] = None,
+        root: Annotated[
+            Path | None, typer.Option("--root", help="Project folder the runs work in.")
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="JSON events on stdout (begin, start, done, end).")
+        ] = False,
+    ) -> None:
+        """Run every task of TASKS.jsonl as its own team run (a child `personae run`).
+
+        Fields per line: task (or prompt), and optional id, persona, model, session,
+        timeout, retries. One JSON result line per task goes to the result file as it
+        ends; run again, a batch skips the tasks that have a result. Exit 0 when no
+        task failed, 3 when some did.
+        """
+        # local import: CLI start-up (only the command that runs loads what it needs)
+        from personae.batch.engine import BatchOptions, run_batch
+        from personae.batch.progress import Progress
+        from personae.batch.tasks import load_tasks
+        from personae.cli._root import project_root
+        from personae.workflow.executors import open_executor
+
+        load_tasks(tasks)  # a bad line is an error before any cluster starts
+        progress = Progress(
+            "json" if as_json else ("tty" if sys.stderr.isatty() else "plain"),
+            sys.stderr, sys.stdout,
+        )  # fmt: skip
+        options = BatchOptions(
+            cwd=project_root(root), out=out, concurrency=concurrency, timeout=timeout,
+            retries=retries, num_cpus=num_cpus,
+        )  # fmt: skip
+        with open_executor(executor, address=address, tie=True) as runner:
+            outcome = run_batch(tasks, options, executor=runner, progress=progress)
+        raise typer.Exit(outcome.exit_code)

@@ -1,0 +1,77 @@
+"""What reading the project files depended on, so an unchanged project is not read again.
+
+Every path the readers consult (files read, files and folders found missing,
+folders listed) is recorded with its identity (mode, device, inode,
+modification time in ns, size) while a bundle of reads is computed. The next
+time the same bundle is asked for, each recorded path is stat'ed again; when
+none changed, the earlier result is returned. A folder's modification time
+changes when an entry is added, removed or renamed, so a listing is covered by
+its folder's identity.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from contextvars import ContextVar
+from typing import TypeVar
+
+__all__: list[str] = []
+
+T = TypeVar("T")
+
+Ident = tuple[int, int, int, int, int] | None
+"""(mode, device, inode, mtime_ns, size) of a path; ``None``: it could not be stat'ed."""
+
+_RECORDING: ContextVar[dict[tuple[str, bool], Ident] | None] = ContextVar(
+    "personae_context_probe", default=None
+)
+
+
+def _ident(where: str, follow: bool) -> Ident:
+    try:
+        st = os.stat(where) if follow else os.lstat(where)
+    except (OSError, ValueError):
+        return None
+    return (st.st_mode, st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def record(where: str, ident: Ident, *, follow: bool = True) -> None:
+    """Note that the bundle being computed consulted ``where`` (seen as ``ident``)."""
+    seen = _RECORDING.get()
+    if seen is not None:
+        seen.setdefault((where, follow), ident)
+
+
+def probe(where: os.PathLike[str] | str, *, follow: bool = True) -> Ident:
+    """The identity of ``where`` (``None``: missing or not stat-able), recorded."""
+    path = os.fspath(where)
+    got = _ident(path, follow)
+    record(path, got, follow=follow)
+    return got
+
+
+_BUNDLES: OrderedDict[Hashable, tuple[tuple[tuple[str, bool, Ident], ...], object]] = OrderedDict()
+_MAX_BUNDLES = 32
+
+
+def remembered(key: Hashable, compute: Callable[[], T]) -> T:
+    """``compute()``, or its earlier result for ``key`` when no path it consulted changed."""
+    got = _BUNDLES.get(key)
+    if got is not None and all(_ident(p, f) == i for p, f, i in got[0]):
+        with contextlib.suppress(KeyError):  # another thread may have evicted it just now
+            _BUNDLES.move_to_end(key)
+        return got[1]  # type: ignore[return-value]
+    seen: dict[tuple[str, bool], Ident] = {}
+    token = _RECORDING.set(seen)
+    try:
+        value = compute()
+    finally:
+        _RECORDING.reset(token)
+    _BUNDLES[key] = (tuple((p, f, i) for (p, f), i in seen.items()), value)
+    if len(_BUNDLES) > _MAX_BUNDLES:
+        with contextlib.suppress(KeyError):
+            _BUNDLES.popitem(last=False)
+    return value

@@ -1,0 +1,77 @@
+"""Per-turn work that follows what changed: exact counts by groups, remembered file reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from personae.context import Snapshot
+from personae.context._textcut import render_counted
+from personae.context.render import render_sections
+from personae.tokens.exact import exact_counter
+
+PIECES = st.sampled_from(
+    ["\n\n", "\n", " ", "  \n\n", "<task>", "</task>", "###", "[note]", "#", "<", "[", "x",
+     "日本語", "word.", "  ", "\t", "\r\n", "123", "/", ">", "\n\n<", "\n\n#", "\n\n[", "'s",
+     "### user\nhello", "[3 earlier messages omitted]", ""]
+)  # fmt: skip
+BLOCK = st.lists(PIECES, max_size=8).map("".join)
+SECTIONS = st.lists(
+    st.tuples(st.sampled_from(["task", "recent_messages", "a_b"]), st.lists(BLOCK, max_size=6)),
+    max_size=5,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=SECTIONS, second=SECTIONS)
+def test_counted_render_is_the_render_and_its_exact_count(
+    first: list[tuple[str, list[str]]], second: list[tuple[str, list[str]]]
+) -> None:
+    """Same text as render_sections; the count equals the whole-text count, also when
+    the next prompt reuses groups of the previous one (both encodings)."""
+    for name in ("o200k_base", "cl100k_base"):
+        counter = exact_counter(name)
+        for sections in (first, second, first, [*first, *second]):
+            rendered, total = render_counted(counter, sections)
+            joined = [(tag, "\n\n".join(pieces or [""])) for tag, pieces in sections]
+            assert rendered == render_sections(joined)
+            assert total == counter.count(rendered)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def test_project_reads_are_reused_only_while_nothing_changed(tmp_path: Path) -> None:
+    """A step, task file or reference doc added (or removed) between turns is seen next turn."""
+    project = tmp_path / ".personae" / "project"
+    _write(project / "VISION.md", "the vision")
+
+    def build(task: str = "fix-login") -> Snapshot:
+        return Snapshot.build(tmp_path, task=task, include_git_log=False)
+
+    first = build()
+    assert first.texts["vision"] == "the vision"
+    assert "step" not in first.texts and first.texts["task"] == "fix-login"
+    assert build().id == first.id  # nothing changed: same content, same id
+
+    _write(project / "goals" / "01-auth" / "01-login" / "STEP.md", "# Login\n\nStatus: open")
+    assert "# Login" in build().texts["step"]
+
+    _write(project / "goals" / "01-auth" / "01-login" / "tasks" / "fix-login.md", "Do the fix")
+    with_task = build()
+    assert with_task.texts["task"] == "Do the fix"
+    assert with_task.files["task"].endswith("fix-login.md")
+
+    _write(project / "reference" / "api.md", "endpoint docs")
+    assert "endpoint docs" in build().texts["reference"]
+
+    (project / "reference" / "api.md").unlink()
+    (project / "goals" / "01-auth" / "01-login" / "tasks" / "fix-login.md").unlink()
+    later = build()
+    assert "reference" not in later.texts and later.texts["task"] == "fix-login"
+    _write(project / "VISION.md", "the new vision")
+    assert build().texts["vision"] == "the new vision"

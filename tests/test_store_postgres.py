@@ -1,0 +1,117 @@
+"""PostgreSQL as the shared store: how it is chosen, what happens when it is not there,
+and that nothing optional is imported where it must not be. Real server (``tests/_pg.py``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from personae.mind.bootstraps import ProcessId, find_bootstrap
+from personae.mind.index import MindIndex
+from personae.store import Store, StoreError
+from personae.store.conversations import ConversationStore, Message
+from personae.tokens import exact_counter
+
+
+def _project(tmp_path: Path, config: str = "") -> Path:
+    folder = tmp_path / "project" / ".personae"
+    folder.mkdir(parents=True)
+    if config:
+        (folder / "config.yaml").write_text(config)
+    return folder / "state.db"
+
+
+def test_config_database_url_puts_the_project_store_in_postgres(
+    tmp_path: Path, pg_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PERSONAE_DATABASE_URL", raising=False)
+    db = _project(tmp_path, f"database_url: '{pg_database}'\n")
+    with Store(db) as store:
+        assert store.dialect == "postgres" and store.url == pg_database
+        conv = ConversationStore(store, exact_counter("o200k_base"))
+        sid = conv.create_session(session_id="shared")
+        conv.append(sid, Message("user", "stored on the server"))
+    assert not db.exists()  # no SQLite file beside the config
+    with Store(":memory:", url=pg_database) as direct:
+        conv = ConversationStore(direct, exact_counter("o200k_base"))
+        assert [m.content for m in conv.recent("shared")] == ["stored on the server"]
+
+
+def test_environment_wins_over_config_and_sqlite_is_the_default(
+    tmp_path: Path, pg_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PERSONAE_DATABASE_URL", raising=False)
+    plain = _project(tmp_path / "a")
+    with Store(plain) as store:
+        assert store.dialect == "sqlite"
+    assert plain.is_file()
+    db = _project(tmp_path / "b", "database_url: postgresql://nobody@/nowhere?host=/nonexistent\n")
+    monkeypatch.setenv("PERSONAE_DATABASE_URL", pg_database)
+    with Store(db) as store:
+        assert store.url == pg_database
+
+
+def test_an_unreachable_server_is_one_clear_error_without_the_password() -> None:
+    started = time.monotonic()
+    with pytest.raises(StoreError) as caught:
+        Store(":memory:", url="postgresql://me:s3cret@/personae?host=/nonexistent-socket-dir")
+    message = str(caught.value)
+    assert "cannot open postgresql database personae on /nonexistent-socket-dir" in message
+    assert "s3cret" not in message
+    assert time.monotonic() - started < 10
+
+
+def test_a_bad_config_value_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PERSONAE_DATABASE_URL", raising=False)
+    db = _project(tmp_path, "database_url: [1, 2]\n")
+    with pytest.raises(StoreError, match=r"config.yaml: database_url must be text"):
+        Store(db)
+
+
+def test_a_bad_pool_size_is_refused(pg_database: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERSONAE_DATABASE_POOL_SIZE", "zero")
+    with pytest.raises(StoreError, match="PERSONAE_DATABASE_POOL_SIZE"):
+        Store(":memory:", url=pg_database)
+
+
+def test_import_personae_and_the_gate_never_import_psycopg(pg_database: str) -> None:
+    probe = (
+        "import sys, personae, personae.hosts.gate, personae.store.bootstraps\n"
+        "print(sorted(m for m in sys.modules if m.startswith('psycopg')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={"PERSONAE_DATABASE_URL": pg_database, "PATH": "/usr/bin:/bin",
+             "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")},
+    )  # fmt: skip
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_gate_reads_bootstraps_from_postgres_and_fails_closed(
+    tmp_path: Path, pg_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = _project(tmp_path)
+    monkeypatch.setenv("PERSONAE_DATABASE_URL", pg_database)
+    host = ProcessId(pid=4242, started=123456789012)  # a start time past 32 bits
+    assert find_bootstrap(db, session_id="s1", hosts=[host])[0] is False
+    with Store(db) as store:
+        MindIndex(store).record_bootstrap("s1", "hash", None)
+        MindIndex(store).record_bootstrap(None, "hash", (host.pid, host.started))
+    assert find_bootstrap(db, session_id="s1") == (
+        True,
+        "bootstrap_session succeeded (recorded for this session)",
+    )
+    assert find_bootstrap(db, session_id="other", hosts=[host])[0] is True
+    assert not db.exists()
+    monkeypatch.setenv("PERSONAE_DATABASE_URL", "postgresql://x@/gone?host=/nonexistent-dir")
+    ok, reason = find_bootstrap(db, session_id="s1", hosts=[host])
+    assert ok is False and "PostgreSQL store unreachable" in reason
