@@ -191,6 +191,80 @@ def make_transcript(path: Path, megabytes: int) -> None:
             i += 1
 
 
+def gate_timings(tmp: Path, transcript_mb: int) -> dict[str, Any]:
+    """The hook gate on a transcript of ``transcript_mb`` MB: uncached, as the hook runs
+    (the transcript growing), and as a subprocess."""
+    gate: dict[str, Any] = {}
+    transcript = tmp / "t.jsonl"
+    make_transcript(transcript, transcript_mb)
+    gate["transcript_mb"] = round(transcript.stat().st_size / 1e6, 1)
+    hook = parse_hook_input(
+        json.dumps(
+            {
+                "session_id": "s",
+                "transcript_path": str(transcript),
+                "cwd": str(tmp),
+                "tool_name": "Bash",
+                "tool_input": {},
+            }
+        )
+    )
+    gates = compile_gates(list(DEFAULT_GATES))
+    assert decide(hook, gates).allow
+    # Uncached: a full backward scan of the file on every call.
+    cold_gate = timed(lambda: decide(hook, gates), 10)
+    gate["gate_uncached_ms"] = summary(cold_gate)
+    # As the hook runs: the transcript grows by a tool call before each check (the
+    # gate keeps no cache; bench_gate.py has the worst cases).
+    first = timed(lambda: decide(hook, gates), 1)
+    step = (
+        json.dumps(
+            {
+                "type": "user",
+                "message": {
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": "toolu_x",
+                            "content": "ok\n" * 200,
+                        }
+                    ]
+                },
+            }
+        )
+        + "\n"
+    )
+    warm_gate: list[float] = []
+    warm_gate_cpu: list[float] = []
+    for _ in range(30):
+        with transcript.open("a", encoding="utf-8") as handle:
+            handle.write(step)
+        once = timed(lambda: decide(hook, gates), 1)
+        warm_gate += once
+        warm_gate_cpu += CPU[id(once)]
+    assert decide(hook, gates).allow
+    gate["gate_first_call_ms"] = round(first[0], 2)
+    gate["gate_decision_ms"] = summary(warm_gate, warm_gate_cpu)
+    payload = json.dumps(
+        {
+            "session_id": "s",
+            "transcript_path": str(transcript),
+            "cwd": str(tmp),
+            "tool_name": "Bash",
+        }
+    ).encode()
+    cmd = [sys.executable, "-m", "personae", "hook", "pre-tool-use"]
+    proc_times = timed(
+        lambda: subprocess.run(cmd, input=payload, capture_output=True, check=True), 5
+    )
+    gate["gate_subprocess_ms"] = {
+        "p95": round(p95(proc_times), 1),
+        "runs": 5,
+        "note": "includes Python start-up and `import personae`",
+    }
+    return gate
+
+
 def bench(files: int, transcript_mb: int) -> dict[str, Any]:
     rng = random.Random(7)
     results: dict[str, Any] = {"files": files, "token_counter": counter_name()}
@@ -255,73 +329,7 @@ def bench(files: int, transcript_mb: int) -> dict[str, Any]:
             sizes[str(count)] = packet_chars(svc.bootstrap("s", TOOLS))
         results["packet_chars_by_files"] = sizes
 
-        transcript = tmp / "t.jsonl"
-        make_transcript(transcript, transcript_mb)
-        results["transcript_mb"] = round(transcript.stat().st_size / 1e6, 1)
-        hook = parse_hook_input(
-            json.dumps(
-                {
-                    "session_id": "s",
-                    "transcript_path": str(transcript),
-                    "cwd": str(tmp),
-                    "tool_name": "Bash",
-                    "tool_input": {},
-                }
-            )
-        )
-        gates = compile_gates(list(DEFAULT_GATES))
-        assert decide(hook, gates).allow
-        # Uncached: a full backward scan of the file on every call.
-        cold_gate = timed(lambda: decide(hook, gates), 10)
-        results["gate_uncached_ms"] = summary(cold_gate)
-        # As the hook runs: the transcript grows by a tool call before each check (the
-        # gate keeps no cache; bench_gate.py has the worst cases).
-        first = timed(lambda: decide(hook, gates), 1)
-        step = (
-            json.dumps(
-                {
-                    "type": "user",
-                    "message": {
-                        "content": [
-                            {
-                                "type": "tool_result",
-                                "tool_use_id": "toolu_x",
-                                "content": "ok\n" * 200,
-                            }
-                        ]
-                    },
-                }
-            )
-            + "\n"
-        )
-        warm_gate: list[float] = []
-        warm_gate_cpu: list[float] = []
-        for _ in range(30):
-            with transcript.open("a", encoding="utf-8") as handle:
-                handle.write(step)
-            once = timed(lambda: decide(hook, gates), 1)
-            warm_gate += once
-            warm_gate_cpu += CPU[id(once)]
-        assert decide(hook, gates).allow
-        results["gate_first_call_ms"] = round(first[0], 2)
-        results["gate_decision_ms"] = summary(warm_gate, warm_gate_cpu)
-        payload = json.dumps(
-            {
-                "session_id": "s",
-                "transcript_path": str(transcript),
-                "cwd": str(tmp),
-                "tool_name": "Bash",
-            }
-        ).encode()
-        cmd = [sys.executable, "-m", "personae", "hook", "pre-tool-use"]
-        proc_times = timed(
-            lambda: subprocess.run(cmd, input=payload, capture_output=True, check=True), 5
-        )
-        results["gate_subprocess_ms"] = {
-            "p95": round(p95(proc_times), 1),
-            "runs": 5,
-            "note": "includes Python start-up and `import personae`",
-        }
+        results.update(gate_timings(tmp, transcript_mb))
     return results
 
 

@@ -38,8 +38,6 @@ def _defined(tree: ast.Module) -> set[str]:
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             names.add(node.target.id)
-        elif type(node).__name__ == "TypeAlias":  # ``type X = ...`` (Python 3.12+)
-            names.add(getattr(node, "name").id)
     return names - {"__all__"}
 
 

@@ -17,7 +17,7 @@ def main(argv: list[str]) -> int:
     from personae.batch.engine import BatchOptions, run_batch
     from personae.batch.job import RunCommand
     from personae.batch.progress import Progress
-    from personae.workflow.executors import open_executor
+    from personae.workflow.engines import open_executor
 
     tasks, out, kind = Path(argv[0]), Path(argv[1]), argv[2]
     address = argv[3] if len(argv) > 3 else None

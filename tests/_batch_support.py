@@ -129,7 +129,11 @@ def interrupt(root: Path, server: ScriptedServer, kind: str, *extra: str) -> Non
     write_tasks(tasks, 6, server.base_url, extra=mark)
     results = root / "out.jsonl"
     cmd = [sys.executable, str(DRIVER), str(tasks), str(results), kind, *extra]
-    driver = subprocess.Popen(cmd, cwd=root, stdout=subprocess.PIPE, text=True)
+    driver = subprocess.Popen(
+        cmd, cwd=root, stdout=subprocess.PIPE, text=True,
+        # A test run started in the background inherits SIGINT ignored; Ctrl-C needs the default.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
+    )  # fmt: skip
     assert driver.stdout is not None
     starts = 0
     for line in driver.stdout:  # JSON events; a child started = one "start"

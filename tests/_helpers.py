@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pytest
 import yaml
@@ -76,22 +76,74 @@ def run_personae(
     )
 
 
+def plan(*descriptions: str) -> dict[str, Any]:
+    """A manager step answering with one subtask per description (each with one requirement)."""
+    subtasks = [{"description": d, "requirements": [f"{d} is done"]} for d in descriptions]
+    return {"when": {"role": "manager"}, "output": {"subtasks": subtasks}}
+
+
+def work(text: str) -> dict[str, Any]:
+    """A worker step answering ``text``."""
+    return {"when": {"role": "worker"}, "text": text}
+
+
+def tool(name: str, **args: Any) -> dict[str, Any]:
+    """A worker step calling tool ``name`` with ``args``."""
+    return {"when": {"role": "worker"}, "tool_calls": [{"name": name, "args": args}]}
+
+
+def verdict(
+    approved: bool,
+    *,
+    blocker: str | None = None,
+    progress: bool = True,
+    confidence: str = "high",
+    strategy: str | None = None,
+    issues: list[str] | None = None,
+) -> dict[str, Any]:
+    """A validator step: approved or not, with its completion signal."""
+    return {
+        "when": {"role": "validator"},
+        "output": {
+            "approved": approved,
+            "requirements_met": approved,
+            "issues": issues if issues is not None else ([] if approved else ["not good enough"]),
+            "next_action": "continue" if approved else "fix",
+            "completion_signal": {
+                "confidence": confidence,
+                "progress_made": progress,
+                "blocker_type": blocker,
+                "suggested_strategy": strategy,
+            },
+        },
+    }
+
+
+def synth(text: str = "Summary of validated work.") -> dict[str, Any]:
+    """The manager's closing (synthesis) step."""
+    return {"when": {"role": "manager"}, "text": text}
+
+
+def one_read_steps(path: str, *, subtask: str, report: str, answer: str) -> list[dict[str, Any]]:
+    """Scenario steps of one subtask: the worker reads ``path`` and reports ``report``, the
+    validator approves, the manager answers ``answer``."""
+    return [
+        {"when": {"role": "manager"}, "output": {"subtasks": [{"description": subtask}]}},
+        {"when": {"role": "worker"},
+         "tool_calls": [{"name": "read_file", "args": {"path": path}}]},
+        {"when": {"role": "worker"}, "text": report},
+        {"when": {"role": "validator"}, "output": VALIDATOR_OK},
+        {"when": {"role": "manager"}, "text": answer},
+    ]  # fmt: skip
+
+
 def read_config_scenario(
     answer: str, *, description: str, report: str = "config.yaml: port 8081"
 ) -> dict[str, Any]:
     """One subtask: the worker reads ``config.yaml`` and reports, the validator approves,
     the manager answers ``answer``."""
-    return {
-        "description": description,
-        "steps": [
-            {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Read config"}]}},
-            {"when": {"role": "worker"},
-             "tool_calls": [{"name": "read_file", "args": {"path": "config.yaml"}}]},
-            {"when": {"role": "worker"}, "text": report},
-            {"when": {"role": "validator"}, "output": VALIDATOR_OK},
-            {"when": {"role": "manager"}, "text": answer},
-        ],
-    }  # fmt: skip
+    steps = one_read_steps("config.yaml", subtask="Read config", report=report, answer=answer)
+    return {"description": description, "steps": steps}
 
 
 def build_project(
@@ -109,6 +161,20 @@ def build_project(
     for rel, text in files.items():
         write(root / rel, text)
     return root
+
+
+class ProjectFactory(Protocol):
+    """Makes a project folder under the test's ``tmp_path`` (the ``project_factory`` fixture)."""
+
+    def __call__(
+        self,
+        personas: Mapping[str, str] = ...,
+        files: Mapping[str, str] = ...,
+        *,
+        name: str = ...,
+        folder: str = ...,
+        scenarios: Mapping[str, Any] = ...,
+    ) -> Path: ...
 
 
 def write_scenarios(folder: Path, scenarios: Mapping[str, Any]) -> None:
@@ -248,6 +314,23 @@ def call_tool(subset: ToolSubset, name: str, **args: Any) -> str:
     """Dispatch one call of tool ``name`` with ``args`` through ``subset`` (under
     :func:`run_async`'s deadline) and return its result."""
     return run_async(subset.dispatch(name, args))
+
+
+def wait_until(
+    check: Callable[[], Any],
+    timeout: float = 10.0,
+    *,
+    interval: float = 0.1,
+    what: str = "condition",
+) -> None:
+    """Poll ``check()`` every ``interval`` seconds until it is true; the test fails after
+    ``timeout`` seconds, naming ``what`` it waited for."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(interval)
+    pytest.fail(f"{what} not met within {timeout:g} s")
 
 
 def free_port() -> int:

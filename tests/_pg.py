@@ -1,9 +1,10 @@
 """A real PostgreSQL server for the store tests (a pytest plugin, see ``conftest.py``).
 
-One throwaway cluster per test session (``initdb``/``pg_ctl`` from Debian's
+One throwaway cluster per test session (``initdb`` and ``postgres`` from Debian's
 ``postgresql`` package, found under ``/usr/lib/postgresql/*/bin``) listening only on a
 private unix socket in a temporary folder, never on TCP. As root the server runs as the
-``postgres`` user (``runuser``). Each test gets its own database, copied from a migrated
+``postgres`` user (``runuser``/``setpriv``); it is this process's child and is killed with
+it. Each test gets its own database, copied from a migrated
 template (``CREATE DATABASE ... TEMPLATE``) so tests stay fast and independent.
 
 The ``backend`` fixture parametrizes a test over ``sqlite`` and ``postgres``; ``open_store``
@@ -18,9 +19,12 @@ import atexit
 import glob
 import itertools
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -35,6 +39,11 @@ BACKENDS = ("sqlite", "postgres")
 SERVER_USER = "postgres"
 
 
+def dbname(url: str) -> str:
+    """The database name of a URL made by :meth:`PgServer.url`."""
+    return url.split("@/", 1)[1].split("?", 1)[0]
+
+
 def _binaries() -> Path:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=_version)
     if not found:
@@ -47,10 +56,19 @@ def _version(path: str) -> int:
     return int(part) if part.isdigit() else 0
 
 
-class PgServer:
-    """A throwaway PostgreSQL cluster on a private unix socket."""
+TEST_SETTINGS = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+"""Durability off: a test cluster is thrown away afterwards (the bench keeps fsync on)."""
 
-    def __init__(self) -> None:
+
+class PgServer:
+    """A throwaway PostgreSQL cluster on a private unix socket.
+
+    ``settings``: extra server options (``-c name=value ...``); the tests' default turns
+    durability off.
+    """
+
+    def __init__(self, settings: str = TEST_SETTINGS) -> None:
+        self.settings = settings
         self.bin = _binaries()
         self.root = Path(tempfile.mkdtemp(prefix="personae-pg-"))
         self.data = self.root / "data"
@@ -60,6 +78,7 @@ class PgServer:
         self._names = itertools.count()
         self._template = ""
         self.running = False
+        self.proc: subprocess.Popen[bytes] | None = None
 
     def _run(self, *argv: str) -> subprocess.CompletedProcess[str]:
         command = [str(self.bin / argv[0]), *argv[1:]]
@@ -68,7 +87,7 @@ class PgServer:
         return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
     def start(self) -> None:
-        """initdb and start the server (fsync off: a test cluster, thrown away afterwards)."""
+        """initdb and start the server."""
         self.sock.mkdir()
         if self.as_root:
             shutil.chown(self.root, SERVER_USER)
@@ -79,19 +98,39 @@ class PgServer:
         )  # fmt: skip
         if init.returncode != 0:
             pytest.fail(f"initdb failed: {init.stderr.strip()[-400:]} ({INSTALL})")
-        options = (
-            f"-c listen_addresses='' -k {self.sock} -c fsync=off -c synchronous_commit=off"
-            " -c full_page_writes=off -c max_connections=300"
-        )
-        started = self._run(
-            "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o", options,
-            "start",
-        )  # fmt: skip
-        if started.returncode != 0:
-            log = self.log.read_text(errors="replace")[-600:] if self.log.exists() else ""
-            pytest.fail(f"PostgreSQL did not start: {started.stderr.strip()} {log} ({INSTALL})")
+        # The postmaster is our child (no pg_ctl daemon) and gets SIGKILL when this process
+        # dies (setpriv --pdeathsig): a killed test run leaves no server behind; its
+        # backends exit on their own when the postmaster is gone.
+        command = [
+            "setpriv", "--pdeathsig", "KILL", "--", str(self.bin / "postgres"),
+            "-D", str(self.data), "-k", str(self.sock), "-c", "listen_addresses=",
+            "-c", "max_connections=300", *shlex.split(self.settings),
+        ]  # fmt: skip
+        if self.as_root:
+            command[1:1] = ["--reuid", SERVER_USER, "--regid", SERVER_USER, "--init-groups"]
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
         self.running = True
         atexit.register(self.stop)
+        deadline = time.monotonic() + 60
+        while not self._ready():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                text = self.log.read_text(errors="replace")[-600:]
+                self.stop()
+                pytest.fail(f"PostgreSQL did not start: {text} ({INSTALL})")
+            time.sleep(0.1)
+
+    def _ready(self) -> bool:
+        try:
+            import psycopg
+        except ImportError:
+            self.stop()
+            pytest.fail(f"psycopg is not installed: {INSTALL}")
+        try:
+            psycopg.connect(self.url("postgres"), connect_timeout=2).close()
+        except psycopg.OperationalError:
+            return False
+        return True
 
     def url(self, dbname: str) -> str:
         """The URL of database ``dbname`` on this server."""
@@ -119,14 +158,18 @@ class PgServer:
 
     def drop(self, url: str) -> None:
         """Drop the database of ``url`` (closing leftover connections)."""
-        name = url.rsplit("/", 1)[1].split("?", maxsplit=1)[0]
-        self.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        self.admin(f"DROP DATABASE IF EXISTS {dbname(url)} WITH (FORCE)")
 
     def stop(self) -> None:
         """Stop the server and remove its files."""
-        if self.running:
-            self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        if self.running and self.proc is not None:
             self.running = False
+            self.proc.send_signal(signal.SIGINT)  # fast shutdown: ends client sessions
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
         shutil.rmtree(self.root, ignore_errors=True)
 
 

@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -126,13 +125,3 @@ def launch_browser(playwright: Any) -> Any:
             "(apt-get install chromium); the viewer tests never download a browser"
         )
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-
-
-def wait_until(check: Any, timeout: float = 10.0) -> None:
-    """Poll ``check()`` until it is true (fails after ``timeout`` seconds)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    pytest.fail("condition not met in time")

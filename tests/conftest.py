@@ -12,7 +12,7 @@ import os
 import subprocess
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 # rich (and so Typer's help and error panels) reads COLUMNS; Typer reads TERMINAL_WIDTH once,
 # at import. TERM=dumb and NO_COLOR keep escape codes out of captured output, and
@@ -32,7 +32,7 @@ os.environ.pop("PY_COLORS", None)
 import pytest
 from pydantic_ai import models
 
-from _helpers import build_project, personae_cli, write_scenarios
+from _helpers import ProjectFactory, build_project, personae_cli, write_scenarios
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
@@ -70,20 +70,6 @@ def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
     """The CLI as a child process: ``cli(*args, cwd=, env=, drop=, timeout=, check=)``
     (:func:`_helpers.personae_cli`) with the width and colour settings above."""
     return personae_cli
-
-
-class ProjectFactory(Protocol):
-    """Makes a project folder under the test's ``tmp_path`` (see :func:`project_factory`)."""
-
-    def __call__(
-        self,
-        personas: Mapping[str, str] = ...,
-        files: Mapping[str, str] = ...,
-        *,
-        name: str = ...,
-        folder: str = ...,
-        scenarios: Mapping[str, Any] = ...,
-    ) -> Path: ...
 
 
 @pytest.fixture

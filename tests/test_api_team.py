@@ -36,8 +36,7 @@ def scripted_requests() -> Any:
 
 
 @pytest.fixture
-def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+def project(tmp_path: Path, offline_home: Path) -> Path:
     return dev_project(tmp_path, {"one": scenario()})
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -189,3 +191,13 @@ def test_cli_batch_runs_real_team_runs(tmp_path: Path, isolated_home: Path) -> N
     listed = json.loads(run_personae("runs", "list", "--json", cwd=root, env=env).stdout)
     assert {r["id"] for r in listed} == {r["run_id"] for r in got}
     assert {r["session_id"] for r in listed} == {"s0", "s1"}
+
+
+def test_personae_imports_no_ray() -> None:
+    code = (
+        "import sys, personae, personae.cli.app, personae.batch.engine, "
+        "personae.workflow.executors, personae.workflow.ray_executor; "
+        "print('ray' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"

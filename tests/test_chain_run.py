@@ -7,13 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from _helpers import wait_until
 from personae.errors import UsageError
 from personae.workflow.chain import run_chain, state_dir_for
 from personae.workflow.executors import LocalProcessExecutor
@@ -159,12 +159,7 @@ def test_resume_refuses_changed_workflow(tmp_path: Path) -> None:
 
 
 def _wait_for(check: Any, limit: float = 60.0) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError("condition not reached")
+    wait_until(check, limit, interval=0.05)
 
 
 def _checkpoint(root: Path) -> dict[str, Any]:

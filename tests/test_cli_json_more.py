@@ -5,16 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from importlib import resources
 from pathlib import Path
 
+from _helpers import personae_cli
+
 
 def _cli(*args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False,
-    )  # fmt: skip
+    return personae_cli(*args, cwd=cwd, timeout=timeout)
 
 
 def _example(tmp_path: Path) -> Path:

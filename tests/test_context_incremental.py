@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from personae.context import Snapshot
-from personae.context._textcut import render_counted
+from personae.context._counted import render_counted
 from personae.context.render import render_sections
 from personae.tokens.exact import exact_counter
 

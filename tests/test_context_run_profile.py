@@ -12,21 +12,13 @@ from typing import Any
 import pytest
 import yaml
 
-from _helpers import VALIDATOR_OK as OK
-from _helpers import personae_cli
+from _helpers import one_read_steps, personae_cli
 
 SCENARIO = {
     "description": "one subtask, one tool call (scripted)",
-    "steps": [
-        {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Write it"}]}},
-        {
-            "when": {"role": "worker"},
-            "tool_calls": [{"name": "read_file", "args": {"path": ".personae/samples/sales.csv"}}],
-        },
-        {"when": {"role": "worker"}, "text": "Report drafted."},
-        {"when": {"role": "validator"}, "output": OK},
-        {"when": {"role": "manager"}, "text": "DONE"},
-    ],
+    "steps": one_read_steps(
+        ".personae/samples/sales.csv", subtask="Write it", report="Report drafted.", answer="DONE"
+    ),
 }
 
 
@@ -37,8 +29,7 @@ def personae(
 
 
 @pytest.fixture
-def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+def project(tmp_path: Path, offline_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("PERSONAE_BUDGET_SHARE", raising=False)
     root = tmp_path / "proj"
     root.mkdir()
@@ -145,6 +136,27 @@ def test_handover_names_the_profile(project: Path) -> None:
     call = _worker(run)
     assert call["budget"]["role"] == "worker (profile builder)"
     assert "<vision>" in call["context_text"] and "<handover>" in call["context_text"]
+
+
+def test_handover_create_names_the_profile(project: Path) -> None:
+    """``handover create --profile`` writes ``target.profile``; the run assembles the
+    target's worker with it; an unknown name fails before anything is written."""
+    handover = project / "h.json"
+    personae(
+        project, "handover", "create", "--to", "analyst", "--task", "01-march-report",
+        "--profile", "builder", "--out", str(handover),
+    )  # fmt: skip
+    assert json.loads(handover.read_text(encoding="utf-8"))["target"]["profile"] == "builder"
+    run = _run(project, "--context-from", str(handover), "--non-interactive")
+    assert _worker(run)["budget"]["role"] == "worker (profile builder)"
+    bad_file = project / "bad.json"
+    bad = personae(
+        project, "handover", "create", "--to", "analyst", "--task", "x",
+        "--profile", "buidler", "--out", str(bad_file), check=False,
+    )  # fmt: skip
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
+    assert "unknown profile 'buidler'; did you mean 'builder'?" in bad.stderr
+    assert not bad_file.exists()
 
 
 def test_chain_step_names_the_profile(tmp_path: Path) -> None:

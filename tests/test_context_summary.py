@@ -123,11 +123,21 @@ def test_runs_use_the_model_summary_or_report_the_fallback(
                  "--session", "s1", "--json")  # fmt: skip
     runs = json.loads(personae(root, "runs", "list", "--json").stdout)
     shown = json.loads(personae(root, "runs", "show", runs[0]["id"], "--json").stdout)
-    manager = shown["model_calls"][0]
+    manager = next(c for c in shown["model_calls"] if c["role"] == "manager")
     report = manager["budget"]
+    summaries = [c for c in shown["model_calls"] if c["role"] == "summarizer"]
     if with_summary:
         assert report["history_path"] == "A"
         assert "<conversation_summary>\nSUMMARY-FROM-MODEL" in manager["context_text"]
+        # The summary's model call is stored like the others and counts in the run's usage.
+        assert len(summaries) == 1 and shown["model_calls"][0]["role"] == "summarizer"
+        call = summaries[0]
+        assert call["answer"]["text"].startswith("SUMMARY-FROM-MODEL")
+        assert "[user]" in call["context_text"] and call["usage"]["step"] == 1
+        assert call["budget"]["role"] == "summarizer" and call["usage"]["counted_input_tokens"] > 0
+        assert shown["run"]["usage"]["requests"] == len(shown["model_calls"])
+        text_view = personae(root, "runs", "show", runs[0]["id"]).stdout
+        assert "summarizer" in text_view
     else:
         assert report["history_path"] == "B"
         assert any("summary model call failed" in w for w in report["warnings"])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from _helpers import run_personae
+from _helpers import ProjectFactory, run_personae
 from personae.errors import UsageError
 from personae.handover import runflow
 from personae.handover.create import build_handover, create_handover
@@ -36,13 +36,10 @@ def cli(
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".personae" / "personas").mkdir(parents=True)
-    (root / ".personae" / "personas" / "viz.md").write_text(
-        "---\nname: viz\ndescription: Plots.\ntools: [read_file]\n---\nPlot.\n"
+def project(project_factory: ProjectFactory) -> Path:
+    return project_factory(
+        {"viz": "---\nname: viz\ndescription: Plots.\ntools: [read_file]\n---\nPlot.\n"}
     )
-    return root
 
 
 def _hpc_handover(project: Path) -> Path:

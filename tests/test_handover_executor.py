@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
-from _helpers import run_async
+from _helpers import ProjectFactory, run_async
 from personae.handover.child import (
     EXIT_FAILURE,
     EXIT_SUCCESS,
     EXIT_TIMEOUT,
+    ChildOptions,
     ChildSpec,
     backoff_delays,
     personae_run_command,
@@ -30,14 +31,11 @@ from test_handover_childprog import calls, command
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".personae" / "personas").mkdir(parents=True)
-    for name in ("report-writer", "writer"):
-        (root / ".personae" / "personas" / f"{name}.md").write_text(
-            f"---\nname: {name}\ndescription: Writes.\n---\nWrite.\n"
-        )
-    return root
+def project(project_factory: ProjectFactory) -> Path:
+    return project_factory(
+        {name: f"---\nname: {name}\ndescription: Writes.\n---\nWrite.\n"
+         for name in ("report-writer", "writer")}
+    )  # fmt: skip
 
 
 def make(project: Path, behave: dict[str, Any] | None = None) -> Path:
@@ -62,7 +60,7 @@ def alive(pid: int) -> bool:
 
 def test_success_results_written_by_child(project: Path) -> None:
     path = make(project)
-    out = run_handover(path, cwd=project, timeout=30, command=command)
+    out = run_handover(path, cwd=project, options=ChildOptions(timeout=30, command=command))
     assert out.status == "success" and out.exit_code == EXIT_SUCCESS
     assert len(out.attempts) == 1
     results = load_handover(path).handover.results
@@ -73,7 +71,7 @@ def test_success_results_written_by_child(project: Path) -> None:
 
 def test_child_without_results_gets_them_from_exit_code(project: Path) -> None:
     path = make(project, {"no_results": True})
-    out = run_handover(path, cwd=project, timeout=30, command=command)
+    out = run_handover(path, cwd=project, options=ChildOptions(timeout=30, command=command))
     assert out.status == "success"
     results = load_handover(path).handover.results
     assert results is not None and "plain output from report-writer" in (results.output or "")
@@ -82,7 +80,9 @@ def test_child_without_results_gets_them_from_exit_code(project: Path) -> None:
 def test_timeout_kills_whole_process_group(project: Path) -> None:
     path = make(project, {"grandchild": True, "sleep": 60})
     started = time.monotonic()
-    out = run_handover(path, cwd=project, timeout=8, attempts=1, command=command)
+    out = run_handover(
+        path, cwd=project, options=ChildOptions(timeout=8, attempts=1, command=command)
+    )
     assert time.monotonic() - started < 30
     assert out.exit_code == EXIT_TIMEOUT and out.attempts[0].timed_out
     hid = load_handover(path).handover.handover_id
@@ -113,7 +113,8 @@ def test_retries_with_exponential_backoff_then_success(project: Path) -> None:
     spawned: list[float] = []
     ended: list[float] = []
     out = run_handover(
-        path, cwd=project, timeout=30, attempts=3, backoff=0.3, command=command,
+        path, cwd=project,
+        options=ChildOptions(timeout=30, attempts=3, backoff=0.3, command=command),
         on_start=lambda _pid: spawned.append(time.monotonic()),
         on_attempt=lambda _a: ended.append(time.monotonic()),
     )  # fmt: skip
@@ -127,7 +128,10 @@ def test_retries_with_exponential_backoff_then_success(project: Path) -> None:
 
 def test_final_failure_saves_error_state(project: Path) -> None:
     path = make(project, {"fail_times": 10})
-    out = run_handover(path, cwd=project, timeout=30, attempts=2, backoff=0.05, command=command)
+    out = run_handover(
+        path, cwd=project,
+        options=ChildOptions(timeout=30, attempts=2, backoff=0.05, command=command),
+    )  # fmt: skip
     assert out.exit_code == EXIT_FAILURE and len(out.attempts) == 2
     results = load_handover(path).handover.results
     assert results is not None and results.status == "failure"
@@ -146,7 +150,10 @@ def test_final_failure_saves_error_state(project: Path) -> None:
 
 def test_non_zero_exit_with_success_results_is_retried_no_more_than_asked(project: Path) -> None:
     path = make(project, {"exit": 7, "no_results": True})
-    out = run_handover(path, cwd=project, timeout=30, attempts=2, backoff=0.01, command=command)
+    out = run_handover(
+        path, cwd=project,
+        options=ChildOptions(timeout=30, attempts=2, backoff=0.01, command=command),
+    )  # fmt: skip
     assert out.status == "failure" and [a.exit_code for a in out.attempts] == [7, 7]
 
 
@@ -209,8 +216,7 @@ def test_tool_waits_for_results(project: Path) -> None:
         source_persona="data-analyst",
         cwd=project,
         insights=["x"],
-        command=command,
-        timeout=30,
+        child=ChildOptions(command=command, timeout=30),
     )
     assert result.success and result.status == "success"
     assert result.results is not None and result.results["status"] == "success"
@@ -242,7 +248,9 @@ def test_tool_in_a_tool_registry(project: Path) -> None:
     from personae.tools.workspace import Workspace
 
     registry = ToolRegistry(Workspace(project))
-    register_handover_tool(registry, "data-analyst", command=command, timeout=30)
+    register_handover_tool(
+        registry, "data-analyst", child=ChildOptions(command=command, timeout=30)
+    )
     tool = registry.get("handover_to_persona")
     assert {"targetPersona", "task", "files", "interactive"} <= set(tool.parameters["properties"])
     ctx = ToolContext(workspace=registry.workspace, tool=tool.name)
@@ -273,9 +281,9 @@ def test_interrupt_kills_child_group_and_records_failure(project: Path) -> None:
         "import sys; from pathlib import Path; "
         f"sys.path.insert(0, {str(tests_dir)!r}); "
         "from test_handover_childprog import command; "
-        "from personae.handover.child import run_handover; "
-        f"run_handover(Path({str(path)!r}), cwd=Path({str(project)!r}), timeout=120, "
-        "command=command)"
+        "from personae.handover.child import ChildOptions, run_handover; "
+        f"run_handover(Path({str(path)!r}), cwd=Path({str(project)!r}), "
+        "options=ChildOptions(timeout=120, command=command))"
     )
     parent = subprocess.Popen(
         [sys.executable, "-c", code],

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from _helpers import VALIDATOR_OK as OK
+from _helpers import ProjectFactory
 from personae.handover.create import build_handover, create_handover
 from personae.handover.tool import HandoverToolArgs, HandoverToolResult
 
@@ -32,14 +33,12 @@ RULES = [
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / ".personae" / "personas").mkdir(parents=True)
-    (root / ".personae" / "personas" / "dev.md").write_text(
-        "---\nname: dev\ndescription: Answers.\ntools: [read_file]\n---\nAnswer briefly.\n"
+def project(project_factory: ProjectFactory) -> Path:
+    dev = "---\nname: dev\ndescription: Answers.\ntools: [read_file]\n---\nAnswer briefly.\n"
+    return project_factory(
+        {"dev": dev},
+        {"scenario.yaml": yaml.safe_dump({"steps": [], "rules": RULES})},
     )
-    (root / "scenario.yaml").write_text(yaml.safe_dump({"steps": [], "rules": RULES}))
-    return root
 
 
 def _read_until(fd: int, needle: bytes, seen: bytearray, deadline: float, times: int = 1) -> None:
@@ -116,9 +115,11 @@ def _pty_run(argv: list[str], cwd: Path) -> tuple[int, int]:
 def test_the_tool_interactive_flag_runs_the_target_on_the_terminal(project: Path) -> None:
     script = (
         "from pathlib import Path\n"
+        "from personae.handover.child import ChildOptions\n"
         "from personae.handover.tool import handover_to_persona\n"
         "r = handover_to_persona('dev', 'What is the port?', source_persona='user',\n"
-        f"    cwd=Path('.'), interactive=True, model='scripted:{project / 'scenario.yaml'}')\n"
+        "    cwd=Path('.'), interactive=True,\n"
+        f"    child=ChildOptions(model='scripted:{project / 'scenario.yaml'}'))\n"
         "print('TOOL-RESULT', r.status, r.results['status'], flush=True)\n"
     )
     pid, fd = _pty_run([sys.executable, "-c", script], project)

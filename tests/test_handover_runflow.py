@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from _helpers import run_personae
+from _helpers import ProjectFactory, run_personae
 from personae.errors import UsageError
 from personae.handover import runflow
 from personae.handover._history import history_for
@@ -25,15 +25,11 @@ def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "data").mkdir(parents=True)
-    (root / "data" / "sales.csv").write_text("month,total\n1,10\n")
-    (root / ".personae" / "personas").mkdir(parents=True)
-    (root / ".personae" / "personas" / "report-writer.md").write_text(
-        "---\nname: report-writer\ndescription: Writes reports.\n---\nWrite.\n"
+def project(project_factory: ProjectFactory) -> Path:
+    return project_factory(
+        {"report-writer": "---\nname: report-writer\ndescription: Writes reports.\n---\nWrite.\n"},
+        {"data/sales.csv": "month,total\n1,10\n"},
     )
-    return root
 
 
 def make(project: Path, **kw: object) -> Path:
@@ -110,6 +106,44 @@ def test_finish_writes_failure_and_return_path(project: Path) -> None:
     assert back.format == "yaml"
     assert back.handover.results is not None and back.handover.results.error == "boom"
     assert load_handover(path).handover.results is None  # original untouched
+
+
+def test_working_on_writes_every_turn_as_the_results(project: Path) -> None:
+    path = make(project)
+    session = runflow.begin(path, None, cwd=project, non_interactive=True)
+    with runflow.working_on(session) as work:
+        work.add(runflow.HandoverTurn(done=True, answer="first", files=["a.md"]))
+        work.add(
+            runflow.HandoverTurn(
+                done=False, answer="second", files=["a.md", "/etc/passwd"], warnings=["check b"]
+            )
+        )
+    assert work.written == path
+    results = load_handover(path).handover.results
+    assert results is not None and results.status == "partial"  # one turn was not done
+    assert results.output == "first\n\nsecond"
+    assert (results.artifacts, results.next_steps) == (["a.md"], ["check b"])
+    assert any("/etc/passwd" in w for w in work.new_warnings)  # dropped, and said so
+
+
+def test_working_on_writes_the_failure_and_raises_on(project: Path) -> None:
+    path = make(project)
+    session = runflow.begin(path, None, cwd=project, non_interactive=True)
+    ret = project / "result.json"
+    with pytest.raises(TimeoutError), runflow.working_on(session, return_path=ret) as work:
+        work.add(runflow.HandoverTurn(done=True, answer="never kept"))
+        raise TimeoutError
+    assert work.written is None
+    results = load_handover(ret).handover.results
+    assert results is not None
+    assert (results.status, results.error, results.output) == ("failure", "timed out", None)
+
+
+def test_working_on_without_a_handover_writes_nothing(project: Path) -> None:
+    with runflow.working_on(None) as work:
+        work.add(runflow.HandoverTurn(done=True, answer="ok"))
+    assert work.written is None
+    assert not list(project.rglob("*.json"))
 
 
 def test_finish_cuts_huge_output_instead_of_failing(project: Path) -> None:

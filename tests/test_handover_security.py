@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _helpers import ProjectFactory
 from personae.handover import runflow
 from personae.handover.create import build_handover, create_handover, parse_file_spec
 from personae.handover.files import load_handover, save_handover
@@ -46,11 +47,8 @@ def doc(workdir: Path, paths: list[str], env: dict[str, str] | None = None) -> d
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    (root / "data").mkdir(parents=True)
-    (root / "data" / "a.csv").write_text("x\n")
-    return root
+def project(project_factory: ProjectFactory) -> Path:
+    return project_factory(files={"data/a.csv": "x\n"})
 
 
 def strict(root: Path) -> PathPolicy:

@@ -25,6 +25,14 @@ def _mem(title: str, description: str, mtype: str, body: str, **extra: str) -> s
     return "---\n" + "\n".join(lines) + "\n---\n" + body + "\n"
 
 
+def _notes(folder: Path, count: int) -> Path:
+    """``folder`` with ``count`` note memories ``m0.md`` ... (titles ``M0`` ...)."""
+    folder.mkdir()
+    for i in range(count):
+        (folder / f"m{i}.md").write_text(_mem(f"M{i}", "d", "note", "body"), encoding="utf-8")
+    return folder
+
+
 @pytest.fixture
 def service(tmp_path: Path, open_store: Callable[[], Store]) -> MindService:
     prompt = tmp_path / "mind.md"
@@ -89,10 +97,7 @@ def test_read_missing_names_the_file(service: MindService) -> None:
 def test_catalog_rereads_only_changed_files(
     tmp_path: Path, open_store: Callable[[], Store]
 ) -> None:
-    mem = tmp_path / "memory"
-    mem.mkdir()
-    for i in range(5):
-        (mem / f"m{i}.md").write_text(_mem(f"M{i}", "d", "note", "body"), encoding="utf-8")
+    mem = _notes(tmp_path / "memory", 5)
     index = MindIndex(open_store())
     folder = MemoryDir(mem)
     first = index.sync(folder)
@@ -277,10 +282,7 @@ def test_near_universal_words_do_not_drown_the_query(service: MindService) -> No
 def test_concurrent_syncs_from_two_connections_leave_no_duplicates(
     tmp_path: Path, open_store: Callable[[], Store]
 ) -> None:
-    mem = tmp_path / "memory"
-    mem.mkdir()
-    for i in range(150):
-        (mem / f"m{i}.md").write_text(_mem(f"M{i}", "d", "note", "body"), encoding="utf-8")
+    mem = _notes(tmp_path / "memory", 150)
     prompt = tmp_path / "mind.md"
     prompt.write_text("c\n", encoding="utf-8")
     services = [MindService(mem, prompt, open_store()) for _ in range(2)]

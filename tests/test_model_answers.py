@@ -39,8 +39,7 @@ def personae(cwd: Path, *args: str) -> str:
 
 
 @pytest.fixture
-def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+def project(tmp_path: Path, offline_home: Path) -> Path:
     return dev_project(tmp_path, {"answers": SCENARIO}, persona=PERSONA)
 
 

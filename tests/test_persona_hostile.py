@@ -15,7 +15,7 @@ import pytest
 
 from _helpers import run_personae, write
 from personae.persona import Cast
-from personae.persona._files import MAX_FILE_BYTES
+from personae.persona._files import MAX_READ_BYTES
 
 GOOD = "---\nname: good\ndescription: A fine persona.\ntools: [read_file]\n---\nHello.\n"
 
@@ -100,7 +100,7 @@ def test_oversized_file_is_an_error(tmp_path: Path) -> None:
     write(tmp_path / ".personae/personas/good.md", GOOD)
     big = write(
         tmp_path / ".personae/personas/big.md",
-        "---\nname: big\ndescription: d\n---\n" + "x" * MAX_FILE_BYTES,
+        "---\nname: big\ndescription: d\n---\n" + "x" * MAX_READ_BYTES,
     )
     cast = Cast.load(tmp_path)
     assert [str(e) for e in cast.errors] == [f"{big}: cannot read file: larger than 8 MiB"]

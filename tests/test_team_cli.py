@@ -38,8 +38,7 @@ REFUSING = {
 
 
 @pytest.fixture
-def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+def project(tmp_path: Path, offline_home: Path) -> Path:
     answers = {"one": "ANSWER-ONE port 8081", "two": "ANSWER-TWO"}
     return dev_project(tmp_path, {name: scenario(answer) for name, answer in answers.items()})
 

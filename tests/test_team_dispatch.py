@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from personae.team.dispatch import Action, SubtaskBudget, decide
+from personae.team.dispatch import Action, SubtaskBudget, next_step
 from personae.team.involvement import involvement_for
 from personae.team.loop import involvement_for_subtask
 from personae.team.loopdetect import LoopDetector
@@ -57,7 +57,9 @@ def rejected(
 )
 def test_each_blocker_maps_to_its_strategy(blocker: BlockerType, action: Action) -> None:
     budget = SubtaskBudget(max_retries=2)
-    decision = decide(rejected(blocker), WORK, budget, subtask="s", tools_to_use=["grep"])
+    decision = next_step(rejected(blocker), WORK, budget, subtask="s", tools_to_use=["grep"])
+    assert budget.retries_used == 0  # next_step is pure: the new state is on the decision
+    budget = decision.budget
     assert decision.action is action
     spends = action in (Action.RETRY, Action.REPHRASE, Action.DECOMPOSE)
     assert budget.retries_used == (1 if spends else 0)
@@ -66,7 +68,7 @@ def test_each_blocker_maps_to_its_strategy(blocker: BlockerType, action: Action)
 
 
 def test_hallucination_instruction_names_the_tools() -> None:
-    decision = decide(
+    decision = next_step(
         rejected(BlockerType.HALLUCINATION), WORK, SubtaskBudget(), subtask="s",
         tools_to_use=["read_file", "grep"],
     )  # fmt: skip
@@ -78,10 +80,11 @@ def test_tool_failure_retries_at_most_twice_then_rephrases_then_stops() -> None:
         update={"failed_tools": [ToolCallRecord(tool="read_file", ok=False, result="no such file")]}
     )
     budget = SubtaskBudget(max_retries=5)
-    actions = [
-        decide(rejected(BlockerType.TOOL_FAILURE), failed, budget, subtask="s", tools_to_use=[])
-        for _ in range(3)
-    ]
+    actions = []
+    for _ in range(3):
+        rejection = rejected(BlockerType.TOOL_FAILURE)
+        actions.append(next_step(rejection, failed, budget, subtask="s", tools_to_use=[]))
+        budget = actions[-1].budget
     assert [a.action for a in actions] == [Action.RETRY, Action.REPHRASE, Action.SKIP]
     assert "no such file" in actions[0].instruction
 
@@ -90,8 +93,8 @@ def test_code_detected_loop_overrides_the_validator_and_skips_after_two() -> Non
     looping = WORK.model_copy(update={"loop_detected": True})
     budget = SubtaskBudget(max_retries=5)
     says_fine = rejected(BlockerType.PARTIAL, progress=True)
-    first = decide(says_fine, looping, budget, subtask="s", tools_to_use=[])
-    second = decide(says_fine, looping, budget, subtask="s", tools_to_use=[])
+    first = next_step(says_fine, looping, budget, subtask="s", tools_to_use=[])
+    second = next_step(says_fine, looping, first.budget, subtask="s", tools_to_use=[])
     assert (first.action, second.action) == (Action.REPHRASE, Action.SKIP)
     assert second.warning and "loop" in second.warning
 
@@ -99,7 +102,7 @@ def test_code_detected_loop_overrides_the_validator_and_skips_after_two() -> Non
 @pytest.mark.parametrize(("progress", "action"), [(True, Action.CONTINUE), (False, Action.SKIP)])
 def test_exhaustion(progress: bool, action: Action) -> None:
     budget = SubtaskBudget(max_retries=1, retries_used=1)
-    decision = decide(
+    decision = next_step(
         rejected(BlockerType.HALLUCINATION, progress=progress), WORK, budget, subtask="s",
         tools_to_use=[],
     )  # fmt: skip
@@ -128,10 +131,11 @@ def test_budget_is_never_exceeded_and_every_subtask_ends(
     ended = False
     for blocker, progress, loop, strategy in signals:
         work = WORK.model_copy(update={"loop_detected": loop})
-        decision = decide(
+        decision = next_step(
             rejected(blocker, progress=progress, strategy=strategy), work, budget, subtask="s",
             tools_to_use=[],
         )  # fmt: skip
+        budget = decision.budget
         spent += decision.action in (Action.RETRY, Action.REPHRASE, Action.DECOMPOSE)
         assert budget.retries_used == spent <= max_retries
         if decision.action in (Action.SKIP, Action.ESCALATE, Action.CONTINUE):

@@ -9,16 +9,15 @@ model call crosses loopback HTTP. The child is a separate `personae run
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from _helpers import VALIDATOR_OK as OK
+from _helpers import ProjectFactory, personae_cli
+from personae.handover.child import ChildOptions
 from personae.handover.tool import handover_to_persona
 
 LEAD = """---
@@ -86,30 +85,25 @@ CHILD_WORKER = {
 
 
 @pytest.fixture
-def project(tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+def project(
+    tmp_path: Path,
+    offline_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    project_factory: ProjectFactory,
+) -> Path:
     monkeypatch.delenv("PERSONAE_HANDOVER_DEPTH", raising=False)
-    root = tmp_path / "proj"
-    personas = root / ".personae" / "personas"
-    personas.mkdir(parents=True)
     child = tmp_path / "child.yaml"
-    child.write_text(yaml.safe_dump(CHILD_WORKER))
-    (personas / "lead.md").write_text(LEAD)
-    (personas / "plain.md").write_text(PLAIN)
-    (personas / "writer.md").write_text(WRITER.format(child=child))
-    for wait in (True, False):
-        name = "wait" if wait else "later"
-        (tmp_path / f"{name}.yaml").write_text(yaml.safe_dump(parent_scenario(wait)))
-    return root
+    scenarios = {
+        "child": CHILD_WORKER,
+        "wait": parent_scenario(True),
+        "later": parent_scenario(False),
+    }
+    personas = {"lead": LEAD, "plain": PLAIN, "writer": WRITER.format(child=child)}
+    return project_factory(personas, scenarios=scenarios)
 
 
 def run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [sys.executable, "-m", "personae", "run", *args, "--json"],
-        check=False, cwd=cwd, capture_output=True, text=True, timeout=180,
-        env={**os.environ, **(env or {})},
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
+    done = personae_cli("run", *args, "--json", cwd=cwd, env=env, timeout=180, check=True)
     assert "Traceback" not in done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 
@@ -157,7 +151,7 @@ def test_handover_without_waiting_returns_the_command(project: Path) -> None:
     # The same call made directly returns the whole command (the event keeps 500 chars).
     result = handover_to_persona(
         "writer", "CHILDJOB write report.md", source_persona="lead", cwd=project,
-        wait_for_results=False, model=spec,
+        wait_for_results=False, child=ChildOptions(model=spec),
     )  # fmt: skip
     argv = result.command
     assert result.status == "prepared" and result.success

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import yaml
 
+from _helpers import events_of as kinds
+from _helpers import plan, role_requests, synth, tool, verdict, work
 from personae.team.involvement import involvement_for
-from test_team_loop import kinds, make_project, plan, role_requests, run, synth, tool, verdict, work
+from test_team_loop import make_project, run
 
 LABELLED = Path(__file__).parent / "data" / "involvement" / "labelled.yaml"
 

@@ -12,7 +12,17 @@ from typing import Any
 
 import pytest
 
-from _helpers import build_project, role_requests, run_async, run_scenario
+from _helpers import (
+    build_project,
+    plan,
+    role_requests,
+    run_async,
+    run_scenario,
+    synth,
+    tool,
+    verdict,
+    work,
+)
 from _helpers import events_of as kinds
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.store import Store
@@ -32,49 +42,6 @@ You are dev. Use your tools.
 def make_project(root: Path, persona: str = PERSONA) -> Path:
     files = {"config.yaml": "port: 8081\nhost: localhost\n", "notes.md": "Release on Friday.\n"}
     return build_project(root, {"dev": persona}, files)
-
-
-def plan(*descriptions: str) -> dict[str, Any]:
-    subtasks = [{"description": d, "requirements": [f"{d} is done"]} for d in descriptions]
-    return {"when": {"role": "manager"}, "output": {"subtasks": subtasks}}
-
-
-def work(text: str) -> dict[str, Any]:
-    return {"when": {"role": "worker"}, "text": text}
-
-
-def tool(name: str, **args: Any) -> dict[str, Any]:
-    return {"when": {"role": "worker"}, "tool_calls": [{"name": name, "args": args}]}
-
-
-def verdict(
-    approved: bool,
-    *,
-    blocker: str | None = None,
-    progress: bool = True,
-    confidence: str = "high",
-    strategy: str | None = None,
-    issues: list[str] | None = None,
-) -> dict[str, Any]:
-    return {
-        "when": {"role": "validator"},
-        "output": {
-            "approved": approved,
-            "requirements_met": approved,
-            "issues": issues if issues is not None else ([] if approved else ["not good enough"]),
-            "next_action": "continue" if approved else "fix",
-            "completion_signal": {
-                "confidence": confidence,
-                "progress_made": progress,
-                "blocker_type": blocker,
-                "suggested_strategy": strategy,
-            },
-        },
-    }
-
-
-def synth(text: str = "Summary of validated work.") -> dict[str, Any]:
-    return {"when": {"role": "manager"}, "text": text}
 
 
 def run(

@@ -16,7 +16,7 @@ import pytest
 
 from _helpers import VALIDATOR_OK as OK
 from _helpers import events_of as events
-from _helpers import requests_with, run_async, run_scenario, tool_results
+from _helpers import one_read_steps, requests_with, run_async, run_scenario, tool_results
 from personae.errors import RunError
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.models.scenario import ROLE_MARKER
@@ -233,16 +233,9 @@ BROKEN persona.
 def test_server_that_fails_to_start_is_a_warning_and_the_run_goes_on(tmp_path: Path) -> None:
     root = make_project(tmp_path, {"broken": BROKEN}, {})
     (root / "notes.txt").write_text("hello\n")
-    steps = [
-        {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Read notes"}]}},
-        {
-            "when": {"role": "worker"},
-            "tool_calls": [{"name": "read_file", "args": {"path": "notes.txt"}}],
-        },
-        {"when": {"role": "worker"}, "text": "notes say hello"},
-        {"when": {"role": "validator"}, "output": OK},
-        {"when": {"role": "manager"}, "text": "hello"},
-    ]
+    steps = one_read_steps(
+        "notes.txt", subtask="Read notes", report="notes say hello", answer="hello"
+    )
     outcome, player = run(root, "broken", steps, {})
     warnings = [e for e in events(outcome, "warning") if e.data.get("action") == "mcp_server"]
     text = " ".join(e.message for e in warnings)

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from test_team_loop import kinds, make_project, plan, role_requests, run, synth, tool, verdict, work
+from _helpers import events_of as kinds
+from _helpers import plan, role_requests, synth, tool, verdict, work
+from test_team_loop import make_project, run
 
 PERSONA = """---
 name: dev

@@ -24,6 +24,8 @@ import pytest
 import yaml
 
 from _helpers import VALIDATOR_OK as OK
+from _helpers import run_personae
+from _helpers import wait_until as poll_until
 
 PERSONA = """---
 name: sh
@@ -86,12 +88,7 @@ def settle(token: str, limit: float = 5.0) -> list[int]:
 
 
 def wait_until(check: Any, limit: float = 90.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{what} not reached within {limit:g}s")
+    poll_until(check, limit, interval=0.05, what=what)
 
 
 def _env() -> dict[str, str]:
@@ -130,10 +127,8 @@ def _token() -> str:
 
 def _create_handover(root: Path) -> subprocess.CompletedProcess[str]:
     """``personae handover create --to sh --task go`` (its stdout is the file's path)."""
-    created = subprocess.run(
-        [sys.executable, "-m", "personae", "handover", "create", "--to", "sh", "--task", "go"],
-        cwd=root, env=_env(), capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    create = ("handover", "create", "--to", "sh", "--task", "go")
+    created = run_personae(*create, cwd=root, env=_env(), timeout=120)
     assert created.returncode == 0, created.stderr
     return created
 

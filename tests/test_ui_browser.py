@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from _ui_support import launch_browser, make_project, viewer, wait_until
+from _helpers import wait_until
+from _ui_support import launch_browser, make_project, viewer
 from personae.store.db import Store
 from personae.store.runs import RunStore
 

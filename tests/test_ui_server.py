@@ -6,13 +6,13 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from _helpers import personae_cli
 from _ui_support import viewer
 from personae.store.answers import AnswerToolCall, ModelAnswer
 from personae.store.db import Store
@@ -23,14 +23,7 @@ SECRET = "sk-proj0123456789abcdefghijklmn"
 
 
 def _ui(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "personae", "ui", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return personae_cli("ui", *args, cwd=cwd, timeout=60)
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from typing import Any
 __all__ = [
     "BudgetExceededError",
     "ConfigError",
+    "FrontmatterError",
     "ModelNotConfiguredError",
     "PersonaeError",
     "RunError",
@@ -152,3 +153,22 @@ def yaml_error_line(exc: Exception) -> int | None:
     """The 1-based line a PyYAML error points at (its problem mark), if it has one."""
     mark = getattr(exc, "problem_mark", None)
     return mark.line + 1 if mark is not None else None
+
+
+class FrontmatterError(ValueError):
+    """A file's YAML frontmatter is missing or malformed (persona, skill and memory files).
+
+    Raised by the frontmatter readers; the loaders turn it into a problem or a
+    :class:`UsageError` naming the file (``line`` is 1-based in the file).
+    """
+
+    def __init__(
+        self, message: str, line: int | None = None, *, missing: bool = False, unsafe: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.missing = missing
+        """True when the file has no frontmatter at all."""
+        self.unsafe = unsafe
+        """True for a recursive alias, an alias bomb or deep nesting (never read leniently)."""

@@ -26,7 +26,7 @@ from personae.persona.cast import Cast
 from personae.project import Project
 from personae.settings import PersonaeSettings
 from personae.store.conversations import ConversationStore
-from personae.store.db import Store
+from personae.store.db import Store, store_present
 from personae.tokens import exact_counter
 from personae.tokens.registry import counter_for_model, model_info
 
@@ -83,7 +83,7 @@ def assemble(
     conversations = None
     store = None
     if session is not None:
-        if not project.state_db.is_file():
+        if not store_present(project.state_db):  # a PostgreSQL store has no file
             raise UsageError(
                 "no conversation store yet (nothing has been run in this project)",
                 file=project.state_db,

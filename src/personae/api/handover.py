@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from personae.errors import UsageError
+from personae.errors import UnknownNameError, UsageError
+from personae.limits import DEFAULTS
 
 if TYPE_CHECKING:
-    from personae.handover.child import AttemptOutcome, RunOutcome
+    from personae.handover.child import AttemptOutcome, HandoverOutcome
     from personae.handover.create import CreatedHandover
     from personae.handover.files import LoadedHandover
     from personae.handover.schema import ArtifactFile
@@ -62,6 +63,9 @@ class HandoverSpec:
     """``json`` (default) or ``yaml`` (default from ``out``'s suffix)."""
     check_target: bool = True
     """Refuse a target persona this project does not know."""
+    profile: str | None = None
+    """Context profile the target's worker is assembled with (builder, verifier ...);
+    must be one of the project's profiles."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,9 +74,9 @@ class HandoverRunOptions:
 
     timeout: float | None = None
     """Seconds per attempt (``None``: the ``handover_timeout`` setting, 300 s)."""
-    retries: int = 2
+    retries: int = DEFAULTS.handover_retries
     """Retries after the first attempt."""
-    backoff: float = 1.0
+    backoff: float = DEFAULTS.handover_backoff
     """First retry delay in seconds (doubled each time)."""
     persona: str | None = None
     """Run as this persona (default: the handover's target)."""
@@ -132,10 +136,17 @@ def create_handover(
     for warning in warnings:
         if on_warning is not None:
             on_warning(warning)
+    if spec.profile is not None:  # an unknown name fails before anything is written
+        # local import: each call loads only its own engine (`personae handover create` start-up)
+        from personae.context.profiles import load_profiles
+
+        known = load_profiles(project.root).profiles
+        if spec.profile not in known:
+            raise UnknownNameError("profile", spec.profile, known, field="profile")
     handover = build_handover(
         source_persona=spec.source, target_persona=spec.to, task=spec.task, cwd=where,
         session_id=spec.session, files=files, data=dict(spec.data),
-        insights=list(spec.insights), interactive=spec.interactive,
+        insights=list(spec.insights), interactive=spec.interactive, profile=spec.profile,
         history=history_for(project.state_db, spec.session or None), mcp_servers=servers,
         env_allow=project.config.handover.env_allow,
     )  # fmt: skip
@@ -156,10 +167,11 @@ def load_handover(path: str | Path, *, cwd: str | Path = ".") -> LoadedHandover:
 
 def run_handover(
     path: str | Path, options: HandoverRunOptions | None = None, *, cwd: str | Path = "."
-) -> RunOutcome:
+) -> HandoverOutcome:
     """Run the handover at ``path`` in a child ``personae run`` until it succeeds or its
     attempts run out; the results are written back (``outcome.handover.results``)."""
     # local import: each call loads only its own engine (`personae handover create` start-up)
+    from personae.handover.child import ChildOptions
     from personae.handover.child import run_handover as execute
     from personae.settings import PersonaeSettings
 
@@ -167,11 +179,11 @@ def run_handover(
     where = Path(cwd).resolve()
     load_handover(path, cwd=where)  # refuse unsafe files first
     timeout = opts.timeout if opts.timeout is not None else PersonaeSettings().handover_timeout
-    return execute(
-        Path(path), cwd=where, timeout=timeout, attempts=opts.retries + 1, backoff=opts.backoff,
-        persona=opts.persona, model=opts.model, return_path=opts.return_path,
-        on_attempt=opts.on_attempt,
+    child = ChildOptions(
+        timeout=timeout, attempts=opts.retries + 1, backoff=opts.backoff, persona=opts.persona,
+        model=opts.model, return_path=opts.return_path,
     )  # fmt: skip
+    return execute(Path(path), cwd=where, options=child, on_attempt=opts.on_attempt)
 
 
 def run_chain(workflow: str | Path | Workflow, options: ChainOptions | None = None) -> ChainOutcome:
@@ -179,7 +191,7 @@ def run_chain(workflow: str | Path | Workflow, options: ChainOptions | None = No
     (``status``, ``exit_code``, per-step states, ``report_path``)."""
     # local import: each call loads only its own engine (`personae handover create` start-up)
     from personae.workflow.chain import run_chain as execute
-    from personae.workflow.executors import open_executor
+    from personae.workflow.engines import open_executor
     from personae.workflow.spec import Workflow, load_workflow
 
     opts = options or ChainOptions()

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from personae.team.events import AnswerStreamed, Event, Validated
-from personae.team.signals import CompletionSignal
+from personae.team.signals import CompletionSignal, SubtaskStatus
 
 if TYPE_CHECKING:
     from personae.team.session import RunOutcome
@@ -60,7 +60,7 @@ class SubtaskResult:
     """Subtask number (from 1)."""
     description: str
     """What the Manager asked for."""
-    status: str
+    status: SubtaskStatus
     """validated, partial, unvalidated, skipped or escalated."""
     result: str
     """The accepted (or last) worker result."""

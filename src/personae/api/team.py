@@ -218,52 +218,14 @@ class Team:
         Leaving the loop early (``break``) cancels the run.
         """
         options = self.options(persona=persona, session=session, limits=limits)
+        feed = _Feed(answer_deltas=answer_deltas)
         timeout = (limits or self.limits).timeout
-
-        queue: asyncio.Queue[StreamItem | BaseException | None] = asyncio.Queue()
-        loop = asyncio.get_running_loop()
-        owner = threading.get_ident()
-        seen: list[Event] = []
-
-        def put(item: StreamItem) -> None:
-            if threading.get_ident() == owner:
-                queue.put_nowait(item)
-            else:
-                loop.call_soon_threadsafe(queue.put_nowait, item)
-
-        deltas = 0
-
-        def on_event(event: Event) -> None:
-            nonlocal deltas
-            if isinstance(event, AnswerStreamed):  # typed pieces, not bus events
-                if answer_deltas:
-                    put(AnswerDelta(run_id=event.run_id, index=deltas, text=event.text))
-                    deltas += 1
-                return
-            seen.append(event)
-            put(event)
-
-        async def go() -> None:
-            try:
-                coro = run_turn(task, options, listeners=[on_event])
-                outcome = await (asyncio.wait_for(coro, timeout) if timeout else coro)
-                queue.put_nowait(RunEnd(result=TeamResult.of(outcome)))
-            except (asyncio.CancelledError, TimeoutError) as exc:
-                if (cancel is not None and cancel.cancelled) or isinstance(exc, TimeoutError):
-                    queue.put_nowait(RunEnd(result=_cancelled(options, seen)))
-                else:
-                    queue.put_nowait(exc)
-            except BaseException as exc:
-                queue.put_nowait(exc)
-            finally:
-                queue.put_nowait(None)
-
-        runner = asyncio.create_task(go())
+        runner = asyncio.create_task(feed.run(task, options, timeout, cancel))
         if cancel is not None:
             cancel._attach(runner)
         try:
             while True:
-                item = await queue.get()
+                item = await feed.queue.get()
                 if item is None:
                     break
                 if isinstance(item, BaseException):
@@ -275,6 +237,58 @@ class Team:
             if not runner.done():
                 runner.cancel()
             await asyncio.gather(runner, return_exceptions=True)
+
+
+class _Feed:
+    """The items of one streamed run, queued for the consumer as the run produces them.
+
+    Created in the consumer's event loop; events may arrive from other threads.
+    ``None`` in the queue ends the stream; an exception in it is raised to the consumer.
+    """
+
+    def __init__(self, *, answer_deltas: bool) -> None:
+        self.queue: asyncio.Queue[StreamItem | BaseException | None] = asyncio.Queue()
+        self.answer_deltas = answer_deltas
+        self.seen: list[Event] = []
+        self._loop = asyncio.get_running_loop()
+        self._owner = threading.get_ident()
+        self._deltas = 0
+
+    def put(self, item: StreamItem) -> None:
+        """Queue ``item`` (thread-safe)."""
+        if threading.get_ident() == self._owner:
+            self.queue.put_nowait(item)
+        else:
+            self._loop.call_soon_threadsafe(self.queue.put_nowait, item)
+
+    def on_event(self, event: Event) -> None:
+        """A bus listener: events as they are, answer pieces as typed deltas."""
+        if isinstance(event, AnswerStreamed):  # typed pieces, not bus events
+            if self.answer_deltas:
+                self.put(AnswerDelta(run_id=event.run_id, index=self._deltas, text=event.text))
+                self._deltas += 1
+            return
+        self.seen.append(event)
+        self.put(event)
+
+    async def run(
+        self, task: str, options: RunOptions, timeout: float | None, cancel: CancelToken | None
+    ) -> None:
+        """Run the turn; queue its end (a result, a cancelled result, or the error)."""
+        queue = self.queue
+        try:
+            coro = run_turn(task, options, listeners=[self.on_event])
+            outcome = await (asyncio.wait_for(coro, timeout) if timeout else coro)
+            queue.put_nowait(RunEnd(result=TeamResult.of(outcome)))
+        except (asyncio.CancelledError, TimeoutError) as exc:
+            if (cancel is not None and cancel.cancelled) or isinstance(exc, TimeoutError):
+                queue.put_nowait(RunEnd(result=_cancelled(options, self.seen)))
+            else:
+                queue.put_nowait(exc)
+        except BaseException as exc:
+            queue.put_nowait(exc)
+        finally:
+            queue.put_nowait(None)
 
 
 def _cancelled(options: RunOptions, seen: Sequence[Event]) -> TeamResult:

@@ -6,3 +6,5 @@ file that makes a batch resumable), ``progress`` (what the user sees) and
 ``engine`` (:func:`~personae.batch.engine.run_batch`, over any
 :class:`~personae.workflow.executors.Executor`: local processes or Ray tasks).
 """
+
+__all__: list[str] = []

@@ -19,6 +19,7 @@ from personae.batch.results import ResultLog, read_results
 from personae.batch.tasks import BatchTask, load_tasks
 from personae.handover.child import EXIT_FAILURE, EXIT_SUCCESS
 from personae.handover.schema import now_iso
+from personae.limits import DEFAULTS
 from personae.workflow.executors import Executor, JobResult
 
 __all__ = ["BatchOptions", "BatchOutcome", "default_results_path", "run_batch"]
@@ -34,11 +35,11 @@ class BatchOptions:
     """The result file (default: ``TASKS.results.jsonl`` beside the task file)."""
     concurrency: int = 2
     """Tasks at once."""
-    timeout: float = 300.0
+    timeout: float = DEFAULTS.handover_timeout
     """Seconds per attempt (a task's ``timeout`` overrides it)."""
     retries: int = 1
     """Retries after a failed attempt (a task's ``retries`` overrides it)."""
-    backoff: float = 1.0
+    backoff: float = DEFAULTS.handover_backoff
     """First retry delay in seconds (doubles)."""
     num_cpus: float | None = None
     """CPUs each task needs on a Ray cluster (``None``: one)."""

@@ -21,6 +21,8 @@ from personae.batch.tasks import BatchTask
 from personae.errors import PersonaeError
 from personae.handover.child import AttemptOutcome, backoff_delays, run_child
 from personae.handover.schema import Results
+from personae.layout import Layout
+from personae.limits import DEFAULTS
 from personae.store.db import Store
 from personae.store.runs import RunStore
 from personae.workflow.executors import JobResult
@@ -70,7 +72,7 @@ def final_event(stdout: str) -> tuple[dict[str, Any] | None, str | None]:
 def _stored_answer(cwd: Path, run_id: str) -> dict[str, Any] | None:
     """The stored run (answer and status) when the event stream's tail lost the answer."""
     try:
-        with Store(cwd / ".personae" / "state.db") as store:
+        with Store(Layout(cwd).state_db) as store:
             record = RunStore(store).get(run_id)
     except PersonaeError:
         return None
@@ -88,11 +90,11 @@ class RunJob:
     """The task."""
     cwd: Path
     """The project folder the child runs in."""
-    timeout: float = 300.0
+    timeout: float = DEFAULTS.handover_timeout
     """Seconds per attempt."""
-    attempts: int = 3
+    attempts: int = DEFAULTS.handover_attempts
     """Attempts in total."""
-    backoff: float = 1.0
+    backoff: float = DEFAULTS.handover_backoff
     """First retry delay (doubles)."""
     command: RunCommand = field(default_factory=RunCommand)
     """Builds the child's argv."""

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from personae.limits import DEFAULTS
+
 __all__ = ["register"]
 
 
@@ -18,7 +20,7 @@ def register(app: typer.Typer) -> None:
     def batch(  # noqa: PLR0917
         tasks: Annotated[Path, typer.Argument(help="Task file: one JSON object per line.")],
         executor: Annotated[
-            str, typer.Option("--executor", help="Where runs go: local or ray (personae[ray]).")
+            str, typer.Option("--executor", help="Where runs go: local or ray (the ray extra).")
         ] = "local",
         address: Annotated[
             str | None,
@@ -33,7 +35,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
         timeout: Annotated[
             float, typer.Option("--timeout", min=0.1, help="Seconds per attempt.")
-        ] = 300.0,
+        ] = DEFAULTS.handover_timeout,
         retries: Annotated[
             int, typer.Option("--retries", min=0, max=10, help="Retries per task.")
         ] = 1,
@@ -60,7 +62,7 @@ def register(app: typer.Typer) -> None:
         from personae.batch.progress import Progress
         from personae.batch.tasks import load_tasks
         from personae.cli._root import project_root
-        from personae.workflow.executors import open_executor
+        from personae.workflow.engines import open_executor
 
         load_tasks(tasks)  # a bad line is an error before any cluster starts
         progress = Progress(

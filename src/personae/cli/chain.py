@@ -59,7 +59,7 @@ def run(  # noqa: PLR0917
         typer.Option("--json", help="JSON lines: one per step event, then the outcome."),
     ] = False,
     executor: Annotated[
-        str, typer.Option("--executor", help="Where steps run: local or ray (personae[ray]).")
+        str, typer.Option("--executor", help="Where steps run: local or ray (the ray extra).")
     ] = "local",
     address: Annotated[
         str | None,

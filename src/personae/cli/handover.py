@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from personae.errors import UsageError
+from personae.limits import DEFAULTS
 
 if TYPE_CHECKING:
     from personae.store.handovers import HandoverLedger
@@ -91,6 +92,13 @@ def create(  # noqa: PLR0917 (typer options)
     interactive: Annotated[
         bool, typer.Option("--interactive", help="Target runs interactively.")
     ] = False,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            "--profile",
+            help="Context profile the target's worker is assembled with (builder, verifier ...).",
+        ),
+    ] = None,
     no_target_check: Annotated[
         bool,
         typer.Option(
@@ -116,7 +124,7 @@ def create(  # noqa: PLR0917 (typer options)
         to=to, task=task, source=source, session=session,
         files=[parse_file_spec(f) for f in file or []], insights=list(insight or []),
         data=parse_data(data), interactive=interactive, out=out,
-        format=_fmt(context_format), check_target=not no_target_check,
+        format=_fmt(context_format), check_target=not no_target_check, profile=profile,
     )  # fmt: skip
     created = create_handover(
         spec, cwd=Path.cwd(), on_warning=lambda w: typer.echo(f"personae: warning: {w}", err=True)
@@ -233,15 +241,20 @@ def run(  # noqa: PLR0917 (typer options)
         str | None,
         typer.Option(
             "--timeout",
-            help="Time per attempt: 300s, 300000ms, 5m; a bare number is seconds (default 300s).",
+            help="Time per attempt: 300s, 300000ms, 5m; a bare number is seconds (default "
+            f"{DEFAULTS.handover_timeout:g}s).",
         ),
     ] = None,
     retries: Annotated[
         int, typer.Option("--retries", min=0, help="Retries after the first attempt.")
-    ] = 2,
+    ] = DEFAULTS.handover_retries,
     backoff: Annotated[
-        float, typer.Option("--backoff", min=0.0, help="First retry delay in seconds (x2 each).")
-    ] = 1.0,
+        float,
+        typer.Option(
+            "--backoff", min=0.0,
+            help=f"First retry delay in seconds (x{DEFAULTS.handover_backoff_factor:g} each).",
+        ),
+    ] = DEFAULTS.handover_backoff,
     persona: Annotated[
         str | None, typer.Option("--persona", help="Run as this persona (default: target).")
     ] = None,
@@ -265,7 +278,7 @@ def run(  # noqa: PLR0917 (typer options)
 ) -> None:
     """Run the target persona in a child `personae run` process; exit code per docs."""
     # local import: CLI start-up (only the command that runs loads what it needs)
-    from personae.handover.child import run_handover
+    from personae.handover.child import ChildOptions, run_handover
     from personae.handover.files import load_handover
     from personae.handover.runflow import load_policy
     from personae.security.policy import held_environment
@@ -288,13 +301,15 @@ def run(  # noqa: PLR0917 (typer options)
         state = "timed out" if a.timed_out else f"exit {a.exit_code}"
         typer.echo(f"attempt {a.attempt}: {state} in {a.duration:.2f}s", err=True)
 
+    child = ChildOptions(
+        timeout=seconds, attempts=retries + 1, backoff=backoff, persona=persona, model=model,
+        return_path=return_path,
+    )  # fmt: skip
     if attached:
         # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.handover.interactive import run_interactive
 
-        outcome = run_interactive(
-            file, cwd=cwd, timeout=seconds, persona=persona, model=model, return_path=return_path
-        )
+        outcome = run_interactive(file, cwd=cwd, options=child)
         results = outcome.handover.results
         if as_json:
             _echo_run_json(outcome.status, outcome.path, outcome.exit_code, results, [])
@@ -303,17 +318,7 @@ def run(  # noqa: PLR0917 (typer options)
         if results is not None and results.error:
             typer.echo(f"error: {results.error}", err=True)
         raise typer.Exit(outcome.exit_code)
-    outcome = run_handover(
-        file,
-        cwd=cwd,
-        timeout=seconds,
-        attempts=retries + 1,
-        backoff=backoff,
-        persona=persona,
-        model=model,
-        return_path=return_path,
-        on_attempt=report,
-    )
+    outcome = run_handover(file, cwd=cwd, options=child, on_attempt=report)
     results = outcome.handover.results
     if as_json:
         tries = [
@@ -364,10 +369,11 @@ def ledger(
     """List recorded handovers, or one handover's events (works after its file is gone)."""
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.project import Project
+    from personae.store.db import store_present
     from personae.store.handovers import HandoverLedger
 
     db = Project.discover(Path.cwd()).state_db
-    if not db.exists():
+    if not store_present(db):  # a PostgreSQL store has no file
         if handover_id is not None:
             raise UsageError(f"no handover {handover_id!r} in the ledger")
         typer.echo("[]" if as_json else "no handovers recorded")

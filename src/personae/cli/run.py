@@ -10,6 +10,9 @@ import secrets
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -21,8 +24,10 @@ from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
 from personae.cli._root import project_root
 from personae.errors import PersonaeError, RunError, UsageError
 from personae.layout import Layout
+from personae.limits import DEFAULTS
 
 if TYPE_CHECKING:
+    from personae.handover.runflow import HandoverSession, HandoverTurn
     from personae.settings import PersonaeSettings
     from personae.store.answers import ModelAnswer
     from personae.team.events import Event, RunFinished
@@ -297,7 +302,12 @@ def register(app: typer.Typer) -> None:
         ] = None,
         as_json: Annotated[bool, typer.Option("--json", help="One JSON event per line.")] = False,
         max_retries: Annotated[
-            int | None, typer.Option(min=0, help="Corrections per subtask.")
+            int | None,
+            typer.Option(
+                min=0,
+                help=f"Corrections per subtask (default {DEFAULTS.max_retries}; "
+                "PERSONAE_MAX_RETRIES).",
+            ),
         ] = None,
         context_from: Annotated[
             Path | None, typer.Option(help="Handover file to continue from.")
@@ -315,7 +325,8 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 help="Time this run may take: 300s, 300000ms, 5m; a bare number is "
-                "milliseconds (seed 001). Default 300s with --context-from."
+                f"milliseconds (seed 001). Default {DEFAULTS.handover_timeout:g}s with "
+                "--context-from (PERSONAE_HANDOVER_TIMEOUT)."
             ),
         ] = None,
         max_requests: Annotated[
@@ -340,51 +351,24 @@ def register(app: typer.Typer) -> None:
         from personae.settings import PersonaeSettings
 
         settings = PersonaeSettings()  # a bad PERSONAE_* variable: an error, not a run
-        handover = None
-        if context_from is None:
-            cwd = project_root()
-        else:
-            # local import: CLI start-up (only the command that runs loads what it needs)
-            from personae.handover import runflow
-
-            handover = runflow.begin(
-                context_from, persona, cwd=Path.cwd(), non_interactive=non_interactive
+        request = _begin(
+            _Request(
+                task=task, persona=persona, model=model, session=session,
+                max_retries=max_retries, max_requests=max_requests, profile=profile,
+                context_from=context_from, context_return=context_return,
+                non_interactive=non_interactive, timeout=limit, settings=settings,
             )
-            persona = handover.persona
-            task = task or handover.prompt or handover.task
-            cwd = handover.workdir
-        db = Layout(cwd).state_db
+        )  # fmt: skip
+        db = Layout(request.cwd).state_db
         # Stored, then shown, before the heavy imports (pydantic-ai ...): a spawner sees
         # the run start, and its id works in `runs show` whatever happens next.
         announced = _announce(
-            as_json=as_json, task=task, persona=persona, session=session,
+            as_json=as_json, task=request.task, persona=request.persona, session=session,
             context_from=context_from, db=db,
         )  # fmt: skip
         view = _View(as_json=as_json)
-        try:
-            _run_announced(
-                task=task, persona=persona, model=model, session=session, view=view,
-                max_retries=max_retries, handover=handover, context_return=context_return,
-                non_interactive=non_interactive, handover_timeout=limit,
-                max_requests=max_requests, announced=announced, cwd=cwd, settings=settings,
-                profile=profile,
-            )  # fmt: skip
-        except (typer.Exit, SystemExit) as done:
-            code = done.exit_code if isinstance(done, typer.Exit) else done.code
-            if code not in (0, None):
-                _settle(db, announced["run_id"], "failed", f"exit code {code}")
-            raise
-        except BaseException as exc:
-            if view.closed:  # the reader of stdout went away: a clean, quiet end
-                _settle(db, announced["run_id"], "cancelled", "output closed (broken pipe)")
-                raise typer.Exit(BROKEN_PIPE_EXIT) from None
-            status, reason = _failure(exc)
-            _settle(db, announced["run_id"], status, reason)
-            if isinstance(exc, asyncio.CancelledError):
-                raise KeyboardInterrupt from None
-            if isinstance(exc, Exception) and reason != str(exc):  # the URL was added
-                raise RunError(reason) from exc
-            raise
+        with _settled(db, str(announced["run_id"]), view):
+            _run_announced(request, view, announced)
 
     @app.command("demo")
     def demo(
@@ -397,94 +381,144 @@ def register(app: typer.Typer) -> None:
         _run_demo(as_json=as_json, keep=keep)
 
 
-def _run_announced(
-    *,
-    task: str | None,
-    persona: str | None,
-    model: str | None,
-    session: str | None,
-    view: _View,
-    max_retries: int | None,
-    handover: Any,
-    context_return: Path | None,
-    non_interactive: bool,
-    handover_timeout: float | None,
-    max_requests: int | None,
-    announced: dict[str, Any],
-    cwd: Path,
-    settings: PersonaeSettings,
-    profile: str | None = None,
-) -> None:
-    """Everything ``personae run`` does after its run is stored and shown."""
+@dataclass(kw_only=True)
+class _Request:
+    """What ``personae run`` was asked for (its flags), completed by :func:`_begin`."""
+
+    task: str | None
+    persona: str | None
+    model: str | None
+    session: str | None
+    max_retries: int | None
+    max_requests: int | None
+    profile: str | None
+    context_from: Path | None
+    context_return: Path | None
+    non_interactive: bool
+    timeout: float | None
+    """``--handover-timeout`` in seconds (``None``: not given)."""
+    settings: PersonaeSettings
+    cwd: Path = field(default_factory=Path)
+    """The project folder the run works in."""
+    handover: HandoverSession | None = None
+    """The handover the run continues (``--context-from``)."""
+
+
+def _begin(request: _Request) -> _Request:
+    """Pick the project folder; with ``--context-from``, begin the handover (its persona,
+    task and working directory win)."""
+    if request.context_from is None:
+        request.cwd = project_root()
+        return request
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.handover import runflow
+
+    handover = runflow.begin(
+        request.context_from, request.persona, cwd=Path.cwd(),
+        non_interactive=request.non_interactive,
+    )  # fmt: skip
+    request.handover = handover
+    request.persona = handover.persona
+    request.task = request.task or handover.prompt or handover.task
+    request.cwd = handover.workdir
+    return request
+
+
+@contextmanager
+def _settled(db: Path, run_id: str, view: _View) -> Iterator[None]:
+    """Record in ``db`` how the run ended when the body fails or exits non-zero."""
+    try:
+        yield
+    except (typer.Exit, SystemExit) as done:
+        code = done.exit_code if isinstance(done, typer.Exit) else done.code
+        if code not in (0, None):
+            _settle(db, run_id, "failed", f"exit code {code}")
+        raise
+    except BaseException as exc:
+        if view.closed:  # the reader of stdout went away: a clean, quiet end
+            _settle(db, run_id, "cancelled", "output closed (broken pipe)")
+            raise typer.Exit(BROKEN_PIPE_EXIT) from None
+        status, reason = _failure(exc)
+        _settle(db, run_id, status, reason)
+        if isinstance(exc, asyncio.CancelledError):
+            raise KeyboardInterrupt from None
+        if isinstance(exc, Exception) and reason != str(exc):  # the URL was added
+            raise RunError(reason) from exc
+        raise
+
+
+def _run_options(request: _Request, task: str, announced: dict[str, Any]) -> RunOptions:
+    """The run's options: the Python API's defaults, so `personae run` and `Team.run`
+    cannot drift."""
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.results import Limits
     from personae.api.team import Team
-    from personae.project import Project
 
-    as_json = view.as_json
-    if handover is not None:
-        for warning in handover.warnings:
-            typer.echo(f"personae: warning: {warning}", err=True)
-    if not task:
-        if non_interactive or not sys.stdin.isatty():
-            raise typer.BadParameter("give a TASK (or --context-from a handover)")
-        task = typer.prompt("Task")
-    project = Project.open(cwd)
-    team = Team(  # the Python API's defaults, so `personae run` and `Team.run` cannot drift
-        root=project.root, model=model, settings=settings,
-        profile=profile or (handover.profile if handover else None),
+    handover = request.handover
+    team = Team(
+        root=request.cwd, model=request.model, settings=request.settings,
+        profile=request.profile or (handover.profile if handover else None),
     )  # fmt: skip
-    options = dataclasses.replace(
-        team.options(
-            persona=persona, session=session,
-            limits=Limits(max_retries=max_retries, max_requests=max_requests),
-        ),
+    limits = Limits(max_retries=request.max_retries, max_requests=request.max_requests)
+    return dataclasses.replace(
+        team.options(persona=request.persona, session=request.session, limits=limits),
         handover_text=handover.section_text if handover else None,
         announced=announced,
     )  # fmt: skip
-    timeout = handover_timeout if handover_timeout is not None else (
+
+
+def _turn(outcome: RunOutcome) -> HandoverTurn:
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.handover.runflow import HandoverTurn
+
+    result = outcome.result
+    return HandoverTurn(
+        done=result.status == "done", answer=result.final_text,
+        files=outcome.files_written(), warnings=result.warnings,
+    )  # fmt: skip
+
+
+def _run_announced(request: _Request, view: _View, announced: dict[str, Any]) -> None:
+    """Everything ``personae run`` does after its run is stored and shown."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.handover.runflow import working_on
+    from personae.project import Project
+
+    handover = request.handover
+    for warning in handover.warnings if handover else ():
+        typer.echo(f"personae: warning: {warning}", err=True)
+    task = request.task
+    if not task:
+        if request.non_interactive or not sys.stdin.isatty():
+            raise typer.BadParameter("give a TASK (or --context-from a handover)")
+        task = typer.prompt("Task")
+    project = Project.open(request.cwd)
+    options = _run_options(request, task, announced)
+    settings = request.settings
+    timeout = request.timeout if request.timeout is not None else (
         settings.handover_timeout if handover is not None else None
     )  # fmt: skip
     endpoint = settings.otel_endpoint or project.config.otel_endpoint
     try:
-        outcome = _execute(task, options, view, timeout)
-    except BaseException as exc:
-        if endpoint and isinstance(exc, PersonaeError | TimeoutError):
-            _export_trace(project.state_db, str(announced["run_id"]), endpoint)
-        if handover is not None:
-            # local import: CLI start-up (only the command that runs loads what it needs)
-            from personae.handover import runflow
-
-            reason = "timed out" if isinstance(exc, TimeoutError) else str(exc)
-            runflow.finish(
-                handover, status="failure", output=None, error=reason,
-                return_path=context_return,
-            )  # fmt: skip
-        if isinstance(exc, TimeoutError):
-            raise RunError(f"run took longer than {timeout} s") from None
-        raise
-    _export_trace(project.state_db, outcome.run_id, endpoint)
-    if handover is not None:
-        # local import: CLI start-up (only the command that runs loads what it needs)
-        from personae.handover import runflow
-
-        shown = len(handover.warnings)
-        outcomes = [outcome]
-        if not non_interactive and sys.stdin.isatty():
-            outcomes += _follow_ups(outcome, options, view, timeout)
-        written = runflow.finish(
-            handover,
-            status="success" if all(o.result.status == "done" for o in outcomes) else "partial",
-            output="\n\n".join(o.result.final_text for o in outcomes),
-            artifacts=list(dict.fromkeys(f for o in outcomes for f in o.files_written())),
-            next_steps=[w for o in outcomes for w in o.result.warnings],
-            return_path=context_return,
-        )
-        for warning in handover.warnings[shown:]:
-            typer.echo(f"personae: warning: {warning}", err=True)
-        if not as_json:
-            typer.echo(f"handover results written to {written}")
-    if not as_json:
+        with working_on(handover, return_path=request.context_return) as work:
+            try:
+                outcome = _execute(task, options, view, timeout)
+            except BaseException as exc:
+                if endpoint and isinstance(exc, PersonaeError | TimeoutError):
+                    _export_trace(project.state_db, str(announced["run_id"]), endpoint)
+                raise
+            _export_trace(project.state_db, outcome.run_id, endpoint)
+            work.add(_turn(outcome))
+            if handover is not None and not request.non_interactive and sys.stdin.isatty():
+                for more in _follow_ups(outcome, options, view, timeout):
+                    work.add(_turn(more))
+    except TimeoutError:
+        raise RunError(f"run took longer than {timeout} s") from None
+    for warning in work.new_warnings:
+        typer.echo(f"personae: warning: {warning}", err=True)
+    if not view.as_json:
+        if work.written is not None:
+            typer.echo(f"handover results written to {work.written}")
         typer.echo(
             f"run {outcome.run_id} (session {outcome.session_id}, model "
             f"{outcome.model_label}); details: personae runs show {outcome.run_id}"
@@ -527,7 +561,6 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
         except asyncio.CancelledError:
             if not view.closed:
                 raise KeyboardInterrupt from None
-
             raise typer.Exit(BROKEN_PIPE_EXIT) from None
         # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.settings import PersonaeSettings
@@ -563,11 +596,11 @@ def _export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
 def _store(root: Path) -> Any:
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.project import Project
-    from personae.store.db import Store
+    from personae.store.db import Store, store_present
     from personae.store.runs import RunStore
 
     project = Project.open(root)
-    if not project.state_db.exists():
+    if not store_present(project.state_db):  # a PostgreSQL store has no file
         raise UsageError(
             "no runs stored here yet (run 'personae run TASK' first)", file=project.state_db
         )
@@ -585,8 +618,11 @@ def list_runs(
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Recent runs of this project, newest first."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.store.db import store_present
+
     project_db = Layout(project_root()).state_db
-    if not project_db.exists():
+    if not store_present(project_db):
         # Nothing stored yet is an empty list, not an error (like `handover ledger`).
         if as_json:
             typer.echo("[]")

@@ -12,20 +12,19 @@ import contextlib
 import hashlib
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from personae.context.render import SEPARATOR, close_tag, open_tag
 from personae.tokens.base import TokenCounter
 
 __all__ = [
+    "SPLITTABLE",
     "Cut",
     "count_rendered",
     "count_small",
     "cut_text",
     "outline",
     "outline_cut",
-    "render_counted",
 ]
 
 _SMALL: OrderedDict[tuple[str, str | bytes], int] = OrderedDict()
@@ -63,7 +62,7 @@ def count_small(counter: TokenCounter, text: str) -> int:
     return hit
 
 
-_SPLITTABLE = frozenset({"o200k_base", "cl100k_base"})
+SPLITTABLE = frozenset({"o200k_base", "cl100k_base"})
 # After a blank line and before '<' (a tag), '#' (a message header) or '[' (a notice):
 # the pre-tokenizers of these encodings always start a new piece there, and BPE never
 # merges across pieces, so the counts of the parts add up to the count of the whole.
@@ -90,7 +89,7 @@ def count_rendered(counter: TokenCounter, text: str) -> int:
     part is counted once per process (the LRU memo); a turn that adds a few
     messages counts only those. Other counters count the whole text.
     """
-    if counter.name not in _SPLITTABLE or not getattr(counter, "exact", False):
+    if counter.name not in SPLITTABLE or not getattr(counter, "exact", False):
         return counter.count(text)
     last = _LAST_PARTS.get(counter.name, {})
     seen: dict[str, int] = {}
@@ -110,68 +109,6 @@ def count_rendered(counter: TokenCounter, text: str) -> int:
 _LAST_PARTS: dict[str, dict[str, int]] = {}
 """Per counter, the part counts of the last prompt verified: the next turn's unchanged
 parts are found by a plain string lookup (no digest). Only one prompt's parts are kept."""
-
-_STARTS_PIECE = frozenset("<#[")
-
-
-def _groups(sections: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, ...]]:
-    """The rendered prompt as consecutive groups of strings, cut only where a blank line
-    is followed by '<', '#' or '[' (a section's tag, a message header, a notice)."""
-    groups: list[tuple[str, ...]] = []
-    cur: list[str] = []
-    for i, (tag, pieces) in enumerate(sections):
-        blocks = pieces or ("",)
-        n = len(blocks)
-        for j, block in enumerate(blocks):
-            if cur and (j == 0 or block[:1] in _STARTS_PIECE):
-                groups.append(tuple(cur))
-                cur = []
-            if j == 0:
-                cur.append(open_tag(tag))
-            cur.append(block)
-            if j == n - 1:
-                cur.append(close_tag(tag))
-                if i < len(sections) - 1:
-                    cur.append(SEPARATOR)
-            else:
-                cur.append(SEPARATOR)
-    if cur:
-        groups.append(tuple(cur))
-    return groups
-
-
-def render_counted(
-    counter: TokenCounter, sections: Sequence[tuple[str, Sequence[str]]]
-) -> tuple[str, int]:
-    """Render ``(tag, pieces)`` sections (each content is its pieces joined by a blank
-    line, as :func:`~personae.context.render.render_sections` renders it) and count the
-    result exactly.
-
-    For o200k_base and cl100k_base the prompt is counted in groups cut where their
-    pre-tokenizer always splits (see :func:`count_rendered`); a group made of the same
-    string objects as one of the previous prompt's (unchanged exchanges, texts) is not
-    counted again, and is found without hashing its text. Other counters count the
-    whole text.
-    """
-    groups = _groups(sections)
-    rendered = "".join(s for g in groups for s in g)
-    if counter.name not in _SPLITTABLE or not getattr(counter, "exact", False):
-        return rendered, counter.count(rendered) if rendered else 0
-    last = _LAST_GROUPS.get(counter.name, {})
-    seen: dict[tuple[str, ...], int] = {}
-    total = 0
-    for g in groups:
-        n = last.get(g)
-        if n is None:
-            n = count_small(counter, "".join(g))
-        seen[g] = n
-        total += n
-    _LAST_GROUPS[counter.name] = seen
-    return rendered, total
-
-
-_LAST_GROUPS: dict[str, dict[tuple[str, ...], int]] = {}
-"""Per counter, the group counts of the last prompt rendered by :func:`render_counted`."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,9 @@ def _same(a: ChatMessage, b: ChatMessage) -> bool:
 def common_prefix(old: Sequence[ChatMessage], new: Sequence[ChatMessage]) -> int:
     """How many leading messages ``old`` and ``new`` share."""
     n = min(len(old), len(new))
-    if all(map(operator.is_, old[:n], new[:n])):  # in-memory lists: C-speed identity check
+    # C-speed: tuple equality checks identity first, so the same messages compare in a
+    # plain loop of pointer tests (equal messages that are not the same objects also pass).
+    if tuple(old[:n]) == tuple(new[:n]):
         return n
     for i in range(n):
         if not _same(old[i], new[i]):
@@ -94,6 +96,7 @@ class _Prepared:
     units: list[Unit] = field(default_factory=list)
     costs: list[tuple[int, ...]] = field(default_factory=list)
     blocks: list[str] = field(default_factory=list)
+    heads: list[int] = field(default_factory=list)
     starts: list[int] = field(default_factory=list)
     before: list[int] = field(default_factory=list)
     dropped: int = 0
@@ -105,7 +108,7 @@ class _Prepared:
         if not self.units:
             return None
         got = self.units.pop(), self.blocks.pop()
-        del self.costs[-1], self.starts[-1], self.before[-1]
+        del self.costs[-1], self.heads[-1], self.starts[-1], self.before[-1]
         del self.cum_cost[-1], self.cum_msgs[-1]
         return got
 
@@ -153,6 +156,7 @@ def prepared_units(
             )
         )
         win.blocks.append(_block(u, previous))
+        win.heads.append(u.head.seq)
         win.starts.append(restart + s)
         win.before.append(base + b)
         win.cum_cost.append(win.cum_cost[-1] + sum(win.costs[-1]) + sep * len(u.messages))
@@ -165,6 +169,7 @@ def prepared_units(
         tuple(win.cum_msgs),
         tuple(win.blocks),
         sep,
+        tuple(win.heads),
     )
     return ex, win.dropped
 

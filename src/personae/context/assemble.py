@@ -46,7 +46,7 @@ class AssembledContext:
     def messages(self) -> tuple[ChatMessage, ...]:
         """The conversation messages kept (whole exchanges), oldest first."""
         for s in self.sections:
-            if s.source == "messages":
+            if s.source == Source.MESSAGES:
                 return s.messages
         return ()
 
@@ -114,7 +114,7 @@ def _prepared(
 
 def _text(snapshot: Snapshot, spec: SectionSpec, profile: Profile) -> str | None:
     source = spec.source
-    if source == "text":
+    if source is Source.TEXT:
         raw = spec.text
         if not raw:
             return None
@@ -124,10 +124,10 @@ def _text(snapshot: Snapshot, spec: SectionSpec, profile: Profile) -> str | None
             return expand_commands(raw, CommandsConfig(), snapshot.root)[0]
         return raw
     if (
-        source == "step"
+        source is Source.STEP
         and snapshot.step_without_decisions is not None
         and "decisions" in snapshot.texts
-        and any(s.source == "decisions" for s in profile.sections)
+        and any(s.source is Source.DECISIONS for s in profile.sections)
     ):
         return snapshot.step_without_decisions
     return snapshot.content(spec.content_key)
@@ -214,7 +214,7 @@ def assemble(
     )
     hint = kept_from(hint_key, snapshot.id) if hint_key is not None else None
     for spec in profile.sections:
-        if spec.source == "messages":
+        if spec.source is Source.MESSAGES:
             ex, dropped = _prepared(snapshot, counter, tags)
             contents.append(
                 SectionContent(
@@ -245,7 +245,7 @@ def assemble(
         )
     result = _fit_with_warning(contents, budget.tokens, counter)
     if hint_key is not None:
-        kept = next((s.messages for s in result.sections if s.source == "messages"), ())
+        kept = next((s.messages for s in result.sections if s.source == Source.MESSAGES), ())
         remember_kept_from(hint_key, snapshot.id, hint, kept[0].seq if kept else None)
     return AssembledContext(
         role=role if profile.role == role else f"{role} (profile {profile.role})",

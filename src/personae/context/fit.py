@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from personae.context._textcut import count_small, cut_text, outline_cut, render_counted
+from personae.context._counted import render_counted
+from personae.context._textcut import count_small, cut_text, outline_cut
 from personae.context.history import Exchanges, fit_history
 from personae.context.messages import ChatMessage, Unit
 from personae.context.render import SEPARATOR, close_tag, open_tag

@@ -140,6 +140,12 @@ class Exchanges:
     """Each unit rendered (:func:`render_unit`)."""
     sep: int
     """Tokens of the blank line between two messages."""
+    heads: Sequence[int] = ()
+    """Seq of each unit's first message (filled from ``units`` when empty)."""
+
+    def __post_init__(self) -> None:
+        if len(self.heads) != len(self.units):
+            object.__setattr__(self, "heads", [u.head.seq for u in self.units])
 
     @classmethod
     def of(cls, units: Sequence[Unit], costs: Sequence[Sequence[int]], sep: int) -> Exchanges:
@@ -200,7 +206,7 @@ def fit_history(
     s_min = bisect.bisect_left(cum_cost, before_cost - room, 0, last + 1) if room >= 0 else last
     if msg_room is not None:
         s_min = max(s_min, bisect.bisect_left(cum_msgs, before_msgs - msg_room, 0, last + 1))
-    hinted = _unit_at(units, keep_from, last) if keep_from is not None else None
+    hinted = _unit_at(ex.heads, keep_from, last) if keep_from is not None else None
     if s_min == 0 and turn_cost + suffix_cost(0) + notice_cost(0, 0) <= limit:
         start = 0
     elif hinted is not None and hinted >= s_min:
@@ -209,9 +215,9 @@ def fit_history(
         # Overflow: evict a batch, down to the low-water mark.
         low = int(limit * low_water) - turn_cost - notice_cost(max(1, total_before), suffix_cost(0))
         at_low = bisect.bisect_left(cum_cost, before_cost - low, 0, last + 1) if low >= 0 else last
-        start = max(_anchor(units, s_min, last, batch), at_low)
+        start = max(_anchor(ex.heads, s_min, last, batch), at_low)
     else:
-        start = _anchor(units, s_min, last, batch)
+        start = _anchor(ex.heads, s_min, last, batch)
     kept: Sequence[Unit] = units[start:]
     blocks = list(ex.blocks[start:])
     evicted_msgs = cum_msgs[start] if start <= last else total_before
@@ -243,20 +249,21 @@ def fit_history(
     )
 
 
-def _unit_at(units: Sequence[Unit], seq: int, last: int) -> int | None:
+def _unit_at(heads: Sequence[int], seq: int, last: int) -> int | None:
     """Index of the exchange (up to the latest turn's first) whose first message has ``seq``."""
-    k = bisect.bisect_left(units, seq, 0, last, key=lambda u: u.head.seq)
-    return k if k <= last and k < len(units) and units[k].head.seq == seq else None
+    k = bisect.bisect_left(heads, seq, 0, last)
+    return k if k <= last and k < len(heads) and heads[k] == seq else None
 
 
-def _anchor(units: Sequence[Unit], s_min: int, last: int, batch: int) -> int:
-    """First exchange at or after ``s_min`` that starts a new batch on the position grid."""
-    if batch <= 1:
+def _anchor(heads: Sequence[int], s_min: int, last: int, batch: int) -> int:
+    """First exchange at or after ``s_min`` that starts a new batch on the position grid
+    (``heads``: the seq of each exchange's first message, in order)."""
+    k0 = max(1, s_min)
+    if batch <= 1 or k0 >= last:
         return s_min
-    for k in range(max(1, s_min), last):
-        if units[k].head.seq // batch != units[k - 1].head.seq // batch:
-            return k
-    return s_min
+    # Seqs only grow, so the grid cell changes first where a seq reaches the next cell.
+    k = bisect.bisect_left(heads, (heads[k0 - 1] // batch + 1) * batch, k0, last)
+    return k if k < last else s_min
 
 
 def _shrink_turn(

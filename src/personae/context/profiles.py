@@ -96,18 +96,28 @@ def _check_mapping(value: Any, file: str, lines: Lines, path: tuple[str | int, .
         raise _fail("must be a mapping", file, lines, path)
 
 
+def _check_keys(
+    raw: dict[str, Any],
+    allowed: set[str],
+    kind: str,
+    where: tuple[str, Lines, tuple[str | int, ...]],
+    *,
+    also: str | None = None,
+) -> None:
+    """Every key of ``raw`` is one of ``allowed`` (or ``also``, not suggested); else the
+    closest, with the file and line (``where``: file, lines, path)."""
+    file, lines, path = where
+    for key in raw:
+        if key not in allowed and key != also:
+            raise ProfileNameError(
+                kind, str(key), allowed, file=file, line=line_of(lines, (*path, key))
+            )
+
+
 def _spec_fields(
     raw: dict[str, Any], file: str, lines: Lines, path: tuple[str | int, ...]
 ) -> dict[str, Any]:
-    for key in raw:
-        if key not in _SPEC_FIELDS and key != "tag":
-            raise ProfileNameError(
-                "section field",
-                str(key),
-                _SPEC_FIELDS,
-                file=file,
-                line=line_of(lines, (*path, key)),
-            )
+    _check_keys(raw, _SPEC_FIELDS, "section field", (file, lines, path), also="tag")
     source = raw.get("source")
     if source is not None and source not in SOURCES:
         raise ProfileNameError(
@@ -128,24 +138,33 @@ def _build_spec(
         raise _fail(first["msg"], file, lines, where) from exc
 
 
+_Roles = dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]]
+
+
 def _merge_file(
     data: Any,
     file: str,
     lines: Lines,
     catalogue: dict[str, dict[str, Any]],
-    roles: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]],
+    roles: _Roles,
 ) -> None:
     if data is None:
         return
     _check_mapping(data, file, lines, ())
-    for key in data:
-        if key not in _TOP_KEYS:
-            raise ProfileNameError(
-                "key", str(key), _TOP_KEYS, file=file, line=line_of(lines, (key,))
-            )
+    _check_keys(data, _TOP_KEYS, "key", (file, lines, ()))
     if data.get("version", 1) != 1:
         raise _fail("unsupported version (expected 1)", file, lines, ("version",))
-    sections = data.get("sections") or {}
+    _merge_sections(data.get("sections") or {}, file, lines, catalogue)
+    role_map = data.get("roles") or {}
+    _check_mapping(role_map, file, lines, ("roles",))
+    for role, raw in role_map.items():
+        roles[str(role)] = _role(raw, ("roles", str(role)), file, lines, catalogue)
+
+
+def _merge_sections(
+    sections: Any, file: str, lines: Lines, catalogue: dict[str, dict[str, Any]]
+) -> None:
+    """Entries under ``sections``: a tag's defaults changed field by field (or a new tag)."""
     _check_mapping(sections, file, lines, ("sections",))
     for tag, raw in sections.items():
         path: tuple[str | int, ...] = ("sections", str(tag))
@@ -155,45 +174,51 @@ def _merge_file(
             raise _fail("a new section needs a source", file, lines, path)
         _build_spec(tag, merged, file, lines, path)  # validate now, with this file's lines
         catalogue[str(tag)] = merged
-    role_map = data.get("roles") or {}
-    _check_mapping(role_map, file, lines, ("roles",))
-    for role, raw in role_map.items():
-        rpath: tuple[str | int, ...] = ("roles", str(role))
-        _check_mapping(raw, file, lines, rpath)
-        for key in raw:
-            if key not in _ROLE_KEYS:
-                raise ProfileNameError(
-                    "role field",
-                    str(key),
-                    _ROLE_KEYS,
-                    file=file,
-                    line=line_of(lines, (*rpath, key)),
-                )
-        entries = raw.get("sections")
-        if not isinstance(entries, list) or not entries:
-            raise _fail("sections must be a non-empty list", file, lines, (*rpath, "sections"))
-        items: list[tuple[str, dict[str, Any]]] = []
-        seen: set[str] = set()
-        for i, entry in enumerate(entries):
-            epath: tuple[str | int, ...] = (*rpath, "sections", i)
-            if isinstance(entry, str):
-                tag, fields = entry, {}
-            elif isinstance(entry, dict) and isinstance(entry.get("tag"), str):
-                tag, fields = entry["tag"], _spec_fields(entry, file, lines, epath)
-            else:
-                raise _fail(
-                    "each section is a tag name or a mapping with 'tag'", file, lines, epath
-                )
-            if tag not in catalogue and "source" not in fields:
-                raise ProfileNameError(
-                    "section", tag, catalogue, file=file, line=line_of(lines, epath)
-                )
-            if tag in seen:
-                raise _fail(f"section {tag!r} appears twice", file, lines, epath)
-            seen.add(tag)
-            _build_spec(tag, {**catalogue.get(tag, {}), **fields}, file, lines, epath)
-            items.append((tag, fields))
-        roles[str(role)] = (str(raw.get("description", "")), items)
+
+
+def _role(
+    raw: Any,
+    rpath: tuple[str | int, ...],
+    file: str,
+    lines: Lines,
+    catalogue: dict[str, dict[str, Any]],
+) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+    """One entry under ``roles``: its description and its sections (tag, own fields)."""
+    _check_mapping(raw, file, lines, rpath)
+    _check_keys(raw, _ROLE_KEYS, "role field", (file, lines, rpath))
+    entries = raw.get("sections")
+    if not isinstance(entries, list) or not entries:
+        raise _fail("sections must be a non-empty list", file, lines, (*rpath, "sections"))
+    items: list[tuple[str, dict[str, Any]]] = []
+    seen: set[str] = set()
+    for i, entry in enumerate(entries):
+        epath: tuple[str | int, ...] = (*rpath, "sections", i)
+        tag, fields = _role_entry(entry, epath, file, lines, catalogue)
+        if tag in seen:
+            raise _fail(f"section {tag!r} appears twice", file, lines, epath)
+        seen.add(tag)
+        _build_spec(tag, {**catalogue.get(tag, {}), **fields}, file, lines, epath)
+        items.append((tag, fields))
+    return str(raw.get("description", "")), items
+
+
+def _role_entry(
+    entry: Any,
+    epath: tuple[str | int, ...],
+    file: str,
+    lines: Lines,
+    catalogue: dict[str, dict[str, Any]],
+) -> tuple[str, dict[str, Any]]:
+    """A role's section: a tag name, or a mapping with ``tag`` and fields of its own."""
+    if isinstance(entry, str):
+        tag, fields = entry, {}
+    elif isinstance(entry, dict) and isinstance(entry.get("tag"), str):
+        tag, fields = entry["tag"], _spec_fields(entry, file, lines, epath)
+    else:
+        raise _fail("each section is a tag name or a mapping with 'tag'", file, lines, epath)
+    if tag not in catalogue and "source" not in fields:
+        raise ProfileNameError("section", tag, catalogue, file=file, line=line_of(lines, epath))
+    return tag, fields
 
 
 def _read(path: Path) -> str:
@@ -237,7 +262,7 @@ def load_profiles(root: Path | None = None) -> ProfileSet:
         return _CACHE[key]
     sources[0] = (sources[0][0], builtin.read_text("utf-8"))
     catalogue: dict[str, dict[str, Any]] = {}
-    roles: dict[str, tuple[str, list[tuple[str, dict[str, Any]]]]] = {}
+    roles: _Roles = {}
     for file, text in sources:
         data, lines = load_with_lines(text, file)
         _merge_file(data, file, lines, catalogue, roles)

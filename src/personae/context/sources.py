@@ -1,6 +1,8 @@
 """Reading the directive and the ``.personae/project/`` files (seed 003 layout).
 
-Everything here is read fresh on every call; missing files are skipped
+Files are read again whenever they changed (path, identity, mtime and size:
+see ``_read`` and ``_probe``, which records every path consulted so a snapshot
+can reuse an unchanged project's reads); missing files are skipped
 silently (a section without content is never rendered, so there is never an
 empty tag).
 """

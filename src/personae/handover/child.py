@@ -44,9 +44,10 @@ __all__ = [
     "EXIT_TIMEOUT",
     "HANDOVER_DEPTH_CAP",
     "AttemptOutcome",
+    "ChildOptions",
     "ChildSpec",
     "CommandBuilder",
-    "RunOutcome",
+    "HandoverOutcome",
     "backoff_delays",
     "handover_depth",
     "kill_group",
@@ -189,7 +190,7 @@ class AttemptOutcome:
 
 
 @dataclass(kw_only=True)
-class RunOutcome:
+class HandoverOutcome:
     """The end state of a handover run (all attempts)."""
 
     path: Path
@@ -216,7 +217,11 @@ class RunOutcome:
         return EXIT_FAILURE
 
 
-def backoff_delays(attempts: int, base: float = 1.0, factor: float = 2.0) -> list[float]:
+def backoff_delays(
+    attempts: int,
+    base: float = DEFAULTS.handover_backoff,
+    factor: float = DEFAULTS.handover_backoff_factor,
+) -> list[float]:
     """Delays before attempts 2..N: ``base * factor**n`` for n = 0, 1, ..."""
     return [base * factor**n for n in range(max(0, attempts - 1))]
 
@@ -380,69 +385,79 @@ def _write_results(path: Path, fallback: ContextHandover, results: Results) -> C
     return updated
 
 
+@dataclass(frozen=True, kw_only=True)
+class ChildOptions:
+    """How a handover child is run: as whom, with which limits, where its results go."""
+
+    timeout: float = DEFAULTS.handover_timeout
+    """Seconds per attempt."""
+    attempts: int = DEFAULTS.handover_attempts
+    """Attempts in total (batch runs; an interactive run has one)."""
+    backoff: float = DEFAULTS.handover_backoff
+    """Seconds before the first retry."""
+    factor: float = DEFAULTS.handover_backoff_factor
+    """Each later retry waits this many times longer."""
+    command: CommandBuilder = personae_run_command
+    """Builds the child's argv."""
+    persona: str | None = None
+    """Run as this persona (``None``: the handover's target)."""
+    model: str | None = None
+    """The child's default model (``--model``)."""
+    return_path: Path | None = None
+    """Where results go (``None``: back into the handover file)."""
+    ledger_db: Path | Literal["auto"] | None = "auto"
+    """The ledger database (``"auto"``: the project's ``state.db`` under ``cwd``)."""
+    tie: bool = True
+    """The child dies with this process (see :func:`run_child`)."""
+
+
 def _prepare(
-    path: Path | str,
-    *,
-    cwd: Path,
-    timeout: float,
-    command: CommandBuilder,
-    persona: str | None,
-    model: str | None,
-    return_path: Path | None,
-    ledger_db: Path | Literal["auto"] | None,
-    interactive: bool,
+    path: Path | str, *, cwd: Path, options: ChildOptions, interactive: bool
 ) -> tuple[ContextHandover, Path, list[str], Path | None]:
     """The handover at ``path`` (re-read), the file its results go to, the child's argv and
-    the ledger database (``"auto"``: the project's ``state.db`` under ``cwd``)."""
+    the ledger database."""
     file = Path(path).resolve()
     handover = load_handover(file).handover
+    return_path = options.return_path
     results_file = return_path.resolve() if return_path is not None else file
     spec = ChildSpec.for_handover(
-        file, handover, persona=persona, timeout=timeout, return_path=return_path, cwd=cwd,
-        model=model, interactive=interactive,
+        file, handover, persona=options.persona, timeout=options.timeout,
+        return_path=return_path, cwd=cwd, model=options.model, interactive=interactive,
     )  # fmt: skip
+    ledger_db = options.ledger_db
     db = Layout(Path(cwd)).state_db if ledger_db == "auto" else ledger_db
-    return handover, results_file, list(command(spec)), db
+    return handover, results_file, list(options.command(spec)), db
 
 
 def run_handover(
     path: Path | str,
     *,
     cwd: Path,
-    timeout: float = 300.0,
-    attempts: int = 3,
-    backoff: float = 1.0,
-    factor: float = 2.0,
-    command: CommandBuilder = personae_run_command,
-    persona: str | None = None,
-    model: str | None = None,
-    return_path: Path | None = None,
-    ledger_db: Path | Literal["auto"] | None = "auto",
+    options: ChildOptions | None = None,
     on_start: Callable[[int], None] | None = None,
     on_attempt: Callable[[AttemptOutcome], None] | None = None,
-    tie: bool = True,
-) -> RunOutcome:
+) -> HandoverOutcome:
     """Run the handover at ``path`` in a child process until it succeeds or attempts run out.
 
     The file must already be valid and safe (see ``load_handover`` with a policy);
     it is re-read here and refused with UsageError when it is not parseable.
-    ``tie``: see :func:`run_child`.
+    ``options``: timeout, attempts, backoff, persona ... (defaults: :class:`ChildOptions`).
     """
+    options = options or ChildOptions()
+    attempts = options.attempts
     if attempts < 1:
         raise UsageError("attempts must be at least 1")
-    handover, results_file, argv, db = _prepare(
-        path, cwd=cwd, timeout=timeout, command=command, persona=persona, model=model,
-        return_path=return_path, ledger_db=ledger_db, interactive=False,
-    )  # fmt: skip
-    outcome = RunOutcome(path=results_file, handover=handover)
-    delays = backoff_delays(attempts, backoff, factor)
+    handover, results_file, argv, db = _prepare(path, cwd=cwd, options=options, interactive=False)
+    outcome = HandoverOutcome(path=results_file, handover=handover)
+    delays = backoff_delays(attempts, options.backoff, options.factor)
     last_error = ""
     for n in range(1, attempts + 1):
         before = _signature(results_file)
         try:
             a = run_child(
-                argv, cwd=Path(cwd), timeout=timeout, attempt=n, on_start=on_start, tie=tie
-            )
+                argv, cwd=Path(cwd), timeout=options.timeout, attempt=n, on_start=on_start,
+                tie=options.tie,
+            )  # fmt: skip
         except KeyboardInterrupt:
             # The child's group is already killed (run_child's finally); record why.
             stopped = Results(status="failure", error=f"interrupted during attempt {n}")

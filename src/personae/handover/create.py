@@ -98,6 +98,7 @@ def build_handover(
     data: Mapping[str, Any] | None = None,
     insights: Sequence[str] = (),
     interactive: bool = False,
+    profile: str | None = None,
     return_results: bool = True,
     history: Sequence[HistoryEntry] = (),
     mcp_servers: Sequence[str] | None = None,
@@ -107,6 +108,7 @@ def build_handover(
 ) -> ContextHandover:
     """Build a validated handover (environment captured from the allow list only).
 
+    ``profile`` names the context profile the target's worker is assembled with.
     Without ``memory_snapshot``, the project's mind memory catalog at ``cwd``
     (when it has one) is summarised into it: counts by type and one line per
     file, never a file's body or a secret.
@@ -126,6 +128,7 @@ def build_handover(
                 task=task,
                 interactive=interactive,
                 return_results=return_results,
+                profile=profile,
             ),
             artifacts=Artifacts(files=list(files), data=dict(data or {}), insights=list(insights)),
             context=ExecutionContext(

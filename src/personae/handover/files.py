@@ -29,8 +29,13 @@ from filelock import Timeout
 from pydantic import ValidationError
 
 from personae.errors import UsageError
-from personae.fsutil import NotRegularFileError, locked, read_regular, remove_stale_temps
-from personae.fsutil import write_atomic as _write_atomic
+from personae.fsutil import (
+    NotRegularFileError,
+    locked,
+    read_regular,
+    remove_stale_temps,
+    write_atomic,
+)
 from personae.handover.schema import MAX_FILE_BYTES, SUPPORTED_MAJOR, ContextHandover
 from personae.security.policy import (
     HandoverSecurityError,
@@ -51,7 +56,6 @@ __all__ = [
     "sha256_file",
     "update_handover",
     "validate_safety",
-    "write_atomic",
 ]
 
 ContextFormat = Literal["json", "yaml"]
@@ -332,10 +336,10 @@ def dump_handover(handover: ContextHandover, fmt: ContextFormat = "json") -> byt
     return raw
 
 
-def write_atomic(path: Path, raw: bytes) -> None:
-    """Write ``raw`` to a temp file beside ``path``, fsync, then ``os.replace`` it over."""
+def _write_private(path: Path, raw: bytes) -> None:
+    """Write ``raw`` atomically with owner-only bits, creating missing parent folders."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    _write_atomic(path, raw, mode=0o600)  # handovers may carry private data
+    write_atomic(path, raw, mode=0o600)  # handovers may carry private data
 
 
 def save_handover(
@@ -346,7 +350,7 @@ def save_handover(
     raw = dump_handover(handover, fmt or detect_format(file))
     try:
         with file_lock(file):
-            write_atomic(file, raw)
+            _write_private(file, raw)
     except Timeout:
         raise UsageError("handover file is locked by another process", file=file) from None
     return hashlib.sha256(raw).hexdigest()
@@ -362,7 +366,7 @@ def update_handover(
             loaded = load_handover(file)
             updated = change(loaded.handover)
             raw = dump_handover(updated, loaded.format)
-            write_atomic(file, raw)
+            _write_private(file, raw)
     except Timeout:
         raise UsageError("handover file is locked by another process", file=file) from None
     return updated, hashlib.sha256(raw).hexdigest()

@@ -16,21 +16,19 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
 
 from personae.handover._ledger import ledger_event
 from personae.handover.child import (
     DEPTH_ENV,
     GRACE_SECONDS,
     AttemptOutcome,
-    CommandBuilder,
-    RunOutcome,
+    ChildOptions,
+    HandoverOutcome,
     _fresh_results,
     _prepare,
     _signature,
     _write_results,
     handover_depth,
-    personae_run_command,
 )
 from personae.handover.files import load_handover
 from personae.handover.schema import Results
@@ -52,19 +50,17 @@ def run_interactive(
     path: Path | str,
     *,
     cwd: Path,
-    timeout: float = 300.0,
-    command: CommandBuilder = personae_run_command,
-    persona: str | None = None,
-    model: str | None = None,
-    return_path: Path | None = None,
-    ledger_db: Path | Literal["auto"] | None = "auto",
+    options: ChildOptions | None = None,
     on_start: Callable[[int], None] | None = None,
-) -> RunOutcome:
-    """Run the handover at ``path`` once, attached to this terminal; results written back."""
-    handover, results_file, argv, db = _prepare(
-        path, cwd=cwd, timeout=timeout, command=command, persona=persona, model=model,
-        return_path=return_path, ledger_db=ledger_db, interactive=True,
-    )  # fmt: skip
+) -> HandoverOutcome:
+    """Run the handover at ``path`` once, attached to this terminal; results written back.
+
+    Of ``options`` the timeout, command, persona, model, return path and ledger apply
+    (one attempt: a person is at the keyboard).
+    """
+    options = options or ChildOptions()
+    timeout = options.timeout
+    handover, results_file, argv, db = _prepare(path, cwd=cwd, options=options, interactive=True)
     env = dict(os.environ)
     env["PERSONAE_HANDOVER_MODE"] = "1"
     env[DEPTH_ENV] = str(handover_depth() + 1)
@@ -74,7 +70,7 @@ def run_interactive(
         proc = subprocess.Popen(argv, cwd=cwd, env=env)  # stdio inherited: the terminal
     except OSError as exc:
         failed = Results(status="failure", error=f"cannot start {argv[0]}: {exc.strerror or exc}")
-        return RunOutcome(
+        return HandoverOutcome(
             path=results_file, handover=_write_results(results_file, handover, failed)
         )
     if on_start is not None:
@@ -108,6 +104,6 @@ def run_interactive(
         results = Results(status="success" if error is None else "failure", error=error)
         _write_results(results_file, handover, results)
         ledger_event(db, handover, "result", path=results_file, status=results.status, detail=error)
-    return RunOutcome(
+    return HandoverOutcome(
         path=results_file, handover=load_handover(results_file).handover, attempts=[attempt]
     )

@@ -5,13 +5,16 @@ safety-check, apply allowed environment, pick the working directory, render the
 ``handover`` context section, take the task as the prompt when
 non-interactive) and :func:`finish` when the run ends, on success *and* on
 failure, to write ``results`` back to the same file or ``--context-return``.
-Nothing in the file is ever executed.
+:func:`working_on` wraps the turns of a run in that protocol: the turns it is
+given become the results, an error the failure. Nothing in the file is ever
+executed.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, MutableMapping, Sequence
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -37,7 +40,8 @@ from personae.security.policy import (
     held_environment,
 )
 
-__all__ = ["HandoverSession", "begin", "finish", "load_policy"]
+__all__ = ["HandoverSession", "HandoverTurn", "HandoverWork", "begin", "finish", "load_policy",
+           "working_on"]  # fmt: skip
 
 MAX_OUTPUT = 200_000
 MAX_ERROR = 20_000
@@ -256,3 +260,73 @@ def finish(
 
 def _with_results(current: ContextHandover, results: Results) -> ContextHandover:
     return current.model_copy(update={"results": results})
+
+
+@dataclass(frozen=True, kw_only=True)
+class HandoverTurn:
+    """What one run turn on a handover produced (the parts its results keep)."""
+
+    done: bool
+    """Every subtask of the turn was validated."""
+    answer: str
+    """The turn's final answer."""
+    files: Sequence[str] = ()
+    """Files the turn wrote (result artifacts)."""
+    warnings: Sequence[str] = ()
+    """The turn's warnings (the results' next steps)."""
+
+
+@dataclass(kw_only=True)
+class HandoverWork:
+    """The turns of a run on a handover, collected by :func:`working_on`."""
+
+    turns: list[HandoverTurn] = field(default_factory=list)
+    """Turns finished so far, in order."""
+    written: Path | None = None
+    """The file the results went to (set once the work ended well)."""
+    new_warnings: list[str] = field(default_factory=list)
+    """Warnings that came up while finishing (not shown before)."""
+
+    def add(self, turn: HandoverTurn) -> None:
+        """Record a finished turn."""
+        self.turns.append(turn)
+
+
+def _failure_reason(exc: BaseException) -> str:
+    return "timed out" if isinstance(exc, TimeoutError) else str(exc)
+
+
+@contextmanager
+def working_on(
+    session: HandoverSession | None, *, return_path: Path | None = None
+) -> Iterator[HandoverWork]:
+    """Run the body as the work on ``session`` and write its results when it ends.
+
+    An exception (a timeout included) becomes ``failure`` results with the reason and
+    is raised on; otherwise the turns added become the results (``success`` when every
+    turn is done, else ``partial``; every answer, artifact and warning). With
+    ``session`` ``None`` (no handover) nothing is written.
+    """
+    work = HandoverWork()
+    if session is None:
+        yield work
+        return
+    shown = len(session.warnings)
+    try:
+        yield work
+    except BaseException as exc:
+        finish(
+            session, status="failure", output=None, error=_failure_reason(exc),
+            return_path=return_path,
+        )  # fmt: skip
+        raise
+    turns = work.turns
+    work.written = finish(
+        session,
+        status="success" if all(t.done for t in turns) else "partial",
+        output="\n\n".join(t.answer for t in turns),
+        artifacts=list(dict.fromkeys(f for t in turns for f in t.files)),
+        next_steps=[w for t in turns for w in t.warnings],
+        return_path=return_path,
+    )
+    work.new_warnings = session.warnings[shown:]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,9 @@ from personae.handover._cast import persona_facts
 from personae.handover._history import history_for
 from personae.handover.child import (
     HANDOVER_DEPTH_CAP,
+    ChildOptions,
     ChildSpec,
-    CommandBuilder,
     handover_depth,
-    personae_run_command,
     run_handover,
 )
 from personae.handover.create import build_handover, create_handover
@@ -104,11 +103,7 @@ def handover_to_persona(
     session_id: str = "",
     history: Sequence[HistoryEntry] | None = None,
     from_project: bool = True,
-    timeout: float = 300.0,
-    attempts: int = 3,
-    backoff: float = 1.0,
-    command: CommandBuilder = personae_run_command,
-    model: str | None = None,
+    child: ChildOptions | None = None,
 ) -> HandoverToolResult:
     """Hand ``task`` to ``target_persona`` with files, data and insights.
 
@@ -121,16 +116,17 @@ def handover_to_persona(
     Refuses unsafe content (paths outside allowed roots ...) before writing.
     ``history`` defaults to the project's conversation store (one summary per
     persona); with ``from_project`` the source persona's MCP servers come from
-    the project's cast. ``model`` is passed to the child as ``--model`` (its
-    default model; a persona's own ``model`` still wins).
+    the project's cast. ``child``: how the target runs (timeout, attempts, backoff,
+    command); its ``model`` is passed to the child as ``--model`` (its default model;
+    a persona's own ``model`` still wins).
     """
+    child = child or ChildOptions()
     mcp_servers: list[str] | None = None
     warnings: list[str] = []
-    if history is None or from_project:
-        if history is None:
-            history = history_for(Layout(Path(cwd)).state_db, session_id or None)
-        if from_project:
-            mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
+    if history is None:
+        history = history_for(Layout(Path(cwd)).state_db, session_id or None)
+    if from_project:
+        mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
     handover = build_handover(
         source_persona=source_persona,
         target_persona=target_persona,
@@ -148,12 +144,12 @@ def handover_to_persona(
     spec = ChildSpec(
         handover_path=created.path,
         persona=target_persona,
-        timeout=timeout,
+        timeout=child.timeout,
         return_path=None,
         cwd=Path(cwd),
-        model=model,
+        model=child.model,
     )
-    argv = list(command(spec))
+    argv = list(child.command(spec))
     shown = ["personae", *argv[3:]] if argv[1:3] == ["-m", "personae"] else argv
     if not wait_for_results:
         return HandoverToolResult(
@@ -165,32 +161,28 @@ def handover_to_persona(
             warnings=warnings,
             message=(f"Context prepared for {target_persona}. Run: {shlex.join(shown)}"),
         )
+    result = _run_target(created.path, Path(cwd), child, interactive=interactive)
+    return replace(
+        result, handover_id=handover.handover_id, command=argv, warnings=warnings,
+        message=f"{target_persona} finished with status {result.status}",
+    )  # fmt: skip
+
+
+def _run_target(
+    path: Path, cwd: Path, child: ChildOptions, *, interactive: bool
+) -> HandoverToolResult:
+    """Run the handover at ``path`` now (attached to the terminal when ``interactive``);
+    its status and results (the caller fills in the id, command and message)."""
     if interactive:
-        outcome = run_interactive(
-            created.path, cwd=Path(cwd), timeout=timeout, command=command, model=model
-        )
+        outcome = run_interactive(path, cwd=cwd, options=child)
     else:
-        outcome = run_handover(
-            created.path,
-            cwd=Path(cwd),
-            timeout=timeout,
-            attempts=attempts,
-            backoff=backoff,
-            command=command,
-            model=model,
-        )
+        outcome = run_handover(path, cwd=cwd, options=child)
     results = outcome.handover.results
     dumped = results.model_dump(mode="json", by_alias=True) if results is not None else None
     return HandoverToolResult(
-        success=outcome.status == "success",
-        handover_id=handover.handover_id,
-        context_path=str(outcome.path),
-        status=outcome.status,
-        results=dumped,
-        command=argv,
-        message=f"{target_persona} finished with status {outcome.status}",
-        warnings=warnings,
-    )
+        success=outcome.status == "success", handover_id="", context_path=str(outcome.path),
+        status=outcome.status, results=dumped,
+    )  # fmt: skip
 
 
 class HandoverToolArgs(BaseModel):
@@ -227,16 +219,13 @@ def handover_tool(
     source_persona: str,
     *,
     session_id: str = "",
-    timeout: float = 300.0,
-    attempts: int = 3,
-    backoff: float = 1.0,
-    command: CommandBuilder = personae_run_command,
-    model: str | None = None,
+    child: ChildOptions | None = None,
 ) -> Tool[HandoverToolArgs]:
     """The ``handover_to_persona`` tool for a :class:`~personae.tools.registry.ToolRegistry`.
 
     It runs in the tool context's workspace root; its result is the JSON of
-    :class:`HandoverToolResult`. Refused handovers become tool errors.
+    :class:`HandoverToolResult`. Refused handovers become tool errors. ``child``:
+    how the target runs (see :class:`~personae.handover.child.ChildOptions`).
     """
 
     def run(args: HandoverToolArgs, ctx: ToolContext) -> str:
@@ -252,11 +241,7 @@ def handover_tool(
                 interactive=args.interactive,
                 wait_for_results=args.wait_for_results,
                 session_id=session_id,
-                timeout=timeout,
-                attempts=attempts,
-                backoff=backoff,
-                command=command,
-                model=model,
+                child=child,
             )
         except PersonaeError as exc:
             raise ctx.error(str(exc)) from None
@@ -274,9 +259,13 @@ def handover_tool(
 
 
 def register_handover_tool(
-    registry: ToolRegistry, source_persona: str, **options: Any
+    registry: ToolRegistry,
+    source_persona: str,
+    *,
+    session_id: str = "",
+    child: ChildOptions | None = None,
 ) -> Tool[HandoverToolArgs]:
-    """Register :func:`handover_tool` into ``registry`` (options as for ``handover_tool``)."""
-    tool = handover_tool(source_persona, **options)
+    """Register :func:`handover_tool` into ``registry`` (arguments as for ``handover_tool``)."""
+    tool = handover_tool(source_persona, session_id=session_id, child=child)
     registry.register(tool)
     return tool

@@ -22,9 +22,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Verdict", "latest_bootstrap", "packet_verdict", "read_regular"]
+__all__ = ["PacketVerdict", "latest_bootstrap", "packet_verdict", "read_capped"]
 
-Verdict = tuple[bool | None, str]
+PacketVerdict = tuple[bool | None, str]
 """(True: success, False: failed, None: no completed unlock call found; reason)."""
 
 _PERSISTED = re.compile(r"Full output saved to:\s*(.+?)\s*$", re.MULTILINE)
@@ -36,7 +36,7 @@ _CHECK_EVERY = 128
 """Lines between deadline checks."""
 
 
-def read_regular(path: Path, max_bytes: int) -> bytes | str:
+def read_capped(path: Path, max_bytes: int) -> bytes | str:
     """The bytes of a regular file up to ``max_bytes``, or why not (never blocks)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
@@ -99,7 +99,7 @@ def _result(obj: Any, tool_use_id: str) -> dict[str, Any] | None:
 
 def latest_bootstrap(
     transcript: Path, unlock: Collection[str], *, deadline: float | None = None
-) -> Verdict:
+) -> PacketVerdict:
     """The verdict of the latest unlock call in ``transcript`` that has a result.
 
     ``unlock`` holds the exact tool names that count; ``deadline`` is a
@@ -125,7 +125,7 @@ def latest_bootstrap(
 
 def _scan(
     mm: mmap.mmap, transcript: Path, unlock: Collection[str], deadline: float | None
-) -> Verdict:
+) -> PacketVerdict:
     """Visit, from the end, only the lines holding a tool result or an unlock call name."""
     names = [json.dumps(n).encode() for n in unlock]
     markers = [_RESULT_MARK, *names]
@@ -162,7 +162,7 @@ def _line_verdict(
     results: dict[str, tuple[int, int]],
     unlock: Collection[str],
     transcript: Path,
-) -> Verdict | None:
+) -> PacketVerdict | None:
     """The verdict of the latest unlock call on ``line`` that has a result, else ``None``."""
     ids = {m.group(1).decode("utf-8", "replace") for m in _ID.finditer(mm, *line)}  # type: ignore[call-overload]
     if not ids & results.keys():
@@ -175,13 +175,13 @@ def _line_verdict(
     return None
 
 
-def _judge(name: str, item: dict[str, Any], transcript: Path) -> Verdict:
+def _judge(name: str, item: dict[str, Any], transcript: Path) -> PacketVerdict:
     if name.endswith("get_system_prompt"):
         return _prompt_verdict(item)
     return packet_verdict(item, transcript)
 
 
-def _prompt_verdict(result: dict[str, Any]) -> Verdict:
+def _prompt_verdict(result: dict[str, Any]) -> PacketVerdict:
     if result.get("is_error") is True:
         return False, "get_system_prompt returned an error"
     texts = _texts(result.get("content"))
@@ -199,7 +199,7 @@ def _prompt_verdict(result: dict[str, Any]) -> Verdict:
     return True, "get_system_prompt returned the mind contract (transcript)"
 
 
-def packet_verdict(result: dict[str, Any], transcript: Path | None = None) -> Verdict:
+def packet_verdict(result: dict[str, Any], transcript: Path | None = None) -> PacketVerdict:
     """Judge one tool_result item: success only for a packet with mind_contract_available true."""
     if result.get("is_error") is True:
         return False, "bootstrap_session returned an error"
@@ -277,7 +277,7 @@ def _persisted(text: str, transcript: Path | None) -> str | tuple[bool, str]:
         return False, "persisted bootstrap_session output cannot be located"
     if not inside:
         return False, "persisted bootstrap_session output is outside the transcript folder"
-    data = read_regular(resolved, _MAX_PERSISTED)
+    data = read_capped(resolved, _MAX_PERSISTED)
     if isinstance(data, str):
         return False, f"persisted bootstrap_session output is {data}"
     try:

@@ -20,11 +20,13 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass
+from enum import StrEnum
 
 __all__ = [
     "ADAPTERS",
     "MIND_TOOLS",
     "UNLOCK_TOOLS",
+    "Host",
     "HostAdapter",
     "adapter",
     "hook_command",
@@ -47,11 +49,22 @@ UNLOCK_TOOLS = ("bootstrap_session", "get_system_prompt")
 """Mind tools whose successful result unlocks the gate (the second is the taught fallback)."""
 
 
+class Host(StrEnum):
+    """A coding-agent host personae installs hooks and instructions for."""
+
+    CLAUDE = "claude"
+    """Claude Code."""
+    CODEX = "codex"
+    """OpenAI Codex CLI."""
+    COPILOT = "copilot"
+    """GitHub Copilot CLI."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class HostAdapter:
     """How one host names tools, matches hooks and reads a hook's denial."""
 
-    name: str
+    name: Host
     """``claude``, ``codex`` or ``copilot``."""
     title: str
     """Product name for messages."""
@@ -93,9 +106,9 @@ class HostAdapter:
 
 _MCP_OTHER = "mcp__.*"
 
-ADAPTERS: dict[str, HostAdapter] = {
-    "claude": HostAdapter(
-        name="claude",
+ADAPTERS: dict[Host, HostAdapter] = {
+    Host.CLAUDE: HostAdapter(
+        name=Host.CLAUDE,
         title="Claude Code",
         gated=(
             "Bash",
@@ -114,8 +127,8 @@ ADAPTERS: dict[str, HostAdapter] = {
         mcp_format="mcp__{server}__{tool}",
         json_deny=False,
     ),
-    "codex": HostAdapter(
-        name="codex",
+    Host.CODEX: HostAdapter(
+        name=Host.CODEX,
         title="Codex",
         # Codex reports exec_command/shell calls to hooks as "Bash"; the raw names are
         # gated too in case a version reports them unmapped.
@@ -138,8 +151,8 @@ ADAPTERS: dict[str, HostAdapter] = {
         mcp_format="mcp__{server}__{tool}",
         json_deny=False,
     ),
-    "copilot": HostAdapter(
-        name="copilot",
+    Host.COPILOT: HostAdapter(
+        name=Host.COPILOT,
         title="Copilot CLI",
         gated=(
             "bash",
@@ -162,11 +175,11 @@ ADAPTERS: dict[str, HostAdapter] = {
 """Every supported host by name."""
 
 
-def adapter(name: str) -> HostAdapter:
+def adapter(name: Host | str) -> HostAdapter:
     """The adapter for ``name``; ValueError naming the valid hosts otherwise."""
     try:
-        return ADAPTERS[name]
-    except KeyError:
+        return ADAPTERS[Host(name)]
+    except ValueError:
         raise ValueError(f"unknown host {name!r} (valid: {', '.join(ADAPTERS)})") from None
 
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.hosts._transcript import latest_bootstrap
-from personae.hosts.adapters import ADAPTERS, HostAdapter
+from personae.hosts.adapters import ADAPTERS, Host, HostAdapter
 from personae.layout import SESSION_ID, Layout
 from personae.mind.bootstraps import ancestors, find_bootstrap
 
@@ -51,7 +51,7 @@ __all__ = [
     "session_start",
 ]
 
-DEFAULT_GATES = ADAPTERS["claude"].gated
+DEFAULT_GATES = ADAPTERS[Host.CLAUDE].gated
 """Claude Code's gated tool-name patterns (each host's are in its adapter)."""
 
 BUDGET_SECONDS = 0.6
@@ -74,7 +74,7 @@ class _OutOfTimeError(Exception):
 class HookInput:
     """The fields of a PreToolUse payload the gate uses."""
 
-    host: str
+    host: Host
     """``claude``, ``codex`` or ``copilot``."""
     tool_name: str
     session_id: str | None
@@ -97,7 +97,7 @@ def _text(data: dict[str, Any], key: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def parse_hook_input(raw: bytes | str, host: str | None = None) -> HookInput:
+def parse_hook_input(raw: bytes | str, host: Host | None = None) -> HookInput:
     """Parse stdin; raises HookInputError for anything malformed."""
     try:
         data: Any = json.loads(raw)
@@ -107,7 +107,7 @@ def parse_hook_input(raw: bytes | str, host: str | None = None) -> HookInput:
         raise HookInputError("hook input is not a JSON object")
     if isinstance(data.get("tool_name"), str) and data["tool_name"]:
         transcript, cwd = _text(data, "transcript_path"), _text(data, "cwd")
-        inferred = "codex" if "turn_id" in data else "claude"
+        inferred = Host.CODEX if "turn_id" in data else Host.CLAUDE
         return HookInput(
             host=host or inferred,
             tool_name=data["tool_name"],
@@ -118,7 +118,7 @@ def parse_hook_input(raw: bytes | str, host: str | None = None) -> HookInput:
     if isinstance(data.get("toolName"), str) and data["toolName"]:
         cwd = _text(data, "cwd")
         return HookInput(
-            host=host or "copilot",
+            host=host or Host.COPILOT,
             tool_name=data["toolName"],
             session_id=_text(data, "sessionId"),
             transcript_path=None,
@@ -149,7 +149,7 @@ def decide(
     if not any(g.fullmatch(name) for g in patterns):
         return Decision(True, f"{name} is not gated")
     why: list[str] = []
-    if hook.transcript_path is not None and hook.host == "claude":
+    if hook.transcript_path is not None and hook.host is Host.CLAUDE:
         scan_deadline = None if deadline is None else deadline - (BUDGET_SECONDS - _SCAN_SHARE)
         verdict, reason = latest_bootstrap(
             hook.transcript_path, host.unlock_tools(server), deadline=scan_deadline
@@ -159,7 +159,7 @@ def decide(
         if verdict is False:
             return Decision(False, reason)
         why.append(reason)
-    elif hook.host == "claude":
+    elif hook.host is Host.CLAUDE:
         why.append("no transcript_path in the hook input")
     if store is None and hook.cwd is not None:
         store = Layout(hook.cwd).state_db
@@ -183,7 +183,7 @@ def _message(tool: str, reason: str, server: str, host: HostAdapter) -> str:
 class _Args:
     patterns: list[str]
     store: Path | None = None
-    host: str | None = None
+    host: Host | None = None
     server: str = "personae"
 
 
@@ -209,7 +209,7 @@ def _parse_args(argv: list[str]) -> _Args:
         elif value not in ADAPTERS:
             raise HookInputError(f"unknown --host {value!r} (valid: {', '.join(ADAPTERS)})")
         else:
-            parsed.host = value
+            parsed.host = Host(value)
     return parsed
 
 
@@ -226,7 +226,7 @@ def run(argv: list[str], stdin: Any = None, stdout: Any = None, stderr: Any = No
     stdout = sys.stdout if stdout is None else stdout
     stderr = sys.stderr if stderr is None else stderr
     started = time.monotonic()
-    host = ADAPTERS["claude"]
+    host = ADAPTERS[Host.CLAUDE]
     tool = "this tool"
     server = "personae"
     timer = hasattr(signal, "setitimer")

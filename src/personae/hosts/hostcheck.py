@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.errors import UsageError
-from personae.hosts.adapters import ADAPTERS, HostAdapter
+from personae.hosts.adapters import ADAPTERS, Host, HostAdapter
 from personae.hosts.matchers import matcher_problem
 from personae.hosts.render import (
     CLAUDE_SETTINGS,
@@ -38,11 +38,11 @@ __all__ = ["check_hooks", "hook_binary", "probe_hook"]
 
 _FIX = "run `personae hosts render --write`"
 _FILES = (
-    (CLAUDE_SETTINGS, "claude", "PreToolUse"),
-    (CODEX_HOOKS, "codex", "PreToolUse"),
-    (COPILOT_HOOKS, "copilot", "preToolUse"),
+    (CLAUDE_SETTINGS, Host.CLAUDE, "PreToolUse"),
+    (CODEX_HOOKS, Host.CODEX, "PreToolUse"),
+    (COPILOT_HOOKS, Host.COPILOT, "preToolUse"),
 )
-_PROBE_TOOL = {"claude": "Bash", "codex": "Bash", "copilot": "bash"}
+_PROBE_TOOL = {Host.CLAUDE: "Bash", Host.CODEX: "Bash", Host.COPILOT: "bash"}
 
 
 def hook_binary(command: str) -> str | None:
@@ -56,10 +56,10 @@ def hook_binary(command: str) -> str | None:
     return argv[0] if argv else None
 
 
-def _commands(entry: Any, host: str) -> list[str]:
+def _commands(entry: Any, host: Host) -> list[str]:
     if not isinstance(entry, dict):
         return []
-    if host == "copilot":
+    if host is Host.COPILOT:
         value = entry.get("bash")
         return [value] if isinstance(value, str) else []
     hooks = entry.get("hooks")
@@ -74,9 +74,9 @@ def _commands(entry: Any, host: str) -> list[str]:
     )
 
 
-def _probe_payload(host: str, cwd: Path) -> bytes:
+def _probe_payload(host: Host, cwd: Path) -> bytes:
     tool = _PROBE_TOOL[host]
-    if host == "copilot":
+    if host is Host.COPILOT:
         data: dict[str, Any] = {"sessionId": "personae-check", "cwd": str(cwd), "toolName": tool}
         data["toolArgs"] = {"command": "true"}
     else:
@@ -88,7 +88,7 @@ def _probe_payload(host: str, cwd: Path) -> bytes:
             "tool_name": tool,
             "tool_input": {"command": "true"},
         }
-        if host == "codex":
+        if host is Host.CODEX:
             data["turn_id"] = "personae-check"
     return json.dumps(data).encode()
 

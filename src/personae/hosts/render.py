@@ -20,6 +20,7 @@ from typing import Any
 
 from personae.errors import UsageError
 from personae.fsutil import write_atomic
+from personae.hosts.adapters import Host
 from personae.hosts.matchers import matcher_problem
 from personae.hosts.snippets import (
     BEGIN,
@@ -53,9 +54,9 @@ __all__ = [
 ]
 
 INSTRUCTION_FILES = {
-    "CLAUDE.md": "claude",
-    "AGENTS.md": "codex",
-    ".github/copilot-instructions.md": "copilot",
+    "CLAUDE.md": Host.CLAUDE,
+    "AGENTS.md": Host.CODEX,
+    ".github/copilot-instructions.md": Host.COPILOT,
 }
 """Instruction file (relative to the repo) -> host whose snippet it carries."""
 
@@ -214,7 +215,7 @@ def plan(
         path = root / rel
         existing = _read_text(path, rel) or ""
         out.append((rel, merge_block(existing, snippet(host), path=rel)))
-    for rel, host in ((CLAUDE_SETTINGS, "claude"), (CODEX_HOOKS, "codex")):
+    for rel, host in ((CLAUDE_SETTINGS, Host.CLAUDE), (CODEX_HOOKS, Host.CODEX)):
         ours = claude_hooks(exe, gates, host)
         config = merge_hooks(load_json(root / rel, rel), ours, path=rel)
         out.append((rel, json.dumps(config, indent=2) + "\n"))

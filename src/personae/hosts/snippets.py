@@ -11,7 +11,7 @@ import json
 import shlex
 from typing import Any
 
-from personae.hosts.adapters import ADAPTERS, hook_command
+from personae.hosts.adapters import ADAPTERS, Host, hook_command
 
 __all__ = [
     "BEGIN",
@@ -80,17 +80,18 @@ external tool calls unless a hook records them.
 """
 
 _HOOK_LINES = {
-    "claude": "- A PreToolUse hook blocks Bash, edits and other MCP tools until "
+    Host.CLAUDE: "- A PreToolUse hook blocks Bash, edits and other MCP tools until "
     "bootstrap_session succeeds.\n",
-    "codex": "- A PreToolUse hook blocks shell tools until bootstrap_session succeeds.\n",
-    "copilot": "- A preToolUse hook blocks shell and edit tools until "
+    Host.CODEX: "- A PreToolUse hook blocks shell tools until bootstrap_session succeeds.\n",
+    Host.COPILOT: "- A preToolUse hook blocks shell and edit tools until "
     "bootstrap_session succeeds.\n",
 }
 
 
-def snippet(host: str) -> str:
+def snippet(host: Host | str) -> str:
     """The instruction block for ``host`` (claude, codex or copilot)."""
-    prefix = f"mcp__{SERVER_NAME}__" if host == "claude" else ""
+    host = Host(host)
+    prefix = f"mcp__{SERVER_NAME}__" if host is Host.CLAUDE else ""
     return _TEMPLATE.format(begin=BEGIN, end=END, p=prefix, hook_line=_HOOK_LINES[host])
 
 
@@ -103,14 +104,14 @@ def gate_args(gates: list[str]) -> str:
     return "".join(f" --gate {shlex.quote(g)}" for g in gates)
 
 
-def _gate_argv(host: str, gates: list[str] | None) -> list[str]:
+def _gate_argv(host: Host, gates: list[str] | None) -> list[str]:
     argv = ["--host", host]
     for gate in gates or []:
         argv += ["--gate", gate]
     return argv
 
 
-def _matcher(host: str, gates: list[str] | None) -> str:
+def _matcher(host: Host, gates: list[str] | None) -> str:
     if gates:
         return "|".join(f"^(?:{g})$" for g in gates)
     matcher = ADAPTERS[host].matcher
@@ -119,7 +120,7 @@ def _matcher(host: str, gates: list[str] | None) -> str:
 
 
 def claude_hooks(
-    personae: str, gates: list[str] | None = None, host: str = "claude"
+    personae: str, gates: list[str] | None = None, host: Host = Host.CLAUDE
 ) -> dict[str, Any]:
     """The ``hooks`` entries for Claude Code settings (or, with ``host="codex"``, Codex hooks.json).
 
@@ -139,7 +140,7 @@ def claude_hooks(
 
 def copilot_hooks(personae: str, gates: list[str] | None = None) -> dict[str, Any]:
     """The Copilot CLI hook file (``.github/hooks/personae.json``); Copilot has no matcher."""
-    command = hook_command(ADAPTERS["copilot"], personae, _gate_argv("copilot", gates))
+    command = hook_command(ADAPTERS[Host.COPILOT], personae, _gate_argv(Host.COPILOT, gates))
     return {
         "version": 1,
         "hooks": {"preToolUse": [{"type": "command", "bash": command, "timeoutSec": 10}]},

@@ -10,18 +10,12 @@ from typing import Any
 
 import yaml
 
+from personae.errors import FrontmatterError
+
 __all__ = ["FrontmatterError", "split_frontmatter"]
 
 _SPECIAL_START = tuple("[{|>&*!%@`\"'#")
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-class FrontmatterError(ValueError):
-    """The frontmatter block is not valid YAML mapping."""
-
-    def __init__(self, message: str, line: int | None = None) -> None:
-        super().__init__(message)
-        self.line = line
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str, bool]:

@@ -19,6 +19,7 @@ from filelock import Timeout
 
 from personae.errors import UsageError
 from personae.fsutil import locked, private_dir, read_regular, remove_stale_temps, write_atomic
+from personae.layout import DIR_NAME
 from personae.mind._frontmatter import FrontmatterError, split_frontmatter
 from personae.security.redact import redact_text
 
@@ -138,7 +139,7 @@ class MemoryDir:
         (the default ``.personae/memory``); a folder pointed at elsewhere (a
         project root, a home folder) keeps its mode.
         """
-        if not self.root.exists() or ".personae" in self.root.parts:
+        if not self.root.exists() or DIR_NAME in self.root.parts:
             private_dir(self.root)
 
     def scan(self) -> dict[str, tuple[int, int]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from personae.models._pieces import text_pieces
 
-__all__ = ["count_tokens", "error_payload", "from_chat", "sse_events", "to_chat"]
+__all__ = ["count_tokens_reply", "error_payload", "from_chat", "sse_events", "to_chat"]
 
 
 def _text_of(content: Any) -> str:
@@ -170,7 +170,7 @@ def error_payload(message: str, *, status: int) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind.get(status, "api_error"), "message": message}}
 
 
-def count_tokens(body: dict[str, Any]) -> dict[str, Any]:
+def count_tokens_reply(body: dict[str, Any]) -> dict[str, Any]:
     """``/v1/messages/count_tokens``: a chars/4 estimate (the scripted server has no tokenizer)."""
     chars = len(json.dumps([body.get("system"), body.get("messages"), body.get("tools")]))
     return {"input_tokens": max(1, chars // 4)}

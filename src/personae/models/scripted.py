@@ -63,101 +63,8 @@ class ScriptedServer:
         """Bind an ephemeral port on 127.0.0.1 and serve in a daemon thread."""
         if self._httpd is not None:
             return self
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-            def do_GET(self) -> None:  # the model list: what `personae doctor` asks for
-                if self.path.rstrip("/").endswith("/models"):
-                    listed = {"id": server.model_name, "object": "model", "owned_by": "scripted"}
-                    self._send_json(200, {"object": "list", "data": [listed]})
-                else:
-                    self._send_json(404, {"error": {"message": f"no route {self.path}"}})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                try:
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                except json.JSONDecodeError:
-                    self._send_json(400, {"error": {"message": "body is not JSON"}})
-                    return
-                if not isinstance(body, dict):
-                    self._send_json(400, {"error": {"message": "body is not a JSON object"}})
-                    return
-                route = self.path.split("?", 1)[0].rstrip("/")
-                server.raw_requests.append((route, body))
-                if route.endswith("/chat/completions"):
-                    status, payload = server.answer(body)
-                    pause = float(payload.pop("_stream_pause", 0.0))
-                    if status == 200 and body.get("stream"):
-                        self._send_stream(payload, pause)
-                    else:
-                        self._send_json(status, payload)
-                elif route.endswith("/messages/count_tokens"):
-                    self._send_json(200, _anthropic.count_tokens(body))
-                elif route.endswith("/messages"):
-                    self._messages(body)
-                elif route.endswith("/responses"):
-                    self._responses(body)
-                else:
-                    self._send_json(404, {"error": {"message": f"no route {self.path}"}})
-
-            def _messages(self, body: dict[str, Any]) -> None:
-                status, payload = server.answer(_anthropic.to_chat(body))
-                if status != 200:
-                    message = str(payload["error"]["message"])
-                    self._send_json(status, _anthropic.error_payload(message, status=status))
-                    return
-                response = _anthropic.from_chat(payload, str(body.get("model") or "scripted"))
-                if body.get("stream"):
-                    self._send_events(_anthropic.sse_events(response))
-                else:
-                    self._send_json(200, response)
-
-            def _responses(self, body: dict[str, Any]) -> None:
-                chat = _responses.to_chat(body)
-                status, payload = server.answer(chat)
-                if status != 200:
-                    self._send_json(status, payload)
-                    return
-                response = _responses.from_chat(payload, chat, server.model_name)
-                if body.get("stream"):
-                    self._send_events(_responses.sse_events(response))
-                else:
-                    self._send_json(200, response)
-
-            def _send_json(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def _send_stream(self, payload: dict[str, Any], pause: float) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.end_headers()
-                for n, chunk in enumerate(_stream_chunks(payload)):
-                    if n and pause:
-                        time.sleep(pause)
-                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                    self.wfile.flush()
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
-
-            def _send_events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.end_headers()
-                for event, data in events:
-                    self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
-                self.wfile.flush()
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        handler = type("Handler", (_Handler,), {"scripted": self})
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name="personae-scripted-model", daemon=True
@@ -301,3 +208,101 @@ def _stream_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
             "usage": payload["usage"],
         },
     ]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """HTTP handler of a :class:`ScriptedServer` (the server is set per subclass)."""
+
+    scripted: ScriptedServer
+    """The server whose scenario answers."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_GET(self) -> None:  # the model list: what `personae doctor` asks for
+        if self.path.rstrip("/").endswith("/models"):
+            listed = {"id": self.scripted.model_name, "object": "model", "owned_by": "scripted"}
+            self._send_json(200, {"object": "list", "data": [listed]})
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        try:
+            body = json.loads(self.rfile.read(length) or b"{}")
+        except json.JSONDecodeError:
+            self._send_json(400, {"error": {"message": "body is not JSON"}})
+            return
+        if not isinstance(body, dict):
+            self._send_json(400, {"error": {"message": "body is not a JSON object"}})
+            return
+        route = self.path.split("?", 1)[0].rstrip("/")
+        self.scripted.raw_requests.append((route, body))
+        if route.endswith("/chat/completions"):
+            status, payload = self.scripted.answer(body)
+            pause = float(payload.pop("_stream_pause", 0.0))
+            if status == 200 and body.get("stream"):
+                self._send_stream(payload, pause)
+            else:
+                self._send_json(status, payload)
+        elif route.endswith("/messages/count_tokens"):
+            self._send_json(200, _anthropic.count_tokens_reply(body))
+        elif route.endswith("/messages"):
+            self._messages(body)
+        elif route.endswith("/responses"):
+            self._responses(body)
+        else:
+            self._send_json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def _messages(self, body: dict[str, Any]) -> None:
+        status, payload = self.scripted.answer(_anthropic.to_chat(body))
+        if status != 200:
+            message = str(payload["error"]["message"])
+            self._send_json(status, _anthropic.error_payload(message, status=status))
+            return
+        response = _anthropic.from_chat(payload, str(body.get("model") or "scripted"))
+        if body.get("stream"):
+            self._send_events(_anthropic.sse_events(response))
+        else:
+            self._send_json(200, response)
+
+    def _responses(self, body: dict[str, Any]) -> None:
+        chat = _responses.to_chat(body)
+        status, payload = self.scripted.answer(chat)
+        if status != 200:
+            self._send_json(status, payload)
+            return
+        response = _responses.from_chat(payload, chat, self.scripted.model_name)
+        if body.get("stream"):
+            self._send_events(_responses.sse_events(response))
+        else:
+            self._send_json(200, response)
+
+    def _send_json(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_stream(self, payload: dict[str, Any], pause: float) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for n, chunk in enumerate(_stream_chunks(payload)):
+            if n and pause:
+                time.sleep(pause)
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+
+    def _send_events(self, events: list[tuple[str, dict[str, Any]]]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        for event, data in events:
+            self.wfile.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
+        self.wfile.flush()

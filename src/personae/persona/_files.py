@@ -10,9 +10,9 @@ from pathlib import Path
 from personae.fsutil import NotRegularFileError, read_regular
 from personae.persona.problems import Problem
 
-__all__ = ["MAX_FILE_BYTES", "confined_dir", "iter_files", "read_confined"]
+__all__ = ["MAX_READ_BYTES", "confined_dir", "iter_files", "read_confined"]
 
-MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_READ_BYTES = 8 * 1024 * 1024
 """Largest persona, skill or JSON file the loaders read."""
 
 _SKIP_NAMES = {"readme.md", "license.md", "changelog.md", "contributing.md"}
@@ -93,7 +93,7 @@ def read_confined(path: Path, root: Path, problems: list[Problem]) -> str | None
     """The UTF-8 text of ``path``, or ``None`` with an error problem when it cannot be read.
 
     The resolved path (symlinks anywhere in it) must lie inside ``root``; it
-    must be a regular file (not a FIFO or device) of at most ``MAX_FILE_BYTES``.
+    must be a regular file (not a FIFO or device) of at most ``MAX_READ_BYTES``.
     """
     if (path.is_symlink() or path.exists()) and not _inside(path, root):
         problems.append(_escape(path, root))
@@ -101,7 +101,7 @@ def read_confined(path: Path, root: Path, problems: list[Problem]) -> str | None
     reason: str
     try:
         # Never blocks: a FIFO or device is refused before anything waits on it.
-        text = read_regular(path, max_bytes=MAX_FILE_BYTES).decode("utf-8")
+        text = read_regular(path, max_bytes=MAX_READ_BYTES).decode("utf-8")
         # Universal newlines, as text-mode reading gives (CRLF files load the same).
         return text.replace("\r\n", "\n").replace("\r", "\n")
     except UnicodeDecodeError as exc:
@@ -109,7 +109,7 @@ def read_confined(path: Path, root: Path, problems: list[Problem]) -> str | None
     except NotRegularFileError as exc:
         reason = str(exc.strerror)
         if exc.errno == errno.EFBIG:
-            reason = f"larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB"
+            reason = f"larger than {MAX_READ_BYTES // (1024 * 1024)} MiB"
     except OSError as exc:
         reason = exc.strerror or exc.__class__.__name__
     problems.append(

@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from personae.errors import FrontmatterError
+
 __all__ = ["MAX_DEPTH", "MAX_VALUES", "Document", "FrontmatterError", "parse_document"]
 
 _OFFSET = 2  # file line (1-based) of the first frontmatter line
@@ -16,21 +18,6 @@ MAX_VALUES = 100_000
 """Most YAML values a frontmatter may hold, counted with aliases expanded."""
 MAX_DEPTH = 50
 """Deepest nesting of lists and mappings a frontmatter may have."""
-
-
-class FrontmatterError(Exception):
-    """The frontmatter is missing or malformed (``line`` is 1-based in the file)."""
-
-    def __init__(
-        self, message: str, line: int | None, *, missing: bool = False, unsafe: bool = False
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-        self.missing = missing
-        """True when the file has no frontmatter at all."""
-        self.unsafe = unsafe
-        """True for a recursive alias, an alias bomb or deep nesting (never read leniently)."""
 
 
 @dataclass

@@ -10,16 +10,16 @@ from personae.layout import Layout
 from personae.persona._files import confined_dir, iter_files
 from personae.persona.loader import LoadedPersona, load_persona_file
 from personae.persona.marketplace import is_marketplace_dir, load_marketplace
-from personae.persona.model import Skill
+from personae.persona.model import PersonaFileKind, Skill
 from personae.persona.plugin import is_plugin_dir, load_plugin, read_mcp_json
 from personae.persona.problems import Problem
 from personae.persona.skills import load_skill_file
 
-__all__ = ["Source", "collect_dir", "collect_project"]
+__all__ = ["PersonaSource", "collect_dir", "collect_project"]
 
 
 @dataclass
-class Source:
+class PersonaSource:
     """One source of personas and skills; names must be unique within it."""
 
     label: str
@@ -31,14 +31,14 @@ class Source:
 def _folder_source(
     folder: Path,
     *,
-    kind: str,
+    kind: PersonaFileKind,
     root: Path,
     servers: dict[str, Any],
     problems: list[Problem],
     skills_folder: Path | None = None,
     commands: bool = False,
-) -> Source:
-    source = Source(label=str(folder))
+) -> PersonaSource:
+    source = PersonaSource(label=str(folder))
     if confined_dir(folder, root, problems):
         for path in iter_files(folder, root, problems):
             if commands and "commands" in path.relative_to(folder).parts[:-1]:
@@ -71,7 +71,9 @@ def _command_skipped(path: Path) -> Problem:
     )
 
 
-def collect_project(root: Path, problems: list[Problem], servers: dict[str, Any]) -> list[Source]:
+def collect_project(
+    root: Path, problems: list[Problem], servers: dict[str, Any]
+) -> list[PersonaSource]:
     """Sources of the project at ``root``, in override order (later wins).
 
     1. plugin folders under ``.claude/plugins/`` and ``.personae/plugins/``;
@@ -83,7 +85,7 @@ def collect_project(root: Path, problems: list[Problem], servers: dict[str, Any]
     """
     servers.update(read_mcp_json(root / ".mcp.json", root, problems))
     servers.update(read_mcp_json(Layout(root).mcp_json, root, problems))
-    sources: list[Source] = []
+    sources: list[PersonaSource] = []
     for base in (root / ".claude" / "plugins", Layout(root).plugins):
         if not confined_dir(base, root, problems):
             continue
@@ -91,8 +93,8 @@ def collect_project(root: Path, problems: list[Problem], servers: dict[str, Any]
             if is_plugin_dir(sub) and confined_dir(sub, root, problems):
                 sources.append(_plugin_source(sub, root, problems, servers))
     for host, personas, kind in (
-        (".claude", "agents", "claude-code"),
-        (".personae", "personas", "personae"),
+        (".claude", "agents", PersonaFileKind.CLAUDE_CODE),
+        (".personae", "personas", PersonaFileKind.PERSONAE),
     ):
         sources.append(
             _folder_source(
@@ -109,13 +111,15 @@ def collect_project(root: Path, problems: list[Problem], servers: dict[str, Any]
 
 def _plugin_source(
     folder: Path, root: Path, problems: list[Problem], servers: dict[str, Any]
-) -> Source:
+) -> PersonaSource:
     plugin = load_plugin(folder, problems, root=root)
     servers.update(plugin.mcp_servers)
-    return Source(label=str(folder), personas=plugin.personas, skills=plugin.skills)
+    return PersonaSource(label=str(folder), personas=plugin.personas, skills=plugin.skills)
 
 
-def collect_dir(folder: Path, problems: list[Problem], servers: dict[str, Any]) -> list[Source]:
+def collect_dir(
+    folder: Path, problems: list[Problem], servers: dict[str, Any]
+) -> list[PersonaSource]:
     """Sources of one ``--dir`` path (confined to that folder).
 
     A plugin marketplace root (``.claude-plugin/marketplace.json``) loads its
@@ -147,13 +151,17 @@ def collect_dir(folder: Path, problems: list[Problem], servers: dict[str, Any]) 
     return sources
 
 
-def _dir_sources(folder: Path, problems: list[Problem], servers: dict[str, Any]) -> list[Source]:
+def _dir_sources(
+    folder: Path, problems: list[Problem], servers: dict[str, Any]
+) -> list[PersonaSource]:
     if is_marketplace_dir(folder):
         sources = []
         for plugin in load_marketplace(folder, problems):
             servers.update(plugin.mcp_servers)
             sources.append(
-                Source(label=str(plugin.folder), personas=plugin.personas, skills=plugin.skills)
+                PersonaSource(
+                    label=str(plugin.folder), personas=plugin.personas, skills=plugin.skills
+                )
             )
         return sources
     if is_plugin_dir(folder):
@@ -162,7 +170,10 @@ def _dir_sources(folder: Path, problems: list[Problem], servers: dict[str, Any])
         return collect_project(folder, problems, servers)
     # A project's own folder: `.claude` gives agents/ and skills/ (never commands/),
     # `.personae` gives personas/ and skills/ (not directive.md).
-    own = {".claude": ("agents", "claude-code"), ".personae": ("personas", "personae")}
+    own = {
+        ".claude": ("agents", PersonaFileKind.CLAUDE_CODE),
+        ".personae": ("personas", PersonaFileKind.PERSONAE),
+    }
     if folder.name in own:
         sub, kind = own[folder.name]
         return [
@@ -177,9 +188,9 @@ def _dir_sources(folder: Path, problems: list[Problem], servers: dict[str, Any])
         ]
     resolved = folder.resolve()
     kind = (
-        "personae"
+        PersonaFileKind.PERSONAE
         if resolved.name == "personas" or ".personae" in resolved.parts
-        else ("claude-code")
+        else PersonaFileKind.CLAUDE_CODE
     )
     return [
         _folder_source(

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from personae.persona.loader import load_persona_file
-from personae.persona.model import Persona
+from personae.persona.model import Persona, PersonaFileKind
 from personae.persona.problems import Problem
 
 __all__ = ["BUNDLED_NAMES", "bundled_personas"]
@@ -29,12 +29,12 @@ def _load() -> tuple[Persona, ...]:
     for name in BUNDLED_NAMES:
         problems: list[Problem] = []
         loaded = load_persona_file(
-            folder / f"{name}.md", kind="personae", root=folder, problems=problems
+            folder / f"{name}.md", kind=PersonaFileKind.PERSONAE, root=folder, problems=problems
         )
         errors = [p for p in problems if p.severity == "error"]
         if loaded is None or errors:  # a packaging defect, not user input
             raise RuntimeError(f"bundled persona {name} does not load: {errors}")
-        out.append(loaded.persona.model_copy(update={"source_kind": "bundled"}))
+        out.append(loaded.persona.model_copy(update={"source_kind": PersonaFileKind.BUNDLED}))
     return tuple(out)
 
 

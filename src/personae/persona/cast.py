@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from personae.errors import UnknownNameError, closest_name
-from personae.persona._sources import Source, collect_dir, collect_project
+from personae.persona._sources import PersonaSource, collect_dir, collect_project
 from personae.persona.bundled import bundled_personas
 from personae.persona.loader import LoadedPersona
 from personae.persona.model import Persona, Skill
@@ -90,7 +90,7 @@ class Cast:
         cast.problems[:] = list(dict.fromkeys(cast.problems))
         return cast
 
-    def _merge_source(self, source: Source, winners: dict[str, LoadedPersona]) -> None:
+    def _merge_source(self, source: PersonaSource, winners: dict[str, LoadedPersona]) -> None:
         here: dict[str, LoadedPersona] = {}
         for loaded in source.personas:
             name = loaded.persona.name

@@ -23,6 +23,7 @@ from personae.persona._files import read_confined
 from personae.persona._frontmatter import Document, FrontmatterError, parse_document
 from personae.persona._lineends import has_crlf
 from personae.persona._tools import (
+    ToolCheck,
     check_tool_names,
     claude_name,
     claude_spelling,
@@ -30,7 +31,7 @@ from personae.persona._tools import (
     split_names,
     split_spawn_entries,
 )
-from personae.persona.model import Constraints, ContextMode, Persona, SandboxGrant
+from personae.persona.model import Constraints, ContextMode, Persona, PersonaFileKind, SandboxGrant
 from personae.persona.problems import Problem, Severity
 
 __all__ = [
@@ -104,7 +105,7 @@ class LoadedPersona:
     @property
     def strict(self) -> bool:
         """Whether unknown names are errors (personae's own files)."""
-        return self.persona.source_kind == "personae"
+        return self.persona.source_kind is PersonaFileKind.PERSONAE
 
 
 class _Sink:
@@ -122,7 +123,7 @@ class _Sink:
 def load_persona_file(
     path: Path,
     *,
-    kind: str,
+    kind: PersonaFileKind | str,
     root: Path,
     problems: list[Problem],
     servers: Iterable[str] = (),
@@ -142,13 +143,14 @@ def persona_from_text(
     text: str,
     *,
     path: Path,
-    kind: str,
+    kind: PersonaFileKind | str,
     problems: list[Problem],
     servers: Iterable[str] = (),
 ) -> LoadedPersona | None:
     """Parse persona file text (see :func:`load_persona_file`)."""
+    kind = PersonaFileKind(kind)
     sink = _Sink(path, problems)
-    strict = kind == "personae"
+    strict = kind is PersonaFileKind.PERSONAE
     try:
         doc = parse_document(text, lenient=not strict)
     except FrontmatterError as exc:
@@ -195,7 +197,8 @@ def persona_from_text(
     values["mcp_servers"] = mcp
     known = set(servers) | set(mcp)
     _tools(meta, sink, line, values, servers=known, strict=strict)
-    _scalars(meta, sink, line, values, strict)
+    _scalars(meta, sink, line, values)
+    _modes(meta, sink, line, values, strict)
 
     extra: dict[str, Any] = {}
     for key, value in meta.items():
@@ -300,41 +303,12 @@ def _mcp_servers(meta: dict[str, Any], sink: _Sink, line: Any) -> dict[str, Any]
 
 
 def _tools(
-    meta: dict[str, Any],
-    sink: _Sink,
-    line: Any,
-    values: dict[str, Any],
-    *,
-    servers: set[str],
+    meta: dict[str, Any], sink: _Sink, line: Any, values: dict[str, Any], *, servers: set[str],
     strict: bool,
-) -> None:
+) -> None:  # fmt: skip
+    """``tools`` (with ``Agent(...)`` spawn entries), ``subagents`` and ``disallowed_tools``."""
     if "tools" in meta and meta["tools"] is not None:
-        try:
-            names = split_names(meta["tools"])
-        except ValueError as exc:
-            sink.add(line("tools"), "error", f"tools {exc}")
-            names = None
-        if names == ["*"]:
-            names = None
-        if names is not None:
-            written = names
-            names, spawn = split_spawn_entries(names)
-            if spawn is not None:
-                values["subagents"] = spawn
-            check = check_tool_names(names, servers)
-            for note in check.notes:
-                sink.add(line("tools"), "warning", note)
-            if strict:
-                for message in check.messages:
-                    sink.add(line("tools"), "error", message)
-            elif check.unavailable:
-                sink.add(line("tools"), "warning", _unavailable_message(check.unavailable))
-            values["tools"] = check.tools
-            values["unavailable_tools"] = check.unavailable
-            default = [claude_name(t) for t in check.tools] + check.unavailable
-            # Agent(a, b) / Task(a, b) entries are kept as written for the export.
-            as_written = [*check.unavailable, *(n for n in written if n not in names)]
-            values["claude_tools"] = claude_spelling(written, default, as_written)
+        _allowed_tools(meta["tools"], sink, line, values, servers=servers, strict=strict)
     if meta.get("subagents") is not None:
         try:
             listed = split_names(meta["subagents"])
@@ -345,28 +319,73 @@ def _tools(
             values["subagents"] = merged + [n for n in listed if n not in merged]
     key = _pick(meta, sink, line, "disallowed_tools", "disallowedTools")
     if key is not None and meta[key] is not None:
-        try:
-            names = split_names(meta[key])
-        except ValueError as exc:
-            sink.add(line(key), "error", f"{key} {exc}")
-            return
-        check = check_tool_names(names, servers, deny=True)
-        for note in check.notes:
-            sink.add(line(key), "warning", note)
-        if strict:
-            for message in check.messages:
-                sink.add(line(key), "error", message)
-        # Denying a tool personae does not have is harmless: keep every name.
-        denied = list(check.tools)
-        denied += [n for n in check.unavailable if n not in denied]
-        values["disallowed_tools"] = denied
-        default = [claude_name(t) for t in denied]
-        values["claude_disallowed_tools"] = claude_spelling(names, default, ())
+        _disallowed_tools(meta[key], key, sink, line, values, servers=servers, strict=strict)
 
 
-def _scalars(
-    meta: dict[str, Any], sink: _Sink, line: Any, values: dict[str, Any], strict: bool
-) -> None:
+def _split_names(raw: Any, key: str, sink: _Sink, line: Any) -> list[str] | None:
+    """The names listed under ``key``; ``None`` (an error noted) when it is not a list."""
+    try:
+        return split_names(raw)
+    except ValueError as exc:
+        sink.add(line(key), "error", f"{key} {exc}")
+        return None
+
+
+def _checked(
+    names: list[str], key: str, sink: _Sink, line: Any, *, servers: set[str], strict: bool,
+    deny: bool = False,
+) -> ToolCheck:  # fmt: skip
+    """``names`` checked against the known tools; notes are warnings, problems errors when
+    ``strict``."""
+    check = check_tool_names(names, servers, deny=deny)
+    for note in check.notes:
+        sink.add(line(key), "warning", note)
+    if strict:
+        for message in check.messages:
+            sink.add(line(key), "error", message)
+    return check
+
+
+def _allowed_tools(
+    raw: Any, sink: _Sink, line: Any, values: dict[str, Any], *, servers: set[str],
+    strict: bool,
+) -> None:  # fmt: skip
+    names = _split_names(raw, "tools", sink, line)
+    if names is None or names == ["*"]:
+        return
+    written = names
+    names, spawn = split_spawn_entries(names)
+    if spawn is not None:
+        values["subagents"] = spawn
+    check = _checked(names, "tools", sink, line, servers=servers, strict=strict)
+    if not strict and check.unavailable:
+        sink.add(line("tools"), "warning", _unavailable_message(check.unavailable))
+    values["tools"] = check.tools
+    values["unavailable_tools"] = check.unavailable
+    default = [claude_name(t) for t in check.tools] + check.unavailable
+    # Agent(a, b) / Task(a, b) entries are kept as written for the export.
+    as_written = [*check.unavailable, *(n for n in written if n not in names)]
+    values["claude_tools"] = claude_spelling(written, default, as_written)
+
+
+def _disallowed_tools(
+    raw: Any, key: str, sink: _Sink, line: Any, values: dict[str, Any], *,
+    servers: set[str], strict: bool,
+) -> None:  # fmt: skip
+    names = _split_names(raw, key, sink, line)
+    if names is None:
+        return
+    check = _checked(names, key, sink, line, servers=servers, strict=strict, deny=True)
+    # Denying a tool personae does not have is harmless: keep every name.
+    denied = list(check.tools)
+    denied += [n for n in check.unavailable if n not in denied]
+    values["disallowed_tools"] = denied
+    default = [claude_name(t) for t in denied]
+    values["claude_disallowed_tools"] = claude_spelling(names, default, ())
+
+
+def _scalars(meta: dict[str, Any], sink: _Sink, line: Any, values: dict[str, Any]) -> None:
+    """``model``, ``max_steps``, ``profile``, ``needs_temp_workspace`` and ``skills``."""
     if meta.get("model") is not None:
         if isinstance(meta["model"], str):
             values["model"] = meta["model"].strip()
@@ -398,6 +417,12 @@ def _scalars(
             values["skills"] = split_names(meta["skills"])
         except ValueError as exc:
             sink.add(line("skills"), "error", f"skills {exc}")
+
+
+def _modes(
+    meta: dict[str, Any], sink: _Sink, line: Any, values: dict[str, Any], strict: bool
+) -> None:
+    """``context``, ``constraints``, ``sandbox`` and ``version``."""
     if meta.get("context") is not None:
         mode = str(meta["context"]).strip()
         valid = [m.value for m in ContextMode]

@@ -11,7 +11,20 @@ from pydantic import BaseModel, ConfigDict, Field
 from personae.fsutil import read_regular
 from personae.persona._frontmatter import parse_document
 
-__all__ = ["Constraints", "ContextMode", "Persona", "SandboxGrant", "Skill"]
+__all__ = ["Constraints", "ContextMode", "Persona", "PersonaFileKind", "SandboxGrant", "Skill"]
+
+
+class PersonaFileKind(StrEnum):
+    """Which kind of file (and loader) a persona came from."""
+
+    PERSONAE = "personae"
+    """A personae persona file (``.personae/personas/``): unknown tools and skills are errors."""
+    CLAUDE_CODE = "claude-code"
+    """A Claude Code agent file (``.claude/agents/``): tools personae lacks are warnings."""
+    PLUGIN = "plugin"
+    """An agent of a Claude Code plugin."""
+    BUNDLED = "bundled"
+    """One of the personas shipped with personae."""
 
 
 class ContextMode(StrEnum):
@@ -151,7 +164,7 @@ class Persona(BaseModel):
     """Persona version, if declared."""
     source: Path | None = None
     """The file it was loaded from."""
-    source_kind: str = "personae"
-    """Which loader produced it: ``personae``, ``claude-code`` or ``plugin``."""
+    source_kind: PersonaFileKind = PersonaFileKind.PERSONAE
+    """Which loader produced it: ``personae``, ``claude-code``, ``plugin`` or ``bundled``."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Frontmatter keys personae does not interpret, kept for round trips."""

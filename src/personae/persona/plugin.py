@@ -14,7 +14,7 @@ from typing import Any
 
 from personae.persona._files import iter_files, read_confined
 from personae.persona.loader import LoadedPersona, load_persona_file
-from personae.persona.model import Skill
+from personae.persona.model import PersonaFileKind, Skill
 from personae.persona.problems import Problem
 from personae.persona.skills import load_skill_file
 
@@ -136,7 +136,7 @@ def load_plugin(
     listed = data if isinstance(data, dict) else {}
     for path in _component_files(folder, "agents", listed, confine, problems, pattern="*.md"):
         loaded = load_persona_file(
-            path, kind="plugin", root=confine, problems=problems, servers=servers
+            path, kind=PersonaFileKind.PLUGIN, root=confine, problems=problems, servers=servers
         )
         if loaded is not None:
             plugin.personas.append(loaded)

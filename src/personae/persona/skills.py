@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.persona._files import read_confined
-from personae.persona._frontmatter import FrontmatterError, parse_document
+from personae.persona._frontmatter import Document, FrontmatterError, parse_document
 from personae.persona._lineends import has_crlf
 from personae.persona._tools import check_tool_names, split_names
 from personae.persona.loader import CRLF_NOTE, full_description, parse_constraints
@@ -53,22 +53,30 @@ def load_skill_file(
     return skill_from_text(text, path=path, problems=problems, servers=servers)
 
 
-def skill_from_text(
-    text: str, *, path: Path, problems: list[Problem], servers: Iterable[str] = ()
-) -> Skill | None:
-    """Parse ``SKILL.md`` text (only the frontmatter: L1)."""
-    before = len(problems)
+class _Report:
+    """Appends problems of one skill file (errors unless told otherwise)."""
 
-    def add(line: int | None, message: str, severity: str = "error") -> None:
-        problems.append(
+    def __init__(self, path: Path, problems: list[Problem]) -> None:
+        self.path = path
+        self.problems = problems
+
+    def __call__(self, line: int | None, message: str, severity: str = "error") -> None:
+        self.problems.append(
             Problem(
-                file=path,
+                file=self.path,
                 line=line,
                 severity="error" if severity == "error" else "warning",
                 message=message,
             )
         )
 
+
+def skill_from_text(
+    text: str, *, path: Path, problems: list[Problem], servers: Iterable[str] = ()
+) -> Skill | None:
+    """Parse ``SKILL.md`` text (only the frontmatter: L1)."""
+    before = len(problems)
+    add = _Report(path, problems)
     try:
         doc = parse_document(text, lenient=True)
     except FrontmatterError as exc:
@@ -83,9 +91,19 @@ def skill_from_text(
         )
         if has_crlf(path):
             add(doc.repaired.line, CRLF_NOTE, "warning")
-    meta, line = doc.meta, doc.line_of
     values: dict[str, Any] = {"path": path}
-    name = meta.get("name")
+    _name(doc, path, add, values)
+    _description(doc, add, values)
+    _fields(doc, add, values, servers)
+    failed = any(p.severity == "error" for p in problems[before:])
+    if failed or "name" not in values or "description" not in values:
+        return None
+    return Skill(**values)
+
+
+def _name(doc: Document, path: Path, add: _Report, values: dict[str, Any]) -> None:
+    """The required ``name`` (Agent Skills rules; it should match the skill's folder)."""
+    name, line = doc.meta.get("name"), doc.line_of
     if name is None:
         add(1, "missing required field 'name'")
     elif not isinstance(name, str) or len(name) > MAX_NAME or not SKILL_NAME.match(name):
@@ -102,30 +120,42 @@ def skill_from_text(
                 f"skill name {name!r} differs from its folder {path.parent.name!r}",
                 "warning",
             )
-    desc = meta.get("description")
+
+
+def _description(doc: Document, add: _Report, values: dict[str, Any]) -> None:
+    """The required ``description`` (over-long or with ``<``/``>``: a warning, kept)."""
+    desc, line = doc.meta.get("description"), doc.line_of
     if desc is None or (isinstance(desc, str) and not desc.strip()):
         add(1 if desc is None else line("description"), "missing required field 'description'")
-    elif not isinstance(desc, str):
+        return
+    if not isinstance(desc, str):
         add(line("description"), "description must be a string")
-    else:
-        # Over-long or with '<'/'>' breaks the Agent Skills rules, but Claude Code loads
-        # such skills (Anthropic's own claude-api skill is over 1024 chars): warn, load.
-        full = full_description(doc, lambda ln, _sev, msg: add(ln, msg, "warning"))
-        if len(full) > MAX_DESCRIPTION:
-            add(
-                line("description"),
-                f"description is {len(full)} chars, over the Agent Skills limit of "
-                f"{MAX_DESCRIPTION}; loaded as is (some hosts may cut or refuse it)",
-                "warning",
-            )
-        if "<" in full or ">" in full:
-            add(
-                line("description"),
-                "description contains '<' or '>' (the Agent Skills rules forbid them); "
-                "loaded as is, escaped wherever personae renders it",
-                "warning",
-            )
-        values["description"] = full
+        return
+    # Over-long or with '<'/'>' breaks the Agent Skills rules, but Claude Code loads
+    # such skills (Anthropic's own claude-api skill is over 1024 chars): warn, load.
+    full = full_description(doc, lambda ln, _sev, msg: add(ln, msg, "warning"))
+    if len(full) > MAX_DESCRIPTION:
+        add(
+            line("description"),
+            f"description is {len(full)} chars, over the Agent Skills limit of "
+            f"{MAX_DESCRIPTION}; loaded as is (some hosts may cut or refuse it)",
+            "warning",
+        )
+    if "<" in full or ">" in full:
+        add(
+            line("description"),
+            "description contains '<' or '>' (the Agent Skills rules forbid them); "
+            "loaded as is, escaped wherever personae renders it",
+            "warning",
+        )
+    values["description"] = full
+
+
+def _fields(
+    doc: Document, add: _Report, values: dict[str, Any], servers: Iterable[str]
+) -> None:
+    """``allowed-tools``, ``constraints`` and the unknown fields (kept, with a warning)."""
+    meta, line = doc.meta, doc.line_of
     key = "allowed-tools" if "allowed-tools" in meta else "allowedTools"
     if meta.get(key) is not None:
         try:
@@ -147,7 +177,3 @@ def skill_from_text(
         if k not in _KEPT:
             add(line(k), f"unknown field {k!r} kept as is (personae ignores it)", "warning")
     values["extra"] = extra
-    failed = any(p.severity == "error" for p in problems[before:])
-    if failed or "name" not in values or "description" not in values:
-        return None
-    return Skill(**values)

@@ -21,7 +21,14 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from personae.store.db import Conn, Cursor, StoreError, StoreIntegrityError, added_column, split_sql
+from personae.store._base import (
+    Conn,
+    Cursor,
+    StoreError,
+    StoreIntegrityError,
+    added_column,
+    split_sql,
+)
 
 try:
     import psycopg

@@ -31,13 +31,23 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING
 
-from personae.errors import PersonaeError
+from personae.fsutil import read_regular
+from personae.layout import CONFIG_NAMES, DIR_NAME
+from personae.store._base import (
+    Conn,
+    Cursor,
+    Dialect,
+    StoreError,
+    StoreIntegrityError,
+    added_column,
+    split_sql,
+)
 
 if TYPE_CHECKING:
     from personae.store._postgres import PostgresBackend
@@ -54,6 +64,7 @@ __all__ = [
     "StoreIntegrityError",
     "database_url_for",
     "is_store_error",
+    "store_present",
 ]
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
@@ -63,19 +74,6 @@ DB_MODE = 0o600
 """Permission bits of the database file and its ``-wal``/``-shm`` files."""
 DATABASE_URL_ENV = "PERSONAE_DATABASE_URL"
 """Environment variable naming a PostgreSQL database (wins over the project config)."""
-CONFIG_NAMES = ("config.yaml", "config.yml", "config")  # as personae.project reads them
-
-Dialect = Literal["sqlite", "postgres"]
-"""Which SQL the store speaks."""
-
-
-class StoreError(PersonaeError):
-    """The store cannot be opened or migrated, or a statement failed on PostgreSQL."""
-
-
-class StoreIntegrityError(StoreError):
-    """A statement broke a constraint (unique key, check) on PostgreSQL."""
-
 
 INTEGRITY_ERRORS: tuple[type[sqlite3.IntegrityError], type[StoreIntegrityError]] = (
     sqlite3.IntegrityError,
@@ -93,34 +91,6 @@ def is_store_error(exc: BaseException) -> bool:
     return isinstance(exc, STORE_ERRORS)
 
 
-class Cursor(Protocol):
-    """What a statement returns (``sqlite3.Cursor`` and psycopg's cursor fit)."""
-
-    def fetchone(self) -> Any:
-        """The next row, or ``None``."""
-        ...
-
-    def fetchall(self) -> list[Any]:
-        """The remaining rows."""
-        ...
-
-
-class Conn(Protocol):
-    """A connection inside :meth:`Store.read` or :meth:`Store.transaction`.
-
-    Statements use ``?`` placeholders on both backends. Rows index by position and by
-    column name (``row[0]``, ``row["id"]``) and convert with ``dict(row)``.
-    """
-
-    def execute(self, sql: str, params: Sequence[Any] = (), /) -> Cursor:
-        """Run one statement."""
-        ...
-
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]], /) -> object:
-        """Run one statement for each row of parameters."""
-        ...
-
-
 def database_url_for(path: Path | str) -> str | None:
     """The PostgreSQL URL the store at ``path`` is redirected to, or ``None`` (SQLite).
 
@@ -135,7 +105,7 @@ def database_url_for(path: Path | str) -> str | None:
     if str(path) == ":memory:":
         return None
     folder = Path(path).parent
-    if folder.name != ".personae":
+    if folder.name != DIR_NAME:
         return None
     for name in CONFIG_NAMES:
         config = folder / name
@@ -144,15 +114,25 @@ def database_url_for(path: Path | str) -> str | None:
     return None
 
 
-def _config_url(config: Path) -> str | None:
-    # local import: yaml loads only when the project has a config file
-    import yaml  # a dependency; imported only when the project has a config file
+def store_present(path: Path | str) -> bool:
+    """Whether the store at ``path`` may hold data: a database URL is configured for it, or
+    its SQLite file exists (for "nothing stored yet" answers that must not create a file)."""
+    return database_url_for(path) is not None or os.path.isfile(path)
 
-    from personae.fsutil import read_regular
+
+def _config_url(config: Path) -> str | None:
+    try:
+        data = read_regular(config, max_bytes=1_000_000)
+    except OSError as exc:
+        raise StoreError(f"{config}: cannot read database_url: {exc}") from None
+    if b"database_url" not in data:
+        return None  # the common case: no YAML parsed (the gate runs on every tool call)
+    # local import: yaml loads only when the key is there (the gate runs on every tool call)
+    import yaml
 
     try:
-        raw = yaml.safe_load(read_regular(config, max_bytes=1_000_000).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raw = yaml.safe_load(data.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise StoreError(f"{config}: cannot read database_url: {exc}") from None
     value = raw.get("database_url") if isinstance(raw, dict) else None
     if value is None:
@@ -336,31 +316,6 @@ class Store:
         self.close()
 
 
-def split_sql(sql: str) -> list[str]:
-    """Split a migration into statements (``sqlite3.complete_statement`` aware)."""
-    statements: list[str] = []
-    buffer = ""
-    for line in sql.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip():
-                statements.append(buffer.strip())
-            buffer = ""
-    if buffer.strip():
-        statements.append(buffer.strip())
-    return statements
-
-
-ADD_COLUMN = re.compile(r"^\s*ALTER\s+TABLE\s+(\w+)\s+ADD\s+(?:COLUMN\s+)?(\w+)", re.IGNORECASE)
-"""An ``ALTER TABLE ... ADD COLUMN`` statement: groups table, column."""
-
-
-def added_column(statement: str) -> tuple[str, str] | None:
-    """``(table, column)`` when ``statement`` adds a column, else ``None``."""
-    match = ADD_COLUMN.match(_strip_comments(statement))
-    return None if match is None else (match.group(1), match.group(2))
-
-
 def _column_exists(conn: sqlite3.Connection, statement: str) -> bool:
     """Whether ``statement`` is an ``ALTER TABLE ... ADD COLUMN`` whose column exists.
 
@@ -372,10 +327,6 @@ def _column_exists(conn: sqlite3.Connection, statement: str) -> bool:
         return False
     table, column = added
     return any(row[1] == column for row in conn.execute(f"PRAGMA table_info({table})"))
-
-
-def _strip_comments(statement: str) -> str:
-    return "\n".join(line for line in statement.splitlines() if not line.lstrip().startswith("--"))
 
 
 def _recorded(conn: sqlite3.Connection) -> set[int]:

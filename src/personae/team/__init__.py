@@ -1,6 +1,6 @@
 """The team runtime: Manager, Worker, Validator, completion signals, dispatch, sub-agents."""
 
-from personae.team.dispatch import Action, Decision, SubtaskBudget, decide
+from personae.team.dispatch import Action, NextStep, SubtaskBudget, next_step
 from personae.team.events import Event, EventBus, EventKind
 from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.loopdetect import LoopDetector
@@ -26,12 +26,12 @@ __all__ = [
     "CompletionSignal",
     "Confidence",
     "ContextView",
-    "Decision",
     "Event",
     "EventBus",
     "EventKind",
     "InvolvementLevel",
     "LoopDetector",
+    "NextStep",
     "Plan",
     "Runtime",
     "Spawner",
@@ -47,5 +47,5 @@ __all__ = [
     "TurnResult",
     "ValidationResult",
     "WorkerResult",
-    "decide",
+    "next_step",
 ]

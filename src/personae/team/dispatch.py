@@ -1,8 +1,9 @@
 """Strategy dispatch (seed 000, Improvement #3): what to do with unapproved work.
 
 A pure function of the validation, the worker result and the subtask's own
-budget state. The budget is per original subtask and never shared; the
-session failure count is telemetry only.
+budget state: :func:`next_step` returns the decision with the budget state after
+it and changes nothing. The budget is per original subtask and never shared;
+the session failure count is telemetry only.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from enum import StrEnum
 from personae.limits import DEFAULTS
 from personae.team.signals import BlockerType, Strategy, ValidationResult, WorkerResult
 
-__all__ = ["Action", "Decision", "SubtaskBudget", "decide"]
+__all__ = ["Action", "NextStep", "SubtaskBudget", "next_step"]
 
 LOOP_SKIP_AFTER = 2
 """Loop detections on one subtask before it is skipped."""
@@ -34,7 +35,7 @@ class Action(StrEnum):
     """Budget exhausted with progress: keep the partial work for synthesis (not validated)."""
 
 
-@dataclass(kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class SubtaskBudget:
     """Retry state of one original subtask (reset for every new subtask)."""
 
@@ -46,7 +47,7 @@ class SubtaskBudget:
     """Loops seen on this subtask."""
     tool_failure_retries: int = 0
     """Retries spent on tool failures."""
-    history: list[str] = field(default_factory=list)
+    history: tuple[str, ...] = ()
     """Actions taken, in order."""
 
     @property
@@ -56,7 +57,7 @@ class SubtaskBudget:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Decision:
+class NextStep:
     """The dispatch outcome."""
 
     action: Action
@@ -67,6 +68,8 @@ class Decision:
     """Correction text for the next attempt (retry/rephrase/decompose)."""
     warning: str | None = None
     """User-visible warning (skip, escalate, exhaustion)."""
+    budget: SubtaskBudget = field(default_factory=SubtaskBudget)
+    """The subtask's budget state after this decision (use it for the next attempt)."""
 
 
 def _tools_hint(tools: list[str]) -> str:
@@ -78,7 +81,7 @@ def _first_lines(text: str, limit: int = 300) -> str:
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
-def decide(
+def next_step(
     validation: ValidationResult,
     work: WorkerResult,
     budget: SubtaskBudget,
@@ -87,8 +90,9 @@ def decide(
     tools_to_use: list[str],
     allowed_tools: list[str] | None = None,
     directive: str = "",
-) -> Decision:
-    """Choose the next action and update ``budget`` (retries spent, loops seen).
+) -> NextStep:
+    """Choose the next action; the decision carries the new budget state (retries spent,
+    loops seen). Pure: ``budget`` is not changed.
 
     ``allowed_tools`` are the persona's tools (named in scope-drift corrections);
     ``directive`` is the turn's shared directive, quoted in corrections that ask
@@ -96,12 +100,13 @@ def decide(
     model call with the shared context) is appended to the fitted instruction.
     """
     if validation.approved:
-        decision = Decision(action=Action.ACCEPT, blocker=None)
-        budget.history.append(decision.action.value)
-        return decision
+        history = (*budget.history, Action.ACCEPT.value)
+        return NextStep(action=Action.ACCEPT, blocker=None, budget=replace(budget, history=history))
     signal = validation.completion_signal
     # A repeated call detected in code is a loop whatever the validator said.
     blocker = BlockerType.LOOP if work.loop_detected else signal.blocker_type
+    if blocker is BlockerType.LOOP:
+        budget = replace(budget, loop_detections=budget.loop_detections + 1)
     decision = _choose(
         validation, work=work, budget=budget, blocker=blocker, subtask=subtask,
         tools_to_use=tools_to_use, allowed_tools=allowed_tools, directive=directive,
@@ -112,11 +117,11 @@ def decide(
             instruction=f"{decision.instruction}\nValidator: {validation.correction}",
         )
     if decision.action in (Action.RETRY, Action.REPHRASE, Action.DECOMPOSE):
-        budget.retries_used += 1
+        budget = replace(budget, retries_used=budget.retries_used + 1)
         if blocker is BlockerType.TOOL_FAILURE:
-            budget.tool_failure_retries += 1
-    budget.history.append(decision.action.value)
-    return decision
+            budget = replace(budget, tool_failure_retries=budget.tool_failure_retries + 1)
+    budget = replace(budget, history=(*budget.history, decision.action.value))
+    return replace(decision, budget=budget)
 
 
 def _choose(
@@ -129,53 +134,52 @@ def _choose(
     tools_to_use: list[str],
     allowed_tools: list[str] | None,
     directive: str,
-) -> Decision:
+) -> NextStep:
     signal = validation.completion_signal
     issues = "; ".join(validation.issues) or "the work was not approved"
-    if blocker is BlockerType.LOOP:
-        budget.loop_detections += 1
-        if budget.loop_detections >= LOOP_SKIP_AFTER:
-            return Decision(
-                action=Action.SKIP,
-                blocker=blocker,
-                warning=f"skipped {subtask!r}: the worker repeated the same action "
-                f"({budget.loop_detections} loop detections)",
-            )
+    # A loop is counted in next_step() before this.
+    if blocker is BlockerType.LOOP and budget.loop_detections >= LOOP_SKIP_AFTER:
+        return NextStep(
+            action=Action.SKIP,
+            blocker=blocker,
+            warning=f"skipped {subtask!r}: the worker repeated the same action "
+            f"({budget.loop_detections} loop detections)",
+        )
     if blocker is BlockerType.CAPABILITY_GAP or (
         blocker is None and signal.suggested_strategy is Strategy.ESCALATE
     ):
-        return Decision(
+        return NextStep(
             action=Action.ESCALATE,
             blocker=blocker,
             warning=f"needs you: {subtask!r} cannot be done with the available tools or "
             f"capabilities ({issues})",
         )
     if blocker is None and signal.suggested_strategy is Strategy.SKIP:
-        return Decision(action=Action.SKIP, blocker=None, warning=f"skipped {subtask!r}: {issues}")
+        return NextStep(action=Action.SKIP, blocker=None, warning=f"skipped {subtask!r}: {issues}")
     tool_failures_left = budget.tool_failure_retries < TOOL_FAILURE_RETRIES
     if budget.exhausted or (blocker is BlockerType.TOOL_FAILURE and not tool_failures_left):
         if signal.progress_made:
-            return Decision(
+            return NextStep(
                 action=Action.CONTINUE,
                 blocker=blocker,
                 warning=f"retry budget used up for {subtask!r}; keeping its partial work "
                 "(not validated) for the summary",
             )
-        return Decision(
+        return NextStep(
             action=Action.SKIP,
             blocker=blocker,
             warning=f"skipped {subtask!r} after {budget.retries_used} retries with no "
             f"progress ({issues})",
         )
     if blocker is BlockerType.LOOP:
-        return Decision(
+        return NextStep(
             action=Action.REPHRASE,
             blocker=blocker,
             instruction="You repeated a tool call you had already made. Use the earlier "
             "result instead of calling it again, and take a different next step.",
         )
     if blocker is BlockerType.HALLUCINATION:
-        return Decision(
+        return NextStep(
             action=Action.RETRY,
             blocker=blocker,
             instruction=f"Your previous answer claimed work no tool output supports ({issues}). "
@@ -184,13 +188,13 @@ def _choose(
         )
     if blocker is BlockerType.TOOL_FAILURE:
         errors = "; ".join(f"{c.tool}: {c.result}" for c in work.failed_tools) or issues
-        return Decision(
+        return NextStep(
             action=Action.REPHRASE if budget.tool_failure_retries else Action.RETRY,
             blocker=blocker,
             instruction=f"A tool failed: {errors}. Fix the arguments or take another route.",
         )
     if blocker is BlockerType.PARTIAL:
-        return Decision(
+        return NextStep(
             action=Action.DECOMPOSE,
             blocker=blocker,
             instruction=f"Split into smaller steps; still missing: {issues}",
@@ -204,8 +208,8 @@ def _choose(
             parts.append(f"Use only these tools: {_tools_hint(sorted(allowed_tools))}.")
         if directive.strip():
             parts.append(f"The directive still applies: {_first_lines(directive)}")
-        return Decision(action=Action.REPHRASE, blocker=blocker, instruction=" ".join(parts))
-    return Decision(
+        return NextStep(action=Action.REPHRASE, blocker=blocker, instruction=" ".join(parts))
+    return NextStep(
         action=Action.RETRY,
         blocker=blocker,
         instruction=f"The work was not accepted: {issues}. Address these points.",

@@ -14,7 +14,7 @@ from personae.limits import DEFAULTS
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
 from personae.team import manager, validator, worker
-from personae.team.dispatch import Action, SubtaskBudget, decide
+from personae.team.dispatch import Action, SubtaskBudget, next_step
 from personae.team.events import (
     Corrected,
     PlanMade,
@@ -29,7 +29,13 @@ from personae.team.loopdetect import LoopDetector
 from personae.team.manager import SubtaskOutcome
 from personae.team.mcp_servers import McpHub
 from personae.team.runtime import Runtime
-from personae.team.signals import InvolvementLevel, Subtask, ValidationResult, WorkerResult
+from personae.team.signals import (
+    InvolvementLevel,
+    Subtask,
+    SubtaskStatus,
+    ValidationResult,
+    WorkerResult,
+)
 from personae.team.skills import (
     DEFAULT_SKILL_BUDGET,
     LoadedSkills,
@@ -81,6 +87,17 @@ class TurnResult:
     """Rejected validations (telemetry only)."""
     usage: dict[str, int] = field(default_factory=dict)
     """Total usage of the whole tree."""
+
+
+def _merged_status(statuses: set[SubtaskStatus]) -> SubtaskStatus:
+    """The status of a decomposed subtask from its parts' statuses."""
+    if statuses == {SubtaskStatus.VALIDATED}:
+        return SubtaskStatus.VALIDATED
+    if statuses <= {SubtaskStatus.SKIPPED, SubtaskStatus.ESCALATED}:
+        return SubtaskStatus.SKIPPED
+    if statuses & {SubtaskStatus.PARTIAL, SubtaskStatus.VALIDATED}:
+        return SubtaskStatus.PARTIAL
+    return SubtaskStatus.UNVALIDATED
 
 
 def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
@@ -149,7 +166,7 @@ class Team:
 
     async def _run_turn(self, turn: TurnContext, run: Spawner) -> TurnResult:
         rt = self.runtime
-        plan = await manager.plan(rt, turn, self.persona)
+        plan = await manager.make_plan(rt, turn, self.persona)
         rt.emit(
             PlanMade(
                 message=f"{len(plan.subtasks)} subtask(s)",
@@ -170,7 +187,7 @@ class Team:
                 )
             )
             try:
-                outcome = await self._run_subtask(
+                outcome, _ = await self._run_subtask(
                     turn, run, subtask=subtask, number=number, budget=budget, detector=detector,
                     original=subtask,
                 )  # fmt: skip
@@ -178,16 +195,19 @@ class Team:
                 outcomes.extend(self._stop_for_cap(plan.subtasks, number, str(exc)))
                 break
             outcomes.append(outcome)
-            if outcome.status == "validated":
+            if outcome.status is SubtaskStatus.VALIDATED:
                 turn.add_assistant(f"[subtask {number}] {outcome.result}")
         final = await manager.synthesize(rt, turn, self.persona, outcomes)
-        status = "done" if all(o.status == "validated" for o in outcomes) else "partial"
+        done = all(o.status is SubtaskStatus.VALIDATED for o in outcomes)
+        status = "done" if done else "partial"
         rt.emit(
             RunFinished(
                 message=final,
                 status=status,
-                validated=[o.number for o in outcomes if o.status == "validated"],
-                not_validated={o.number: o.status for o in outcomes if o.status != "validated"},
+                validated=[o.number for o in outcomes if o.status is SubtaskStatus.VALIDATED],
+                not_validated={
+                    o.number: o.status for o in outcomes if o.status is not SubtaskStatus.VALIDATED
+                },
                 usage=rt.usage.as_dict(),
                 failure_count=self.failure_count,
             )
@@ -208,7 +228,9 @@ class Team:
         self.warnings.append(warning)
         self.runtime.emit(RunWarning(message=warning, subtask=number, action="usage_cap"))
         return [
-            SubtaskOutcome(number=n, subtask=s, status="skipped", result="", reason=reason)
+            SubtaskOutcome(
+                number=n, subtask=s, status=SubtaskStatus.SKIPPED, result="", reason=reason
+            )
             for n, s in enumerate(subtasks, start=1)
             if n >= number
         ]
@@ -260,7 +282,8 @@ class Team:
         budget: SubtaskBudget,
         detector: LoopDetector,
         original: Subtask,
-    ) -> SubtaskOutcome:
+    ) -> tuple[SubtaskOutcome, SubtaskBudget]:
+        """Run one subtask to its end; returns how it ended and its budget state then."""
         rt = self.runtime
         persona = self._persona_for(original)
         toolset, allowed = await self._tools_for(run, persona, number)
@@ -306,21 +329,23 @@ class Team:
             )  # fmt: skip
             if result is None:
                 return SubtaskOutcome(
-                    number=number, subtask=original, status="unvalidated", result=work.result,
-                    reason="validator unavailable (infrastructure error)", attempts=attempts,
-                )  # fmt: skip
+                    number=number, subtask=original, status=SubtaskStatus.UNVALIDATED,
+                    result=work.result, reason="validator unavailable (infrastructure error)",
+                    attempts=attempts,
+                ), budget  # fmt: skip
             if not result.approved:
                 self.failure_count += 1
-            decision = decide(
+            decision = next_step(
                 result, work, budget, subtask=original.description,
                 tools_to_use=required or sorted(allowed - {"agent"}),
                 allowed_tools=sorted(allowed), directive=turn.directive,
             )  # fmt: skip
+            budget = decision.budget
             if decision.action is Action.ACCEPT:
                 return SubtaskOutcome(
-                    number=number, subtask=original, status="validated", result=work.result,
-                    attempts=attempts,
-                )  # fmt: skip
+                    number=number, subtask=original, status=SubtaskStatus.VALIDATED,
+                    result=work.result, attempts=attempts,
+                ), budget  # fmt: skip
             if decision.warning:
                 self.warnings.append(decision.warning)
                 rt.emit(
@@ -328,14 +353,14 @@ class Team:
                 )
             if decision.action in (Action.SKIP, Action.ESCALATE, Action.CONTINUE):
                 status = {
-                    Action.SKIP: "skipped",
-                    Action.ESCALATE: "escalated",
-                    Action.CONTINUE: "partial",
+                    Action.SKIP: SubtaskStatus.SKIPPED,
+                    Action.ESCALATE: SubtaskStatus.ESCALATED,
+                    Action.CONTINUE: SubtaskStatus.PARTIAL,
                 }[decision.action]
                 return SubtaskOutcome(
                     number=number, subtask=original, status=status, result=work.result,
                     reason="; ".join(result.issues), attempts=attempts,
-                )  # fmt: skip
+                ), budget  # fmt: skip
             rt.emit(
                 Corrected(
                     message=f"{decision.action.value}: {decision.instruction}",
@@ -365,28 +390,18 @@ class Team:
         original: Subtask,
         missing: str,
         attempts: int,
-    ) -> SubtaskOutcome:
+    ) -> tuple[SubtaskOutcome, SubtaskBudget]:
         steps = await manager.decompose(
             self.runtime, turn, self.persona, subtask=subtask, number=number, missing=missing
         )
         results: list[SubtaskOutcome] = []
-        for step in steps.subtasks:
-            results.append(
-                await self._run_subtask(
-                    turn,
-                    run,
-                    subtask=step,
-                    number=number,
-                    budget=budget,
-                    detector=detector,
-                    original=original,
-                )
-            )
-        statuses = {r.status for r in results}
-        status = "validated" if statuses == {"validated"} else (
-            "skipped" if statuses <= {"skipped", "escalated"} else
-            "partial" if "partial" in statuses or "validated" in statuses else "unvalidated"
-        )  # fmt: skip
+        for step in steps.subtasks:  # the steps share the original subtask's budget
+            result, budget = await self._run_subtask(
+                turn, run, subtask=step, number=number, budget=budget, detector=detector,
+                original=original,
+            )  # fmt: skip
+            results.append(result)
+        status = _merged_status({r.status for r in results})
         return SubtaskOutcome(
             number=number,
             subtask=original,
@@ -394,7 +409,7 @@ class Team:
             result="\n".join(r.result for r in results),
             reason="; ".join(r.reason for r in results if r.reason),
             attempts=attempts + sum(r.attempts for r in results),
-        )
+        ), budget
 
     async def _validate(
         self,

@@ -9,15 +9,16 @@ it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import assert_never
 
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
 from personae.team.events import AnswerStreamed
 from personae.team.runtime import CallInfo, Runtime
-from personae.team.signals import Plan, Subtask
+from personae.team.signals import Plan, Subtask, SubtaskStatus
 from personae.team.turn_context import ContextView, TurnContext
 
-__all__ = ["SubtaskOutcome", "decompose", "plan", "synthesize"]
+__all__ = ["SubtaskOutcome", "decompose", "make_plan", "synthesize"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,7 +29,7 @@ class SubtaskOutcome:
     """Subtask number (from 1)."""
     subtask: Subtask
     """The original subtask."""
-    status: str
+    status: SubtaskStatus
     """validated; partial (retry budget used up with progress: its work goes to the
     synthesis marked partial); unvalidated (validator unavailable); skipped; escalated."""
     result: str
@@ -51,7 +52,7 @@ def _instructions(persona: Persona | None, job: str) -> str:
     return head
 
 
-async def plan(runtime: Runtime, turn: TurnContext, persona: Persona | None) -> Plan:
+async def make_plan(runtime: Runtime, turn: TurnContext, persona: Persona | None) -> Plan:
     """Break the turn's task into subtasks (each with description and requirements)."""
     view = turn.view("manager")
     instructions = _instructions(
@@ -115,14 +116,19 @@ def not_done_section(outcomes: list[SubtaskOutcome]) -> str:
     """The code-written list of subtasks whose work is not validated."""
     lines = []
     for o in outcomes:
-        if o.status == "validated":
-            continue
-        label = {
-            "partial": "partial, not validated",
-            "unvalidated": "not validated",
-            "skipped": "skipped",
-            "escalated": "needs you",
-        }.get(o.status, o.status)
+        match o.status:
+            case SubtaskStatus.VALIDATED:
+                continue
+            case SubtaskStatus.PARTIAL:
+                label = "partial, not validated"
+            case SubtaskStatus.UNVALIDATED:
+                label = "not validated"
+            case SubtaskStatus.SKIPPED:
+                label = "skipped"
+            case SubtaskStatus.ESCALATED:
+                label = "needs you"
+            case _:
+                assert_never(o.status)
         lines.append(f"- [{label}] {o.subtask.description}" + (f": {o.reason}" if o.reason else ""))
     return "\n".join(lines)
 
@@ -132,8 +138,8 @@ async def synthesize(
 ) -> str:
     """The final answer: the model's summary of validated work (and of partial work, marked
     partial) + a code-written 'not done' list."""
-    validated = [o for o in outcomes if o.status == "validated"]
-    partial = [o for o in outcomes if o.status == "partial" and o.result.strip()]
+    validated = [o for o in outcomes if o.status is SubtaskStatus.VALIDATED]
+    partial = [o for o in outcomes if o.status is SubtaskStatus.PARTIAL and o.result.strip()]
     not_done = not_done_section(outcomes)
     summary = ""
     if (validated or partial) and runtime.usage.exhausted:

@@ -23,7 +23,7 @@ from personae.context.profiles import load_profiles
 from personae.context.snapshot import history_window
 from personae.context.summary import SummaryRefresh, refresh_summary
 from personae.errors import PersonaeError, RunError, UnknownNameError, UsageError
-from personae.handover.child import HANDOVER_DEPTH_CAP, handover_depth
+from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, handover_depth
 from personae.handover.tool import register_handover_tool
 from personae.limits import DEFAULTS
 from personae.models.resolve import ModelResolver
@@ -37,7 +37,7 @@ from personae.store.runs import RunStore
 from personae.team.events import Event, EventBus, RunStarted, ToolCalled, event_from_json
 from personae.team.loop import Team, TeamConfig, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
-from personae.team.summarizer import model_summarize
+from personae.team.summarizer import SummaryCalls, model_summarize
 from personae.team.toolbox import narrow_names, persona_limits
 from personae.team.turn_context import TurnContext
 from personae.tokens.registry import counter_for_model, model_info
@@ -170,12 +170,15 @@ async def _refresh_summary(
     session: str,
     models: ModelResolver,
     persona: Persona | None,
+    *,
+    calls: SummaryCalls,
 ) -> SummaryRefresh:
-    """Path A: fold newly evicted messages into the stored summary with the run's model."""
+    """Path A: fold newly evicted messages into the stored summary with the run's model
+    (``calls`` keeps the model call for the run's usage and record)."""
     model = persona.model if persona else None
 
     def call(request: str) -> Awaitable[str]:
-        return model_summarize(models, model, request)
+        return model_summarize(models, model, request, calls=calls)
 
     recent = history_window(load_profiles(root))
     return await refresh_summary(conversations, session, conversations.counter, call, recent=recent)
@@ -233,10 +236,143 @@ def _registry(
             registry,
             persona.name,
             session_id=session,
-            timeout=options.handover_timeout,
-            model=options.model,
+            child=ChildOptions(timeout=options.handover_timeout, model=options.model),
         )
     return registry
+
+
+def _cast_for(project: Project, options: RunOptions) -> Cast:
+    """The run's cast: the caller's (copied) or the project's, with the bundled personas."""
+    if options.cast is not None:  # the caller's, copied: bundled personas are added below
+        given = options.cast
+        cast = Cast(personas=dict(given.personas), skills=dict(given.skills),
+                    problems=list(given.problems), mcp_servers=dict(given.mcp_servers))  # fmt: skip
+    else:
+        cast = Cast.load(project.root, options.extra_persona_dirs)
+    for name, bundled in bundled_personas().items():
+        cast.personas.setdefault(name, bundled)  # usable from any project; the project's wins
+    return cast
+
+
+def _active_persona(cast: Cast, name: str | None) -> Persona | None:
+    """The persona ``name`` of ``cast``; a persona file that did not load, or whose spawn
+    list the cast check rejects (seed 004), stops the run before it starts."""
+    if name and name not in cast.personas:
+        broken = [p for p in cast.errors if name in str(p.file)]
+        if broken:  # the persona file exists but did not load: say why
+            raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
+    persona = cast.get(name) if name else None
+    if persona is not None and persona.source is not None:
+        spawn = [
+            p for p in cast.errors
+            if p.file == persona.source and SPAWN_CHECK_MARK in p.message
+        ]  # fmt: skip
+        if spawn:
+            raise UsageError(spawn[0].message, file=spawn[0].file, line=spawn[0].line)
+    return persona
+
+
+def _open_session(conversations: ConversationStore, options: RunOptions, task: str) -> str:
+    """The run's conversation session (``options.session``, created when new)."""
+    session = options.session or uuid.uuid4().hex[:12]
+    if session not in {s.id for s in conversations.sessions()}:
+        conversations.create_session(session_id=session, persona=options.persona, title=task[:80])
+    return session
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Recording:
+    """Where a run's events go: the stored run, its bus and the tree's usage."""
+
+    runs: RunStore
+    run_id: str
+    bus: EventBus
+    usage: TreeUsage
+    runtime: Runtime
+
+
+def _start_recording(
+    store: Store,
+    options: RunOptions,
+    task: str,
+    *,
+    label: str,
+    session: str,
+    models: ModelResolver,
+    listeners: Sequence[Callable[[Event], None]],
+) -> _Recording:
+    """Store the run, wire its event bus (store, then listeners) and emit (or adopt) ``start``."""
+    runs = RunStore(store)
+    announced = options.announced
+    run_id = runs.create(
+        task=task, model=label, persona=options.persona, session_id=session,
+        run_id=str(announced["run_id"]) if announced else None,
+    )  # fmt: skip
+    bus = EventBus(run_id)
+    usage = TreeUsage(request_cap=options.request_cap)
+    runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
+    bus.subscribe(runtime.store_event)
+    if announced is not None:  # already shown: store it, don't show it again
+        bus.adopt(event_from_json(announced))
+    for listener in listeners:
+        bus.subscribe(listener)
+    if announced is None:
+        bus.emit(
+            RunStarted(
+                message=f"run {run_id} started", task=task, persona=options.persona,
+                session=session,
+            )
+        )  # fmt: skip
+    return _Recording(runs=runs, run_id=run_id, bus=bus, usage=usage, runtime=runtime)
+
+
+def _team(
+    project: Project,
+    cast: Cast,
+    persona: Persona | None,
+    options: RunOptions,
+    *,
+    session: str,
+    runtime: Runtime,
+) -> Team:
+    """The Manager, Worker and Validator of the run, with the project's tools and config."""
+    registry = _registry(
+        project.root, cast, persona, options, session, sandbox=project.config.sandbox
+    )
+    return Team(
+        runtime=runtime,
+        persona=persona,
+        personas=cast.personas,
+        box=registry.subset(record=False),  # the team's recording wrapper logs the calls
+        workspace=project.root,
+        config=TeamConfig(max_retries=options.max_retries),
+        mcp_servers=cast.mcp_servers,
+        skills=cast.skills,
+        commands=project.config.commands,
+        sandbox=project.config.sandbox,
+    )  # fmt: skip
+
+
+async def _run_team(team: Team, turn: TurnContext, rec: _Recording) -> TurnResult:
+    """Run the team on ``turn``; a failed or cancelled run is finished in the store first."""
+    runtime, runs, run_id, usage = rec.runtime, rec.runs, rec.run_id, rec.usage
+    try:
+        result = await team.run_turn(turn)
+        runtime.flush()
+    except asyncio.CancelledError:  # timed out or interrupted
+        runtime.flush()
+        runs.finish(run_id, status="cancelled", final_text="", usage=usage.as_dict())
+        raise
+    except PersonaeError:
+        runtime.flush()
+        runs.finish(run_id, status="failed", final_text="", usage=usage.as_dict())
+        raise
+    except Exception as exc:
+        runtime.flush()
+        message = f"run {run_id} failed: {type(exc).__name__}: {exc}"
+        runs.finish(run_id, status="failed", final_text=message, usage=usage.as_dict())
+        raise RunError(message, run_id=run_id) from exc
+    return result
 
 
 async def run_turn(
@@ -251,27 +387,8 @@ async def run_turn(
     Listeners get every event, the final answer's ``answer_delta`` pieces included.
     """
     project = Project.open(options.root)
-    if options.cast is not None:  # the caller's, copied: bundled personas are added below
-        given = options.cast
-        cast = Cast(personas=dict(given.personas), skills=dict(given.skills),
-                    problems=list(given.problems), mcp_servers=dict(given.mcp_servers))  # fmt: skip
-    else:
-        cast = Cast.load(project.root, options.extra_persona_dirs)
-    for name, bundled in bundled_personas().items():
-        cast.personas.setdefault(name, bundled)  # usable from any project; the project's wins
-    if options.persona and options.persona not in cast.personas:
-        broken = [p for p in cast.errors if options.persona in str(p.file)]
-        if broken:  # the persona file exists but did not load: say why
-            raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
-    persona = cast.get(options.persona) if options.persona else None
-    if persona is not None and persona.source is not None:
-        # A spawn list the cast check rejects (seed 004) stops the run before it starts.
-        spawn = [
-            p for p in cast.errors
-            if p.file == persona.source and SPAWN_CHECK_MARK in p.message
-        ]  # fmt: skip
-        if spawn:
-            raise UsageError(spawn[0].message, file=spawn[0].file, line=spawn[0].line)
+    cast = _cast_for(project, options)
+    persona = _active_persona(cast, options.persona)
     profile = _profile_name(project.root, options, persona)
     models = resolver or ModelResolver(default=options.model, base_url=project.config.base_url)
     label = models.label(persona.model if persona else None)
@@ -279,14 +396,12 @@ async def run_turn(
     budget = Budget.of_window(model_info(label).context_window, options.budget_share)
     with Store(project.state_db) as store:
         conversations = ConversationStore(store, counter)
-        session = options.session or uuid.uuid4().hex[:12]
-        known = {s.id for s in conversations.sessions()}
-        if session not in known:
-            conversations.create_session(
-                session_id=session, persona=options.persona, title=task[:80]
-            )
+        session = _open_session(conversations, options, task)
         execution, validation, agents = _persona_texts(cast, persona)
-        refresh = await _refresh_summary(project.root, conversations, session, models, persona)
+        summary_calls = SummaryCalls(persona=options.persona)
+        refresh = await _refresh_summary(
+            project.root, conversations, session, models, persona, calls=summary_calls
+        )
         turn = TurnContext.build(
             project.root,
             task=task,
@@ -304,64 +419,22 @@ async def run_turn(
             include_git_log=options.include_git_log,
             profile=profile,
         )
-        runs = RunStore(store)
-        announced = options.announced
-        run_id = runs.create(
-            task=task, model=label, persona=options.persona, session_id=session,
-            run_id=str(announced["run_id"]) if announced else None,
+        rec = _start_recording(
+            store, options, task, label=label, session=session, models=models,
+            listeners=listeners,
         )  # fmt: skip
-        bus = EventBus(run_id)
-        usage = TreeUsage(request_cap=options.request_cap)
-        runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
-        bus.subscribe(runtime.store_event)
-        if announced is not None:  # already shown: store it, don't show it again
-            bus.adopt(event_from_json(announced))
-        for listener in listeners:
-            bus.subscribe(listener)
-        if announced is None:
-            bus.emit(
-                RunStarted(
-                    message=f"run {run_id} started", task=task, persona=options.persona,
-                    session=session,
-                )
-            )  # fmt: skip
-        registry = _registry(
-            project.root, cast, persona, options, session, sandbox=project.config.sandbox
-        )
-        team = Team(
-            runtime=runtime,
-            persona=persona,
-            personas=cast.personas,
-            box=registry.subset(record=False),  # the team's recording wrapper logs the calls
-            workspace=project.root,
-            config=TeamConfig(max_retries=options.max_retries),
-            mcp_servers=cast.mcp_servers,
-            skills=cast.skills,
-            commands=project.config.commands,
-            sandbox=project.config.sandbox,
-        )  # fmt: skip
+        summary_calls.adopt(rec.runtime)  # the summary's model call counts and is stored too
+        team = _team(project, cast, persona, options, session=session, runtime=rec.runtime)
         try:
-            result = await team.run_turn(turn)
-            runtime.flush()
-        except asyncio.CancelledError:  # timed out or interrupted
-            runtime.flush()
-            runs.finish(run_id, status="cancelled", final_text="", usage=usage.as_dict())
-            raise
-        except PersonaeError:
-            runtime.flush()
-            runs.finish(run_id, status="failed", final_text="", usage=usage.as_dict())
-            raise
-        except Exception as exc:
-            runtime.flush()
-            message = f"run {run_id} failed: {type(exc).__name__}: {exc}"
-            runs.finish(run_id, status="failed", final_text=message, usage=usage.as_dict())
-            raise RunError(message, run_id=run_id) from exc
+            result = await _run_team(team, turn, rec)
         finally:
             if resolver is None:
                 models.close()
         _store_turn(conversations, session, task, turn, result.final_text)
-        runs.finish(run_id, status=result.status, final_text=result.final_text, usage=result.usage)
+        rec.runs.finish(
+            rec.run_id, status=result.status, final_text=result.final_text, usage=result.usage
+        )
     return RunOutcome(
-        run_id=run_id, session_id=session, model_label=label, result=result, events=bus.events,
-        root=project.root,
+        run_id=rec.run_id, session_id=session, model_label=label, result=result,
+        events=rec.bus.events, root=project.root,
     )  # fmt: skip

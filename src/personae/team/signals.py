@@ -16,6 +16,7 @@ __all__ = [
     "Plan",
     "Strategy",
     "Subtask",
+    "SubtaskStatus",
     "ValidationResult",
     "WorkerResult",
 ]
@@ -57,6 +58,21 @@ class Strategy(StrEnum):
     DECOMPOSE = "decompose"
     SKIP = "skip"
     ESCALATE = "escalate"
+
+
+class SubtaskStatus(StrEnum):
+    """How a planned subtask ended."""
+
+    VALIDATED = "validated"
+    """The validator approved it."""
+    PARTIAL = "partial"
+    """Retries ran out with progress: kept for synthesis, marked not validated."""
+    UNVALIDATED = "unvalidated"
+    """The validator was unavailable (infrastructure error): kept, not validated."""
+    SKIPPED = "skipped"
+    """Dispatch (or the request cap) skipped it."""
+    ESCALATED = "escalated"
+    """Dispatch handed it back to the user."""
 
 
 class CompletionSignal(BaseModel):

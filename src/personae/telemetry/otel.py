@@ -41,7 +41,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from personae.errors import PersonaeError
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
-from personae.telemetry.runtree import RunNode, build_tree, call_outcomes, parse_time
+from personae.team.events import RunStarted, SubagentEnded, SubagentStarted, ToolCalled, Validated
+from personae.telemetry.runtree import RunNode, build_tree, call_outcomes, parse_time, typed
 
 __all__ = ["TelemetryError", "export_run", "otlp_exporter", "run_to_spans"]
 
@@ -74,9 +75,9 @@ def _split_model(label: str) -> tuple[str, str]:
     return (provider, name) if sep else ("unknown", label)
 
 
-def _signal_attrs(data: dict[str, Any]) -> dict[str, Any]:
-    attrs: dict[str, Any] = {"personae.validation.approved": bool(data.get("approved"))}
-    signal = data.get("completion_signal")
+def _signal_attrs(event: Validated) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"personae.validation.approved": bool(event.approved)}
+    signal = event.completion_signal
     if isinstance(signal, dict):
         for key in ("confidence", "blocker_type", "suggested_strategy", "progress_made"):
             value = signal.get(key)
@@ -137,9 +138,10 @@ class _Emitter:
         elif node.event is not None:
             at = _ns(node.at, self.cursor)
             attrs: dict[str, Any] = {"personae.event.seq": node.event.seq}
-            if node.kind == "validation":
-                attrs |= _signal_attrs(node.data)
-                parent.set_attributes(_signal_attrs(node.data))
+            event = node.typed_event
+            if isinstance(event, Validated):
+                attrs |= _signal_attrs(event)
+                parent.set_attributes(_signal_attrs(event))
             parent.add_event(f"personae.{node.kind}", attributes=attrs, timestamp=at)
             self.cursor = max(self.cursor, at)
 
@@ -154,17 +156,20 @@ class _Emitter:
             kind = SpanKind.INTERNAL
         else:
             name = f"invoke_agent {node.persona}"
+            begin = node.typed_event
+            started = begin if isinstance(begin, SubagentStarted) else SubagentStarted()
             attrs = {
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.name": node.persona or "",
-                "personae.subagent.context_mode": str(node.data.get("context_mode", "")),
-                "personae.subagent.depth": int(node.data.get("depth") or 0),
+                "personae.subagent.context_mode": str(started.context_mode or ""),
+                "personae.subagent.depth": int(started.depth or 0),
             }
             kind = SpanKind.INTERNAL
         span = self.span(name, parent, start, attrs, kind)
         self.children(node, span)
-        if node.end_event is not None:
-            status = str(node.end_event.data.get("status", ""))
+        ended = node.typed_end
+        if isinstance(ended, SubagentEnded):
+            status = str(ended.status or "")
             span.set_attribute("personae.subagent.status", status)
             if status not in ("success", ""):
                 span.set_status(Status(StatusCode.ERROR, status))
@@ -193,34 +198,36 @@ class _Emitter:
                 attrs["gen_ai.response.finish_reasons"] = [call.answer.finish_reason]
             attrs["personae.answer.chars"] = call.answer.chars
             attrs["personae.answer.tool_calls"] = len(call.answer.tool_calls)
-        for event in self.outcomes.get(call.seq, []) if call.role == "validator" else []:
-            if event.kind == "validation":
-                attrs |= _signal_attrs(event.data)
+        for stored in self.outcomes.get(call.seq, []) if call.role == "validator" else []:
+            event = typed(stored)
+            if isinstance(event, Validated):
+                attrs |= _signal_attrs(event)
         end = _ns(call.at, self.cursor)
         span = self.span(f"chat {model}", parent, min(self.cursor, end), attrs, SpanKind.CLIENT)
         span.end(end_time=end)
         self.cursor = max(self.cursor, end)
 
     def tool_call(self, node: RunNode, parent: Span) -> None:
-        data = node.data
-        tool = str(data.get("tool", "?"))
+        event = node.typed_event
+        call = event if isinstance(event, ToolCalled) else ToolCalled(tool="?")
+        tool = str(call.tool or "?")
         end = _ns(node.at, self.cursor)
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": tool,
             "personae.persona": node.persona or "",
-            "personae.tool.ok": bool(data.get("ok")),
+            "personae.tool.ok": bool(call.ok),
         }
         name = f"execute_tool {tool}"
-        raw = data.get("args")
+        raw = call.args
         args: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if tool == _HANDOVER_TOOL:
             target = str(args.get("targetPersona") or args.get("target_persona") or "?")
             name = f"handover {target}"
             attrs["personae.handover.target"] = target
         span = self.span(name, parent, min(self.cursor, end), attrs, SpanKind.INTERNAL)
-        if not data.get("ok"):
-            span.set_status(Status(StatusCode.ERROR, str(data.get("result", ""))[:200]))
+        if not call.ok:
+            span.set_status(Status(StatusCode.ERROR, str(call.result or "")[:200]))
         span.end(end_time=end)
         self.cursor = max(self.cursor, end)
 
@@ -250,9 +257,9 @@ def run_to_spans(
     for key in ("input_tokens", "output_tokens"):
         if isinstance(run.usage.get(key), int):
             attrs[f"gen_ai.usage.{key}"] = run.usage[key]
-    begin = events[0] if events and events[0].kind == "start" else None
-    if begin is not None and begin.data.get("context_from"):
-        attrs["personae.handover.from"] = str(begin.data["context_from"])
+    begin = typed(events[0]) if events else None
+    if isinstance(begin, RunStarted) and begin.context_from:
+        attrs["personae.handover.from"] = str(begin.context_from)
     root = tracer.start_span(
         f"invoke_agent {run.persona or 'personae'}",
         context=Context(),

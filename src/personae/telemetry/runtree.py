@@ -6,8 +6,9 @@ exporter (the spans) are built from this one tree.
 
 Events are taken in their stored order; each model call is placed before the
 first event that happened after it (a call precedes the events that report
-its result). Unknown event kinds and extra fields are kept as plain nodes, so
-a newer store still reads.
+its result). The tree's shape comes from the typed events
+(:mod:`personae.team.events`, matched by class); unknown event kinds and extra
+fields are kept as plain nodes, so a newer store still reads.
 """
 
 from __future__ import annotations
@@ -18,8 +19,16 @@ from datetime import datetime
 from typing import Any
 
 from personae.store.runs import ModelCallRecord, StoredEvent
+from personae.team.events import (
+    Event,
+    SubagentEnded,
+    SubagentStarted,
+    SubtaskStarted,
+    ToolCalled,
+    event_from_json,
+)
 
-__all__ = ["RunNode", "build_tree", "call_outcomes", "parse_time"]
+__all__ = ["RunNode", "build_tree", "call_outcomes", "parse_time", "typed"]
 
 
 @dataclass(kw_only=True)
@@ -52,8 +61,18 @@ class RunNode:
 
     @property
     def data(self) -> dict[str, Any]:
-        """The event's payload (empty for nodes without an event)."""
+        """The event's payload as stored (empty for nodes without an event)."""
         return self.event.data if self.event is not None else {}
+
+    @property
+    def typed_event(self) -> Event | None:
+        """The event behind the node as its typed class (``None``: none, or an unknown kind)."""
+        return typed(self.event) if self.event is not None else None
+
+    @property
+    def typed_end(self) -> Event | None:
+        """A sub-agent's end event as its typed class."""
+        return typed(self.end_event) if self.end_event is not None else None
 
     def walk(self) -> list[RunNode]:
         """This node and every node below it, depth first, in order."""
@@ -117,35 +136,39 @@ class _Builder:
         (agent or self.container(call.subtask)).children.append(node)
         self._extend(call.subtask, call.at)
 
-    def add_event(self, event: StoredEvent) -> None:
-        data = event.data
-        persona = data.get("persona") if isinstance(data.get("persona"), str) else None
+    def add_event(self, stored: StoredEvent) -> None:
+        event = typed(stored)
+        persona = getattr(event, "persona", None)
+        persona = persona if isinstance(persona, str) else None
         node = RunNode(
-            kind=event.kind, at=event.at, event=event, subtask=event.subtask, persona=persona
+            kind=stored.kind, at=stored.at, event=stored, subtask=stored.subtask, persona=persona
         )
-        if event.kind == "subtask_start" and event.subtask is not None:
-            node.kind = "subtask"
-            self.subtasks[event.subtask] = node
-            self.root.children.append(node)
-            return
-        if event.kind == "subagent" and data.get("phase") == "end":
-            agent = self.innermost(persona)
-            if agent is not None:
-                agent.end, agent.end_event = event.at, event
-                self.open_agents.remove(agent)
-                self._extend(event.subtask, event.at)
-                return
         parent: RunNode | None = None
-        if event.kind == "tool_call" and _depth(data) > 0:
-            parent = self.innermost(persona) or self.innermost()
-        elif event.kind == "subagent" and _depth(data) > 1:
-            parent = self.innermost()
-        target = parent or self.container(event.subtask)
+        match event:
+            case SubtaskStarted(subtask=int(number)):
+                node.kind = "subtask"
+                self.subtasks[number] = node
+                self.root.children.append(node)
+                return
+            case SubagentEnded():
+                agent = self.innermost(persona)
+                if agent is not None:
+                    agent.end, agent.end_event = stored.at, stored
+                    self.open_agents.remove(agent)
+                    self._extend(stored.subtask, stored.at)
+                    return
+            case ToolCalled(depth=int(depth)) if depth > 0:
+                parent = self.innermost(persona) or self.innermost()
+            case SubagentStarted(depth=int(depth)) if depth > 1:
+                parent = self.innermost()
+            case _:
+                pass
+        target = parent or self.container(stored.subtask)
         target.children.append(node)
-        if event.kind == "subagent" and data.get("phase") == "start":
+        if isinstance(event, SubagentStarted) and event.phase == "start":
             node.kind = "subagent"
             self.open_agents.append(node)
-        self._extend(event.subtask, event.at)
+        self._extend(stored.subtask, stored.at)
 
     def _extend(self, subtask: int | None, at: str) -> None:
         for node in (self.subtasks.get(subtask) if subtask is not None else None, self.root):
@@ -153,9 +176,12 @@ class _Builder:
                 node.end = at
 
 
-def _depth(data: dict[str, Any]) -> int:
-    depth = data.get("depth")
-    return depth if isinstance(depth, int) else 0
+def typed(event: StoredEvent) -> Event | None:
+    """The stored event as its typed class; ``None`` for a kind this version does not know."""
+    try:
+        return event_from_json(event.model_dump())
+    except ValueError:
+        return None
 
 
 def build_tree(
@@ -192,15 +218,15 @@ def call_outcomes(
             else:
                 top, sub = item.seq, None
             continue
-        inside = (item.kind == "tool_call" and _depth(item.data) > 0) or (
-            item.kind == "subagent" and item.data.get("phase") == "end"
-        )
+        event = typed(item)
+        nested = isinstance(event, ToolCalled) and isinstance(event.depth, int) and event.depth > 0
+        inside = nested or isinstance(event, SubagentEnded)
         owner = sub if inside and sub is not None else top
         if owner is not None:
             out[owner].append(item)
-        if ended is not None and item.kind == "tool_call" and item.data.get("tool") == "agent":
+        if ended is not None and isinstance(event, ToolCalled) and event.tool == "agent":
             out[ended].append(item)  # the sub-agent's final message comes back in this result
             ended = None
-        if item.kind == "subagent" and item.data.get("phase") == "end":
+        if isinstance(event, SubagentEnded):
             sub, ended = None, sub
     return out

@@ -79,6 +79,79 @@ def _error_page(status: int, message: str) -> HTMLResponse:
     return HTMLResponse(layout("Not found" if status == 404 else "Error", body), status)
 
 
+def _page(render: Callable[[Request], str]) -> Callable[[Request], Response]:
+    """An endpoint serving ``render``'s HTML; a bad name is a 404 page, other errors 500."""
+
+    def endpoint(request: Request) -> Response:
+        try:
+            return HTMLResponse(render(request))
+        except UnknownNameError as exc:
+            return _error_page(404, str(exc))
+        except UsageError as exc:
+            return _error_page(404, str(exc))
+        except PersonaeError as exc:
+            return _error_page(500, str(exc))
+
+    return endpoint
+
+
+def _params(request: Request) -> dict[str, str]:
+    """The runs list's filters from the query string."""
+    return {
+        k: v
+        for k, v in request.query_params.items()
+        if k in ("status", "persona", "model", "q")
+    }
+
+
+def _run_id(request: Request) -> str:
+    return str(request.path_params["run_id"])
+
+
+def _static(request: Request) -> Response:
+    name = str(request.path_params["name"])
+    if name not in _STATIC:
+        return PlainTextResponse("not found", status_code=404)
+    text = (resources.files("personae.ui") / "static" / name).read_text(encoding="utf-8")
+    return Response(text, media_type=_STATIC[name])
+
+
+class _RunStream:
+    """``/runs/{run_id}/stream``: server-sent ``changed`` events while a run runs, then ``end``."""
+
+    def __init__(self, reader: Reader, stop: threading.Event) -> None:
+        self.reader = reader
+        self.stop = stop
+
+    async def respond(self, request: Request) -> Response:
+        """The stream of the run the path names (404 when there is none)."""
+        try:
+            first = await anyio.to_thread.run_sync(self.reader.run, _run_id(request))
+        except PersonaeError as exc:
+            return PlainTextResponse(str(exc), status_code=404)
+        return StreamingResponse(
+            self._events(first.run.id, first.signature), media_type="text/event-stream",
+            headers={"X-Accel-Buffering": "no"},
+        )  # fmt: skip
+
+    async def _events(self, rid: str, seen: tuple[str, int, int]) -> AsyncIterator[str]:
+        waited = quiet = 0.0
+        yield f"event: changed\ndata: {json.dumps(list(seen))}\n\n"
+        while waited < _STREAM_LIFETIME and seen[0] == "running" and not self.stop.is_set():
+            await asyncio.sleep(_POLL)
+            waited += _POLL
+            quiet += _POLL
+            view = await anyio.to_thread.run_sync(self.reader.run, rid)
+            if view.signature != seen:
+                seen, quiet = view.signature, 0.0
+                yield f"event: changed\ndata: {json.dumps(list(seen))}\n\n"
+            elif quiet >= _KEEPALIVE:
+                quiet = 0.0
+                yield ": keep-alive\n\n"
+        if seen[0] != "running":
+            yield f"event: end\ndata: {json.dumps(seen[0])}\n\n"
+
+
 def create_app(root: Path, *, stopping: threading.Event | None = None) -> Starlette:
     """The viewer app over the project at ``root`` (read-only).
 
@@ -87,72 +160,13 @@ def create_app(root: Path, *, stopping: threading.Event | None = None) -> Starle
     """
     reader = Reader(root)
     stop = stopping or threading.Event()
-
-    def page(render: Callable[[Request], str]) -> Callable[[Request], Response]:
-        def endpoint(request: Request) -> Response:
-            try:
-                return HTMLResponse(render(request))
-            except UnknownNameError as exc:
-                return _error_page(404, str(exc))
-            except UsageError as exc:
-                return _error_page(404, str(exc))
-            except PersonaeError as exc:
-                return _error_page(500, str(exc))
-
-        return endpoint
-
-    def params(request: Request) -> dict[str, str]:
-        return {
-            k: v
-            for k, v in request.query_params.items()
-            if k in ("status", "persona", "model", "q")
-        }
-
-    def run_id(request: Request) -> str:
-        return str(request.path_params["run_id"])
-
-    def static(request: Request) -> Response:
-        name = str(request.path_params["name"])
-        if name not in _STATIC:
-            return PlainTextResponse("not found", status_code=404)
-        text = (resources.files("personae.ui") / "static" / name).read_text(encoding="utf-8")
-        return Response(text, media_type=_STATIC[name])
-
-    async def stream(request: Request) -> Response:
-        rid = run_id(request)
-        try:
-            first = await anyio.to_thread.run_sync(reader.run, rid)
-        except PersonaeError as exc:
-            return PlainTextResponse(str(exc), status_code=404)
-
-        async def events() -> AsyncIterator[str]:
-            seen = first.signature
-            waited = quiet = 0.0
-            yield f"event: changed\ndata: {json.dumps(list(seen))}\n\n"
-            while waited < _STREAM_LIFETIME and seen[0] == "running" and not stop.is_set():
-                await asyncio.sleep(_POLL)
-                waited += _POLL
-                quiet += _POLL
-                view = await anyio.to_thread.run_sync(reader.run, first.run.id)
-                if view.signature != seen:
-                    seen, quiet = view.signature, 0.0
-                    yield f"event: changed\ndata: {json.dumps(list(seen))}\n\n"
-                elif quiet >= _KEEPALIVE:
-                    quiet = 0.0
-                    yield ": keep-alive\n\n"
-            if seen[0] != "running":
-                yield f"event: end\ndata: {json.dumps(seen[0])}\n\n"
-
-        return StreamingResponse(
-            events(), media_type="text/event-stream", headers={"X-Accel-Buffering": "no"}
-        )
-
+    page, params, run_id = _page, _params, _run_id
     routes = [
         Route("/", page(lambda r: pages.runs_page(reader, params(r)))),
         Route("/fragments/runs", page(lambda r: pages.runs_table(reader, params(r)))),
         Route("/runs/{run_id}", page(lambda r: pages.run_page(reader.run(run_id(r))))),
         Route("/fragments/runs/{run_id}", page(lambda r: pages.run_body(reader.run(run_id(r))))),
-        Route("/runs/{run_id}/stream", stream),
+        Route("/runs/{run_id}/stream", _RunStream(reader, stop).respond),
         Route(
             "/runs/{run_id}/calls/{seq:int}",
             page(lambda r: pages.call_page(reader.run(run_id(r)), int(r.path_params["seq"]))),
@@ -165,7 +179,7 @@ def create_app(root: Path, *, stopping: threading.Event | None = None) -> Starle
                 lambda r: chains.handover_page(reader, r.path_params["name"], r.path_params["step"])
             ),
         ),
-        Route("/static/{name}", static),
+        Route("/static/{name}", _static),
         Route("/healthz", lambda r: PlainTextResponse("ok")),
     ]
 

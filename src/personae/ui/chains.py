@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 
 from personae.errors import UnknownNameError
+from personae.security.policy import redact_secrets
 from personae.ui._html import badge, h, layout, short, url
-from personae.ui.data import ChainStep, ChainView, Reader, redact
+from personae.ui.data import ChainStep, ChainView, Reader
 
 __all__ = ["chain_page", "chains_page", "handover_page"]
 
@@ -131,9 +132,9 @@ def handover_page(reader: Reader, name: str, step_id: str) -> str:
     path = Path(step.state["handover"])
     text = reader.read_text(path)
     try:
-        shown = json.dumps(redact(json.loads(text)), indent=2, ensure_ascii=False)
+        shown = json.dumps(redact_secrets(json.loads(text)), indent=2, ensure_ascii=False)
     except ValueError:
-        shown = str(redact(text))
+        shown = str(redact_secrets(text))
     body = f"<p class='muted'><code>{h(path)}</code></p><pre class='handover'>{h(shown)}</pre>"
     return layout(
         f"Handover of step {step_id}",

@@ -2,7 +2,8 @@
 
 Read through the store's repositories (:class:`~personae.store.runs.RunStore`);
 the store is opened on first use, so ``personae ui`` can start before the
-first run. Everything handed to the pages passes :func:`redact` first.
+first run. Everything handed to the pages passes
+:func:`personae.security.policy.redact_secrets` first.
 """
 
 from __future__ import annotations
@@ -24,43 +25,36 @@ from personae.security.policy import redact_secrets
 from personae.store.answers import ModelAnswer
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
-from personae.telemetry.runtree import parse_time
+from personae.team.events import RunStarted
+from personae.telemetry.runtree import parse_time, typed
 from personae.workflow.spec import load_workflow
 
-__all__ = ["ChainStep", "ChainView", "Reader", "RunView", "redact"]
+__all__ = ["ChainStep", "ChainView", "Reader", "RunView"]
 
 _LIST_LIMIT = 500
-
-
-def redact(value: Any) -> Any:
-    """The one place secrets are removed before anything is rendered.
-
-    Uses the handover redaction (secret-named keys, credential-shaped strings);
-    a stronger project-wide redaction can replace this function.
-    """
-    return redact_secrets(value)
 
 
 def _clean_run(run: RunRecord) -> RunRecord:
     return run.model_copy(
         update={
-            "task": redact(run.task),
-            "final_text": redact(run.final_text) if run.final_text else run.final_text,
+            "task": redact_secrets(run.task),
+            "final_text": redact_secrets(run.final_text) if run.final_text else run.final_text,
         }
     )
 
 
 def _clean_event(event: StoredEvent) -> StoredEvent:
-    return event.model_copy(update={"message": redact(event.message), "data": redact(event.data)})
+    clean = {"message": redact_secrets(event.message), "data": redact_secrets(event.data)}
+    return event.model_copy(update=clean)
 
 
 def _clean_call(call: ModelCallRecord) -> ModelCallRecord:
     update: dict[str, Any] = {
-        "context_text": redact(call.context_text),
-        "budget": redact(call.budget),
+        "context_text": redact_secrets(call.context_text),
+        "budget": redact_secrets(call.budget),
     }
     if call.answer is not None:  # redacted when stored; again here like everything shown
-        update["answer"] = ModelAnswer.model_validate(redact(call.answer.model_dump()))
+        update["answer"] = ModelAnswer.model_validate(redact_secrets(call.answer.model_dump()))
     return call.model_copy(update=update)
 
 
@@ -80,8 +74,8 @@ class RunView:
     @property
     def context_from(self) -> str | None:
         """The handover file the run continued, if any."""
-        first = self.events[0] if self.events else None
-        value = first.data.get("context_from") if first and first.kind == "start" else None
+        first = typed(self.events[0]) if self.events else None
+        value = first.context_from if isinstance(first, RunStarted) else None
         return value if isinstance(value, str) and value else None
 
 
@@ -228,7 +222,7 @@ class Reader:
                         persona=s.persona,
                         stage=i,
                         inputs=wf.inputs_of(s),
-                        state=redact(states.get(s.id, {})),
+                        state=redact_secrets(states.get(s.id, {})),
                     )
                     for i, stage in enumerate(wf.stages)
                     for s in stage
@@ -242,7 +236,7 @@ class Reader:
                 persona="?",
                 stage=i,
                 inputs=[ids[i - 1]] if i else [],
-                state=redact(states[k]),
+                state=redact_secrets(states[k]),
             )
             for i, k in enumerate(ids)
         ], problem
@@ -261,7 +255,8 @@ class Reader:
             if since is not None and began is not None and began < since:
                 continue
             events = runs.events(run.id) if runs is not None else []
-            source = events[0].data.get("context_from") if events else None
+            first = typed(events[0]) if events else None
+            source = first.context_from if isinstance(first, RunStarted) else None
             if isinstance(source, str) and source:
                 found.setdefault(str(Path(source).resolve()), []).append(run.id)
         return found

@@ -12,7 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from personae.store.runs import StoredEvent
-from personae.telemetry.runtree import RunNode
+from personae.team.events import SubagentEnded, SubagentStarted, SubtaskStarted, ToolCalled
+from personae.telemetry.runtree import RunNode, typed
 from personae.ui._html import badge, h, short, tokens, url
 from personae.ui.budget import mini_bar
 
@@ -220,26 +221,26 @@ def render_item(node: RunNode, run_id: str) -> str:
 
 def render_event(event: StoredEvent, run_id: str) -> str:
     """One event on its own (no tree): sub-agent starts and ends as one line each."""
-    data = event.data
+    data = event.data  # shown as stored (redacted), whatever its shape
     persona = data.get("persona") if isinstance(data.get("persona"), str) else None
-    if event.kind == "subagent":
-        if data.get("phase") == "start":
-            text = f"starts (context mode {h(data.get('context_mode'))}): {h(data.get('task'))}"
-        else:
-            text = f"finished {badge(data.get('status'))}"
-        return (
-            f'<li class="item subagent" data-kind="subagent">sub-agent <b>{h(persona)}</b> '
-            f"{text}</li>"
-        )
-    if event.kind == "subtask_start":
-        return (
-            f'<li class="item muted" data-kind="subtask_start">next: subtask '
-            f"{h(event.subtask)} starts: {h(event.message)}</li>"
-        )
     node = RunNode(kind=event.kind, at=event.at, event=event, persona=persona)
-    if event.kind == "tool_call":
-        return _tool(node, opened=True)  # on a call's page, what came back is the point
-    return render_item(node, run_id)
+    match typed(event):
+        case SubagentStarted():
+            text = f"starts (context mode {h(data.get('context_mode'))}): {h(data.get('task'))}"
+        case SubagentEnded():
+            text = f"finished {badge(data.get('status'))}"
+        case SubtaskStarted():
+            return (
+                f'<li class="item muted" data-kind="subtask_start">next: subtask '
+                f"{h(event.subtask)} starts: {h(event.message)}</li>"
+            )
+        case ToolCalled():
+            return _tool(node, opened=True)  # on a call's page, what came back is the point
+        case _:
+            return render_item(node, run_id)
+    return (
+        f'<li class="item subagent" data-kind="subagent">sub-agent <b>{h(persona)}</b> {text}</li>'
+    )
 
 
 def agent_tree(root: RunNode, persona: str | None) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from personae.handover.files import write_atomic
+from personae.fsutil import write_atomic
 from personae.handover.schema import now_iso
 from personae.workflow.outcome import ChainOutcome
 
@@ -44,7 +44,8 @@ def render_report(outcome: ChainOutcome) -> str:
 
 def write_report(outcome: ChainOutcome) -> None:
     """Write ``report.md`` and ``report.json`` into the state directory."""
-    write_atomic(outcome.report_path, render_report(outcome).encode("utf-8"))
+    outcome.report_path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(outcome.report_path, render_report(outcome).encode("utf-8"), mode=0o600)
     body = {
         "workflow": outcome.workflow.name,
         "status": outcome.status,
@@ -53,4 +54,4 @@ def write_report(outcome: ChainOutcome) -> None:
         "steps": {k: vars(v) for k, v in outcome.steps.items()},
     }
     data = (json.dumps(body, indent=2) + "\n").encode("utf-8")
-    write_atomic(outcome.report_path.with_suffix(".json"), data)
+    write_atomic(outcome.report_path.with_suffix(".json"), data, mode=0o600)

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from personae.errors import UsageError
-from personae.fsutil import read_regular
+from personae.fsutil import read_regular, write_atomic
 from personae.handover.create import build_handover, create_handover
-from personae.handover.files import load_handover, write_atomic
+from personae.handover.files import load_handover
 from personae.handover.schema import ArtifactFile, HistoryEntry, now_iso
 from personae.layout import Layout
 from personae.workflow._report import write_report
@@ -56,7 +56,9 @@ class _Checkpoint:
                 "updatedAt": now_iso(),
                 "steps": {k: vars(v) for k, v in self.steps.items()},
             }
-            write_atomic(self.path, (json.dumps(body, indent=2) + "\n").encode("utf-8"))
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            data = (json.dumps(body, indent=2) + "\n").encode("utf-8")
+            write_atomic(self.path, data, mode=0o600)
 
     def update(self, key: str, **changes: Any) -> None:
         with self.lock:

@@ -10,38 +10,34 @@ handover (:class:`Job`) or a batch task (:class:`personae.batch.job.RunJob`).
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from personae.errors import PersonaeError, UsageError
+from personae.errors import PersonaeError
 from personae.handover.child import (
+    ChildOptions,
     CommandBuilder,
     kill_group,
     personae_run_command,
     run_handover,
 )
 from personae.handover.schema import Results
+from personae.limits import DEFAULTS
 
 __all__ = [
-    "EXECUTORS",
     "Executor",
     "Job",
     "JobResult",
     "LocalProcessExecutor",
     "Stopper",
     "Work",
-    "open_executor",
 ]
-
-EXECUTORS = ("local", "ray")
-"""Names accepted by :func:`open_executor` (and ``--executor``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,11 +142,11 @@ class Job:
     """Persona to run."""
     cwd: Path
     """Working directory of the child."""
-    timeout: float = 300.0
+    timeout: float = DEFAULTS.handover_timeout
     """Seconds per attempt."""
-    attempts: int = 3
+    attempts: int = DEFAULTS.handover_attempts
     """Attempts in total."""
-    backoff: float = 1.0
+    backoff: float = DEFAULTS.handover_backoff
     """First retry delay (doubles)."""
     model: str | None = None
     """Model for the child, if any."""
@@ -165,11 +161,13 @@ class Job:
         """Run the handover in a child until it succeeds or attempts run out."""
         start = time.monotonic()
         try:
-            outcome = run_handover(
-                self.handover_path, cwd=self.cwd, timeout=self.timeout, attempts=self.attempts,
-                backoff=self.backoff, command=self.command, persona=self.persona,
-                model=self.model, on_start=on_start, tie=tie,
+            child = ChildOptions(
+                timeout=self.timeout, attempts=self.attempts, backoff=self.backoff,
+                command=self.command, persona=self.persona, model=self.model, tie=tie,
             )  # fmt: skip
+            outcome = run_handover(
+                self.handover_path, cwd=self.cwd, options=child, on_start=on_start
+            )
         except PersonaeError as exc:
             return JobResult(
                 key=self.key, status="failure", results=None, attempts=0,
@@ -275,28 +273,3 @@ class LocalProcessExecutor:
             raise
         pool.shutdown(wait=True)
         return done
-
-
-@contextlib.contextmanager
-def open_executor(
-    kind: str, *, address: str | None = None, tie: bool = False
-) -> Iterator[Executor]:
-    """The executor named ``kind`` (``local`` or ``ray``), closed on exit.
-
-    ``address`` (Ray only): ``auto`` or ``HOST:PORT`` of a running cluster;
-    without it a private local cluster is started and shut down on exit.
-    ``tie``: local children die with this process (batches).
-    """
-    if kind not in EXECUTORS:
-        raise UsageError(f"unknown executor {kind!r}: use local or ray", field="--executor")
-    if kind == "local":
-        if address is not None:
-            raise UsageError("--address needs --executor ray", field="--address")
-        yield LocalProcessExecutor(tie=tie)
-        return
-    # local import: optional extra personae[ray]: loads only for --executor ray
-    from personae.workflow.ray_executor import RayExecutor
-
-    with RayExecutor(address) as ray_executor:
-        ray_executor.connect()  # a cluster that cannot start fails before any work
-        yield ray_executor

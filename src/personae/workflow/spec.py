@@ -41,6 +41,7 @@ from personae.errors import UsageError, yaml_error_line
 from personae.fsutil import NotRegularFileError, read_regular
 from personae.handover.create import parse_file_spec
 from personae.handover.schema import ArtifactFile
+from personae.limits import DEFAULTS
 
 __all__ = ["Stage", "Step", "StepDefaults", "Workflow", "load_workflow"]
 
@@ -54,11 +55,11 @@ class StepDefaults(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    timeout: float = Field(default=300.0, gt=0)
+    timeout: float = Field(default=DEFAULTS.handover_timeout, gt=0)
     """Seconds per attempt."""
-    retries: int = Field(default=2, ge=0, le=10)
+    retries: int = Field(default=DEFAULTS.handover_retries, ge=0, le=10)
     """Retries after the first attempt."""
-    backoff: float = Field(default=1.0, ge=0)
+    backoff: float = Field(default=DEFAULTS.handover_backoff, ge=0)
     """First retry delay in seconds (doubles each retry)."""
 
 

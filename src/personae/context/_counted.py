@@ -1,0 +1,119 @@
+"""Render a prompt and count it exactly, counting only what the last prompts did not have.
+
+For o200k_base and cl100k_base, the pre-tokenizer always starts a new piece
+after a blank line that is followed by '<' (a section's tag), '#' (a message
+header) or '[' (a notice), and BPE never merges across pieces: the count of a
+prompt is the sum of the counts of the groups it is cut into there. A group
+made of the same string objects as one of an earlier prompt (an unchanged
+exchange, text or tag) is looked up without hashing its text again (Python
+keeps each string's hash), so an agent loop counts only what is new.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from personae.context._textcut import SPLITTABLE, count_small
+from personae.context.render import SEPARATOR, close_tag, open_tag
+from personae.tokens.base import TokenCounter
+
+__all__ = ["render_counted"]
+
+_STARTS = ("<", "#", "[")
+"""A group boundary is a blank line followed by one of these."""
+
+Group = tuple[str, ...]
+
+
+def _section_groups(
+    tag: str, pieces: Sequence[str], tail: str, groups: list[Group], single: list[str]
+) -> None:
+    """Cut one section (its pieces joined by blank lines, then ``tail``) into groups.
+
+    A middle piece that starts a group and is followed by one that does too is
+    its own group (the piece and a blank line): those go to ``single``.
+    """
+    blocks = pieces or ("",)
+    n = len(blocks)
+    if n > 2 and all(map(str.startswith, blocks[1:], itertools.repeat(_STARTS))):
+        groups.append((open_tag(tag), blocks[0], SEPARATOR))
+        single.extend(blocks[1:-1])
+        groups.append((blocks[-1], close_tag(tag), tail))
+        return
+    cur: list[str] = [open_tag(tag)]
+    for j, block in enumerate(blocks):
+        if j and block.startswith(_STARTS):
+            groups.append(tuple(cur))
+            cur = []
+        cur.append(block)
+        cur.append(SEPARATOR if j < n - 1 else close_tag(tag))
+    cur.append(tail)
+    groups.append(tuple(cur))
+
+
+def render_counted(
+    counter: TokenCounter, sections: Sequence[tuple[str, Sequence[str]]]
+) -> tuple[str, int]:
+    """Render ``(tag, pieces)`` sections and count the result exactly.
+
+    Each section's content is its pieces joined by a blank line, so the text is
+    what :func:`~personae.context.render.render_sections` renders for the joined
+    contents. Counters other than exact o200k_base and cl100k_base count the
+    whole text.
+    """
+    out: list[str] = []
+    for i, (tag, pieces) in enumerate(sections):
+        if i:
+            out.append(SEPARATOR)
+        out.extend((open_tag(tag), SEPARATOR.join(pieces), close_tag(tag)))
+    rendered = "".join(out)
+    if counter.name not in SPLITTABLE or not getattr(counter, "exact", False):
+        return rendered, counter.count(rendered) if rendered else 0
+    groups: list[Group] = []
+    single: list[str] = []
+    last = len(sections) - 1
+    for i, (tag, pieces) in enumerate(sections):
+        _section_groups(tag, pieces, SEPARATOR if i < last else "", groups, single)
+    return rendered, _count_groups(counter, groups) + _count_single(counter, single)
+
+
+_GROUPS: dict[str, OrderedDict[Group, int]] = {}
+"""Per counter, counts of recently rendered groups (least recently used go first)."""
+_GROUPS_MAX = 1 << 14
+
+_SINGLE: dict[str, dict[str, int]] = {}
+"""Per counter, count of each recent single piece followed by a blank line."""
+_SINGLE_MAX = 1 << 17
+
+
+def _count_groups(counter: TokenCounter, groups: list[Group]) -> int:
+    memo = _GROUPS.setdefault(counter.name, OrderedDict())
+    total = 0
+    for g in groups:
+        n = memo.get(g)
+        if n is None:
+            n = count_small(counter, "".join(g))
+            memo[g] = n
+            if len(memo) > _GROUPS_MAX:
+                with contextlib.suppress(KeyError):  # another thread emptied it just now
+                    memo.popitem(last=False)
+        else:
+            with contextlib.suppress(KeyError):  # another thread evicted it just now
+                memo.move_to_end(g)
+        total += n
+    return total
+
+
+def _count_single(counter: TokenCounter, pieces: list[str]) -> int:
+    memo = _SINGLE.setdefault(counter.name, {})
+    counts = list(map(memo.get, pieces))  # C-speed: a dict lookup per piece, cached hashes
+    if None in counts:
+        if len(memo) + len(pieces) > _SINGLE_MAX:
+            memo.clear()  # rare: far more distinct pieces than any prompt holds
+        for k, (piece, n) in enumerate(zip(pieces, counts, strict=True)):
+            if n is None:
+                counts[k] = memo[piece] = count_small(counter, piece + SEPARATOR)
+    return sum(counts)  # type: ignore[arg-type]

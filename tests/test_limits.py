@@ -1,0 +1,71 @@
+"""Every default limit comes from personae.limits.DEFAULTS; every layout path from Layout."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from personae.api.handover import HandoverRunOptions
+from personae.context.budget import DEFAULT_SHARE
+from personae.errors import ConfigError
+from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, backoff_delays
+from personae.layout import SESSION_ID, Layout
+from personae.limits import DEFAULTS, Defaults
+from personae.project import Project
+from personae.settings import PersonaeSettings
+from personae.team.dispatch import SubtaskBudget
+from personae.team.loop import TeamConfig
+from personae.team.session import RunOptions
+from personae.team.subagents import DEFAULT_DEPTH_CAP
+from personae.workflow.spec import StepDefaults
+
+
+def test_settings_team_and_handover_share_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("PERSONAE_MAX_RETRIES", "PERSONAE_BUDGET_SHARE", "PERSONAE_HANDOVER_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    settings = PersonaeSettings()
+    options = RunOptions(root=Path("."))
+    assert settings.max_retries == options.max_retries == TeamConfig().max_retries
+    assert SubtaskBudget().max_retries == DEFAULTS.max_retries
+    assert settings.budget_share == options.budget_share == DEFAULT_SHARE == DEFAULTS.budget_share
+    child = ChildOptions()
+    assert settings.handover_timeout == options.handover_timeout == child.timeout
+    assert child.timeout == StepDefaults().timeout == DEFAULTS.handover_timeout
+    assert child.attempts == StepDefaults().retries + 1 == HandoverRunOptions().retries + 1
+    assert child.backoff == StepDefaults().backoff == DEFAULTS.handover_backoff
+    assert backoff_delays(3) == [DEFAULTS.handover_backoff, DEFAULTS.handover_backoff * 2]
+    assert DEFAULTS.handover_depth_cap == HANDOVER_DEPTH_CAP
+    assert DEFAULTS.subagent_depth_cap == DEFAULT_DEPTH_CAP
+
+
+def test_defaults_are_frozen_and_an_env_variable_still_wins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        DEFAULTS.max_retries = 5  # type: ignore[misc]
+    assert Defaults(handover_retries=4).handover_attempts == 5
+    monkeypatch.setenv("PERSONAE_MAX_RETRIES", "7")
+    assert PersonaeSettings().max_retries == 7
+    monkeypatch.setenv("PERSONAE_MAX_RETRIES", "-1")
+    with pytest.raises(ConfigError, match="PERSONAE_MAX_RETRIES"):
+        PersonaeSettings()
+
+
+def test_project_paths_come_from_its_layout(tmp_path: Path) -> None:
+    project = Project.open(tmp_path)
+    layout = Layout(project.root)
+    assert project.layout == layout
+    assert project.dir == layout.dir == project.root / ".personae"
+    assert project.state_db == layout.state_db == layout.dir / "state.db"
+    assert layout.handovers.parent == layout.memory.parent == layout.chains.parent == layout.dir
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [("abc-123", True), ("user@host:1/x.y", True), ("abc\n", False), ("", False),
+     ("a b", False), ("x" * 201, False)],
+)  # fmt: skip
+def test_one_session_id_pattern(value: str, ok: bool) -> None:
+    assert (SESSION_ID.fullmatch(value) is not None) is ok
