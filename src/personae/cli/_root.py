@@ -7,7 +7,8 @@ from pathlib import Path
 __all__ = ["ROOT_HELP", "project_root"]
 
 ROOT_HELP = (
-    "Project folder (default: the nearest folder holding .personae/, from the current one up)."
+    "Project folder (default: the nearest folder holding .personae/, from the current one up; "
+    "else the current folder)."
 )
 
 

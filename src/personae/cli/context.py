@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from personae.cli._root import ROOT_HELP, project_root
+from personae.cli._options import JsonOpt, RootOpt
+from personae.cli._root import project_root
 
 if TYPE_CHECKING:
     from personae.context.assemble import AssembledContext
@@ -49,11 +50,6 @@ StepOpt = Annotated[
     str | None,
     typer.Option("--step", help="Current step (NN-goal/NN-step) under .personae/project/goals/."),
 ]
-RootOpt = Annotated[
-    Path | None,
-    typer.Option("--root", help=ROOT_HELP, exists=True, file_okay=False),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _assemble(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from personae.cli._options import JsonOpt, RootOpt
 from personae.cli._root import project_root
 
 if TYPE_CHECKING:
@@ -20,18 +21,6 @@ __all__ = ["app", "hook_app", "register"]
 app = typer.Typer(help="Host instruction files and hooks.", no_args_is_help=True)
 hook_app = typer.Typer(help="Host hook gates.", no_args_is_help=True)
 
-_Root = Annotated[
-    Path | None,
-    typer.Option(
-        "--root",
-        help="Project folder (default: the nearest folder holding .personae/, from the "
-        "current one up; else the current folder).",
-        exists=True,
-        file_okay=False,
-    ),
-]
-_Json = Annotated[bool, typer.Option("--json", help="JSON output.")]
-
 
 @app.command("render")
 def render_command(
@@ -39,14 +28,14 @@ def render_command(
     gate: Annotated[
         list[str] | None, typer.Option("--gate", help="Gate pattern for the hook (repeatable).")
     ] = None,
-    root: _Root = None,
+    root: RootOpt = None,
     personae: Annotated[
         str | None,
         typer.Option(
             "--personae", help="Absolute path hooks and MCP entries run (default: this install)."
         ),
     ] = None,
-    as_json: _Json = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Render host instructions, hook configs and MCP entries (print, or --write them)."""
     # local import: CLI start-up (only the command that runs loads what it needs)
@@ -84,7 +73,7 @@ def render_command(
 
 
 @app.command("check")
-def check_command(root: _Root = None, as_json: _Json = False) -> None:
+def check_command(root: RootOpt = None, as_json: JsonOpt = False) -> None:
     """Check the host files of a repository as each host will use them; exit 1 on any FAIL."""
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.hosts.hostcheck import check_hooks
@@ -135,16 +124,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("doctor")
     def doctor_command(  # noqa: PLR0917
-        root: Annotated[
-            Path | None,
-            typer.Option(
-                "--root",
-                help="Project folder (default: the nearest folder holding .personae/, "
-                "from the current one up).",
-                exists=True,
-                file_okay=False,
-            ),
-        ] = None,
+        root: RootOpt = None,
         memory_dir: Annotated[Path | None, typer.Option("--memory-dir")] = None,
         prompt: Annotated[Path | None, typer.Option("--prompt")] = None,
         store: Annotated[Path | None, typer.Option("--store")] = None,
@@ -165,7 +145,7 @@ def register(app: typer.Typer) -> None:
         timeout: Annotated[
             float, typer.Option(min=0.1, help="Seconds the model server may take to answer.")
         ] = 3.0,
-        as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+        as_json: JsonOpt = False,
     ) -> None:
         """Check what each command needs: project, config, model, key, provider, store, hosts.
 

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from personae.cli._root import ROOT_HELP, project_root
+from personae.cli._options import JsonOpt, RootOpt
+from personae.cli._root import project_root
 from personae.errors import UnknownNameError
 
 if TYPE_CHECKING:
@@ -29,11 +30,6 @@ DirsOpt = Annotated[
         "later ones override earlier ones).",
     ),
 ]
-RootOpt = Annotated[
-    Path | None,
-    typer.Option("--root", help=ROOT_HELP, exists=True, file_okay=False),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

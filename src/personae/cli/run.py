@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from personae.cli._options import JsonOpt
 from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
 from personae.cli._root import project_root
 from personae.errors import PersonaeError, RunError, UsageError
@@ -615,7 +616,7 @@ _TABLE_WIDTH = 120
 def list_runs(
     limit: Annotated[int, typer.Option(min=1, help="How many runs.")] = 20,
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Recent runs of this project, newest first."""
     # local import: CLI start-up (only the command that runs loads what it needs)
@@ -684,7 +685,7 @@ def _tokens_line(usage: dict[str, Any], model: str) -> str:
 @runs_app.command("show")
 def show_run(
     run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix works).")],
-    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+    as_json: JsonOpt = False,
     full: Annotated[bool, typer.Option(help="Print every assembled context in full.")] = False,
 ) -> None:
     """A run's events and every model call with its assembled context and budget report."""
