@@ -27,10 +27,9 @@ def _load_layers() -> ModuleType:
 
 layers = _load_layers()
 
-# Known cycle: store.calibration <-> store.db, a type-only import (TYPE_CHECKING) in the
-# store (engineer pg's), left for a follow-up. The test below fails once it is gone, so
-# the entry cannot outlive its reason.
-KNOWN_CYCLES: list[list[str]] = [["personae.store.calibration", "personae.store.db"]]
+# Known cycles (none left). The test below fails once one is gone, so an entry cannot
+# outlive its reason.
+KNOWN_CYCLES: list[list[str]] = []
 KNOWN_UNREASONED: set[str] = set()
 
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from personae.fsutil import read_regular
 from personae.layout import CONFIG_NAMES, DIR_NAME
+from personae.store import calibration
 from personae.store._base import (
     Conn,
     Cursor,
@@ -281,18 +282,12 @@ class Store:
 
     def calibration_factors(self) -> dict[str, tuple[float, int]]:
         """Token-estimate factors per model (``personae.tokens.Calibration`` reads these)."""
-        # local import: the calibration queries load only when calibrating
-        from personae.store import calibration
-
         return calibration.factors(self)
 
     def update_calibration(
         self, key: str, move: Callable[[float, int], float | None]
     ) -> tuple[float, int] | None:
         """Store ``move(factor, samples)`` as ``key``'s factor (see ``store.calibration``)."""
-        # local import: the calibration queries load only when calibrating
-        from personae.store import calibration
-
         return calibration.update(self, key, move)
 
     def applied_migrations(self) -> list[str]:
