@@ -127,6 +127,7 @@ class Spawner:
         *,
         box: ToolSubset,
         parent_allowed: frozenset[str] | None = None,
+        parent_mcp: AbstractToolset[Any] | None = None,
         depth: int = 0,
         subtask: int | None = None,
     ) -> tuple[AbstractToolset[Any], frozenset[str]]:
@@ -135,8 +136,8 @@ class Spawner:
 
         The worker passes no ``parent_allowed`` (it picks from ``box`` and starts its own
         MCP servers); a sub-agent at ``depth`` gets only what ``parent_allowed`` has (narrow
-        only), its ``run_shell`` sandbox cut to its parent's, and no ``agent`` tool at the
-        depth cap.
+        only), its MCP tools from its parent's MCP toolset ``parent_mcp``, its
+        ``run_shell`` sandbox cut to its parent's, and no ``agent`` tool at the depth cap.
         """
         offered = {*box.names, "agent"} if parent_allowed is None else parent_allowed
         wanted = narrow_names(persona, offered)
@@ -146,9 +147,10 @@ class Spawner:
             own = own.with_limits(narrow_sandbox(box.limits, grants))
         allowed = frozenset(own.names)
         parts: list[AbstractToolset[Any]] = [own]
+        mcp_tools: AbstractToolset[Any] | None = None
         if self.mcp is not None:
             mcp_tools, mcp_names = await self.mcp.toolset_for(
-                persona, parent_allowed=parent_allowed
+                persona, parent_allowed=parent_allowed, parent=parent_mcp
             )
             if mcp_tools is not None:
                 allowed |= mcp_names
@@ -156,7 +158,11 @@ class Spawner:
         may_spawn = bool(self.personas) if parent_allowed is None else depth < self.depth_cap
         if "agent" in wanted and may_spawn:
             allowed |= {"agent"}
-            parts.append(self.toolset(own, allowed, depth=depth, subtask=subtask, parent=persona))
+            parts.append(
+                self.toolset(
+                    own, allowed, depth=depth, subtask=subtask, parent=persona, mcp=mcp_tools
+                )
+            )
         return (parts[0] if len(parts) == 1 else CombinedToolset(parts)), allowed
 
     def toolset(
@@ -167,9 +173,11 @@ class Spawner:
         depth: int,
         subtask: int | None = None,
         parent: Persona | None = None,
+        mcp: AbstractToolset[Any] | None = None,
     ) -> AbstractToolset[Any]:
         """A toolset with the ``agent`` tool for ``parent`` at ``depth`` (its spawn list,
-        when it has one, is enforced on every call)."""
+        when it has one, is enforced on every call; ``mcp`` is ``parent``'s MCP toolset,
+        which its children narrow)."""
         spawner = self
 
         async def agent(name: str, task: str) -> dict[str, Any]:
@@ -180,8 +188,8 @@ class Spawner:
                 task: The complete task for the sub-agent (it sees nothing else).
             """
             outcome = await spawner.spawn(
-                name, task, box=box, parent_allowed=allowed, depth=depth + 1, subtask=subtask,
-                parent=parent,
+                name, task, box=box, parent_allowed=allowed, parent_mcp=mcp, depth=depth + 1,
+                subtask=subtask, parent=parent,
             )  # fmt: skip
             return outcome.model_dump()
 
@@ -197,8 +205,10 @@ class Spawner:
         depth: int,
         subtask: int | None = None,
         parent: Persona | None = None,
+        parent_mcp: AbstractToolset[Any] | None = None,
     ) -> SubagentOutcome:
-        """Run persona ``name`` on ``task`` as a child at ``depth``.
+        """Run persona ``name`` on ``task`` as a child at ``depth``, with tools narrowed
+        from ``box``/``parent_allowed`` and MCP tools from ``parent_mcp`` (the parent's).
 
         A ``parent`` with a spawn list may only spawn the personas on it; any other
         name is refused (the outcome names the allowed personas) without running.
@@ -239,7 +249,7 @@ class Spawner:
                 child_box = box.with_workspace(Workspace(temp))
             outcome = await self._run_child(
                 persona, task=task, box=child_box, parent_allowed=parent_allowed,
-                depth=depth, temp=temp, subtask=subtask,
+                parent_mcp=parent_mcp, depth=depth, temp=temp, subtask=subtask,
             )  # fmt: skip
         finally:
             if temp is not None:
@@ -261,14 +271,16 @@ class Spawner:
         task: str,
         box: ToolSubset,
         parent_allowed: frozenset[str],
+        parent_mcp: AbstractToolset[Any] | None,
         depth: int,
         temp: Path | None,
         subtask: int | None = None,
     ) -> SubagentOutcome:
         # Narrow only: the child never gets a tool its parent lacks.
         base, allowed = await self.toolset_for(
-            persona, box=box, parent_allowed=parent_allowed, depth=depth, subtask=subtask
-        )
+            persona, box=box, parent_allowed=parent_allowed, parent_mcp=parent_mcp,
+            depth=depth, subtask=subtask,
+        )  # fmt: skip
         recorder = RecordingToolset(
             wrapped=base,
             allowed=allowed,
