@@ -33,6 +33,8 @@ __all__ = [
 
 MAX_CONFIG_BYTES = 1_000_000
 """Largest config file read."""
+
+
 class CommandsConfig(BaseModel):
     """``!command`` injection in profile and skill text (off unless enabled)."""
 

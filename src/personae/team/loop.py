@@ -437,20 +437,13 @@ class Team:
             )  # fmt: skip
             if outcome.result is not None:
                 r = outcome.result
-                signal = r.completion_signal
                 rt.emit(
                     Validated(
                         message="approved" if r.approved else "rejected: " + "; ".join(r.issues),
                         subtask=number,
                         used_llm=outcome.used_llm,
                         skills=skill_names,
-                        approved=r.approved,
-                        requirements_met=r.requirements_met,
-                        issues=list(r.issues),
-                        next_action=r.next_action,
-                        involvement_level=r.involvement_level.value,
-                        correction=r.correction,
-                        completion_signal=signal.model_dump(mode="json"),
+                        **r.model_dump(mode="json"),  # the verdict's fields, in JSON form
                     )
                 )
                 return r

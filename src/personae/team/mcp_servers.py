@@ -44,11 +44,11 @@ from personae.persona.model import Persona
 from personae.procs import RUN_PROCESSES, tied_argv
 from personae.team._mcp_config import (
     McpServerSpec,
-    mcp_tool_name,
     parse_server,
     servers_for,
     tool_granted,
 )
+from personae.tools.names import mcp_tool_name
 
 __all__ = [
     "DEFAULT_START_TIMEOUT",
@@ -88,7 +88,7 @@ class McpServerToolset(WrapperToolset[Any]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
-        prefix = f"mcp__{self.server}__"
+        prefix = mcp_tool_name(self.server, "")
         if name not in self.granted or not name.startswith(prefix):
             raise ToolFailed(f"tool {name!r} is not granted to this persona")
         original = name.removeprefix(prefix)
@@ -125,7 +125,7 @@ def inherited_toolset(
         parts = []
     grants: list[McpServerToolset] = []
     for part in parts:
-        prefix = f"mcp__{part.server}__"
+        prefix = mcp_tool_name(part.server, "")
         granted = {
             name
             for name in part.granted & parent_allowed
@@ -237,7 +237,7 @@ class McpHub:
         """Warn about ``mcp__<server>__<tool>`` entries the running server does not offer."""
         for spec in persona.tools or []:
             for server, running in bound.items():
-                prefix = f"mcp__{server}__"
+                prefix = mcp_tool_name(server, "")
                 tool = spec.removeprefix(prefix)
                 if spec.startswith(prefix) and tool != "*" and tool not in running.tools:
                     offered = ", ".join(running.tools) or "(none)"
