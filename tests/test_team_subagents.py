@@ -16,7 +16,7 @@ from personae.persona.model import ContextMode, Persona
 from personae.team.events import EventBus
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.session import RunOutcome
-from personae.team.subagents import Spawner, child_prompt
+from personae.team.subagents import Parent, Spawner, child_prompt
 from personae.tools.registry import ToolRegistry
 from personae.tools.subset import ToolSubset
 from personae.tools.workspace import Workspace
@@ -229,9 +229,9 @@ def test_depth_is_capped(tmp_path: Path) -> None:
     root = make_project(tmp_path)
     spawner, box = _spawner(root, TreeUsage(), depth_cap=2)
     allowed = frozenset({"read_file", "agent"})
-    deep = run_async(spawner.spawn("reader", "x", box=box, parent_allowed=allowed, depth=3))
+    deep = run_async(spawner.spawn("reader", "x", Parent(box=box, allowed=allowed, depth=2)))
     assert deep.status == "failed" and "depth cap of 2" in (deep.error or "")
-    ok = run_async(spawner.spawn("relay", "x", box=box, parent_allowed=allowed, depth=2))
+    ok = run_async(spawner.spawn("relay", "x", Parent(box=box, allowed=allowed, depth=1)))
     assert ok.status == "success"  # runs, but at the cap it gets no agent tool
     player = spawner.runtime.models.fixed.player
     assert "agent" not in {t["function"]["name"] for t in player.requests[-1]["tools"]}
@@ -242,9 +242,9 @@ def test_usage_is_shared_across_the_tree_and_capped_per_run(tmp_path: Path) -> N
     usage = TreeUsage(request_cap=1)
     spawner, box = _spawner(root, usage)
     allowed = frozenset({"read_file"})
-    first = run_async(spawner.spawn("reader", "x", box=box, parent_allowed=allowed, depth=1))
+    first = run_async(spawner.spawn("reader", "x", Parent(box=box, allowed=allowed, depth=0)))
     assert first.status == "success" and usage.requests == 1
-    second = run_async(spawner.spawn("reader", "y", box=box, parent_allowed=allowed, depth=1))
+    second = run_async(spawner.spawn("reader", "y", Parent(box=box, allowed=allowed, depth=0)))
     assert second.status == "limit" and "request cap of 1" in (second.error or "")
     assert usage.requests == 1
 
