@@ -31,11 +31,11 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from personae.layout import CONFIG_NAMES, DIR_NAME
 from personae.store._base import (
@@ -257,12 +257,12 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[Conn]:
-        """A write transaction, all or nothing (SQLite: ``BEGIN IMMEDIATE``)."""
-        if self._pg is not None:
-            with self._pg.connection() as pg:
-                yield pg
-            return
-        with self.lock:
+        """A write transaction, all or nothing (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a
+        pooled connection commits when the block ends, rolls back when it raises)."""
+        with self.read() as conn:
+            if self._pg is not None:
+                yield conn
+                return
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -270,6 +270,16 @@ class Store:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of one read statement (``None`` when there is none)."""
+        with self.read() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """All rows of one read statement."""
+        with self.read() as conn:
+            return conn.execute(sql, params).fetchall()
 
     def for_update(self) -> str:
         """`` FOR UPDATE`` on PostgreSQL (row lock for read-modify-write), empty on SQLite.
