@@ -9,9 +9,11 @@ through :meth:`Store.read` and :meth:`Store.transaction`, which yield a connecti
 ``execute``/``executemany`` taking ``?`` placeholders on both backends.
 
 Migrations are the files ``store/migrations/NNNN_name.sql``, applied in number order,
-exactly once (recorded in ``schema_migrations``); ``store/migrations/postgres/NNNN_name.sql``
-replaces a file on PostgreSQL where the SQL differs. Each part of personae owns its own
-migration files.
+exactly once (recorded in ``schema_migrations``). One file serves both backends: it is
+written in SQLite's SQL, and :func:`~personae.store._base.for_dialect` applies the few
+PostgreSQL spellings (64-bit integers, identities, timestamp defaults) and keeps the lines
+marked ``-- only sqlite`` / ``-- only postgres`` for their backend. Each part of personae
+owns its own migration files.
 
 Many processes may open a new database at the same moment (parallel CLI commands, a
 chain's children). On SQLite every migration runs in a ``BEGIN IMMEDIATE`` transaction
@@ -45,6 +47,7 @@ from personae.store._base import (
     StoreError,
     StoreIntegrityError,
     added_column,
+    for_dialect,
     split_sql,
 )
 
@@ -143,17 +146,14 @@ def _config_url(config: Path) -> str | None:
 
 
 def _migrations(dialect: Dialect = "sqlite") -> list[tuple[int, str, str]]:
-    """``(number, name, sql)`` in number order; a ``postgres/`` file of the same name wins there."""
+    """``(number, name, sql)`` in number order, each file's SQL as ``dialect`` runs it."""
     folder = resources.files("personae.store") / "migrations"
-    variants = folder / "postgres"
     found: list[tuple[int, str, str]] = []
     for entry in folder.iterdir():
         match = _MIGRATION_NAME.match(entry.name)
         if match:
-            source = entry
-            if dialect == "postgres" and (variants / entry.name).is_file():
-                source = variants / entry.name
-            found.append((int(match.group(1)), entry.name, source.read_text(encoding="utf-8")))
+            sql = for_dialect(entry.read_text(encoding="utf-8"), dialect)
+            found.append((int(match.group(1)), entry.name, sql))
     found.sort()
     numbers = [n for n, _, _ in found]
     if len(numbers) != len(set(numbers)):
