@@ -119,9 +119,36 @@ def verdict(
     }
 
 
+def attempt(
+    calls: dict[str, Any] | Sequence[dict[str, Any]],
+    report: str,
+    judged: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """One worker attempt of a subtask: the tool call step(s) ``calls``, the worker's report
+    ``report`` and the validator's step ``judged`` (``None`` where the loop decides the
+    attempt in code, without a validator call)."""
+    steps = [calls] if isinstance(calls, dict) else list(calls)
+    steps.append(work(report))
+    return steps if judged is None else [*steps, judged]
+
+
 def synth(text: str = "Summary of validated work.") -> dict[str, Any]:
     """The manager's closing (synthesis) step."""
     return {"when": {"role": "manager"}, "text": text}
+
+
+def one_subtask(
+    description: str,
+    *attempts: Sequence[dict[str, Any]],
+    answer: str | None = "Summary of validated work.",
+) -> list[dict[str, Any]]:
+    """The scenario steps of a one-subtask turn: the manager's plan (:func:`plan`) for
+    ``description``, the steps of each attempt (:func:`attempt`) in order, and the manager's
+    synthesis ``answer`` (``None``: no synthesis step)."""
+    steps = [plan(description)]
+    for steps_of_attempt in attempts:
+        steps += steps_of_attempt
+    return steps if answer is None else [*steps, synth(answer)]
 
 
 def one_read_steps(path: str, *, subtask: str, report: str, answer: str) -> list[dict[str, Any]]:
