@@ -92,6 +92,11 @@ def tool(name: str, **args: Any) -> dict[str, Any]:
     return {"when": {"role": "worker"}, "tool_calls": [{"name": name, "args": args}]}
 
 
+def read(path: str) -> dict[str, Any]:
+    """A worker step calling ``read_file`` on ``path``."""
+    return tool("read_file", path=path)
+
+
 def verdict(
     approved: bool,
     *,

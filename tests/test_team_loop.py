@@ -17,6 +17,7 @@ from _helpers import (
     build_project,
     one_subtask,
     plan,
+    read,
     role_requests,
     run_async,
     run_scenario,
@@ -58,11 +59,6 @@ def run(
 def root(tmp_path: Path) -> Path:
     """The sample project (``config.yaml``, ``notes.md``) with the ``dev`` persona."""
     return make_project(tmp_path)
-
-
-def read(path: str) -> dict[str, Any]:
-    """A worker step reading ``path``."""
-    return tool("read_file", path=path)
 
 
 def test_zero_failure_session_validates_each_subtask_once(root: Path) -> None:
