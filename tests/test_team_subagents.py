@@ -75,6 +75,16 @@ def child(marker: str, **answer: Any) -> dict[str, Any]:
     return {"when": {"contains": marker}, **answer}
 
 
+def child_call(marker: str, name: str, **args: Any) -> dict[str, Any]:
+    """A step of the child whose prompt holds ``marker``: it calls tool ``name`` with ``args``."""
+    return child(marker, tool_calls=[{"name": name, "args": args}])
+
+
+def subagent_end(outcome: RunOutcome) -> Any:
+    """The first sub-agent ``end`` event of the run."""
+    return next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
+
+
 def turn(*middle: dict[str, Any], final_worker: str = "done") -> list[dict[str, Any]]:
     return [
         {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Delegate it"}]}},
@@ -101,9 +111,7 @@ def test_child_gets_the_persona_prompt_verbatim_and_only_its_final_message_retur
         root,
         turn(
             delegate("reader", "Summarize secret.txt"),
-            child(
-                "CHILD-READER", tool_calls=[{"name": "read_file", "args": {"path": "secret.txt"}}]
-            ),
+            child_call("CHILD-READER", "read_file", path="secret.txt"),
             child("CHILD-READER", text="A short summary without the value."),
         ),
     )
@@ -120,7 +128,7 @@ def test_child_gets_the_persona_prompt_verbatim_and_only_its_final_message_retur
     assert returned["status"] == "success" and returned["progress_made"] is True
     assert returned["context_mode"] == "isolated"
     assert "SECRET-CONTENT-42" not in json.dumps(parent_after)
-    end = next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
+    end = subagent_end(outcome)
     assert end.data["usage"]["requests"] == 2
 
 
@@ -131,10 +139,7 @@ def test_child_tool_subset_is_enforced_at_dispatch(tmp_path: Path) -> None:
         turn(
             delegate("reader", "Write a file"),
             # reader lists only read_file: write_file is refused even though lead has it.
-            child(
-                "CHILD-READER",
-                tool_calls=[{"name": "write_file", "args": {"path": "x.txt", "content": "no"}}],
-            ),
+            child_call("CHILD-READER", "write_file", path="x.txt", content="no"),
             child("CHILD-READER", text="could not write"),
         ),
     )
@@ -169,20 +174,15 @@ def test_temp_workspace_exists_during_the_call_and_is_removed(tmp_path: Path) ->
         root,
         turn(
             delegate("scratch", "Take notes"),
-            child(
-                "CHILD-SCRATCH",
-                tool_calls=[{"name": "write_file", "args": {"path": "notes.txt", "content": "n"}}],
-            ),
-            child(
-                "CHILD-SCRATCH", tool_calls=[{"name": "read_file", "args": {"path": "notes.txt"}}]
-            ),
+            child_call("CHILD-SCRATCH", "write_file", path="notes.txt", content="n"),
+            child_call("CHILD-SCRATCH", "read_file", path="notes.txt"),
             child("CHILD-SCRATCH", text="notes taken"),
         ),
     )
     reads = [e for e in events(outcome, "tool_call") if e.data["tool"] == "read_file"]
     assert reads[0].data["ok"] is True and "n" in reads[0].data["result"]
     assert not (root / "notes.txt").exists()  # written in the scratch folder, not the project
-    end = next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
+    end = subagent_end(outcome)
     assert end.data["temp_workspace"] and not Path(end.data["temp_workspace"]).exists()
     assert end.data["context_mode"] == "brief"
 
@@ -196,7 +196,7 @@ def test_temp_workspace_is_removed_on_error(tmp_path: Path) -> None:
             child("CHILD-SCRATCH", error={"status": 500, "message": "boom"}),
         ),
     )
-    end = next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
+    end = subagent_end(outcome)
     assert end.data["status"] == "failed"
     assert not Path(end.data["temp_workspace"]).exists()
 
