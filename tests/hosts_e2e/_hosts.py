@@ -190,6 +190,13 @@ COPILOT = Host(
 (its provider environment variables)."""
 
 
+def shell_then_done(host: Host, call: dict[str, Any]) -> list[dict[str, Any]]:
+    """Scenario steps: the model makes the shell ``call`` when the request offers the host's
+    shell tool, then answers "done" (for hosts whose requests name the shell tool)."""
+    offered = {"tool": host.shell}
+    return [{"when": offered, "tool_calls": [call]}, {"when": offered, "text": "done"}]
+
+
 def bootstrap_flow(host: Host, tmp_path: Path, plan: Scenario) -> tuple[HostRun, Sandbox]:
     """Run ``plan`` (blocked shell call, ..., the host's bootstrap tool, the shell call
     again) in a new sandbox with the host's default gates, and check what holds for every host:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from _harness import SHELL, scenario
-from _hosts import COPILOT, bootstrap_flow, missing_binary_flow, spoof_flow
+from _hosts import COPILOT, bootstrap_flow, missing_binary_flow, shell_then_done, spoof_flow
 
 BASH = {"name": "bash", "args": {"command": SHELL, "description": "append to the file"}}
 TASK = {
@@ -56,8 +56,4 @@ def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
 
 
 def test_missing_personae_binary_still_blocks(tmp_path: Path) -> None:
-    steps = [
-        {"when": {"tool": "bash"}, "tool_calls": [BASH]},
-        {"when": {"tool": "bash"}, "text": "done"},
-    ]
-    missing_binary_flow(COPILOT, tmp_path, scenario(steps))
+    missing_binary_flow(COPILOT, tmp_path, scenario(shell_then_done(COPILOT, BASH)))
