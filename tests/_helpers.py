@@ -287,6 +287,34 @@ def personae_cli(
     return done
 
 
+TEAM_PERSONA = """---
+name: dev
+description: Works on the sample project.
+tools: [read_file, grep, list_dir, write_file]
+max_steps: 6
+---
+You are dev. Use your tools.
+"""
+"""The ``dev`` persona of the team-loop tests: the four file tools, six steps."""
+
+
+def team_project(root: Path, persona: str = TEAM_PERSONA) -> Path:
+    """``root`` with ``persona`` as ``dev``, a ``config.yaml`` (port 8081, host localhost)
+    and a ``notes.md`` (release on Friday): the team-loop tests' sample project."""
+    files = {"config.yaml": "port: 8081\nhost: localhost\n", "notes.md": "Release on Friday.\n"}
+    return build_project(root, {"dev": persona}, files)
+
+
+def run_team(
+    root: Path,
+    steps: list[dict[str, Any]],
+    task: str = "Give me the port and the release day.",
+    **options: Any,
+) -> tuple[RunOutcome, Any]:
+    """:func:`run_scenario` on the sample project's default task."""
+    return run_scenario(root, steps, task, **options)
+
+
 def run_scenario(
     root: Path,
     steps: list[dict[str, Any]],

@@ -10,15 +10,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from _helpers import attempt, one_subtask, read, role_requests, tool, verdict
+from _helpers import (
+    attempt,
+    one_subtask,
+    read,
+    role_requests,
+    run_team,
+    team_project,
+    tool,
+    verdict,
+)
 from _helpers import events_of as kinds
-from test_team_loop import make_project, run
 
 DIRECTIVE = "DIRECTIVE-7: only report figures read from files."
 
 
 def _project(tmp_path: Path) -> Path:
-    root = make_project(tmp_path)
+    root = team_project(tmp_path)
     (root / ".personae" / "directive.md").write_text(DIRECTIVE)
     return root
 
@@ -28,7 +36,7 @@ def test_refused_tool_is_scope_drift_rephrased_with_the_allowed_tools(tmp_path: 
     # dev may not use run_shell
     refused = attempt(tool("run_shell", command="cat config.yaml"), "The port is 8081.")
     read_back = attempt(read("config.yaml"), "config.yaml: port 8081.", verdict(True))
-    outcome, player = run(root, one_subtask("Find the port", refused, read_back))
+    outcome, player = run_team(root, one_subtask("Find the port", refused, read_back))
     first = kinds(outcome, "validation")[0].data
     assert first["used_llm"] is False
     assert first["completion_signal"]["blocker_type"] == "scope_drift"
@@ -58,7 +66,7 @@ def test_claim_contradicted_by_a_refused_write_is_hallucination(tmp_path: Path) 
         "The port is 8081 (I could not write files).",
         verdict(True),
     )
-    outcome, _ = run(root, one_subtask("Write the port to x.txt", claimed, read_back))
+    outcome, _ = run_team(root, one_subtask("Write the port to x.txt", claimed, read_back))
     first = kinds(outcome, "validation")[0].data
     assert first["completion_signal"]["blocker_type"] == "hallucination"
     assert "x.txt was written, but write_file(x.txt) was refused" in first["issues"][0]
@@ -79,7 +87,7 @@ def test_exhausted_budget_with_progress_goes_to_the_synthesis_marked_partial(
     tmp_path: Path,
 ) -> None:
     root = _project(tmp_path)
-    outcome, player = run(
+    outcome, player = run_team(
         root, one_subtask("Find the port and host", _rejected(3), answer="Port 8081 (partial).")
     )
     assert outcome.result.outcomes[0].status == "partial"
@@ -102,7 +110,7 @@ def test_validator_correction_written_with_shared_context_reaches_the_worker(
     rejected["output"]["correction"] = "CORR-9: quote config.yaml, as DIRECTIVE-7 requires."
     guessed = attempt(tool("grep", pattern="port"), "port is probably 8081", rejected)
     read_back = attempt(read("config.yaml"), "config.yaml says port: 8081", verdict(True))
-    outcome, player = run(root, one_subtask("Find the port", guessed, read_back))
+    outcome, player = run_team(root, one_subtask("Find the port", guessed, read_back))
     validator_request = role_requests(player, "validator")[0]
     assert any(DIRECTIVE in str(m["content"]) for m in validator_request["messages"])
     retried = role_requests(player, "worker")[2]

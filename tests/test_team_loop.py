@@ -14,14 +14,14 @@ import pytest
 
 from _helpers import (
     attempt,
-    build_project,
     one_subtask,
     plan,
     read,
     role_requests,
     run_async,
-    run_scenario,
+    run_team,
     synth,
+    team_project,
     tool,
     verdict,
 )
@@ -29,40 +29,17 @@ from _helpers import events_of as kinds
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.store import Store
 from personae.store.runs import RunStore
-from personae.team.session import RunOptions, RunOutcome, run_turn
-
-PERSONA = """---
-name: dev
-description: Works on the sample project.
-tools: [read_file, grep, list_dir, write_file]
-max_steps: 6
----
-You are dev. Use your tools.
-"""
-
-
-def make_project(root: Path, persona: str = PERSONA) -> Path:
-    files = {"config.yaml": "port: 8081\nhost: localhost\n", "notes.md": "Release on Friday.\n"}
-    return build_project(root, {"dev": persona}, files)
-
-
-def run(
-    root: Path,
-    steps: list[dict[str, Any]],
-    task: str = "Give me the port and the release day.",
-    **options: Any,
-) -> tuple[RunOutcome, Any]:
-    return run_scenario(root, steps, task, **options)
+from personae.team.session import RunOptions, run_turn
 
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     """The sample project (``config.yaml``, ``notes.md``) with the ``dev`` persona."""
-    return make_project(tmp_path)
+    return team_project(tmp_path)
 
 
 def test_zero_failure_session_validates_each_subtask_once(root: Path) -> None:
-    outcome, player = run(
+    outcome, player = run_team(
         root,
         [
             plan("Find the port", "Find the release day"),
@@ -87,7 +64,7 @@ def test_failed_tool_is_decided_in_code_without_a_model_call(root: Path) -> None
     failed = attempt(read("missing.txt"), "The file says hello.")
     # Retry with the error: the worker reads an existing file instead.
     retried = attempt(read("notes.md"), "notes.md says Friday.", verdict(True))
-    outcome, player = run(root, one_subtask("Read the missing file", failed, retried))
+    outcome, player = run_team(root, one_subtask("Read the missing file", failed, retried))
     first = kinds(outcome, "validation")[0].data
     assert first["used_llm"] is False
     assert first["completion_signal"] == {
@@ -107,7 +84,7 @@ def test_hallucination_retry_names_the_tools(root: Path) -> None:
     rejected = verdict(False, blocker="hallucination", progress=False, strategy="retry")
     claimed = attempt(tool("grep", pattern="port"), "The port is 9999.", rejected)
     read_back = attempt(read("config.yaml"), "config.yaml: port 8081.", verdict(True))
-    outcome, player = run(root, one_subtask("Find the port", claimed, read_back))
+    outcome, player = run_team(root, one_subtask("Find the port", claimed, read_back))
     correction = kinds(outcome, "correction")[0]
     assert correction.data["action"] == "retry"
     for name in ("read_file", "grep", "list_dir", "write_file"):
@@ -125,7 +102,7 @@ def test_llm_blockers_dispatch_to_their_strategy(root: Path, blocker: str, actio
     rejected = verdict(False, blocker=blocker, strategy=action)
     drifted = attempt(read("config.yaml"), "port 8081 and I also edited notes.", rejected)
     approved = attempt(tool("grep", pattern="port"), "port 8081.", verdict(True))
-    outcome, _ = run(root, one_subtask("Find the port", drifted, approved))
+    outcome, _ = run_team(root, one_subtask("Find the port", drifted, approved))
     assert [e.data["action"] for e in kinds(outcome, "correction")] == [action]
     if blocker == "scope_drift":
         assert "Stay strictly within this subtask" in kinds(outcome, "correction")[0].message
@@ -133,7 +110,7 @@ def test_llm_blockers_dispatch_to_their_strategy(root: Path, blocker: str, actio
 
 def test_partial_is_decomposed_by_the_manager(root: Path) -> None:
     partial = verdict(False, blocker="partial", strategy="decompose", issues=["host missing"])
-    outcome, player = run(
+    outcome, player = run_team(
         root,
         [
             plan("Find the port and the host"),
@@ -151,7 +128,7 @@ def test_partial_is_decomposed_by_the_manager(root: Path) -> None:
 
 def test_capability_gap_escalates_at_once_without_retry(root: Path) -> None:
     gap = verdict(False, blocker="capability_gap", progress=False, strategy="escalate")
-    outcome, player = run(
+    outcome, player = run_team(
         root,
         [
             plan("Deploy to production"),
@@ -170,7 +147,7 @@ def test_capability_gap_escalates_at_once_without_retry(root: Path) -> None:
 
 def test_loop_detected_in_code_skips_after_two_detections(root: Path) -> None:
     same = tool("grep", pattern="port")
-    outcome, player = run(
+    outcome, player = run_team(
         root,
         [
             plan("Find the port"),
@@ -199,7 +176,7 @@ def _rejected_twice_then_ok(fact: str) -> list[dict[str, Any]]:
 
 
 def test_retry_budget_resets_for_each_subtask(root: Path) -> None:
-    outcome, _ = run(
+    outcome, _ = run_team(
         root,
         [
             plan("Find the port", "Find the host"),
@@ -225,7 +202,7 @@ def _rejected_three_times(progress: bool) -> list[dict[str, Any]]:
 
 
 def test_exhausted_budget_with_progress_continues_to_synthesis(root: Path) -> None:
-    outcome, _ = run(root, one_subtask("Find the port", _rejected_three_times(True)))
+    outcome, _ = run_team(root, one_subtask("Find the port", _rejected_three_times(True)))
     assert outcome.result.outcomes[0].status == "partial"
     assert "partial work" in kinds(outcome, "warning")[0].message
     assert "partial, not validated" in outcome.result.final_text
@@ -233,7 +210,9 @@ def test_exhausted_budget_with_progress_continues_to_synthesis(root: Path) -> No
 
 
 def test_exhausted_budget_without_progress_skips_with_warning(root: Path) -> None:
-    outcome, _ = run(root, one_subtask("Find the port", _rejected_three_times(False), answer=None))
+    outcome, _ = run_team(
+        root, one_subtask("Find the port", _rejected_three_times(False), answer=None)
+    )
     assert outcome.result.outcomes[0].status == "skipped"
     warning = kinds(outcome, "warning")[0]
     assert "skipped" in warning.message and "no progress" in warning.message
@@ -241,7 +220,7 @@ def test_exhausted_budget_without_progress_skips_with_warning(root: Path) -> Non
 
 
 def test_failure_in_subtask_one_does_not_raise_involvement_of_subtask_two(root: Path) -> None:
-    outcome, player = run(
+    outcome, player = run_team(
         root,
         [
             plan("Find the port", "Find the host"),
@@ -258,7 +237,7 @@ def test_failure_in_subtask_one_does_not_raise_involvement_of_subtask_two(root: 
 
 def test_explicit_test_request_still_gets_thorough(root: Path) -> None:
     checked = attempt(read("config.yaml"), "port 8081 verified.", verdict(True))
-    outcome, player = run(
+    outcome, player = run_team(
         root,
         one_subtask("Check the port value", checked),
         task="Verify that the config sets port 8081.",
@@ -271,7 +250,7 @@ def test_explicit_test_request_still_gets_thorough(root: Path) -> None:
 
 
 def test_information_only_request_is_minimal(root: Path) -> None:
-    outcome, _ = run(
+    outcome, _ = run_team(
         root,
         one_subtask("Say hello", attempt([], "Hello!", verdict(True)), answer="Hello!"),
         task="What is this project about?",
@@ -285,7 +264,7 @@ def test_validator_infrastructure_error_is_neither_approval_nor_rejection(root: 
     rate_limited = {"when": {"role": "validator"}, "error": {"status": 429, "message": "slow down"}}
     # The second validator attempt works.
     reported = [*attempt(read("config.yaml"), "port 8081", rate_limited), verdict(True)]
-    outcome, _ = run(root, one_subtask("Find the port", reported))
+    outcome, _ = run_team(root, one_subtask("Find the port", reported))
     assert not kinds(outcome, "correction")  # no retry budget spent
     assert "not counted as approval or rejection" in kinds(outcome, "warning")[0].message
     assert outcome.result.outcomes[0].status == "validated"
@@ -293,7 +272,7 @@ def test_validator_infrastructure_error_is_neither_approval_nor_rejection(root: 
 
 
 def test_validator_down_keeps_work_unvalidated(root: Path) -> None:
-    outcome, _ = run(
+    outcome, _ = run_team(
         root,
         one_subtask("Find the port", attempt(read("config.yaml"), "port 8081"), answer=None),
         rules=[{"when": {"role": "validator"}, "error": {"status": 503, "message": "down"}}],
@@ -306,7 +285,7 @@ def test_validator_down_keeps_work_unvalidated(root: Path) -> None:
 
 def test_synthesis_never_claims_failed_work(root: Path) -> None:
     gap = verdict(False, blocker="capability_gap", progress=False)
-    outcome, player = run(
+    outcome, player = run_team(
         root,
         [
             plan("Find the port", "Deploy it"),
@@ -326,7 +305,7 @@ def test_synthesis_never_claims_failed_work(root: Path) -> None:
 
 def test_run_and_events_are_stored(root: Path) -> None:
     found = attempt(read("config.yaml"), "8081", verdict(True))
-    outcome, _ = run(root, one_subtask("Find the port", found, answer="8081"))
+    outcome, _ = run_team(root, one_subtask("Find the port", found, answer="8081"))
     with Store(root / ".personae" / "state.db") as store:
         runs = RunStore(store)
         record = runs.get(outcome.run_id)
@@ -341,7 +320,7 @@ def test_run_and_events_are_stored(root: Path) -> None:
 
 
 def test_run_usage_cap_stops_cleanly(root: Path) -> None:
-    outcome, player = run(
+    outcome, player = run_team(
         root,
         [plan("Find the port", "Find the host"), *attempt(read("config.yaml"), "port 8081")],
         request_cap=3,
