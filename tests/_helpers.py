@@ -25,6 +25,7 @@ import yaml
 
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.models.scenario import ROLE_MARKER
+from personae.persona import Cast
 from personae.team.events import Event
 from personae.team.session import RunOptions, RunOutcome, run_turn
 from personae.tools import ToolLimits, ToolRegistry, ToolSubset, Workspace
@@ -256,6 +257,15 @@ def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def clean_cast(root: Path, rel: str, text: str) -> Cast:
+    """Write ``text`` to ``root/rel`` and load the project's cast, which must load without
+    errors (the test fails listing them otherwise); returns the cast."""
+    write(root / rel, text)
+    cast = Cast.load(root)
+    assert cast.errors == [], [str(e) for e in cast.errors]
+    return cast
 
 
 def child_env(env: Mapping[str, str] | None = None, *, drop: Iterable[str] = ()) -> dict[str, str]:
