@@ -329,6 +329,7 @@ class McpHub:
     def _connect(
         self, spec: McpServerSpec, pidfile: Path
     ) -> tuple[AbstractToolset[Any], IO[str] | None]:
+        # local import: fastmcp loads only when a persona has MCP servers
         from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
         from pydantic_ai.mcp import MCPToolset
 
