@@ -251,7 +251,8 @@ def run(  # noqa: PLR0917 (typer options)
     backoff: Annotated[
         float,
         typer.Option(
-            "--backoff", min=0.0,
+            "--backoff",
+            min=0.0,
             help=f"First retry delay in seconds (x{DEFAULTS.handover_backoff_factor:g} each).",
         ),
     ] = DEFAULTS.handover_backoff,

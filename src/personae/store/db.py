@@ -9,9 +9,11 @@ through :meth:`Store.read` and :meth:`Store.transaction`, which yield a connecti
 ``execute``/``executemany`` taking ``?`` placeholders on both backends.
 
 Migrations are the files ``store/migrations/NNNN_name.sql``, applied in number order,
-exactly once (recorded in ``schema_migrations``); ``store/migrations/postgres/NNNN_name.sql``
-replaces a file on PostgreSQL where the SQL differs. Each part of personae owns its own
-migration files.
+exactly once (recorded in ``schema_migrations``). One file serves both backends: it is
+written in SQLite's SQL, and :func:`~personae.store._base.for_dialect` applies the few
+PostgreSQL spellings (64-bit integers, identities, timestamp defaults) and keeps the lines
+marked ``-- only sqlite`` / ``-- only postgres`` for their backend. Each part of personae
+owns its own migration files.
 
 Many processes may open a new database at the same moment (parallel CLI commands, a
 chain's children). On SQLite every migration runs in a ``BEGIN IMMEDIATE`` transaction
@@ -31,11 +33,11 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from personae.fsutil import read_regular
 from personae.layout import CONFIG_NAMES, DIR_NAME
@@ -47,6 +49,7 @@ from personae.store._base import (
     StoreError,
     StoreIntegrityError,
     added_column,
+    for_dialect,
     split_sql,
 )
 
@@ -144,17 +147,14 @@ def _config_url(config: Path) -> str | None:
 
 
 def _migrations(dialect: Dialect = "sqlite") -> list[tuple[int, str, str]]:
-    """``(number, name, sql)`` in number order; a ``postgres/`` file of the same name wins there."""
+    """``(number, name, sql)`` in number order, each file's SQL as ``dialect`` runs it."""
     folder = resources.files("personae.store") / "migrations"
-    variants = folder / "postgres"
     found: list[tuple[int, str, str]] = []
     for entry in folder.iterdir():
         match = _MIGRATION_NAME.match(entry.name)
         if match:
-            source = entry
-            if dialect == "postgres" and (variants / entry.name).is_file():
-                source = variants / entry.name
-            found.append((int(match.group(1)), entry.name, source.read_text(encoding="utf-8")))
+            sql = for_dialect(entry.read_text(encoding="utf-8"), dialect)
+            found.append((int(match.group(1)), entry.name, sql))
     found.sort()
     numbers = [n for n, _, _ in found]
     if len(numbers) != len(set(numbers)):
@@ -259,12 +259,12 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[Conn]:
-        """A write transaction, all or nothing (SQLite: ``BEGIN IMMEDIATE``)."""
-        if self._pg is not None:
-            with self._pg.connection() as pg:
-                yield pg
-            return
-        with self.lock:
+        """A write transaction, all or nothing (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a
+        pooled connection commits when the block ends, rolls back when it raises)."""
+        with self.read() as conn:
+            if self._pg is not None:
+                yield conn
+                return
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -272,6 +272,16 @@ class Store:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of one read statement (``None`` when there is none)."""
+        with self.read() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """All rows of one read statement."""
+        with self.read() as conn:
+            return conn.execute(sql, params).fetchall()
 
     def for_update(self) -> str:
         """`` FOR UPDATE`` on PostgreSQL (row lock for read-modify-write), empty on SQLite.

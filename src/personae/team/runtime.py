@@ -131,20 +131,20 @@ class _Recorder(AbstractCapability[Any]):
         if self.runtime.runs is not None:
             self.runtime.pending_calls.append(
                 ModelCallRow(
-                    self.info.role,
-                    self.info.persona,
-                    self.info.subtask,
-                    self.model_label,
-                    self.info.context_text,
-                    self.info.budget,
-                    {
+                    role=self.info.role,
+                    persona=self.info.persona,
+                    subtask=self.info.subtask,
+                    model=self.model_label,
+                    context_text=self.info.context_text,
+                    budget=self.info.budget,
+                    usage={
                         "input_tokens": response.usage.input_tokens,
                         "output_tokens": response.usage.output_tokens,
                         "step": self.local_requests,
                         **_our_count(self.model_label, request_context),
                     },
-                    datetime.now(UTC).isoformat(timespec="milliseconds"),
-                    _answer(response),
+                    at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+                    answer=_answer(response),
                 )
             )
         return response
