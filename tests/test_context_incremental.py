@@ -78,3 +78,24 @@ def test_project_reads_are_reused_only_while_nothing_changed(tmp_path: Path) -> 
     _write(project / "VISION.md", "the new vision")
     assert build().texts["vision"] == "the new vision"
     assert window.files  # the reads were remembered in the session's window, nowhere else
+
+
+def test_files_under_folders_that_were_missing_are_seen_once_created(tmp_path: Path) -> None:
+    """Paths under a missing folder are not stat'ed again while it stays missing; once
+    the folder appears with files in it, the next turn reads them."""
+    window = ContextWindow()
+
+    def build() -> Snapshot:
+        return Snapshot.build(tmp_path, task="t", include_git_log=False, window=window)
+
+    first = build()
+    assert "step" not in first.texts and "directive" not in first.texts
+    assert build().id == first.id
+    project = tmp_path / ".personae" / "project"
+    _write(project / "goals" / "01-auth" / "01-login" / "STEP.md", "# Login\n\nStatus: open")
+    _write(project / "codebase" / "STACK.md", "python and sqlite")
+    after = build()
+    assert "# Login" in after.texts["step"]
+    assert any("python and sqlite" in v for v in after.texts.values())
+    _write(tmp_path / ".personae" / "directive.md", "be brief")
+    assert build().texts["directive"] == "be brief"

@@ -12,7 +12,7 @@ its folder's identity.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -58,7 +58,7 @@ def remembered(memo: dict[Hashable, Any], key: Hashable, compute: Callable[[], T
     """``compute()``, or its earlier result for ``key`` in ``memo`` (a session's
     window's) when no path it consulted changed."""
     got = memo.get(key)
-    if got is not None and all(_ident(p, f) == i for p, f, i in got[0]):
+    if got is not None and _unchanged(got[0]):
         return got[1]  # type: ignore[no-any-return]
     seen: dict[tuple[str, bool], Ident] = {}
     token = _RECORDING.set(seen)
@@ -68,5 +68,24 @@ def remembered(memo: dict[Hashable, Any], key: Hashable, compute: Callable[[], T
         _RECORDING.reset(token)
     if key not in memo and len(memo) >= _MAX_BUNDLES:
         memo.clear()  # rare: a session reads many task and step combinations
-    memo[key] = (tuple((p, f, i) for (p, f), i in seen.items()), value)
+    # Sorted, so a folder comes before the paths under it (see _unchanged).
+    memo[key] = (
+        tuple(sorted((p, f, i, os.path.dirname(p)) for (p, f), i in seen.items())),
+        value,
+    )
     return value
+
+
+def _unchanged(entries: Iterable[tuple[str, bool, Ident, str]]) -> bool:
+    """True when every path still has its recorded identity. A path recorded missing
+    under a folder that is still missing is missing too: it is not stat'ed again."""
+    gone: set[str] = set()
+    for where, follow, ident, parent in entries:
+        if ident is None and parent in gone:
+            continue
+        now = _ident(where, follow)
+        if now != ident:
+            return False
+        if now is None:
+            gone.add(where)
+    return True

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from personae.context._textcut import count_small
 from personae.context.budget import Budget
 from personae.context.commands import expand_commands, has_commands
-from personae.context.fit import FitResult, FittedSection, SectionContent, fit
+from personae.context.fit import Draft, FitResult, FittedSection, SectionContent
 from personae.context.history import Exchanges, MessageCosts
 from personae.context.messages import ChatMessage
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.render import escape
 from personae.context.report import BudgetReport, HistoryPath, SectionReport
-from personae.context.rules import Action
+from personae.context.rules import Action, Rule
 from personae.context.snapshot import Snapshot
 from personae.context.spec import Profile, SectionSpec, Source, Truncation
 from personae.context.window import exchanges_of
@@ -129,15 +129,12 @@ _WARNING_SPEC = SectionSpec(
 _CUT_ACTIONS = (Action.REMOVED, Action.SHRUNK)
 
 
-def _cut_tags(sections: tuple[FittedSection, ...]) -> list[str]:
+def _cut_tags(outcomes: list[tuple[str, Rule]]) -> list[str]:
     return [
-        s.tag
-        for s in sections
-        if s.tag != WARNING_TAG
-        and (
-            s.outcome.bound == "budget"
-            or (s.outcome.bound is None and s.outcome.action in _CUT_ACTIONS)
-        )
+        tag
+        for tag, rule in outcomes
+        if tag != WARNING_TAG
+        and (rule.bound == "budget" or (rule.bound is None and rule.action in _CUT_ACTIONS))
     ]
 
 
@@ -154,11 +151,12 @@ def _fit_with_warning(
     contents: list[SectionContent], budget: int, counter: TokenCounter
 ) -> FitResult:
     """Fit; when anything had to be cut, fit again with a ``context_warning`` section
-    that names what was cut (until the named sections are the ones cut)."""
-    result = fit(contents, budget, counter)
+    that names what was cut (until the named sections are the ones cut). Only the
+    fitting kept is rendered and counted exactly."""
+    draft = Draft(contents, budget, counter)
     named: list[str] = []
     for _ in range(3):
-        cut = _cut_tags(result.sections)
+        cut = _cut_tags(draft.outcomes())
         if cut == named or not cut:
             break
         named = cut
@@ -166,8 +164,8 @@ def _fit_with_warning(
         at = len(contents)
         if contents and contents[-1].spec.tag == "instructions":
             at -= 1
-        result = fit([*contents[:at], note, *contents[at:]], budget, counter)
-    return result
+        draft = Draft([*contents[:at], note, *contents[at:]], budget, counter, like=draft)
+    return draft.result()
 
 
 def assemble(

@@ -9,7 +9,7 @@ refit once with the overrun taken off).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from personae.context._counted import render_counted
@@ -22,7 +22,7 @@ from personae.context.spec import SectionSpec, Source, Truncation
 from personae.errors import BudgetExceededError
 from personae.tokens.base import TokenCounter
 
-__all__ = ["FitResult", "FittedSection", "SectionContent", "fit"]
+__all__ = ["Draft", "FitResult", "FittedSection", "SectionContent", "fit"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,8 @@ class _Form(NamedTuple):
     """One form a section may take."""
 
     text: str
+    """The content (messages: empty, the content is ``pieces`` joined; joined once,
+    for the result, never for a trial form)."""
     tokens: int
     rule: Rule
     messages: tuple[ChatMessage, ...] = ()
@@ -126,6 +128,9 @@ class _State:
     """The conversation's smallest form (messages only)."""
     exchanges: Exchanges | None = None
     """The conversation prepared for fitting (messages only)."""
+    forms: dict[tuple[int, int], _Form] = field(default_factory=dict)
+    """Messages: the form at each limit tried, shared by the fittings of one
+    assembly (``(id(content), limit)``: the same content fits the same way)."""
 
     @property
     def spec(self) -> SectionSpec:
@@ -165,6 +170,14 @@ _MIN_KEEP = 8
 
 
 def _history(st: _State, limit: int, counter: TokenCounter) -> _Form:
+    key = (id(st.content), limit)
+    got = st.forms.get(key)
+    if got is None:
+        got = st.forms[key] = _history_at(st, limit, counter)
+    return got
+
+
+def _history_at(st: _State, limit: int, counter: TokenCounter) -> _Form:
     spec, c = st.spec, st.content
     assert st.exchanges is not None
     h = fit_history(
@@ -181,7 +194,7 @@ def _history(st: _State, limit: int, counter: TokenCounter) -> _Form:
     action = Action.EVICTED if h.omitted else Action.FULL
     if h.shrunk:
         action = Action.SHRUNK
-    return _Form(h.text, h.tokens, Rule(action), h.messages, h.blocks)
+    return _Form("", h.tokens, Rule(action), h.messages, h.blocks)
 
 
 def _outline(st: _State, text: str, total: int, limit: int, counter: TokenCounter) -> _Form | None:
@@ -378,10 +391,13 @@ def _refill(plan: _Plan, movable: list[_State], counter: TokenCounter) -> None:
 
 
 def _fit_once(
-    contents: Sequence[SectionContent], budget: int, counter: TokenCounter
+    contents: Sequence[SectionContent],
+    budget: int,
+    counter: TokenCounter,
+    forms: dict[tuple[int, int], _Form],
 ) -> list[_State]:
     """Two passes: targets by priority (floors reserved for the rest), then refill."""
-    states = [_State(c, i) for i, c in enumerate(contents)]
+    states = [_State(c, i, forms=forms) for i, c in enumerate(contents)]
     live: list[_State] = []
     for st in states:
         if st.content.present:
@@ -411,44 +427,79 @@ def _render(states: Sequence[_State], counter: TokenCounter) -> tuple[str, int]:
     )
 
 
+class Draft:
+    """A fitting before its exact verification: which form each section took.
+
+    :meth:`result` renders it, counts it exactly and refits when tokens merged
+    across a boundary. The caller may look at :meth:`outcomes` first and fit
+    other contents instead (``assemble`` adds a warning when anything was cut)
+    without rendering this one.
+    """
+
+    def __init__(
+        self,
+        contents: Sequence[SectionContent],
+        budget: int,
+        counter: TokenCounter,
+        *,
+        like: Draft | None = None,
+    ) -> None:
+        """Fit ``contents``; ``like``: an earlier draft of the same assembly (sections
+        that are the same objects reuse the forms it tried)."""
+        self.contents, self.budget, self.counter = contents, budget, counter
+        self._forms: dict[tuple[int, int], _Form] = like._forms if like is not None else {}
+        self._keep: list[Sequence[SectionContent]] = [
+            *(like._keep if like is not None else ()),
+            contents,
+        ]
+        """The contents the forms were computed for (their ids stay theirs)."""
+        self.states = _fit_once(contents, budget, counter, self._forms)
+
+    def outcomes(self) -> list[tuple[str, Rule]]:
+        """``(tag, outcome)`` of each section, in order."""
+        return [(s.spec.tag, s.rule) for s in self.states]
+
+    def result(self) -> FitResult:
+        """Render, count exactly, refit with the overrun taken off when over (rare)."""
+        contents, budget, counter = self.contents, self.budget, self.counter
+        states, effective, refits = self.states, budget, 0
+        while True:
+            rendered, exact = _render(states, counter)
+            if exact <= budget:
+                break
+            refits += 1
+            effective -= exact - budget
+            if refits > 4 or effective < 1:
+                raise BudgetExceededError(exact, budget, what="the fitted context")
+            try:
+                states = _fit_once(contents, effective, counter, self._forms)
+            except BudgetExceededError as exc:
+                # A refit after a boundary merge: report against the caller's budget.
+                raise BudgetExceededError(
+                    exc.needed + budget - effective, budget, what="the fitted context"
+                ) from None
+        sections = tuple(
+            FittedSection(
+                tag=s.spec.tag,
+                source=s.spec.source,
+                text=SEPARATOR.join(s.pieces) if s.is_history and s.text is not None else s.text,
+                requested=s.requested,
+                allotted=s.allotted,
+                kept=s.tokens,
+                rule=str(s.rule),
+                messages=s.messages,
+                key=s.spec.content_key,
+                outcome=s.rule,
+            )
+            for s in states
+        )
+        return FitResult(sections=sections, rendered=rendered, total=exact, refits=refits)
+
+
 def fit(contents: Sequence[SectionContent], budget: int, counter: TokenCounter) -> FitResult:
     """Fit sections (in rendering order) into ``budget`` tokens of rendered text.
 
     Raises :class:`BudgetExceededError` (saying by how much) when pinned content
     and the latest user turn alone do not fit.
     """
-    effective = budget
-    refits = 0
-    while True:
-        try:
-            states = _fit_once(contents, effective, counter)
-        except BudgetExceededError as exc:
-            if effective == budget:
-                raise
-            # A refit after a boundary merge: report against the caller's budget.
-            raise BudgetExceededError(
-                exc.needed + budget - effective, budget, what="the fitted context"
-            ) from None
-        rendered, exact = _render(states, counter)
-        if exact <= budget:
-            break
-        refits += 1
-        effective -= exact - budget
-        if refits > 4 or effective < 1:
-            raise BudgetExceededError(exact, budget, what="the fitted context")
-    sections = tuple(
-        FittedSection(
-            tag=s.spec.tag,
-            source=s.spec.source,
-            text=s.text,
-            requested=s.requested,
-            allotted=s.allotted,
-            kept=s.tokens,
-            rule=str(s.rule),
-            messages=s.messages,
-            key=s.spec.content_key,
-            outcome=s.rule,
-        )
-        for s in states
-    )
-    return FitResult(sections=sections, rendered=rendered, total=exact, refits=refits)
+    return Draft(contents, budget, counter).result()

@@ -91,8 +91,6 @@ class HistoryFit:
 
     messages: tuple[ChatMessage, ...]
     """Kept messages (latest-turn contents possibly shortened)."""
-    text: str
-    """Rendered section content (notice line first when anything was omitted)."""
     tokens: int
     """Estimated tokens of ``text`` (sum of counted pieces)."""
     omitted: int
@@ -103,6 +101,12 @@ class HistoryFit:
     """False when even the smallest form is over the limit (then this is that smallest form)."""
     blocks: tuple[str, ...] = ()
     """The pieces ``text`` joins with blank lines (notice line, then each exchange)."""
+
+    @property
+    def text(self) -> str:
+        """Rendered section content (notice line first when anything was omitted); joined
+        on demand: the fitter tries several forms and renders only the one it keeps."""
+        return _SEP.join(self.blocks)
 
 
 def _notice(template: str, omitted_msgs: int, omitted_tokens: int) -> str:
@@ -240,13 +244,11 @@ def fit_history(
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
         body_cost = sum(sum(c) + sep * len(c) for c in kept_costs)
         fits = fits and body_cost + head_cost <= limit
-    msgs = tuple(m for u in kept for m in u.messages)
+    msgs = tuple(itertools.chain.from_iterable(u.messages for u in kept))
     omitted = evicted_msgs + earlier
     if omitted:
         blocks.insert(0, _notice(notice, omitted, evicted_tokens))
-    return HistoryFit(
-        msgs, _SEP.join(blocks), body_cost + head_cost - sep, omitted, shrunk, fits, tuple(blocks)
-    )
+    return HistoryFit(msgs, body_cost + head_cost - sep, omitted, shrunk, fits, tuple(blocks))
 
 
 def _unit_at(heads: Sequence[int], seq: int, last: int) -> int | None:

@@ -236,7 +236,9 @@ class _Built:
                 token_limit=opts.max_tokens,
                 reads=window.store_reads,
             )
-            self.history = replace(self.history, messages=window.sync(self.history.messages))
+            synced = window.sync(self.history.messages)
+            if synced is not self.history.messages:
+                self.history = replace(self.history, messages=synced)
             if self.history.warning:
                 self.notes.append(self.history.warning)
             if self.history.summary:
@@ -304,8 +306,11 @@ class Snapshot:
             opts = SnapshotOptions(**fields)
         else:
             opts = replace(options, **fields) if fields else options
-        window = opts.window if opts.window is not None else ContextWindow()
-        built = _Built(window.resolve(root), replace(opts, window=window))
+        if opts.window is None:
+            opts = replace(opts, window=ContextWindow())
+        window = opts.window
+        assert window is not None
+        built = _Built(window.resolve(root), opts)
         built.add_git_log()
         built.add_persona()
         task = built.files.task
