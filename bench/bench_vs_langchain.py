@@ -27,9 +27,11 @@ counts every message).
 
 Validity columns (all must be 0 for personae): overruns (kept tokens over the
 budget, each side by its own exact count), orphan tool results, dangling tool
-calls, lost latest user turn. Then a 500-turn agent loop at a 16k budget (one
-prompt per turn and one after each tool result): mean share of each prompt
-that is an identical prefix of the previous one.
+calls, lost latest user turn; for personae, ``replay``: timed prompts that
+differ from the checked replay (must be 0; see ``_personae``). Then a
+500-turn agent loop at a 16k budget (one prompt per turn and one after each
+tool result): mean share of each prompt that is an identical prefix of the
+previous one.
 
 Prints a table and writes bench/results/vs_langchain.json.
 """
@@ -37,6 +39,7 @@ Prints a table and writes bench/results/vs_langchain.json.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import os
@@ -45,7 +48,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -221,25 +224,27 @@ def bench_size(n: int, budgets: list[int], tmp: Path) -> dict[str, Any]:
         ]  # fmt: skip
         for start in range(0, len(batch), 5000):
             conv.append_many(sid, batch[start : start + 5000])
-        stored = ContextWindow()
         rows["personae store"] = _personae(
-            budgets, latest, lambda: Snapshot.build(
+            budgets, latest, ContextWindow, lambda w: Snapshot.build(
                 root, conversations=conv, session=sid, counter=COUNTER, task="Fix the bug",
-                include_git_log=False, profiles=profiles, max_tokens=60_000, window=stored,
+                include_git_log=False, profiles=profiles, max_tokens=60_000, window=w,
             ),
         )  # fmt: skip
-    appended = ContextWindow()
-    appended.extend(msgs)  # what the agent loop appended, turn after turn
+
+    def appended() -> ContextWindow:
+        window = ContextWindow()
+        window.extend(msgs)  # what the agent loop appended, turn after turn
+        return window
+
     rows["personae memory"] = _personae(
-        budgets, latest, lambda: Snapshot.build(
-            root, task="Fix the bug", include_git_log=False, profiles=profiles, window=appended,
+        budgets, latest, appended, lambda w: Snapshot.build(
+            root, task="Fix the bug", include_git_log=False, profiles=profiles, window=w,
         ),
     )  # fmt: skip
-    given = ContextWindow()
     rows["personae memory, list"] = _personae(
-        budgets, latest, lambda: Snapshot.build(
+        budgets, latest, ContextWindow, lambda w: Snapshot.build(
             root, messages=msgs, task="Fix the bug", include_git_log=False, profiles=profiles,
-            window=given,
+            window=w,
         ),
     )  # fmt: skip
     return {"messages": len(msgs), "budgets": len(budgets), "rows": rows}
@@ -288,24 +293,50 @@ def _langchain(
 
 
 def _personae(
-    budgets: list[int], latest: ChatMessage, build: Callable[[], Snapshot]
+    budgets: list[int],
+    latest: ChatMessage,
+    new_window: Callable[[], ContextWindow],
+    build: Callable[[ContextWindow], Snapshot],
 ) -> dict[str, Any]:
+    """Timed turns in one window; then the same turns replayed untimed in a fresh
+    window (same budgets in the same order, so the same hints: byte-identical
+    prompts, checked by digest) and the replayed prompts checked.
+
+    Only a digest of each timed prompt is kept: keeping 300 prompts of ~200 KB
+    alive makes every later turn's render land in fresh memory (page faults counted
+    as CPU time, about 0.2 ms a turn here), which no agent loop pays (it sends a
+    prompt and drops it). Counting each prompt exactly between two timed turns
+    would evict the CPU caches the next turn runs in (LangChain's check is a sum).
+    """
     stats = _new()
-    # Warm as LangChain's counter is: one turn prepares and counts every message.
-    assemble(build(), "agent", Budget.absolute(60_000), COUNTER)
-    outs: list[tuple[int, AssembledContext]] = []
-    for b in budgets:
-        ctx, cpu, wall = _timed(lambda b=b: assemble(build(), "agent", Budget.absolute(b), COUNTER))
+    stats["replay_mismatches"] = 0
+    digests: list[bytes] = []
+
+    def turns(window: ContextWindow) -> Iterator[tuple[int, Callable[[], AssembledContext]]]:
+        # Warm as LangChain's counter is: one turn prepares and counts every message.
+        assemble(build(window), "agent", Budget.absolute(60_000), COUNTER)
+        for b in budgets:
+            yield b, lambda b=b: assemble(build(window), "agent", Budget.absolute(b), COUNTER)
+
+    for _, turn in turns(new_window()):
+        ctx, cpu, wall = _timed(turn)
         stats["cpu"].append(cpu)
         stats["wall"].append(wall)
-        outs.append((b, ctx))
-    # Checked after timing: an exact count of a whole prompt between two timed turns
-    # evicts the CPU caches the next turn runs in (LangChain's check is a cheap sum).
-    for b, ctx in outs:
+        digests.append(_digest(ctx))
+        del ctx
+    for (b, turn), digest in zip(turns(new_window()), digests, strict=True):
+        ctx = turn()
+        stats["replay_mismatches"] += _digest(ctx) != digest
         stats["overruns"] += COUNTER.count(ctx.render()) > b
         shape = [(m.role, _ident(m), tuple(c.id for c in m.tool_calls)) for m in ctx.messages]
         _add(stats, validity(shape, str(latest.seq)))
-    return _summary(stats)
+    out = _summary(stats)
+    out["replay_mismatches"] = stats["replay_mismatches"]
+    return out
+
+
+def _digest(ctx: AssembledContext) -> bytes:
+    return hashlib.blake2b(ctx.render().encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _ident(m: ChatMessage) -> str | None:
@@ -463,12 +494,18 @@ def main() -> None:
     results["load_average_after"] = os.getloadavg()
     before, after = results["load_average"][0], results["load_average_after"][0]
     print(f"load average {before:.2f} (after {after:.2f})")
-    cols = f"{'cpu ms':>9}{'wall ms':>9}{'overrun':>8}{'orphan':>7}{'dangl':>6}{'lost':>5}"
+    cols = (
+        f"{'cpu ms':>9}{'wall ms':>9}{'overrun':>8}{'orphan':>7}{'dangl':>6}{'lost':>5}"
+        f"{'replay':>7}"
+    )
     print(f"{'messages':>9} {'side':<26}{cols}")
     for size in results["sizes"]:
         for name, r in size["rows"].items():
             times = f"{r['cpu_median_ms']:>9.2f}{r['wall_median_ms']:>9.2f}"
-            checks = f"{r['overruns']:>8}{r['orphans']:>7}{r['dangling']:>6}{r['lost_latest']:>5}"
+            checks = (
+                f"{r['overruns']:>8}{r['orphans']:>7}{r['dangling']:>6}{r['lost_latest']:>5}"
+                f"{r.get('replay_mismatches', '-'):>7}"
+            )
             print(f"{size['messages']:>9,} {name:<26}{times}{checks}")
     loop = results["prefix_share"]
     print(
