@@ -120,7 +120,7 @@ def create_handover(
     (a target persona this project does not know, with ``check_target=False``)."""
     from personae.handover._cast import persona_facts
     from personae.handover._history import history_for
-    from personae.handover.create import build_handover, parse_file_spec
+    from personae.handover.create import HandoverContent, build_handover, parse_file_spec
     from personae.handover.create import create_handover as write
     from personae.project import Project
 
@@ -141,12 +141,14 @@ def create_handover(
         known = load_profiles(project.root).profiles
         if spec.profile not in known:
             raise UnknownNameError("profile", spec.profile, known, field="profile")
-    handover = build_handover(
-        source_persona=spec.source, target_persona=spec.to, task=spec.task, cwd=where,
+    content = HandoverContent(
         session_id=spec.session, files=files, data=dict(spec.data),
         insights=list(spec.insights), interactive=spec.interactive, profile=spec.profile,
         history=history_for(project.state_db, spec.session or None), mcp_servers=servers,
-        env_allow=project.config.handover.env_allow,
+    )  # fmt: skip
+    handover = build_handover(
+        source_persona=spec.source, target_persona=spec.to, task=spec.task, cwd=where,
+        content=content, env_allow=project.config.handover.env_allow,
     )  # fmt: skip
     return write(handover, cwd=where, out=spec.out, fmt=spec.format)
 
