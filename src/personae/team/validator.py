@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
 
 from personae.models.scenario import ROLE_MARKER
-from personae.team.runtime import CallInfo, Runtime
+from personae.team.runtime import CallInfo, CallOptions, Runtime
 from personae.team.signals import (
     BlockerType,
     CompletionSignal,
@@ -322,8 +322,7 @@ async def validate(
             info,
             instructions=instructions,
             prompt=prompt,
-            output_type=Verdict,
-            timeout=runtime.validator_timeout,
+            options=CallOptions(output_type=Verdict, timeout=runtime.validator_timeout),
         )
     except UsageLimitExceeded:
         raise

@@ -13,7 +13,7 @@ from personae.persona.model import Persona
 from personae.team.events import RunWarning
 from personae.team.loopdetect import LoopDetector
 from personae.team.recording import RecordingToolset, tool_call_emitter
-from personae.team.runtime import CallInfo, Runtime
+from personae.team.runtime import CallInfo, CallOptions, Runtime
 from personae.team.signals import Subtask, WorkerResult
 from personae.team.turn_context import TurnContext
 from personae.tools.records import CallLog
@@ -121,9 +121,11 @@ async def run_worker(
             info,
             instructions=instructions,
             prompt=prompt,
-            persona_model=persona.model,
-            toolsets=[wrapped, *(extra_toolsets or [])],
-            max_steps=steps,
+            options=CallOptions(
+                persona_model=persona.model,
+                toolsets=[wrapped, *(extra_toolsets or [])],
+                max_steps=steps,
+            ),
             messages_out=messages,
         )
         text = str(output)
