@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
 from personae.errors import ConfigError
 from personae.fsutil import read_regular
 from personae.layout import CONFIG_NAMES, Layout
+from personae.yamltext import load_yaml
 
 __all__ = [
     "CommandsConfig",
@@ -33,6 +33,8 @@ __all__ = [
 
 MAX_CONFIG_BYTES = 1_000_000
 """Largest config file read."""
+
+
 class CommandsConfig(BaseModel):
     """``!command`` injection in profile and skill text (off unless enabled)."""
 
@@ -164,15 +166,12 @@ def load_config(personae_dir: Path) -> ProjectConfig:
 
 def _parse_config(path: Path) -> ProjectConfig:
     try:
-        raw: Any = yaml.safe_load(read_regular(path, max_bytes=MAX_CONFIG_BYTES).decode("utf-8"))
+        text = read_regular(path, max_bytes=MAX_CONFIG_BYTES).decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"cannot read config: {exc.strerror}", file=path) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text (byte {exc.start})", file=path) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise ConfigError("malformed YAML", file=path, line=line) from exc
+    raw: Any = load_yaml(text, file=path, error=ConfigError)
     if raw is None:
         return ProjectConfig()
     if not isinstance(raw, dict):

@@ -49,6 +49,7 @@ __all__ = [
     "CommandBuilder",
     "HandoverOutcome",
     "backoff_delays",
+    "exit_code_for",
     "handover_depth",
     "kill_group",
     "personae_run_command",
@@ -70,6 +71,17 @@ EXIT_CODES: dict[int, str] = {
     EXIT_PARTIAL: "the child finished with status partial",
 }
 """Exit codes of ``personae handover run`` and ``personae chain run``."""
+
+
+def exit_code_for(status: str, *, timed_out: bool) -> int:
+    """The exit code of a run that ended with ``status`` (``timed_out``: a failure that
+    timed out): 0 success, 5 partial, 4 timed out, 3 failure."""
+    if status == "success":
+        return EXIT_SUCCESS
+    if status == "partial":
+        return EXIT_PARTIAL
+    return EXIT_TIMEOUT if timed_out else EXIT_FAILURE
+
 
 DEPTH_ENV = "PERSONAE_HANDOVER_DEPTH"
 """Environment variable holding how many handover processes deep a process runs."""
@@ -208,13 +220,9 @@ class HandoverOutcome:
     @property
     def exit_code(self) -> int:
         """The process exit code for this outcome (see EXIT_CODES)."""
-        if self.status == "success":
-            return EXIT_SUCCESS
-        if self.status == "partial":
-            return EXIT_PARTIAL
-        if self.attempts and self.attempts[-1].timed_out:
-            return EXIT_TIMEOUT
-        return EXIT_FAILURE
+        return exit_code_for(
+            self.status, timed_out=bool(self.attempts and self.attempts[-1].timed_out)
+        )
 
 
 def backoff_delays(

@@ -26,11 +26,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from personae.errors import UsageError
 from personae.fsutil import read_regular
+from personae.yamltext import load_yaml
 
 __all__ = [
     "ROLE_MARKER",
@@ -128,18 +128,14 @@ def load_scenario(path: Path | str) -> Scenario:
     """Read and validate a scenario file (YAML)."""
     file = Path(path)
     try:
-        raw: Any = yaml.safe_load(read_regular(file, max_bytes=_MAX_BYTES).decode("utf-8"))
+        text = read_regular(file, max_bytes=_MAX_BYTES).decode("utf-8")
     except FileNotFoundError as exc:
         raise ScenarioError("scenario file not found", file=file) from exc
     except OSError as exc:
         raise ScenarioError(f"cannot read scenario: {exc.strerror}", file=file) from exc
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"not UTF-8 text (byte {exc.start})", file=file) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ScenarioError(
-            "malformed YAML", file=file, line=mark.line + 1 if mark is not None else None
-        ) from exc
+    raw: Any = load_yaml(text, file=file, error=ScenarioError)
     if not isinstance(raw, dict):
         raise ScenarioError("a scenario must be a mapping with 'steps' and/or 'rules'", file=file)
     try:

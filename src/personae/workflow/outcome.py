@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from personae.handover.child import EXIT_FAILURE, EXIT_PARTIAL, EXIT_SUCCESS, EXIT_TIMEOUT
+from personae.handover.child import exit_code_for
 from personae.workflow.spec import Workflow
 
 __all__ = ["DONE", "ChainOutcome", "StepState"]
@@ -74,10 +74,5 @@ class ChainOutcome:
     @property
     def exit_code(self) -> int:
         """0 success, 5 partial, 4 a step timed out, 3 failure."""
-        if self.status == "success":
-            return EXIT_SUCCESS
-        if self.status == "partial":
-            return EXIT_PARTIAL
-        if any(s.status == "failure" and s.timed_out for s in self.steps.values()):
-            return EXIT_TIMEOUT
-        return EXIT_FAILURE
+        timed_out = any(s.status == "failure" and s.timed_out for s in self.steps.values())
+        return exit_code_for(self.status, timed_out=timed_out)

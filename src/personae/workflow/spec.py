@@ -28,20 +28,19 @@ children for its personas.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import re
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from personae.errors import UsageError
-from personae.fsutil import NotRegularFileError, read_regular
+from personae.fsutil import read_input
 from personae.handover.create import parse_file_spec
 from personae.handover.schema import ArtifactFile
 from personae.limits import DEFAULTS
+from personae.yamltext import load_yaml
 
 __all__ = ["Stage", "Step", "StepDefaults", "Workflow", "load_workflow"]
 
@@ -185,23 +184,12 @@ def _stages(raw_steps: Any, path: Path) -> list[Any]:
 def load_workflow(path: Path | str) -> Workflow:
     """Read and validate a workflow file (ids unique, inputs refer to earlier steps)."""
     file = Path(path).resolve()
+    data = read_input(file, max_bytes=1_000_000, what="workflow file", size="1 MB")
     try:
-        data = read_regular(file, max_bytes=1_000_000)  # a FIFO is refused, never waited on
-    except NotRegularFileError as exc:
-        if exc.errno == errno.EFBIG:
-            raise UsageError("workflow file is larger than 1 MB", file=file) from None
-        raise UsageError(f"cannot read workflow: {exc.strerror}", file=file) from None
-    except OSError as exc:
-        raise UsageError(f"cannot read workflow: {exc.strerror}", file=file) from None
-    try:
-        raw = yaml.safe_load(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise UsageError("workflow is not valid UTF-8", file=file) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise UsageError(
-            "malformed YAML", file=file, line=mark.line + 1 if mark is not None else None
-        ) from None
+    raw = load_yaml(text, file=file)
     if not isinstance(raw, dict):
         raise UsageError("a workflow must be a mapping", file=file)
     body = {k: v for k, v in raw.items() if k != "steps"}
