@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from personae.errors import ConfigError
+from personae.errors import ConfigError, yaml_error_line
 from personae.fsutil import read_regular
 from personae.layout import CONFIG_NAMES, Layout
-from personae.yamltext import load_yaml
+from personae.models.resolve import parse_model_spec
 
 __all__ = [
     "CommandsConfig",
@@ -97,7 +98,6 @@ class ProjectConfig(BaseModel):
         """``model`` must parse as ``provider:name`` (checked when the file is read)."""
         if value is None:
             return None
-        from personae.models.resolve import parse_model_spec
 
         try:
             parse_model_spec(value, source="model")
@@ -166,12 +166,13 @@ def load_config(personae_dir: Path) -> ProjectConfig:
 
 def _parse_config(path: Path) -> ProjectConfig:
     try:
-        text = read_regular(path, max_bytes=MAX_CONFIG_BYTES).decode("utf-8")
+        raw: Any = yaml.safe_load(read_regular(path, max_bytes=MAX_CONFIG_BYTES).decode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read config: {exc.strerror}", file=path) from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text (byte {exc.start})", file=path) from None
-    raw: Any = load_yaml(text, file=path, error=ConfigError)
+    except yaml.YAMLError as exc:
+        raise ConfigError("malformed YAML", file=path, line=yaml_error_line(exc)) from exc
     if raw is None:
         return ProjectConfig()
     if not isinstance(raw, dict):

@@ -12,7 +12,9 @@ from pydantic import ValidationError
 
 from personae.errors import UsageError
 from personae.fsutil import private_dir
+from personae.handover._memory import memory_snapshot as summarise_memory
 from personae.handover.files import ContextFormat, save_handover, validate_safety
+from personae.handover.runflow import load_policy
 from personae.handover.schema import (
     ArtifactFile,
     Artifacts,
@@ -144,9 +146,7 @@ def build_handover(
     c = content or HandoverContent()
     memory_snapshot = c.memory_snapshot
     if memory_snapshot is None:
-        from personae.handover._memory import memory_snapshot as summarise
-
-        memory_snapshot = summarise(Path(cwd))
+        memory_snapshot = summarise_memory(Path(cwd))
     try:
         return ContextHandover(
             source=Source(
@@ -197,8 +197,6 @@ def create_handover(
     The ledger defaults to ``<cwd>/.personae/state.db``. If the ledger cannot
     be written, the new file is removed again and the error raised.
     """
-    from personae.handover.runflow import load_policy
-
     chosen: ContextFormat = fmt or (
         "yaml" if out is not None and out.suffix.lower() in {".yaml", ".yml"} else "json"
     )

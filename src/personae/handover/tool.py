@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from personae.errors import PersonaeError
+from personae.handover._cast import persona_facts
+from personae.handover._history import history_for
 from personae.handover.child import (
     HANDOVER_DEPTH_CAP,
     ChildOptions,
@@ -26,6 +28,7 @@ from personae.handover.child import (
     run_handover,
 )
 from personae.handover.create import HandoverContent, build_handover, create_handover
+from personae.handover.interactive import run_interactive
 from personae.handover.schema import ArtifactFile
 from personae.layout import Layout
 from personae.tools.base import Tool, ToolContext
@@ -103,9 +106,6 @@ def handover_to_persona(
     content = content or HandoverContent()
     warnings: list[str] = []
     if from_project:
-        from personae.handover._cast import persona_facts
-        from personae.handover._history import history_for
-
         mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
         content = replace(
             content,
@@ -154,8 +154,6 @@ def _run_target(
     """Run the handover at ``path`` now (attached to the terminal when ``interactive``);
     its status and results (the caller fills in the id, command and message)."""
     if interactive:
-        from personae.handover.interactive import run_interactive
-
         outcome = run_interactive(path, cwd=cwd, options=child)
     else:
         outcome = run_handover(path, cwd=cwd, options=child)

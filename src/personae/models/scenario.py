@@ -26,11 +26,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from personae.errors import UsageError
+from personae.errors import UsageError, yaml_error_line
 from personae.fsutil import read_regular
-from personae.yamltext import load_yaml
 
 __all__ = [
     "ROLE_MARKER",
@@ -128,14 +128,15 @@ def load_scenario(path: Path | str) -> Scenario:
     """Read and validate a scenario file (YAML)."""
     file = Path(path)
     try:
-        text = read_regular(file, max_bytes=_MAX_BYTES).decode("utf-8")
+        raw: Any = yaml.safe_load(read_regular(file, max_bytes=_MAX_BYTES).decode("utf-8"))
     except FileNotFoundError as exc:
         raise ScenarioError("scenario file not found", file=file) from exc
     except OSError as exc:
         raise ScenarioError(f"cannot read scenario: {exc.strerror}", file=file) from exc
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"not UTF-8 text (byte {exc.start})", file=file) from None
-    raw: Any = load_yaml(text, file=file, error=ScenarioError)
+    except yaml.YAMLError as exc:
+        raise ScenarioError("malformed YAML", file=file, line=yaml_error_line(exc)) from exc
     if not isinstance(raw, dict):
         raise ScenarioError("a scenario must be a mapping with 'steps' and/or 'rules'", file=file)
     try:

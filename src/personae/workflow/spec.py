@@ -33,14 +33,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from personae.errors import UsageError
+from personae.errors import UsageError, yaml_error_line
 from personae.fsutil import read_input
 from personae.handover.create import parse_file_spec
 from personae.handover.schema import ArtifactFile
 from personae.limits import DEFAULTS
-from personae.yamltext import load_yaml
 
 __all__ = ["Stage", "Step", "StepDefaults", "Workflow", "load_workflow"]
 
@@ -186,10 +186,11 @@ def load_workflow(path: Path | str) -> Workflow:
     file = Path(path).resolve()
     data = read_input(file, max_bytes=1_000_000, what="workflow file", size="1 MB")
     try:
-        text = data.decode("utf-8")
+        raw = yaml.safe_load(data.decode("utf-8"))
     except UnicodeDecodeError:
         raise UsageError("workflow is not valid UTF-8", file=file) from None
-    raw = load_yaml(text, file=file)
+    except yaml.YAMLError as exc:
+        raise UsageError("malformed YAML", file=file, line=yaml_error_line(exc)) from None
     if not isinstance(raw, dict):
         raise UsageError("a workflow must be a mapping", file=file)
     body = {k: v for k, v in raw.items() if k != "steps"}
