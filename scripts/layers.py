@@ -44,7 +44,10 @@ LOCAL_REASON = "# local import:"
 # Every ``__main__`` module (``python -m personae.mind``) is an entry point and
 # counts as the front-end unit ``__main__``.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("errors", "fsutil", "security", "procs", "_reaper", "_tie", "limits", "layout")),
+    (
+        "foundation",
+        ("errors", "fsutil", "security", "procs", "procid", "_reaper", "_tie", "limits", "layout"),
+    ),
     ("counting and models", ("tokens", "models")),
     ("project and storage", ("project", "settings", "store")),
     ("building blocks", ("persona", "tools", "context", "mind")),

@@ -14,7 +14,7 @@ from personae.limits import DEFAULTS
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
 from personae.team import manager, validator, worker
-from personae.team.dispatch import Action, SubtaskBudget, next_step
+from personae.team.dispatch import StepAction, SubtaskBudget, next_step
 from personae.team.events import (
     Corrected,
     PlanMade,
@@ -47,7 +47,7 @@ from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
 from personae.team.turn_context import TurnContext
 from personae.tools.subset import ToolSubset
 
-__all__ = ["Team", "TeamConfig", "TurnResult", "involvement_for_subtask"]
+__all__ = ["TeamConfig", "TeamLoop", "TurnResult", "involvement_for_subtask"]
 
 _DEFAULT_PERSONA = Persona(
     name="default",
@@ -109,7 +109,7 @@ def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
 
 
 @dataclass(kw_only=True)
-class Team:
+class TeamLoop:
     """Manager, Worker and Validator over one shared turn context."""
 
     runtime: Runtime
@@ -341,7 +341,7 @@ class Team:
                 allowed_tools=sorted(allowed), directive=turn.directive,
             )  # fmt: skip
             budget = decision.budget
-            if decision.action is Action.ACCEPT:
+            if decision.action is StepAction.ACCEPT:
                 return SubtaskOutcome(
                     number=number, subtask=original, status=SubtaskStatus.VALIDATED,
                     result=work.result, attempts=attempts,
@@ -351,11 +351,11 @@ class Team:
                 rt.emit(
                     RunWarning(message=decision.warning, subtask=number, action=decision.action)
                 )
-            if decision.action in (Action.SKIP, Action.ESCALATE, Action.CONTINUE):
+            if decision.action in (StepAction.SKIP, StepAction.ESCALATE, StepAction.CONTINUE):
                 status = {
-                    Action.SKIP: SubtaskStatus.SKIPPED,
-                    Action.ESCALATE: SubtaskStatus.ESCALATED,
-                    Action.CONTINUE: SubtaskStatus.PARTIAL,
+                    StepAction.SKIP: SubtaskStatus.SKIPPED,
+                    StepAction.ESCALATE: SubtaskStatus.ESCALATED,
+                    StepAction.CONTINUE: SubtaskStatus.PARTIAL,
                 }[decision.action]
                 return SubtaskOutcome(
                     number=number, subtask=original, status=status, result=work.result,
@@ -371,7 +371,7 @@ class Team:
                     max_retries=budget.max_retries,
                 )
             )
-            if decision.action is Action.DECOMPOSE:
+            if decision.action is StepAction.DECOMPOSE:
                 return await self._decompose(
                     turn, run, subtask=subtask, number=number, budget=budget, detector=detector,
                     original=original, missing="; ".join(result.issues), attempts=attempts,
