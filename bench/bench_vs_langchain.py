@@ -51,7 +51,7 @@ try:
 except ImportError:  # pragma: no cover - a bench-only extra
     sys.exit("bench_vs_langchain needs the bench extra: pip install -e '.[dev,bench]'")
 
-from personae.context import Budget, ChatMessage, Snapshot, assemble, load_profiles
+from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
 from personae.context.messages import ToolCall
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
@@ -244,7 +244,9 @@ def _personae(
     stats = _new()
     build()  # warm: the first turn counts what it has never seen
     for b in budgets:
-        ctx, cpu, wall = _timed(lambda b=b: assemble(build(), "agent", Budget.absolute(b), COUNTER))
+        ctx, cpu, wall = _timed(
+            lambda b=b: assemble_snapshot(build(), "agent", Budget.absolute(b), COUNTER)
+        )
         stats["cpu"].append(cpu)
         stats["wall"].append(wall)
         stats["overruns"] += COUNTER.count(ctx.render()) > b
@@ -360,7 +362,7 @@ def prefix_loop(turns: int, tmp: Path, low_waters: list[float]) -> dict[str, Any
             snap = Snapshot.build(
                 root, messages=now, task="Fix the bug", include_git_log=False, profiles=profiles
             )
-            ctx = assemble(snap, "agent", Budget.absolute(16_000), COUNTER)
+            ctx = assemble_snapshot(snap, "agent", Budget.absolute(16_000), COUNTER)
             renders.append(ctx.render())
             overruns += ctx.total > 16_000 or COUNTER.count(ctx.render()) != ctx.total
             if len(ctx.messages) < len(now):

@@ -50,7 +50,7 @@ def assemble(
     (default ``PERSONAE_MODEL``, then the project config). ``session`` adds that
     stored conversation. Same inputs give byte-identical output.
     """
-    from personae.context.assemble import assemble as fit_role
+    from personae.context.assemble import assemble_snapshot
     from personae.context.budget import Budget
     from personae.context.profiles import load_profiles
     from personae.context.snapshot import Snapshot
@@ -108,7 +108,7 @@ def assemble(
             profiles=profiles,
             commands=project.config.commands,
         )
-        return fit_role(snapshot, role, plan, counter, profiles=profiles)
+        return assemble_snapshot(snapshot, role, plan, counter, profiles=profiles)
     finally:
         if store is not None:
             store.close()

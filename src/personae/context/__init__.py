@@ -1,10 +1,10 @@
 """personae.context: what each agent sees, fitted to an exact token budget.
 
-``Snapshot.build(...)`` once per turn; ``assemble(snapshot, role, budget, counter)``
+``Snapshot.build(...)`` once per turn; ``assemble_snapshot(snapshot, role, budget, counter)``
 for each role; ``.render()`` gives the prompt text, ``.report()`` the budget report.
 """
 
-from personae.context.assemble import AssembledContext, assemble
+from personae.context.assemble import AssembledContext, assemble_snapshot
 from personae.context.budget import DEFAULT_SHARE, Budget
 from personae.context.fit import FitResult, FittedSection, SectionContent, fit
 from personae.context.messages import ChatMessage, ToolCall
@@ -31,7 +31,7 @@ __all__ = [
     "Summarizer",
     "ToolCall",
     "Truncation",
-    "assemble",
+    "assemble_snapshot",
     "escape",
     "fit",
     "load_profiles",

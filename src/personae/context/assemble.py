@@ -20,7 +20,7 @@ from personae.context.spec import Profile, SectionSource, SectionSpec, Truncatio
 from personae.project import CommandsConfig
 from personae.tokens.base import TokenCounter
 
-__all__ = ["WARNING_TAG", "AssembledContext", "assemble"]
+__all__ = ["WARNING_TAG", "AssembledContext", "assemble_snapshot"]
 
 
 @dataclass(frozen=True)
@@ -185,7 +185,7 @@ def _fit_with_warning(
     return result
 
 
-def assemble(
+def assemble_snapshot(
     snapshot: Snapshot,
     role: str,
     budget: Budget,

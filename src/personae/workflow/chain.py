@@ -20,8 +20,8 @@ from typing import Any
 
 from personae.errors import UsageError
 from personae.fsutil import read_regular, write_atomic
-from personae.handover.create import build_handover, create_handover
-from personae.handover.files import load_handover
+from personae.handover.create import build_handover, write_handover
+from personae.handover.files import read_handover
 from personae.handover.schema import ArtifactFile, HistoryEntry, now_iso
 from personae.layout import Layout
 from personae.workflow._report import write_report
@@ -30,7 +30,7 @@ from personae.workflow.outcome import DONE as _DONE
 from personae.workflow.outcome import ChainOutcome, StepState
 from personae.workflow.spec import Step, Workflow
 
-__all__ = ["ChainOutcome", "StepState", "run_chain", "state_dir_for"]
+__all__ = ["ChainOutcome", "StepState", "execute_chain", "state_dir_for"]
 
 _CLIP = 4000
 
@@ -102,7 +102,7 @@ def _adopt(state: StepState, wait_limit: float) -> bool:
     if _alive_child(state.pid, state.handover) or not state.handover:
         return False
     try:
-        results = load_handover(state.handover).handover.results
+        results = read_handover(state.handover).handover.results
     except UsageError:
         return False
     if results is None or results.status not in _DONE:
@@ -155,8 +155,8 @@ def _make_handover(wf: Workflow, step: Step, states: dict[str, StepState], sdir:
         handover.target.profile = step.profile
     path = sdir / "handovers" / f"{step.id}.json"
     with contextlib.suppress(UsageError):  # a rerun keeps the step's id: one ledger trail
-        handover.handover_id = load_handover(path).handover.handover_id
-    create_handover(handover, cwd=wf.path.parent, out=path, fmt="json")
+        handover.handover_id = read_handover(path).handover.handover_id
+    write_handover(handover, cwd=wf.path.parent, out=path, fmt="json")
     return path
 
 
@@ -176,7 +176,7 @@ def _apply(state: StepState, result: JobResult) -> dict[str, Any]:
     }
 
 
-def run_chain(
+def execute_chain(
     workflow: Workflow,
     *,
     resume: bool = False,
