@@ -188,17 +188,17 @@ def test_unexpected_exceptions_and_bad_args_become_tool_errors(registry: ToolReg
 
 
 def test_check_tool_names_for_personae_files() -> None:
-    from personae.tools.names import check_tool_names, split_tool_spec
+    from personae.tools.names import split_tool_spec, strict_tool_names
 
     assert split_tool_spec("Bash(git diff:*)") == ("run_shell", "git diff:*")
     assert split_tool_spec(" Read ") == ("read_file", None)
-    assert check_tool_names(["Read", "read_file", "grep", "run_shell(git:*)"]) == [
+    assert strict_tool_names(["Read", "read_file", "grep", "run_shell(git:*)"]) == [
         "read_file",
         "grep",
         "run_shell",
     ]
     with pytest.raises(UnknownNameError) as info:
-        check_tool_names(["read_file", "web_fetc"], file="p.md", line=3)
+        strict_tool_names(["read_file", "web_fetc"], file="p.md", line=3)
     assert str(info.value).startswith(
         "p.md:3: tools: unknown tool 'web_fetc'; did you mean 'web_fetch'?"
     )

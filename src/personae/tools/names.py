@@ -12,8 +12,8 @@ __all__ = [
     "BUILTIN_TOOL_NAMES",
     "CLAUDE_TOOL_MAP",
     "canonical_tool_name",
-    "check_tool_names",
     "split_tool_spec",
+    "strict_tool_names",
 ]
 
 _SPEC_RE = re.compile(r"^\s*([^()\s]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
@@ -64,7 +64,7 @@ def split_tool_spec(spec: str) -> tuple[str, str | None]:
     return canonical_tool_name(match.group(1)), match.group(2)
 
 
-def check_tool_names(
+def strict_tool_names(
     names: Iterable[str],
     known: Iterable[str] = BUILTIN_TOOL_NAMES,
     *,
