@@ -164,10 +164,10 @@ def random_history(rng: random.Random, pool: Pool) -> list[ChatMessage]:
             calls = []
             for _ in range(rng.choice([1, 1, 2, 3, 6])):
                 call += 1
-                from personae.context import ToolCall
+                from personae.context import ChatToolCall
 
                 calls.append(
-                    ToolCall(
+                    ChatToolCall(
                         id=f"call_{call}",
                         name=rng.choice(["read_file", "grep", "shell"]),
                         arguments=json.dumps({"path": f"f{call}"}),

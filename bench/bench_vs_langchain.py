@@ -52,7 +52,7 @@ except ImportError:  # pragma: no cover - a bench-only extra
     sys.exit("bench_vs_langchain needs the bench extra: pip install -e '.[dev,bench]'")
 
 from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
-from personae.context.messages import ToolCall
+from personae.context.messages import ChatToolCall
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
 from personae.tokens.exact import exact_counter
@@ -104,7 +104,7 @@ def history(n: int, rng: random.Random) -> list[ChatMessage]:
             ids = [f"c{call + k}" for k in range(rng.randint(1, 3))]
             call += len(ids)
             calls = tuple(
-                ToolCall(i, "read_file", json.dumps({"path": f"src/{i}.py"})) for i in ids
+                ChatToolCall(i, "read_file", json.dumps({"path": f"src/{i}.py"})) for i in ids
             )
             out.append(ChatMessage("assistant", texts(60), tool_calls=calls, seq=len(out) + 1))
             for i in ids:
@@ -310,7 +310,7 @@ def prefix_loop(turns: int, tmp: Path, low_waters: list[float]) -> dict[str, Any
         prompts.append((list(msgs), list(lc_msgs)))
         for _ in range(rng.randint(0, 2)):
             ids = [f"t{t}c{k}" for k in range(rng.randint(1, 3))]
-            calls = tuple(ToolCall(i, "read_file", "{}") for i in ids)
+            calls = tuple(ChatToolCall(i, "read_file", "{}") for i in ids)
             msgs.append(ChatMessage("assistant", texts(60), tool_calls=calls, seq=len(msgs) + 1))
             lc_calls = [
                 {"id": i, "name": "read_file", "args": {}, "type": "tool_call"} for i in ids

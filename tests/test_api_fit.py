@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from personae import UsageError, fit_messages
-from personae.context.messages import ChatMessage, ToolCall
+from personae.context.messages import ChatMessage, ChatToolCall
 from personae.tokens import exact_counter
 
 WORDS = [
@@ -93,7 +93,7 @@ def test_fit_invariants(seed: int) -> None:
 def test_chat_messages_come_back_as_chat_messages() -> None:
     messages = [
         ChatMessage("user", "old question " * 100),
-        ChatMessage("assistant", "", tool_calls=(ToolCall("t1", "grep", '{"pattern": "x"}'),)),
+        ChatMessage("assistant", "", tool_calls=(ChatToolCall("t1", "grep", '{"pattern": "x"}'),)),
         ChatMessage("tool", "match " * 500, tool_call_id="t1"),
         ChatMessage("assistant", "found it"),
         ChatMessage("user", "thanks, and now?"),

@@ -60,7 +60,7 @@ def test_store_reads_reused_across_turns_match_a_fresh_read(tmp_path: Path) -> N
 def _loop(root: Path, low_water: float) -> tuple[int, int, list[float]]:
     """An agent loop at an 8,000-token budget: (prompts, start moves, unused shares)."""
     from personae.context import Budget, ChatMessage, assemble_snapshot, load_profiles
-    from personae.context.messages import ToolCall as Call
+    from personae.context.messages import ChatToolCall as Call
 
     (root / ".personae").mkdir(parents=True)
     (root / ".personae" / "profiles.yaml").write_text(

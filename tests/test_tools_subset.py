@@ -188,17 +188,17 @@ def test_unexpected_exceptions_and_bad_args_become_tool_errors(registry: ToolReg
 
 
 def test_check_tool_names_for_personae_files() -> None:
-    from personae.tools.names import split_tool_spec, strict_tool_names
+    from personae.tools.names import require_tool_names, split_tool_spec
 
     assert split_tool_spec("Bash(git diff:*)") == ("run_shell", "git diff:*")
     assert split_tool_spec(" Read ") == ("read_file", None)
-    assert strict_tool_names(["Read", "read_file", "grep", "run_shell(git:*)"]) == [
+    assert require_tool_names(["Read", "read_file", "grep", "run_shell(git:*)"]) == [
         "read_file",
         "grep",
         "run_shell",
     ]
     with pytest.raises(UnknownNameError) as info:
-        strict_tool_names(["read_file", "web_fetc"], file="p.md", line=3)
+        require_tool_names(["read_file", "web_fetc"], file="p.md", line=3)
     assert str(info.value).startswith(
         "p.md:3: tools: unknown tool 'web_fetc'; did you mean 'web_fetch'?"
     )
@@ -238,3 +238,34 @@ def test_negative_or_zero_limits_are_config_errors(data: dict[str, float], messa
     with pytest.raises(ConfigError):
         ToolLimits(**data)  # type: ignore[arg-type]
     assert ToolLimits(shell_grace=0, preview_chars=0).shell_grace == 0
+
+
+def test_a_subset_cut_without_a_log_still_dispatches_and_its_children_keep_no_log(
+    registry: ToolRegistry, tmp_path: Path
+) -> None:
+    """The team's subset: a recording wrapper logs its calls, so the subset keeps none."""
+    (tmp_path / "a.txt").write_text("hi")
+    seen: list[ToolCallRecord] = []
+    child = registry.subset(record=False).narrow(["read_file"], on_call=seen.append)
+    assert run(child.dispatch("read_file", {"path": "a.txt"})) == "hi"
+    with pytest.raises(ToolRefusedError):
+        run(child.dispatch("write_file", {"path": "b.txt", "content": "x"}))
+    assert child.calls == [] and seen == []
+    assert not (tmp_path / "b.txt").exists()
+    logged = registry.subset()
+    run(logged.dispatch("read_file", {"path": "a.txt"}))
+    assert [c.tool for c in logged.calls] == ["read_file"]
+
+
+def test_one_record_type_for_subsets_and_the_team() -> None:
+    """The worker's event keeps the team's fields only; the subset's record has them all."""
+    from personae.team.signals import WorkerResult
+
+    record = ToolCallRecord.made(
+        "read_file", {"path": "x"}, ok=False, text="no such file", persona="p", started=0.0
+    )
+    assert record.error == "no such file" and record.result == "no such file"
+    assert record.canonical_args == '{"path":"x"}'
+    assert set(record.brief()) == {"tool", "args", "ok", "result", "persona", "reused", "refused"}
+    work = WorkerResult(success=False, result="", failed_tools=[record])
+    assert work.failed_tools[0] is record

@@ -7,7 +7,7 @@ for each role; ``.render()`` gives the prompt text, ``.report()`` the budget rep
 from personae.context.assemble import AssembledContext, assemble_snapshot
 from personae.context.budget import DEFAULT_SHARE, Budget
 from personae.context.fit import FitResult, FittedSection, SectionContent, fit
-from personae.context.messages import ChatMessage, ToolCall
+from personae.context.messages import ChatMessage, ChatToolCall
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.render import escape
 from personae.context.report import BudgetReport, SectionReport
@@ -20,6 +20,7 @@ __all__ = [
     "Budget",
     "BudgetReport",
     "ChatMessage",
+    "ChatToolCall",
     "FitResult",
     "FittedSection",
     "Profile",
@@ -29,7 +30,6 @@ __all__ = [
     "SectionSpec",
     "Snapshot",
     "Summarizer",
-    "ToolCall",
     "Truncation",
     "assemble_snapshot",
     "escape",

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 __all__ = [
     "ChatMessage",
+    "ChatToolCall",
     "Role",
-    "ToolCall",
     "Unit",
     "from_stored",
     "group_units",
@@ -28,7 +28,7 @@ _ROLES = ("user", "assistant", "tool", "system")
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
+class ChatToolCall:
     """One tool call requested by an assistant message."""
 
     id: str
@@ -47,7 +47,7 @@ class ChatMessage:
     """Who spoke."""
     content: str
     """Message text (for a tool message: the tool output)."""
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: tuple[ChatToolCall, ...] = ()
     """Tool calls of an assistant message."""
     tool_call_id: str | None = None
     """For a tool message: the call it answers."""
@@ -76,8 +76,8 @@ class Unit:
         return self.messages[0]
 
 
-def _call_from(raw: Any) -> ToolCall:
-    if isinstance(raw, ToolCall):
+def _call_from(raw: Any) -> ChatToolCall:
+    if isinstance(raw, ChatToolCall):
         return raw
     if isinstance(raw, Mapping):
         get = raw.get
@@ -97,7 +97,7 @@ def _call_from(raw: Any) -> ToolCall:
         text = args
     else:
         text = json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return ToolCall(id=str(call_id), name=str(name), arguments=text)
+    return ChatToolCall(id=str(call_id), name=str(name), arguments=text)
 
 
 def from_stored(message: Any, *, counter: str | None = None) -> ChatMessage:

@@ -27,7 +27,7 @@ from langchain_core.messages import (
 from langchain_core.messages.utils import MessageLikeRepresentation
 
 from personae.context.fit_items import Fitted, fit_items
-from personae.context.messages import ChatMessage, ToolCall
+from personae.context.messages import ChatMessage, ChatToolCall
 from personae.tokens import TokenCounter, counter_for_model
 
 __all__ = ["FitContextMiddleware", "count_tokens_exactly", "fit_langchain", "trim_messages"]
@@ -58,10 +58,10 @@ def _text(message: BaseMessage) -> str:
 
 class _Adapter:
     def parts(self, item: BaseMessage) -> list[ChatMessage]:
-        calls: tuple[ToolCall, ...] = ()
+        calls: tuple[ChatToolCall, ...] = ()
         if isinstance(item, AIMessage):
             calls = tuple(
-                ToolCall(
+                ChatToolCall(
                     id=str(c.get("id") or ""),
                     name=c["name"],
                     arguments=json.dumps(c.get("args", {}), sort_keys=True),

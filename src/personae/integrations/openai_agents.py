@@ -20,8 +20,7 @@ from agents import Agent, Tool
 from agents.memory import SessionABC, SessionSettings
 
 from personae.context.fit_items import fit_items
-from personae.context.messages import ChatMessage
-from personae.context.messages import ToolCall as ChatToolCall
+from personae.context.messages import ChatMessage, ChatToolCall
 from personae.errors import UnknownNameError
 from personae.persona import Cast
 from personae.store.conversations import ConversationStore, Message, Role, ToolCall, token_text

@@ -35,7 +35,7 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
 from personae.context.fit_items import Fitted, fit_items
-from personae.context.messages import ChatMessage, ToolCall
+from personae.context.messages import ChatMessage, ChatToolCall
 from personae.persona import Persona
 from personae.tokens import TokenCounter, counter_for_model
 from personae.tools.names import canonical_tool_name
@@ -65,7 +65,7 @@ def _request_part(part: Any) -> ChatMessage:
 def _response(message: ModelResponse) -> ChatMessage:
     text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
     calls = tuple(
-        ToolCall(id=p.tool_call_id, name=p.tool_name, arguments=p.args_as_json_str())
+        ChatToolCall(id=p.tool_call_id, name=p.tool_name, arguments=p.args_as_json_str())
         for p in message.parts
         if isinstance(p, ToolCallPart)
     )

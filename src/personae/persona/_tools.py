@@ -8,7 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from personae.errors import closest_name
-from personae.tools.names import BUILTIN_TOOL_NAMES, CLAUDE_TOOL_MAP, canonical_tool_name
+from personae.tools.names import (
+    BUILTIN_TOOL_NAMES,
+    CLAUDE_TOOL_MAP,
+    MCP_TOOL_NAME,
+    canonical_tool_name,
+)
 
 __all__ = [
     "ToolCheck",
@@ -23,7 +28,6 @@ __all__ = [
 _TOKEN = re.compile(r"[^\s,()]+(?:\([^)]*\))?")
 _COMMA = re.compile(r",(?![^(]*\))")
 _SPAWN = re.compile(r"^\s*(?:Agent|Task|agent)\s*\((?P<names>[^)]*)\)\s*$")
-_MCP = re.compile(r"^mcp__(?P<server>.+?)(?:__(?P<tool>.+))?$")
 _REVERSE = {v: k for k, v in reversed(list(CLAUDE_TOOL_MAP.items()))}
 
 
@@ -76,7 +80,7 @@ def split_spawn_entries(names: list[str]) -> tuple[list[str], list[str] | None]:
 
 def mcp_server_of(name: str) -> str | None:
     """The server part of an ``mcp__<server>__<tool>`` (or ``mcp__<server>``) name."""
-    match = _MCP.match(name)
+    match = MCP_TOOL_NAME.match(name)
     return match.group("server") if match else None
 
 

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from personae.errors import ConfigError
 from personae.persona.model import Persona
-from personae.tools.names import split_tool_spec
+from personae.tools.names import MCP_TOOL_NAME, split_tool_spec
 
 __all__ = [
     "McpServerSpec",
@@ -31,7 +31,6 @@ __all__ = [
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
-_MCP_PREFIX = re.compile(r"^mcp__(?P<server>.+?)(?:__(?P<tool>.+))?$")
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
@@ -137,7 +136,7 @@ def parse_server(name: str, config: Any) -> McpServerSpec:
 
 def _covers(entry: str, server: str, tool: str | None) -> bool:
     """Whether tools-list ``entry`` names ``tool`` of ``server`` (``None``: any tool of it)."""
-    match = _MCP_PREFIX.match(entry)
+    match = MCP_TOOL_NAME.match(entry)
     if match is None or match.group("server") != server:
         return False
     named = match.group("tool")
@@ -175,14 +174,14 @@ def servers_for(persona: Persona, project: Mapping[str, Any]) -> dict[str, Any]:
         named: list[str] = []
         for spec in persona.tools:
             name, pattern = split_tool_spec(spec)
-            match = _MCP_PREFIX.match(name)
+            match = MCP_TOOL_NAME.match(name)
             if match and pattern is None and match.group("server") not in named:
                 named.append(match.group("server"))
         names = named
     denied = {
         m.group("server")
         for spec in persona.disallowed_tools
-        if (m := _MCP_PREFIX.match(split_tool_spec(spec)[0])) and m.group("tool") in (None, "*")
+        if (m := MCP_TOOL_NAME.match(split_tool_spec(spec)[0])) and m.group("tool") in (None, "*")
     }
     out: dict[str, Any] = {}
     for name in names:

@@ -13,7 +13,6 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 from personae.limits import DEFAULTS
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
-from personae.team import manager, validator, worker
 from personae.team.dispatch import StepAction, SubtaskBudget, next_step
 from personae.team.events import (
     Corrected,
@@ -26,7 +25,7 @@ from personae.team.events import (
 )
 from personae.team.involvement import involvement_for
 from personae.team.loopdetect import LoopDetector
-from personae.team.manager import SubtaskOutcome
+from personae.team.manager import SubtaskOutcome, decompose, make_plan, synthesize
 from personae.team.mcp_servers import McpHub
 from personae.team.runtime import Runtime
 from personae.team.signals import (
@@ -45,6 +44,8 @@ from personae.team.skills import (
 )
 from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
 from personae.team.turn_context import TurnContext
+from personae.team.validator import validate
+from personae.team.worker import run_worker
 from personae.tools.subset import ToolSubset
 
 __all__ = ["TeamConfig", "TeamLoop", "TurnResult", "involvement_for_subtask"]
@@ -108,6 +109,23 @@ def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
     return involvement_for(task)
 
 
+@dataclass(frozen=True, kw_only=True)
+class _Job:
+    """One planned subtask of a turn, shared by its retries and decomposed steps (its retry
+    budget is a value passed along and returned, see :func:`next_step`)."""
+
+    run: Spawner
+    """The turn's per-run state (toolsets, sub-agents, MCP servers)."""
+    number: int
+    """Its 1-based number in the plan."""
+    original: Subtask
+    """The subtask as planned (steps of a decomposition report under it)."""
+    budget: SubtaskBudget
+    """Its retry budget when it starts (its steps continue the same budget)."""
+    detector: LoopDetector
+    """Its loop detector (shared by its steps)."""
+
+
 @dataclass(kw_only=True)
 class TeamLoop:
     """Manager, Worker and Validator over one shared turn context."""
@@ -166,7 +184,7 @@ class TeamLoop:
 
     async def _run_turn(self, turn: TurnContext, run: Spawner) -> TurnResult:
         rt = self.runtime
-        plan = await manager.make_plan(rt, turn, self.persona)
+        plan = await make_plan(rt, turn, self.persona)
         rt.emit(
             PlanMade(
                 message=f"{len(plan.subtasks)} subtask(s)",
@@ -176,8 +194,11 @@ class TeamLoop:
         )
         outcomes: list[SubtaskOutcome] = []
         for number, subtask in enumerate(plan.subtasks, start=1):
-            budget = SubtaskBudget(max_retries=self.config.max_retries)
-            detector = LoopDetector(self.config.loop_window)
+            job = _Job(
+                run=run, number=number, original=subtask,
+                budget=SubtaskBudget(max_retries=self.config.max_retries),
+                detector=LoopDetector(self.config.loop_window),
+            )  # fmt: skip
             rt.emit(
                 SubtaskStarted(
                     message=subtask.description,
@@ -187,17 +208,14 @@ class TeamLoop:
                 )
             )
             try:
-                outcome, _ = await self._run_subtask(
-                    turn, run, subtask=subtask, number=number, budget=budget, detector=detector,
-                    original=subtask,
-                )  # fmt: skip
+                outcome, _ = await self._run_subtask(turn, job, subtask, job.budget)
             except UsageLimitExceeded as exc:
                 outcomes.extend(self._stop_for_cap(plan.subtasks, number, str(exc)))
                 break
             outcomes.append(outcome)
             if outcome.status is SubtaskStatus.VALIDATED:
                 turn.add_assistant(f"[subtask {number}] {outcome.result}")
-        final = await manager.synthesize(rt, turn, self.persona, outcomes)
+        final = await synthesize(rt, turn, self.persona, outcomes)
         done = all(o.status is SubtaskStatus.VALIDATED for o in outcomes)
         status = "done" if done else "partial"
         rt.emit(
@@ -273,20 +291,14 @@ class TeamLoop:
         return loaded
 
     async def _run_subtask(
-        self,
-        turn: TurnContext,
-        run: Spawner,
-        *,
-        subtask: Subtask,
-        number: int,
-        budget: SubtaskBudget,
-        detector: LoopDetector,
-        original: Subtask,
+        self, turn: TurnContext, job: _Job, subtask: Subtask, budget: SubtaskBudget
     ) -> tuple[SubtaskOutcome, SubtaskBudget]:
-        """Run one subtask to its end; returns how it ended and its budget state then."""
+        """Work on ``subtask`` (the planned one or a step of it) until validated or given up;
+        returns how it ended and the budget state then (``budget`` is not changed)."""
         rt = self.runtime
+        number, original = job.number, job.original
         persona = self._persona_for(original)
-        toolset, allowed = await self._tools_for(run, persona, number)
+        toolset, allowed = await self._tools_for(job.run, persona, number)
         level = involvement_for_subtask(turn.task, subtask.description)
         required = list(
             dict.fromkeys([*subtask.required_tools, *persona.constraints.required_tools])
@@ -299,9 +311,9 @@ class TeamLoop:
         )
         while True:
             attempts += 1
-            work = await worker.run_worker(
+            work = await run_worker(
                 rt, turn, subtask=subtask, number=number, persona=persona,
-                toolset=toolset, allowed=allowed, detector=detector, correction=correction,
+                toolset=toolset, allowed=allowed, detector=job.detector, correction=correction,
                 skills_text=for_worker.text,
             )  # fmt: skip
             rt.emit(
@@ -311,7 +323,7 @@ class TeamLoop:
                     attempt=attempts,
                     success=work.success,
                     tools_used=work.tools_used,
-                    failed_tools=[c.model_dump() for c in work.failed_tools],
+                    failed_tools=[c.brief() for c in work.failed_tools],
                     loop_detected=work.loop_detected,
                     result=work.result,
                     skills=for_worker.names,
@@ -373,33 +385,27 @@ class TeamLoop:
             )
             if decision.action is StepAction.DECOMPOSE:
                 return await self._decompose(
-                    turn, run, subtask=subtask, number=number, budget=budget, detector=detector,
-                    original=original, missing="; ".join(result.issues), attempts=attempts,
-                )  # fmt: skip
+                    turn, job, subtask, budget, missing="; ".join(result.issues), attempts=attempts
+                )
             correction = decision.instruction
 
     async def _decompose(
         self,
         turn: TurnContext,
-        run: Spawner,
-        *,
+        job: _Job,
         subtask: Subtask,
-        number: int,
         budget: SubtaskBudget,
-        detector: LoopDetector,
-        original: Subtask,
+        *,
         missing: str,
         attempts: int,
     ) -> tuple[SubtaskOutcome, SubtaskBudget]:
-        steps = await manager.decompose(
+        number, original = job.number, job.original
+        steps = await decompose(
             self.runtime, turn, self.persona, subtask=subtask, number=number, missing=missing
         )
         results: list[SubtaskOutcome] = []
         for step in steps.subtasks:  # the steps share the original subtask's budget
-            result, budget = await self._run_subtask(
-                turn, run, subtask=step, number=number, budget=budget, detector=detector,
-                original=original,
-            )  # fmt: skip
+            result, budget = await self._run_subtask(turn, job, step, budget)
             results.append(result)
         status = _merged_status({r.status for r in results})
         return SubtaskOutcome(
@@ -426,7 +432,7 @@ class TeamLoop:
     ) -> ValidationResult | None:
         rt = self.runtime
         for attempt in range(1, self.config.validator_attempts + 1):
-            outcome = await validator.validate(
+            outcome = await validate(
                 rt, turn, subtask=subtask, number=number, work=work, level=level,
                 required_tools=required, tools_available=allowed, workspace=self.workspace,
                 persona=self._persona_for(subtask).name, skills_text=skills_text,

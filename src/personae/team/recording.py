@@ -101,21 +101,12 @@ class RecordingToolset(WrapperToolset[Any]):
             )
 
     def _record(
-        self,
-        name: str,
-        args: dict[str, Any],
-        *,
-        ok: bool,
-        result: str,
-        started: float | None = None,
-        **extra: Any,
+        self, name: str, args: dict[str, Any], *, ok: bool, result: str, **extra: Any
     ) -> str:
-        record = ToolCallRecord.made(
-            name, args, ok=ok, text=result, started=started, persona=self.persona, **extra
-        )
-        self.log.calls.append(record)
-        if self.on_call is not None:
-            self.on_call(record)
+        """Log the call (``extra``: ``started``, ``reused``, ``refused``); returns what the
+        model is told."""
+        record = ToolCallRecord.made(name, args, ok=ok, text=result, persona=self.persona, **extra)
+        self.log.add(record, self.on_call)
         return result if ok else f"ERROR: {result}"
 
 

@@ -64,6 +64,14 @@ class SubagentOutcome(BaseModel):
     """Why it failed or stopped."""
 
 
+def _not_run(persona: str, context_mode: str, error: str) -> SubagentOutcome:
+    """The outcome of a spawn refused before the child ran."""
+    return SubagentOutcome(
+        persona=persona, status="failed", final_message="", progress_made=False,
+        context_mode=context_mode, error=error,
+    )  # fmt: skip
+
+
 def child_prompt(mode: ContextMode, task: str, turn: TurnContext | None) -> str:
     """The child's first message for a context mode (the task is always included)."""
     task_block = f"<task>\n{task}\n</task>"
@@ -209,33 +217,20 @@ class Spawner:
                         action="spawn_refused", details={"persona": name, "parent": parent.name},
                     )
                 )  # fmt: skip
-                return SubagentOutcome(
-                    persona=name, status="failed", final_message="", progress_made=False,
-                    context_mode="none", error=error_text,
-                )  # fmt: skip
+                return _not_run(name, "none", error_text)
         persona = spawnable.get(name)
         if persona is None:
-            error = UnknownNameError("persona", name, spawnable)
-            return SubagentOutcome(
-                persona=name, status="failed", final_message="", progress_made=False,
-                context_mode="none", error=str(error),
-            )  # fmt: skip
+            return _not_run(name, "none", str(UnknownNameError("persona", name, spawnable)))
         mode = persona.context
         if depth > self.depth_cap:
-            return SubagentOutcome(
-                persona=name, status="failed", final_message="", progress_made=False,
-                context_mode=mode.value, error=f"sub-agent depth cap of {self.depth_cap} reached",
-            )  # fmt: skip
+            return _not_run(name, mode.value, f"sub-agent depth cap of {self.depth_cap} reached")
+        start = f"spawn {name} (context: {mode.value}, depth {depth})"
         self.runtime.emit(
             SubagentStarted(
-                message=f"spawn {name} (context: {mode.value}, depth {depth})",
-                subtask=subtask,
-                persona=name,
-                context_mode=mode.value,
-                depth=depth,
-                task=task,
+                message=start, subtask=subtask, persona=name, context_mode=mode.value,
+                depth=depth, task=task,
             )
-        )
+        )  # fmt: skip
         temp: Path | None = None
         try:
             child_box = box
@@ -251,16 +246,12 @@ class Spawner:
                 shutil.rmtree(temp, ignore_errors=True)
         self.runtime.emit(
             SubagentEnded(
-                message=f"{name} finished: {outcome.status}",
-                subtask=subtask,
-                persona=name,
-                context_mode=mode.value,
-                status=outcome.status,
-                progress_made=outcome.progress_made,
-                usage=outcome.usage,
+                message=f"{name} finished: {outcome.status}", subtask=subtask, persona=name,
+                context_mode=mode.value, status=outcome.status,
+                progress_made=outcome.progress_made, usage=outcome.usage,
                 temp_workspace=str(temp) if temp else None,
             )
-        )
+        )  # fmt: skip
         return outcome
 
     async def _run_child(

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from personae.context.assemble import assemble_snapshot
 from personae.context.budget import Budget
-from personae.context.messages import ChatMessage, ToolCall
+from personae.context.messages import ChatMessage, ChatToolCall
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.snapshot import Snapshot, Summarizer
 from personae.context.spec import Profile
@@ -173,7 +173,7 @@ class TurnContext:
             ChatMessage(
                 role="assistant",
                 content="",
-                tool_calls=(ToolCall(id=call_id, name=tool, arguments=arguments),),
+                tool_calls=(ChatToolCall(id=call_id, name=tool, arguments=arguments),),
                 seq=seq,
             ),
             ChatMessage(role="tool", content=result, tool_call_id=call_id, seq=seq + 1),

@@ -11,12 +11,16 @@ from personae.errors import UnknownNameError
 __all__ = [
     "BUILTIN_TOOL_NAMES",
     "CLAUDE_TOOL_MAP",
+    "MCP_TOOL_NAME",
     "canonical_tool_name",
+    "require_tool_names",
     "split_tool_spec",
-    "strict_tool_names",
 ]
 
 _SPEC_RE = re.compile(r"^\s*([^()\s]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
+
+MCP_TOOL_NAME = re.compile(r"^mcp__(?P<server>.+?)(?:__(?P<tool>.+))?$")
+"""``mcp__<server>__<tool>`` (or ``mcp__<server>``): groups ``server`` and ``tool``."""
 
 BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(
     {
@@ -64,7 +68,7 @@ def split_tool_spec(spec: str) -> tuple[str, str | None]:
     return canonical_tool_name(match.group(1)), match.group(2)
 
 
-def strict_tool_names(
+def require_tool_names(
     names: Iterable[str],
     known: Iterable[str] = BUILTIN_TOOL_NAMES,
     *,
@@ -72,9 +76,11 @@ def strict_tool_names(
     line: int | None = None,
     field: str = "tools",
 ) -> list[str]:
-    """Canonical names of a tools list, each checked against ``known``.
+    """Canonical names of a tools list, each checked against ``known``; strict: raises.
 
-    For personae's own persona files, where an unknown tool is an error.
+    Unlike ``personae.persona._tools.check_tool_names`` (which sorts names into
+    available and unavailable for the loader's messages), an unknown name here
+    is an error.
     Claude Code names are mapped; a ``Name(pattern)`` entry is checked by its
     name. Order is kept, duplicates dropped.
 

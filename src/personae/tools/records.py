@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,9 @@ def shorten(text: str) -> str:
     if len(text) <= RESULT_KEEP:
         return text
     return text[:RESULT_KEEP] + f"... [{len(text) - RESULT_KEEP} more chars]"
+
+
+_DISPATCH_DETAILS = {"canonical_args", "result_preview", "error", "duration_s"}
 
 
 def _preview(text: str, limit: int) -> str:
@@ -89,6 +93,11 @@ class ToolCallRecord(BaseModel):
             **extra,
         )
 
+    def brief(self) -> dict[str, Any]:
+        """The record as a run's ``work_result`` event stores it (without the dispatch
+        details ``canonical_args``, ``result_preview``, ``error`` and ``duration_s``)."""
+        return self.model_dump(exclude=_DISPATCH_DETAILS)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the record."""
         data = self.model_dump(mode="json")
@@ -104,6 +113,14 @@ class CallLog:
     """Every call, in order."""
     loop_detected: bool = False
     """A repeated identical call was refused."""
+
+    def add(
+        self, record: ToolCallRecord, on_call: Callable[[ToolCallRecord], None] | None = None
+    ) -> None:
+        """Append ``record`` and pass it to ``on_call``."""
+        self.calls.append(record)
+        if on_call is not None:
+            on_call(record)
 
     @property
     def failed(self) -> list[ToolCallRecord]:

@@ -15,8 +15,8 @@ model sees a failed tool result and can adapt; no retry budget is spent).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
 
 from pydantic_ai import RunContext, ToolFailed
 from pydantic_ai.tools import ToolDefinition
@@ -30,10 +30,8 @@ from personae.tools.names import BUILTIN_TOOL_NAMES, canonical_tool_name, split_
 from personae.tools.records import CallLog, ToolCallRecord
 from personae.tools.workspace import Workspace
 
-if TYPE_CHECKING:
-    from personae.persona.model import Persona
-
 __all__ = [
+    "ToolLists",
     "ToolRefusedError",
     "ToolSubset",
     "effective_tool_names",
@@ -223,9 +221,7 @@ class ToolSubset(AbstractToolset[Any]):
             name, args, ok=ok, text=text, started=started,
             preview_chars=self.limits.preview_chars, **extra,
         )  # fmt: skip
-        self.log.calls.append(record)
-        if self.on_call is not None:
-            self.on_call(record)
+        self.log.add(record, self.on_call)
 
     @property
     def failed_calls(self) -> list[ToolCallRecord]:
@@ -263,7 +259,19 @@ class ToolSubset(AbstractToolset[Any]):
             raise ToolFailed(str(exc)) from exc
 
 
-def effective_tool_names(persona: Persona, available: Iterable[str]) -> list[str]:
+class ToolLists(Protocol):
+    """What the name functions read of a persona (a :class:`~personae.persona.model.Persona`)."""
+
+    @property
+    def tools(self) -> Sequence[str] | None:
+        """Allowed tool entries as written (``None``: every tool)."""
+
+    @property
+    def disallowed_tools(self) -> Sequence[str]:
+        """Denied tool entries as written."""
+
+
+def effective_tool_names(persona: ToolLists, available: Iterable[str]) -> list[str]:
     """The tools ``persona`` gets: ``available`` ones named in its list, minus its disallowed.
 
     ``persona.tools is None`` means every available tool. Claude Code names are
@@ -286,7 +294,7 @@ def effective_tool_names(persona: Persona, available: Iterable[str]) -> list[str
     return sorted((wanted & avail) - denied)
 
 
-def unavailable_tool_names(persona: Persona, available: Iterable[str]) -> list[str]:
+def unavailable_tool_names(persona: ToolLists, available: Iterable[str]) -> list[str]:
     """Entries of ``persona.tools`` (as written) that :func:`effective_tool_names` leaves out.
 
     For ``check`` warnings: each is either a tool personae does not provide here
