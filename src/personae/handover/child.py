@@ -23,13 +23,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, assert_never
 
 from personae.errors import UsageError
 from personae.handover._ledger import ledger_event
 from personae.handover.duration import format_seconds
 from personae.handover.files import read_handover, save_handover, sha256_file, update_handover
-from personae.handover.schema import ContextHandover, Results
+from personae.handover.schema import ContextHandover, Results, ResultStatus
 from personae.layout import Layout
 from personae.limits import DEFAULTS
 from personae.procs import LIFELINE_ENV, RUN_PROCESSES, die_with_parent, lifeline
@@ -50,6 +50,7 @@ __all__ = [
     "HandoverOutcome",
     "backoff_delays",
     "execute_handover",
+    "exit_code_for",
     "handover_depth",
     "kill_group",
     "personae_run_command",
@@ -201,20 +202,29 @@ class HandoverOutcome:
     """Every attempt, in order."""
 
     @property
-    def status(self) -> str:
+    def status(self) -> ResultStatus:
         """``success``, ``failure`` or ``partial``."""
         return self.handover.results.status if self.handover.results else "failure"
 
     @property
     def exit_code(self) -> int:
         """The process exit code for this outcome (see EXIT_CODES)."""
-        if self.status == "success":
+        timed_out = bool(self.attempts) and self.attempts[-1].timed_out
+        return exit_code_for(self.status, timed_out=timed_out)
+
+
+def exit_code_for(status: ResultStatus, *, timed_out: bool) -> int:
+    """The exit code of a handover run or chain that ended with ``status`` (see EXIT_CODES);
+    a failure is a timeout when ``timed_out``."""
+    match status:
+        case "success":
             return EXIT_SUCCESS
-        if self.status == "partial":
+        case "partial":
             return EXIT_PARTIAL
-        if self.attempts and self.attempts[-1].timed_out:
-            return EXIT_TIMEOUT
-        return EXIT_FAILURE
+        case "failure":
+            return EXIT_TIMEOUT if timed_out else EXIT_FAILURE
+        case _:
+            assert_never(status)
 
 
 def backoff_delays(

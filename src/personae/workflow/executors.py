@@ -27,7 +27,7 @@ from personae.handover.child import (
     kill_group,
     personae_run_command,
 )
-from personae.handover.schema import Results
+from personae.handover.schema import Results, ResultStatus
 from personae.limits import DEFAULTS
 
 __all__ = [
@@ -46,7 +46,7 @@ class JobResult:
 
     key: str
     """The job's key."""
-    status: str
+    status: ResultStatus
     """``success``, ``failure`` or ``partial``."""
     results: Results | None
     """The handover's results (a batch task: its answer as results)."""
