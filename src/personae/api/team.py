@@ -298,7 +298,7 @@ def _cancelled(options: RunOptions, seen: Sequence[Event]) -> TeamResult:
     """The result of a run ended by a cancel token or its timeout (as stored)."""
     from personae.project import Project
     from personae.store.db import Store
-    from personae.store.runs import RunStore
+    from personae.store.runs import RunStatus, RunStore
     from personae.team.events import RunStarted
 
     run_id = seen[0].run_id if seen else ""
@@ -309,7 +309,7 @@ def _cancelled(options: RunOptions, seen: Sequence[Event]) -> TeamResult:
     if run_id:
         with Store(Project.open(options.root).state_db) as store:
             runs = RunStore(store)
-            runs.settle(run_id, status="cancelled", error="cancelled from the Python API")
+            runs.settle(run_id, status=RunStatus.CANCELLED, error="cancelled from the Python API")
             record = runs.get(run_id)
             usage, model, session = dict(record.usage or {}), record.model, record.session_id or ""
     return TeamResult(

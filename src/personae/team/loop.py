@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
@@ -80,8 +80,8 @@ class TurnResult:
     """The synthesized answer."""
     outcomes: list[SubtaskOutcome]
     """One per planned subtask."""
-    status: str
-    """done (all validated), partial, or failed."""
+    status: Literal["done", "partial"]
+    """done (all validated) or partial."""
     warnings: list[str] = field(default_factory=list)
     """User-visible warnings."""
     failure_count: int = 0
@@ -217,7 +217,7 @@ class TeamLoop:
                 turn.add_assistant(f"[subtask {number}] {outcome.result}")
         final = await synthesize(rt, turn, self.persona, outcomes)
         done = all(o.status is SubtaskStatus.VALIDATED for o in outcomes)
-        status = "done" if done else "partial"
+        status: Literal["done", "partial"] = "done" if done else "partial"
         rt.emit(
             RunFinished(
                 message=final,

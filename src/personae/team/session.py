@@ -29,7 +29,7 @@ from personae.persona.model import Persona
 from personae.project import Project, SandboxConfig
 from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
-from personae.store.runs import RunStore
+from personae.store.runs import RunStatus, RunStore
 from personae.team.events import Event, EventBus, RunStarted, ToolCalled, event_from_json
 from personae.team.loop import TeamConfig, TeamLoop, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
@@ -365,16 +365,16 @@ async def _run_team(team: TeamLoop, turn: TurnContext, rec: _Recording) -> TurnR
         runtime.flush()
     except asyncio.CancelledError:  # timed out or interrupted
         runtime.flush()
-        runs.finish(run_id, status="cancelled", final_text="", usage=usage.as_dict())
+        runs.finish(run_id, status=RunStatus.CANCELLED, final_text="", usage=usage.as_dict())
         raise
     except PersonaeError:
         runtime.flush()
-        runs.finish(run_id, status="failed", final_text="", usage=usage.as_dict())
+        runs.finish(run_id, status=RunStatus.FAILED, final_text="", usage=usage.as_dict())
         raise
     except Exception as exc:
         runtime.flush()
         message = f"run {run_id} failed: {type(exc).__name__}: {exc}"
-        runs.finish(run_id, status="failed", final_text=message, usage=usage.as_dict())
+        runs.finish(run_id, status=RunStatus.FAILED, final_text=message, usage=usage.as_dict())
         raise RunError(message, run_id=run_id) from exc
     return result
 
