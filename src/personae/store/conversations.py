@@ -54,6 +54,9 @@ __all__ = [
 ]
 
 _COLUMNS = "id, seq, role, content, tool_calls, tool_call_id, tokens, counter, created"
+_SESSION = "id, created, title, persona, message_count, last_seq, token_total"
+_END = 2**62
+"""A seq above every stored one (open upper bounds)."""
 _PAGE = 16
 _MAX_PAGE = 256
 
@@ -116,29 +119,19 @@ class ConversationStore:
 
     def session(self, session_id: str) -> Session:
         """The session ``session_id`` (``UnknownNameError`` if there is none)."""
-        with self._store.read() as conn:
-            row = conn.execute(
-                "SELECT id, created, title, persona, message_count, last_seq, token_total"
-                " FROM sessions WHERE id = ?",
-                (session_id,),
-            ).fetchone()
+        row = self._store.fetchone(f"SELECT {_SESSION} FROM sessions WHERE id = ?", (session_id,))
         if row is None:
             raise self._unknown(session_id)
         return Session(*row)
 
     def sessions(self, *, limit: int | None = None) -> list[Session]:
         """Sessions, newest first."""
-        sql = (
-            "SELECT id, created, title, persona, message_count, last_seq, token_total"
-            " FROM sessions ORDER BY created DESC, rowid DESC"
-        )
+        sql = f"SELECT {_SESSION} FROM sessions ORDER BY created DESC, rowid DESC"
         params: tuple[int, ...] = ()
         if limit is not None:
             sql += " LIMIT ?"
             params = (limit,)
-        with self._store.read() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        return [Session(*row) for row in rows]
+        return [Session(*row) for row in self._store.fetchall(sql, params)]
 
     def count(self, session_id: str) -> int:
         """Number of messages stored in the session."""
@@ -228,19 +221,11 @@ class ConversationStore:
         size = max(1, page)
         first = True
         while True:
-            with self._reader() as reader:
-                if cursor is None:
-                    rows = reader.execute(
-                        f"SELECT {_COLUMNS} FROM messages WHERE session_id = ?"
-                        " ORDER BY seq DESC LIMIT ?",
-                        (session_id, size),
-                    ).fetchall()
-                else:
-                    rows = reader.execute(
-                        f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND seq < ?"
-                        " ORDER BY seq DESC LIMIT ?",
-                        (session_id, cursor, size),
-                    ).fetchall()
+            rows = self._messages(
+                session_id,
+                "seq < ? ORDER BY seq DESC LIMIT ?",
+                (_END if cursor is None else cursor, size),
+            )
             if not rows:
                 if first:
                     self.session(session_id)  # raises for an unknown session
@@ -302,16 +287,21 @@ class ConversationStore:
         self, session_id: str, *, after_seq: int = 0, upto_seq: int | None = None
     ) -> list[Message]:
         """Messages with ``after_seq < seq <= upto_seq``, oldest first (for summarizers)."""
-        upper = upto_seq if upto_seq is not None else 2**62
-        with self._reader() as reader:
-            rows = reader.execute(
-                f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND seq > ? AND seq <= ?"
-                " ORDER BY seq",
-                (session_id, after_seq, upper),
-            ).fetchall()
+        upper = upto_seq if upto_seq is not None else _END
+        rows = self._messages(session_id, "seq > ? AND seq <= ? ORDER BY seq", (after_seq, upper))
         if not rows:
             self.session(session_id)  # raises for an unknown session
         return list(self._materialize(rows, None))
+
+    def _messages(
+        self, session_id: str, condition: str, params: Sequence[Any]
+    ) -> list[tuple[Any, ...]]:
+        """Rows (:data:`_COLUMNS`) of the session's messages that meet ``condition``."""
+        with self._reader() as reader:
+            return reader.execute(
+                f"SELECT {_COLUMNS} FROM messages WHERE session_id = ? AND {condition}",
+                (session_id, *params),
+            ).fetchall()
 
     def _materialize(
         self, rows: Sequence[tuple[Any, ...]], counter: TokenCounter | None
@@ -335,14 +325,13 @@ class ConversationStore:
     ) -> dict[int, int]:
         """Counts by ``counter`` for message ``ids``: cached ones read, others counted once."""
         marks = ",".join("?" * len(ids))
-        with self._store.read() as conn:
-            cached = dict(
-                conn.execute(
-                    f"SELECT message_id, tokens FROM message_tokens"
-                    f" WHERE counter = ? AND message_id IN ({marks})",
-                    (counter.name, *ids),
-                ).fetchall()
+        cached = dict(
+            self._store.fetchall(
+                f"SELECT message_id, tokens FROM message_tokens"
+                f" WHERE counter = ? AND message_id IN ({marks})",
+                (counter.name, *ids),
             )
+        )
         needed = set(ids).difference(cached)
         missing = [row for row in rows if row[0] in needed]
         if missing:
@@ -385,12 +374,11 @@ class ConversationStore:
         self, session_id: str, *, counter: TokenCounter | None = None
     ) -> Summary | None:
         """The summary covering the most messages (newest on ties), or ``None``."""
-        with self._store.read() as conn:
-            row = conn.execute(
-                "SELECT id, covers_seq, text, tokens, counter, created FROM summaries"
-                " WHERE session_id = ? ORDER BY covers_seq DESC, id DESC LIMIT 1",
-                (session_id,),
-            ).fetchone()
+        row = self._store.fetchone(
+            "SELECT id, covers_seq, text, tokens, counter, created FROM summaries"
+            " WHERE session_id = ? ORDER BY covers_seq DESC, id DESC LIMIT 1",
+            (session_id,),
+        )
         if row is None:
             self.session(session_id)
             return None

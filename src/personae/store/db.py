@@ -9,9 +9,11 @@ through :meth:`Store.read` and :meth:`Store.transaction`, which yield a connecti
 ``execute``/``executemany`` taking ``?`` placeholders on both backends.
 
 Migrations are the files ``store/migrations/NNNN_name.sql``, applied in number order,
-exactly once (recorded in ``schema_migrations``); ``store/migrations/postgres/NNNN_name.sql``
-replaces a file on PostgreSQL where the SQL differs. Each part of personae owns its own
-migration files.
+exactly once (recorded in ``schema_migrations``). One file serves both backends: it is
+written in SQLite's SQL, and :func:`~personae.store._base.for_dialect` applies the few
+PostgreSQL spellings (64-bit integers, identities, timestamp defaults) and keeps the lines
+marked ``-- only sqlite`` / ``-- only postgres`` for their backend. Each part of personae
+owns its own migration files.
 
 Many processes may open a new database at the same moment (parallel CLI commands, a
 chain's children). On SQLite every migration runs in a ``BEGIN IMMEDIATE`` transaction
@@ -31,13 +33,15 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from personae.fsutil import read_regular
 from personae.layout import CONFIG_NAMES, DIR_NAME
+from personae.store import calibration
 from personae.store._base import (
     Conn,
     Cursor,
@@ -45,6 +49,7 @@ from personae.store._base import (
     StoreError,
     StoreIntegrityError,
     added_column,
+    for_dialect,
     split_sql,
 )
 
@@ -120,15 +125,14 @@ def store_present(path: Path | str) -> bool:
 
 
 def _config_url(config: Path) -> str | None:
-    from personae.fsutil import read_regular
-
     try:
         data = read_regular(config, max_bytes=1_000_000)
     except OSError as exc:
         raise StoreError(f"{config}: cannot read database_url: {exc}") from None
     if b"database_url" not in data:
         return None  # the common case: no YAML parsed (the gate runs on every tool call)
-    import yaml  # a dependency; parsed only when the key is there
+    # local import: yaml loads only when the key is there (the gate runs on every tool call)
+    import yaml
 
     try:
         raw = yaml.safe_load(data.decode("utf-8"))
@@ -143,17 +147,14 @@ def _config_url(config: Path) -> str | None:
 
 
 def _migrations(dialect: Dialect = "sqlite") -> list[tuple[int, str, str]]:
-    """``(number, name, sql)`` in number order; a ``postgres/`` file of the same name wins there."""
+    """``(number, name, sql)`` in number order, each file's SQL as ``dialect`` runs it."""
     folder = resources.files("personae.store") / "migrations"
-    variants = folder / "postgres"
     found: list[tuple[int, str, str]] = []
     for entry in folder.iterdir():
         match = _MIGRATION_NAME.match(entry.name)
         if match:
-            source = entry
-            if dialect == "postgres" and (variants / entry.name).is_file():
-                source = variants / entry.name
-            found.append((int(match.group(1)), entry.name, source.read_text(encoding="utf-8")))
+            sql = for_dialect(entry.read_text(encoding="utf-8"), dialect)
+            found.append((int(match.group(1)), entry.name, sql))
     found.sort()
     numbers = [n for n, _, _ in found]
     if len(numbers) != len(set(numbers)):
@@ -175,6 +176,7 @@ class Store:
         self.lock = threading.RLock()
         self._pg: PostgresBackend | None = None
         if self.url:
+            # local import: optional extra personae[postgres]
             from personae.store._postgres import PostgresBackend  # optional extra
 
             self._pg = PostgresBackend(self.url, _migrations("postgres"))
@@ -257,12 +259,12 @@ class Store:
 
     @contextmanager
     def transaction(self) -> Iterator[Conn]:
-        """A write transaction, all or nothing (SQLite: ``BEGIN IMMEDIATE``)."""
-        if self._pg is not None:
-            with self._pg.connection() as pg:
-                yield pg
-            return
-        with self.lock:
+        """A write transaction, all or nothing (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a
+        pooled connection commits when the block ends, rolls back when it raises)."""
+        with self.read() as conn:
+            if self._pg is not None:
+                yield conn
+                return
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -270,6 +272,16 @@ class Store:
                 self._conn.execute("ROLLBACK")
                 raise
             self._conn.execute("COMMIT")
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """The first row of one read statement (``None`` when there is none)."""
+        with self.read() as conn:
+            return conn.execute(sql, params).fetchone()
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """All rows of one read statement."""
+        with self.read() as conn:
+            return conn.execute(sql, params).fetchall()
 
     def for_update(self) -> str:
         """`` FOR UPDATE`` on PostgreSQL (row lock for read-modify-write), empty on SQLite.
@@ -280,16 +292,12 @@ class Store:
 
     def calibration_factors(self) -> dict[str, tuple[float, int]]:
         """Token-estimate factors per model (``personae.tokens.Calibration`` reads these)."""
-        from personae.store import calibration
-
         return calibration.factors(self)
 
     def update_calibration(
         self, key: str, move: Callable[[float, int], float | None]
     ) -> tuple[float, int] | None:
         """Store ``move(factor, samples)`` as ``key``'s factor (see ``store.calibration``)."""
-        from personae.store import calibration
-
         return calibration.update(self, key, move)
 
     def applied_migrations(self) -> list[str]:

@@ -10,10 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from personae.store.db import Conn, Store
 
-__all__ = ["HandoverLedger", "LedgerEntry", "LedgerEvent"]
+__all__ = [
+    "EventFacts",
+    "EventNotes",
+    "HandoverLedger",
+    "LedgerEntry",
+    "LedgerEvent",
+    "NewHandover",
+]
 
 _TERMINAL = ("success", "failure", "partial")
 _COLUMNS = (
@@ -31,6 +39,41 @@ def _times() -> tuple[str, str]:
 def _now() -> str:
     """UTC now as the ledger stores times (``2026-01-01T12:00:00.000Z``)."""
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class NewHandover(TypedDict):
+    """The columns a handover's ledger row starts with."""
+
+    handover_id: str
+    """The handover id."""
+    path: Path
+    """Where its file was written."""
+    file_hash: str
+    """sha256 of the file."""
+    source_persona: str
+    """Who hands over."""
+    target_persona: str
+    """Who receives."""
+    task: str
+    """The task."""
+
+
+class EventNotes(TypedDict, total=False):
+    """What an event may note besides its name and the file's path (all optional)."""
+
+    status: str | None
+    """The handover's status from now on (also updates the ledger row)."""
+    file_hash: str | None
+    """The file's hash at that point."""
+    detail: str | None
+    """Free text (error, attempt number ...); a failure's detail is the row's error."""
+
+
+class EventFacts(EventNotes, total=False):
+    """What an event may record besides its name (all optional)."""
+
+    path: Path | None
+    """The file's path at that point."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,64 +139,28 @@ class HandoverLedger:
         """Close the underlying store."""
         self.store.close()
 
-    def record_created(
-        self,
-        *,
-        handover_id: str,
-        path: Path,
-        file_hash: str,
-        source_persona: str,
-        target_persona: str,
-        task: str,
-    ) -> None:
+    def record_created(self, **row: Unpack[NewHandover]) -> None:
         """Record a new handover (or re-creation of the same id)."""
         with self.store.transaction() as conn:
-            conn.execute(
-                "INSERT INTO handover_ledger(handover_id, path, file_hash, source_persona,"
-                " target_persona, task, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT(handover_id) DO UPDATE SET path=excluded.path,"
-                " file_hash=excluded.file_hash, updated_at=excluded.updated_at",
-                (
-                    handover_id,
-                    str(path),
-                    file_hash,
-                    source_persona,
-                    target_persona,
-                    task,
-                    *_times(),
-                ),
-            )
-            self._event(
+            _insert(
                 conn,
-                handover_id,
+                row,
+                "(handover_id) DO UPDATE SET path=excluded.path,"
+                " file_hash=excluded.file_hash, updated_at=excluded.updated_at",
+            )
+            _event(
+                conn,
+                row["handover_id"],
                 "created",
-                status="created",
-                file_hash=file_hash,
-                path=path,
-                detail=None,
+                {"status": "created", "file_hash": row["file_hash"], "path": row["path"]},
             )
 
-    def record_event(
-        self,
-        handover_id: str,
-        event: str,
-        *,
-        status: str | None = None,
-        file_hash: str | None = None,
-        path: Path | None = None,
-        detail: str | None = None,
-    ) -> None:
+    def record_event(self, handover_id: str, event: str, **facts: Unpack[EventFacts]) -> None:
         """Append an event; a status also updates the ledger row (terminal ones set finished_at)."""
+        status = facts.get("status")
+        path = facts.get("path")
         with self.store.transaction() as conn:
-            self._event(
-                conn,
-                handover_id,
-                event,
-                status=status,
-                file_hash=file_hash,
-                path=path,
-                detail=detail,
-            )
+            _event(conn, handover_id, event, facts)
             if status is None:
                 return
             finished = status in _TERMINAL
@@ -165,10 +172,10 @@ class HandoverLedger:
                 " finished_at=CASE WHEN ? THEN ? ELSE finished_at END WHERE handover_id=?",
                 (
                     status,
-                    file_hash,
+                    facts.get("file_hash"),
                     str(path) if path else None,
                     finished,
-                    detail if status == "failure" else None,
+                    facts.get("detail") if status == "failure" else None,
                     now,
                     finished,
                     now,
@@ -176,58 +183,18 @@ class HandoverLedger:
                 ),
             )
 
-    def ensure(
-        self,
-        *,
-        handover_id: str,
-        path: Path,
-        file_hash: str,
-        source_persona: str,
-        target_persona: str,
-        task: str,
-    ) -> None:
+    def ensure(self, **row: Unpack[NewHandover]) -> None:
         """Insert a row for a handover created elsewhere (another project's ledger)."""
         with self.store.transaction() as conn:
-            conn.execute(
-                "INSERT INTO handover_ledger(handover_id, path, file_hash, source_persona,"
-                " target_persona, task, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT DO NOTHING",
-                (
-                    handover_id,
-                    str(path),
-                    file_hash,
-                    source_persona,
-                    target_persona,
-                    task,
-                    *_times(),
-                ),
-            )
-
-    @staticmethod
-    def _event(
-        conn: Conn,
-        handover_id: str,
-        event: str,
-        *,
-        status: str | None,
-        file_hash: str | None,
-        path: Path | None,
-        detail: str | None,
-    ) -> None:
-        conn.execute(
-            "INSERT INTO handover_events(handover_id, event, status, file_hash, path, detail, at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (handover_id, event, status, file_hash, str(path) if path else None, detail, _now()),
-        )
+            _insert(conn, row, "DO NOTHING")
 
     def get(self, handover_id: str) -> LedgerEntry | None:
         """The ledger row for ``handover_id`` (a unique prefix works too)."""
-        with self.store.read() as conn:
-            rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM handover_ledger WHERE handover_id LIKE ? ESCAPE '\\'"
-                " ORDER BY created_at",
-                (handover_id.replace("%", "").replace("_", "\\_") + "%",),
-            ).fetchall()
+        rows = self.store.fetchall(
+            f"SELECT {_COLUMNS} FROM handover_ledger WHERE handover_id LIKE ? ESCAPE '\\'"
+            " ORDER BY created_at",
+            (handover_id.replace("%", "").replace("_", "\\_") + "%",),
+        )
         exact = [r for r in rows if r["handover_id"] == handover_id]
         chosen = exact or (rows if len(rows) == 1 else [])
         return LedgerEntry(**dict(chosen[0])) if chosen else None
@@ -240,16 +207,49 @@ class HandoverLedger:
             sql += " WHERE status=?"
             args = (status,)
         sql += " ORDER BY created_at DESC, rowid DESC LIMIT ?"
-        with self.store.read() as conn:
-            rows = conn.execute(sql, (*args, limit)).fetchall()
-        return [LedgerEntry(**dict(r)) for r in rows]
+        return [LedgerEntry(**dict(r)) for r in self.store.fetchall(sql, (*args, limit))]
 
     def events(self, handover_id: str) -> list[LedgerEvent]:
         """The audit trail of one handover, oldest first."""
-        with self.store.read() as conn:
-            rows = conn.execute(
-                "SELECT handover_id, event, status, file_hash, path, detail, at"
-                " FROM handover_events WHERE handover_id=? ORDER BY id",
-                (handover_id,),
-            ).fetchall()
+        rows = self.store.fetchall(
+            "SELECT handover_id, event, status, file_hash, path, detail, at"
+            " FROM handover_events WHERE handover_id=? ORDER BY id",
+            (handover_id,),
+        )
         return [LedgerEvent(**dict(r)) for r in rows]
+
+
+def _insert(conn: Conn, row: NewHandover, on_conflict: str) -> None:
+    """Insert a ledger row (created and updated now), ``ON CONFLICT`` ``on_conflict``."""
+    conn.execute(
+        "INSERT INTO handover_ledger(handover_id, path, file_hash, source_persona,"
+        " target_persona, task, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        f" ON CONFLICT {on_conflict}",
+        (
+            row["handover_id"],
+            str(row["path"]),
+            row["file_hash"],
+            row["source_persona"],
+            row["target_persona"],
+            row["task"],
+            *_times(),
+        ),
+    )
+
+
+def _event(conn: Conn, handover_id: str, event: str, facts: EventFacts) -> None:
+    """Append one row to ``handover_events``."""
+    path = facts.get("path")
+    conn.execute(
+        "INSERT INTO handover_events(handover_id, event, status, file_hash, path, detail, at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            handover_id,
+            event,
+            facts.get("status"),
+            facts.get("file_hash"),
+            str(path) if path else None,
+            facts.get("detail"),
+            _now(),
+        ),
+    )

@@ -80,8 +80,7 @@ class MindTables:
 
     def generation(self, key: str) -> int:
         """How many catalog changes folder ``key`` has seen."""
-        with self.store.read() as conn:
-            row = conn.execute("SELECT generation FROM mind_dirs WHERE dir = ?", (key,)).fetchone()
+        row = self.store.fetchone("SELECT generation FROM mind_dirs WHERE dir = ?", (key,))
         return 0 if row is None else int(row[0])
 
     def replace_memory(
@@ -137,23 +136,21 @@ class MindTables:
         if not names:
             return {}
         marks = ",".join("?" * len(names))
-        with self.store.read() as conn:
-            rows = conn.execute(
-                f"SELECT name, body FROM mind_docs WHERE dir = ? AND source = 'memory'"
-                f" AND name IN ({marks})",
-                [key, *names],
-            ).fetchall()
+        rows = self.store.fetchall(
+            f"SELECT name, body FROM mind_docs WHERE dir = ? AND source = 'memory'"
+            f" AND name IN ({marks})",
+            [key, *names],
+        )
         return {r[0]: r[1] for r in rows}
 
     def docs_by_facet(self, key: str, facet: str, value: str) -> list[str]:
         """Bodies of memory files with frontmatter ``facet: value``, by name (at most 20)."""
-        with self.store.read() as conn:
-            rows = conn.execute(
-                "SELECT d.body FROM mind_docs d JOIN mind_facets f ON f.doc_id = d.id"
-                " WHERE d.dir = ? AND d.source = 'memory' AND f.key = ? AND f.value = ?"
-                " ORDER BY d.name LIMIT 20",
-                (key, facet, value),
-            ).fetchall()
+        rows = self.store.fetchall(
+            "SELECT d.body FROM mind_docs d JOIN mind_facets f ON f.doc_id = d.id"
+            " WHERE d.dir = ? AND d.source = 'memory' AND f.key = ? AND f.value = ?"
+            " ORDER BY d.name LIMIT 20",
+            (key, facet, value),
+        )
         return [r[0] for r in rows]
 
     # -- recall ----------------------------------------------------------------------
@@ -203,8 +200,7 @@ class MindTables:
         if facet is not None:
             params.extend(facet)
         params.extend([exclude if exclude is not None else -1, skip_memory, k])
-        with self.store.read() as conn:
-            rows = conn.execute(sql, params).fetchall()
+        rows = self.store.fetchall(sql, params)
         return [(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], float(r[8])) for r in rows]
 
     def doc_frequencies(self, words: Sequence[str]) -> tuple[int, dict[str, int]]:
@@ -252,22 +248,20 @@ class MindTables:
 
     def recent_journal(self, key: str, limit: int) -> list[tuple[int, str, str | None, str, str]]:
         """(id, kind, tool_name, text, created_at) of the latest entries, newest first."""
-        with self.store.read() as conn:
-            rows = conn.execute(
-                "SELECT id, kind, tool_name, text, created_at FROM mind_journal WHERE dir = ?"
-                " ORDER BY id DESC LIMIT ?",
-                (key, limit),
-            ).fetchall()
+        rows = self.store.fetchall(
+            "SELECT id, kind, tool_name, text, created_at FROM mind_journal WHERE dir = ?"
+            " ORDER BY id DESC LIMIT ?",
+            (key, limit),
+        )
         return [(int(r[0]), r[1], r[2], r[3], r[4]) for r in rows]
 
     def journal_entry(self, journal_id: int) -> dict[str, object] | None:
         """The verbatim journal row."""
-        with self.store.read() as conn:
-            row = conn.execute(
-                "SELECT id, kind, tool_name, args, result, text, created_at FROM mind_journal"
-                " WHERE id = ?",
-                (journal_id,),
-            ).fetchone()
+        row = self.store.fetchone(
+            "SELECT id, kind, tool_name, args, result, text, created_at FROM mind_journal"
+            " WHERE id = ?",
+            (journal_id,),
+        )
         return None if row is None else dict(row)
 
     # -- bootstraps ------------------------------------------------------------------
@@ -291,8 +285,7 @@ class MindTables:
         if session_id is not None:
             sql += " WHERE session_id = ?"
             params = (session_id,)
-        with self.store.read() as conn:
-            row = conn.execute(sql + " ORDER BY id DESC LIMIT 1", params).fetchone()
+        row = self.store.fetchone(sql + " ORDER BY id DESC LIMIT 1", params)
         return None if row is None else str(row[0])
 
     # -- rows ------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,9 @@ __all__ = [
     "RunStore",
     "StoredEvent",
 ]
+
+
+_R = TypeVar("_R", bound=BaseModel)
 
 
 class RunStatus(StrEnum):
@@ -102,12 +105,12 @@ class StoredEvent(BaseModel):
     data: dict[str, Any]
 
 
-class ModelCallRecord(BaseModel):
-    """One model call: who called, with which assembled context and budget report."""
+class ModelCallRow(BaseModel):
+    """A model call as written to ``model_calls``: who called, with which assembled context
+    and budget report, and what came back."""
 
     model_config = ConfigDict(frozen=True)
 
-    seq: int
     role: str
     persona: str | None
     subtask: int | None
@@ -118,6 +121,12 @@ class ModelCallRecord(BaseModel):
     at: str
     answer: ModelAnswer | None = None
     """What the model answered (``None``: stored before answers were kept)."""
+
+
+class ModelCallRecord(ModelCallRow):
+    """One stored model call: a :class:`ModelCallRow` with its number in the run."""
+
+    seq: int
 
 
 class RunStore:
@@ -206,7 +215,15 @@ class RunStore:
     ) -> None:
         """Store one model call's assembled context, budget report and answer."""
         row = ModelCallRow(
-            role, persona, subtask, model, context_text, budget, usage, _now(), answer
+            role=role,
+            persona=persona,
+            subtask=subtask,
+            model=model,
+            context_text=context_text,
+            budget=budget,
+            usage=usage,
+            at=_now(),
+            answer=answer,
         )
         self.write_batch(run_id, events=(), calls=[row])
 
@@ -277,11 +294,10 @@ class RunStore:
         """
         me = this_process()
         moment = now or datetime.now(UTC)
-        with self.store.read() as conn:
-            rows = conn.execute(
-                "SELECT id, pid, pid_started, host, heartbeat_at, started_at FROM runs"
-                " WHERE status='running'"
-            ).fetchall()
+        rows = self.store.fetchall(
+            "SELECT id, pid, pid_started, host, heartbeat_at, started_at FROM runs"
+            " WHERE status='running'"
+        )
         crashed: list[tuple[str, str, str]] = []
         for row in rows:
             last = row["heartbeat_at"] or row["started_at"]
@@ -312,20 +328,19 @@ class RunStore:
             sql += " WHERE session_id = ?"
             params = (session_id,)
         sql += " ORDER BY started_at DESC, rowid DESC LIMIT ?"
-        with self.store.read() as conn:
-            rows = conn.execute(sql, (*params, limit)).fetchall()
-        return [_run(row) for row in rows]
+        return [
+            RunRecord.model_validate(_fields(r)) for r in self.store.fetchall(sql, (*params, limit))
+        ]
 
     def get(self, run_id: str) -> RunRecord:
         """One run (a unique id prefix works); UnknownNameError lists recent ids."""
-        with self.store.read() as conn:
-            rows = conn.execute(
-                "SELECT * FROM runs WHERE id = ? OR id LIKE ? ORDER BY started_at DESC",
-                (run_id, f"{run_id}%"),
-            ).fetchall()
+        rows = self.store.fetchall(
+            "SELECT * FROM runs WHERE id = ? OR id LIKE ? ORDER BY started_at DESC",
+            (run_id, f"{run_id}%"),
+        )
         exact = [r for r in rows if r["id"] == run_id]
         if exact or len(rows) == 1:
-            return _run((exact or rows)[0])
+            return RunRecord.model_validate(_fields((exact or rows)[0]))
         if len(rows) > 1:
             ids = ", ".join(r["id"] for r in rows[:10])
             raise UsageError(
@@ -335,61 +350,18 @@ class RunStore:
 
     def events(self, run_id: str) -> list[StoredEvent]:
         """The run's events in order."""
-        with self.store.read() as conn:
-            rows = conn.execute(
-                "SELECT * FROM run_events WHERE run_id = ? ORDER BY seq", (run_id,)
-            ).fetchall()
-        return [
-            StoredEvent(
-                seq=r["seq"],
-                kind=r["kind"],
-                at=r["at"],
-                subtask=r["subtask"],
-                message=r["message"],
-                data=json.loads(r["data_json"]),
-            )
-            for r in rows
-        ]
+        return self._of_run(StoredEvent, "run_events", run_id)
 
     def model_calls(self, run_id: str) -> list[ModelCallRecord]:
         """The run's model calls in order."""
-        with self.store.read() as conn:
-            rows = conn.execute(
-                "SELECT * FROM model_calls WHERE run_id = ? ORDER BY seq", (run_id,)
-            ).fetchall()
-        return [
-            ModelCallRecord(
-                seq=r["seq"],
-                role=r["role"],
-                persona=r["persona"],
-                subtask=r["subtask"],
-                model=r["model"],
-                context_text=r["context_text"],
-                budget=json.loads(r["budget_json"]),
-                usage=json.loads(r["usage_json"]),
-                at=r["at"],
-                answer=(
-                    None
-                    if r["answer_json"] is None
-                    else ModelAnswer.model_validate_json(r["answer_json"])
-                ),
-            )
-            for r in rows
-        ]
+        return self._of_run(ModelCallRecord, "model_calls", run_id)
 
-
-class ModelCallRow(NamedTuple):
-    """A model call as written to ``model_calls``."""
-
-    role: str
-    persona: str | None
-    subtask: int | None
-    model: str
-    context_text: str
-    budget: dict[str, Any]
-    usage: dict[str, Any]
-    at: str
-    answer: ModelAnswer | None = None
+    def _of_run(self, model: type[_R], table: str, run_id: str) -> list[_R]:
+        """The rows of ``table`` (run_events, model_calls) of one run, by seq."""
+        rows = self.store.fetchall(
+            f"SELECT * FROM {table} WHERE run_id = ? ORDER BY seq", (run_id,)
+        )
+        return [model.model_validate(_fields(r)) for r in rows]
 
 
 class EventRow(NamedTuple):
@@ -415,20 +387,11 @@ def _insert_events(conn: Conn, run_id: str, rows: Sequence[EventRow]) -> None:
     )
 
 
-def _run(row: Any) -> RunRecord:
-    return RunRecord(
-        id=row["id"],
-        session_id=row["session_id"],
-        task=row["task"],
-        persona=row["persona"],
-        model=row["model"],
-        status=row["status"],
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
-        final_text=row["final_text"],
-        usage=json.loads(row["usage_json"]),
-        error=row["error"],
-        pid=row["pid"],
-        host=row["host"],
-        heartbeat_at=row["heartbeat_at"],
-    )
+def _fields(row: Any) -> dict[str, Any]:
+    """A stored row as model fields: each ``x_json`` column decoded into field ``x``
+    (``NULL`` stays ``None``); columns the model has no field for are ignored by it."""
+    fields = dict(row)
+    for column in [c for c in fields if c.endswith("_json")]:
+        text = fields.pop(column)
+        fields[column.removesuffix("_json")] = None if text is None else json.loads(text)
+    return fields

@@ -55,13 +55,13 @@ class SummaryCalls:
         counter = counter_for_model(label)
         self.rows.append(
             ModelCallRow(
-                SUMMARIZER_ROLE,
-                self.persona,
-                None,
-                label,
-                context_text,
-                _report(label, context_text, request),
-                {
+                role=SUMMARIZER_ROLE,
+                persona=self.persona,
+                subtask=None,
+                model=label,
+                context_text=context_text,
+                budget=_report(label, context_text, request),
+                usage={
                     "input_tokens": usage.input_tokens,
                     "output_tokens": usage.output_tokens,
                     "step": 1,
@@ -71,8 +71,8 @@ class SummaryCalls:
                     "counter": counter.name,
                     "counter_exact": model_info(label).exact,
                 },
-                datetime.now(UTC).isoformat(timespec="milliseconds"),
-                ModelAnswer.build(text=response.text, finish_reason=response.finish_reason),
+                at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+                answer=ModelAnswer.build(text=response.text, finish_reason=response.finish_reason),
             )
         )
 

@@ -10,6 +10,9 @@ CREATE TABLE IF NOT EXISTS sessions (
     message_count INTEGER NOT NULL DEFAULT 0,
     token_total INTEGER NOT NULL DEFAULT 0
 );
+-- only postgres: SQLite's implicit rowid as a column (queries order by insertion)
+ALTER TABLE sessions ADD COLUMN rowid BIGINT GENERATED ALWAYS AS IDENTITY;
+-- end only
 
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY,

@@ -11,6 +11,9 @@ CREATE TABLE IF NOT EXISTS runs (
     final_text TEXT,
     usage_json TEXT NOT NULL DEFAULT '{}'
 );
+-- only postgres: SQLite's implicit rowid as a column (queries order by insertion)
+ALTER TABLE runs ADD COLUMN rowid BIGINT GENERATED ALWAYS AS IDENTITY;
+-- end only
 CREATE INDEX IF NOT EXISTS runs_session ON runs(session_id, started_at);
 
 CREATE TABLE IF NOT EXISTS run_events (

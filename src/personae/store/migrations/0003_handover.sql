@@ -13,6 +13,9 @@ CREATE TABLE IF NOT EXISTS handover_ledger (
     updated_at     TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')),
     finished_at    TEXT
 );
+-- only postgres: SQLite's implicit rowid as a column (queries order by insertion)
+ALTER TABLE handover_ledger ADD COLUMN rowid BIGINT GENERATED ALWAYS AS IDENTITY;
+-- end only
 
 CREATE INDEX IF NOT EXISTS handover_ledger_status ON handover_ledger(status);
 

@@ -38,11 +38,30 @@ CREATE TABLE IF NOT EXISTS mind_facets (
 CREATE INDEX IF NOT EXISTS mind_facets_kv ON mind_facets (key, value, doc_id);
 CREATE INDEX IF NOT EXISTS mind_facets_doc ON mind_facets (doc_id);
 
+-- only sqlite
 -- Full-text index; rowid = mind_docs.id.
 CREATE VIRTUAL TABLE IF NOT EXISTS mind_fts USING fts5 (title, description, body, tokenize = 'unicode61');
 
 -- Document frequency per term: recall drops near-universal words from OR queries.
 CREATE VIRTUAL TABLE IF NOT EXISTS mind_fts_vocab USING fts5vocab (mind_fts, 'row');
+-- only postgres
+-- Full-text index; rowid = mind_docs.id. A weighted tsvector (title A, description B, body D)
+-- with a GIN index, ranked with ts_rank where SQLite uses bm25; document frequencies come
+-- from the index itself (no fts5vocab table).
+CREATE TABLE IF NOT EXISTS mind_fts (
+  rowid BIGINT PRIMARY KEY,
+  title TEXT NOT NULL DEFAULT '',
+  description TEXT NOT NULL DEFAULT '',
+  body TEXT NOT NULL DEFAULT '',
+  tsv tsvector GENERATED ALWAYS AS (
+    setweight(to_tsvector('simple', title), 'A')
+    || setweight(to_tsvector('simple', description), 'B')
+    || setweight(to_tsvector('simple', body), 'D')
+  ) STORED
+);
+
+CREATE INDEX IF NOT EXISTS mind_fts_tsv ON mind_fts USING gin (tsv);
+-- end only
 
 -- Verbatim record of observe/reflect calls.
 CREATE TABLE IF NOT EXISTS mind_journal (
