@@ -111,7 +111,7 @@ def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
 
 @dataclass(kw_only=True)
 class _Run:
-    """One turn's state, passed explicitly (nothing of a run is kept on the :class:`Team`)."""
+    """One turn's state, passed explicitly (nothing of a run is kept on the :class:`TeamLoop`)."""
 
     agents: Spawner
     """Builds every agent's toolset and runs sub-agents (MCP servers included)."""
