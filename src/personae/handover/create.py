@@ -33,10 +33,10 @@ __all__ = [
     "CreatedHandover",
     "HandoverContent",
     "build_handover",
-    "create_handover",
     "default_handover_path",
     "parse_data",
     "parse_file_spec",
+    "write_handover",
 ]
 
 ARTIFACT_TYPES: tuple[str, ...] = get_args(ArtifactType)
@@ -182,7 +182,7 @@ def default_handover_path(cwd: Path, handover_id: str, fmt: ContextFormat = "jso
     return Layout(Path(cwd)).handovers / f"handover-{handover_id}.{fmt}"
 
 
-def create_handover(
+def write_handover(
     handover: ContextHandover,
     *,
     cwd: Path,

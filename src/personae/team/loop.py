@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
@@ -13,7 +13,7 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 from personae.limits import DEFAULTS
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
-from personae.team.dispatch import Action, SubtaskBudget, next_step
+from personae.team.dispatch import StepAction, SubtaskBudget, next_step
 from personae.team.events import (
     Corrected,
     PlanMade,
@@ -48,7 +48,7 @@ from personae.team.validator import ValidationChecks, validate
 from personae.team.worker import WorkerTools, run_worker
 from personae.tools.subset import ToolSubset
 
-__all__ = ["Team", "TeamConfig", "TurnResult", "involvement_for_subtask"]
+__all__ = ["TeamConfig", "TeamLoop", "TurnResult", "involvement_for_subtask"]
 
 _DEFAULT_PERSONA = Persona(
     name="default",
@@ -80,8 +80,8 @@ class TurnResult:
     """The synthesized answer."""
     outcomes: list[SubtaskOutcome]
     """One per planned subtask."""
-    status: str
-    """done (all validated), partial, or failed."""
+    status: Literal["done", "partial"]
+    """done (all validated) or partial."""
     warnings: list[str] = field(default_factory=list)
     """User-visible warnings."""
     failure_count: int = 0
@@ -109,13 +109,25 @@ def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
     return involvement_for(task)
 
 
+@dataclass(kw_only=True)
+class _Run:
+    """One turn's state, passed explicitly (nothing of a run is kept on the :class:`TeamLoop`)."""
+
+    agents: Spawner
+    """Builds every agent's toolset and runs sub-agents (MCP servers included)."""
+    warnings: list[str] = field(default_factory=list)
+    """User-visible warnings of the turn."""
+    failure_count: int = 0
+    """Rejected validations of the turn (telemetry only; never raises involvement)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Job:
     """One planned subtask of a turn, shared by its retries and decomposed steps (its retry
     budget is a value passed along and returned, see :func:`next_step`)."""
 
-    run: Spawner
-    """The turn's per-run state (toolsets, sub-agents, MCP servers)."""
+    run: _Run
+    """The turn it belongs to."""
     number: int
     """Its 1-based number in the plan."""
     original: Subtask
@@ -125,7 +137,7 @@ class _Job:
 
 
 @dataclass(kw_only=True)
-class Team:
+class TeamLoop:
     """Manager, Worker and Validator over one shared turn context."""
 
     runtime: Runtime
@@ -149,14 +161,6 @@ class Team:
     sandbox: SandboxConfig | None = None
     """The project's ``run_shell`` sandbox settings: sub-agents then run their shell with
     their own persona's grants, cut to their parent's (``None``: the parent's as they are)."""
-    failure_count: int = 0
-    """Rejected validations this session (telemetry only; never raises involvement)."""
-    warnings: list[str] = field(default_factory=list)
-
-    def reset_session_state(self) -> None:
-        """Forget telemetry and warnings (seed 000: resetSessionState)."""
-        self.failure_count = 0
-        self.warnings.clear()
 
     async def run_turn(self, turn: TurnContext) -> TurnResult:
         """Plan, execute and validate every subtask, then synthesize.
@@ -164,23 +168,23 @@ class Team:
         MCP servers of the personas used are started on first use and all
         stopped when the turn ends, also on error.
         """
-        hub = McpHub(
-            project_servers=self.mcp_servers, cwd=self.workspace, on_warning=self._mcp_warning
-        )
-        run = Spawner(
+        warnings: list[str] = []
+
+        def mcp_warning(message: str, data: dict[str, Any]) -> None:
+            warnings.append(message)
+            self.runtime.emit(RunWarning(message=message, action="mcp_server", details=data))
+
+        hub = McpHub(project_servers=self.mcp_servers, cwd=self.workspace, on_warning=mcp_warning)
+        agents = Spawner(
             runtime=self.runtime, personas=self.personas, turn=turn,
             depth_cap=self.config.depth_cap, mcp=hub, sandbox=self.sandbox,
         )  # fmt: skip
         try:
-            return await self._run_turn(turn, run)
+            return await self._run_turn(turn, _Run(agents=agents, warnings=warnings))
         finally:
             await hub.aclose()
 
-    def _mcp_warning(self, message: str, data: dict[str, Any]) -> None:
-        self.warnings.append(message)
-        self.runtime.emit(RunWarning(message=message, action="mcp_server", details=data))
-
-    async def _run_turn(self, turn: TurnContext, run: Spawner) -> TurnResult:
+    async def _run_turn(self, turn: TurnContext, run: _Run) -> TurnResult:
         rt = self.runtime
         plan = await make_plan(rt, turn, self.persona)
         rt.emit(
@@ -208,14 +212,14 @@ class Team:
             try:
                 outcome, _ = await self._run_subtask(turn, job, subtask, budget)
             except UsageLimitExceeded as exc:
-                outcomes.extend(self._stop_for_cap(plan.subtasks, number, str(exc)))
+                outcomes.extend(self._stop_for_cap(run, plan.subtasks, number, str(exc)))
                 break
             outcomes.append(outcome)
             if outcome.status is SubtaskStatus.VALIDATED:
                 turn.add_assistant(f"[subtask {number}] {outcome.result}")
         final = await synthesize(rt, turn, self.persona, outcomes)
         done = all(o.status is SubtaskStatus.VALIDATED for o in outcomes)
-        status = "done" if done else "partial"
+        status: Literal["done", "partial"] = "done" if done else "partial"
         rt.emit(
             RunFinished(
                 message=final,
@@ -225,23 +229,23 @@ class Team:
                     o.number: o.status for o in outcomes if o.status is not SubtaskStatus.VALIDATED
                 },
                 usage=rt.usage.as_dict(),
-                failure_count=self.failure_count,
+                failure_count=run.failure_count,
             )
         )
         return TurnResult(
             final_text=final,
             outcomes=outcomes,
             status=status,
-            warnings=list(self.warnings),
-            failure_count=self.failure_count,
+            warnings=list(run.warnings),
+            failure_count=run.failure_count,
             usage=rt.usage.as_dict(),
         )
 
     def _stop_for_cap(
-        self, subtasks: list[Subtask], number: int, reason: str
+        self, run: _Run, subtasks: list[Subtask], number: int, reason: str
     ) -> list[SubtaskOutcome]:
         warning = f"stopped at subtask {number}: {reason}"
-        self.warnings.append(warning)
+        run.warnings.append(warning)
         self.runtime.emit(RunWarning(message=warning, subtask=number, action="usage_cap"))
         return [
             SubtaskOutcome(
@@ -296,7 +300,7 @@ class Team:
         rt = self.runtime
         number, original = job.number, job.original
         persona = self._persona_for(original)
-        toolset, allowed = await self._tools_for(job.run, persona, number)
+        toolset, allowed = await self._tools_for(job.run.agents, persona, number)
         level = involvement_for_subtask(turn.task, subtask.description)
         required = list(
             dict.fromkeys([*subtask.required_tools, *persona.constraints.required_tools])
@@ -340,34 +344,37 @@ class Team:
                 skills_text=for_validator.text, skill_names=for_validator.names,
             )  # fmt: skip
             if result is None:
+                job.run.warnings.append(
+                    f"subtask {number} kept as unvalidated: the validator was unavailable"
+                )
                 return SubtaskOutcome(
                     number=number, subtask=original, status=SubtaskStatus.UNVALIDATED,
                     result=work.result, reason="validator unavailable (infrastructure error)",
                     attempts=attempts,
                 ), budget  # fmt: skip
             if not result.approved:
-                self.failure_count += 1
+                job.run.failure_count += 1
             decision = next_step(
                 result, work, budget, subtask=original.description,
                 tools_to_use=required or sorted(allowed - {"agent"}),
                 allowed_tools=sorted(allowed), directive=turn.directive,
             )  # fmt: skip
             budget = decision.budget
-            if decision.action is Action.ACCEPT:
+            if decision.action is StepAction.ACCEPT:
                 return SubtaskOutcome(
                     number=number, subtask=original, status=SubtaskStatus.VALIDATED,
                     result=work.result, attempts=attempts,
                 ), budget  # fmt: skip
             if decision.warning:
-                self.warnings.append(decision.warning)
+                job.run.warnings.append(decision.warning)
                 rt.emit(
                     RunWarning(message=decision.warning, subtask=number, action=decision.action)
                 )
-            if decision.action in (Action.SKIP, Action.ESCALATE, Action.CONTINUE):
+            if decision.action in (StepAction.SKIP, StepAction.ESCALATE, StepAction.CONTINUE):
                 status = {
-                    Action.SKIP: SubtaskStatus.SKIPPED,
-                    Action.ESCALATE: SubtaskStatus.ESCALATED,
-                    Action.CONTINUE: SubtaskStatus.PARTIAL,
+                    StepAction.SKIP: SubtaskStatus.SKIPPED,
+                    StepAction.ESCALATE: SubtaskStatus.ESCALATED,
+                    StepAction.CONTINUE: SubtaskStatus.PARTIAL,
                 }[decision.action]
                 return SubtaskOutcome(
                     number=number, subtask=original, status=status, result=work.result,
@@ -383,7 +390,7 @@ class Team:
                     max_retries=budget.max_retries,
                 )
             )
-            if decision.action is Action.DECOMPOSE:
+            if decision.action is StepAction.DECOMPOSE:
                 return await self._decompose(
                     turn, job, subtask, budget, missing="; ".join(result.issues), attempts=attempts
                 )
@@ -455,5 +462,4 @@ class Team:
                     message=warning, subtask=number, details={"infra_error": outcome.infra_error}
                 )
             )
-        self.warnings.append(f"subtask {number} kept as unvalidated: the validator was unavailable")
         return None
