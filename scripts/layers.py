@@ -44,7 +44,10 @@ LOCAL_REASON = "# local import:"
 # Every ``__main__`` module (``python -m personae.mind``) is an entry point and
 # counts as the front-end unit ``__main__``.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("errors", "fsutil", "security", "procs", "_reaper", "_tie", "limits", "layout")),
+    (
+        "foundation",
+        ("errors", "fsutil", "security", "procs", "_reaper", "_tie", "layout", "limits"),
+    ),
     ("counting and models", ("tokens", "models")),
     ("project and storage", ("project", "settings", "store")),
     ("building blocks", ("persona", "tools", "context", "mind")),
@@ -112,14 +115,23 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _walk(body: list[ast.stmt], kind: str) -> Iterator[tuple[ast.Import | ast.ImportFrom, str]]:
-    """Every import statement below ``body`` with its kind."""
+def _walk(
+    body: list[ast.stmt], kind: str
+) -> Iterator[tuple[ast.Import | ast.ImportFrom, str, int]]:
+    """Every import statement below ``body``: the node, its kind, the first line of its run.
+
+    A run is a sequence of import statements one after another in the same block; one
+    ``# local import:`` comment above a run gives the reason for all of it.
+    """
+    run_start = 0
     for node in body:
         if isinstance(node, ast.Import | ast.ImportFrom):
-            yield node, kind
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            inner = node.body if isinstance(node.body, list) else []
-            yield from _walk(inner, "local")
+            run_start = run_start or node.lineno
+            yield node, kind, run_start
+            continue
+        run_start = 0
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield from _walk(node.body, "local")
         elif isinstance(node, ast.If) and kind == "module" and _is_type_checking(node.test):
             yield from _walk(node.body, "typing")
             yield from _walk(node.orelse, kind)
@@ -127,14 +139,10 @@ def _walk(body: list[ast.stmt], kind: str) -> Iterator[tuple[ast.Import | ast.Im
             for child_field in ("body", "orelse", "finalbody", "handlers", "cases"):
                 block = getattr(node, child_field, None)
                 if isinstance(block, list):
-                    stmts = [s for s in block if isinstance(s, ast.stmt)]
-                    stmts += [
-                        s
-                        for h in block
-                        if isinstance(h, ast.ExceptHandler | ast.match_case)
-                        for s in h.body
-                    ]
-                    yield from _walk(stmts, kind)
+                    for item in block:
+                        if isinstance(item, ast.ExceptHandler | ast.match_case):
+                            yield from _walk(item.body, kind)
+                    yield from _walk([s for s in block if isinstance(s, ast.stmt)], kind)
 
 
 def _resolve(module: str, is_package: bool, node: ast.Import | ast.ImportFrom) -> list[str]:
@@ -153,10 +161,10 @@ def _sources(source: Path) -> list[Path]:
     return sorted(p for p in source.rglob("*.py") if p.relative_to(source).parts[0] not in SKIP)
 
 
-def _reasoned(lines: list[str], line: int) -> bool:
-    here = lines[line - 1]
-    above = lines[line - 2].strip() if line >= 2 else ""
-    return LOCAL_REASON in here or above.startswith(LOCAL_REASON)
+def _reasoned(lines: list[str], line: int, run_start: int) -> bool:
+    """A reason on the import's own line, or a comment line right above its run."""
+    above = lines[run_start - 2].strip() if run_start >= 2 else ""
+    return LOCAL_REASON in lines[line - 1] or above.startswith(LOCAL_REASON)
 
 
 def build(source: Path = SOURCE) -> Graph:
@@ -169,7 +177,7 @@ def build(source: Path = SOURCE) -> Graph:
         lines = text.splitlines()
         tree = ast.parse(text, filename=str(path))
         is_package = path.name == "__init__.py"
-        for node, kind in _walk(tree.body, "module"):
+        for node, kind, run_start in _walk(tree.body, "module"):
             names = _resolve(name, is_package, node)
             targets: list[str] = []
             if isinstance(node, ast.ImportFrom):
@@ -181,7 +189,7 @@ def build(source: Path = SOURCE) -> Graph:
             else:
                 targets = [n for n in names if n in graph.modules]
             for target in targets:
-                reasoned = kind == "local" and _reasoned(lines, node.lineno)
+                reasoned = kind == "local" and _reasoned(lines, node.lineno, run_start)
                 graph.imports.append(Import(name, target, node.lineno, kind, reasoned))
     return graph
 
@@ -320,9 +328,10 @@ def local_statements(source: Path = SOURCE) -> list[tuple[str, int, bool]]:
     for path in _sources(source):
         text = path.read_text(encoding="utf-8")
         lines = text.splitlines()
-        for node, kind in _walk(ast.parse(text).body, "module"):
+        for node, kind, run_start in _walk(ast.parse(text).body, "module"):
             if kind == "local":
-                out.append((module_name(path, source), node.lineno, _reasoned(lines, node.lineno)))
+                reasoned = _reasoned(lines, node.lineno, run_start)
+                out.append((module_name(path, source), node.lineno, reasoned))
     return out
 
 

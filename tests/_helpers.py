@@ -1,7 +1,9 @@
 """Shared parts of the tests: the CLI as a child process, a one-persona project whose team
 run reads ``config.yaml`` on the scripted model server, a team turn on the in-process
-scripted function model and the event and request helpers that read it, async bodies run
-under a deadline, the built-in tools on a workspace, and a file writer.
+scripted function model (scenario step builders down to whole attempts and one-subtask
+turns, the team-loop sample project) and the event and request helpers that read it, a
+cast that must load cleanly, async bodies run under a deadline, the built-in tools on a
+workspace, and a file writer.
 
 The fixtures that hand these out (``cli``, ``project_factory`` ...) are in ``conftest.py``.
 """
@@ -25,6 +27,7 @@ import yaml
 
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.models.scenario import ROLE_MARKER
+from personae.persona import Cast
 from personae.team.events import Event
 from personae.team.session import RunOptions, RunOutcome, run_turn
 from personae.tools import ToolLimits, ToolRegistry, ToolSubset, Workspace
@@ -92,6 +95,11 @@ def tool(name: str, **args: Any) -> dict[str, Any]:
     return {"when": {"role": "worker"}, "tool_calls": [{"name": name, "args": args}]}
 
 
+def read(path: str) -> dict[str, Any]:
+    """A worker step calling ``read_file`` on ``path``."""
+    return tool("read_file", path=path)
+
+
 def verdict(
     approved: bool,
     *,
@@ -119,9 +127,36 @@ def verdict(
     }
 
 
+def attempt(
+    calls: dict[str, Any] | Sequence[dict[str, Any]],
+    report: str,
+    judged: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """One worker attempt of a subtask: the tool call step(s) ``calls``, the worker's report
+    ``report`` and the validator's step ``judged`` (``None`` where the loop decides the
+    attempt in code, without a validator call)."""
+    steps = [calls] if isinstance(calls, dict) else list(calls)
+    steps.append(work(report))
+    return steps if judged is None else [*steps, judged]
+
+
 def synth(text: str = "Summary of validated work.") -> dict[str, Any]:
     """The manager's closing (synthesis) step."""
     return {"when": {"role": "manager"}, "text": text}
+
+
+def one_subtask(
+    description: str,
+    *attempts: Sequence[dict[str, Any]],
+    answer: str | None = "Summary of validated work.",
+) -> list[dict[str, Any]]:
+    """The scenario steps of a one-subtask turn: the manager's plan (:func:`plan`) for
+    ``description``, the steps of each attempt (:func:`attempt`) in order, and the manager's
+    synthesis ``answer`` (``None``: no synthesis step)."""
+    steps = [plan(description)]
+    for steps_of_attempt in attempts:
+        steps += steps_of_attempt
+    return steps if answer is None else [*steps, synth(answer)]
 
 
 def one_read_steps(path: str, *, subtask: str, report: str, answer: str) -> list[dict[str, Any]]:
@@ -226,6 +261,15 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
+def clean_cast(root: Path, rel: str, text: str) -> Cast:
+    """Write ``text`` to ``root/rel`` and load the project's cast, which must load without
+    errors (the test fails listing them otherwise); returns the cast."""
+    write(root / rel, text)
+    cast = Cast.load(root)
+    assert cast.errors == [], [str(e) for e in cast.errors]
+    return cast
+
+
 def child_env(env: Mapping[str, str] | None = None, *, drop: Iterable[str] = ()) -> dict[str, str]:
     """This process's environment minus the names in ``drop``, plus ``env``."""
     dropped = set(drop)
@@ -253,6 +297,34 @@ def personae_cli(
     if check:
         assert done.returncode == 0, done.stderr
     return done
+
+
+TEAM_PERSONA = """---
+name: dev
+description: Works on the sample project.
+tools: [read_file, grep, list_dir, write_file]
+max_steps: 6
+---
+You are dev. Use your tools.
+"""
+"""The ``dev`` persona of the team-loop tests: the four file tools, six steps."""
+
+
+def team_project(root: Path, persona: str = TEAM_PERSONA) -> Path:
+    """``root`` with ``persona`` as ``dev``, a ``config.yaml`` (port 8081, host localhost)
+    and a ``notes.md`` (release on Friday): the team-loop tests' sample project."""
+    files = {"config.yaml": "port: 8081\nhost: localhost\n", "notes.md": "Release on Friday.\n"}
+    return build_project(root, {"dev": persona}, files)
+
+
+def run_team(
+    root: Path,
+    steps: list[dict[str, Any]],
+    task: str = "Give me the port and the release day.",
+    **options: Any,
+) -> tuple[RunOutcome, Any]:
+    """:func:`run_scenario` on the sample project's default task."""
+    return run_scenario(root, steps, task, **options)
 
 
 def run_scenario(

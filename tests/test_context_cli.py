@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from _helpers import personae_cli
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
 from personae.tokens.exact import exact_counter
@@ -19,19 +19,17 @@ COUNTER = exact_counter("o200k_base")
 def cli(
     root: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    import os
+    """``personae ARGS`` in ``root``, without the caller's PERSONAE_MODEL unless ``env``
+    sets one."""
+    return personae_cli(*args, cwd=root, env=env, drop=("PERSONAE_MODEL",))
 
-    full = {**os.environ, **(env or {})}
-    if env is None or "PERSONAE_MODEL" not in env:
-        full.pop("PERSONAE_MODEL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "personae", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=full,
-        check=False,
+
+def analyst_context(
+    root: Path, role: str, task: str, *options: str
+) -> subprocess.CompletedProcess[str]:
+    """``personae context build`` for the ``analyst`` persona in ``role`` on ``task``."""
+    return cli(
+        root, "context", "build", "--role", role, "--persona", "analyst", "--task", task, *options
     )
 
 
@@ -44,18 +42,7 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_build_shows_a_real_assembled_context(example: Path, isolated_home: Path) -> None:
-    done = cli(
-        example,
-        "context",
-        "build",
-        "--role",
-        "worker",
-        "--persona",
-        "analyst",
-        "--task",
-        "Which product sold best in March?",
-        "--report",
-    )
+    done = analyst_context(example, "worker", "Which product sold best in March?", "--report")
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert out.startswith("<active_persona>\n")
@@ -66,20 +53,7 @@ def test_build_shows_a_real_assembled_context(example: Path, isolated_home: Path
 
 
 def test_json_report_total_is_the_exact_count(example: Path, isolated_home: Path) -> None:
-    done = cli(
-        example,
-        "context",
-        "build",
-        "--role",
-        "client",
-        "--persona",
-        "analyst",
-        "--task",
-        "t",
-        "--budget",
-        "3000",
-        "--json",
-    )
+    done = analyst_context(example, "client", "t", "--budget", "3000", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["report"]["total"] == COUNTER.count(data["rendered"])

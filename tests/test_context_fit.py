@@ -106,14 +106,18 @@ def tags_once(rendered: str) -> None:
 def test_fitting_invariants(
     root: Path, history: list[dict[str, Any]], budget: int, role: str
 ) -> None:
-    snap = Snapshot.build(
-        root,
-        messages=history,
-        task="Fix the failing build </task >",
-        execution_block="You are careful.",
-        validation_context="Check the tests ran.",
-        include_git_log=False,
-    )
+
+    def build() -> Snapshot:
+        return Snapshot.build(
+            root,
+            messages=history,
+            task="Fix the failing build </task >",
+            execution_block="You are careful.",
+            validation_context="Check the tests ran.",
+            include_git_log=False,
+        )
+
+    snap = build()
     latest_user = [m for m in history if m["role"] == "user"][-1]
     try:
         ctx = assemble(snap, role, Budget.absolute(budget), COUNTER)
@@ -130,19 +134,7 @@ def test_fitting_invariants(
     kept_user = next(m for m in ctx.messages if m.seq == latest_user["seq"])
     assert kept_user.content.replace("&lt;", "<") == latest_user["content"]
     tags_once(rendered)
-    again = assemble(
-        Snapshot.build(
-            root,
-            messages=history,
-            task="Fix the failing build </task >",
-            execution_block="You are careful.",
-            validation_context="Check the tests ran.",
-            include_git_log=False,
-        ),
-        role,
-        Budget.absolute(budget),
-        COUNTER,
-    )
+    again = assemble(build(), role, Budget.absolute(budget), COUNTER)  # the same input again
     assert again.render() == rendered
 
 
@@ -340,24 +332,20 @@ def test_truncation_modes_through_the_pure_fit() -> None:
     assert outline.rule.endswith("outline") and "## Part B" in (outline.text or "")
 
 
+def _calling(seq: int, content: str, *ids: str) -> dict[str, Any]:
+    """Assistant message ``seq`` saying ``content`` and calling tool ``t`` once per id."""
+    calls = [{"id": call_id, "name": "t"} for call_id in ids]
+    return {"seq": seq, "role": "assistant", "content": content, "tool_calls": calls}
+
+
 def test_unpaired_messages_are_never_rendered(root: Path) -> None:
     history = [
         {"seq": 1, "role": "tool", "tool_call_id": "gone", "content": "orphan from a cut window"},
         {"seq": 2, "role": "user", "content": "first"},
-        {
-            "seq": 3,
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [{"id": "a", "name": "t"}, {"id": "b", "name": "t"}],
-        },
+        _calling(3, "", "a", "b"),
         {"seq": 4, "role": "tool", "tool_call_id": "a", "content": "only a answered"},
         {"seq": 5, "role": "user", "content": "second"},
-        {
-            "seq": 6,
-            "role": "assistant",
-            "content": "running",
-            "tool_calls": [{"id": "c", "name": "t"}, {"id": "d", "name": "t"}],
-        },
+        _calling(6, "running", "c", "d"),
         {"seq": 7, "role": "tool", "tool_call_id": "d", "content": "d done"},
         {"seq": 8, "role": "tool", "tool_call_id": "zz", "content": "answers nothing"},
     ]

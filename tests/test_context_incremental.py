@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from personae.context import Snapshot
+from personae.context import ContextWindow, Snapshot
 from personae.context._counted import render_counted
 from personae.context.render import render_sections
 from personae.tokens.exact import exact_counter
@@ -50,8 +50,10 @@ def test_project_reads_are_reused_only_while_nothing_changed(tmp_path: Path) -> 
     project = tmp_path / ".personae" / "project"
     _write(project / "VISION.md", "the vision")
 
+    window = ContextWindow()  # the session's: file reads are remembered in it
+
     def build(task: str = "fix-login") -> Snapshot:
-        return Snapshot.build(tmp_path, task=task, include_git_log=False)
+        return Snapshot.build(tmp_path, task=task, include_git_log=False, window=window)
 
     first = build()
     assert first.texts["vision"] == "the vision"
@@ -75,3 +77,4 @@ def test_project_reads_are_reused_only_while_nothing_changed(tmp_path: Path) -> 
     assert "reference" not in later.texts and later.texts["task"] == "fix-login"
     _write(project / "VISION.md", "the new vision")
     assert build().texts["vision"] == "the new vision"
+    assert window.files  # the reads were remembered in the session's window, nowhere else

@@ -6,7 +6,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -39,9 +39,7 @@ def test_directive_is_read_fresh_every_turn(tmp_path: Path) -> None:
     put(tmp_path, ".personae/directive.md", "Never deploy on Fridays.")
 
     def turn() -> str:
-        snap = Snapshot.build(
-            tmp_path, conversations=conv, session=sid, task="t", include_git_log=False
-        )
+        snap = _turn(tmp_path, conv, sid)
         return assemble(snap, "manager", Budget.absolute(3000), COUNTER).render()
 
     assert "Never deploy on Fridays." in turn()
@@ -77,11 +75,27 @@ def _session(tmp_path: Path, turns: int) -> tuple[Store, ConversationStore, str]
     return store, conv, sid
 
 
+def _turn(
+    root: Path,
+    conv: ConversationStore,
+    sid: str,
+    summarizer: Callable[[str | None, Sequence[ChatMessage]], str] | None = None,
+) -> Snapshot:
+    """The snapshot of one turn (task "t", no git log) of session ``sid`` in ``conv``, with
+    ``summarizer`` (``None``: none, path B)."""
+    return Snapshot.build(
+        root,
+        conversations=conv,
+        session=sid,
+        summarizer=summarizer,
+        task="t",
+        include_git_log=False,
+    )
+
+
 def test_path_b_trims_when_there_is_no_summarizer(tmp_path: Path) -> None:
     store, conv, sid = _session(tmp_path, 20)
-    snap = Snapshot.build(
-        tmp_path, conversations=conv, session=sid, task="t", include_git_log=False
-    )
+    snap = _turn(tmp_path, conv, sid)
     assert snap.history_path == "B"
     ctx = assemble(snap, "worker", Budget.absolute(4000), COUNTER)
     report = ctx.report()
@@ -103,14 +117,7 @@ def test_path_a_folds_into_a_stored_running_summary(tmp_path: Path) -> None:
         answers = [m.content for m in new if m.role == "assistant" and not m.tool_calls]
         return (previous + "; " if previous else "Summary: ") + ", ".join(answers)
 
-    snap = Snapshot.build(
-        tmp_path,
-        conversations=conv,
-        session=sid,
-        summarizer=summarizer,
-        task="t",
-        include_git_log=False,
-    )
+    snap = _turn(tmp_path, conv, sid, summarizer)
     assert snap.history_path == "A"
     assert len(calls) == 1 and calls[0][0] is None
     saved = conv.latest_summary(sid)
@@ -121,26 +128,12 @@ def test_path_a_folds_into_a_stored_running_summary(tmp_path: Path) -> None:
     assert "<conversation_summary>\nSummary: answer 0" in ctx.render()
     assert "earlier messages omitted" not in ctx.render()
     # Next turn with nothing new: the summary is reused, not recomputed.
-    Snapshot.build(
-        tmp_path,
-        conversations=conv,
-        session=sid,
-        summarizer=summarizer,
-        task="t",
-        include_git_log=False,
-    )
+    _turn(tmp_path, conv, sid, summarizer)
     assert len(calls) == 1
     conv.append(sid, Message("user", "one more"))
     conv.append(sid, Message("assistant", "answer 10"))
     conv.append(sid, Message("user", "and another"))
-    Snapshot.build(
-        tmp_path,
-        conversations=conv,
-        session=sid,
-        summarizer=summarizer,
-        task="t",
-        include_git_log=False,
-    )
+    _turn(tmp_path, conv, sid, summarizer)
     assert len(calls) == 2 and calls[1][0] == saved.text
     store.close()
 
@@ -151,14 +144,7 @@ def test_a_failing_summarizer_falls_back_to_path_b(tmp_path: Path) -> None:
     def broken(previous: str | None, new: Sequence[ChatMessage]) -> str:
         raise TimeoutError("model timed out")
 
-    snap = Snapshot.build(
-        tmp_path,
-        conversations=conv,
-        session=sid,
-        summarizer=broken,
-        task="t",
-        include_git_log=False,
-    )
+    snap = _turn(tmp_path, conv, sid, broken)
     report = assemble(snap, "worker", Budget.absolute(3000), COUNTER).report()
     assert report.history_path == "B"
     assert report.warnings == [

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from personae.context import Snapshot, _conversation
+from personae.context import ContextWindow, Snapshot
 from personae.store._conversation_model import ToolCall
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
@@ -32,6 +32,7 @@ def test_store_reads_reused_across_turns_match_a_fresh_read(tmp_path: Path) -> N
     with Store(tmp_path / "state.db") as store:
         conv = ConversationStore(store, COUNTER)
         sid = conv.create_session()
+        windows = {limit: ContextWindow() for limit in (None, 300, 5000)}
         for turn in range(40):
             conv.append(sid, Message("user", f"turn {turn} " + _text(rng)))
             for step in range(rng.randint(0, 2)):
@@ -43,15 +44,14 @@ def test_store_reads_reused_across_turns_match_a_fresh_read(tmp_path: Path) -> N
             conv.append(sid, Message("assistant", _text(rng)))
             for limit in (None, 300, 5000):
 
-                def build(limit: int | None = limit) -> Snapshot:
+                def build(limit: int | None = limit, **kw: object) -> Snapshot:
                     return Snapshot.build(
                         tmp_path, conversations=conv, session=sid, counter=COUNTER,
-                        task="t", include_git_log=False, max_tokens=limit, recent=8,
+                        task="t", include_git_log=False, max_tokens=limit, recent=8, **kw,
                     )  # fmt: skip
 
-                reused = build()
-                _conversation._TAILS.clear()
-                fresh = build()
+                reused = build(window=windows[limit])
+                fresh = build()  # a fresh window: nothing reused
                 assert reused.messages == fresh.messages, (turn, limit)
                 assert reused.id == fresh.id
                 assert reused.messages[-1].content == conv.recent(sid, 1)[-1].content
@@ -70,6 +70,7 @@ def _loop(root: Path, low_water: float) -> tuple[int, int, list[float]]:
         encoding="utf-8",
     )
     profiles = load_profiles(root)
+    window = ContextWindow()  # the session's, kept across the loop
     rng = random.Random(3)
     msgs: list[ChatMessage] = []
     prev: str | None = None
@@ -86,8 +87,9 @@ def _loop(root: Path, low_water: float) -> tuple[int, int, list[float]]:
                 for k, i in enumerate(ids)
             )
             snap = Snapshot.build(
-                root, messages=list(msgs), task="t", include_git_log=False, profiles=profiles
-            )
+                root, messages=list(msgs), task="t", include_git_log=False, profiles=profiles,
+                window=window,
+            )  # fmt: skip
             ctx = assemble(snap, "agent", Budget.absolute(BUDGET), COUNTER)
             text = ctx.render()
             assert ctx.total == COUNTER.count(text) <= BUDGET

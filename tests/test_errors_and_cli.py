@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from _helpers import run_personae
 from personae.errors import BudgetExceededError, UnknownNameError, UsageError
 from personae.project import Project
@@ -32,27 +34,24 @@ def test_budget_error_says_by_how_much() -> None:
     assert "200 over" in str(err)
 
 
+def config_error(root: Path, text: str) -> str:
+    """The message of the :class:`UsageError` that opening ``root`` with ``text`` as its
+    ``.personae/config.yaml`` raises (the test fails if it is accepted)."""
+    (root / ".personae").mkdir()
+    (root / ".personae" / "config.yaml").write_text(text)
+    with pytest.raises(UsageError) as raised:
+        Project.open(root)
+    return str(raised.value)
+
+
 def test_bad_config_is_one_line_naming_file_and_line(tmp_path: Path) -> None:
-    (tmp_path / ".personae").mkdir()
-    (tmp_path / ".personae" / "config.yaml").write_text("commands:\n  enabled: [\n")
-    try:
-        Project.open(tmp_path)
-    except UsageError as exc:
-        assert str(exc).startswith(str(tmp_path / ".personae" / "config.yaml") + ":")
-        assert "malformed YAML" in str(exc)
-    else:
-        raise AssertionError("malformed config was accepted")
+    message = config_error(tmp_path, "commands:\n  enabled: [\n")
+    assert message.startswith(str(tmp_path / ".personae" / "config.yaml") + ":")
+    assert "malformed YAML" in message
 
 
 def test_unknown_config_field_names_the_field(tmp_path: Path) -> None:
-    (tmp_path / ".personae").mkdir()
-    (tmp_path / ".personae" / "config.yaml").write_text("commands:\n  enabeld: true\n")
-    try:
-        Project.open(tmp_path)
-    except UsageError as exc:
-        assert "commands.enabeld" in str(exc)
-    else:
-        raise AssertionError("unknown field was accepted")
+    assert "commands.enabeld" in config_error(tmp_path, "commands:\n  enabeld: true\n")
 
 
 def test_cli_bad_usage_exits_2_without_traceback() -> None:

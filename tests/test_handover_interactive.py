@@ -11,6 +11,8 @@ import pty
 import select
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -41,23 +43,56 @@ def project(project_factory: ProjectFactory) -> Path:
     )
 
 
-def _read_until(fd: int, needle: bytes, seen: bytearray, deadline: float, times: int = 1) -> None:
-    """Read the terminal into ``seen`` until ``needle`` shows ``times`` times."""
-    while seen.count(needle) < times:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            pytest.fail(
-                f"no {needle!r} on the terminal; it showed:\n{seen.decode(errors='replace')}"
-            )
-        ready, _, _ = select.select([fd], [], [], left)
-        if ready:
-            try:
-                chunk = os.read(fd, 4096)
-            except OSError:  # EIO: the child side closed
-                chunk = b""
-            if not chunk:
-                pytest.fail(f"terminal closed before {needle!r}:\n{seen.decode(errors='replace')}")
-            seen += chunk
+class _Terminal:
+    """The parent side of a pty: what it showed so far (``seen``), read until a deadline."""
+
+    def __init__(self, fd: int, deadline: float) -> None:
+        self.fd = fd
+        self.deadline = deadline
+        self.seen = bytearray()
+
+    def expect(self, needle: bytes, times: int = 1) -> None:
+        """Read the terminal into ``seen`` until ``needle`` shows ``times`` times."""
+        while self.seen.count(needle) < times:
+            left = self.deadline - time.monotonic()
+            shown = self.seen.decode(errors="replace")
+            if left <= 0:
+                pytest.fail(f"no {needle!r} on the terminal; it showed:\n{shown}")
+            ready, _, _ = select.select([self.fd], [], [], left)
+            if ready:
+                try:
+                    chunk = os.read(self.fd, 4096)
+                except OSError:  # EIO: the child side closed
+                    chunk = b""
+                if not chunk:
+                    pytest.fail(f"terminal closed before {needle!r}:\n{shown}")
+                self.seen += chunk
+
+    def send(self, data: bytes) -> None:
+        """Type ``data`` on the terminal."""
+        os.write(self.fd, data)
+
+
+@contextmanager
+def _terminal(argv: list[str], cwd: Path, timeout: float = 120) -> Iterator[_Terminal]:
+    """``argv`` (``argv[0]`` the program) run in ``cwd`` with a new pty as its stdin and
+    stdout; yields the terminal. Afterwards the process is waited for and must have exited 0
+    (the failure shows what the terminal showed)."""
+    env = {**os.environ, "COLUMNS": "120", "TERM": "dumb"}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: its stdin/stdout are the pty
+        try:
+            os.chdir(cwd)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    terminal = _Terminal(fd, time.monotonic() + timeout)
+    try:
+        yield terminal
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, terminal.seen.decode(errors="replace")
 
 
 def test_handover_run_interactive_attaches_the_child_to_the_terminal(project: Path) -> None:
@@ -71,45 +106,19 @@ def test_handover_run_interactive_attaches_the_child_to_the_terminal(project: Pa
         sys.executable, "-m", "personae", "handover", "run", str(created.path),
         "--interactive", "--model", f"scripted:{project / 'scenario.yaml'}", "--timeout", "120s",
     ]  # fmt: skip
-    env = {**os.environ, "COLUMNS": "120", "TERM": "dumb"}
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: a personae CLI whose stdin/stdout are the pty
-        try:
-            os.chdir(project)
-            os.execve(sys.executable, argv, env)
-        finally:
-            os._exit(127)
-    seen = bytearray()
-    deadline = time.monotonic() + 120
-    try:
-        _read_until(fd, b"Follow-up", seen, deadline)
-        assert b"FINAL-PORT: 8081" in seen  # the first turn ran live on the terminal
-        os.write(fd, b"What is the host?\n")
-        _read_until(fd, b"FINAL-HOST: localhost", seen, deadline)
-        _read_until(fd, b"Follow-up", seen, deadline, times=2)
-        os.write(fd, b"\n")
-        _read_until(fd, b"success:", seen, deadline)
-    finally:
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-    assert os.waitstatus_to_exitcode(status) == 0, seen.decode(errors="replace")
+    with _terminal(argv, project) as terminal:  # a personae CLI on the terminal
+        terminal.expect(b"Follow-up")
+        assert b"FINAL-PORT: 8081" in terminal.seen  # the first turn ran live on the terminal
+        terminal.send(b"What is the host?\n")
+        terminal.expect(b"FINAL-HOST: localhost")
+        terminal.expect(b"Follow-up", times=2)
+        terminal.send(b"\n")
+        terminal.expect(b"success:")
     saved = json.loads(created.path.read_text())
     results = saved["results"]
     assert results["status"] == "success"
     assert "FINAL-PORT: 8081" in results["output"] and "FINAL-HOST: localhost" in results["output"]
     assert saved["target"]["interactive"] is False  # the flag chose the mode, not the file
-
-
-def _pty_run(argv: list[str], cwd: Path) -> tuple[int, int]:
-    env = {**os.environ, "COLUMNS": "120", "TERM": "dumb"}
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: its stdin/stdout are the pty
-        try:
-            os.chdir(cwd)
-            os.execve(argv[0], argv, env)
-        finally:
-            os._exit(127)
-    return pid, fd
 
 
 def test_the_tool_interactive_flag_runs_the_target_on_the_terminal(project: Path) -> None:
@@ -122,19 +131,12 @@ def test_the_tool_interactive_flag_runs_the_target_on_the_terminal(project: Path
         f"    child=ChildOptions(model='scripted:{project / 'scenario.yaml'}'))\n"
         "print('TOOL-RESULT', r.status, r.results['status'], flush=True)\n"
     )
-    pid, fd = _pty_run([sys.executable, "-c", script], project)
-    seen = bytearray()
-    deadline = time.monotonic() + 120
-    try:
-        _read_until(fd, b"Follow-up", seen, deadline)
-        os.write(fd, b"\n")
-        _read_until(fd, b"TOOL-RESULT success success", seen, deadline)
-    finally:
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-    assert os.waitstatus_to_exitcode(status) == 0, seen.decode(errors="replace")
-    assert b"FINAL-PORT: 8081" in seen  # the target ran attached to the terminal
-    assert b"TOOL-RESULT success success" in seen
+    with _terminal([sys.executable, "-c", script], project) as terminal:
+        terminal.expect(b"Follow-up")
+        terminal.send(b"\n")
+        terminal.expect(b"TOOL-RESULT success success")
+    assert b"FINAL-PORT: 8081" in terminal.seen  # the target ran attached to the terminal
+    assert b"TOOL-RESULT success success" in terminal.seen
 
 
 def test_tool_arguments_and_results_use_the_seed_camel_case_names() -> None:

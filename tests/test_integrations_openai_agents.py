@@ -34,27 +34,31 @@ from personae.tokens import exact_counter
 
 set_tracing_disabled(True)  # no trace upload: the only server is the loopback one
 
+
+def _exchange(n: int, question: str, log: str, answer: str) -> list[Any]:
+    """One round of an Agents SDK session, as its items: the user's ``question``, a
+    ``read_log`` call (id ``cN``) whose output is ``log``, and the assistant's ``answer``
+    (message id ``msg_N``)."""
+    call, arguments = f"c{n}", f'{{"n": {n}}}'
+    return [
+        {"role": "user", "content": question},
+        {"type": "function_call", "call_id": call, "name": "read_log", "arguments": arguments},
+        {"type": "function_call_output", "call_id": call, "output": log},
+        {
+            "id": f"msg_{n}",
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": answer, "annotations": []}],
+        },
+    ]
+
+
 HISTORY: list[Any] = [
-    {"role": "user", "content": "Which tests failed last night?"},
-    {"type": "function_call", "call_id": "c1", "name": "read_log", "arguments": '{"n": 1}'},
-    {"type": "function_call_output", "call_id": "c1", "output": "FAILED test_login " * 40},
-    {
-        "id": "msg_1",
-        "type": "message",
-        "role": "assistant",
-        "status": "completed",
-        "content": [{"type": "output_text", "text": "test_login failed.", "annotations": []}],
-    },
-    {"role": "user", "content": "Why did it fail?"},
-    {"type": "function_call", "call_id": "c2", "name": "read_log", "arguments": '{"n": 2}'},
-    {"type": "function_call_output", "call_id": "c2", "output": "timeout after 30s " * 40},
-    {
-        "id": "msg_2",
-        "type": "message",
-        "role": "assistant",
-        "status": "completed",
-        "content": [{"type": "output_text", "text": "A timeout.", "annotations": []}],
-    },
+    *_exchange(
+        1, "Which tests failed last night?", "FAILED test_login " * 40, "test_login failed."
+    ),
+    *_exchange(2, "Why did it fail?", "timeout after 30s " * 40, "A timeout."),
 ]
 
 

@@ -248,34 +248,16 @@ def test_init_and_export_files_get_the_umask_mode(tmp_path: Path, umask: int) ->
     modes = {stat.S_IMODE(p.stat().st_mode) for p in root.rglob("*") if p.is_file()}
     assert modes == {0o666 & ~umask}
     out = tmp_path / "agent.md"
-    result = run(
-        "personas",
-        "export",
-        "writer",
-        "--format",
-        "claude-code",
-        "--root",
-        "proj",
-        "--out",
-        str(out),
-    )
+
+    def export(name: str) -> subprocess.CompletedProcess[str]:
+        options = ("--format", "claude-code", "--root", "proj", "--out", str(out))
+        return run("personas", "export", name, *options)
+
+    result = export("writer")
     assert result.returncode == 0, result.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
     out.chmod(0o640)
-    assert (
-        run(
-            "personas",
-            "export",
-            "analyst",
-            "--format",
-            "claude-code",
-            "--root",
-            "proj",
-            "--out",
-            str(out),
-        ).returncode
-        == 0
-    )
+    assert export("analyst").returncode == 0
     assert stat.S_IMODE(out.stat().st_mode) == 0o640
     assert "name: analyst" in out.read_text()
 

@@ -27,6 +27,16 @@ def only_error(cast: Cast) -> str:
     return str(cast.errors[0])
 
 
+def field_error(
+    tmp_path: Path, field: str, value: str, folder: str = ".personae/personas"
+) -> tuple[str, Path]:
+    """The only error (:func:`only_error`) of a persona file in ``folder`` whose front matter
+    sets ``field`` (line 4, after name and description) to ``value``, and the file."""
+    text = f"---\nname: x\ndescription: d\n{field}: {value}\n---\n"
+    cast, bad = load_with(tmp_path, f"{folder}/bad.md", text)
+    return only_error(cast), bad
+
+
 def test_malformed_yaml_names_file_and_line(tmp_path: Path) -> None:
     cast, bad = load_with(
         tmp_path, ".personae/personas/bad.md", "---\nname: bad\ndescription: d\ntools: [a, b\n---\n"
@@ -119,43 +129,25 @@ def test_duplicate_skill_names_in_one_source(tmp_path: Path) -> None:
 
 
 def test_unknown_tool_in_personae_file_names_closest(tmp_path: Path) -> None:
-    cast, bad = load_with(
-        tmp_path,
-        ".personae/personas/bad.md",
-        "---\nname: x\ndescription: d\ntools: [read_flie]\n---\n",
-    )
-    msg = only_error(cast)
+    msg, bad = field_error(tmp_path, "tools", "[read_flie]")
     assert msg.startswith(f"{bad}:4: unknown tool 'read_flie'; did you mean 'read_file'?")
     assert "valid: agent, edit_file" in msg
 
 
 def test_unconfigured_mcp_tool_in_personae_file_is_an_error(tmp_path: Path) -> None:
-    cast, bad = load_with(
-        tmp_path,
-        ".personae/personas/bad.md",
-        "---\nname: x\ndescription: d\ntools: [mcp__gh__pr]\n---\n",
-    )
-    assert only_error(cast) == f"{bad}:4: tool 'mcp__gh__pr': MCP server 'gh' is not configured"
+    msg, bad = field_error(tmp_path, "tools", "[mcp__gh__pr]")
+    assert msg == f"{bad}:4: tool 'mcp__gh__pr': MCP server 'gh' is not configured"
 
 
 def test_unknown_disallowed_tool_in_personae_file(tmp_path: Path) -> None:
-    cast, bad = load_with(
-        tmp_path,
-        ".personae/personas/bad.md",
-        "---\nname: x\ndescription: d\ndisallowed_tools: [wirte_file]\n---\n",
-    )
-    assert only_error(cast).startswith(
-        f"{bad}:4: unknown tool 'wirte_file'; did you mean 'write_file'"
-    )
+    msg, bad = field_error(tmp_path, "disallowed_tools", "[wirte_file]")
+    assert msg.startswith(f"{bad}:4: unknown tool 'wirte_file'; did you mean 'write_file'")
 
 
 @pytest.mark.parametrize("folder", [".personae/personas", ".claude/agents"])
 @pytest.mark.parametrize("value", ["42", "{a: 1}", "true", "[1, 2]"])
 def test_tools_field_of_wrong_type(tmp_path: Path, folder: str, value: str) -> None:
-    cast, bad = load_with(
-        tmp_path, f"{folder}/bad.md", f"---\nname: x\ndescription: d\ntools: {value}\n---\n"
-    )
-    msg = only_error(cast)
+    msg, bad = field_error(tmp_path, "tools", value, folder)
     assert msg.startswith(f"{bad}:4: tools ")
     assert "string" in msg
 
@@ -172,12 +164,8 @@ def test_tools_field_of_wrong_type(tmp_path: Path, folder: str, value: str) -> N
     ],
 )
 def test_bad_field_values(tmp_path: Path, field: str, value: str, expected: str) -> None:
-    cast, bad = load_with(
-        tmp_path,
-        ".personae/personas/bad.md",
-        f"---\nname: x\ndescription: d\n{field}: {value}\n---\n",
-    )
-    assert only_error(cast).startswith(f"{bad}:4: {expected}")
+    msg, bad = field_error(tmp_path, field, value)
+    assert msg.startswith(f"{bad}:4: {expected}")
 
 
 def test_unknown_skill_in_personae_file_is_an_error(tmp_path: Path) -> None:
@@ -185,12 +173,8 @@ def test_unknown_skill_in_personae_file_is_an_error(tmp_path: Path) -> None:
         tmp_path / ".personae/skills/csv-tools/SKILL.md",
         "---\nname: csv-tools\ndescription: d\n---\n",
     )
-    cast, bad = load_with(
-        tmp_path,
-        ".personae/personas/bad.md",
-        "---\nname: x\ndescription: d\nskills: [csv-tool]\n---\n",
-    )
-    assert only_error(cast) == f"{bad}:4: unknown skill 'csv-tool'; did you mean 'csv-tools'?"
+    msg, bad = field_error(tmp_path, "skills", "[csv-tool]")
+    assert msg == f"{bad}:4: unknown skill 'csv-tool'; did you mean 'csv-tools'?"
 
 
 def test_unreadable_file_not_utf8(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from _helpers import write
+from _helpers import clean_cast, write
 from personae.persona import Cast, ContextMode
 from personae.persona.loader import load_persona_file
 from personae.persona.problems import Problem
@@ -90,23 +90,22 @@ def test_defaults_when_fields_absent(tmp_path: Path) -> None:
     ],
 )
 def test_claude_tools_comma_string_or_list(tmp_path: Path, tools: str, expected: list[str]) -> None:
-    write(tmp_path / ".claude/agents/a.md", f"---\nname: a\ndescription: d\ntools: {tools}\n---\n")
-    cast = Cast.load(tmp_path)
-    assert cast.errors == []
+    cast = clean_cast(
+        tmp_path, ".claude/agents/a.md", f"---\nname: a\ndescription: d\ntools: {tools}\n---\n"
+    )
     assert cast.get("a").tools == expected
     assert cast.get("a").source_kind == "claude-code"
 
 
 def test_claude_file_fields_and_unknown_keys(tmp_path: Path) -> None:
-    write(
-        tmp_path / ".claude/agents/rev.md",
+    cast = clean_cast(
+        tmp_path,
+        ".claude/agents/rev.md",
         "---\nname: code-reviewer\ndescription: Reviews code.\ntools: Read, WebSearch, "
         "mcp__github__get_pr, chrome-mcp\ndisallowedTools: Write, Edit\nmodel: sonnet\n"
         "maxTurns: 5\nskills: [a-skill]\nmcpServers: [github]\ncolor: blue\npriority: high\n"
         "---\nReview carefully.\n",
     )
-    cast = Cast.load(tmp_path)
-    assert cast.errors == []
     p = cast.get("code-reviewer")
     assert p.tools == ["read_file", "mcp__github__get_pr"]  # github configured by the persona
     assert p.unavailable_tools == ["WebSearch", "chrome-mcp"]
@@ -150,21 +149,19 @@ def test_project_mcp_json_configures_servers(tmp_path: Path) -> None:
 
 def test_lenient_yaml_like_claude_code(tmp_path: Path) -> None:
     # Real agent files put "Examples: <example>Context: ..." in a plain YAML value.
-    write(
-        tmp_path / ".claude/agents/gen.md",
+    cast = clean_cast(
+        tmp_path,
+        ".claude/agents/gen.md",
         "---\nname: gen\ndescription: Use this agent to generate things. Examples: "
         "<example>Context: user asks</example>\ntools: Read\n---\nbody\n",
     )
-    cast = Cast.load(tmp_path)
-    assert cast.errors == []
     assert "Context: user asks" in cast.get("gen").description
     assert "read leniently" in str(cast.warnings[0])
 
 
 def test_claude_markdown_without_frontmatter_is_skipped_with_warning(tmp_path: Path) -> None:
-    write(tmp_path / ".claude/agents/NOTES.md", "# just notes\n")
-    cast = Cast.load(tmp_path)
-    assert cast.errors == [] and cast.personas == {}
+    cast = clean_cast(tmp_path, ".claude/agents/NOTES.md", "# just notes\n")
+    assert cast.personas == {}
     assert str(cast.warnings[0]).endswith("not an agent file, skipped")
 
 
@@ -320,9 +317,10 @@ def test_skill_l3_files_stay_inside_the_skill_folder(tmp_path: Path) -> None:
 
 
 def test_skill_name_must_match_folder_is_a_warning(tmp_path: Path) -> None:
-    write(tmp_path / ".personae/skills/folder/SKILL.md", "---\nname: other\ndescription: d\n---\n")
-    cast = Cast.load(tmp_path)
-    assert cast.errors == [] and "other" in cast.skills
+    cast = clean_cast(
+        tmp_path, ".personae/skills/folder/SKILL.md", "---\nname: other\ndescription: d\n---\n"
+    )
+    assert "other" in cast.skills
     assert "differs from its folder 'folder'" in str(cast.warnings[0])
 
 

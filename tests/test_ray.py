@@ -143,6 +143,22 @@ def test_chain_fan_out_on_ray_matches_local_and_resumes(ray_cluster: str, tmp_pa
     assert len(runs) == len(after) == 6
 
 
+def _slow_chain(
+    tmp_path: Path, ray_cluster: str, step: str, answer: str, pause: float
+) -> tuple[Path, list[str], dict[str, str]]:
+    """The chain project (:func:`_chain_project`) with step ``step``'s scripted ``answer``
+    streamed in pieces ``pause`` s apart; the `chain run` driver command on the Ray cluster,
+    and its environment (this one without PWD)."""
+    root = _chain_project(tmp_path)
+    slow = read_config_scenario(answer, description=f"{step} (scripted, slow)")
+    slow["steps"][-1]["stream_pause"] = pause
+    (tmp_path / f"{step}.yaml").write_text(yaml.safe_dump(slow))
+    env = {k: v for k, v in os.environ.items() if k != "PWD"}
+    cmd = [sys.executable, "-m", "personae", "chain", "run", "workflow.yaml", "--executor",
+           "ray", "--address", ray_cluster, "--json"]  # fmt: skip
+    return root, cmd, env
+
+
 def _runs(root: Path, task: str) -> list[dict[str, Any]]:
     listed = run_personae("runs", "list", "--json", "--limit", "50", cwd=root)
     return [r for r in json.loads(listed.stdout or "[]") if r["task"] == task]
@@ -151,13 +167,7 @@ def _runs(root: Path, task: str) -> list[dict[str, Any]]:
 def test_chain_driver_killed_on_ray_resumes_without_redoing_finished_steps(
     ray_cluster: str, tmp_path: Path
 ) -> None:
-    root = _chain_project(tmp_path)
-    slow = read_config_scenario("REPORT north+south", description="report (scripted, slow)")
-    slow["steps"][-1]["stream_pause"] = 2.0  # the answer streams in pieces, 2 s apart
-    (tmp_path / "report.yaml").write_text(yaml.safe_dump(slow))
-    env = {k: v for k, v in os.environ.items() if k != "PWD"}
-    cmd = [sys.executable, "-m", "personae", "chain", "run", "workflow.yaml", "--executor",
-           "ray", "--address", ray_cluster, "--json"]  # fmt: skip
+    root, cmd, env = _slow_chain(tmp_path, ray_cluster, "report", "REPORT north+south", 2.0)
     driver = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, text=True)
     assert driver.stdout is not None
     for line in driver.stdout:
@@ -184,13 +194,7 @@ def test_chain_driver_killed_on_ray_resumes_without_redoing_finished_steps(
 
 
 def test_chain_ctrl_c_on_ray_kills_the_running_step(ray_cluster: str, tmp_path: Path) -> None:
-    root = _chain_project(tmp_path)
-    slow = read_config_scenario("NORTH-ANSWER", description="north (scripted, slow)")
-    slow["steps"][-1]["stream_pause"] = 5.0  # the answer streams in pieces, 5 s apart
-    (tmp_path / "north.yaml").write_text(yaml.safe_dump(slow))
-    env = {k: v for k, v in os.environ.items() if k != "PWD"}
-    cmd = [sys.executable, "-m", "personae", "chain", "run", "workflow.yaml", "--executor",
-           "ray", "--address", ray_cluster, "--json"]  # fmt: skip
+    root, cmd, env = _slow_chain(tmp_path, ray_cluster, "north", "NORTH-ANSWER", 5.0)
     driver = subprocess.Popen(
         cmd, cwd=root, env=env, stdout=subprocess.PIPE, text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509

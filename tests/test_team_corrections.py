@@ -10,33 +10,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from _helpers import (
+    attempt,
+    one_subtask,
+    read,
+    role_requests,
+    run_team,
+    team_project,
+    tool,
+    verdict,
+)
 from _helpers import events_of as kinds
-from _helpers import plan, role_requests, synth, tool, verdict, work
-from test_team_loop import make_project, run
 
 DIRECTIVE = "DIRECTIVE-7: only report figures read from files."
 
 
 def _project(tmp_path: Path) -> Path:
-    root = make_project(tmp_path)
+    root = team_project(tmp_path)
     (root / ".personae" / "directive.md").write_text(DIRECTIVE)
     return root
 
 
 def test_refused_tool_is_scope_drift_rephrased_with_the_allowed_tools(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    outcome, player = run(
-        root,
-        [
-            plan("Find the port"),
-            tool("run_shell", command="cat config.yaml"),  # dev may not use run_shell
-            work("The port is 8081."),
-            tool("read_file", path="config.yaml"),
-            work("config.yaml: port 8081."),
-            verdict(True),
-            synth(),
-        ],
-    )
+    # dev may not use run_shell
+    refused = attempt(tool("run_shell", command="cat config.yaml"), "The port is 8081.")
+    read_back = attempt(read("config.yaml"), "config.yaml: port 8081.", verdict(True))
+    outcome, player = run_team(root, one_subtask("Find the port", refused, read_back))
     first = kinds(outcome, "validation")[0].data
     assert first["used_llm"] is False
     assert first["completion_signal"]["blocker_type"] == "scope_drift"
@@ -57,18 +57,16 @@ def test_claim_contradicted_by_a_refused_write_is_hallucination(tmp_path: Path) 
     (root / ".personae" / "personas" / "dev.md").write_text(
         "---\nname: dev\ndescription: Reads only.\ntools: [read_file, grep]\n---\nRead.\n"
     )
-    outcome, _ = run(
-        root,
-        [
-            plan("Write the port to x.txt"),
-            tool("write_file", path="x.txt", content="8081"),  # refused: not dev's tool
-            work("I wrote x.txt with the port."),
-            tool("read_file", path="config.yaml"),
-            work("The port is 8081 (I could not write files)."),
-            verdict(True),
-            synth(),
-        ],
+    # The write is refused: not dev's tool.
+    claimed = attempt(
+        tool("write_file", path="x.txt", content="8081"), "I wrote x.txt with the port."
     )
+    read_back = attempt(
+        read("config.yaml"),
+        "The port is 8081 (I could not write files).",
+        verdict(True),
+    )
+    outcome, _ = run_team(root, one_subtask("Write the port to x.txt", claimed, read_back))
     first = kinds(outcome, "validation")[0].data
     assert first["completion_signal"]["blocker_type"] == "hallucination"
     assert "x.txt was written, but write_file(x.txt) was refused" in first["issues"][0]
@@ -79,11 +77,9 @@ def test_claim_contradicted_by_a_refused_write_is_hallucination(tmp_path: Path) 
 def _rejected(n: int) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     for i in range(n):
-        steps += [
-            tool("read_file", path="config.yaml") if i == 0 else tool("grep", pattern=f"p{i}"),
-            work(f"PARTIAL-RESULT attempt {i}: port 8081, host unknown"),
-            verdict(False, blocker="hallucination", progress=True, confidence="low"),
-        ]
+        call = read("config.yaml") if i == 0 else tool("grep", pattern=f"p{i}")
+        rejected = verdict(False, blocker="hallucination", progress=True, confidence="low")
+        steps += attempt(call, f"PARTIAL-RESULT attempt {i}: port 8081, host unknown", rejected)
     return steps
 
 
@@ -91,8 +87,8 @@ def test_exhausted_budget_with_progress_goes_to_the_synthesis_marked_partial(
     tmp_path: Path,
 ) -> None:
     root = _project(tmp_path)
-    outcome, player = run(
-        root, [plan("Find the port and host"), *_rejected(3), synth("Port 8081 (partial).")]
+    outcome, player = run_team(
+        root, one_subtask("Find the port and host", _rejected(3), answer="Port 8081 (partial).")
     )
     assert outcome.result.outcomes[0].status == "partial"
     synthesis = role_requests(player, "manager")[-1]
@@ -112,19 +108,9 @@ def test_validator_correction_written_with_shared_context_reaches_the_worker(
     rejected = verdict(False, blocker="partial", progress=True, strategy="retry")
     rejected["output"]["completion_signal"]["blocker_type"] = None
     rejected["output"]["correction"] = "CORR-9: quote config.yaml, as DIRECTIVE-7 requires."
-    outcome, player = run(
-        root,
-        [
-            plan("Find the port"),
-            tool("grep", pattern="port"),
-            work("port is probably 8081"),
-            rejected,
-            tool("read_file", path="config.yaml"),
-            work("config.yaml says port: 8081"),
-            verdict(True),
-            synth(),
-        ],
-    )
+    guessed = attempt(tool("grep", pattern="port"), "port is probably 8081", rejected)
+    read_back = attempt(read("config.yaml"), "config.yaml says port: 8081", verdict(True))
+    outcome, player = run_team(root, one_subtask("Find the port", guessed, read_back))
     validator_request = role_requests(player, "validator")[0]
     assert any(DIRECTIVE in str(m["content"]) for m in validator_request["messages"])
     retried = role_requests(player, "worker")[2]

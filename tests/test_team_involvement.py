@@ -8,10 +8,9 @@ from pathlib import Path
 
 import yaml
 
+from _helpers import attempt, one_subtask, read, role_requests, run_team, team_project, verdict
 from _helpers import events_of as kinds
-from _helpers import plan, role_requests, synth, tool, verdict, work
 from personae.team.involvement import involvement_for
-from test_team_loop import make_project, run
 
 LABELLED = Path(__file__).parent / "data" / "involvement" / "labelled.yaml"
 
@@ -34,18 +33,14 @@ def test_keyword_fallback_accuracy_on_the_labelled_set() -> None:
 
 
 def test_the_validator_model_decides_the_level(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
+    root = team_project(tmp_path)
     decided = verdict(True)
     decided["output"]["involvement_level"] = "thorough"
     # The keyword rule says standard for this phrasing; the model reads it as a QA request.
     task = "Look over the port setting once more before the release, please."
     assert involvement_for(task).value == "standard"
-    outcome, player = run(
-        root,
-        [plan("Look at the port"), tool("read_file", path="config.yaml"), work("port 8081"),
-         decided, synth()],
-        task=task,
-    )  # fmt: skip
+    looked = attempt(read("config.yaml"), "port 8081", decided)
+    outcome, player = run_team(root, one_subtask("Look at the port", looked), task=task)
     assert kinds(outcome, "validation")[0].data["involvement_level"] == "thorough"
     instructions = role_requests(player, "validator")[0]["messages"][0]["content"]
     assert "decide the involvement level" in instructions
@@ -53,11 +48,9 @@ def test_the_validator_model_decides_the_level(tmp_path: Path) -> None:
 
 
 def test_without_a_model_answer_the_keyword_rule_decides(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, _ = run(
-        root,
-        [plan("Check"), tool("read_file", path="config.yaml"), work("port 8081"), verdict(True),
-         synth()],
-        task="Could you double-check the port?",
-    )  # fmt: skip
+    root = team_project(tmp_path)
+    checked = attempt(read("config.yaml"), "port 8081", verdict(True))
+    outcome, _ = run_team(
+        root, one_subtask("Check", checked), task="Could you double-check the port?"
+    )
     assert kinds(outcome, "validation")[0].data["involvement_level"] == "thorough"

@@ -13,58 +13,38 @@ from typing import Any
 import pytest
 
 from _helpers import (
-    build_project,
+    attempt,
+    one_subtask,
     plan,
+    read,
     role_requests,
     run_async,
-    run_scenario,
+    run_team,
     synth,
+    team_project,
     tool,
     verdict,
-    work,
 )
 from _helpers import events_of as kinds
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.store import Store
 from personae.store.runs import RunStore
-from personae.team.session import RunOptions, RunOutcome, run_turn
-
-PERSONA = """---
-name: dev
-description: Works on the sample project.
-tools: [read_file, grep, list_dir, write_file]
-max_steps: 6
----
-You are dev. Use your tools.
-"""
+from personae.team.session import RunOptions, run_turn
 
 
-def make_project(root: Path, persona: str = PERSONA) -> Path:
-    files = {"config.yaml": "port: 8081\nhost: localhost\n", "notes.md": "Release on Friday.\n"}
-    return build_project(root, {"dev": persona}, files)
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """The sample project (``config.yaml``, ``notes.md``) with the ``dev`` persona."""
+    return team_project(tmp_path)
 
 
-def run(
-    root: Path,
-    steps: list[dict[str, Any]],
-    task: str = "Give me the port and the release day.",
-    **options: Any,
-) -> tuple[RunOutcome, Any]:
-    return run_scenario(root, steps, task, **options)
-
-
-def test_zero_failure_session_validates_each_subtask_once(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, player = run(
+def test_zero_failure_session_validates_each_subtask_once(root: Path) -> None:
+    outcome, player = run_team(
         root,
         [
             plan("Find the port", "Find the release day"),
-            tool("read_file", path="config.yaml"),
-            work("config.yaml says port 8081."),
-            verdict(True),
-            tool("read_file", path="notes.md"),
-            work("notes.md says Friday."),
-            verdict(True),
+            *attempt(read("config.yaml"), "config.yaml says port 8081.", verdict(True)),
+            *attempt(read("notes.md"), "notes.md says Friday.", verdict(True)),
             synth("Port 8081, release on Friday."),
         ],
     )
@@ -80,21 +60,11 @@ def test_zero_failure_session_validates_each_subtask_once(tmp_path: Path) -> Non
     assert result.final_text == "Port 8081, release on Friday."
 
 
-def test_failed_tool_is_decided_in_code_without_a_model_call(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, player = run(
-        root,
-        [
-            plan("Read the missing file"),
-            tool("read_file", path="missing.txt"),
-            work("The file says hello."),
-            # Retry with the error: the worker reads an existing file instead.
-            tool("read_file", path="notes.md"),
-            work("notes.md says Friday."),
-            verdict(True),
-            synth(),
-        ],
-    )
+def test_failed_tool_is_decided_in_code_without_a_model_call(root: Path) -> None:
+    failed = attempt(read("missing.txt"), "The file says hello.")
+    # Retry with the error: the worker reads an existing file instead.
+    retried = attempt(read("notes.md"), "notes.md says Friday.", verdict(True))
+    outcome, player = run_team(root, one_subtask("Read the missing file", failed, retried))
     first = kinds(outcome, "validation")[0].data
     assert first["used_llm"] is False
     assert first["completion_signal"] == {
@@ -110,21 +80,11 @@ def test_failed_tool_is_decided_in_code_without_a_model_call(tmp_path: Path) -> 
     assert outcome.result.outcomes[0].status == "validated"
 
 
-def test_hallucination_retry_names_the_tools(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, player = run(
-        root,
-        [
-            plan("Find the port"),
-            tool("grep", pattern="port"),
-            work("The port is 9999."),
-            verdict(False, blocker="hallucination", progress=False, strategy="retry"),
-            tool("read_file", path="config.yaml"),
-            work("config.yaml: port 8081."),
-            verdict(True),
-            synth(),
-        ],
-    )
+def test_hallucination_retry_names_the_tools(root: Path) -> None:
+    rejected = verdict(False, blocker="hallucination", progress=False, strategy="retry")
+    claimed = attempt(tool("grep", pattern="port"), "The port is 9999.", rejected)
+    read_back = attempt(read("config.yaml"), "config.yaml: port 8081.", verdict(True))
+    outcome, player = run_team(root, one_subtask("Find the port", claimed, read_back))
     correction = kinds(outcome, "correction")[0]
     assert correction.data["action"] == "retry"
     for name in ("read_file", "grep", "list_dir", "write_file"):
@@ -138,39 +98,25 @@ def test_hallucination_retry_names_the_tools(tmp_path: Path) -> None:
     ("blocker", "action"),
     [("scope_drift", "rephrase"), ("tool_failure", "retry")],
 )
-def test_llm_blockers_dispatch_to_their_strategy(tmp_path: Path, blocker: str, action: str) -> None:
-    root = make_project(tmp_path)
-    outcome, _ = run(
-        root,
-        [
-            plan("Find the port"),
-            tool("read_file", path="config.yaml"),
-            work("port 8081 and I also edited notes."),
-            verdict(False, blocker=blocker, strategy=action),
-            tool("grep", pattern="port"),
-            work("port 8081."),
-            verdict(True),
-            synth(),
-        ],
-    )
+def test_llm_blockers_dispatch_to_their_strategy(root: Path, blocker: str, action: str) -> None:
+    rejected = verdict(False, blocker=blocker, strategy=action)
+    drifted = attempt(read("config.yaml"), "port 8081 and I also edited notes.", rejected)
+    approved = attempt(tool("grep", pattern="port"), "port 8081.", verdict(True))
+    outcome, _ = run_team(root, one_subtask("Find the port", drifted, approved))
     assert [e.data["action"] for e in kinds(outcome, "correction")] == [action]
     if blocker == "scope_drift":
         assert "Stay strictly within this subtask" in kinds(outcome, "correction")[0].message
 
 
-def test_partial_is_decomposed_by_the_manager(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, player = run(
+def test_partial_is_decomposed_by_the_manager(root: Path) -> None:
+    partial = verdict(False, blocker="partial", strategy="decompose", issues=["host missing"])
+    outcome, player = run_team(
         root,
         [
             plan("Find the port and the host"),
-            tool("read_file", path="config.yaml"),
-            work("port 8081; host unknown."),
-            verdict(False, blocker="partial", strategy="decompose", issues=["host missing"]),
+            *attempt(read("config.yaml"), "port 8081; host unknown.", partial),
             plan("Find the host"),  # the manager splits what remains
-            tool("grep", pattern="host"),
-            work("host is localhost."),
-            verdict(True),
+            *attempt(tool("grep", pattern="host"), "host is localhost.", verdict(True)),
             synth(),
         ],
     )
@@ -180,15 +126,13 @@ def test_partial_is_decomposed_by_the_manager(tmp_path: Path) -> None:
     assert outcome.result.outcomes[0].status == "validated"
 
 
-def test_capability_gap_escalates_at_once_without_retry(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, player = run(
+def test_capability_gap_escalates_at_once_without_retry(root: Path) -> None:
+    gap = verdict(False, blocker="capability_gap", progress=False, strategy="escalate")
+    outcome, player = run_team(
         root,
         [
             plan("Deploy to production"),
-            tool("list_dir", path="."),
-            work("I cannot deploy: no deploy tool."),
-            verdict(False, blocker="capability_gap", progress=False, strategy="escalate"),
+            *attempt(tool("list_dir", path="."), "I cannot deploy: no deploy tool.", gap),
             {"when": {"role": "manager"}, "text": "unused"},
         ][:4],
     )
@@ -201,18 +145,15 @@ def test_capability_gap_escalates_at_once_without_retry(tmp_path: Path) -> None:
     assert "needs you" in outcome.result.final_text
 
 
-def test_loop_detected_in_code_skips_after_two_detections(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
+def test_loop_detected_in_code_skips_after_two_detections(root: Path) -> None:
     same = tool("grep", pattern="port")
-    outcome, player = run(
+    outcome, player = run_team(
         root,
         [
             plan("Find the port"),
-            same,
-            same,  # identical call within the window: refused, a loop
-            work("port 8081"),
-            same,  # the retry repeats it again: second detection
-            work("port 8081"),
+            # The identical second call within the window is refused: a loop.
+            *attempt([same, same], "port 8081"),
+            *attempt(same, "port 8081"),  # the retry repeats it again: second detection
         ],
     )
     validations = kinds(outcome, "validation")
@@ -226,22 +167,16 @@ def test_loop_detected_in_code_skips_after_two_detections(tmp_path: Path) -> Non
 
 
 def _rejected_twice_then_ok(fact: str) -> list[dict[str, Any]]:
+    rejected = verdict(False, blocker="hallucination", strategy="retry")
     return [
-        tool("read_file", path="config.yaml"),
-        work(f"{fact} (first try)"),
-        verdict(False, blocker="hallucination", strategy="retry"),
-        tool("grep", pattern="port"),
-        work(f"{fact} (second try)"),
-        verdict(False, blocker="hallucination", strategy="retry"),
-        tool("list_dir", path="."),
-        work(f"{fact} (third try)"),
-        verdict(True),
+        *attempt(read("config.yaml"), f"{fact} (first try)", rejected),
+        *attempt(tool("grep", pattern="port"), f"{fact} (second try)", rejected),
+        *attempt(tool("list_dir", path="."), f"{fact} (third try)", verdict(True)),
     ]
 
 
-def test_retry_budget_resets_for_each_subtask(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, _ = run(
+def test_retry_budget_resets_for_each_subtask(root: Path) -> None:
+    outcome, _ = run_team(
         root,
         [
             plan("Find the port", "Find the host"),
@@ -260,42 +195,37 @@ def test_retry_budget_resets_for_each_subtask(tmp_path: Path) -> None:
 def _rejected_three_times(progress: bool) -> list[dict[str, Any]]:
     steps: list[dict[str, Any]] = []
     for i in range(3):
-        steps += [
-            tool("read_file", path="config.yaml") if i == 0 else tool("grep", pattern=f"p{i}"),
-            work(f"attempt {i}"),
-            verdict(False, blocker="hallucination", progress=progress, confidence="low"),
-        ]
+        call = read("config.yaml") if i == 0 else tool("grep", pattern=f"p{i}")
+        rejected = verdict(False, blocker="hallucination", progress=progress, confidence="low")
+        steps += attempt(call, f"attempt {i}", rejected)
     return steps
 
 
-def test_exhausted_budget_with_progress_continues_to_synthesis(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, _ = run(root, [plan("Find the port"), *_rejected_three_times(True), synth()])
+def test_exhausted_budget_with_progress_continues_to_synthesis(root: Path) -> None:
+    outcome, _ = run_team(root, one_subtask("Find the port", _rejected_three_times(True)))
     assert outcome.result.outcomes[0].status == "partial"
     assert "partial work" in kinds(outcome, "warning")[0].message
     assert "partial, not validated" in outcome.result.final_text
     assert outcome.result.status == "partial"
 
 
-def test_exhausted_budget_without_progress_skips_with_warning(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, _ = run(root, [plan("Find the port"), *_rejected_three_times(False)])
+def test_exhausted_budget_without_progress_skips_with_warning(root: Path) -> None:
+    outcome, _ = run_team(
+        root, one_subtask("Find the port", _rejected_three_times(False), answer=None)
+    )
     assert outcome.result.outcomes[0].status == "skipped"
     warning = kinds(outcome, "warning")[0]
     assert "skipped" in warning.message and "no progress" in warning.message
     assert warning.message in outcome.result.warnings
 
 
-def test_failure_in_subtask_one_does_not_raise_involvement_of_subtask_two(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, player = run(
+def test_failure_in_subtask_one_does_not_raise_involvement_of_subtask_two(root: Path) -> None:
+    outcome, player = run_team(
         root,
         [
             plan("Find the port", "Find the host"),
             *_rejected_twice_then_ok("port"),
-            tool("read_file", path="config.yaml"),
-            work("host localhost"),
-            verdict(True),
+            *attempt(read("config.yaml"), "host localhost", verdict(True)),
             synth(),
         ],
     )
@@ -305,17 +235,11 @@ def test_failure_in_subtask_one_does_not_raise_involvement_of_subtask_two(tmp_pa
     assert "Keyword rule suggests: standard" in last_validator["messages"][0]["content"]
 
 
-def test_explicit_test_request_still_gets_thorough(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, player = run(
+def test_explicit_test_request_still_gets_thorough(root: Path) -> None:
+    checked = attempt(read("config.yaml"), "port 8081 verified.", verdict(True))
+    outcome, player = run_team(
         root,
-        [
-            plan("Check the port value"),
-            tool("read_file", path="config.yaml"),
-            work("port 8081 verified."),
-            verdict(True),
-            synth(),
-        ],
+        one_subtask("Check the port value", checked),
         task="Verify that the config sets port 8081.",
     )
     assert kinds(outcome, "validation")[0].data["involvement_level"] == "thorough"
@@ -325,11 +249,10 @@ def test_explicit_test_request_still_gets_thorough(tmp_path: Path) -> None:
     )
 
 
-def test_information_only_request_is_minimal(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, _ = run(
+def test_information_only_request_is_minimal(root: Path) -> None:
+    outcome, _ = run_team(
         root,
-        [plan("Say hello"), work("Hello!"), verdict(True), synth("Hello!")],
+        one_subtask("Say hello", attempt([], "Hello!", verdict(True)), answer="Hello!"),
         task="What is this project about?",
     )
     validation = kinds(outcome, "validation")[0].data
@@ -337,30 +260,21 @@ def test_information_only_request_is_minimal(tmp_path: Path) -> None:
     assert validation["used_llm"] is True  # no zero-tools rejection for information-only
 
 
-def test_validator_infrastructure_error_is_neither_approval_nor_rejection(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, _ = run(
-        root,
-        [
-            plan("Find the port"),
-            tool("read_file", path="config.yaml"),
-            work("port 8081"),
-            {"when": {"role": "validator"}, "error": {"status": 429, "message": "slow down"}},
-            verdict(True),  # the second validator attempt works
-            synth(),
-        ],
-    )
+def test_validator_infrastructure_error_is_neither_approval_nor_rejection(root: Path) -> None:
+    rate_limited = {"when": {"role": "validator"}, "error": {"status": 429, "message": "slow down"}}
+    # The second validator attempt works.
+    reported = [*attempt(read("config.yaml"), "port 8081", rate_limited), verdict(True)]
+    outcome, _ = run_team(root, one_subtask("Find the port", reported))
     assert not kinds(outcome, "correction")  # no retry budget spent
     assert "not counted as approval or rejection" in kinds(outcome, "warning")[0].message
     assert outcome.result.outcomes[0].status == "validated"
     assert outcome.result.failure_count == 0
 
 
-def test_validator_down_keeps_work_unvalidated(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, _ = run(
+def test_validator_down_keeps_work_unvalidated(root: Path) -> None:
+    outcome, _ = run_team(
         root,
-        [plan("Find the port"), tool("read_file", path="config.yaml"), work("port 8081")],
+        one_subtask("Find the port", attempt(read("config.yaml"), "port 8081"), answer=None),
         rules=[{"when": {"role": "validator"}, "error": {"status": 503, "message": "down"}}],
     )
     assert outcome.result.outcomes[0].status == "unvalidated"
@@ -369,18 +283,14 @@ def test_validator_down_keeps_work_unvalidated(tmp_path: Path) -> None:
     assert "validator unavailable" in outcome.result.final_text
 
 
-def test_synthesis_never_claims_failed_work(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, player = run(
+def test_synthesis_never_claims_failed_work(root: Path) -> None:
+    gap = verdict(False, blocker="capability_gap", progress=False)
+    outcome, player = run_team(
         root,
         [
             plan("Find the port", "Deploy it"),
-            tool("read_file", path="config.yaml"),
-            work("port 8081"),
-            verdict(True),
-            tool("list_dir", path="."),
-            work("DEPLOYED-SUCCESSFULLY to prod"),
-            verdict(False, blocker="capability_gap", progress=False),
+            *attempt(read("config.yaml"), "port 8081", verdict(True)),
+            *attempt(tool("list_dir", path="."), "DEPLOYED-SUCCESSFULLY to prod", gap),
             synth("The port is 8081."),
         ],
     )
@@ -393,13 +303,9 @@ def test_synthesis_never_claims_failed_work(tmp_path: Path) -> None:
     assert "Not completed:\n- [needs you] Deploy it" in final
 
 
-def test_run_and_events_are_stored(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, _ = run(
-        root,
-        [plan("Find the port"), tool("read_file", path="config.yaml"), work("8081"),
-         verdict(True), synth("8081")],
-    )  # fmt: skip
+def test_run_and_events_are_stored(root: Path) -> None:
+    found = attempt(read("config.yaml"), "8081", verdict(True))
+    outcome, _ = run_team(root, one_subtask("Find the port", found, answer="8081"))
     with Store(root / ".personae" / "state.db") as store:
         runs = RunStore(store)
         record = runs.get(outcome.run_id)
@@ -413,15 +319,10 @@ def test_run_and_events_are_stored(tmp_path: Path) -> None:
         assert runs.get(outcome.run_id[:-2]).id == outcome.run_id  # unique prefix
 
 
-def test_run_usage_cap_stops_cleanly(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, player = run(
+def test_run_usage_cap_stops_cleanly(root: Path) -> None:
+    outcome, player = run_team(
         root,
-        [
-            plan("Find the port", "Find the host"),
-            tool("read_file", path="config.yaml"),
-            work("port 8081"),
-        ],
+        [plan("Find the port", "Find the host"), *attempt(read("config.yaml"), "port 8081")],
         request_cap=3,
     )
     assert len(player.requests) == 3  # the validator call was never sent
@@ -431,9 +332,8 @@ def test_run_usage_cap_stops_cleanly(tmp_path: Path) -> None:
     assert outcome.result.usage["requests"] == 3
 
 
-def test_without_a_persona_the_worker_only_gets_read_only_tools(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    steps = [plan("Look"), tool("list_dir", path="."), work("files listed"), verdict(True), synth()]
+def test_without_a_persona_the_worker_only_gets_read_only_tools(root: Path) -> None:
+    steps = one_subtask("Look", attempt(tool("list_dir", path="."), "files listed", verdict(True)))
     model = scripted_function_model(Scenario.model_validate({"steps": steps}))
     options = RunOptions(root=root, include_git_log=False)
     outcome = run_async(

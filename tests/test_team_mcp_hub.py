@@ -10,12 +10,13 @@ from typing import Any
 import pytest
 from pydantic_ai import RunContext, ToolFailed
 from pydantic_ai.models.test import TestModel
+from pydantic_ai.toolsets import CombinedToolset, FunctionToolset
 from pydantic_ai.usage import RunUsage
 
 from _helpers import free_port as _free_port
 from _helpers import mind_http_server, run_async
 from personae.persona.model import Persona
-from personae.team.mcp_servers import McpHub
+from personae.team.mcp_servers import McpHub, McpServerToolset, inherited_toolset
 
 MEMORY = "---\nname: Brandon\ndescription: sponsor of the portal\ntype: user\n---\nLikes tea.\n"
 
@@ -63,9 +64,13 @@ def test_http_server_tools_are_renamed_granted_and_enforced_at_dispatch(
                 )
             # Sub-agents inherit from the parent's grant only (and start nothing).
             anything = Persona(name="c1", description="d", tools=None)
-            assert (await hub.toolset_for(anything, parent_allowed=names))[1] == names
+            child = await hub.toolset_for(anything, parent_allowed=names, parent=toolset)
+            assert child[1] == names
             wider = Persona(name="c2", description="d", tools=["mcp__mind__read_memory_file"])
-            assert await hub.toolset_for(wider, parent_allowed=names) == (None, frozenset())
+            assert await hub.toolset_for(wider, parent_allowed=names, parent=toolset) == (
+                None,
+                frozenset(),
+            )
             running = hub.running
         finally:
             await hub.aclose()
@@ -102,3 +107,35 @@ def test_unreachable_http_server_is_one_warning() -> None:
     assert len(warnings) == 1
     message, data = warnings[0]
     assert "'web'" in message and "failed to start" in message and data["server"] == "web"
+
+
+def test_sub_agent_narrows_the_parent_mcp_toolset_it_is_given() -> None:
+    # The parent's MCP toolset is passed explicitly: two servers, the child's persona
+    # grants one tool of each; nothing outside the parent's names; no parent, nothing.
+    def ping() -> str:
+        return "pong"
+
+    def pong() -> str:
+        return "ping"
+
+    servers = [
+        McpServerToolset(FunctionToolset([ping, pong]), server=name, granted=frozenset(granted))
+        for name, granted in [
+            ("a", {"mcp__a__ping", "mcp__a__pong"}),
+            ("b", {"mcp__b__ping"}),
+        ]
+    ]
+    parent = CombinedToolset(servers)
+    parent_allowed = frozenset({"mcp__a__ping", "mcp__a__pong", "mcp__b__ping"})
+    child = Persona(
+        name="c", description="d", tools=["mcp__a__pong", "mcp__b__ping", "mcp__b__pong"]
+    )
+
+    toolset, names = inherited_toolset(child, parent, parent_allowed)
+    assert names == {"mcp__a__pong", "mcp__b__ping"}
+    ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage())
+    assert toolset is not None
+    assert set(run_async(toolset.get_tools(ctx))) == names
+    assert inherited_toolset(child, servers[0], parent_allowed)[1] == {"mcp__a__pong"}
+    assert inherited_toolset(child, parent, frozenset({"mcp__a__ping"})) == (None, frozenset())
+    assert inherited_toolset(child, None, parent_allowed) == (None, frozenset())

@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from _helpers import attempt, one_subtask, read, role_requests, run_team, team_project, verdict
 from _helpers import events_of as kinds
-from _helpers import plan, role_requests, synth, tool, verdict, work
-from test_team_loop import make_project, run
 
 PERSONA = """---
 name: dev
@@ -30,7 +29,7 @@ def _skill(root: Path, name: str, description: str, body: str) -> None:
 
 
 def _project(tmp_path: Path, style_body: str | None = None) -> Path:
-    root = make_project(tmp_path, PERSONA)
+    root = team_project(tmp_path, PERSONA)
     _skill(
         root, "report-style", "House style for written reports (headings, tone, figures).",
         style_body or "L2-STYLE-RULE: figures in a table.\nVersion: !`echo SKILL-CMD-OUT`\n"
@@ -47,12 +46,9 @@ def _text(request: dict[str, object]) -> str:
 
 def test_called_for_skill_bodies_reach_the_worker_and_the_validator(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    outcome, player = run(
-        root,
-        [plan("Write the report"), tool("read_file", path="config.yaml"),
-         work("Report: port 8081 in a table."), verdict(True), synth()],
-        task="Write a short report on the port, in our report style.",
-    )  # fmt: skip
+    reported = attempt(read("config.yaml"), "Report: port 8081 in a table.", verdict(True))
+    task = "Write a short report on the port, in our report style."
+    outcome, player = run_team(root, one_subtask("Write the report", reported), task=task)
     worker = _text(role_requests(player, "worker")[0])
     assert "L2-STYLE-RULE" in worker and "<skills>" in worker
     assert "SKILL-CMD-OUT" in worker and "echo SKILL-CMD-OUT" not in worker  # ran (allowed)
@@ -67,12 +63,8 @@ def test_called_for_skill_bodies_reach_the_worker_and_the_validator(tmp_path: Pa
 
 def test_a_skill_the_worker_cites_is_loaded_for_validation(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    _, player = run(
-        root,
-        [plan("Find the port"), tool("read_file", path="config.yaml"),
-         work("Port 8081; I followed unrelated-skill."), verdict(True), synth()],
-        task="Find the port.",
-    )  # fmt: skip
+    cited = attempt(read("config.yaml"), "Port 8081; I followed unrelated-skill.", verdict(True))
+    _, player = run_team(root, one_subtask("Find the port", cited), task="Find the port.")
     assert "L2-UNRELATED-BODY" not in _text(role_requests(player, "worker")[0])
     validator = _text(role_requests(player, "validator")[0])
     assert "L2-UNRELATED-BODY" in validator and "L2-STYLE-RULE" not in validator
@@ -80,12 +72,9 @@ def test_a_skill_the_worker_cites_is_loaded_for_validation(tmp_path: Path) -> No
 
 def test_skill_bodies_stay_within_the_budget(tmp_path: Path) -> None:
     root = _project(tmp_path, style_body="L2-STYLE-RULE\n" + "More house style text. " * 2000)
-    outcome, player = run(
-        root,
-        [plan("Write the report"), tool("read_file", path="config.yaml"),
-         work("Report done."), verdict(True), synth()],
-        task="Write the report in report style.",
-    )  # fmt: skip
+    reported = attempt(read("config.yaml"), "Report done.", verdict(True))
+    task = "Write the report in report style."
+    outcome, player = run_team(root, one_subtask("Write the report", reported), task=task)
     worker = _text(role_requests(player, "worker")[0])
     assert "L2-STYLE-RULE" in worker and "cut to fit the budget" in worker
     assert worker.count("More house style text.") < 1000

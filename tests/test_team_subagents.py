@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from _helpers import VALIDATOR_OK as OK
 from _helpers import build_project, requests_with, run_async, run_scenario, tool_results
 from _helpers import events_of as events
@@ -16,7 +18,7 @@ from personae.persona.model import ContextMode, Persona
 from personae.team.events import EventBus
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.session import RunOutcome
-from personae.team.subagents import Spawner, child_prompt
+from personae.team.subagents import Parent, Spawner, child_prompt
 from personae.tools.registry import ToolRegistry
 from personae.tools.subset import ToolSubset
 from personae.tools.workspace import Workspace
@@ -75,6 +77,29 @@ def child(marker: str, **answer: Any) -> dict[str, Any]:
     return {"when": {"contains": marker}, **answer}
 
 
+def call(name: str, **args: Any) -> dict[str, Any]:
+    """A call of tool ``name`` with ``args``."""
+    return {"name": name, "args": args}
+
+
+def delegation(
+    name: str, task: str, marker: str, *calls: dict[str, Any], **last: Any
+) -> list[dict[str, Any]]:
+    """The worker delegates ``task`` to persona ``name``; the child (its prompt holds
+    ``marker``) makes each of ``calls`` (:func:`call`) in turn and then answers ``last``
+    (``text=...`` or ``error=...``)."""
+    return [
+        delegate(name, task),
+        *(child(marker, tool_calls=[c]) for c in calls),
+        child(marker, **last),
+    ]
+
+
+def subagent_end(outcome: RunOutcome) -> Any:
+    """The first sub-agent ``end`` event of the run."""
+    return next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
+
+
 def turn(*middle: dict[str, Any], final_worker: str = "done") -> list[dict[str, Any]]:
     return [
         {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Delegate it"}]}},
@@ -93,20 +118,19 @@ def run(
     )
 
 
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """The project with the lead and its sub-agent personas (:func:`make_project`)."""
+    return make_project(tmp_path)
+
+
 def test_child_gets_the_persona_prompt_verbatim_and_only_its_final_message_returns(
-    tmp_path: Path,
+    root: Path,
 ) -> None:
-    root = make_project(tmp_path)
-    outcome, player = run(
-        root,
-        turn(
-            delegate("reader", "Summarize secret.txt"),
-            child(
-                "CHILD-READER", tool_calls=[{"name": "read_file", "args": {"path": "secret.txt"}}]
-            ),
-            child("CHILD-READER", text="A short summary without the value."),
-        ),
-    )
+    read = call("read_file", path="secret.txt")
+    summary = "A short summary without the value."
+    steps = delegation("reader", "Summarize secret.txt", "CHILD-READER", read, text=summary)
+    outcome, player = run(root, turn(*steps))
     first_child = requests_with(player, "CHILD-READER")[0]
     system = [m["content"] for m in first_child["messages"] if m["role"] == "system"]
     assert system == [READER.split("---\n", 2)[2]]  # the body, verbatim, and nothing else
@@ -120,24 +144,15 @@ def test_child_gets_the_persona_prompt_verbatim_and_only_its_final_message_retur
     assert returned["status"] == "success" and returned["progress_made"] is True
     assert returned["context_mode"] == "isolated"
     assert "SECRET-CONTENT-42" not in json.dumps(parent_after)
-    end = next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
+    end = subagent_end(outcome)
     assert end.data["usage"]["requests"] == 2
 
 
-def test_child_tool_subset_is_enforced_at_dispatch(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, player = run(
-        root,
-        turn(
-            delegate("reader", "Write a file"),
-            # reader lists only read_file: write_file is refused even though lead has it.
-            child(
-                "CHILD-READER",
-                tool_calls=[{"name": "write_file", "args": {"path": "x.txt", "content": "no"}}],
-            ),
-            child("CHILD-READER", text="could not write"),
-        ),
-    )
+def test_child_tool_subset_is_enforced_at_dispatch(root: Path) -> None:
+    # reader lists only read_file: write_file is refused even though lead has it.
+    write = call("write_file", path="x.txt", content="no")
+    steps = delegation("reader", "Write a file", "CHILD-READER", write, text="could not write")
+    outcome, player = run(root, turn(*steps))
     assert not (root / "x.txt").exists()
     first_child = requests_with(player, "CHILD-READER")[0]
     assert {t["function"]["name"] for t in first_child["tools"]} <= {"read_file", "final_result"}
@@ -147,8 +162,7 @@ def test_child_tool_subset_is_enforced_at_dispatch(tmp_path: Path) -> None:
     assert json.loads(tool_results(parent_after)[-1])["status"] == "partial"
 
 
-def test_each_call_gets_a_fresh_step_budget(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
+def test_each_call_gets_a_fresh_step_budget(root: Path) -> None:
     looping = {
         "when": {"contains": "CHILD-READER"},
         "tool_calls": [{"name": "read_file", "args": {"path": "secret.txt"}}],
@@ -163,46 +177,28 @@ def test_each_call_gets_a_fresh_step_budget(tmp_path: Path) -> None:
     assert [e.data["usage"]["requests"] for e in ends] == [2, 2]  # max_steps each time
 
 
-def test_temp_workspace_exists_during_the_call_and_is_removed(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, _ = run(
-        root,
-        turn(
-            delegate("scratch", "Take notes"),
-            child(
-                "CHILD-SCRATCH",
-                tool_calls=[{"name": "write_file", "args": {"path": "notes.txt", "content": "n"}}],
-            ),
-            child(
-                "CHILD-SCRATCH", tool_calls=[{"name": "read_file", "args": {"path": "notes.txt"}}]
-            ),
-            child("CHILD-SCRATCH", text="notes taken"),
-        ),
-    )
+def test_temp_workspace_exists_during_the_call_and_is_removed(root: Path) -> None:
+    write = call("write_file", path="notes.txt", content="n")
+    read = call("read_file", path="notes.txt")
+    steps = delegation("scratch", "Take notes", "CHILD-SCRATCH", write, read, text="notes taken")
+    outcome, _ = run(root, turn(*steps))
     reads = [e for e in events(outcome, "tool_call") if e.data["tool"] == "read_file"]
     assert reads[0].data["ok"] is True and "n" in reads[0].data["result"]
     assert not (root / "notes.txt").exists()  # written in the scratch folder, not the project
-    end = next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
+    end = subagent_end(outcome)
     assert end.data["temp_workspace"] and not Path(end.data["temp_workspace"]).exists()
     assert end.data["context_mode"] == "brief"
 
 
-def test_temp_workspace_is_removed_on_error(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
-    outcome, _ = run(
-        root,
-        turn(
-            delegate("scratch", "Take notes"),
-            child("CHILD-SCRATCH", error={"status": 500, "message": "boom"}),
-        ),
-    )
-    end = next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
+def test_temp_workspace_is_removed_on_error(root: Path) -> None:
+    boom = {"status": 500, "message": "boom"}
+    outcome, _ = run(root, turn(*delegation("scratch", "Take notes", "CHILD-SCRATCH", error=boom)))
+    end = subagent_end(outcome)
     assert end.data["status"] == "failed"
     assert not Path(end.data["temp_workspace"]).exists()
 
 
-def test_unknown_persona_name_lists_valid_names_and_closest(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
+def test_unknown_persona_name_lists_valid_names_and_closest(root: Path) -> None:
     _, player = run(root, turn(delegate("raeder", "Read it")))
     parent_after = requests_with(player, ROLE_MARKER.format(role="worker"))[1]
     returned = json.loads(tool_results(parent_after)[-1])
@@ -225,35 +221,32 @@ def _spawner(root: Path, usage: TreeUsage, depth_cap: int = 2) -> tuple[Spawner,
     return Spawner(runtime=runtime, personas=cast.personas, depth_cap=depth_cap), box
 
 
-def test_depth_is_capped(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
+def test_depth_is_capped(root: Path) -> None:
     spawner, box = _spawner(root, TreeUsage(), depth_cap=2)
     allowed = frozenset({"read_file", "agent"})
-    deep = run_async(spawner.spawn("reader", "x", box=box, parent_allowed=allowed, depth=3))
+    deep = run_async(spawner.spawn("reader", "x", Parent(box=box, allowed=allowed, depth=2)))
     assert deep.status == "failed" and "depth cap of 2" in (deep.error or "")
-    ok = run_async(spawner.spawn("relay", "x", box=box, parent_allowed=allowed, depth=2))
+    ok = run_async(spawner.spawn("relay", "x", Parent(box=box, allowed=allowed, depth=1)))
     assert ok.status == "success"  # runs, but at the cap it gets no agent tool
     player = spawner.runtime.models.fixed.player
     assert "agent" not in {t["function"]["name"] for t in player.requests[-1]["tools"]}
 
 
-def test_usage_is_shared_across_the_tree_and_capped_per_run(tmp_path: Path) -> None:
-    root = make_project(tmp_path)
+def test_usage_is_shared_across_the_tree_and_capped_per_run(root: Path) -> None:
     usage = TreeUsage(request_cap=1)
     spawner, box = _spawner(root, usage)
     allowed = frozenset({"read_file"})
-    first = run_async(spawner.spawn("reader", "x", box=box, parent_allowed=allowed, depth=1))
+    first = run_async(spawner.spawn("reader", "x", Parent(box=box, allowed=allowed, depth=0)))
     assert first.status == "success" and usage.requests == 1
-    second = run_async(spawner.spawn("reader", "y", box=box, parent_allowed=allowed, depth=1))
+    second = run_async(spawner.spawn("reader", "y", Parent(box=box, allowed=allowed, depth=0)))
     assert second.status == "limit" and "request cap of 1" in (second.error or "")
     assert usage.requests == 1
 
 
-def test_context_modes(tmp_path: Path) -> None:
+def test_context_modes(root: Path) -> None:
     from personae.team.turn_context import TurnContext
     from personae.tokens.exact import exact_counter
 
-    root = make_project(tmp_path)
     turn_ctx = TurnContext.build(
         root,
         task="the user task",

@@ -12,11 +12,12 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 __all__ = [
     "BudgetExceededError",
     "ConfigError",
+    "ErrorPlace",
     "FrontmatterError",
     "ModelNotConfiguredError",
     "PersonaeError",
@@ -25,6 +26,7 @@ __all__ = [
     "UnknownNameError",
     "UsageError",
     "closest_name",
+    "yaml_error_line",
 ]
 
 
@@ -37,6 +39,18 @@ class PersonaeError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+class ErrorPlace(TypedDict, total=False):
+    """Where a usage error points; the keyword arguments of :class:`UsageError` after the
+    message, passed on unchanged by the subclasses that add their own."""
+
+    file: str | Path | None
+    """The file (rendered first)."""
+    line: int | None
+    """1-based line in ``file``."""
+    field: str | None
+    """The field, flag or option (rendered before the message)."""
 
 
 class UsageError(PersonaeError):
@@ -99,10 +113,7 @@ class UnknownNameError(UsageError):
         kind: str,
         name: str,
         choices: Iterable[str],
-        *,
-        file: str | Path | None = None,
-        line: int | None = None,
-        field: str | None = None,
+        **place: Unpack[ErrorPlace],
     ) -> None:
         valid = sorted(set(choices))
         self.kind = kind
@@ -111,9 +122,7 @@ class UnknownNameError(UsageError):
         self.closest = closest_name(name, valid)
         hint = f"; did you mean {self.closest!r}?" if self.closest else ""
         listing = ", ".join(valid) if valid else "(none)"
-        super().__init__(
-            f"unknown {kind} {name!r}{hint} (valid: {listing})", file=file, line=line, field=field
-        )
+        super().__init__(f"unknown {kind} {name!r}{hint} (valid: {listing})", **place)
 
 
 class RunError(PersonaeError):
@@ -146,6 +155,12 @@ class BudgetExceededError(RunError):
         self.needed = needed
         self.budget = budget
         self.over = over
+
+
+def yaml_error_line(exc: Exception) -> int | None:
+    """The 1-based line a PyYAML error points at (its problem mark), if it has one."""
+    mark = getattr(exc, "problem_mark", None)
+    return mark.line + 1 if mark is not None else None
 
 
 class FrontmatterError(ValueError):

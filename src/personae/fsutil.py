@@ -168,6 +168,7 @@ def locked(lock_path: Path, *, timeout: float) -> Iterator[None]:
     exclusion holds and no ``.lock`` file stays behind. Raises
     ``filelock.Timeout`` after ``timeout`` seconds.
     """
+    # local import: filelock loads only when a lock is taken (fsutil sits under every entry point)
     from filelock import FileLock
 
     with FileLock(str(lock_path), timeout=timeout):

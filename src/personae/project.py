@@ -18,9 +18,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from personae.errors import ConfigError
+from personae.errors import ConfigError, yaml_error_line
 from personae.fsutil import read_regular
 from personae.layout import CONFIG_NAMES, Layout
+from personae.models.resolve import parse_model_spec
 
 __all__ = [
     "CommandsConfig",
@@ -33,6 +34,8 @@ __all__ = [
 
 MAX_CONFIG_BYTES = 1_000_000
 """Largest config file read."""
+
+
 class CommandsConfig(BaseModel):
     """``!command`` injection in profile and skill text (off unless enabled)."""
 
@@ -95,7 +98,6 @@ class ProjectConfig(BaseModel):
         """``model`` must parse as ``provider:name`` (checked when the file is read)."""
         if value is None:
             return None
-        from personae.models.resolve import parse_model_spec
 
         try:
             parse_model_spec(value, source="model")
@@ -170,9 +172,7 @@ def _parse_config(path: Path) -> ProjectConfig:
     except UnicodeDecodeError as exc:
         raise ConfigError(f"not UTF-8 text (byte {exc.start})", file=path) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        raise ConfigError("malformed YAML", file=path, line=line) from exc
+        raise ConfigError("malformed YAML", file=path, line=yaml_error_line(exc)) from exc
     if raw is None:
         return ProjectConfig()
     if not isinstance(raw, dict):

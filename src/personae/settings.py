@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from personae.errors import ConfigError
 from personae.limits import DEFAULTS
+from personae.models.resolve import parse_model_spec
 
 __all__ = ["PersonaeSettings"]
 
@@ -73,7 +74,6 @@ class PersonaeSettings(BaseSettings):
             return value
         if not value.strip():
             return None
-        from personae.models.resolve import parse_model_spec
 
         try:
             parse_model_spec(value, source="PERSONAE_MODEL")

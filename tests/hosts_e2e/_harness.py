@@ -62,10 +62,12 @@ def host_binary(name: str) -> Path:
 
 @dataclass
 class Sandbox:
-    """A throwaway project and home for one host run."""
+    """A throwaway project and home for one host run; ``personae`` is the personae path
+    the host files in the project name (for the hook and the mind server)."""
 
     root: Path
     home: Path
+    personae: str = PERSONAE
 
     @property
     def side_effect(self) -> Path:
@@ -99,7 +101,7 @@ def make_sandbox(
     for gate in gates or []:
         render += ["--gate", gate]
     _personae(*render, cwd=root)
-    return Sandbox(root, home)
+    return Sandbox(root, home, PERSONAE if hook_personae is None else hook_personae)
 
 
 def clean_env(sandbox: Sandbox, **extra: str) -> dict[str, str]:

@@ -15,8 +15,20 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from personae.context.assemble import AssembledContext
+from personae.context.assemble import assemble as fit_role
+from personae.context.budget import Budget
+from personae.context.fit_items import fit_items
 from personae.context.messages import ChatMessage, from_stored
+from personae.context.profiles import load_profiles
+from personae.context.snapshot import Snapshot
 from personae.errors import UsageError
+from personae.persona.cast import Cast
+from personae.project import Project
+from personae.settings import PersonaeSettings
+from personae.store.conversations import ConversationStore
+from personae.store.db import Store, store_present
+from personae.tokens import exact_counter
+from personae.tokens.registry import counter_for_model, model_info
 
 __all__ = ["MESSAGE_OVERHEAD", "Context", "FittedMessages", "assemble", "fit_messages"]
 
@@ -50,14 +62,6 @@ def assemble(
     (default ``PERSONAE_MODEL``, then the project config). ``session`` adds that
     stored conversation. Same inputs give byte-identical output.
     """
-    from personae.context.assemble import assemble as fit_role
-    from personae.context.budget import Budget
-    from personae.context.profiles import load_profiles
-    from personae.context.snapshot import Snapshot
-    from personae.project import Project
-    from personae.settings import PersonaeSettings
-    from personae.tokens.registry import counter_for_model, model_info
-
     if budget is not None and window is not None:
         raise UsageError("give a budget or a window, not both", field="budget")
     settings = PersonaeSettings()
@@ -73,24 +77,18 @@ def assemble(
         plan = Budget.of_window(window or info.context_window, settings.budget_share)
     execution = validation = None
     if persona is not None:
-        from personae.persona.cast import Cast
-
         cast = Cast.load(project.root)
         execution = cast.execution_block(persona)
         validation = cast.validation_context(persona)
     conversations = None
     store = None
     if session is not None:
-        from personae.store.db import store_present
-
         if not store_present(project.state_db):  # a PostgreSQL store has no file
             raise UsageError(
                 "no conversation store yet (nothing has been run in this project)",
                 file=project.state_db,
                 field="session",
             )
-        from personae.store.conversations import ConversationStore
-        from personae.store.db import Store
 
         store = Store(project.state_db)
         conversations = ConversationStore(store, counter)
@@ -161,9 +159,6 @@ def fit_messages(
     an assistant tool call always together with all of its results. Counts
     use ``model``'s tokenizer (default: exact ``o200k_base``).
     """
-    from personae.context.fit_items import fit_items
-    from personae.tokens import counter_for_model, exact_counter
-
     if budget < 1:
         raise UsageError(f"budget must be at least 1 token, not {budget}", field="budget")
     counter = counter_for_model(model) if model else exact_counter()

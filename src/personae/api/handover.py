@@ -118,6 +118,7 @@ def create_handover(
     ledger; returns it with its path. Unsafe content (paths outside the allowed roots,
     secrets) is refused before anything is written. ``on_warning`` gets each warning
     (a target persona this project does not know, with ``check_target=False``)."""
+    # local import: each call loads only its own engine (`personae handover create` start-up)
     from personae.handover._cast import persona_facts
     from personae.handover._history import history_for
     from personae.handover.create import build_handover, parse_file_spec
@@ -136,7 +137,8 @@ def create_handover(
         if on_warning is not None:
             on_warning(warning)
     if spec.profile is not None:  # an unknown name fails before anything is written
-        from personae.context.profiles import load_profiles  # local, like the imports above
+        # local import: each call loads only its own engine (`personae handover create` start-up)
+        from personae.context.profiles import load_profiles
 
         known = load_profiles(project.root).profiles
         if spec.profile not in known:
@@ -154,6 +156,7 @@ def create_handover(
 def load_handover(path: str | Path, *, cwd: str | Path = ".") -> LoadedHandover:
     """Read, validate and safety-check a handover file with the project policy at ``cwd``
     (what ``personae handover run`` does first)."""
+    # local import: each call loads only its own engine (`personae handover create` start-up)
     from personae.handover.files import load_handover as read
     from personae.handover.runflow import load_policy
 
@@ -167,6 +170,7 @@ def run_handover(
 ) -> HandoverOutcome:
     """Run the handover at ``path`` in a child ``personae run`` until it succeeds or its
     attempts run out; the results are written back (``outcome.handover.results``)."""
+    # local import: each call loads only its own engine (`personae handover create` start-up)
     from personae.handover.child import ChildOptions
     from personae.handover.child import run_handover as execute
     from personae.settings import PersonaeSettings
@@ -185,6 +189,7 @@ def run_handover(
 def run_chain(workflow: str | Path | Workflow, options: ChainOptions | None = None) -> ChainOutcome:
     """Run a chain workflow (a YAML file or a loaded ``Workflow``); returns its outcome
     (``status``, ``exit_code``, per-step states, ``report_path``)."""
+    # local import: each call loads only its own engine (`personae handover create` start-up)
     from personae.workflow.chain import run_chain as execute
     from personae.workflow.engines import open_executor
     from personae.workflow.spec import Workflow, load_workflow

@@ -18,12 +18,16 @@ from typing import TYPE_CHECKING, Any
 
 from personae.api.results import AnswerDelta, Limits, RunEnd, StreamItem, TeamResult, Usage
 from personae.errors import UsageError
+from personae.project import Project
+from personae.settings import PersonaeSettings
+from personae.store.db import Store
+from personae.store.runs import RunStore
+from personae.team.events import AnswerStreamed, RunStarted
+from personae.team.session import RunOptions, run_turn
 
 if TYPE_CHECKING:
     from personae.persona.cast import Cast
-    from personae.settings import PersonaeSettings
     from personae.team.events import Event
-    from personae.team.session import RunOptions
 
 __all__ = ["CancelToken", "Team"]
 
@@ -129,9 +133,6 @@ class Team:
         limits: Limits | None = None,
     ) -> RunOptions:  # fmt: skip
         """The :class:`~personae.team.session.RunOptions` a run uses (defaults resolved)."""
-        from personae.project import Project
-        from personae.settings import PersonaeSettings
-        from personae.team.session import RunOptions
 
         settings = self.settings or PersonaeSettings()
         chosen = limits or self.limits
@@ -262,8 +263,6 @@ class _Feed:
 
     def on_event(self, event: Event) -> None:
         """A bus listener: events as they are, answer pieces as typed deltas."""
-        from personae.team.events import AnswerStreamed
-
         if isinstance(event, AnswerStreamed):  # typed pieces, not bus events
             if self.answer_deltas:
                 self.put(AnswerDelta(run_id=event.run_id, index=self._deltas, text=event.text))
@@ -276,8 +275,6 @@ class _Feed:
         self, task: str, options: RunOptions, timeout: float | None, cancel: CancelToken | None
     ) -> None:
         """Run the turn; queue its end (a result, a cancelled result, or the error)."""
-        from personae.team.session import run_turn
-
         queue = self.queue
         try:
             coro = run_turn(task, options, listeners=[self.on_event])
@@ -296,11 +293,6 @@ class _Feed:
 
 def _cancelled(options: RunOptions, seen: Sequence[Event]) -> TeamResult:
     """The result of a run ended by a cancel token or its timeout (as stored)."""
-    from personae.project import Project
-    from personae.store.db import Store
-    from personae.store.runs import RunStore
-    from personae.team.events import RunStarted
-
     run_id = seen[0].run_id if seen else ""
     first = seen[0] if seen else None
     session = (first.session or "") if isinstance(first, RunStarted) else ""

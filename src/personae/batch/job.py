@@ -18,10 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from personae.batch.tasks import BatchTask
+from personae.errors import PersonaeError
 from personae.handover.child import AttemptOutcome, backoff_delays, run_child
 from personae.handover.schema import Results
 from personae.layout import Layout
 from personae.limits import DEFAULTS
+from personae.store.db import Store
+from personae.store.runs import RunStore
 from personae.workflow.executors import JobResult
 
 __all__ = ["RunCommand", "RunJob", "final_event"]
@@ -68,10 +71,6 @@ def final_event(stdout: str) -> tuple[dict[str, Any] | None, str | None]:
 
 def _stored_answer(cwd: Path, run_id: str) -> dict[str, Any] | None:
     """The stored run (answer and status) when the event stream's tail lost the answer."""
-    from personae.errors import PersonaeError
-    from personae.store.db import Store
-    from personae.store.runs import RunStore
-
     try:
         with Store(Layout(cwd).state_db) as store:
             record = RunStore(store).get(run_id)

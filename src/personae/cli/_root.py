@@ -7,7 +7,8 @@ from pathlib import Path
 __all__ = ["ROOT_HELP", "project_root"]
 
 ROOT_HELP = (
-    "Project folder (default: the nearest folder holding .personae/, from the current one up)."
+    "Project folder (default: the nearest folder holding .personae/, from the current one up; "
+    "else the current folder)."
 )
 
 
@@ -19,6 +20,7 @@ def project_root(root: Path | None = None) -> Path:
     """
     if root is not None:
         return root.resolve()
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.project import find_root
 
     here = Path.cwd()

@@ -6,12 +6,15 @@ stderr and exit 1, and bad CLI usage to exit 2. No tracebacks for user mistakes.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Annotated
 
 import typer
 
+from personae import __version__
 from personae.cli import batch, chain, context, handover, hosts, personas, project, run, serve, ui
+from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
 from personae.errors import PersonaeError
 
 __all__ = ["app", "main"]
@@ -34,8 +37,6 @@ app = typer.Typer(
 
 def _show_version(value: bool) -> None:
     if value:
-        from personae import __version__
-
         typer.echo(f"personae {__version__}")
         raise typer.Exit(0)
 
@@ -88,8 +89,6 @@ def _quiet_third_parties() -> None:
     when it is a terminal; ``PYDANTIC_AI_NO_BANNER`` is its documented off switch. Child
     processes (handover runs, the MCP server) inherit it.
     """
-    import os
-
     os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
 
 
@@ -116,8 +115,6 @@ def main(argv: list[str] | None = None) -> int:
         print("personae: interrupted", file=sys.stderr)
         code = _INTERRUPTED
     except BrokenPipeError:  # the reader went away (`personae ... | head`): stop quietly
-        from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
-
         silence_stdout()
         code = BROKEN_PIPE_EXIT
     except OSError as exc:  # a file or folder the user named is missing, unreadable, ...

@@ -57,6 +57,7 @@ def register(app: typer.Typer) -> None:
         ends; run again, a batch skips the tasks that have a result. Exit 0 when no
         task failed, 3 when some did.
         """
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.batch.engine import BatchOptions, run_batch
         from personae.batch.progress import Progress
         from personae.batch.tasks import load_tasks

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from personae.errors import UsageError
+
 if TYPE_CHECKING:
     from personae.workflow.spec import Workflow
 
@@ -31,8 +33,6 @@ def _steps_json(wf: Workflow, states: dict[str, Any]) -> list[dict[str, Any]]:
 def _state_dir(path: Path | None) -> Path | None:
     """``--state-dir`` may be missing (it is created) but must not be a file."""
     if path is not None and path.exists() and not path.is_dir():
-        from personae.errors import UsageError
-
         raise UsageError("not a folder", file=path, field="--state-dir")
     return path
 
@@ -67,6 +67,7 @@ def run(  # noqa: PLR0917
     ] = None,
 ) -> None:
     """Run a workflow; prints the aggregated report. Exit codes as `handover run`."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.handover import ChainOptions, run_chain
     from personae.workflow.spec import load_workflow
 
@@ -80,8 +81,6 @@ def run(  # noqa: PLR0917
             typer.echo(f"[{key}] {message}", err=True)
 
     if executor not in ("local", "ray"):
-        from personae.errors import UsageError
-
         raise UsageError(f"unknown executor {executor!r}: use local or ray", field="--executor")
     options = ChainOptions(
         resume=resume, concurrency=concurrency, state_dir=state_dir, on_event=say,
@@ -111,7 +110,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Show each step's state from the checkpoint."""
-    from personae.errors import UsageError
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.fsutil import read_regular
     from personae.workflow.chain import state_dir_for
     from personae.workflow.spec import load_workflow

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from personae.cli._root import ROOT_HELP, project_root
+from personae.cli._options import JsonOpt, RootOpt
+from personae.cli._root import project_root
 
 if TYPE_CHECKING:
     from personae.context.assemble import AssembledContext
@@ -49,11 +50,6 @@ StepOpt = Annotated[
     str | None,
     typer.Option("--step", help="Current step (NN-goal/NN-step) under .personae/project/goals/."),
 ]
-RootOpt = Annotated[
-    Path | None,
-    typer.Option("--root", help=ROOT_HELP, exists=True, file_okay=False),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 def _assemble(
@@ -68,6 +64,7 @@ def _assemble(
     window: int | None,
     step: str | None,
 ) -> AssembledContext:
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.context import assemble
 
     if budget is not None and window is not None:
@@ -150,6 +147,7 @@ def report_cmd(  # noqa: PLR0917
 @app.command("roles")
 def roles(root: RootOpt = None, as_json: JsonOpt = False) -> None:
     """List the role profiles (built-in and .personae/profiles.yaml) and their sections."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.context.profiles import load_profiles
 
     profiles = load_profiles(project_root(root))

@@ -15,10 +15,12 @@ def main() -> None:
     """Run ``personae`` with ``sys.argv`` and exit with its code."""
     args = sys.argv[1:]
     if args[:2] == ["hook", "pre-tool-use"] and "--help" not in args:
+        # local import: the hook gate runs on every tool call: no typer, no CLI app
         from personae.hosts.gate import run as run_gate
 
         sys.exit(run_gate(args[2:]))
     try:
+        # local import: the gate path above does not pay for the CLI app
         from personae.cli.app import main as app_main
     except KeyboardInterrupt:  # Ctrl-C while the CLI is still importing
         print("personae: interrupted", file=sys.stderr)

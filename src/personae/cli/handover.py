@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from personae.errors import UsageError
 from personae.limits import DEFAULTS
 
 if TYPE_CHECKING:
@@ -22,8 +25,6 @@ app = typer.Typer(
 
 
 def _fmt(value: str | None) -> Any:
-    from personae.errors import UsageError
-
     if value is None:
         return None
     if value not in {"json", "yaml"}:
@@ -33,10 +34,6 @@ def _fmt(value: str | None) -> Any:
 
 def _check_persona_name(value: str, flag: str) -> None:
     """Refuse a persona name the handover schema would reject, naming the flag."""
-    import re
-
-    from personae.errors import UsageError
-
     if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.:@-]{0,127}", value):
         raise UsageError(
             f"bad persona name {value!r}: start with a letter, digit or '_', then letters, "
@@ -47,9 +44,9 @@ def _check_persona_name(value: str, flag: str) -> None:
 
 def _check_texts(task: str, insights: list[str]) -> None:
     """Empty or oversized ``--task``/``--insight``: an error naming the flag, nothing written."""
+    # local import: CLI start-up (pydantic loads only when this option is parsed)
     from pydantic import TypeAdapter, ValidationError
 
-    from personae.errors import UsageError
     from personae.handover.schema import Text4k, Text20k
 
     if not task.strip():
@@ -65,7 +62,7 @@ def _check_texts(task: str, insights: list[str]) -> None:
 
 def duration_option(text: str, *, bare: Any, flag: str) -> float:
     """A duration flag's seconds; a bad value is a usage error (exit 2) naming the flag."""
-    from personae.errors import UsageError
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.handover.duration import parse_duration
 
     try:
@@ -116,6 +113,7 @@ def create(  # noqa: PLR0917 (typer options)
 
     The target persona must be in this project's cast (or bundled), unless
     ``--no-target-check``."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.handover import HandoverSpec, create_handover
     from personae.handover.create import parse_data, parse_file_spec
 
@@ -151,6 +149,7 @@ def show(
 
     The file gets the same checks as ``validate``: one it refuses is not shown.
     """
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.handover.files import load_handover
     from personae.handover.runflow import load_policy
 
@@ -190,6 +189,7 @@ def validate(
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """Check a handover file: schema, version, sizes and every safety rule."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.handover.files import load_handover
     from personae.handover.runflow import load_policy
     from personae.security.policy import held_environment
@@ -220,12 +220,14 @@ def schema(
     out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
 ) -> None:
     """Print the JSON Schema of handover files (generated from the model)."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.handover.jsonschema import handover_json_schema_text
 
     text = handover_json_schema_text()
     if out is None:
         sys.stdout.write(text)
     else:
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.persona.scaffold import write_text_atomic
 
         write_text_atomic(out, text)
@@ -249,7 +251,8 @@ def run(  # noqa: PLR0917 (typer options)
     backoff: Annotated[
         float,
         typer.Option(
-            "--backoff", min=0.0,
+            "--backoff",
+            min=0.0,
             help=f"First retry delay in seconds (x{DEFAULTS.handover_backoff_factor:g} each).",
         ),
     ] = DEFAULTS.handover_backoff,
@@ -275,6 +278,7 @@ def run(  # noqa: PLR0917 (typer options)
     ] = False,
 ) -> None:
     """Run the target persona in a child `personae run` process; exit code per docs."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.handover.child import ChildOptions, run_handover
     from personae.handover.files import load_handover
     from personae.handover.runflow import load_policy
@@ -303,6 +307,7 @@ def run(  # noqa: PLR0917 (typer options)
         return_path=return_path,
     )  # fmt: skip
     if attached:
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.handover.interactive import run_interactive
 
         outcome = run_interactive(file, cwd=cwd, options=child)
@@ -346,10 +351,6 @@ def _echo_run_json(
 
 
 def _ledger_json(book: HandoverLedger, handover_id: str | None, limit: int) -> object:
-    from dataclasses import asdict
-
-    from personae.errors import UsageError
-
     if handover_id is None:
         return [asdict(e) for e in book.recent(limit=limit)]
     entry = book.get(handover_id)
@@ -367,7 +368,7 @@ def ledger(
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
 ) -> None:
     """List recorded handovers, or one handover's events (works after its file is gone)."""
-    from personae.errors import UsageError
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.project import Project
     from personae.store.db import store_present
     from personae.store.handovers import HandoverLedger

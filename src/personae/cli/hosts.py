@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from personae.cli._options import JsonOpt, RootOpt
+from personae.cli._root import project_root
 
 if TYPE_CHECKING:
     from personae.hosts.render import CheckItem
@@ -17,18 +21,6 @@ __all__ = ["app", "hook_app", "register"]
 app = typer.Typer(help="Host instruction files and hooks.", no_args_is_help=True)
 hook_app = typer.Typer(help="Host hook gates.", no_args_is_help=True)
 
-_Root = Annotated[
-    Path | None,
-    typer.Option(
-        "--root",
-        help="Project folder (default: the nearest folder holding .personae/, from the "
-        "current one up; else the current folder).",
-        exists=True,
-        file_okay=False,
-    ),
-]
-_Json = Annotated[bool, typer.Option("--json", help="JSON output.")]
-
 
 @app.command("render")
 def render_command(
@@ -36,19 +28,17 @@ def render_command(
     gate: Annotated[
         list[str] | None, typer.Option("--gate", help="Gate pattern for the hook (repeatable).")
     ] = None,
-    root: _Root = None,
+    root: RootOpt = None,
     personae: Annotated[
         str | None,
         typer.Option(
             "--personae", help="Absolute path hooks and MCP entries run (default: this install)."
         ),
     ] = None,
-    as_json: _Json = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Render host instructions, hook configs and MCP entries (print, or --write them)."""
-    import json
-
-    from personae.cli._root import project_root
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.hosts.render import installed_personae, plan
     from personae.hosts.render import write as write_files
     from personae.hosts.snippets import home_instructions
@@ -83,11 +73,9 @@ def render_command(
 
 
 @app.command("check")
-def check_command(root: _Root = None, as_json: _Json = False) -> None:
+def check_command(root: RootOpt = None, as_json: JsonOpt = False) -> None:
     """Check the host files of a repository as each host will use them; exit 1 on any FAIL."""
-    import json
-
-    from personae.cli._root import project_root
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.hosts.hostcheck import check_hooks
     from personae.hosts.render import check
 
@@ -109,6 +97,7 @@ def check_command(root: _Root = None, as_json: _Json = False) -> None:
 )
 def pre_tool_use_command(ctx: typer.Context) -> None:
     """PreToolUse gate: [--gate REGEX]... [--store PATH] [--no-cache]; exit 2 blocks."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.hosts.gate import run
 
     raise typer.Exit(run(list(ctx.args)))
@@ -117,6 +106,7 @@ def pre_tool_use_command(ctx: typer.Context) -> None:
 @hook_app.command("session-start")
 def session_start_command() -> None:
     """SessionStart hook: tell the model its session id and to call bootstrap_session."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.hosts.gate import session_start
 
     raise typer.Exit(session_start())
@@ -134,16 +124,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("doctor")
     def doctor_command(  # noqa: PLR0917
-        root: Annotated[
-            Path | None,
-            typer.Option(
-                "--root",
-                help="Project folder (default: the nearest folder holding .personae/, "
-                "from the current one up).",
-                exists=True,
-                file_okay=False,
-            ),
-        ] = None,
+        root: RootOpt = None,
         memory_dir: Annotated[Path | None, typer.Option("--memory-dir")] = None,
         prompt: Annotated[Path | None, typer.Option("--prompt")] = None,
         store: Annotated[Path | None, typer.Option("--store")] = None,
@@ -164,15 +145,13 @@ def register(app: typer.Typer) -> None:
         timeout: Annotated[
             float, typer.Option(min=0.1, help="Seconds the model server may take to answer.")
         ] = 3.0,
-        as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+        as_json: JsonOpt = False,
     ) -> None:
         """Check what each command needs: project, config, model, key, provider, store, hosts.
 
         Each item is OK, WARN or FAIL with the fix; exit 1 when any item fails.
         """
-        import json
-
-        from personae.cli._root import project_root
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.hosts.doctor import diagnose
         from personae.mind.server import MindPaths, default_paths
 

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from personae.cli._root import ROOT_HELP, project_root
+from personae.cli._options import JsonOpt, RootOpt
+from personae.cli._root import project_root
+from personae.errors import UnknownNameError
 
 if TYPE_CHECKING:
     from personae.persona import Cast, Persona
@@ -28,11 +30,6 @@ DirsOpt = Annotated[
         "later ones override earlier ones).",
     ),
 ]
-RootOpt = Annotated[
-    Path | None,
-    typer.Option("--root", help=ROOT_HELP, exists=True, file_okay=False),
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -45,6 +42,7 @@ def _safe(text: str) -> str:
 
 
 def _load(root: Path | None, dirs: list[Path] | None) -> Cast:
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.persona import Cast
 
     return Cast.load(project_root(root), dirs or [])
@@ -85,6 +83,7 @@ def list_personas(dirs: DirsOpt = None, root: RootOpt = None, as_json: JsonOpt =
         typer.echo(json.dumps([_summary(p) for p in people], indent=2))
         _problem_hint(cast)
         return
+    # local import: CLI start-up (rich's console loads only when this command prints)
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -123,6 +122,7 @@ def show(
         ]
         typer.echo(json.dumps(data, indent=2))
         return
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.persona.render import tools_summary
 
     rows = [
@@ -187,7 +187,7 @@ def export(
     root: RootOpt = None,
 ) -> None:
     """Export a persona as a Claude Code agent file (to --out, or stdout)."""
-    from personae.errors import UnknownNameError
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.persona.export import to_claude_code
 
     if fmt != "claude-code":
@@ -197,6 +197,7 @@ def export(
     if out is None:
         typer.echo(text, nl=False)
         return
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.persona.scaffold import write_text_atomic
 
     write_text_atomic(out, text)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from personae.errors import UsageError
 
 __all__ = ["register"]
 
@@ -26,7 +29,7 @@ def register(app: typer.Typer) -> None:
 
         Safe to run again: existing files are never overwritten.
         """
-        from personae.errors import UsageError
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.layout import Layout
         from personae.persona.scaffold import init_project
 
@@ -35,8 +38,6 @@ def register(app: typer.Typer) -> None:
             raise UsageError("exists but is not a folder; move it away first", file=target)
         report = init_project(directory)
         if as_json:
-            import json
-
             listed = {
                 "root": str(report.root),
                 "created": [str(r) for r in report.created],

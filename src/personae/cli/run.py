@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import os
+import secrets
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from personae.errors import PersonaeError
+from personae.cli._options import JsonOpt
+from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
+from personae.cli._root import project_root
+from personae.errors import PersonaeError, RunError, UsageError
 from personae.layout import Layout
 from personae.limits import DEFAULTS
 
@@ -48,6 +58,7 @@ class _View:
     """
 
     def __init__(self, *, as_json: bool, explain: bool = False) -> None:
+        # local import: CLI start-up (rich's console loads only when this command prints)
         from rich.console import Console
 
         class _Console(Console):
@@ -74,8 +85,6 @@ class _View:
 
     def close(self) -> None:
         """The reader went away: print nothing more and cancel the run."""
-        from personae.cli._pipes import silence_stdout
-
         self.closed = True
         silence_stdout()
         if self.task is not None:
@@ -86,6 +95,7 @@ class _View:
             sys.stdout.write(json.dumps(event.to_json_dict()) + "\n")
             sys.stdout.flush()
             return
+        # local import: CLI start-up (rich's console loads only when this command prints)
         from rich.text import Text
 
         from personae.team.events import AnswerStreamed, RunFinished
@@ -118,6 +128,7 @@ class _View:
 
     def _end_stream(self, event: RunFinished) -> None:
         """The ``final`` event after a streamed answer: only what was not streamed yet."""
+        # local import: CLI start-up (rich's console loads only when this command prints)
         from rich.text import Text
 
         from personae.team.render import describe
@@ -137,6 +148,7 @@ class _View:
 def _execute(
     task: str, options: RunOptions, view: _View, timeout: float | None = None
 ) -> RunOutcome:
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.procs import RUN_PROCESSES
     from personae.team.session import run_turn
 
@@ -170,8 +182,6 @@ def _follow_ups(
     Each follow-up is one more turn in the same conversation session; the
     handover's results hold every turn's answer.
     """
-    import dataclasses
-
     done: list[RunOutcome] = []
     session = first.session_id
     while True:
@@ -203,10 +213,7 @@ def _announce(
     Stored first, so every id ever printed is one ``personae runs show`` knows, however
     the run ends (even killed in its first second).
     """
-    import os
-    import secrets
-    from datetime import UTC, datetime
-
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.store.db import Store
     from personae.store.runs import EventRow, RunStore
 
@@ -273,6 +280,7 @@ def _failure(exc: BaseException) -> tuple[str, str]:
 
 def _settle(db: Path, run_id: str, status: str, reason: str) -> None:
     """Record how the run ended, unless whatever finished it already did."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.store.db import Store
     from personae.store.runs import RunStore
 
@@ -336,9 +344,11 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("--context-return needs --context-from")
         limit = None
         if handover_timeout is not None:  # checked before anything starts
+            # local import: CLI start-up (only the command that runs loads what it needs)
             from personae.cli.handover import duration_option
 
             limit = duration_option(handover_timeout, bare="ms", flag="--handover-timeout")
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.settings import PersonaeSettings
 
         settings = PersonaeSettings()  # a bad PERSONAE_* variable: an error, not a run
@@ -399,10 +409,9 @@ def _begin(request: _Request) -> _Request:
     """Pick the project folder; with ``--context-from``, begin the handover (its persona,
     task and working directory win)."""
     if request.context_from is None:
-        from personae.cli._root import project_root
-
         request.cwd = project_root()
         return request
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.handover import runflow
 
     handover = runflow.begin(
@@ -428,8 +437,6 @@ def _settled(db: Path, run_id: str, view: _View) -> Iterator[None]:
         raise
     except BaseException as exc:
         if view.closed:  # the reader of stdout went away: a clean, quiet end
-            from personae.cli._pipes import BROKEN_PIPE_EXIT
-
             _settle(db, run_id, "cancelled", "output closed (broken pipe)")
             raise typer.Exit(BROKEN_PIPE_EXIT) from None
         status, reason = _failure(exc)
@@ -437,8 +444,6 @@ def _settled(db: Path, run_id: str, view: _View) -> Iterator[None]:
         if isinstance(exc, asyncio.CancelledError):
             raise KeyboardInterrupt from None
         if isinstance(exc, Exception) and reason != str(exc):  # the URL was added
-            from personae.errors import RunError
-
             raise RunError(reason) from exc
         raise
 
@@ -446,8 +451,7 @@ def _settled(db: Path, run_id: str, view: _View) -> Iterator[None]:
 def _run_options(request: _Request, task: str, announced: dict[str, Any]) -> RunOptions:
     """The run's options: the Python API's defaults, so `personae run` and `Team.run`
     cannot drift."""
-    import dataclasses
-
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.results import Limits
     from personae.api.team import Team
 
@@ -465,6 +469,7 @@ def _run_options(request: _Request, task: str, announced: dict[str, Any]) -> Run
 
 
 def _turn(outcome: RunOutcome) -> HandoverTurn:
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.handover.runflow import HandoverTurn
 
     result = outcome.result
@@ -476,6 +481,7 @@ def _turn(outcome: RunOutcome) -> HandoverTurn:
 
 def _run_announced(request: _Request, view: _View, announced: dict[str, Any]) -> None:
     """Everything ``personae run`` does after its run is stored and shown."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.handover.runflow import working_on
     from personae.project import Project
 
@@ -508,8 +514,6 @@ def _run_announced(request: _Request, view: _View, announced: dict[str, Any]) ->
                 for more in _follow_ups(outcome, options, view, timeout):
                     work.add(_turn(more))
     except TimeoutError:
-        from personae.errors import RunError
-
         raise RunError(f"run took longer than {timeout} s") from None
     for warning in work.new_warnings:
         typer.echo(f"personae: warning: {warning}", err=True)
@@ -523,11 +527,7 @@ def _run_announced(request: _Request, view: _View, announced: dict[str, Any]) ->
 
 
 def _run_demo(*, as_json: bool, keep: Path | None) -> None:
-    import shutil
-    import tempfile
-    from importlib import resources
-
-    from personae.errors import UsageError
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.team.session import RunOptions
 
     bundle = Path(str(resources.files("personae.examples") / "demo"))
@@ -562,9 +562,8 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
         except asyncio.CancelledError:
             if not view.closed:
                 raise KeyboardInterrupt from None
-            from personae.cli._pipes import BROKEN_PIPE_EXIT
-
             raise typer.Exit(BROKEN_PIPE_EXIT) from None
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.settings import PersonaeSettings
 
         _export_trace(Layout(target).state_db, outcome.run_id,
@@ -586,6 +585,7 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
 def _export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
     """Send the stored run to the OpenTelemetry endpoint, when one is set (else nothing)."""
     if endpoint:
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.telemetry import export_if_enabled
 
         try:
@@ -595,14 +595,13 @@ def _export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
 
 
 def _store(root: Path) -> Any:
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.project import Project
     from personae.store.db import Store, store_present
     from personae.store.runs import RunStore
 
     project = Project.open(root)
     if not store_present(project.state_db):  # a PostgreSQL store has no file
-        from personae.errors import UsageError
-
         raise UsageError(
             "no runs stored here yet (run 'personae run TASK' first)", file=project.state_db
         )
@@ -617,10 +616,10 @@ _TABLE_WIDTH = 120
 def list_runs(
     limit: Annotated[int, typer.Option(min=1, help="How many runs.")] = 20,
     session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Recent runs of this project, newest first."""
-    from personae.cli._root import project_root
+    # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.store.db import store_present
 
     project_db = Layout(project_root()).state_db
@@ -637,11 +636,13 @@ def list_runs(
     if as_json:
         typer.echo(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
         return
+    # local import: CLI start-up (rich's console loads only when this command prints)
     from rich.console import Console
     from rich.table import Table
 
     console = Console(width=160 if not sys.stdout.isatty() else None, highlight=False)
     if console.width < _TABLE_WIDTH:  # a narrow terminal: two lines a run, nothing cut
+        # local import: CLI start-up (rich's console loads only when this command prints)
         from rich.text import Text
 
         for r in rows:
@@ -684,12 +685,10 @@ def _tokens_line(usage: dict[str, Any], model: str) -> str:
 @runs_app.command("show")
 def show_run(
     run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix works).")],
-    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+    as_json: JsonOpt = False,
     full: Annotated[bool, typer.Option(help="Print every assembled context in full.")] = False,
 ) -> None:
     """A run's events and every model call with its assembled context and budget report."""
-    from personae.cli._root import project_root
-
     runs = _store(project_root())
     runs.reconcile()
     record = runs.get(run_id)
@@ -703,6 +702,7 @@ def show_run(
         }
         typer.echo(json.dumps(payload, indent=2))
         return
+    # local import: CLI start-up (rich's console loads only when this command prints)
     from rich.console import Console
     from rich.text import Text
 

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from personae.cli._root import project_root
+from personae.errors import UsageError
+
 __all__ = ["register"]
 
 
 def _check_port_free(host: str, port: int) -> None:
     """Fail with one line when ``--port`` is already taken (before the server says hello)."""
-    import socket
-
-    from personae.errors import UsageError
-
     if not 1 <= port <= 65535:  # the server reports an out-of-range port
         return
     try:
@@ -40,9 +42,6 @@ def _interactive_stdio(store: Path) -> None:
     wake (it would wait for Enter), so the first Ctrl-C ends the process at once. Nothing
     is lost: every memory write and store transaction is complete when it returns.
     """
-    import os
-    import signal
-
     print(
         "personae serve: MCP server on stdin/stdout (for an MCP client: a host's .mcp.json, "
         f"the MCP Inspector); store {store}. Ctrl-C stops it; --http serves HTTP.",
@@ -83,11 +82,11 @@ def register(app: typer.Typer) -> None:
         port: Annotated[int, typer.Option("--port", help="Port for --http.")] = 8765,
     ) -> None:
         """Run the mind MCP server (stdio by default; --http for streamable HTTP on loopback)."""
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.mind.server import MindPaths, default_paths, serve
 
         if http:
             _check_port_free(host, port)
-        from personae.cli._root import project_root
 
         defaults = default_paths(project_root())
         paths = MindPaths(

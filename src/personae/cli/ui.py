@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from personae.errors import UsageError
+
 __all__ = ["register"]
 
 
@@ -26,7 +28,7 @@ def register(app: typer.Typer) -> None:
         ] = "127.0.0.1",
     ) -> None:
         """Open a local web viewer of this project's runs, contexts, budgets and chains."""
-        from personae.errors import UsageError
+        # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.ui.server import serve
 
         if not port.strip().isdigit():

@@ -1,6 +1,7 @@
 """personae.context: what each agent sees, fitted to an exact token budget.
 
-``Snapshot.build(...)`` once per turn; ``assemble(snapshot, role, budget, counter)``
+``Snapshot.build(..., window=...)`` once per turn (one ``ContextWindow`` per
+session, kept by the agent loop); ``assemble(snapshot, role, budget, counter)``
 for each role; ``.render()`` gives the prompt text, ``.report()`` the budget report.
 """
 
@@ -13,6 +14,7 @@ from personae.context.render import escape
 from personae.context.report import BudgetReport, SectionReport
 from personae.context.snapshot import Snapshot, Summarizer
 from personae.context.spec import Profile, SectionSpec, Truncation
+from personae.context.window import ContextWindow
 
 __all__ = [
     "DEFAULT_SHARE",
@@ -21,6 +23,7 @@ __all__ = [
     "BudgetReport",
     "ChatMessage",
     "ChatToolCall",
+    "ContextWindow",
     "FitResult",
     "FittedSection",
     "Profile",

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from personae.context.messages import ChatMessage, from_stored, group_units
 from personae.tokens.base import TokenCounter
@@ -30,38 +28,55 @@ class Loaded:
     warning: str | None = None
 
 
-_TAILS: OrderedDict[Hashable, tuple[int, list[ChatMessage], bool, list[ChatMessage]]] = (
-    OrderedDict()
-)
-"""Per session read: the newest seq seen, the messages last read (oldest first),
-whether they reach back to the session's first message, and what the read kept.
-Stored messages never change, so a later turn reads only what was appended since
-(and keeps the same messages when nothing was)."""
-_MAX_TAILS = 32
+Reads = dict[Hashable, tuple[int, list[ChatMessage], bool, list[ChatMessage]]]
+"""A session's earlier reads (kept by its window): per read, the newest seq seen,
+the messages last read (oldest first), whether they reach back to the session's
+first message, and what the read kept. Stored messages never change, so a later
+turn reads only what was appended since (and keeps the same messages when
+nothing was)."""
+_MAX_READS = 32
+
+
+class Span(NamedTuple):
+    """How much of the newest history a path-B read keeps."""
+
+    want: int
+    """At least this many messages (whole exchanges)."""
+    hard_max: int
+    """Past this many without a user message, skip ahead to the latest user message."""
+    token_limit: int | None = None
+    """Stop once the stored counts of what was read exceed this."""
+
+    @classmethod
+    def of(cls, recent: int, token_limit: int | None = None) -> Span:
+        """The span read for a recent window of ``recent`` messages."""
+        return cls(max(recent * 2, 12), max(recent * 64, 512), token_limit)
 
 
 def _tail(
     conv: ConversationStore,
     session: str,
     counter: TokenCounter,
-    want: int,
-    hard_max: int,
+    span: Span,
     *,
-    token_limit: int | None = None,
     last_seq: int | None = None,
+    reads: Reads | None = None,
 ) -> list[ChatMessage]:
-    """The newest messages: at least ``want``, whole exchanges, always the latest user message.
+    """The newest messages: at least ``span.want``, whole exchanges, always the latest
+    user message.
 
     Reads newest first and stops as soon as it has enough, so the cost follows
-    what is kept, not the length of the history. Past ``hard_max`` messages
+    what is kept, not the length of the history. Past ``span.hard_max`` messages
     without a user message (one very long agent turn) it skips ahead to the
-    latest user message and keeps it. Within a process, the messages an
-    earlier call read for the session are reused (the same objects, so the
+    latest user message and keeps it. With ``reads`` (the session window's),
+    the messages an earlier call read for the session are reused (the same objects, so the
     session's window recognises them) and only newer ones are read; with the
     session's ``last_seq`` known, nothing is read when nothing was appended.
     """
-    key = (str(conv.store.path), session, counter.name, want, hard_max, token_limit)
-    cached = _TAILS.get(key)
+    if reads is None:
+        reads = {}
+    key = (str(conv.store.path), session, counter.name, *span)
+    cached = reads.get(key)
     if cached is not None:
         seen_seq, old, whole, kept = cached
         if last_seq == seen_seq:
@@ -73,18 +88,20 @@ def _tail(
             fresh.append(from_stored(raw))
         if not fresh:
             return kept  # the same scan over the same messages: the same result
-        out, stop, skipped = _scan([*fresh, *reversed(old)], want, hard_max, token_limit)
+        out, stop, skipped = _scan([*fresh, *reversed(old)], span)
         if stop is not None or whole:
-            _remember(key, out, stop, whole and stop is None, skipped)
+            _remember(reads, key, out=out, stop=stop, whole=whole and stop is None, skipped=skipped)
             return out
     source = (from_stored(raw) for raw in conv.iter_backward(session, counter=counter))
-    out, stop, skipped = _scan(source, want, hard_max, token_limit)
-    _remember(key, out, stop, stop is None, skipped)
+    out, stop, skipped = _scan(source, span)
+    _remember(reads, key, out=out, stop=stop, whole=stop is None, skipped=skipped)
     return out
 
 
 def _remember(
+    reads: Reads,
     key: Hashable,
+    *,
     out: list[ChatMessage],
     stop: ChatMessage | None,
     whole: bool,
@@ -92,24 +109,22 @@ def _remember(
 ) -> None:
     """Keep a contiguous read (with the message the scan stopped on) for the next turn."""
     if skipped or not out:
-        _TAILS.pop(key, None)
+        reads.pop(key, None)
         return
     read = out if stop is None or stop is out[0] else [stop, *out]
-    _TAILS[key] = (out[-1].seq, read, whole, out)
-    with contextlib.suppress(KeyError):  # another thread may have evicted it just now
-        _TAILS.move_to_end(key)
-    if len(_TAILS) > _MAX_TAILS:
-        with contextlib.suppress(KeyError):
-            _TAILS.popitem(last=False)
+    if key not in reads and len(reads) >= _MAX_READS:
+        reads.clear()  # rare: a session read with many windows and limits
+    reads[key] = (out[-1].seq, read, whole, out)
 
 
 def _scan(
-    source: Iterable[ChatMessage], want: int, hard_max: int, token_limit: int | None
+    source: Iterable[ChatMessage], span: Span
 ) -> tuple[list[ChatMessage], ChatMessage | None, bool]:
     """Kept messages (oldest first) from newest-first ``source``; the message the scan
     stopped on (``None``: it read all of ``source``); whether it skipped messages."""
     out: list[ChatMessage] = []
     stop: ChatMessage | None = None
+    want, hard_max, token_limit = span
     seen_user = skipped = False
     tokens = 0
     for msg in source:
@@ -195,26 +210,21 @@ def load_conversation(
     recent: int,
     summarizer: Summarizer | None,
     token_limit: int | None = None,
+    reads: Reads | None = None,
 ) -> Loaded:
     """Path A (summary + last messages) with a summarizer, else path B (trim only).
 
     ``token_limit`` (path B): stop reading older messages once the stored counts
     of those read exceed it (they could not be shown within such a budget).
+    ``reads``: the session window's earlier reads (path B reads only newer rows).
     """
     info = conv.session(session)
     total = int(info.message_count)
     if total == 0:
         return Loaded(None, None, (), 0, "none", 0)
     if summarizer is None:
-        tail = _tail(
-            conv,
-            session,
-            counter,
-            max(recent * 2, 12),
-            max(recent * 64, 512),
-            token_limit=token_limit,
-            last_seq=int(info.last_seq),
-        )
+        span = Span.of(recent, token_limit)
+        tail = _tail(conv, session, counter, span, last_seq=int(info.last_seq), reads=reads)
         return Loaded(None, None, tuple(tail), total - len(tail), "B", 0)
     tail = _window(conv, session, counter, recent)
     units, _ = group_units(tail)
@@ -235,7 +245,7 @@ def load_conversation(
                 if not isinstance(text, str):
                     raise TypeError(f"returned {type(text).__name__}, not text")
             except Exception as exc:  # a failing summarizer must not lose the turn
-                fallback = _tail(conv, session, counter, max(recent * 2, 12), max(recent * 64, 512))
+                fallback = _tail(conv, session, counter, Span.of(recent))
                 why = f"summarizer failed ({type(exc).__name__}: {exc}); used path B (trim only)"
                 return Loaded(None, None, tuple(fallback), total - len(fallback), "B", 0, why)
             saved = conv.save_summary(session, start_seq - 1, text)

@@ -11,12 +11,10 @@ its folder's identity.
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from contextvars import ContextVar
-from typing import TypeVar
+from typing import Any, TypeVar
 
 __all__: list[str] = []
 
@@ -53,25 +51,22 @@ def probe(where: os.PathLike[str] | str, *, follow: bool = True) -> Ident:
     return got
 
 
-_BUNDLES: OrderedDict[Hashable, tuple[tuple[tuple[str, bool, Ident], ...], object]] = OrderedDict()
 _MAX_BUNDLES = 32
 
 
-def remembered(key: Hashable, compute: Callable[[], T]) -> T:
-    """``compute()``, or its earlier result for ``key`` when no path it consulted changed."""
-    got = _BUNDLES.get(key)
+def remembered(memo: dict[Hashable, Any], key: Hashable, compute: Callable[[], T]) -> T:
+    """``compute()``, or its earlier result for ``key`` in ``memo`` (a session's
+    window's) when no path it consulted changed."""
+    got = memo.get(key)
     if got is not None and all(_ident(p, f) == i for p, f, i in got[0]):
-        with contextlib.suppress(KeyError):  # another thread may have evicted it just now
-            _BUNDLES.move_to_end(key)
-        return got[1]  # type: ignore[return-value]
+        return got[1]  # type: ignore[no-any-return]
     seen: dict[tuple[str, bool], Ident] = {}
     token = _RECORDING.set(seen)
     try:
         value = compute()
     finally:
         _RECORDING.reset(token)
-    _BUNDLES[key] = (tuple((p, f, i) for (p, f), i in seen.items()), value)
-    if len(_BUNDLES) > _MAX_BUNDLES:
-        with contextlib.suppress(KeyError):
-            _BUNDLES.popitem(last=False)
+    if key not in memo and len(memo) >= _MAX_BUNDLES:
+        memo.clear()  # rare: a session reads many task and step combinations
+    memo[key] = (tuple((p, f, i) for (p, f), i in seen.items()), value)
     return value

@@ -5,18 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from personae.context._textcut import count_small
-from personae.context._window import kept_from, prepared_units, remember_kept_from
 from personae.context.budget import Budget
 from personae.context.commands import expand_commands, has_commands
 from personae.context.fit import FitResult, FittedSection, SectionContent, fit
 from personae.context.history import Exchanges, MessageCosts
-from personae.context.messages import ChatMessage, group_units
+from personae.context.messages import ChatMessage
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.render import escape
 from personae.context.report import BudgetReport, HistoryPath, SectionReport
 from personae.context.rules import Action
 from personae.context.snapshot import Snapshot
 from personae.context.spec import Profile, SectionSpec, Source, Truncation
+from personae.context.window import exchanges_of
 from personae.project import CommandsConfig
 from personae.tokens.base import TokenCounter
 
@@ -89,27 +89,12 @@ class AssembledContext:
 def _prepared(
     snapshot: Snapshot, counter: TokenCounter, tags: frozenset[str]
 ) -> tuple[Exchanges, int]:
-    """Escaped exchanges prepared for fitting, computed once per snapshot and counter."""
-    key = ("messages", counter.name, tags)
-    hit = snapshot.cache.get(key)
-    if hit is None and snapshot.window is not None:
-        hit = prepared_units(snapshot.window, snapshot.messages, MessageCosts(counter, tags))
-        snapshot.cache[key] = hit
-    if hit is None:
-        costs_of = MessageCosts(counter, tags)
-        prepared = [costs_of.prepare(m) for m in snapshot.messages]
-        units, dropped = group_units([p[0] for p in prepared])
-        cost_by_msg = {id(p[0]): p[1] for p in prepared}
-        costs = tuple(
-            tuple(
-                cost_by_msg[id(m)] if id(m) in cost_by_msg else costs_of.prepare(m)[1]
-                for m in u.messages
-            )
-            for u in units
-        )
-        hit = (Exchanges.of(units, costs, costs_of.sep), dropped)
-        snapshot.cache[key] = hit
-    return hit  # type: ignore[no-any-return]
+    """Escaped exchanges prepared for fitting: through the snapshot's window (only
+    what it has not prepared yet), else from scratch."""
+    costs_of = MessageCosts(counter, tags)
+    if snapshot.window is not None:
+        return snapshot.window.exchanges(snapshot.messages, costs_of)
+    return exchanges_of(snapshot.messages, costs_of)
 
 
 def _text(snapshot: Snapshot, spec: SectionSpec, profile: Profile) -> str | None:
@@ -207,12 +192,9 @@ def assemble(
         profile = profiles.get(role)
     tags = profiles.tags
     contents: list[SectionContent] = []
-    hint_key = (
-        None
-        if snapshot.window is None
-        else (snapshot.window, counter.name, tags, profile.role, budget.tokens)
-    )
-    hint = kept_from(hint_key, snapshot.id) if hint_key is not None else None
+    window = snapshot.window if snapshot.messages else None
+    hint_key = (counter.name, tags, profile.role, budget.tokens)
+    hint = window.kept_from(hint_key, snapshot.id) if window is not None else None
     for spec in profile.sections:
         if spec.source is Source.MESSAGES:
             ex, dropped = _prepared(snapshot, counter, tags)
@@ -244,9 +226,9 @@ def assemble(
             )
         )
     result = _fit_with_warning(contents, budget.tokens, counter)
-    if hint_key is not None:
+    if window is not None:
         kept = next((s.messages for s in result.sections if s.source == Source.MESSAGES), ())
-        remember_kept_from(hint_key, snapshot.id, hint, kept[0].seq if kept else None)
+        window.remember_kept_from(hint_key, snapshot.id, hint, kept[0].seq if kept else None)
     return AssembledContext(
         role=role if profile.role == role else f"{role} (profile {profile.role})",
         snapshot_id=snapshot.id,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -66,6 +66,11 @@ class ProfileSet:
         """One section per content key among those that name their own files (sorted)."""
         by_key = {s.content_key: s for p in self.profiles.values() for s in p.sections if s.files}
         return tuple(spec for _, spec in sorted(by_key.items()))
+
+    @cached_property
+    def named_keys(self) -> tuple[str, ...]:
+        """The content keys of :attr:`named_files`, in the same order."""
+        return tuple(s.content_key for s in self.named_files)
 
     @cached_property
     def command_texts(self) -> tuple[str, ...]:
@@ -158,7 +163,7 @@ def _merge_file(
     role_map = data.get("roles") or {}
     _check_mapping(role_map, file, lines, ("roles",))
     for role, raw in role_map.items():
-        roles[str(role)] = _role(raw, ("roles", str(role)), file, lines, catalogue)
+        roles[str(role)] = _role(raw, ("roles", str(role)), _Parsing(file, lines, catalogue))
 
 
 def _merge_sections(
@@ -176,14 +181,20 @@ def _merge_sections(
         catalogue[str(tag)] = merged
 
 
+class _Parsing(NamedTuple):
+    """The file being merged: its name, its lines (for line numbers), the section
+    catalogue so far."""
+
+    file: str
+    lines: Lines
+    catalogue: dict[str, dict[str, Any]]
+
+
 def _role(
-    raw: Any,
-    rpath: tuple[str | int, ...],
-    file: str,
-    lines: Lines,
-    catalogue: dict[str, dict[str, Any]],
+    raw: Any, rpath: tuple[str | int, ...], src: _Parsing
 ) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
     """One entry under ``roles``: its description and its sections (tag, own fields)."""
+    file, lines, catalogue = src
     _check_mapping(raw, file, lines, rpath)
     _check_keys(raw, _ROLE_KEYS, "role field", (file, lines, rpath))
     entries = raw.get("sections")
@@ -193,7 +204,7 @@ def _role(
     seen: set[str] = set()
     for i, entry in enumerate(entries):
         epath: tuple[str | int, ...] = (*rpath, "sections", i)
-        tag, fields = _role_entry(entry, epath, file, lines, catalogue)
+        tag, fields = _role_entry(entry, epath, src)
         if tag in seen:
             raise _fail(f"section {tag!r} appears twice", file, lines, epath)
         seen.add(tag)
@@ -203,13 +214,10 @@ def _role(
 
 
 def _role_entry(
-    entry: Any,
-    epath: tuple[str | int, ...],
-    file: str,
-    lines: Lines,
-    catalogue: dict[str, dict[str, Any]],
+    entry: Any, epath: tuple[str | int, ...], src: _Parsing
 ) -> tuple[str, dict[str, Any]]:
     """A role's section: a tag name, or a mapping with ``tag`` and fields of its own."""
+    file, lines, catalogue = src
     if isinstance(entry, str):
         tag, fields = entry, {}
     elif isinstance(entry, dict) and isinstance(entry.get("tag"), str):

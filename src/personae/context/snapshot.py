@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from personae.context._conversation import Loaded, Summarizer, load_conversation
 from personae.context._probe import probe, remembered
-from personae.context._window import messages_digest
 from personae.context.commands import CommandRun, expand_commands, has_commands
-from personae.context.messages import ChatMessage, from_stored
+from personae.context.messages import ChatMessage
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.report import HistoryPath
 from personae.context.sources import (
@@ -33,6 +31,7 @@ from personae.context.sources import (
     read_project,
     resolve_task,
 )
+from personae.context.window import ContextWindow, as_chat
 from personae.layout import CONFIG_NAMES
 from personae.project import CommandsConfig, load_config
 from personae.tokens.base import TokenCounter
@@ -92,6 +91,12 @@ class SnapshotOptions:
     max_tokens: int | None = None
     """The largest budget the snapshot will be assembled for: path B stops reading
     the store once older messages could not fit."""
+    window: ContextWindow | None = None
+    """The session's window, kept by the agent loop across turns: what earlier
+    turns read and prepared is reused, and its messages (see
+    :meth:`ContextWindow.extend`) are the conversation when neither
+    ``conversations`` nor ``messages`` is given. ``None``: a fresh window (no
+    reuse between turns)."""
 
 
 @dataclass(frozen=True)
@@ -130,8 +135,7 @@ def _commands_of(base: Path) -> CommandsConfig:
     return load_config(base / ".personae").commands
 
 
-def _digest(base: Path, built: _Built, window: Hashable | None) -> str:
-    digest = hashlib.sha256()
+def _digest(base: Path, built: _Built) -> str:
     head = {
         "root": str(base),
         "texts": built.texts,
@@ -141,10 +145,21 @@ def _digest(base: Path, built: _Built, window: Hashable | None) -> str:
         "path": built.history.path,
         "persona": built.opts.persona,
     }
-    digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
-    if window is not None:
-        digest.update(messages_digest(window, built.history.messages))
-    return digest.hexdigest()[:16]
+    # The same head as the previous turn's (compared value by value: the same string
+    # objects when the files were not read again) is not serialised and hashed again.
+    key = tuple((k, tuple(v.items()) if isinstance(v, dict) else v) for k, v in head.items())
+    last = built.window.head
+    digest: Any
+    if last is not None and last[0] == key:
+        digest = last[1].copy()
+    else:
+        digest = hashlib.sha256()
+        digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
+        built.window.head = (key, digest.copy())
+    if built.history.messages:
+        digest.update(built.window.digest())
+    hexdigest: str = digest.hexdigest()
+    return hexdigest[:16]
 
 
 class _Built:
@@ -157,13 +172,16 @@ class _Built:
         self.runs: list[CommandRun] = []
         self.notes: list[str] = list(opts.warnings)
         self._commands = opts.commands
+        self.window: ContextWindow = opts.window  # type: ignore[assignment]  # set by build
         key = (
             str(base),
             opts.task,
             opts.step,
-            tuple(s.content_key for s in self.profiles.named_files),
+            self.profiles.named_keys,
         )
-        self.files = remembered(key, lambda: _read_files(base, opts, self.profiles))
+        self.files = remembered(
+            self.window.files, key, lambda: _read_files(base, opts, self.profiles)
+        )
         self.texts = dict(self.files.texts)
         self.where = dict(self.files.files)
         self.profile_texts: dict[str, str] = {}
@@ -173,7 +191,9 @@ class _Built:
     def commands(self) -> CommandsConfig:
         if self._commands is None:
             base = self.base
-            self._commands = remembered(("config", str(base)), lambda: _commands_of(base))
+            self._commands = remembered(
+                self.window.files, ("config", str(base)), lambda: _commands_of(base)
+            )
         return self._commands
 
     def add_git_log(self) -> None:
@@ -203,9 +223,9 @@ class _Built:
             self.profile_texts[text], done = expand_commands(text, self.commands, self.base)
             self.runs.extend(done)
 
-    def load_history(self) -> Hashable | None:
-        """Read the conversation; the key of its in-process window (``None``: none)."""
-        opts = self.opts
+    def load_history(self) -> None:
+        """Read the conversation (the window then holds its messages)."""
+        opts, window = self.opts, self.window
         if opts.conversations is not None and opts.session is not None:
             self.history = load_conversation(
                 opts.conversations,
@@ -214,27 +234,23 @@ class _Built:
                 recent=opts.recent if opts.recent is not None else self.profiles.window,
                 summarizer=opts.summarizer,
                 token_limit=opts.max_tokens,
+                reads=window.store_reads,
             )
+            self.history = replace(self.history, messages=window.sync(self.history.messages))
             if self.history.warning:
                 self.notes.append(self.history.warning)
             if self.history.summary:
                 self.texts["summary"] = self.history.summary
                 self.where["summary"] = f"session {opts.session}"
             self.where["messages"] = f"session {opts.session}"
-            where = f"session {opts.session}"
-        elif opts.messages:
-            self.history = Loaded(None, None, _as_chat(opts.messages), 0, "B", 0)
-            self.where["messages"] = where = "given messages"
-        else:
-            return None
-        return (str(self.base), where) if self.history.messages else None
-
-
-def _as_chat(messages: Sequence[object]) -> tuple[ChatMessage, ...]:
-    kinds = set(map(type, messages))  # C-speed: a long list of ChatMessage is common
-    if kinds == {ChatMessage}:
-        return tuple(messages)  # type: ignore[arg-type]
-    return tuple(from_stored(m) for m in messages)
+        elif opts.messages is not None:
+            given = window.sync(as_chat(opts.messages))
+            if given:
+                self.history = Loaded(None, None, given, 0, "B", 0)
+                self.where["messages"] = "given messages"
+        elif len(window):
+            self.history = Loaded(None, None, window.messages, 0, "B", 0)
+            self.where["messages"] = "session window"
 
 
 @dataclass(frozen=True, eq=False)
@@ -269,11 +285,9 @@ class Snapshot:
     """The profiles the snapshot was built for."""
     warnings: tuple[str, ...] = ()
     """Things that went wrong but did not stop the turn (e.g. a failing summarizer)."""
-    cache: dict[Any, Any] = field(default_factory=dict, repr=False)
-    """Per-counter counts, filled by assembly (not part of the id)."""
-    window: Hashable | None = field(default=None, repr=False)
-    """Key of the in-process window of this conversation (what earlier turns of the
-    session prepared is reused); ``None``: no conversation."""
+    window: ContextWindow | None = field(default=None, repr=False, compare=False)
+    """The session's window the snapshot was built with (assembly prepares the
+    conversation through it); ``None``: prepared from scratch."""
 
     @classmethod
     def build(
@@ -290,7 +304,8 @@ class Snapshot:
             opts = SnapshotOptions(**fields)
         else:
             opts = replace(options, **fields) if fields else options
-        built = _Built(Path(os.path.realpath(root)), opts)
+        window = opts.window if opts.window is not None else ContextWindow()
+        built = _Built(window.resolve(root), replace(opts, window=window))
         built.add_git_log()
         built.add_persona()
         task = built.files.task
@@ -298,9 +313,9 @@ class Snapshot:
             built.texts["task"] = built.texts.pop("task")
             built.where["task"] = built.where.pop("task")
         built.expand_profile_texts()
-        window = built.load_history()
+        built.load_history()
         return cls(
-            id=_digest(built.base, built, window),
+            id=_digest(built.base, built),
             root=built.base,
             texts=built.texts,
             files=built.where,
@@ -314,7 +329,7 @@ class Snapshot:
             commands=tuple(built.runs),
             profiles=built.profiles,
             warnings=tuple(built.notes),
-            window=window,
+            window=built.window,
         )
 
     def content(self, source: str) -> str | None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from personae.context._probe import probe, record
 from personae.errors import ConfigError
 from personae.fsutil import read_regular
+from personae.procs import run_tied  # here, not at the top: keeps this module's imports lean
 
 __all__ = [
     "DIRECTIVE_FILES",
@@ -399,8 +400,6 @@ def read_project(root: Path, *, task: str | None, step: str | None = None) -> Pr
 
 def git_log(root: Path, *, count: int = 15, timeout: float = 3.0) -> str | None:
     """Recent commits as plain lines (newest first); None without git or a repository."""
-    from personae.procs import run_tied  # here, not at the top: keeps this module's imports lean
-
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
     try:
         proc = run_tied(

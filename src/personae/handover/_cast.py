@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from personae.errors import UsageError, closest_name
+from personae.persona.bundled import bundled_personas
+from personae.persona.cast import Cast
 
 __all__ = ["persona_facts"]
 
@@ -20,9 +22,6 @@ def persona_facts(
     create time, not after a child process started. Without it (the target runs
     in another project's cast) it is a warning.
     """
-    from personae.persona.bundled import bundled_personas
-    from personae.persona.cast import Cast
-
     cast = Cast.load(root)
     known = {**bundled_personas(), **cast.personas}
     warnings: list[str] = []

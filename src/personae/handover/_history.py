@@ -9,6 +9,7 @@ from personae.errors import PersonaeError
 from personae.handover.schema import HistoryEntry
 from personae.store.conversations import ConversationStore, Session
 from personae.store.db import STORE_ERRORS, Store, database_url_for
+from personae.tokens.registry import counter_for_model
 
 __all__ = ["history_for", "history_from_conversations"]
 
@@ -59,8 +60,6 @@ def history_from_conversations(
 
 def history_for(db: Path, session_id: str | None = None) -> list[HistoryEntry]:
     """History from the project store at ``db`` (empty when there is no store yet)."""
-    from personae.tokens.registry import counter_for_model
-
     try:
         if not db.exists() and database_url_for(db) is None:
             return []

@@ -13,7 +13,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
+from personae.errors import PersonaeError
 from personae.layout import Layout
+from personae.mind.memory import INDEX_NAME, MemoryDir, parse_memory
 from personae.security.policy import is_secret_name, looks_like_secret, redact_secrets
 from personae.security.redact import MARKER_PREFIX
 
@@ -47,9 +49,6 @@ def _description(name: str, text: str) -> str:
 
 def memory_snapshot(root: Path) -> str | None:
     """The summary for the project at ``root``, or ``None`` without a memory folder."""
-    from personae.errors import PersonaeError
-    from personae.mind.memory import INDEX_NAME, MemoryDir, parse_memory
-
     folder = memory_dir_of(root)
     if not folder.is_dir():
         return None

@@ -12,7 +12,9 @@ from pydantic import ValidationError
 
 from personae.errors import UsageError
 from personae.fsutil import private_dir
+from personae.handover._memory import memory_snapshot as summarise_memory
 from personae.handover.files import ContextFormat, save_handover, validate_safety
+from personae.handover.runflow import load_policy
 from personae.handover.schema import (
     ArtifactFile,
     Artifacts,
@@ -112,9 +114,7 @@ def build_handover(
     file, never a file's body or a secret.
     """
     if memory_snapshot is None:
-        from personae.handover._memory import memory_snapshot as summarise
-
-        memory_snapshot = summarise(Path(cwd))
+        memory_snapshot = summarise_memory(Path(cwd))
     try:
         return ContextHandover(
             source=Source(
@@ -163,8 +163,6 @@ def create_handover(
     The ledger defaults to ``<cwd>/.personae/state.db``. If the ledger cannot
     be written, the new file is removed again and the error raised.
     """
-    from personae.handover.runflow import load_policy
-
     chosen: ContextFormat = fmt or (
         "yaml" if out is not None and out.suffix.lower() in {".yaml", ".yml"} else "json"
     )

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from personae.errors import PersonaeError, UsageError
+from personae.handover._cast import persona_facts
+from personae.handover._history import history_for
 from personae.handover.child import (
     HANDOVER_DEPTH_CAP,
     ChildOptions,
@@ -27,6 +29,7 @@ from personae.handover.child import (
     run_handover,
 )
 from personae.handover.create import build_handover, create_handover
+from personae.handover.interactive import run_interactive
 from personae.handover.schema import ArtifactFile, HistoryEntry
 from personae.layout import Layout
 from personae.tools.base import Tool, ToolContext
@@ -121,12 +124,8 @@ def handover_to_persona(
     mcp_servers: list[str] | None = None
     warnings: list[str] = []
     if history is None:
-        from personae.handover._history import history_for
-
         history = history_for(Layout(Path(cwd)).state_db, session_id or None)
     if from_project:
-        from personae.handover._cast import persona_facts
-
         mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
     handover = build_handover(
         source_persona=source_persona,
@@ -175,8 +174,6 @@ def _run_target(
     """Run the handover at ``path`` now (attached to the terminal when ``interactive``);
     its status and results (the caller fills in the id, command and message)."""
     if interactive:
-        from personae.handover.interactive import run_interactive
-
         outcome = run_interactive(path, cwd=cwd, options=child)
     else:
         outcome = run_handover(path, cwd=cwd, options=child)

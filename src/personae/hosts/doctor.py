@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+import anyio
+
 from personae.errors import PersonaeError
 from personae.hosts.hostcheck import check_hooks
 from personae.hosts.render import (
@@ -27,11 +29,20 @@ from personae.hosts.render import (
     check,
 )
 from personae.layout import Layout
+from personae.mind._mcp import probe_stdio
 from personae.mind.contract import load_contract
 from personae.mind.server import MindPaths
+from personae.models.reach import Endpoint, endpoint_for, scenario_path
+from personae.models.reach import probe as probe_endpoint
+from personae.models.resolve import parse_model_spec
+from personae.models.scenario import load_scenario
+from personae.models.scripted import ScriptedServer
+from personae.project import load_config
+from personae.settings import PersonaeSettings
+from personae.store.health import database_url_for, postgres_problem, sqlite_write_problem
+from personae.tools.sandbox import INSTALL_HINT, bwrap_status
 
 if TYPE_CHECKING:
-    from personae.models.reach import Endpoint
     from personae.models.resolve import ModelSpec
 
 __all__ = ["DoctorItem", "Level", "diagnose", "host_files_in_use"]
@@ -131,8 +142,6 @@ def _project(root: Path, found_from: Path | None) -> DoctorItem:
 
 
 def _config(root: Path) -> tuple[DoctorItem, str | None, str | None]:
-    from personae.project import load_config
-
     layout = Layout(root)
     try:
         config = load_config(layout.dir)
@@ -146,9 +155,6 @@ def _config(root: Path) -> tuple[DoctorItem, str | None, str | None]:
 def _model(
     config_model: str | None, config_base_url: str | None, *, probe: bool, timeout: float
 ) -> list[DoctorItem]:
-    from personae.models.resolve import parse_model_spec
-    from personae.settings import PersonaeSettings
-
     try:
         env_model = PersonaeSettings().model
     except PersonaeError as exc:
@@ -169,7 +175,6 @@ def _model(
     if spec.is_scripted:
         items.extend(_scripted(spec, probe=probe, timeout=timeout))
         return items
-    from personae.models.reach import endpoint_for
 
     endpoint = endpoint_for(spec, config_base_url=config_base_url)
     if endpoint.key_env is None:
@@ -210,9 +215,7 @@ def _model(
 
 
 def _reach(endpoint: Endpoint, timeout: float) -> DoctorItem:
-    from personae.models.reach import probe
-
-    answer = probe(endpoint, timeout=timeout)
+    answer = probe_endpoint(endpoint, timeout=timeout)
     if answer.ok:
         return DoctorItem("provider reachable", "OK", answer.detail)
     if "refused the key" in answer.detail:
@@ -223,10 +226,6 @@ def _reach(endpoint: Endpoint, timeout: float) -> DoctorItem:
 
 
 def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[DoctorItem]:
-    from personae.models.reach import Endpoint, scenario_path
-    from personae.models.scenario import load_scenario
-    from personae.models.scripted import ScriptedServer
-
     path = scenario_path(spec)
     try:
         scenario = load_scenario(path)
@@ -244,8 +243,6 @@ def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[DoctorIte
 
 
 def _store(root: Path) -> DoctorItem:
-    from personae.store.health import database_url_for, postgres_problem, sqlite_write_problem
-
     folder = Layout(root).dir
     db = Layout(root).state_db
     try:
@@ -329,8 +326,6 @@ def _host_items(root: Path, paths: MindPaths, *, probe: bool) -> list[CheckItem 
 
 def _sandbox() -> DoctorItem:
     """Whether ``run_shell`` can run its commands under bubblewrap here (WARN when not)."""
-    from personae.tools.sandbox import INSTALL_HINT, bwrap_status
-
     status = bwrap_status()
     return DoctorItem(
         "run_shell sandbox (bubblewrap)",
@@ -341,10 +336,6 @@ def _sandbox() -> DoctorItem:
 
 
 def _probe(root: Path, paths: MindPaths) -> CheckItem:
-    import anyio
-
-    from personae.mind._mcp import probe_stdio
-
     args = [
         "-m",
         "personae",

@@ -89,18 +89,24 @@ class CheckItem:
     fix: str = ""
 
 
-def merge_block(existing: str, block: str, *, path: str) -> str:
-    """``existing`` with our marker block replaced (or appended)."""
-    start = existing.find(BEGIN.split(" (")[0])
-    if start < 0:
-        return existing.rstrip("\n") + "\n\n" + block if existing.strip() else block
-    end = existing.find(END, start)
+def _block_end(existing: str, start: int, end_marker: str, *, path: str) -> int:
+    """Where our block that begins at ``start`` ends (after its end marker); no end marker
+    is an error: the file was edited by hand and must be fixed by hand."""
+    end = existing.find(end_marker, start)
     if end < 0:
         raise UsageError(
             "personae block has a begin marker but no end marker; fix the file by hand",
             file=path,
         )
-    end += len(END)
+    return end + len(end_marker)
+
+
+def merge_block(existing: str, block: str, *, path: str) -> str:
+    """``existing`` with our marker block replaced (or appended)."""
+    start = existing.find(BEGIN.split(" (")[0])
+    if start < 0:
+        return existing.rstrip("\n") + "\n\n" + block if existing.strip() else block
+    end = _block_end(existing, start, END, path=path)
     if existing[end : end + 1] == "\n":
         end += 1
     return existing[:start] + block + existing[end:]
@@ -133,13 +139,7 @@ def merge_toml(existing: str, block: str, *, path: str) -> str:
     """``existing`` TOML with our block first (dotted keys must precede every table)."""
     start = existing.find(TOML_BEGIN)
     if start >= 0:
-        end = existing.find(TOML_END, start)
-        if end < 0:
-            raise UsageError(
-                "personae block has a begin marker but no end marker; fix the file by hand",
-                file=path,
-            )
-        end += len(TOML_END)
+        end = _block_end(existing, start, TOML_END, path=path)
         existing = existing[:start] + existing[end:].lstrip("\n")
     try:
         theirs = tomllib.loads(existing)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -112,8 +113,6 @@ async def probe_stdio(
 
     Raises RuntimeError when the call fails or returns no structured content.
     """
-    from mcp import ClientSession, StdioServerParameters, stdio_client
-
     params = StdioServerParameters(command=command, args=args, cwd=str(cwd), env=env)
     with open(os.devnull, "w") as errlog:
         async with (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import threading
 from collections.abc import Callable
 from functools import cache
 
@@ -38,8 +39,6 @@ def count_tokens(text: str) -> int:
 
 def warm_up() -> None:
     """Load the tokenizer in a background thread (the first load takes seconds)."""
-    import threading
-
     threading.Thread(target=_counter, name="personae-tokens-warm-up", daemon=True).start()
 
 

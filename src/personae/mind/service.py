@@ -22,7 +22,7 @@ from personae.mind._flags import cautionary_flags
 from personae.mind._tokens import count_tokens, counter_name, warm_up
 from personae.mind.contract import Contract, load_contract
 from personae.mind.index import Hit, MindIndex
-from personae.mind.memory import MemoryDir
+from personae.mind.memory import INDEX_NAME, MemoryDir, parse_memory
 from personae.mind.packet import (
     BootstrapPacket,
     JournalNote,
@@ -188,8 +188,6 @@ class MindService:
 
     def read_memory_file(self, name: str) -> MemoryFile:
         """One memory file's full text and frontmatter fields."""
-        from personae.mind.memory import parse_memory
-
         text = redact_text(self.memory.read(name))  # a secret typed into a file by hand
         entry = parse_memory(name, text)
         return MemoryFile(
@@ -206,8 +204,6 @@ class MindService:
         Secrets in ``content`` are redacted before anything is written.
         ``MEMORY.md`` and the other reserved names are refused.
         """
-        from personae.mind.memory import INDEX_NAME, parse_memory
-
         content = redact_text(content)
         entry = self.memory.write(name, content)
         self.index.upsert(self.memory, entry)

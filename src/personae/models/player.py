@@ -99,6 +99,7 @@ class ScenarioPlayer:
 
 
 def _body_from_messages(messages: list[Any], info: Any) -> dict[str, Any]:
+    # local import: pydantic-ai loads only for the FunctionModel, not in the server process
     from pydantic_ai.messages import (
         ModelRequest,
         ModelResponse,
@@ -145,6 +146,7 @@ def scripted_function_model(scenario: Scenario, *, label: str = "scripted") -> A
     The returned model has a ``player`` attribute (:class:`ScenarioPlayer`)
     with every request seen.
     """
+    # local import: pydantic-ai loads only for the FunctionModel, not in the server process
     from pydantic_ai.exceptions import ModelHTTPError
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import FunctionModel

@@ -84,6 +84,7 @@ def probe(endpoint: Endpoint, *, timeout: float = 3.0) -> Reachability:
     200 is reachable; 401/403 is reachable with a refused key (not ok); 404 is a server
     without a model list (ok: it answered); anything else, or no answer, is not ok.
     """
+    # local import: httpx loads only when a provider is probed
     import httpx
 
     if endpoint.base_url is None:

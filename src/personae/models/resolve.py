@@ -134,18 +134,21 @@ class ModelResolver:
 
     def _build(self, spec: ModelSpec) -> Any:
         if spec.provider == "scripted":
+            # local import: the scripted model server loads only for a `scripted:` spec
             from personae.models.scripted import ScriptedServer
 
             server = ScriptedServer(spec.name).start()
             self._servers.append(server)
             return server.model()
         if spec.provider == "anthropic":
+            # local import: a provider's SDK loads only when that provider is used
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
 
             if not os.environ.get("ANTHROPIC_API_KEY"):
                 raise ConfigError("set ANTHROPIC_API_KEY to use anthropic models", field="model")
             return AnthropicModel(spec.name, provider=AnthropicProvider())
+        # local import: a provider's SDK loads only when that provider is used
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from personae.errors import UsageError
+from personae.errors import UsageError, yaml_error_line
 from personae.fsutil import read_regular
 
 __all__ = [
@@ -136,10 +136,7 @@ def load_scenario(path: Path | str) -> Scenario:
     except UnicodeDecodeError as exc:
         raise ScenarioError(f"not UTF-8 text (byte {exc.start})", file=file) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ScenarioError(
-            "malformed YAML", file=file, line=mark.line + 1 if mark is not None else None
-        ) from exc
+        raise ScenarioError("malformed YAML", file=file, line=yaml_error_line(exc)) from exc
     if not isinstance(raw, dict):
         raise ScenarioError("a scenario must be a mapping with 'steps' and/or 'rules'", file=file)
     try:

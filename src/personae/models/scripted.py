@@ -104,6 +104,7 @@ class ScriptedServer:
 
     def anthropic_model(self) -> Any:
         """A pydantic-ai ``AnthropicModel`` talking Messages to this server over loopback HTTP."""
+        # local import: a provider's SDK (openai, anthropic) loads only when that protocol is used
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
@@ -112,6 +113,7 @@ class ScriptedServer:
 
     def model(self) -> Any:
         """A pydantic-ai ``OpenAIChatModel`` talking to this server over loopback HTTP."""
+        # local import: a provider's SDK (openai, anthropic) loads only when that protocol is used
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 

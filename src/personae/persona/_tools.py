@@ -11,8 +11,8 @@ from personae.errors import closest_name
 from personae.tools.names import (
     BUILTIN_TOOL_NAMES,
     CLAUDE_TOOL_MAP,
-    MCP_TOOL_NAME,
     canonical_tool_name,
+    mcp_server_of,
 )
 
 __all__ = [
@@ -20,7 +20,6 @@ __all__ = [
     "check_tool_names",
     "claude_name",
     "claude_spelling",
-    "mcp_server_of",
     "split_names",
     "split_spawn_entries",
 ]
@@ -76,12 +75,6 @@ def split_spawn_entries(names: list[str]) -> tuple[list[str], list[str] | None]:
         if "agent" not in tools:
             tools.append("agent")
     return tools, spawn
-
-
-def mcp_server_of(name: str) -> str | None:
-    """The server part of an ``mcp__<server>__<tool>`` (or ``mcp__<server>``) name."""
-    match = MCP_TOOL_NAME.match(name)
-    return match.group("server") if match else None
 
 
 def claude_name(tool: str) -> str:

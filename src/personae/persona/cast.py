@@ -14,13 +14,14 @@ rest of the cast still loads; ``problems`` lists everything found.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from personae.errors import UnknownNameError, closest_name
 from personae.persona._sources import PersonaSource, collect_dir, collect_project
+from personae.persona.bundled import bundled_personas
 from personae.persona.loader import LoadedPersona
 from personae.persona.model import Persona, Skill
 from personae.persona.problems import Problem
@@ -35,6 +36,18 @@ __all__ = ["SPAWN_CHECK_MARK", "Cast"]
 
 SPAWN_CHECK_MARK = "may spawn"
 """Text every spawn-check problem message contains (a run refuses a persona with one)."""
+
+
+_Item = TypeVar("_Item")
+
+
+def _chosen(
+    table: Mapping[str, _Item], names: Sequence[str] | None, get: Callable[[str], _Item]
+) -> list[_Item]:
+    """``names`` looked up with ``get`` (an unknown name raises), or all of ``table`` by name."""
+    if names is not None:
+        return [get(n) for n in names]
+    return [table[n] for n in sorted(table)]
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -146,8 +159,6 @@ class Cast:
         An explicit spawn list (``subagents`` or ``Agent(a, b)``) makes a mismatch or an
         unknown name an error; a parent that may spawn any persona gets warnings.
         """
-        from personae.persona.bundled import bundled_personas
-
         known = {**bundled_personas(), **self.personas}
         for loaded in winners.values():
             parent = loaded.persona
@@ -229,21 +240,11 @@ class Cast:
 
     def available_agents_xml(self, names: Sequence[str] | None = None) -> str:
         """``<available_agents>``: name and description of each persona (default: all, sorted)."""
-        chosen = (
-            [self.get(n) for n in names]
-            if names is not None
-            else [self.personas[n] for n in sorted(self.personas)]
-        )
-        return render_available_agents(chosen)
+        return render_available_agents(_chosen(self.personas, names, self.get))
 
     def available_skills_xml(self, names: Sequence[str] | None = None) -> str:
         """``<available_skills>``: name, description and location of each skill."""
-        chosen = (
-            [self.skill(n) for n in names]
-            if names is not None
-            else [self.skills[n] for n in sorted(self.skills)]
-        )
-        return render_available_skills(chosen)
+        return render_available_skills(_chosen(self.skills, names, self.skill))
 
     def execution_block(self, name: str) -> str:
         """What the worker/manager see: the prompt verbatim, its skills' L1, its tools."""

@@ -12,14 +12,9 @@ from typing import Any
 
 import yaml
 
-from personae.persona._tools import (
-    check_tool_names,
-    claude_name,
-    mcp_server_of,
-    split_spawn_entries,
-)
+from personae.persona._tools import check_tool_names, claude_name, split_spawn_entries
 from personae.persona.model import ContextMode, Persona
-from personae.tools.names import canonical_tool_name
+from personae.tools.names import canonical_tool_name, mcp_server_of
 
 __all__ = ["to_claude_code"]
 

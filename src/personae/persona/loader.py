@@ -27,12 +27,12 @@ from personae.persona._tools import (
     check_tool_names,
     claude_name,
     claude_spelling,
-    mcp_server_of,
     split_names,
     split_spawn_entries,
 )
 from personae.persona.model import Constraints, ContextMode, Persona, PersonaFileKind, SandboxGrant
 from personae.persona.problems import Problem, Severity
+from personae.tools.names import mcp_server_of
 
 __all__ = [
     "CLAUDE_KEYS",

@@ -8,6 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from personae.fsutil import read_regular
+from personae.persona._frontmatter import parse_document
+
 __all__ = ["Constraints", "ContextMode", "Persona", "PersonaFileKind", "SandboxGrant", "Skill"]
 
 
@@ -90,9 +93,6 @@ class Skill(BaseModel):
 
     def body(self) -> str:
         """L2: the Markdown body of ``SKILL.md`` (verbatim), read from disk on demand."""
-        from personae.fsutil import read_regular
-        from personae.persona._frontmatter import parse_document
-
         text = read_regular(self.path).decode("utf-8")  # a FIFO swapped in is refused
         return parse_document(text, lenient=True).body
 

@@ -25,33 +25,30 @@ _GUIDANCE = (
 )
 
 
+def _xml_list(tag: str, item: str, entries: Sequence[Sequence[tuple[str, str]]]) -> str:
+    """``<tag>`` holding one ``<item>`` per entry, each field escaped on its own line."""
+    lines = [f"<{tag}>"]
+    for fields in entries:
+        lines.append(f"  <{item}>")
+        lines += [f"    <{name}>{escape(value)}</{name}>" for name, value in fields]
+        lines.append(f"  </{item}>")
+    lines.append(f"</{tag}>")
+    return "\n".join(lines)
+
+
 def render_available_agents(personas: Sequence[Persona]) -> str:
     """``<available_agents>`` with each persona's name and description."""
-    lines = ["<available_agents>"]
-    for p in personas:
-        lines += [
-            "  <agent>",
-            f"    <name>{escape(p.name)}</name>",
-            f"    <description>{escape(_one_line(p.description))}</description>",
-            "  </agent>",
-        ]
-    lines.append("</available_agents>")
-    return "\n".join(lines)
+    entries = [[("name", p.name), ("description", _one_line(p.description))] for p in personas]
+    return _xml_list("available_agents", "agent", entries)
 
 
 def render_available_skills(skills: Sequence[Skill]) -> str:
     """``<available_skills>`` with each skill's name, description and ``SKILL.md`` location."""
-    lines = ["<available_skills>"]
-    for s in skills:
-        lines += [
-            "  <skill>",
-            f"    <name>{escape(s.name)}</name>",
-            f"    <description>{escape(_one_line(s.description))}</description>",
-            f"    <location>{escape(str(s.path))}</location>",
-            "  </skill>",
-        ]
-    lines.append("</available_skills>")
-    return "\n".join(lines)
+    entries = [
+        [("name", s.name), ("description", _one_line(s.description)), ("location", str(s.path))]
+        for s in skills
+    ]
+    return _xml_list("available_skills", "skill", entries)
 
 
 def tools_summary(persona: Persona) -> str:

@@ -151,9 +151,7 @@ def _description(doc: Document, add: _Report, values: dict[str, Any]) -> None:
     values["description"] = full
 
 
-def _fields(
-    doc: Document, add: _Report, values: dict[str, Any], servers: Iterable[str]
-) -> None:
+def _fields(doc: Document, add: _Report, values: dict[str, Any], servers: Iterable[str]) -> None:
     """``allowed-tools``, ``constraints`` and the unknown fields (kept, with a warning)."""
     meta, line = doc.meta, doc.line_of
     key = "allowed-tools" if "allowed-tools" in meta else "allowedTools"

@@ -14,9 +14,9 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
-from personae.errors import UsageError
+from personae.errors import ErrorPlace, UsageError
 from personae.security.redact import is_secret_name, looks_like_secret, marker, redact_value
 
 __all__ = [
@@ -94,12 +94,10 @@ class HandoverSecurityError(UsageError):
         self,
         message: str,
         *,
-        file: str | Path | None = None,
-        line: int | None = None,
-        field: str | None = None,
         index: int | None = None,
+        **place: Unpack[ErrorPlace],
     ) -> None:
-        super().__init__(message, file=file, line=line, field=field)
+        super().__init__(message, **place)
         self.index = index
         """Position of the offending item in a batch check, if any."""
 

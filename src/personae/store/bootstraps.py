@@ -87,6 +87,7 @@ def _find_in_postgres(
     url: str, session_id: str | None, hosts: Sequence[HostLike]
 ) -> tuple[bool, str]:
     try:
+        # local import: optional extra personae[postgres]: only for projects that configured a URL
         import psycopg  # the postgres extra: only for projects that configured a URL
     except ImportError:
         return False, "a PostgreSQL store is configured but psycopg is not installed"

@@ -8,16 +8,33 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from personae.store.db import Store
+from personae.store._base import Conn
 
 __all__ = ["factors", "update"]
 
 
-def factors(store: Store) -> dict[str, tuple[float, int]]:
+class _Queryable(Protocol):
+    """What these queries use of :class:`personae.store.db.Store` (which imports this
+    module, so it is not named here)."""
+
+    def read(self) -> AbstractContextManager[Conn]:
+        """A connection for reads."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[Conn]:
+        """A write transaction."""
+        ...
+
+    def for_update(self) -> str:
+        """The row-lock clause of the backend (empty on SQLite)."""
+        ...
+
+
+def factors(store: _Queryable) -> dict[str, tuple[float, int]]:
     """``{model key: (factor, samples)}`` of every calibrated model."""
     with store.read() as conn:
         rows = conn.execute("SELECT model, factor, samples FROM token_calibration").fetchall()
@@ -25,7 +42,7 @@ def factors(store: Store) -> dict[str, tuple[float, int]]:
 
 
 def update(
-    store: Store, key: str, move: Callable[[float, int], float | None]
+    store: _Queryable, key: str, move: Callable[[float, int], float | None]
 ) -> tuple[float, int] | None:
     """Re-read ``key``'s row inside a write transaction and store ``move(factor, samples)``.
 

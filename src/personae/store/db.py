@@ -39,7 +39,9 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from personae.fsutil import read_regular
 from personae.layout import CONFIG_NAMES, DIR_NAME
+from personae.store import calibration
 from personae.store._base import (
     Conn,
     Cursor,
@@ -123,15 +125,14 @@ def store_present(path: Path | str) -> bool:
 
 
 def _config_url(config: Path) -> str | None:
-    from personae.fsutil import read_regular
-
     try:
         data = read_regular(config, max_bytes=1_000_000)
     except OSError as exc:
         raise StoreError(f"{config}: cannot read database_url: {exc}") from None
     if b"database_url" not in data:
         return None  # the common case: no YAML parsed (the gate runs on every tool call)
-    import yaml  # a dependency; parsed only when the key is there
+    # local import: yaml loads only when the key is there (the gate runs on every tool call)
+    import yaml
 
     try:
         raw = yaml.safe_load(data.decode("utf-8"))
@@ -175,6 +176,7 @@ class Store:
         self.lock = threading.RLock()
         self._pg: PostgresBackend | None = None
         if self.url:
+            # local import: optional extra personae[postgres]
             from personae.store._postgres import PostgresBackend  # optional extra
 
             self._pg = PostgresBackend(self.url, _migrations("postgres"))
@@ -290,16 +292,12 @@ class Store:
 
     def calibration_factors(self) -> dict[str, tuple[float, int]]:
         """Token-estimate factors per model (``personae.tokens.Calibration`` reads these)."""
-        from personae.store import calibration
-
         return calibration.factors(self)
 
     def update_calibration(
         self, key: str, move: Callable[[float, int], float | None]
     ) -> tuple[float, int] | None:
         """Store ``move(factor, samples)`` as ``key``'s factor (see ``store.calibration``)."""
-        from personae.store import calibration
-
         return calibration.update(self, key, move)
 
     def applied_migrations(self) -> list[str]:

@@ -23,7 +23,6 @@ from personae.tools.names import MCP_TOOL_NAME, split_tool_spec
 
 __all__ = [
     "McpServerSpec",
-    "mcp_tool_name",
     "parse_server",
     "servers_for",
     "tool_granted",
@@ -31,11 +30,6 @@ __all__ = [
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,48}$")
-
-
-def mcp_tool_name(server: str, tool: str) -> str:
-    """The name the model sees for ``tool`` of ``server``: ``mcp__<server>__<tool>``."""
-    return f"mcp__{server}__{tool}"
 
 
 @dataclass(frozen=True, kw_only=True)

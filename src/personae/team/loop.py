@@ -120,8 +120,6 @@ class _Job:
     """Its 1-based number in the plan."""
     original: Subtask
     """The subtask as planned (steps of a decomposition report under it)."""
-    budget: SubtaskBudget
-    """Its retry budget when it starts (its steps continue the same budget)."""
     detector: LoopDetector
     """Its loop detector (shared by its steps)."""
 
@@ -196,9 +194,9 @@ class Team:
         for number, subtask in enumerate(plan.subtasks, start=1):
             job = _Job(
                 run=run, number=number, original=subtask,
-                budget=SubtaskBudget(max_retries=self.config.max_retries),
                 detector=LoopDetector(self.config.loop_window),
             )  # fmt: skip
+            budget = SubtaskBudget(max_retries=self.config.max_retries)
             rt.emit(
                 SubtaskStarted(
                     message=subtask.description,
@@ -208,7 +206,7 @@ class Team:
                 )
             )
             try:
-                outcome, _ = await self._run_subtask(turn, job, subtask, job.budget)
+                outcome, _ = await self._run_subtask(turn, job, subtask, budget)
             except UsageLimitExceeded as exc:
                 outcomes.extend(self._stop_for_cap(plan.subtasks, number, str(exc)))
                 break
@@ -439,20 +437,13 @@ class Team:
             )  # fmt: skip
             if outcome.result is not None:
                 r = outcome.result
-                signal = r.completion_signal
                 rt.emit(
                     Validated(
                         message="approved" if r.approved else "rejected: " + "; ".join(r.issues),
                         subtask=number,
                         used_llm=outcome.used_llm,
                         skills=skill_names,
-                        approved=r.approved,
-                        requirements_met=r.requirements_met,
-                        issues=list(r.issues),
-                        next_action=r.next_action,
-                        involvement_level=r.involvement_level.value,
-                        correction=r.correction,
-                        completion_signal=signal.model_dump(mode="json"),
+                        **r.model_dump(mode="json"),  # the verdict's fields, in JSON form
                     )
                 )
                 return r

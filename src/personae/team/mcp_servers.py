@@ -44,13 +44,19 @@ from personae.persona.model import Persona
 from personae.procs import RUN_PROCESSES, tied_argv
 from personae.team._mcp_config import (
     McpServerSpec,
-    mcp_tool_name,
     parse_server,
     servers_for,
     tool_granted,
 )
+from personae.tools.names import mcp_tool_name
 
-__all__ = ["DEFAULT_START_TIMEOUT", "McpHub", "McpServerToolset", "OnWarning"]
+__all__ = [
+    "DEFAULT_START_TIMEOUT",
+    "McpHub",
+    "McpServerToolset",
+    "OnWarning",
+    "inherited_toolset",
+]
 
 DEFAULT_START_TIMEOUT = 30.0
 """Seconds a server may take to start and answer the MCP handshake."""
@@ -82,13 +88,51 @@ class McpServerToolset(WrapperToolset[Any]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
-        prefix = f"mcp__{self.server}__"
+        prefix = mcp_tool_name(self.server, "")
         if name not in self.granted or not name.startswith(prefix):
             raise ToolFailed(f"tool {name!r} is not granted to this persona")
         original = name.removeprefix(prefix)
         ctx = replace(ctx, tool_name=original)
         tool = replace(tool, tool_def=replace(tool.tool_def, name=original))
         return await self.wrapped.call_tool(original, tool_args, ctx, tool)
+
+
+def _combined(
+    grants: list[McpServerToolset],
+) -> tuple[AbstractToolset[Any] | None, frozenset[str]]:
+    """The servers' toolsets that grant something, as one toolset, and the names granted."""
+    kept: list[AbstractToolset[Any]] = [g for g in grants if g.granted]
+    if not kept:
+        return None, frozenset()
+    names = frozenset(n for g in grants for n in g.granted)
+    return (kept[0] if len(kept) == 1 else CombinedToolset(kept)), names
+
+
+def inherited_toolset(
+    persona: Persona, parent: AbstractToolset[Any] | None, parent_allowed: frozenset[str]
+) -> tuple[AbstractToolset[Any] | None, frozenset[str]]:
+    """A sub-agent's MCP toolset: what ``persona`` grants of its parent's MCP toolset
+    ``parent`` (as :meth:`McpHub.toolset_for` returned it), cut to ``parent_allowed``.
+
+    Narrow only: the same servers (no process is started) and never a name the parent
+    lacks.
+    """
+    if isinstance(parent, McpServerToolset):
+        parts = [parent]
+    elif isinstance(parent, CombinedToolset):
+        parts = [t for t in parent.toolsets if isinstance(t, McpServerToolset)]
+    else:
+        parts = []
+    grants: list[McpServerToolset] = []
+    for part in parts:
+        prefix = mcp_tool_name(part.server, "")
+        granted = {
+            name
+            for name in part.granted & parent_allowed
+            if tool_granted(persona, part.server, name.removeprefix(prefix))
+        }
+        grants.append(replace(part, granted=frozenset(granted)))
+    return _combined(grants)
 
 
 @dataclass
@@ -144,7 +188,6 @@ class McpHub:
     start_timeout: float = DEFAULT_START_TIMEOUT
     """Seconds a server may take to start and complete the handshake."""
     _servers: dict[str, _Server] = field(default_factory=dict, repr=False)
-    _bound: dict[str, _Server] = field(default_factory=dict, repr=False)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     _failed: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -154,52 +197,47 @@ class McpHub:
         return sorted(self._servers)
 
     async def toolset_for(
-        self, persona: Persona, *, parent_allowed: frozenset[str] | None = None
+        self,
+        persona: Persona,
+        *,
+        parent_allowed: frozenset[str] | None = None,
+        parent: AbstractToolset[Any] | None = None,
     ) -> tuple[AbstractToolset[Any] | None, frozenset[str]]:
         """The MCP toolset for ``persona`` and the tool names it grants.
 
         A top-level persona (the worker) gets the tools it grants of its own
         servers, started here on first use. A sub-agent (``parent_allowed``
-        given) starts nothing: it gets the tools its persona grants among its
-        parent's MCP tools, served by the parent's server processes (narrow
-        only; the same tool instances). Returns ``(None, frozenset())`` when
-        nothing is granted.
+        given) starts nothing: it gets the tools its persona grants among
+        ``parent``'s (its parent's MCP toolset as this method returned it) that
+        ``parent_allowed`` has, served by the parent's server processes (narrow
+        only; the same tool instances; no ``parent``: nothing). Returns
+        ``(None, frozenset())`` when nothing is granted.
         """
-        grants: list[tuple[str, _Server, set[str]]] = []
-        if parent_allowed is None:
-            bound: dict[str, _Server] = {}
-            for server, config in servers_for(persona, self.project_servers).items():
-                running = await self._start(server, config, persona.name)
-                if running is not None:
-                    bound[server] = running
-            self._bound = bound  # what this worker's sub-agents may inherit
-            self._check_named(persona, bound)
-        else:
-            bound = self._bound
-        for server, running in bound.items():
+        if parent_allowed is not None:
+            return inherited_toolset(persona, parent, parent_allowed)
+        grants: list[McpServerToolset] = []
+        bound: dict[str, _Server] = {}
+        for server, config in servers_for(persona, self.project_servers).items():
+            running = await self._start(server, config, persona.name)
+            if running is None:
+                continue
+            bound[server] = running
             granted = {
                 mcp_tool_name(server, tool)
                 for tool in running.tools
                 if tool_granted(persona, server, tool)
             }
-            if parent_allowed is not None:
-                granted &= parent_allowed
-            if granted:
-                grants.append((server, running, granted))
-        if not grants:
-            return None, frozenset()
-        toolsets: list[AbstractToolset[Any]] = [
-            McpServerToolset(running.toolset, server=server, granted=frozenset(granted))
-            for server, running, granted in grants
-        ]
-        names = frozenset(n for _, _, granted in grants for n in granted)
-        return (toolsets[0] if len(toolsets) == 1 else CombinedToolset(toolsets)), names
+            grants.append(
+                McpServerToolset(running.toolset, server=server, granted=frozenset(granted))
+            )
+        self._check_named(persona, bound)
+        return _combined(grants)
 
     def _check_named(self, persona: Persona, bound: Mapping[str, _Server]) -> None:
         """Warn about ``mcp__<server>__<tool>`` entries the running server does not offer."""
         for spec in persona.tools or []:
             for server, running in bound.items():
-                prefix = f"mcp__{server}__"
+                prefix = mcp_tool_name(server, "")
                 tool = spec.removeprefix(prefix)
                 if spec.startswith(prefix) and tool != "*" and tool not in running.tools:
                     offered = ", ".join(running.tools) or "(none)"
@@ -291,6 +329,7 @@ class McpHub:
     def _connect(
         self, spec: McpServerSpec, pidfile: Path
     ) -> tuple[AbstractToolset[Any], IO[str] | None]:
+        # local import: fastmcp loads only when a persona has MCP servers
         from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
         from pydantic_ai.mcp import MCPToolset
 
@@ -322,7 +361,7 @@ class McpHub:
 
     async def aclose(self) -> None:
         """Stop every server started in this turn (errors while stopping are ignored)."""
-        servers, self._servers, self._bound = list(self._servers.values()), {}, {}
+        servers, self._servers = list(self._servers.values()), {}
         for server in reversed(servers):
             try:
                 await server.toolset.__aexit__(None, None, None)

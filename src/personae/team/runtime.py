@@ -27,7 +27,7 @@ from pydantic_ai.messages import (
     TextPart,
     TextPartDelta,
 )
-from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import UsageLimits
@@ -35,7 +35,9 @@ from pydantic_ai.usage import UsageLimits
 from personae.models.resolve import ModelResolver
 from personae.store.answers import ModelAnswer
 from personae.store.runs import EventRow, ModelCallRow, RunStore
+from personae.team._request_tokens import count_request
 from personae.team.events import AnswerStreamed, Event, EventBus, RunWarning
+from personae.tokens.registry import counter_for_model, model_info
 
 __all__ = ["CallInfo", "Runtime", "TreeUsage"]
 
@@ -159,8 +161,6 @@ def _answer(response: ModelResponse) -> ModelAnswer:
 
 def _streams(model: Any) -> bool:
     """Whether ``model`` can stream (a ``FunctionModel`` only with a ``stream_function``)."""
-    from pydantic_ai.models import Model
-
     implemented = type(model).request_stream is not Model.request_stream
     return implemented and getattr(model, "stream_function", True) is not None
 
@@ -186,9 +186,6 @@ def _text_pieces(
 
 def _our_count(model_label: str, request_context: ModelRequestContext) -> dict[str, Any]:
     """Our count of the whole request (stored beside the provider's ``input_tokens``)."""
-    from personae.team._request_tokens import count_request
-    from personae.tokens.registry import counter_for_model, model_info
-
     counter = counter_for_model(model_label)
     counted = count_request(
         request_context.messages, request_context.model_request_parameters, counter

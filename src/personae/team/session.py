@@ -10,6 +10,7 @@ the run and its events.
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,9 +19,12 @@ from typing import Any
 
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage
+from personae.context.profiles import load_profiles
 from personae.context.snapshot import history_window
 from personae.context.summary import SummaryRefresh, refresh_summary
 from personae.errors import PersonaeError, RunError, UnknownNameError, UsageError
+from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, handover_depth
+from personae.handover.tool import register_handover_tool
 from personae.limits import DEFAULTS
 from personae.models.resolve import ModelResolver
 from personae.persona.bundled import bundled_personas
@@ -147,8 +151,6 @@ def _persona_texts(cast: Cast, persona: Persona | None) -> tuple[str | None, str
 def _profile_name(root: Path, options: RunOptions, persona: Persona | None) -> str | None:
     """The worker's context profile (``--profile``, else the persona's), checked before
     anything is stored: an unknown name names the flag or the persona file."""
-    from personae.context.profiles import load_profiles
-
     where: dict[str, Any] = {"field": "--profile"}
     name = options.profile
     if name is None and persona is not None and persona.profile is not None:
@@ -173,8 +175,6 @@ async def _refresh_summary(
 ) -> SummaryRefresh:
     """Path A: fold newly evicted messages into the stored summary with the run's model
     (``calls`` keeps the model call for the run's usage and record)."""
-    from personae.context.profiles import load_profiles
-
     model = persona.model if persona else None
 
     def call(request: str) -> Awaitable[str]:
@@ -201,8 +201,6 @@ def _store_turn(
 
 
 def _json_args(text: str) -> dict[str, object]:
-    import json
-
     try:
         value = json.loads(text) if text else {}
     except json.JSONDecodeError:
@@ -232,8 +230,6 @@ def _registry(
         _HANDOVER in narrow_names(p, {_HANDOVER}) for p in (persona, *cast.personas.values())
     ):
         return registry
-    from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, handover_depth
-    from personae.handover.tool import register_handover_tool
 
     if handover_depth() < HANDOVER_DEPTH_CAP:
         register_handover_tool(

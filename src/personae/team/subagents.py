@@ -37,7 +37,7 @@ from personae.team.worker import DEFAULT_MAX_STEPS
 from personae.tools.subset import ToolSubset
 from personae.tools.workspace import Workspace
 
-__all__ = ["DEFAULT_DEPTH_CAP", "Spawner", "SubagentOutcome", "child_prompt"]
+__all__ = ["DEFAULT_DEPTH_CAP", "Parent", "Spawner", "SubagentOutcome", "child_prompt"]
 
 DEFAULT_DEPTH_CAP = DEFAULTS.subagent_depth_cap
 """Deepest nesting of sub-agents (a depth-2 child cannot spawn)."""
@@ -99,6 +99,24 @@ def child_prompt(mode: ContextMode, task: str, turn: TurnContext | None) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Parent:
+    """What an agent hands the sub-agents it spawns: they may only narrow it."""
+
+    box: ToolSubset
+    """Its built-in tools (a child's are cut from these)."""
+    allowed: frozenset[str]
+    """Every tool name it may call (built-in, MCP and ``agent``)."""
+    mcp: AbstractToolset[Any] | None = None
+    """Its MCP toolset (a child's MCP tools are cut from it, on the same servers)."""
+    depth: int = 0
+    """Its nesting depth (the worker: 0); its children run one deeper."""
+    subtask: int | None = None
+    """The subtask it works on (its children's events carry it)."""
+    persona: Persona | None = None
+    """Its persona (its spawn list, when it has one, limits whom it may spawn)."""
+
+
 @dataclass(kw_only=True)
 class Spawner:
     """The state of one team run: builds every agent's toolset and runs sub-agents.
@@ -126,50 +144,52 @@ class Spawner:
         persona: Persona,
         *,
         box: ToolSubset,
-        parent_allowed: frozenset[str] | None = None,
-        depth: int = 0,
+        parent: Parent | None = None,
         subtask: int | None = None,
     ) -> tuple[AbstractToolset[Any], frozenset[str]]:
         """``persona``'s toolset and the names it may call: ``box`` narrowed to its list, its
         MCP tools, and the ``agent`` tool when it may spawn.
 
-        The worker passes no ``parent_allowed`` (it picks from ``box`` and starts its own
-        MCP servers); a sub-agent at ``depth`` gets only what ``parent_allowed`` has (narrow
-        only), its ``run_shell`` sandbox cut to its parent's, and no ``agent`` tool at the
-        depth cap.
+        The worker passes no ``parent`` (it picks from ``box`` and starts its own MCP
+        servers); a sub-agent gets only what ``parent`` has (narrow only): its names, its
+        MCP tools, its ``run_shell`` sandbox cut to the parent's, and no ``agent`` tool at
+        the depth cap. ``subtask`` is the worker's (a sub-agent works on its parent's).
         """
+        parent_allowed = None if parent is None else parent.allowed
+        depth = 0 if parent is None else parent.depth + 1
+        if parent is not None:
+            subtask = parent.subtask
         offered = {*box.names, "agent"} if parent_allowed is None else parent_allowed
         wanted = narrow_names(persona, offered)
         own = box.narrow([n for n in wanted if n in box])
-        if parent_allowed is not None and self.sandbox is not None:
+        if parent is not None and self.sandbox is not None:
             grants = persona_limits(self.sandbox, persona, box.limits)
             own = own.with_limits(narrow_sandbox(box.limits, grants))
         allowed = frozenset(own.names)
         parts: list[AbstractToolset[Any]] = [own]
+        mcp_tools: AbstractToolset[Any] | None = None
         if self.mcp is not None:
             mcp_tools, mcp_names = await self.mcp.toolset_for(
-                persona, parent_allowed=parent_allowed
+                persona,
+                parent_allowed=parent_allowed,
+                parent=None if parent is None else parent.mcp,
             )
             if mcp_tools is not None:
                 allowed |= mcp_names
                 parts.append(mcp_tools)
-        may_spawn = bool(self.personas) if parent_allowed is None else depth < self.depth_cap
+        may_spawn = bool(self.personas) if parent is None else depth < self.depth_cap
         if "agent" in wanted and may_spawn:
             allowed |= {"agent"}
-            parts.append(self.toolset(own, allowed, depth=depth, subtask=subtask, parent=persona))
+            handed = Parent(
+                box=own, allowed=allowed, mcp=mcp_tools, depth=depth, subtask=subtask,
+                persona=persona,
+            )  # fmt: skip
+            parts.append(self.toolset(handed))
         return (parts[0] if len(parts) == 1 else CombinedToolset(parts)), allowed
 
-    def toolset(
-        self,
-        box: ToolSubset,
-        allowed: frozenset[str],
-        *,
-        depth: int,
-        subtask: int | None = None,
-        parent: Persona | None = None,
-    ) -> AbstractToolset[Any]:
-        """A toolset with the ``agent`` tool for ``parent`` at ``depth`` (its spawn list,
-        when it has one, is enforced on every call)."""
+    def toolset(self, parent: Parent) -> AbstractToolset[Any]:
+        """A toolset with the ``agent`` tool for ``parent`` (its spawn list, when it has
+        one, is enforced on every call)."""
         spawner = self
 
         async def agent(name: str, task: str) -> dict[str, Any]:
@@ -179,42 +199,30 @@ class Spawner:
                 name: Persona name from <available_agents>.
                 task: The complete task for the sub-agent (it sees nothing else).
             """
-            outcome = await spawner.spawn(
-                name, task, box=box, parent_allowed=allowed, depth=depth + 1, subtask=subtask,
-                parent=parent,
-            )  # fmt: skip
-            return outcome.model_dump()
+            return (await spawner.spawn(name, task, parent)).model_dump()
 
         return FunctionToolset([agent])
 
-    async def spawn(
-        self,
-        name: str,
-        task: str,
-        *,
-        box: ToolSubset,
-        parent_allowed: frozenset[str],
-        depth: int,
-        subtask: int | None = None,
-        parent: Persona | None = None,
-    ) -> SubagentOutcome:
-        """Run persona ``name`` on ``task`` as a child at ``depth``.
+    async def spawn(self, name: str, task: str, parent: Parent) -> SubagentOutcome:
+        """Run persona ``name`` on ``task`` as a child of ``parent`` (one level deeper),
+        with tools narrowed from the parent's.
 
-        A ``parent`` with a spawn list may only spawn the personas on it; any other
+        A parent persona with a spawn list may only spawn the personas on it; any other
         name is refused (the outcome names the allowed personas) without running.
         """
+        subtask, by = parent.subtask, parent.persona
         spawnable = self.personas
-        if parent is not None and parent.subagents is not None:
-            spawnable = {n: p for n, p in self.personas.items() if n in parent.subagents}
+        if by is not None and by.subagents is not None:
+            spawnable = {n: p for n, p in self.personas.items() if n in by.subagents}
             if name not in spawnable:
                 allowed_names = ", ".join(sorted(spawnable)) or "none"
                 error_text = (
-                    f"persona {parent.name!r} may not spawn {name!r}; it may spawn: {allowed_names}"
+                    f"persona {by.name!r} may not spawn {name!r}; it may spawn: {allowed_names}"
                 )
                 self.runtime.emit(
                     RunWarning(
                         message=f"refused spawn: {error_text}", subtask=subtask,
-                        action="spawn_refused", details={"persona": name, "parent": parent.name},
+                        action="spawn_refused", details={"persona": name, "parent": by.name},
                     )
                 )  # fmt: skip
                 return _not_run(name, "none", error_text)
@@ -222,6 +230,7 @@ class Spawner:
         if persona is None:
             return _not_run(name, "none", str(UnknownNameError("persona", name, spawnable)))
         mode = persona.context
+        depth = parent.depth + 1
         if depth > self.depth_cap:
             return _not_run(name, mode.value, f"sub-agent depth cap of {self.depth_cap} reached")
         start = f"spawn {name} (context: {mode.value}, depth {depth})"
@@ -233,14 +242,13 @@ class Spawner:
         )  # fmt: skip
         temp: Path | None = None
         try:
-            child_box = box
+            child_box = parent.box
             if persona.needs_temp_workspace:
                 temp = Path(tempfile.mkdtemp(prefix=f"personae-{name}-"))
-                child_box = box.with_workspace(Workspace(temp))
+                child_box = parent.box.with_workspace(Workspace(temp))
             outcome = await self._run_child(
-                persona, task=task, box=child_box, parent_allowed=parent_allowed,
-                depth=depth, temp=temp, subtask=subtask,
-            )  # fmt: skip
+                persona, task=task, box=child_box, parent=parent, temp=temp
+            )
         finally:
             if temp is not None:
                 shutil.rmtree(temp, ignore_errors=True)
@@ -255,20 +263,11 @@ class Spawner:
         return outcome
 
     async def _run_child(
-        self,
-        persona: Persona,
-        *,
-        task: str,
-        box: ToolSubset,
-        parent_allowed: frozenset[str],
-        depth: int,
-        temp: Path | None,
-        subtask: int | None = None,
+        self, persona: Persona, *, task: str, box: ToolSubset, parent: Parent, temp: Path | None
     ) -> SubagentOutcome:
         # Narrow only: the child never gets a tool its parent lacks.
-        base, allowed = await self.toolset_for(
-            persona, box=box, parent_allowed=parent_allowed, depth=depth, subtask=subtask
-        )
+        base, allowed = await self.toolset_for(persona, box=box, parent=parent)
+        subtask, depth = parent.subtask, parent.depth + 1
         recorder = RecordingToolset(
             wrapped=base,
             allowed=allowed,

@@ -75,7 +75,6 @@ class TurnContext:
     the ``worker`` profile."""
     _view_snapshot: Snapshot | None = field(default=None, repr=False)
     _views: dict[str, ContextView] = field(default_factory=dict, repr=False)
-    _text_cache: dict[Any, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(
@@ -246,15 +245,10 @@ class TurnContext:
                     self.snapshot,
                     id=f"{self.snapshot.id}+{len(self.turn_messages)}",
                     messages=self.messages,
-                    # Keep counted texts (keyed by their content); recount messages only.
-                    cache=dict(self._text_cache),
                 )
             )
         assembled = assemble(
             self._view_snapshot, role, self.budget, self.counter, profile=self._profile(role)
-        )
-        self._text_cache.update(
-            (k, v) for k, v in self._view_snapshot.cache.items() if k[0] != "messages"
         )
         view = ContextView(
             role=role, text=assembled.render(), report=assembled.report().model_dump(mode="json")

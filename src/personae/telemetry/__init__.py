@@ -24,6 +24,7 @@ def export_if_enabled(db: Path, run_id: str, endpoint: str | None) -> int:
     if not endpoint:
         return 0
     try:
+        # local import: optional extra personae[otel], loaded only with an endpoint
         from personae.telemetry.otel import export_run
     except ImportError as exc:
         raise ConfigError(

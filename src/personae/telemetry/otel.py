@@ -56,6 +56,7 @@ def otlp_exporter(endpoint: str) -> SpanExporter:
     A base URL (``http://127.0.0.1:4318``) gets ``/v1/traces`` appended, as
     ``OTEL_EXPORTER_OTLP_ENDPOINT`` does; a URL ending in ``/v1/traces`` is used as is.
     """
+    # local import: the OTLP/HTTP exporter loads only when exporting to an endpoint
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     url = endpoint.rstrip("/")

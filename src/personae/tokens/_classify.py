@@ -14,16 +14,11 @@ import re
 
 __all__: list[str] = []
 
-PROSE = "prose"
-CODE = "code"
-DATA = "data"
-DENSE = "dense"
-IDS = "ids"
-REPEAT = "repeat"
-CJK = "cjk"
-OTHER = "other"
-SYMBOL = "symbol"
-CLASSES: tuple[str, ...] = (PROSE, CODE, DATA, DENSE, IDS, REPEAT, CJK, OTHER, SYMBOL)
+CLASSES: tuple[str, ...] = (
+    "prose", "code", "data", "dense", "ids", "repeat", "cjk", "other", "symbol"
+)  # fmt: skip
+"""The content classes, in report order (each also bound to its own name below)."""
+PROSE, CODE, DATA, DENSE, IDS, REPEAT, CJK, OTHER, SYMBOL = CLASSES
 
 _CJK_RE = re.compile(
     "["

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
-__all__ = ["TokenCounter"]
+__all__ = ["CounterBase", "TokenCounter"]
 
 
 @runtime_checkable
@@ -24,3 +24,33 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int:
         """Number of tokens in ``text``."""
         ...
+
+
+class CounterBase:
+    """What the counters share: a name, whether counts are exact, a calibration factor."""
+
+    __slots__ = ("_factor", "_name")
+
+    EXACT: ClassVar[bool] = False
+    """True for counters that run the tokenizer itself."""
+
+    def __init__(self, name: str, factor: float = 1.0) -> None:
+        self._name = name
+        self._factor = factor
+
+    @property
+    def name(self) -> str:
+        """Counter name shown in reports: the encoding (``o200k_base``), or
+        ``estimate:<family>`` plus ``@x<factor>`` when calibrated."""
+        return self._name
+
+    @property
+    def exact(self) -> bool:
+        """True when counts are the tokenizer's own (not an estimate)."""
+        return self.EXACT
+
+    @property
+    def factor(self) -> float:
+        """Calibration factor applied to estimates (1.0: uncalibrated; exact counts are
+        never calibrated)."""
+        return self._factor

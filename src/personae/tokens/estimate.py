@@ -36,6 +36,7 @@ from personae.tokens._classify import (
     SYMBOL,
     profile,
 )
+from personae.tokens.base import CounterBase
 
 __all__ = ["DEFAULT_RATIOS", "EstimateCounter", "content_profile", "pieces"]
 
@@ -81,10 +82,10 @@ def content_profile(text: str) -> dict[str, int]:
     return profile(text)
 
 
-class EstimateCounter:
+class EstimateCounter(CounterBase):
     """Estimates tokens for a tokenizer we cannot run; errs on the high side."""
 
-    __slots__ = ("_factor", "_margin", "_name", "_ratios")
+    __slots__ = ("_margin", "_ratios")
 
     def __init__(
         self,
@@ -98,31 +99,15 @@ class EstimateCounter:
             raise ValueError("safety_margin must be >= 0")
         if factor <= 0:
             raise ValueError("factor must be > 0")
-        self._margin = safety_margin
-        self._factor = factor
-        self._ratios = dict(ratios)
         suffix = "" if factor == 1.0 else f"@x{factor:.2f}"
-        self._name = f"estimate:{family}{suffix}"
-
-    @property
-    def name(self) -> str:
-        """``estimate:<family>`` plus ``@x<factor>`` when calibrated."""
-        return self._name
-
-    @property
-    def exact(self) -> bool:
-        """Always false: this is an estimate."""
-        return False
+        super().__init__(f"estimate:{family}{suffix}", factor)
+        self._margin = safety_margin
+        self._ratios = dict(ratios)
 
     @property
     def safety_margin(self) -> float:
         """Fraction added on top of the raw estimate (0.15 = +15%)."""
         return self._margin
-
-    @property
-    def factor(self) -> float:
-        """Calibration factor applied to the raw estimate (1.0 = uncalibrated)."""
-        return self._factor
 
     def raw(self, text: str) -> float:
         """The uncalibrated estimate without margin (not rounded).

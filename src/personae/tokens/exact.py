@@ -26,6 +26,7 @@ from personae.tokens._vocab import (
     read_verified,
     verify,
 )
+from personae.tokens.base import CounterBase
 
 __all__ = [
     "EXACT_ENCODINGS",
@@ -114,29 +115,16 @@ def load_encoding(name: str) -> tiktoken.Encoding:
     return cached
 
 
-class ExactCounter:
+class ExactCounter(CounterBase):
     """Counts tokens exactly with one tiktoken encoding."""
 
-    __slots__ = ("_encoding", "_name")
+    __slots__ = ("_encoding",)
+
+    EXACT = True
 
     def __init__(self, name: str) -> None:
-        self._name = name
+        super().__init__(name)
         self._encoding = load_encoding(name)
-
-    @property
-    def name(self) -> str:
-        """The encoding name, e.g. ``o200k_base``."""
-        return self._name
-
-    @property
-    def exact(self) -> bool:
-        """Always true: these are the tokenizer's own counts."""
-        return True
-
-    @property
-    def factor(self) -> float:
-        """Always 1.0: exact counts are never calibrated."""
-        return 1.0
 
     @property
     def encoding(self) -> tiktoken.Encoding:

@@ -86,6 +86,19 @@ _CLAUDE = "estimate:claude"
 _GEMINI = "estimate:gemini"
 _LOCAL = "estimate:local"
 
+_ESTIMATE_MARGIN = 0.20
+"""Margin on the estimates for models without a public tokenizer."""
+_ESTIMATED: dict[str, dict[str, int]] = {
+    _CLAUDE: {"claude*": 200_000},
+    _GEMINI: {"gemini*": 1_048_576, "gemma*": 131_072},
+    _LOCAL: {
+        "llama*": 131_072, "codellama*": 16_384, "qwen*": 32_768, "qwq*": 32_768,
+        "mistral*": 32_768, "mixtral*": 32_768, "codestral*": 32_768, "deepseek*": 131_072,
+        "phi*": 16_384,
+    },
+}  # fmt: skip
+"""Per estimate family, pattern -> context window (in match order, after OpenAI's)."""
+
 MODEL_TABLE: tuple[ModelEntry, ...] = (
     # OpenAI: exact encodings. Order matters: specific before general.
     _e("gpt-5*", _O200K, 400_000),
@@ -110,18 +123,11 @@ MODEL_TABLE: tuple[ModelEntry, ...] = (
     _e("text-embedding-3*", _CL100K, 8_191),
     _e("text-embedding-ada-002", _CL100K, 8_191),
     # No public tokenizer: content-aware estimate with a margin.
-    _e("claude*", _CLAUDE, 200_000, 0.20),
-    _e("gemini*", _GEMINI, 1_048_576, 0.20),
-    _e("gemma*", _GEMINI, 131_072, 0.20),
-    _e("llama*", _LOCAL, 131_072, 0.20),
-    _e("codellama*", _LOCAL, 16_384, 0.20),
-    _e("qwen*", _LOCAL, 32_768, 0.20),
-    _e("qwq*", _LOCAL, 32_768, 0.20),
-    _e("mistral*", _LOCAL, 32_768, 0.20),
-    _e("mixtral*", _LOCAL, 32_768, 0.20),
-    _e("codestral*", _LOCAL, 32_768, 0.20),
-    _e("deepseek*", _LOCAL, 131_072, 0.20),
-    _e("phi*", _LOCAL, 16_384, 0.20),
+    *(
+        _e(pattern, family, window, _ESTIMATE_MARGIN)
+        for family, windows in _ESTIMATED.items()
+        for pattern, window in windows.items()
+    ),
 )
 """Model patterns in match order (first match wins)."""
 

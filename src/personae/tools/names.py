@@ -13,6 +13,8 @@ __all__ = [
     "CLAUDE_TOOL_MAP",
     "MCP_TOOL_NAME",
     "canonical_tool_name",
+    "mcp_server_of",
+    "mcp_tool_name",
     "require_tool_names",
     "split_tool_spec",
 ]
@@ -21,6 +23,19 @@ _SPEC_RE = re.compile(r"^\s*([^()\s]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 MCP_TOOL_NAME = re.compile(r"^mcp__(?P<server>.+?)(?:__(?P<tool>.+))?$")
 """``mcp__<server>__<tool>`` (or ``mcp__<server>``): groups ``server`` and ``tool``."""
+
+
+def mcp_tool_name(server: str, tool: str) -> str:
+    """The name the model sees for ``tool`` of ``server``: ``mcp__<server>__<tool>``
+    (``tool=""``: the prefix of every tool of ``server``)."""
+    return f"mcp__{server}__{tool}"
+
+
+def mcp_server_of(name: str) -> str | None:
+    """The server part of an ``mcp__<server>__<tool>`` (or ``mcp__<server>``) name."""
+    match = MCP_TOOL_NAME.match(name)
+    return match.group("server") if match else None
+
 
 BUILTIN_TOOL_NAMES: frozenset[str] = frozenset(
     {

@@ -98,9 +98,7 @@ def _page(render: Callable[[Request], str]) -> Callable[[Request], Response]:
 def _params(request: Request) -> dict[str, str]:
     """The runs list's filters from the query string."""
     return {
-        k: v
-        for k, v in request.query_params.items()
-        if k in ("status", "persona", "model", "q")
+        k: v for k, v in request.query_params.items() if k in ("status", "persona", "model", "q")
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from personae.errors import UnknownNameError
 from personae.security.policy import redact_secrets
 from personae.ui._html import badge, h, layout, short, url
 from personae.ui.data import ChainStep, ChainView, Reader
@@ -123,8 +124,6 @@ def chain_page(reader: Reader, name: str) -> str:
 
 def handover_page(reader: Reader, name: str, step_id: str) -> str:
     """A step's handover file (secrets redacted), pretty-printed."""
-    from personae.errors import UnknownNameError
-
     chain = reader.chain(name)
     steps = {s.id: s for s in chain.steps}
     step = steps.get(step_id)

@@ -17,13 +17,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from personae.errors import PersonaeError, UnknownNameError, UsageError
 from personae.layout import Layout
+from personae.persona._files import read_confined
+from personae.persona.problems import Problem
 from personae.security.policy import redact_secrets
 from personae.store.answers import ModelAnswer
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
 from personae.team.events import RunStarted
 from personae.telemetry.runtree import parse_time, typed
+from personae.workflow.spec import load_workflow
 
 __all__ = ["ChainStep", "ChainView", "Reader", "RunView"]
 
@@ -150,8 +154,6 @@ class Reader:
         """One run in full; an unknown id raises the store's UnknownNameError."""
         runs = self._runs()
         if runs is None:
-            from personae.errors import UsageError
-
             raise UsageError("no runs stored here yet", file=self.db)
         record = runs.get(run_id)
         return RunView(
@@ -181,8 +183,6 @@ class Reader:
 
     def chain(self, name: str) -> ChainView:
         """A chain's steps with their states, stages, inputs and runs."""
-        from personae.errors import UnknownNameError
-
         names = self.chain_names()
         if name not in names:
             raise UnknownNameError("chain", name, names)
@@ -208,9 +208,6 @@ class Reader:
     def _workflow_steps(
         self, workflow: str, states: dict[str, Any]
     ) -> tuple[list[ChainStep], str | None]:
-        from personae.errors import PersonaeError
-        from personae.workflow.spec import load_workflow
-
         path = Path(workflow)
         problem: str | None = None
         if workflow and _regular(path) and _inside(path, self.root):
@@ -266,10 +263,6 @@ class Reader:
 
     def read_text(self, path: Path) -> str:
         """A regular file inside the project (no FIFOs, devices or escapes), as text."""
-        from personae.errors import UsageError
-        from personae.persona._files import read_confined
-        from personae.persona.problems import Problem
-
         problems: list[Problem] = []
         text = read_confined(path, self.root, problems)
         if text is None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from personae.errors import UnknownNameError
 from personae.store.runs import RunRecord
 from personae.team.events import RunFinished
 from personae.telemetry.runtree import build_tree, call_outcomes, typed
@@ -175,8 +176,6 @@ def _answer(view: RunView, seq: int) -> str:
 
 def call_page(view: RunView, seq: int) -> str:
     """One model call: budget bar and table, the context section by section, what came back."""
-    from personae.errors import UnknownNameError
-
     calls = {c.seq: c for c in view.calls}
     if seq not in calls:
         raise UnknownNameError("model call", str(seq), [str(s) for s in calls])

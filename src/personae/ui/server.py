@@ -66,6 +66,7 @@ def serve(root: Path, *, port: int, host: str = "127.0.0.1") -> None:
     if not root.is_dir():
         raise UsageError("not a folder", file=root, field="--root")
     try:
+        # local import: optional extra personae[ui] (uvicorn, starlette): loads only when serving
         import uvicorn
 
         from personae.ui.app import create_app

@@ -52,6 +52,7 @@ def import_ray(*, local: bool) -> Any:
         for name, value in LOCAL_CLUSTER_ENV.items():
             os.environ.setdefault(name, value)
     try:
+        # local import: optional extra personae[ray]
         import ray
     except ImportError:
         raise UsageError(

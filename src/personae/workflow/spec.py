@@ -37,7 +37,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from personae.errors import UsageError
+from personae.errors import UsageError, yaml_error_line
 from personae.fsutil import NotRegularFileError, read_regular
 from personae.handover.create import parse_file_spec
 from personae.handover.schema import ArtifactFile
@@ -198,10 +198,7 @@ def load_workflow(path: Path | str) -> Workflow:
     except UnicodeDecodeError:
         raise UsageError("workflow is not valid UTF-8", file=file) from None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise UsageError(
-            "malformed YAML", file=file, line=mark.line + 1 if mark is not None else None
-        ) from None
+        raise UsageError("malformed YAML", file=file, line=yaml_error_line(exc)) from None
     if not isinstance(raw, dict):
         raise UsageError("a workflow must be a mapping", file=file)
     body = {k: v for k, v in raw.items() if k != "steps"}

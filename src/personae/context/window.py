@@ -1,0 +1,288 @@
+"""A session's context window: what earlier turns of one conversation prepared, reused.
+
+An agent loop appends a few messages per turn. A :class:`ContextWindow` is
+the per-session object the loop keeps (pass it to every
+``Snapshot.build(..., window=...)`` of the session): it holds the
+conversation's messages, their running digest, each message's escaped form
+and rendered cost, each exchange rendered once, the running totals the
+fitter bisects, the first message the previous prompt kept (eviction
+hysteresis), and the project files and store rows read for the session.
+A turn prepares only what is new:
+
+- messages appended with :meth:`ContextWindow.extend` are taken as they
+  are (no comparison with what the window holds);
+- a whole list given again (``messages=`` or the store's newest rows) is
+  compared with what the window holds (identity first, at C speed) and
+  only the part after the common prefix is prepared.
+
+A snapshot built without a window gets a fresh one: nothing is shared between
+turns, sessions or callers through module state. A window is for one
+conversation; its methods take a lock, so threads assembling several roles
+of one snapshot may share it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+import os
+import threading
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from personae.context.history import Exchanges, MessageCosts, render_unit
+from personae.context.messages import ChatMessage, Unit, from_stored, group_units_at
+
+__all__ = ["ContextWindow", "as_chat", "common_prefix", "exchanges_of"]
+
+_MAX_HINTS = 256
+"""Hints kept per window (one per counter, profile, role and budget)."""
+
+
+def as_chat(messages: Iterable[object]) -> tuple[ChatMessage, ...]:
+    """The messages as :class:`ChatMessage` (stored rows and dicts converted)."""
+    seq = messages if isinstance(messages, Sequence) else list(messages)
+    kinds = set(map(type, seq))  # C-speed: a long list of ChatMessage is common
+    if kinds <= {ChatMessage}:
+        chat: Sequence[ChatMessage] = seq  # type: ignore[assignment]
+        return chat if isinstance(chat, tuple) else tuple(chat)
+    return tuple(from_stored(m) for m in seq)
+
+
+def _same(a: ChatMessage, b: ChatMessage) -> bool:
+    return a is b or (
+        a.seq == b.seq
+        and a.role == b.role
+        and a.tool_call_id == b.tool_call_id
+        and a.content == b.content
+        and a.tool_calls == b.tool_calls
+    )
+
+
+def common_prefix(old: Sequence[ChatMessage], new: Sequence[ChatMessage]) -> int:
+    """How many leading messages ``old`` and ``new`` share."""
+    n = min(len(old), len(new))
+    # C-speed: tuple equality checks identity first, so the same messages compare in a
+    # plain loop of pointer tests (equal messages that are not the same objects also pass).
+    if tuple(old[:n]) == tuple(new[:n]):
+        return n
+    for i in range(n):
+        if not _same(old[i], new[i]):
+            return i
+    return n
+
+
+def _feed(state: Any, m: ChatMessage) -> None:
+    state.update(f"\x00{m.seq}\x00{m.role}\x00{m.tool_call_id}\x00".encode())
+    for c in m.tool_calls:
+        state.update(f"{c.id}\x01{c.name}\x01{c.arguments}\x01".encode())
+    state.update(m.content.encode("utf-8", "surrogatepass"))
+
+
+def exchanges_of(messages: Sequence[ChatMessage], costs_of: MessageCosts) -> tuple[Exchanges, int]:
+    """Escaped exchanges prepared for fitting from scratch, and the dropped count."""
+    prepared = [costs_of.prepare(m) for m in messages]
+    units, dropped, _, _ = group_units_at([p[0] for p in prepared])
+    cost_by_msg = {id(p[0]): p[1] for p in prepared}
+    costs = tuple(
+        tuple(
+            cost_by_msg[id(m)] if id(m) in cost_by_msg else costs_of.prepare(m)[1]
+            for m in u.messages
+        )
+        for u in units
+    )
+    return Exchanges.of(units, costs, costs_of.sep), dropped
+
+
+@dataclass
+class _Prepared:
+    """One counter's and tag set's preparation of the window's messages."""
+
+    generation: int
+    done: int = 0
+    """Messages of the window prepared so far."""
+    last: tuple[Exchanges, int] | None = None
+    prepared: list[tuple[ChatMessage, int]] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)
+    costs: list[tuple[int, ...]] = field(default_factory=list)
+    blocks: list[str] = field(default_factory=list)
+    heads: list[int] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)
+    before: list[int] = field(default_factory=list)
+    cum_cost: list[int] = field(default_factory=lambda: [0])
+    cum_msgs: list[int] = field(default_factory=lambda: [0])
+
+    def pop_last(self) -> tuple[Unit, str] | None:
+        """Take the last exchange off (it may still grow) and return it with its block."""
+        if not self.units:
+            return None
+        got = self.units.pop(), self.blocks.pop()
+        del self.costs[-1], self.heads[-1], self.starts[-1], self.before[-1]
+        del self.cum_cost[-1], self.cum_msgs[-1]
+        return got
+
+    def extend(self, new: Sequence[ChatMessage], costs_of: MessageCosts) -> tuple[Exchanges, int]:
+        """Prepare ``new`` (appended after what is done) and regroup from the last exchange."""
+        self.prepared.extend(map(costs_of.prepare, new))
+        self.done += len(new)
+        # Exchanges before the last one are final; regroup from the last one's head.
+        restart = self.starts[-1] if self.units else 0
+        base = self.before[-1] if self.units else 0
+        previous = self.pop_last()
+        sep = costs_of.sep
+        tail = self.prepared[restart:]
+        units, dropped, starts, before = group_units_at([p[0] for p in tail])
+        cost_by_msg = {id(p[0]): p[1] for p in tail}
+        for u, s, b in zip(units, starts, before, strict=True):
+            costs = tuple(
+                cost_by_msg[id(m)] if id(m) in cost_by_msg else costs_of.prepare(m)[1]
+                for m in u.messages
+            )
+            self.units.append(u)
+            self.costs.append(costs)
+            self.blocks.append(_block(u, previous))
+            self.heads.append(u.head.seq)
+            self.starts.append(restart + s)
+            self.before.append(base + b)
+            self.cum_cost.append(self.cum_cost[-1] + sum(costs) + sep * len(u.messages))
+            self.cum_msgs.append(self.cum_msgs[-1] + len(u.messages))
+        ex = Exchanges(
+            tuple(self.units),
+            tuple(self.costs),
+            tuple(self.cum_cost),
+            tuple(self.cum_msgs),
+            tuple(self.blocks),
+            sep,
+            tuple(self.heads),
+        )
+        self.last = (ex, base + dropped)
+        return self.last
+
+
+def _block(unit: Unit, previous: tuple[Unit, str] | None) -> str:
+    """The unit rendered, reusing the previous rendering of the same messages."""
+    if previous is not None:
+        old = previous[0].messages
+        if len(old) == len(unit.messages) and all(map(operator.is_, old, unit.messages)):
+            return previous[1]
+    return render_unit(unit)
+
+
+class ContextWindow:
+    """The in-process state of one conversation, kept by its agent loop across turns.
+
+    Create one per session and pass it to each ``Snapshot.build(...,
+    window=...)``; append each turn's new messages with :meth:`extend` (or
+    give the whole list, or a store session, to ``Snapshot.build``). Results
+    are those of a from-scratch build: what the window keeps only saves work.
+    """
+
+    def __init__(self, messages: Iterable[object] = ()) -> None:
+        self._lock = threading.RLock()
+        self._msgs: list[ChatMessage] = list(as_chat(messages))
+        self._tuple: tuple[ChatMessage, ...] | None = None
+        self._generation = 0
+        """Bumped whenever messages are taken back (what was prepared is dropped)."""
+        self._sha = hashlib.sha256()
+        self._fed = 0
+        self._sha_generation = 0
+        self._prepared: dict[Hashable, _Prepared] = {}
+        self._hints: dict[Hashable, tuple[str, int | None, int | None]] = {}
+        self.files: dict[Hashable, Any] = {}
+        """Project file reads of this session (see ``_probe.remembered``)."""
+        self.store_reads: dict[Hashable, Any] = {}
+        """The session's store rows read by earlier turns (see ``_conversation``)."""
+        self.head: tuple[Hashable, Any] | None = None
+        """The previous snapshot's head (texts, paths...) and its hash state."""
+        self._roots: dict[str, Path] = {}
+
+    def resolve(self, root: os.PathLike[str] | str) -> Path:
+        """The project root, symlinks resolved once per window (a session's root is fixed)."""
+        key = os.fspath(root)
+        got = self._roots.get(key)
+        if got is None:
+            got = self._roots[key] = Path(os.path.realpath(key))
+        return got
+
+    def __len__(self) -> int:
+        return len(self._msgs)
+
+    def extend(self, messages: Iterable[object]) -> None:
+        """Append messages that follow the ones the window holds (cost: the new ones)."""
+        new = as_chat(messages)
+        if new:
+            with self._lock:
+                self._msgs.extend(new)
+                self._tuple = None
+
+    @property
+    def messages(self) -> tuple[ChatMessage, ...]:
+        """The conversation the window holds, oldest first."""
+        with self._lock:
+            if self._tuple is None:
+                self._tuple = tuple(self._msgs)
+            return self._tuple
+
+    def sync(self, messages: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
+        """Hold exactly ``messages`` from now on (what they share with the window is kept)."""
+        with self._lock:
+            if messages is self._tuple:
+                return self._tuple
+            k = common_prefix(self._msgs, messages)
+            if k < len(self._msgs):
+                del self._msgs[k:]
+                self._generation += 1
+            self._msgs.extend(messages[k:])
+            self._tuple = messages if isinstance(messages, tuple) else tuple(self._msgs)
+            return self._tuple
+
+    def digest(self) -> bytes:
+        """SHA-256 over the window's messages (as if hashed from scratch)."""
+        with self._lock:
+            if self._sha_generation != self._generation:
+                self._sha, self._fed, self._sha_generation = (
+                    hashlib.sha256(),
+                    0,
+                    self._generation,
+                )
+            for m in self._msgs[self._fed :]:
+                _feed(self._sha, m)
+            self._fed = len(self._msgs)
+            return self._sha.copy().digest()
+
+    def exchanges(
+        self, messages: Sequence[ChatMessage], costs_of: MessageCosts
+    ) -> tuple[Exchanges, int]:
+        """``messages`` prepared for fitting (as :func:`exchanges_of`), preparing only
+        what the window has not prepared for this counter and tag set yet."""
+        with self._lock:
+            self.sync(messages)
+            key = (costs_of.counter.name, costs_of.tags)
+            prep = self._prepared.get(key)
+            if prep is None or prep.generation != self._generation:
+                prep = self._prepared[key] = _Prepared(self._generation)
+            if prep.last is not None and prep.done == len(self._msgs):
+                return prep.last
+            return prep.extend(self._msgs[prep.done :], costs_of)
+
+    def kept_from(self, key: Hashable, snapshot_id: str) -> int | None:
+        """Seq of the first message the previous prompt under ``key`` kept (``None``: none).
+
+        The same snapshot assembled again gets the hint its first assembly got, so
+        repeating an assembly repeats its output byte for byte.
+        """
+        got = self._hints.get(key)
+        if got is None:
+            return None
+        return got[1] if got[0] == snapshot_id else got[2]
+
+    def remember_kept_from(
+        self, key: Hashable, snapshot_id: str, used: int | None, seq: int | None
+    ) -> None:
+        """Record the hint ``used`` for ``snapshot_id`` and the first message it kept."""
+        with self._lock:
+            if key not in self._hints and len(self._hints) >= _MAX_HINTS:
+                self._hints.clear()  # rare: far more budgets than a session uses
+            self._hints[key] = (snapshot_id, used, seq)
