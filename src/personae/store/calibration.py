@@ -36,7 +36,8 @@ class _Queryable(Protocol):
 
 def factors(store: _Queryable) -> dict[str, tuple[float, int]]:
     """``{model key: (factor, samples)}`` of every calibrated model."""
-    rows = store.fetchall("SELECT model, factor, samples FROM token_calibration")
+    with store.read() as conn:
+        rows = conn.execute("SELECT model, factor, samples FROM token_calibration").fetchall()
     return {str(r[0]): (float(r[1]), int(r[2])) for r in rows}
 
 
