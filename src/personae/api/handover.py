@@ -102,7 +102,7 @@ class ChainOptions:
     """Called with ``(step key, message)`` as steps start and end."""
     executor: Literal["local", "ray"] | Executor = "local"
     """Where steps run: ``local`` child processes, ``ray`` tasks (``personae[ray]``), or
-    an executor object."""
+    an :class:`~personae.workflow.executors.Executor` (subclass) instance."""
     address: str | None = None
     """Ray cluster to join (``auto`` or ``HOST:PORT``); ``None`` starts a private local
     cluster for the run (``executor="ray"`` only)."""
