@@ -71,7 +71,7 @@ from personae.context import (
     ChatMessage,
     ContextWindow,
     Snapshot,
-    assemble,
+    assemble_snapshot,
     load_profiles,
 )
 from personae.context.messages import ChatToolCall
@@ -314,9 +314,12 @@ def _personae(
 
     def turns(window: ContextWindow) -> Iterator[tuple[int, Callable[[], AssembledContext]]]:
         # Warm as LangChain's counter is: one turn prepares and counts every message.
-        assemble(build(window), "agent", Budget.absolute(60_000), COUNTER)
+        assemble_snapshot(build(window), "agent", Budget.absolute(60_000), COUNTER)
         for b in budgets:
-            yield b, lambda b=b: assemble(build(window), "agent", Budget.absolute(b), COUNTER)
+            yield (
+                b,
+                lambda b=b: assemble_snapshot(build(window), "agent", Budget.absolute(b), COUNTER),
+            )
 
     for _, turn in turns(new_window()):
         ctx, cpu, wall = _timed(turn)
@@ -448,7 +451,7 @@ def prefix_loop(turns: int, tmp: Path, low_waters: list[float]) -> dict[str, Any
                 root, messages=now, task="Fix the bug", include_git_log=False, profiles=profiles,
                 window=window,
             )  # fmt: skip
-            ctx = assemble(snap, "agent", Budget.absolute(16_000), COUNTER)
+            ctx = assemble_snapshot(snap, "agent", Budget.absolute(16_000), COUNTER)
             renders.append(ctx.render())
             overruns += ctx.total > 16_000 or COUNTER.count(ctx.render()) != ctx.total
             if len(ctx.messages) < len(now):

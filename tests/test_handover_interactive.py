@@ -20,7 +20,7 @@ import yaml
 
 from _helpers import VALIDATOR_OK as OK
 from _helpers import ProjectFactory
-from personae.handover.create import build_handover, create_handover
+from personae.handover.create import build_handover, write_handover
 from personae.handover.tool import HandoverToolArgs, HandoverToolResult
 
 RULES = [
@@ -96,7 +96,7 @@ def _terminal(argv: list[str], cwd: Path, timeout: float = 120) -> Iterator[_Ter
 
 
 def test_handover_run_interactive_attaches_the_child_to_the_terminal(project: Path) -> None:
-    created = create_handover(
+    created = write_handover(
         build_handover(
             source_persona="user", target_persona="dev", task="What is the port?", cwd=project
         ),
@@ -125,9 +125,10 @@ def test_the_tool_interactive_flag_runs_the_target_on_the_terminal(project: Path
     script = (
         "from pathlib import Path\n"
         "from personae.handover.child import ChildOptions\n"
+        "from personae.handover.create import HandoverContent\n"
         "from personae.handover.tool import handover_to_persona\n"
         "r = handover_to_persona('dev', 'What is the port?', source_persona='user',\n"
-        "    cwd=Path('.'), interactive=True,\n"
+        "    cwd=Path('.'), content=HandoverContent(interactive=True),\n"
         f"    child=ChildOptions(model='scripted:{project / 'scenario.yaml'}'))\n"
         "print('TOOL-RESULT', r.status, r.results['status'], flush=True)\n"
     )

@@ -26,6 +26,7 @@ from personae.mind.memory import INDEX_NAME, MemoryDir, parse_memory
 from personae.mind.packet import (
     BootstrapPacket,
     JournalNote,
+    MemoryCatalog,
     MindContext,
     bounded_context,
     build_packet,
@@ -41,6 +42,7 @@ from personae.mind.results import (
 )
 from personae.security.redact import redact, redact_text
 from personae.store.db import Store
+from personae.store.mind import JournalEntry
 
 __all__ = ["REFLECT_KINDS", "MindService", "ReflectKind"]
 
@@ -113,15 +115,12 @@ class MindService:
         total, counts, index_present = self.index.catalog(self.memory)
         packet = build_packet(
             session_id=session_id,
-            mind_contract=contract.text,
-            mind_contract_available=contract.available,
-            contract_reason=contract.reason,
-            contract_hash=contract.hash,
+            contract=contract,
             available_mind_tools=tool_names,
             context=self.context(sync=False),
-            total_count=total,
-            category_counts=counts,
-            index_present=index_present,
+            catalog=MemoryCatalog(
+                total_count=total, index_present=index_present, category_counts=counts
+            ),
             extra_reasons=extra,
             generated_at=_now(),
         )
@@ -250,18 +249,17 @@ class MindService:
         args_text = red_args.text
         result_text = None if result_text is None else red_result.text
         text = f"{tool_name} {args_text}" + ("" if result_text is None else f"\n{result_text}")
-        kind = "tool_result" if result is not None else "tool_call"
-        jid, doc_id = self.index.add_journal(
-            self.memory,
-            kind=kind,
-            text=text,
+        entry = JournalEntry(
+            "tool_result" if result is not None else "tool_call",
+            text,
             tool_name=tool_name,
             args=args_text,
             result=result_text,
         )
+        jid, doc_id = self.index.add_journal(self.memory, entry)
         secret = red_args.changed or red_result.changed
         query = f"{tool_name} {args_text}"
-        return self._answer(jid, kind, query, doc_id, result_text, secret=secret)
+        return self._answer(jid, entry.kind, query, doc_id, result_text, secret=secret)
 
     def reflect(self, observation: str, kind: str) -> ObserveResult:
         """Record a non-tool signal, secrets redacted; return related memories and flags."""
@@ -273,7 +271,7 @@ class MindService:
             raise UsageError("observation must not be empty", field="observation")
         _check_size(observation)
         red = redact(observation)
-        jid, doc_id = self.index.add_journal(self.memory, kind=kind, text=red.text)
+        jid, doc_id = self.index.add_journal(self.memory, JournalEntry(kind, red.text))
         return self._answer(jid, kind, red.text, doc_id, None, secret=red.changed)
 
     def _answer(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
@@ -13,7 +13,7 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 from personae.limits import DEFAULTS
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
-from personae.team.dispatch import Action, SubtaskBudget, next_step
+from personae.team.dispatch import StepAction, SubtaskBudget, next_step
 from personae.team.events import (
     Corrected,
     PlanMade,
@@ -44,11 +44,11 @@ from personae.team.skills import (
 )
 from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
 from personae.team.turn_context import TurnContext
-from personae.team.validator import validate
-from personae.team.worker import run_worker
+from personae.team.validator import ValidationChecks, validate
+from personae.team.worker import WorkerTools, run_worker
 from personae.tools.subset import ToolSubset
 
-__all__ = ["Team", "TeamConfig", "TurnResult", "involvement_for_subtask"]
+__all__ = ["TeamConfig", "TeamLoop", "TurnResult", "involvement_for_subtask"]
 
 _DEFAULT_PERSONA = Persona(
     name="default",
@@ -80,8 +80,8 @@ class TurnResult:
     """The synthesized answer."""
     outcomes: list[SubtaskOutcome]
     """One per planned subtask."""
-    status: str
-    """done (all validated), partial, or failed."""
+    status: Literal["done", "partial"]
+    """done (all validated) or partial."""
     warnings: list[str] = field(default_factory=list)
     """User-visible warnings."""
     failure_count: int = 0
@@ -111,7 +111,7 @@ def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
 
 @dataclass(kw_only=True)
 class _Run:
-    """One turn's state, passed explicitly (nothing of a run is kept on the :class:`Team`)."""
+    """One turn's state, passed explicitly (nothing of a run is kept on the :class:`TeamLoop`)."""
 
     agents: Spawner
     """Builds every agent's toolset and runs sub-agents (MCP servers included)."""
@@ -137,7 +137,7 @@ class _Job:
 
 
 @dataclass(kw_only=True)
-class Team:
+class TeamLoop:
     """Manager, Worker and Validator over one shared turn context."""
 
     runtime: Runtime
@@ -219,7 +219,7 @@ class Team:
                 turn.add_assistant(f"[subtask {number}] {outcome.result}")
         final = await synthesize(rt, turn, self.persona, outcomes)
         done = all(o.status is SubtaskStatus.VALIDATED for o in outcomes)
-        status = "done" if done else "partial"
+        status: Literal["done", "partial"] = "done" if done else "partial"
         rt.emit(
             RunFinished(
                 message=final,
@@ -305,6 +305,10 @@ class Team:
         required = list(
             dict.fromkeys([*subtask.required_tools, *persona.constraints.required_tools])
         )
+        tools = WorkerTools(toolset=toolset, allowed=allowed, detector=job.detector)
+        checks = ValidationChecks(
+            level=level, required_tools=required, tools_available=allowed, workspace=self.workspace
+        )
         correction: str | None = None
         attempts = 0
         own = [self.skills[n] for n in persona.skills if n in self.skills]
@@ -314,9 +318,8 @@ class Team:
         while True:
             attempts += 1
             work = await run_worker(
-                rt, turn, subtask=subtask, number=number, persona=persona,
-                toolset=toolset, allowed=allowed, detector=job.detector, correction=correction,
-                skills_text=for_worker.text,
+                rt, turn, subtask=subtask, number=number, persona=persona, tools=tools,
+                correction=correction, skills_text=for_worker.text,
             )  # fmt: skip
             rt.emit(
                 WorkDone(
@@ -337,9 +340,8 @@ class Team:
                 [*loaded, *cited_skills(own, work.result)], turn, number, "validator"
             )
             result = await self._validate(
-                turn, subtask=subtask, number=number, work=work, level=level,
-                required=required, allowed=allowed, skills_text=for_validator.text,
-                skill_names=for_validator.names,
+                turn, subtask=subtask, number=number, work=work, checks=checks,
+                skills_text=for_validator.text, skill_names=for_validator.names,
             )  # fmt: skip
             if result is None:
                 job.run.warnings.append(
@@ -358,7 +360,7 @@ class Team:
                 allowed_tools=sorted(allowed), directive=turn.directive,
             )  # fmt: skip
             budget = decision.budget
-            if decision.action is Action.ACCEPT:
+            if decision.action is StepAction.ACCEPT:
                 return SubtaskOutcome(
                     number=number, subtask=original, status=SubtaskStatus.VALIDATED,
                     result=work.result, attempts=attempts,
@@ -368,11 +370,11 @@ class Team:
                 rt.emit(
                     RunWarning(message=decision.warning, subtask=number, action=decision.action)
                 )
-            if decision.action in (Action.SKIP, Action.ESCALATE, Action.CONTINUE):
+            if decision.action in (StepAction.SKIP, StepAction.ESCALATE, StepAction.CONTINUE):
                 status = {
-                    Action.SKIP: SubtaskStatus.SKIPPED,
-                    Action.ESCALATE: SubtaskStatus.ESCALATED,
-                    Action.CONTINUE: SubtaskStatus.PARTIAL,
+                    StepAction.SKIP: SubtaskStatus.SKIPPED,
+                    StepAction.ESCALATE: SubtaskStatus.ESCALATED,
+                    StepAction.CONTINUE: SubtaskStatus.PARTIAL,
                 }[decision.action]
                 return SubtaskOutcome(
                     number=number, subtask=original, status=status, result=work.result,
@@ -388,7 +390,7 @@ class Team:
                     max_retries=budget.max_retries,
                 )
             )
-            if decision.action is Action.DECOMPOSE:
+            if decision.action is StepAction.DECOMPOSE:
                 return await self._decompose(
                     turn, job, subtask, budget, missing="; ".join(result.issues), attempts=attempts
                 )
@@ -429,17 +431,14 @@ class Team:
         subtask: Subtask,
         number: int,
         work: WorkerResult,
-        level: InvolvementLevel,
-        required: list[str],
-        allowed: frozenset[str],
+        checks: ValidationChecks,
         skills_text: str = "",
         skill_names: list[str] | None = None,
     ) -> ValidationResult | None:
         rt = self.runtime
         for attempt in range(1, self.config.validator_attempts + 1):
             outcome = await validate(
-                rt, turn, subtask=subtask, number=number, work=work, level=level,
-                required_tools=required, tools_available=allowed, workspace=self.workspace,
+                rt, turn, subtask=subtask, number=number, work=work, checks=checks,
                 persona=self._persona_for(subtask).name, skills_text=skills_text,
             )  # fmt: skip
             if outcome.result is not None:

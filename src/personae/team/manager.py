@@ -14,7 +14,7 @@ from typing import assert_never
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
 from personae.team.events import AnswerStreamed
-from personae.team.runtime import CallInfo, Runtime
+from personae.team.runtime import CallInfo, CallOptions, Runtime
 from personae.team.signals import Plan, Subtask, SubtaskStatus
 from personae.team.turn_context import ContextView, TurnContext
 
@@ -88,6 +88,19 @@ async def decompose(
     return await _ask_for_plan(runtime, view, persona, instructions, parts, subtask=number)
 
 
+def _call_info(
+    view: ContextView, persona: Persona | None, instructions: str, prompt: str, subtask: int | None
+) -> CallInfo:
+    """How a Manager call is recorded: its persona, subtask, full text and budget report."""
+    return CallInfo(
+        role="manager",
+        persona=persona.name if persona else None,
+        subtask=subtask,
+        context_text=f"{instructions}\n\n{prompt}",
+        budget=view.report,
+    )
+
+
 async def _ask_for_plan(
     runtime: Runtime,
     view: ContextView,
@@ -99,14 +112,10 @@ async def _ask_for_plan(
 ) -> Plan:
     """One structured Manager call: the role's context view, then ``parts``."""
     prompt = "\n\n".join(p for p in (view.text, *parts) if p)
-    info = CallInfo(
-        role="manager",
-        persona=persona.name if persona else None,
-        subtask=subtask,
-        context_text=f"{instructions}\n\n{prompt}",
-        budget=view.report,
+    info = _call_info(view, persona, instructions, prompt, subtask)
+    output, _ = await runtime.call(
+        info, instructions=instructions, prompt=prompt, options=CallOptions(output_type=Plan)
     )
-    output, _ = await runtime.call(info, instructions=instructions, prompt=prompt, output_type=Plan)
     if not isinstance(output, Plan):  # the runtime returns the requested output type
         raise TypeError(f"manager call returned {type(output).__name__}, not Plan")
     return output
@@ -169,18 +178,12 @@ async def synthesize(
         )
         task_part = _task_part(view.text, turn.task)
         prompt = "\n\n".join(p for p in (view.text, task_part, work) if p)
-        info = CallInfo(
-            role="manager",
-            persona=persona.name if persona else None,
-            subtask=None,
-            context_text=f"{instructions}\n\n{prompt}",
-            budget=view.report,
-        )
+        info = _call_info(view, persona, instructions, prompt, None)
         output, _ = await runtime.call(
             info,
             instructions=instructions,
             prompt=prompt,
-            on_text=lambda piece: runtime.emit(AnswerStreamed(text=piece)),
+            options=CallOptions(on_text=lambda piece: runtime.emit(AnswerStreamed(text=piece))),
         )
         summary = str(output).strip()
     else:

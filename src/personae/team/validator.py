@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
 
 from personae.models.scenario import ROLE_MARKER
-from personae.team.runtime import CallInfo, Runtime
+from personae.team.runtime import CallInfo, CallOptions, Runtime
 from personae.team.signals import (
     BlockerType,
     CompletionSignal,
@@ -32,6 +32,7 @@ from personae.team.signals import (
 from personae.team.turn_context import TurnContext
 
 __all__ = [
+    "ValidationChecks",
     "ValidationOutcome",
     "Verdict",
     "contradicted_claims",
@@ -44,6 +45,20 @@ _CLAIMED_FILE = re.compile(
     r"[`'\"]?([\w.\-/]*[A-Za-z_][\w\-/]*\.[A-Za-z][A-Za-z0-9]{0,7})\b[`'\"]?",
     re.IGNORECASE,
 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidationChecks:
+    """What a subtask's work is checked against (the code checks and the validator call)."""
+
+    level: InvolvementLevel
+    """How much the user is involved: how strict the validator is."""
+    required_tools: list[str]
+    """Tools the work must have used."""
+    tools_available: frozenset[str]
+    """Tools the worker could use."""
+    workspace: Path | None
+    """The folder claimed files are looked for in (``None``: not checked)."""
 
 
 class Verdict(BaseModel):
@@ -78,15 +93,25 @@ class ValidationOutcome:
     """A model call was made."""
 
 
+_CODE_STRATEGY: dict[BlockerType, Strategy] = {
+    BlockerType.LOOP: Strategy.SKIP,
+    BlockerType.HALLUCINATION: Strategy.RETRY,
+    BlockerType.SCOPE_DRIFT: Strategy.REPHRASE,
+    BlockerType.TOOL_FAILURE: Strategy.ESCALATE,
+    BlockerType.PARTIAL: Strategy.DECOMPOSE,
+}
+"""The strategy a rejection decided in code suggests for its blocker."""
+
+
 def _reject(
     level: InvolvementLevel,
-    issue: str,
-    *,
+    blocker: BlockerType,
     confidence: Confidence,
     progress: bool,
-    blocker: BlockerType,
-    strategy: Strategy,
+    issue: str,
 ) -> ValidationResult:
+    """A rejection decided in code: ``issue`` with the completion signal it implies."""
+    strategy = _CODE_STRATEGY[blocker]
     return ValidationResult(
         approved=False,
         requirements_met=False,
@@ -114,21 +139,19 @@ def deterministic_checks(
     if work.loop_detected:
         return _reject(
             level,
+            BlockerType.LOOP,
+            Confidence.LOW,
+            bool(work.tools_used),
             "the worker repeated an identical tool call",
-            confidence=Confidence.LOW,
-            progress=bool(work.tools_used),
-            blocker=BlockerType.LOOP,
-            strategy=Strategy.SKIP,
         )
     contradicted = contradicted_claims(work)
     if contradicted:
         return _reject(
             level,
+            BlockerType.HALLUCINATION,
+            Confidence.NONE,
+            bool(work.tools_used),
             "claims contradicted by the tool log: " + "; ".join(contradicted),
-            confidence=Confidence.NONE,
-            progress=bool(work.tools_used),
-            blocker=BlockerType.HALLUCINATION,
-            strategy=Strategy.RETRY,
         )
     refused = [c for c in work.failed_tools if c.refused]
     if refused:
@@ -136,49 +159,40 @@ def deterministic_checks(
         allowed = ", ".join(sorted(tools_available - {"agent"})) or "none"
         return _reject(
             level,
+            BlockerType.SCOPE_DRIFT,
+            Confidence.LOW,
+            bool(work.tools_used),
             f"used tools outside this persona's scope: {names} (allowed: {allowed})",
-            confidence=Confidence.LOW,
-            progress=bool(work.tools_used),
-            blocker=BlockerType.SCOPE_DRIFT,
-            strategy=Strategy.REPHRASE,
         )
     if work.failed_tools:
         errors = "; ".join(f"{c.tool}: {c.result}" for c in work.failed_tools)
         return _reject(
-            level,
-            f"tool failure: {errors}",
-            confidence=Confidence.NONE,
-            progress=False,
-            blocker=BlockerType.TOOL_FAILURE,
-            strategy=Strategy.ESCALATE,
+            level, BlockerType.TOOL_FAILURE, Confidence.NONE, False, f"tool failure: {errors}"
         )
     if not work.success:
         return _reject(
             level,
+            BlockerType.PARTIAL,
+            Confidence.LOW,
+            bool(work.tools_used),
             work.error or "the worker did not finish",
-            confidence=Confidence.LOW,
-            progress=bool(work.tools_used),
-            blocker=BlockerType.PARTIAL,
-            strategy=Strategy.DECOMPOSE,
         )
     if not work.tool_calls and tools_available and level is not InvolvementLevel.MINIMAL:
         return _reject(
             level,
+            BlockerType.HALLUCINATION,
+            Confidence.NONE,
+            False,
             "no tool was used, so nothing supports the reported result",
-            confidence=Confidence.NONE,
-            progress=False,
-            blocker=BlockerType.HALLUCINATION,
-            strategy=Strategy.RETRY,
         )
     missing = [t for t in required_tools if t in tools_available and t not in work.tools_used]
     if missing:
         return _reject(
             level,
+            BlockerType.HALLUCINATION,
+            Confidence.LOW,
+            bool(work.tools_used),
             f"required tools not used: {', '.join(missing)}",
-            confidence=Confidence.LOW,
-            progress=bool(work.tools_used),
-            blocker=BlockerType.HALLUCINATION,
-            strategy=Strategy.RETRY,
         )
     if workspace is not None:
         absent = [
@@ -189,11 +203,10 @@ def deterministic_checks(
         if absent:
             return _reject(
                 level,
+                BlockerType.HALLUCINATION,
+                Confidence.NONE,
+                bool(work.tools_used),
                 f"claimed files do not exist: {', '.join(absent)}",
-                confidence=Confidence.NONE,
-                progress=bool(work.tools_used),
-                blocker=BlockerType.HALLUCINATION,
-                strategy=Strategy.RETRY,
             )
     return None
 
@@ -287,28 +300,26 @@ async def validate(
     subtask: Subtask,
     number: int,
     work: WorkerResult,
-    level: InvolvementLevel,
-    required_tools: list[str],
-    tools_available: frozenset[str],
-    workspace: Path | None,
+    checks: ValidationChecks,
     persona: str | None,
     skills_text: str = "",
 ) -> ValidationOutcome:
-    """Validate ``work``: code checks, then at most one structured model call.
+    """Validate ``work`` against ``checks``: code checks, then at most one structured
+    model call.
 
     ``skills_text`` holds the L2 bodies of the skills the work is checked against.
     """
     decided = deterministic_checks(
         work,
-        level=level,
-        required_tools=required_tools,
-        tools_available=tools_available,
-        workspace=workspace,
+        level=checks.level,
+        required_tools=checks.required_tools,
+        tools_available=checks.tools_available,
+        workspace=checks.workspace,
     )
     if decided is not None:
         return ValidationOutcome(result=decided)
     view = turn.view("validator")
-    instructions = validator_instructions(level)
+    instructions = validator_instructions(checks.level)
     prompt = validator_prompt(view.text, subtask, work, skills_text)
     info = CallInfo(
         role="validator",
@@ -322,8 +333,7 @@ async def validate(
             info,
             instructions=instructions,
             prompt=prompt,
-            output_type=Verdict,
-            timeout=runtime.validator_timeout,
+            options=CallOptions(output_type=Verdict, timeout=runtime.validator_timeout),
         )
     except UsageLimitExceeded:
         raise
@@ -336,7 +346,7 @@ async def validate(
             requirements_met=verdict.requirements_met,
             issues=verdict.issues,
             next_action=verdict.next_action,
-            involvement_level=verdict.involvement_level or level,
+            involvement_level=verdict.involvement_level or checks.level,
             completion_signal=verdict.completion_signal,
             correction=verdict.correction.strip()[:2000],
         ),
