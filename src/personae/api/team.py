@@ -10,13 +10,16 @@ the typed result.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from personae.api.results import AnswerDelta, Limits, RunEnd, StreamItem, TeamResult, Usage
+from personae.context.window import ContextWindow
 from personae.errors import UsageError
 from personae.project import Project
 from personae.settings import PersonaeSettings
@@ -30,6 +33,9 @@ if TYPE_CHECKING:
     from personae.team.events import Event
 
 __all__ = ["CancelToken", "Team", "TurnArgs"]
+
+_WINDOWS_KEPT = 64
+"""Sessions whose context windows a :class:`Team` keeps (least recently used go first)."""
 
 
 class CancelToken:
@@ -116,6 +122,28 @@ class Team:
     """Context profile of the worker (builder, verifier ...)."""
     include_git_log: bool = True
     """Add recent commits to the context."""
+    _windows: OrderedDict[str, ContextWindow] = field(
+        default_factory=OrderedDict, init=False, repr=False, compare=False
+    )
+    _windows_lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
+
+    def window(self, session: str) -> ContextWindow | None:
+        """The context window this team keeps for ``session`` (what its earlier turns in
+        this process read and prepared, reused by the next), or ``None`` before its first
+        turn here. The most recently used sessions' windows are kept."""
+        with self._windows_lock:
+            return self._windows.get(session)
+
+    def _keep_window(self, session: str, window: ContextWindow) -> None:
+        if not session:
+            return
+        with self._windows_lock:
+            self._windows[session] = window
+            self._windows.move_to_end(session)
+            while len(self._windows) > _WINDOWS_KEPT:
+                self._windows.popitem(last=False)
 
     @classmethod
     def from_project(
@@ -207,9 +235,10 @@ class Team:
         if unknown:  # what a keyword-only signature would refuse
             raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
         limits, cancel = turn.get("limits"), turn.get("cancel")
-        options = self.options(
-            persona=turn.get("persona"), session=turn.get("session"), limits=limits
-        )
+        session = turn.get("session")
+        options = self.options(persona=turn.get("persona"), session=session, limits=limits)
+        window = (self.window(session) if session else None) or ContextWindow()
+        options = dataclasses.replace(options, window=window)
         feed = _Feed(answer_deltas=answer_deltas)
         timeout = (limits or self.limits).timeout
         runner = asyncio.create_task(feed.run(task, options, timeout, cancel))
@@ -222,6 +251,8 @@ class Team:
                     break
                 if isinstance(item, BaseException):
                     raise item
+                if isinstance(item, RunEnd):  # the session's next turn reuses the window
+                    self._keep_window(item.result.session_id, window)
                 yield item
         finally:
             if cancel is not None:

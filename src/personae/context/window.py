@@ -235,7 +235,9 @@ class ContextWindow:
                 del self._msgs[k:]
                 self._generation += 1
             self._msgs.extend(messages[k:])
-            self._tuple = messages if isinstance(messages, tuple) else tuple(self._msgs)
+            # The window's own objects for the shared part (equal messages read again from
+            # the store are not the same objects): what it prepared stays tied to them.
+            self._tuple = tuple(self._msgs)
             return self._tuple
 
     def digest(self) -> bytes:

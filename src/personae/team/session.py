@@ -22,6 +22,7 @@ from personae.context.messages import ChatMessage
 from personae.context.profiles import load_profiles
 from personae.context.snapshot import SnapshotOptions, history_window
 from personae.context.summary import SummaryRefresh, refresh_summary
+from personae.context.window import ContextWindow
 from personae.errors import PersonaeError, RunError, UnknownNameError, UsageError
 from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, handover_depth
 from personae.handover.tool import register_handover_tool
@@ -88,6 +89,10 @@ class RunOptions:
     cast: Cast | None = None
     """The cast to run with (``None``: loaded from ``root`` and ``extra_persona_dirs``);
     not changed by the run."""
+    window: ContextWindow | None = None
+    """The session's context window, kept by a caller that runs several turns of the
+    session in one process (``personae.Team`` does): what earlier turns read and
+    prepared is reused. ``None``: a fresh one (same result, prepared from scratch)."""
 
 
 @dataclass(kw_only=True)
@@ -415,6 +420,7 @@ async def run_turn(
                 validation_context=validation,
                 handover=options.handover_text,
                 include_git_log=options.include_git_log,
+                window=options.window,
             ),
             counter=counter,
             budget=budget,
