@@ -243,10 +243,11 @@ def test_usage_is_shared_across_the_tree_and_capped_per_run(root: Path) -> None:
     assert usage.requests == 1
 
 
-def test_context_modes(root: Path) -> None:
+def test_context_modes(tmp_path: Path) -> None:
     from personae.team.turn_context import TurnContext
     from personae.tokens.exact import exact_counter
 
+    root = make_project(tmp_path)
     turn_ctx = TurnContext.build(
         root,
         task="the user task",
