@@ -26,6 +26,7 @@ __all__ = [
     "UnknownNameError",
     "UsageError",
     "closest_name",
+    "first_validation_error",
     "yaml_error_line",
 ]
 
@@ -155,6 +156,14 @@ class BudgetExceededError(RunError):
         self.needed = needed
         self.budget = budget
         self.over = over
+
+
+def first_validation_error(exc: Any) -> tuple[str, str]:
+    """The message and the dotted location (``steps.0.id``; empty for the whole value) of
+    the first error of a pydantic ``ValidationError`` (duck-typed: this module does not
+    import pydantic, so the CLI starts without it)."""
+    first = exc.errors()[0]
+    return str(first["msg"]), ".".join(str(p) for p in first["loc"])
 
 
 def yaml_error_line(exc: Exception) -> int | None:

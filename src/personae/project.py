@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
-from personae.errors import ConfigError, yaml_error_line
+from personae.errors import ConfigError, first_validation_error, yaml_error_line
 from personae.fsutil import read_regular
 from personae.layout import CONFIG_NAMES, Layout
 from personae.models.resolve import parse_model_spec
@@ -180,6 +180,5 @@ def _parse_config(path: Path) -> ProjectConfig:
     try:
         return ProjectConfig.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(first["msg"], file=path, field=field) from exc
+        message, field = first_validation_error(exc)
+        raise ConfigError(message, file=path, field=field) from exc

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from personae.errors import UsageError, yaml_error_line
+from personae.errors import UsageError, first_validation_error, yaml_error_line
 from personae.fsutil import read_regular
 
 __all__ = [
@@ -142,9 +142,8 @@ def load_scenario(path: Path | str) -> Scenario:
     try:
         scenario = Scenario.model_validate({**raw, "source": file})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise ScenarioError(first["msg"], file=file, field=field) from exc
+        message, field = first_validation_error(exc)
+        raise ScenarioError(message, file=file, field=field) from exc
     if not scenario.steps and not scenario.rules:
         raise ScenarioError("a scenario needs at least one step or rule", file=file)
     return scenario

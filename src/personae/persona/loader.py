@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from personae.errors import closest_name
+from personae.errors import closest_name, first_validation_error
 from personae.persona._files import read_confined
 from personae.persona._frontmatter import Document, FrontmatterError, parse_document
 from personae.persona._lineends import has_crlf
@@ -246,10 +246,9 @@ def parse_constraints(raw: Any) -> Constraints:
     try:
         return Constraints.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
+        message, where = first_validation_error(exc)
         label = f"constraints.{where}" if where else "constraints"
-        raise ValueError(f"{label}: {first['msg']}") from None
+        raise ValueError(f"{label}: {message}") from None
 
 
 def _unavailable_message(names: list[str]) -> str:
@@ -445,10 +444,9 @@ def _modes(
         try:
             values["sandbox"] = SandboxGrant.model_validate(meta["sandbox"])
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
+            message, where = first_validation_error(exc)
             label = f"sandbox.{where}" if where else "sandbox"
-            sink.add(line("sandbox"), "error", f"{label}: {first['msg']}")
+            sink.add(line("sandbox"), "error", f"{label}: {message}")
     if meta.get("version") is not None:
         version = meta["version"]
         if isinstance(version, str | int | float) and not isinstance(version, bool):

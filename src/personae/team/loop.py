@@ -109,13 +109,25 @@ def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
     return involvement_for(task)
 
 
+@dataclass(kw_only=True)
+class _Run:
+    """One turn's state, passed explicitly (nothing of a run is kept on the :class:`Team`)."""
+
+    agents: Spawner
+    """Builds every agent's toolset and runs sub-agents (MCP servers included)."""
+    warnings: list[str] = field(default_factory=list)
+    """User-visible warnings of the turn."""
+    failure_count: int = 0
+    """Rejected validations of the turn (telemetry only; never raises involvement)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class _Job:
     """One planned subtask of a turn, shared by its retries and decomposed steps (its retry
     budget is a value passed along and returned, see :func:`next_step`)."""
 
-    run: Spawner
-    """The turn's per-run state (toolsets, sub-agents, MCP servers)."""
+    run: _Run
+    """The turn it belongs to."""
     number: int
     """Its 1-based number in the plan."""
     original: Subtask
@@ -149,14 +161,6 @@ class Team:
     sandbox: SandboxConfig | None = None
     """The project's ``run_shell`` sandbox settings: sub-agents then run their shell with
     their own persona's grants, cut to their parent's (``None``: the parent's as they are)."""
-    failure_count: int = 0
-    """Rejected validations this session (telemetry only; never raises involvement)."""
-    warnings: list[str] = field(default_factory=list)
-
-    def reset_session_state(self) -> None:
-        """Forget telemetry and warnings (seed 000: resetSessionState)."""
-        self.failure_count = 0
-        self.warnings.clear()
 
     async def run_turn(self, turn: TurnContext) -> TurnResult:
         """Plan, execute and validate every subtask, then synthesize.
@@ -164,23 +168,23 @@ class Team:
         MCP servers of the personas used are started on first use and all
         stopped when the turn ends, also on error.
         """
-        hub = McpHub(
-            project_servers=self.mcp_servers, cwd=self.workspace, on_warning=self._mcp_warning
-        )
-        run = Spawner(
+        warnings: list[str] = []
+
+        def mcp_warning(message: str, data: dict[str, Any]) -> None:
+            warnings.append(message)
+            self.runtime.emit(RunWarning(message=message, action="mcp_server", details=data))
+
+        hub = McpHub(project_servers=self.mcp_servers, cwd=self.workspace, on_warning=mcp_warning)
+        agents = Spawner(
             runtime=self.runtime, personas=self.personas, turn=turn,
             depth_cap=self.config.depth_cap, mcp=hub, sandbox=self.sandbox,
         )  # fmt: skip
         try:
-            return await self._run_turn(turn, run)
+            return await self._run_turn(turn, _Run(agents=agents, warnings=warnings))
         finally:
             await hub.aclose()
 
-    def _mcp_warning(self, message: str, data: dict[str, Any]) -> None:
-        self.warnings.append(message)
-        self.runtime.emit(RunWarning(message=message, action="mcp_server", details=data))
-
-    async def _run_turn(self, turn: TurnContext, run: Spawner) -> TurnResult:
+    async def _run_turn(self, turn: TurnContext, run: _Run) -> TurnResult:
         rt = self.runtime
         plan = await make_plan(rt, turn, self.persona)
         rt.emit(
@@ -208,7 +212,7 @@ class Team:
             try:
                 outcome, _ = await self._run_subtask(turn, job, subtask, budget)
             except UsageLimitExceeded as exc:
-                outcomes.extend(self._stop_for_cap(plan.subtasks, number, str(exc)))
+                outcomes.extend(self._stop_for_cap(run, plan.subtasks, number, str(exc)))
                 break
             outcomes.append(outcome)
             if outcome.status is SubtaskStatus.VALIDATED:
@@ -225,23 +229,23 @@ class Team:
                     o.number: o.status for o in outcomes if o.status is not SubtaskStatus.VALIDATED
                 },
                 usage=rt.usage.as_dict(),
-                failure_count=self.failure_count,
+                failure_count=run.failure_count,
             )
         )
         return TurnResult(
             final_text=final,
             outcomes=outcomes,
             status=status,
-            warnings=list(self.warnings),
-            failure_count=self.failure_count,
+            warnings=list(run.warnings),
+            failure_count=run.failure_count,
             usage=rt.usage.as_dict(),
         )
 
     def _stop_for_cap(
-        self, subtasks: list[Subtask], number: int, reason: str
+        self, run: _Run, subtasks: list[Subtask], number: int, reason: str
     ) -> list[SubtaskOutcome]:
         warning = f"stopped at subtask {number}: {reason}"
-        self.warnings.append(warning)
+        run.warnings.append(warning)
         self.runtime.emit(RunWarning(message=warning, subtask=number, action="usage_cap"))
         return [
             SubtaskOutcome(
@@ -296,7 +300,7 @@ class Team:
         rt = self.runtime
         number, original = job.number, job.original
         persona = self._persona_for(original)
-        toolset, allowed = await self._tools_for(job.run, persona, number)
+        toolset, allowed = await self._tools_for(job.run.agents, persona, number)
         level = involvement_for_subtask(turn.task, subtask.description)
         required = list(
             dict.fromkeys([*subtask.required_tools, *persona.constraints.required_tools])
@@ -338,13 +342,16 @@ class Team:
                 skill_names=for_validator.names,
             )  # fmt: skip
             if result is None:
+                job.run.warnings.append(
+                    f"subtask {number} kept as unvalidated: the validator was unavailable"
+                )
                 return SubtaskOutcome(
                     number=number, subtask=original, status=SubtaskStatus.UNVALIDATED,
                     result=work.result, reason="validator unavailable (infrastructure error)",
                     attempts=attempts,
                 ), budget  # fmt: skip
             if not result.approved:
-                self.failure_count += 1
+                job.run.failure_count += 1
             decision = next_step(
                 result, work, budget, subtask=original.description,
                 tools_to_use=required or sorted(allowed - {"agent"}),
@@ -357,7 +364,7 @@ class Team:
                     result=work.result, attempts=attempts,
                 ), budget  # fmt: skip
             if decision.warning:
-                self.warnings.append(decision.warning)
+                job.run.warnings.append(decision.warning)
                 rt.emit(
                     RunWarning(message=decision.warning, subtask=number, action=decision.action)
                 )
@@ -456,5 +463,4 @@ class Team:
                     message=warning, subtask=number, details={"infra_error": outcome.infra_error}
                 )
             )
-        self.warnings.append(f"subtask {number} kept as unvalidated: the validator was unavailable")
         return None
