@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from personae.context import Budget, ChatMessage, Snapshot, assemble, load_profiles
+from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
 from personae.errors import BudgetExceededError
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
@@ -100,7 +100,7 @@ def bench_assembly(n: int, runs: int, rng: random.Random) -> dict[str, Any]:
                 include_git_log=False,
             )
             t1 = time.perf_counter()
-            ctx = assemble(snap, "worker", budget, COUNTER)
+            ctx = assemble_snapshot(snap, "worker", budget, COUNTER)
             t2 = time.perf_counter()
             c2 = time.process_time()
             if i >= 5:
@@ -238,7 +238,7 @@ def bench_trims(n: int, rng: random.Random, root: Path) -> dict[str, Any]:
         )
         t0 = time.perf_counter()
         try:
-            ctx = assemble(snap, role, Budget.absolute(budget), COUNTER)
+            ctx = assemble_snapshot(snap, role, Budget.absolute(budget), COUNTER)
         except BudgetExceededError:
             stats["refused_pinned"] += 1
             continue
@@ -256,7 +256,7 @@ def bench_trims(n: int, rng: random.Random, root: Path) -> dict[str, Any]:
         stats["shrunk_latest"] += "shrunk" in rule
         stats["evicted"] += "evicted" in rule
         if k % 50 == 0:
-            again = assemble(snap, role, Budget.absolute(budget), COUNTER).render()
+            again = assemble_snapshot(snap, role, Budget.absolute(budget), COUNTER).render()
             stats["nondeterministic"] += again != rendered
     return {
         "trims": n,
@@ -299,7 +299,7 @@ def bench_prefix(root: Path, turns: int) -> dict[str, float]:
                 include_git_log=False,
                 profiles=profiles,
             )
-            cur = assemble(snap, "worker", Budget.absolute(20_000), COUNTER).render()
+            cur = assemble_snapshot(snap, "worker", Budget.absolute(20_000), COUNTER).render()
             if prev is not None:
                 common = 0
                 for a, b in zip(prev, cur, strict=False):

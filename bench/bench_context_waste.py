@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from _seed003 import PROSE, seed003_project  # noqa: E402
-from personae.context import Budget, Snapshot, assemble  # noqa: E402
+from personae.context import Budget, Snapshot, assemble_snapshot  # noqa: E402
 from personae.tokens.exact import exact_counter  # noqa: E402
 
 COUNTER = exact_counter("o200k_base")
@@ -61,12 +61,12 @@ def history(rng: random.Random) -> list[dict[str, Any]]:
 
 
 def measure(snap: Snapshot, role: str, low: int, rng: random.Random, n: int) -> dict[str, Any]:
-    need = assemble(snap, role, Budget.absolute(10_000_000), COUNTER).total
+    need = assemble_snapshot(snap, role, Budget.absolute(10_000_000), COUNTER).total
     unused, dropped, overruns = [], 0, 0
     cpu = time.process_time()
     for _ in range(n):
         b = rng.randint(low, need - 1)
-        ctx = assemble(snap, role, Budget.absolute(b), COUNTER)
+        ctx = assemble_snapshot(snap, role, Budget.absolute(b), COUNTER)
         exact = COUNTER.count(ctx.render())
         overruns += exact > b
         unused.append((b - exact) / b)

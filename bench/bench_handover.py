@@ -26,11 +26,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from personae.handover.create import build_handover, create_handover  # noqa: E402
-from personae.handover.files import load_handover  # noqa: E402
+from personae.handover.create import build_handover, write_handover  # noqa: E402
+from personae.handover.files import read_handover  # noqa: E402
 from personae.handover.runflow import load_policy  # noqa: E402
 from personae.handover.schema import ArtifactFile  # noqa: E402
-from personae.workflow.chain import run_chain  # noqa: E402
+from personae.workflow.chain import execute_chain  # noqa: E402
 from personae.workflow.spec import load_workflow  # noqa: E402
 
 TARGETS = {"create_validate_load_ms": 50.0, "spawn_to_first_event_s": 1.5}
@@ -63,9 +63,9 @@ def bench_file(root: Path, n_artifacts: int, repeats: int) -> dict[str, Any]:
             insights=["one", "two"],
             data={"rows": 10_000},
         )
-        created = create_handover(h, cwd=root)
+        created = write_handover(h, cwd=root)
         t1 = time.perf_counter()
-        loaded = load_handover(created.path, policy=policy, env_allow=allow)
+        loaded = read_handover(created.path, policy=policy, env_allow=allow)
         t2 = time.perf_counter()
         cpu_ms.append((time.process_time() - c0) * 1000)
         assert len(loaded.handover.artifacts.files) == n_artifacts
@@ -94,7 +94,7 @@ def bench_spawn(root: Path, repeats: int) -> dict[str, Any]:
         cwd=root,
         insights=["total revenue 12900"],
     )
-    path = create_handover(h, cwd=root).path
+    path = write_handover(h, cwd=root).path
     firsts, plans, totals, cpus = [], [], [], []
     for _ in range(repeats):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -159,7 +159,7 @@ def bench_fanout(base: Path, children: int) -> dict[str, Any]:
         root = _example(base / f"fanout-{label}")
         wf = load_workflow(_fanout_workflow(root, children))
         t0 = time.perf_counter()
-        outcome = run_chain(wf, concurrency=concurrency)
+        outcome = execute_chain(wf, concurrency=concurrency)
         out[f"{label}_s"] = time.perf_counter() - t0
         out[f"{label}_status"] = outcome.status
     out["speedup"] = out["sequential_s"] / out["parallel_s"]

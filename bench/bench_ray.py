@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from personae.batch.engine import BatchOptions, run_batch  # noqa: E402
 from personae.batch.job import RunCommand  # noqa: E402
 from personae.batch.progress import Progress  # noqa: E402
-from personae.workflow.chain import run_chain  # noqa: E402
+from personae.workflow.chain import execute_chain  # noqa: E402
 from personae.workflow.executors import Executor, LocalProcessExecutor  # noqa: E402
 from personae.workflow.ray_executor import RayExecutor  # noqa: E402
 from personae.workflow.spec import load_workflow  # noqa: E402
@@ -159,7 +159,9 @@ def fan_out(kind: str, root: Path, steps: int, slots: int) -> dict[str, Any]:
         ready = time.perf_counter() - started
         facts: dict[str, Any] = {"startup_s": round(ready, 2)}
         try:
-            out = run_chain(wf, executor=runner, concurrency=slots if kind == "local" else steps)
+            out = execute_chain(
+                wf, executor=runner, concurrency=slots if kind == "local" else steps
+            )
         finally:
             _close(runner, facts)
         job_s = sorted(s.duration for s in out.steps.values())

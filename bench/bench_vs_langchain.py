@@ -68,7 +68,7 @@ from personae.context import (
     ChatMessage,
     ContextWindow,
     Snapshot,
-    assemble,
+    assemble_snapshot,
     load_profiles,
 )
 from personae.context.messages import ChatToolCall
@@ -292,10 +292,12 @@ def _personae(
 ) -> dict[str, Any]:
     stats = _new()
     # Warm as LangChain's counter is: one turn prepares and counts every message.
-    assemble(build(), "agent", Budget.absolute(60_000), COUNTER)
+    assemble_snapshot(build(), "agent", Budget.absolute(60_000), COUNTER)
     outs: list[tuple[int, AssembledContext]] = []
     for b in budgets:
-        ctx, cpu, wall = _timed(lambda b=b: assemble(build(), "agent", Budget.absolute(b), COUNTER))
+        ctx, cpu, wall = _timed(
+            lambda b=b: assemble_snapshot(build(), "agent", Budget.absolute(b), COUNTER)
+        )
         stats["cpu"].append(cpu)
         stats["wall"].append(wall)
         outs.append((b, ctx))
@@ -417,7 +419,7 @@ def prefix_loop(turns: int, tmp: Path, low_waters: list[float]) -> dict[str, Any
                 root, messages=now, task="Fix the bug", include_git_log=False, profiles=profiles,
                 window=window,
             )  # fmt: skip
-            ctx = assemble(snap, "agent", Budget.absolute(16_000), COUNTER)
+            ctx = assemble_snapshot(snap, "agent", Budget.absolute(16_000), COUNTER)
             renders.append(ctx.render())
             overruns += ctx.total > 16_000 or COUNTER.count(ctx.render()) != ctx.total
             if len(ctx.messages) < len(now):

@@ -46,7 +46,7 @@ LOCAL_REASON = "# local import:"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "foundation",
-        ("errors", "fsutil", "security", "procs", "_reaper", "_tie", "layout", "limits"),
+        ("errors", "fsutil", "security", "procs", "procid", "_reaper", "_tie", "layout", "limits"),
     ),
     ("counting and models", ("tokens", "models")),
     ("project and storage", ("project", "settings", "store")),

@@ -13,13 +13,13 @@ PARENT = Path(__file__).resolve()
 
 
 def _main(argv: list[str]) -> int:
-    from personae.workflow.chain import run_chain
+    from personae.workflow.chain import execute_chain
     from personae.workflow.executors import LocalProcessExecutor
     from personae.workflow.spec import load_workflow
     from test_handover_childprog import command
 
     concurrency = int(argv[argv.index("--concurrency") + 1]) if "--concurrency" in argv else 2
-    outcome = run_chain(
+    outcome = execute_chain(
         load_workflow(argv[0]),
         resume="--resume" in argv,
         concurrency=concurrency,

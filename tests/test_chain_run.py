@@ -15,7 +15,7 @@ import yaml
 
 from _helpers import wait_until
 from personae.errors import UsageError
-from personae.workflow.chain import run_chain, state_dir_for
+from personae.workflow.chain import execute_chain, state_dir_for
 from personae.workflow.executors import LocalProcessExecutor
 from personae.workflow.spec import load_workflow
 from test_chain_parentprog import PARENT
@@ -98,7 +98,7 @@ def test_sequential_chain_passes_results_and_aggregates(tmp_path: Path) -> None:
     wf = load_workflow(
         write(root, [step("analyse", "data-analyst"), step("report", "report-writer")])
     )
-    out = run_chain(wf, executor=LocalProcessExecutor(command=command))
+    out = execute_chain(wf, executor=LocalProcessExecutor(command=command))
     assert out.status == "success" and out.exit_code == 0
     report = out.steps["report"].output or ""
     assert "history: data-analyst=data-analyst did: do analyse" in report
@@ -127,7 +127,7 @@ def test_fan_out_respects_concurrency_limit(tmp_path: Path, limit: int) -> None:
     root = tmp_path / "p"
     group = [step(f"s{i}", **behave(sleep=2.5)) for i in range(3)]
     wf = load_workflow(write(root, [{"parallel": group}, step("merge")]))
-    out = run_chain(wf, concurrency=limit, executor=LocalProcessExecutor(command=command))
+    out = execute_chain(wf, concurrency=limit, executor=LocalProcessExecutor(command=command))
     assert out.status == "success"
     assert _overlap(root) == limit
     merged = out.steps["merge"].output or ""
@@ -138,13 +138,13 @@ def test_failed_step_stops_the_chain_and_resume_retries_it(tmp_path: Path) -> No
     root = tmp_path / "p"
     steps = [step("a"), step("b", **behave(fail_times=2)), step("c")]
     wf = load_workflow(write(root, steps, defaults={"retries": 0, "backoff": 0.01}))
-    out = run_chain(wf, executor=LocalProcessExecutor(command=command))
+    out = execute_chain(wf, executor=LocalProcessExecutor(command=command))
     assert out.exit_code == 3
     assert [out.steps[k].status for k in "abc"] == ["success", "failure", "skipped"]
     assert "| c | analyst | skipped |" in out.report_path.read_text()
-    again = run_chain(wf, resume=True, executor=LocalProcessExecutor(command=command))
+    again = execute_chain(wf, resume=True, executor=LocalProcessExecutor(command=command))
     assert [again.steps[k].status for k in "abc"] == ["success", "failure", "skipped"]
-    third = run_chain(wf, resume=True, executor=LocalProcessExecutor(command=command))
+    third = execute_chain(wf, resume=True, executor=LocalProcessExecutor(command=command))
     assert third.status == "success" and third.resumed == ["a"]
     assert by_step(root) == {"a": 1, "b": 3, "c": 1}
 
@@ -152,10 +152,10 @@ def test_failed_step_stops_the_chain_and_resume_retries_it(tmp_path: Path) -> No
 def test_resume_refuses_changed_workflow(tmp_path: Path) -> None:
     root = tmp_path / "p"
     path = write(root, [step("a")])
-    run_chain(load_workflow(path), executor=LocalProcessExecutor(command=command))
+    execute_chain(load_workflow(path), executor=LocalProcessExecutor(command=command))
     write(root, [step("a"), step("b")])
     with pytest.raises(UsageError, match="workflow changed"):
-        run_chain(load_workflow(path), resume=True)
+        execute_chain(load_workflow(path), resume=True)
 
 
 def _wait_for(check: Any, limit: float = 60.0) -> None:
@@ -210,8 +210,8 @@ def test_resume_after_kill_9_of_the_parent(tmp_path: Path, child_dies_too: bool)
 def test_resume_of_a_finished_chain_runs_nothing(tmp_path: Path) -> None:
     root = tmp_path / "p"
     wf = load_workflow(write(root, [step("a"), step("b")]))
-    run_chain(wf, executor=LocalProcessExecutor(command=command))
-    again = run_chain(wf, resume=True, executor=LocalProcessExecutor(command=command))
+    execute_chain(wf, executor=LocalProcessExecutor(command=command))
+    again = execute_chain(wf, resume=True, executor=LocalProcessExecutor(command=command))
     assert again.status == "success" and sorted(again.resumed) == ["a", "b"]
     assert by_step(root) == {"a": 1, "b": 1}
 

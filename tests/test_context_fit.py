@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from personae.context import Budget, Snapshot, assemble
+from personae.context import Budget, Snapshot, assemble_snapshot
 from personae.context.messages import ChatMessage
 from personae.errors import BudgetExceededError
 from personae.tokens.exact import exact_counter
@@ -120,7 +120,7 @@ def test_fitting_invariants(
     snap = build()
     latest_user = [m for m in history if m["role"] == "user"][-1]
     try:
-        ctx = assemble(snap, role, Budget.absolute(budget), COUNTER)
+        ctx = assemble_snapshot(snap, role, Budget.absolute(budget), COUNTER)
     except BudgetExceededError as exc:
         assert exc.needed > exc.budget == budget
         assert budget < 1200, "a generous budget must always fit"
@@ -134,7 +134,9 @@ def test_fitting_invariants(
     kept_user = next(m for m in ctx.messages if m.seq == latest_user["seq"])
     assert kept_user.content.replace("&lt;", "<") == latest_user["content"]
     tags_once(rendered)
-    again = assemble(build(), role, Budget.absolute(budget), COUNTER)  # the same input again
+    again = assemble_snapshot(
+        build(), role, Budget.absolute(budget), COUNTER
+    )  # the same input again
     assert again.render() == rendered
 
 
@@ -142,7 +144,7 @@ def test_pinned_over_budget_says_by_how_much(root: Path) -> None:
     snap = Snapshot.build(root, task=PROSE * 40, include_git_log=False)
     task_tokens = COUNTER.count(snap.texts["task"])
     with pytest.raises(BudgetExceededError) as info:
-        assemble(snap, "worker", Budget.absolute(100), COUNTER)
+        assemble_snapshot(snap, "worker", Budget.absolute(100), COUNTER)
     assert info.value.needed >= task_tokens
     assert info.value.over == info.value.needed - 100
     assert f"({info.value.over} over)" in str(info.value)
@@ -162,7 +164,7 @@ def test_default_caps_apply_with_visible_notices(root: Path) -> None:
         include_git_log=False,
     )
     snap.texts["directive"] = PROSE * 100  # 1,400+ tokens: over the 500 cap
-    ctx = assemble(snap, "client", Budget.absolute(100_000), COUNTER)
+    ctx = assemble_snapshot(snap, "client", Budget.absolute(100_000), COUNTER)
     rows = {r.tag: r for r in ctx.report().sections}
     assert rows["directive"].kept <= 500 < rows["directive"].requested
     assert rows["directive"].rule.startswith("cap 500")
@@ -184,17 +186,17 @@ def test_truncation_order_follows_seed_003(root: Path) -> None:
         research="## FEATURES.md\n" + PROSE * 60,
         git_log="Recent commits:\n" + "- 2026-11-01 fix things (abc1234)\n" * 200,
     )
-    full = assemble(snap, "builder", Budget.absolute(100_000), COUNTER).report()
+    full = assemble_snapshot(snap, "builder", Budget.absolute(100_000), COUNTER).report()
     need = full.total
     rows_full = {r.tag: r.kept for r in full.sections}
     # A little short: only the git log is cut.
-    small = assemble(snap, "builder", Budget.absolute(need - 200), COUNTER).report()
+    small = assemble_snapshot(snap, "builder", Budget.absolute(need - 200), COUNTER).report()
     rows = {r.tag: r for r in small.sections}
     assert rows["recent_changes"].kept < rows_full["recent_changes"]
     for tag in ("vision", "decisions", "task", "current_step", "codebase", "research"):
         assert rows[tag].kept == rows_full[tag], tag
     # Much shorter: reference docs are cut next (never dropped while a cut fits).
-    tight = assemble(snap, "builder", Budget.absolute(need - 3000), COUNTER)
+    tight = assemble_snapshot(snap, "builder", Budget.absolute(need - 3000), COUNTER)
     rows = {r.tag: r for r in tight.report().sections}
     assert rows["research"].rule == "budget: cut"
     for tag in ("vision", "decisions", "task"):
@@ -204,7 +206,9 @@ def test_truncation_order_follows_seed_003(root: Path) -> None:
     # the git log keeps its newest commits.
     tighter = {
         r.tag: r
-        for r in assemble(snap, "builder", Budget.absolute(1500), COUNTER).report().sections
+        for r in assemble_snapshot(snap, "builder", Budget.absolute(1500), COUNTER)
+        .report()
+        .sections
     }
     assert tighter["current_step"].rule == "budget: outline"
     assert tighter["codebase"].rule == "full"
@@ -230,7 +234,7 @@ def test_latest_turn_shrinks_instead_of_being_lost(root: Path) -> None:
         {"seq": 6, "role": "tool", "tool_call_id": "b", "content": CJK * 3000},
     ]
     snap = Snapshot.build(root, messages=history, task="t", include_git_log=False)
-    ctx = assemble(snap, "worker", Budget.absolute(700), COUNTER)
+    ctx = assemble_snapshot(snap, "worker", Budget.absolute(700), COUNTER)
     assert [m.seq for m in ctx.messages] == [3, 4, 5, 6]
     assert "[output shortened to fit the budget" in ctx.render()
     assert COUNTER.count(ctx.render()) <= 700
@@ -247,7 +251,7 @@ def _start_moves(root: Path, profiles: Any) -> tuple[int, list[int]]:
         snap = Snapshot.build(
             root, messages=history, task="t", include_git_log=False, profiles=profiles
         )
-        ctx = assemble(snap, "worker", Budget.absolute(5000), COUNTER)
+        ctx = assemble_snapshot(snap, "worker", Budget.absolute(5000), COUNTER)
         starts.append(ctx.messages[0].seq)
         sizes.append(len(ctx.messages))
         check_pairs(ctx.messages)
@@ -285,7 +289,7 @@ def test_roles_share_byte_identical_sections(root: Path) -> None:
     def sections(role: str) -> dict[str, str]:
         found = re.findall(
             r"(?ms)^<([a-z_]+)>\n(.*?)\n</\1>$",
-            assemble(snap, role, Budget.absolute(4000), COUNTER).render(),
+            assemble_snapshot(snap, role, Budget.absolute(4000), COUNTER).render(),
         )
         return dict(found)
 
@@ -350,7 +354,7 @@ def test_unpaired_messages_are_never_rendered(root: Path) -> None:
         {"seq": 8, "role": "tool", "tool_call_id": "zz", "content": "answers nothing"},
     ]
     snap = Snapshot.build(root, messages=history, task="t", include_git_log=False)
-    ctx = assemble(snap, "worker", Budget.absolute(3000), COUNTER)
+    ctx = assemble_snapshot(snap, "worker", Budget.absolute(3000), COUNTER)
     check_pairs(ctx.messages)
     assert [m.seq for m in ctx.messages] == [2, 5, 6, 7]
     assert [c.id for c in ctx.messages[2].tool_calls] == ["d"]  # the running call c is not shown

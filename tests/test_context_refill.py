@@ -18,7 +18,7 @@ from personae.context import (
     SectionSpec,
     Snapshot,
     Truncation,
-    assemble,
+    assemble_snapshot,
     fit,
 )
 from personae.context._textcut import count_small, cut_text
@@ -115,7 +115,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _unused(snap: Snapshot, role: str, budgets: list[int]) -> list[float]:
     out = []
     for b in budgets:
-        ctx = assemble(snap, role, Budget.absolute(b), COUNTER)
+        ctx = assemble_snapshot(snap, role, Budget.absolute(b), COUNTER)
         assert ctx.total == COUNTER.count(ctx.render()) <= b
         out.append((b - ctx.total) / b)
     return out
@@ -123,13 +123,13 @@ def _unused(snap: Snapshot, role: str, budgets: list[int]) -> list[float]:
 
 def test_seed003_project_uses_its_budget(project: Path) -> None:
     snap = Snapshot.build(project, task="profile-page")
-    need = assemble(snap, "builder", Budget.absolute(200_000), COUNTER).total
+    need = assemble_snapshot(snap, "builder", Budget.absolute(200_000), COUNTER).total
     rng = random.Random(3)
     budgets = [rng.randint(600, need - 1) for _ in range(40)]
     waste = _unused(snap, "builder", budgets)
     assert statistics.median(waste) <= 0.05, waste
     # The layout at 3,000 tokens: nothing that can be cut is dropped.
-    ctx = assemble(snap, "builder", Budget.absolute(3000), COUNTER)
+    ctx = assemble_snapshot(snap, "builder", Budget.absolute(3000), COUNTER)
     rows = {r.tag: r for r in ctx.report().sections}
     for tag in ("current_step", "codebase", "recent_changes"):
         assert rows[tag].kept > 30 and "dropped" not in rows[tag].rule, rows[tag]
@@ -141,10 +141,12 @@ def test_seed003_project_uses_its_budget(project: Path) -> None:
 
 def test_summary_files_stand_in_for_whole_files(project: Path) -> None:
     snap = Snapshot.build(project, task="profile-page")
-    whole = assemble(snap, "builder", Budget.absolute(200_000), COUNTER).report()
+    whole = assemble_snapshot(snap, "builder", Budget.absolute(200_000), COUNTER).report()
     rows = {r.tag: r for r in whole.sections}
     assert rows["codebase"].rule == "full"
-    ctx = assemble(snap, "builder", Budget.absolute(rows["codebase"].requested + 100), COUNTER)
+    ctx = assemble_snapshot(
+        snap, "builder", Budget.absolute(rows["codebase"].requested + 100), COUNTER
+    )
     code = {r.tag: r for r in ctx.report().sections}["codebase"]
     assert code.rule.endswith("summary file"), code
     assert "CONVENTIONS_SUMMARY.md" in ctx.render() and "## STRUCTURE.md" in ctx.render()
@@ -202,15 +204,17 @@ def test_skill_level_profiles_load_their_files(tmp_path: Path) -> None:
     (code / "ARCHITECTURE.md").write_text("# Architecture\nOne service.\n", encoding="utf-8")
     snap = Snapshot.build(project, task="profile-page")
     budget = Budget.absolute(50_000)
-    inspect = assemble(snap, "inspect", budget, COUNTER).render()
+    inspect = assemble_snapshot(snap, "inspect", budget, COUNTER).render()
     assert "## CONVENTIONS.md" in inspect and "## TESTING.md" in inspect
     assert "## STRUCTURE.md" not in inspect  # not the UI task-type choice
-    brainstorm = assemble(snap, "brainstorm", budget, COUNTER).render()
+    brainstorm = assemble_snapshot(snap, "brainstorm", budget, COUNTER).render()
     assert "## FEATURES.md" in brainstorm and "## SUMMARY.md" in brainstorm
     assert "## ARCHITECTURE.md" in brainstorm and "<project_state>" in brainstorm
-    blueprint = assemble(snap, "blueprint", budget, COUNTER).render()
+    blueprint = assemble_snapshot(snap, "blueprint", budget, COUNTER).render()
     assert "<research>\n## SUMMARY.md" in blueprint and "<codebase>" not in blueprint
-    build = assemble(snap, "build", budget, COUNTER).render()  # UI task: CONVENTIONS + STRUCTURE
+    build = assemble_snapshot(
+        snap, "build", budget, COUNTER
+    ).render()  # UI task: CONVENTIONS + STRUCTURE
     assert "## STRUCTURE.md" in build and "<research>" not in build
     for text in (inspect, brainstorm, blueprint, build):
         assert text.rstrip().endswith("</instructions>")
@@ -218,9 +222,9 @@ def test_skill_level_profiles_load_their_files(tmp_path: Path) -> None:
 
 def test_a_cut_context_says_so_before_its_instructions(project: Path) -> None:
     snap = Snapshot.build(project, task="profile-page")
-    roomy = assemble(snap, "builder", Budget.absolute(200_000), COUNTER).render()
+    roomy = assemble_snapshot(snap, "builder", Budget.absolute(200_000), COUNTER).render()
     assert "<context_warning>" not in roomy
-    ctx = assemble(snap, "builder", Budget.absolute(2500), COUNTER)
+    ctx = assemble_snapshot(snap, "builder", Budget.absolute(2500), COUNTER)
     text = ctx.render()
     warning = text.split("<context_warning>\n")[1].split("\n</context_warning>")[0]
     cut = [
@@ -261,8 +265,8 @@ def test_store_reads_stop_where_the_budget_ends(tmp_path: Path) -> None:
         assert bounded.messages[-1].content.startswith("a299")
         budget = Budget.absolute(3000)
         assert (
-            assemble(bounded, "agent", budget, COUNTER).render()
-            == assemble(everything, "agent", budget, COUNTER).render()
+            assemble_snapshot(bounded, "agent", budget, COUNTER).render()
+            == assemble_snapshot(everything, "agent", budget, COUNTER).render()
         )
 
 
@@ -272,6 +276,8 @@ def test_report_names_the_files_a_section_read(tmp_path: Path) -> None:
     snap = Snapshot.build(project, task="profile-page")
     rows = {
         r.tag: r
-        for r in assemble(snap, "inspect", Budget.absolute(50_000), COUNTER).report().sections
+        for r in assemble_snapshot(snap, "inspect", Budget.absolute(50_000), COUNTER)
+        .report()
+        .sections
     }
     assert "TESTING.md" in rows["codebase"].detail and "STRUCTURE" not in rows["codebase"].detail

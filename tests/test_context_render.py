@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from personae.context import Budget, Snapshot, assemble, escape, load_profiles
+from personae.context import Budget, Snapshot, assemble_snapshot, escape, load_profiles
 from personae.tokens.exact import exact_counter
 
 COUNTER = exact_counter("o200k_base")
@@ -52,7 +52,7 @@ def test_no_content_breaks_out_of_its_section(tmp_path: Path, payload: str) -> N
         include_git_log=False,
     )
     for role in ("worker", "client"):
-        rendered = assemble(snap, role, Budget.absolute(5000), COUNTER).render()
+        rendered = assemble_snapshot(snap, role, Budget.absolute(5000), COUNTER).render()
         shown = re.findall(r"(?m)^<([a-z_]+)>$", rendered)
         assert len(shown) == len(set(shown))
         for tag in TAGS:
@@ -79,7 +79,7 @@ def test_order_is_fixed_and_stable_first(tmp_path: Path) -> None:
         include_git_log=False,
     )
     snap.texts["directive"] = "d"
-    rendered = assemble(snap, "worker", Budget.absolute(2000), COUNTER).render()
+    rendered = assemble_snapshot(snap, "worker", Budget.absolute(2000), COUNTER).render()
     shown = re.findall(r"(?m)^<([a-z_]+)>$", rendered)
     assert shown == ["active_persona", "directive", "handover", "task", "recent_messages"]
     assert rendered.startswith(

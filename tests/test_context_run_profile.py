@@ -160,7 +160,7 @@ def test_handover_create_names_the_profile(project: Path) -> None:
 
 
 def test_chain_step_names_the_profile(tmp_path: Path) -> None:
-    from personae.workflow.chain import run_chain
+    from personae.workflow.chain import execute_chain
     from personae.workflow.executors import LocalProcessExecutor
     from personae.workflow.spec import load_workflow
     from test_handover_childprog import command
@@ -171,7 +171,7 @@ def test_chain_step_names_the_profile(tmp_path: Path) -> None:
         {"id": "check", "persona": "dev", "task": "do check"},
     ]
     path.write_text(yaml.safe_dump({"name": "p", "steps": steps}), encoding="utf-8")
-    out = run_chain(load_workflow(path), executor=LocalProcessExecutor(command=command))
+    out = execute_chain(load_workflow(path), executor=LocalProcessExecutor(command=command))
     assert out.status == "success"
     built = json.loads((out.state_dir / "handovers" / "build.json").read_text())
     checked = json.loads((out.state_dir / "handovers" / "check.json").read_text())

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from personae.context import Budget, ChatMessage, Snapshot, assemble
+from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
 from personae.tokens.exact import exact_counter
@@ -40,7 +40,7 @@ def test_directive_is_read_fresh_every_turn(tmp_path: Path) -> None:
 
     def turn() -> str:
         snap = _turn(tmp_path, conv, sid)
-        return assemble(snap, "manager", Budget.absolute(3000), COUNTER).render()
+        return assemble_snapshot(snap, "manager", Budget.absolute(3000), COUNTER).render()
 
     assert "Never deploy on Fridays." in turn()
     put(tmp_path, ".personae/directive.md", "Deploy only with a second reviewer.")
@@ -97,7 +97,7 @@ def test_path_b_trims_when_there_is_no_summarizer(tmp_path: Path) -> None:
     store, conv, sid = _session(tmp_path, 20)
     snap = _turn(tmp_path, conv, sid)
     assert snap.history_path == "B"
-    ctx = assemble(snap, "worker", Budget.absolute(4000), COUNTER)
+    ctx = assemble_snapshot(snap, "worker", Budget.absolute(4000), COUNTER)
     report = ctx.report()
     assert report.history_path == "B"
     assert ctx.messages[-1].content == "answer 19"
@@ -123,7 +123,7 @@ def test_path_a_folds_into_a_stored_running_summary(tmp_path: Path) -> None:
     saved = conv.latest_summary(sid)
     assert saved is not None and saved.text.startswith("Summary: answer 0")
     assert saved.covers_seq == snap.messages[0].seq - 1
-    ctx = assemble(snap, "client", Budget.absolute(4000), COUNTER)
+    ctx = assemble_snapshot(snap, "client", Budget.absolute(4000), COUNTER)
     assert ctx.report().history_path == "A"
     assert "<conversation_summary>\nSummary: answer 0" in ctx.render()
     assert "earlier messages omitted" not in ctx.render()
@@ -145,7 +145,7 @@ def test_a_failing_summarizer_falls_back_to_path_b(tmp_path: Path) -> None:
         raise TimeoutError("model timed out")
 
     snap = _turn(tmp_path, conv, sid, broken)
-    report = assemble(snap, "worker", Budget.absolute(3000), COUNTER).report()
+    report = assemble_snapshot(snap, "worker", Budget.absolute(3000), COUNTER).report()
     assert report.history_path == "B"
     assert report.warnings == [
         "summarizer failed (TimeoutError: model timed out); used path B (trim only)"
@@ -209,7 +209,7 @@ def test_project_files_and_task_type_selection(
     project(tmp_path)
     snap = Snapshot.build(tmp_path, task=task, include_git_log=False)
     assert snap.task_type == kind
-    rendered = assemble(snap, "builder", Budget.absolute(8000), COUNTER).render()
+    rendered = assemble_snapshot(snap, "builder", Budget.absolute(8000), COUNTER).render()
     no_empty_tags(rendered)
     codebase = re.search(r"(?s)<codebase>\n(.*?)\n</codebase>", rendered)
     assert codebase is not None
@@ -230,12 +230,12 @@ def test_project_files_and_task_type_selection(
     )
     if task == "profile-page":
         assert "<task>\n## Build the user profile page" in rendered
-    planner = assemble(snap, "planner", Budget.absolute(8000), COUNTER).render()
+    planner = assemble_snapshot(snap, "planner", Budget.absolute(8000), COUNTER).render()
     assert (
         "<gameplan>" in planner and "<project_state>" in planner and "<research_summary>" in planner
     )
     assert "<current_step>" not in planner
-    verifier = assemble(snap, "verifier", Budget.absolute(8000), COUNTER).render()
+    verifier = assemble_snapshot(snap, "verifier", Budget.absolute(8000), COUNTER).render()
     assert "Locked" in verifier  # no decisions tag here, so the step keeps them
 
 
@@ -244,7 +244,7 @@ def test_missing_files_are_skipped_silently(tmp_path: Path) -> None:
     put(tmp_path, ".personae/project/GAMEPLAN.md", "   \n")
     snap = Snapshot.build(tmp_path, task="x", include_git_log=False)
     for role in ("builder", "planner", "inspector", "mapper"):
-        rendered = assemble(snap, role, Budget.absolute(4000), COUNTER).render()
+        rendered = assemble_snapshot(snap, role, Budget.absolute(4000), COUNTER).render()
         no_empty_tags(rendered)
         assert "<gameplan>" not in rendered
 
@@ -265,7 +265,7 @@ def test_recent_changes_come_from_git_log(tmp_path: Path) -> None:
         subprocess.run(["git", "-C", str(tmp_path), "add", "-A"], check=True, env=env)
         subprocess.run(["git", "-C", str(tmp_path), "commit", "-qm", msg], check=True, env=env)
     project(tmp_path)
-    rendered = assemble(
+    rendered = assemble_snapshot(
         Snapshot.build(tmp_path, task="t"), "builder", Budget.absolute(8000), COUNTER
     ).render()
     changes = re.search(r"(?s)<recent_changes>\n(.*?)\n</recent_changes>", rendered)
@@ -281,7 +281,7 @@ def test_no_git_repository_means_no_recent_changes(tmp_path: Path) -> None:
     (tmp_path / ".git").write_text(
         "not a repository", encoding="utf-8"
     )  # stops git's search upward
-    rendered = assemble(
+    rendered = assemble_snapshot(
         Snapshot.build(tmp_path, task="t"), "builder", Budget.absolute(8000), COUNTER
     ).render()
     assert "<recent_changes>" not in rendered
@@ -296,7 +296,7 @@ def _with_commands(root: Path, config: str, text: str) -> str:
         f"        text: {text!r}\n      - task\n",
     )
     snap = Snapshot.build(root, task="t", include_git_log=False)
-    return assemble(snap, "worker", Budget.absolute(4000), COUNTER).render()
+    return assemble_snapshot(snap, "worker", Budget.absolute(4000), COUNTER).render()
 
 
 def test_commands_run_only_when_enabled_and_allowed(tmp_path: Path) -> None:
@@ -348,7 +348,9 @@ def test_snapshot_id_is_a_content_hash(tmp_path: Path) -> None:
     assert a.id == b.id and len(a.id) == 16
     put(tmp_path, "AGENTS.md", "rules v2")
     assert Snapshot.build(tmp_path, task="t", include_git_log=False).id != a.id
-    assert assemble(a, "worker", Budget.absolute(500), COUNTER).report().snapshot_id == a.id
+    assert (
+        assemble_snapshot(a, "worker", Budget.absolute(500), COUNTER).report().snapshot_id == a.id
+    )
 
 
 def test_bad_inputs(tmp_path: Path) -> None:
@@ -364,7 +366,7 @@ def test_bad_inputs(tmp_path: Path) -> None:
         Snapshot.build(tmp_path, step="09-nope", include_git_log=False)
     snap = Snapshot.build(tmp_path, include_git_log=False)
     with pytest.raises(UnknownNameError, match="did you mean 'builder'"):
-        assemble(snap, "buildr", Budget.absolute(100), COUNTER)
+        assemble_snapshot(snap, "buildr", Budget.absolute(100), COUNTER)
     store = Store(tmp_path / "s.db")
     with pytest.raises(UnknownNameError, match="unknown session"):
         Snapshot.build(tmp_path, conversations=ConversationStore(store, COUNTER), session="nope")

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from personae.context import Budget, ChatMessage, ContextWindow, Snapshot, assemble
+from personae.context import Budget, ChatMessage, ContextWindow, Snapshot, assemble_snapshot
 from personae.context.history import MessageCosts
 from personae.context.messages import ChatToolCall
 from personae.context.window import exchanges_of
@@ -108,8 +108,8 @@ def test_window_turns_match_a_from_scratch_build(
                 mine, theirs = list(mine), list(theirs)
             assert mine == theirs, f.name
         # A budget this window never assembled for: no eviction hint, the same prompt.
-        a = assemble(kept, "agent", Budget.absolute(budget), COUNTER)
-        b = assemble(fresh, "agent", Budget.absolute(budget), COUNTER)
+        a = assemble_snapshot(kept, "agent", Budget.absolute(budget), COUNTER)
+        b = assemble_snapshot(fresh, "agent", Budget.absolute(budget), COUNTER)
         assert a.render() == b.render() and a.total == b.total == COUNTER.count(b.render())
         assert a.total <= budget
 

@@ -59,7 +59,7 @@ def test_store_reads_reused_across_turns_match_a_fresh_read(tmp_path: Path) -> N
 
 def _loop(root: Path, low_water: float) -> tuple[int, int, list[float]]:
     """An agent loop at an 8,000-token budget: (prompts, start moves, unused shares)."""
-    from personae.context import Budget, ChatMessage, assemble, load_profiles
+    from personae.context import Budget, ChatMessage, assemble_snapshot, load_profiles
     from personae.context.messages import ChatToolCall as Call
 
     (root / ".personae").mkdir(parents=True)
@@ -90,7 +90,7 @@ def _loop(root: Path, low_water: float) -> tuple[int, int, list[float]]:
                 root, messages=list(msgs), task="t", include_git_log=False, profiles=profiles,
                 window=window,
             )  # fmt: skip
-            ctx = assemble(snap, "agent", Budget.absolute(BUDGET), COUNTER)
+            ctx = assemble_snapshot(snap, "agent", Budget.absolute(BUDGET), COUNTER)
             text = ctx.render()
             assert ctx.total == COUNTER.count(text) <= BUDGET
             assert ctx.messages[-1] == snap.messages[-1]  # the latest turn is whole

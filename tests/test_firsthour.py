@@ -390,13 +390,13 @@ def test_no_help_is_cut(
 ) -> None:
     import typer.rich_utils
 
-    from personae.cli.app import main
+    from personae.cli.app import run_cli
 
     monkeypatch.setenv("COLUMNS", columns)
     monkeypatch.setattr(typer.rich_utils, "MAX_WIDTH", int(columns))  # read at import
     cut = []
     for path in _command_paths():
-        assert main([*path, "--help"]) == 0
+        assert run_cli([*path, "--help"]) == 0
         out = capsys.readouterr().out
         assert "Usage: personae" in out
         assert max(len(line) for line in out.splitlines()) == int(columns)

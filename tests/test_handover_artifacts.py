@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.handover import runflow
-from personae.handover.create import build_handover, create_handover
+from personae.handover.create import build_handover, write_handover
 from personae.team.events import Event, RunStarted, ToolCalled
 from personae.team.loop import TurnResult
 from personae.team.session import RunOutcome
@@ -54,7 +54,7 @@ def test_written_files_become_confined_result_artifacts(
     assert written == ["a.md", "sub/b.md", "leak.md"]
 
     h = build_handover(source_persona="a", target_persona="b", task="t", cwd=root)
-    path = create_handover(h, cwd=root).path
+    path = write_handover(h, cwd=root).path
     session = runflow.begin(
         path, None, cwd=root, non_interactive=True, allowed_roots=[], env_allow=[]
     )

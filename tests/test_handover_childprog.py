@@ -80,17 +80,17 @@ def _main(argv: list[str]) -> int:
 
 
 def test_child_program_writes_results_through_runflow(tmp_path: Path) -> None:
-    from personae.handover.create import build_handover, create_handover
-    from personae.handover.files import load_handover
+    from personae.handover.create import build_handover, write_handover
+    from personae.handover.files import read_handover
 
     h = build_handover(source_persona="a", target_persona="b", task="go", cwd=tmp_path)
-    path = create_handover(h, cwd=tmp_path).path
+    path = write_handover(h, cwd=tmp_path).path
     done = subprocess.run(
         [sys.executable, str(CHILD), "--persona", "b", "--context-from", str(path)],
         cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    results = load_handover(path).handover.results
+    results = read_handover(path).handover.results
     assert results is not None and results.output == "b did: go | history: "
     assert [c["persona"] for c in calls(tmp_path)] == ["b"]
 

@@ -15,7 +15,7 @@ import pytest
 from _helpers import ProjectFactory, run_personae
 from personae.errors import UsageError
 from personae.handover import runflow
-from personae.handover.create import build_handover, create_handover
+from personae.handover.create import build_handover, write_handover
 from personae.handover.duration import format_seconds, parse_duration
 from personae.security.policy import SCRATCH_ROOT, default_roots
 
@@ -158,7 +158,7 @@ def test_unknown_target_is_an_error_at_create(project: Path) -> None:
     assert not list(project.glob(".personae/handovers/*"))
     bundled = cli(project, "handover", "create", "--to", "researcher", "--task", "t")
     assert bundled.returncode == 0, bundled.stderr  # bundled personas are known everywhere
-    created = create_handover(
+    created = write_handover(
         build_handover(source_persona="a", target_persona="viz", task="t", cwd=project),
         cwd=project,
     )

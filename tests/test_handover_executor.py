@@ -19,12 +19,12 @@ from personae.handover.child import (
     ChildOptions,
     ChildSpec,
     backoff_delays,
+    execute_handover,
     personae_run_command,
     run_child,
-    run_handover,
 )
-from personae.handover.create import build_handover, create_handover
-from personae.handover.files import load_handover
+from personae.handover.create import build_handover, write_handover
+from personae.handover.files import read_handover
 from personae.handover.tool import handover_to_persona
 from personae.store.handovers import HandoverLedger
 from test_handover_childprog import calls, command
@@ -46,7 +46,7 @@ def make(project: Path, behave: dict[str, Any] | None = None) -> Path:
         cwd=project,
         data={"behave": behave or {}},
     )
-    return create_handover(h, cwd=project).path
+    return write_handover(h, cwd=project).path
 
 
 def alive(pid: int) -> bool:
@@ -60,10 +60,10 @@ def alive(pid: int) -> bool:
 
 def test_success_results_written_by_child(project: Path) -> None:
     path = make(project)
-    out = run_handover(path, cwd=project, options=ChildOptions(timeout=30, command=command))
+    out = execute_handover(path, cwd=project, options=ChildOptions(timeout=30, command=command))
     assert out.status == "success" and out.exit_code == EXIT_SUCCESS
     assert len(out.attempts) == 1
-    results = load_handover(path).handover.results
+    results = read_handover(path).handover.results
     assert results is not None
     assert results.output == "report-writer did: Write the report | history: "
     assert results.artifacts == ["out-report-writer.txt"]
@@ -71,27 +71,27 @@ def test_success_results_written_by_child(project: Path) -> None:
 
 def test_child_without_results_gets_them_from_exit_code(project: Path) -> None:
     path = make(project, {"no_results": True})
-    out = run_handover(path, cwd=project, options=ChildOptions(timeout=30, command=command))
+    out = execute_handover(path, cwd=project, options=ChildOptions(timeout=30, command=command))
     assert out.status == "success"
-    results = load_handover(path).handover.results
+    results = read_handover(path).handover.results
     assert results is not None and "plain output from report-writer" in (results.output or "")
 
 
 def test_timeout_kills_whole_process_group(project: Path) -> None:
     path = make(project, {"grandchild": True, "sleep": 60})
     started = time.monotonic()
-    out = run_handover(
+    out = execute_handover(
         path, cwd=project, options=ChildOptions(timeout=8, attempts=1, command=command)
     )
     assert time.monotonic() - started < 30
     assert out.exit_code == EXIT_TIMEOUT and out.attempts[0].timed_out
-    hid = load_handover(path).handover.handover_id
+    hid = read_handover(path).handover.handover_id
     grandchild = int((project / f"grandchild-{hid}.pid").read_text())
     deadline = time.monotonic() + 5
     while alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(grandchild), "grandchild survived the group kill"
-    results = load_handover(path).handover.results
+    results = read_handover(path).handover.results
     assert results is not None and results.status == "failure"
     assert "timed out" in (results.error or "")
 
@@ -112,7 +112,7 @@ def test_retries_with_exponential_backoff_then_success(project: Path) -> None:
     path = make(project, {"fail_times": 2})
     spawned: list[float] = []
     ended: list[float] = []
-    out = run_handover(
+    out = execute_handover(
         path, cwd=project,
         options=ChildOptions(timeout=30, attempts=3, backoff=0.3, command=command),
         on_start=lambda _pid: spawned.append(time.monotonic()),
@@ -128,16 +128,16 @@ def test_retries_with_exponential_backoff_then_success(project: Path) -> None:
 
 def test_final_failure_saves_error_state(project: Path) -> None:
     path = make(project, {"fail_times": 10})
-    out = run_handover(
+    out = execute_handover(
         path, cwd=project,
         options=ChildOptions(timeout=30, attempts=2, backoff=0.05, command=command),
     )  # fmt: skip
     assert out.exit_code == EXIT_FAILURE and len(out.attempts) == 2
-    results = load_handover(path).handover.results
+    results = read_handover(path).handover.results
     assert results is not None and results.status == "failure"
     assert "all 2 attempt(s) failed" in (results.error or "")
     assert "scripted failure" in (results.error or "")
-    hid = load_handover(path).handover.handover_id
+    hid = read_handover(path).handover.handover_id
     ledger = HandoverLedger.open(project / ".personae" / "state.db")
     try:
         entry = ledger.get(hid)
@@ -150,7 +150,7 @@ def test_final_failure_saves_error_state(project: Path) -> None:
 
 def test_non_zero_exit_with_success_results_is_retried_no_more_than_asked(project: Path) -> None:
     path = make(project, {"exit": 7, "no_results": True})
-    out = run_handover(
+    out = execute_handover(
         path, cwd=project,
         options=ChildOptions(timeout=30, attempts=2, backoff=0.01, command=command),
     )  # fmt: skip
@@ -188,7 +188,7 @@ def test_cli_run_saves_error_when_child_fails(project: Path) -> None:
          "--retries", "1", "--backoff", "0.05", "--timeout", "60"],
         check=False, cwd=project, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    results = load_handover(path).handover.results
+    results = read_handover(path).handover.results
     assert results is not None
     expected = {"success": 0, "partial": 5, "failure": 3}[results.status]
     assert out.returncode == expected, out.stderr
@@ -206,7 +206,7 @@ def test_cli_run_refuses_unsafe_file_without_spawning(project: Path) -> None:
         check=False, cwd=project, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert out.returncode == 1 and "LD_PRELOAD" in out.stderr
-    assert load_handover(path).handover.results is None
+    assert read_handover(path).handover.results is None
 
 
 def test_tool_waits_for_results(project: Path) -> None:
@@ -281,8 +281,8 @@ def test_interrupt_kills_child_group_and_records_failure(project: Path) -> None:
         "import sys; from pathlib import Path; "
         f"sys.path.insert(0, {str(tests_dir)!r}); "
         "from test_handover_childprog import command; "
-        "from personae.handover.child import ChildOptions, run_handover; "
-        f"run_handover(Path({str(path)!r}), cwd=Path({str(project)!r}), "
+        "from personae.handover.child import ChildOptions, execute_handover; "
+        f"execute_handover(Path({str(path)!r}), cwd=Path({str(project)!r}), "
         "options=ChildOptions(timeout=120, command=command))"
     )
     parent = subprocess.Popen(
@@ -293,7 +293,7 @@ def test_interrupt_kills_child_group_and_records_failure(project: Path) -> None:
         # A test run started in the background inherits SIGINT ignored; Ctrl-C needs the default.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )
-    hid = load_handover(path).handover.handover_id
+    hid = read_handover(path).handover.handover_id
     pidfile = project / f"grandchild-{hid}.pid"
     deadline = time.monotonic() + 60
     while not pidfile.exists() and time.monotonic() < deadline:
@@ -306,7 +306,7 @@ def test_interrupt_kills_child_group_and_records_failure(project: Path) -> None:
     while alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(grandchild)
-    results = load_handover(path).handover.results
+    results = read_handover(path).handover.results
     assert results is not None and results.error == "interrupted during attempt 1"
 
 

@@ -20,7 +20,7 @@ import yaml
 
 from _helpers import VALIDATOR_OK as OK
 from _helpers import ProjectFactory
-from personae.handover.create import build_handover, create_handover
+from personae.handover.create import build_handover, write_handover
 from personae.handover.tool import HandoverToolArgs, HandoverToolResult
 
 RULES = [
@@ -96,7 +96,7 @@ def _terminal(argv: list[str], cwd: Path, timeout: float = 120) -> Iterator[_Ter
 
 
 def test_handover_run_interactive_attaches_the_child_to_the_terminal(project: Path) -> None:
-    created = create_handover(
+    created = write_handover(
         build_handover(
             source_persona="user", target_persona="dev", task="What is the port?", cwd=project
         ),

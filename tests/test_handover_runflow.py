@@ -12,8 +12,8 @@ from _helpers import ProjectFactory, run_personae
 from personae.errors import UsageError
 from personae.handover import runflow
 from personae.handover._history import history_for
-from personae.handover.create import build_handover, create_handover, parse_file_spec
-from personae.handover.files import load_handover
+from personae.handover.create import build_handover, parse_file_spec, write_handover
+from personae.handover.files import read_handover
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
 from personae.store.handovers import HandoverLedger
@@ -43,7 +43,7 @@ def make(project: Path, **kw: object) -> Path:
         data={"months": 12},
         **kw,  # type: ignore[arg-type]
     )
-    return create_handover(h, cwd=project).path
+    return write_handover(h, cwd=project).path
 
 
 def test_begin_reads_task_section_and_workdir(project: Path) -> None:
@@ -85,7 +85,7 @@ def test_finish_writes_results_in_place_on_success(project: Path) -> None:
         next_steps=["share it"],
     )
     assert written == path
-    results = load_handover(path).handover.results
+    results = read_handover(path).handover.results
     assert results is not None
     assert (results.status, results.output, results.artifacts, results.next_steps) == (
         "success",
@@ -102,10 +102,10 @@ def test_finish_writes_failure_and_return_path(project: Path) -> None:
     ret = project / "out" / "result.yaml"
     written = runflow.finish(session, status="failure", output=None, error="boom", return_path=ret)
     assert written == ret
-    back = load_handover(ret)
+    back = read_handover(ret)
     assert back.format == "yaml"
     assert back.handover.results is not None and back.handover.results.error == "boom"
-    assert load_handover(path).handover.results is None  # original untouched
+    assert read_handover(path).handover.results is None  # original untouched
 
 
 def test_working_on_writes_every_turn_as_the_results(project: Path) -> None:
@@ -119,7 +119,7 @@ def test_working_on_writes_every_turn_as_the_results(project: Path) -> None:
             )
         )
     assert work.written == path
-    results = load_handover(path).handover.results
+    results = read_handover(path).handover.results
     assert results is not None and results.status == "partial"  # one turn was not done
     assert results.output == "first\n\nsecond"
     assert (results.artifacts, results.next_steps) == (["a.md"], ["check b"])
@@ -134,7 +134,7 @@ def test_working_on_writes_the_failure_and_raises_on(project: Path) -> None:
         work.add(runflow.HandoverTurn(done=True, answer="never kept"))
         raise TimeoutError
     assert work.written is None
-    results = load_handover(ret).handover.results
+    results = read_handover(ret).handover.results
     assert results is not None
     assert (results.status, results.error, results.output) == ("failure", "timed out", None)
 
@@ -149,7 +149,7 @@ def test_working_on_without_a_handover_writes_nothing(project: Path) -> None:
 def test_finish_cuts_huge_output_instead_of_failing(project: Path) -> None:
     session = runflow.begin(make(project), None, cwd=project, non_interactive=True)
     runflow.finish(session, status="partial", output="x" * 500_000)
-    results = load_handover(session.path).handover.results
+    results = read_handover(session.path).handover.results
     assert results is not None and len(results.output or "") <= 200_000
     assert "cut" in (results.output or "")
 
@@ -159,12 +159,12 @@ def test_finish_survives_deleted_file(project: Path) -> None:
     session = runflow.begin(path, None, cwd=project, non_interactive=True)
     path.unlink()
     runflow.finish(session, status="success", output="ok")
-    assert load_handover(path).handover.results is not None
+    assert read_handover(path).handover.results is not None
 
 
 def test_ledger_records_create_start_result_and_outlives_file(project: Path) -> None:
     path = make(project)
-    hid = load_handover(path).handover.handover_id
+    hid = read_handover(path).handover.handover_id
     session = runflow.begin(path, None, cwd=project, non_interactive=True)
     runflow.finish(session, status="success", output="ok")
     path.unlink()
@@ -218,7 +218,7 @@ def test_cli_create_show_validate(project: Path) -> None:
     assert out.returncode == 0, out.stderr
     path = Path(out.stdout.strip())
     assert path == project.resolve() / "h.yaml"
-    assert load_handover(path).format == "yaml"
+    assert read_handover(path).format == "yaml"
     show = cli(project, "handover", "show", "h.yaml")
     assert "report-writer" in show.stdout and "up 5%" in show.stdout
     valid = cli(project, "handover", "validate", "h.yaml")

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from personae.errors import UsageError
-from personae.handover.files import load_handover, parse_handover, save_handover
+from personae.handover.files import parse_handover, read_handover, save_handover
 from personae.handover.jsonschema import handover_json_schema_text
 from personae.handover.schema import MAX_FILE_BYTES, ContextHandover
 
@@ -82,10 +82,10 @@ def test_unknown_fields_survive_round_trip_at_every_level(tmp_path: Path, suffix
     doc["results"]["metrics"] = {"f1": 0.9}
     src = tmp_path / f"in{suffix}"
     src.write_text(json.dumps(doc) if suffix == ".json" else yaml.safe_dump(doc))
-    loaded = load_handover(src)
+    loaded = read_handover(src)
     out = tmp_path / f"out{suffix}"
     save_handover(loaded.handover, out)
-    again = load_handover(out).handover.model_dump(mode="json", by_alias=True)
+    again = read_handover(out).handover.model_dump(mode="json", by_alias=True)
     assert again == doc
 
 
@@ -126,37 +126,37 @@ def test_property_unknown_fields_round_trip(
         where[place].update(fields)
     path = tmp_path / f"h.{fmt}"
     save_handover(ContextHandover.model_validate(doc), path)
-    assert load_handover(path).handover.model_dump(mode="json", by_alias=True) == doc
+    assert read_handover(path).handover.model_dump(mode="json", by_alias=True) == doc
 
 
 def test_yaml_and_json_autodetected_without_suffix(tmp_path: Path) -> None:
     j = tmp_path / "handover"
     j.write_text(json.dumps(base()))
-    assert load_handover(j).format == "json"
+    assert read_handover(j).format == "json"
     y = tmp_path / "handover2"
     y.write_text(yaml.safe_dump(base()))
-    assert load_handover(y).format == "yaml"
+    assert read_handover(y).format == "yaml"
 
 
 def test_unquoted_yaml_timestamps_become_strings(tmp_path: Path) -> None:
     text = yaml.safe_dump(base()).replace("'2026-01-01T00:00:00Z'", "2026-01-01T00:00:00Z")
     path = tmp_path / "h.yaml"
     path.write_text(text)
-    assert load_handover(path).handover.timestamp.startswith("2026-01-01T00:00:00")
+    assert read_handover(path).handover.timestamp.startswith("2026-01-01T00:00:00")
 
 
 def test_newer_major_version_refused_clearly(tmp_path: Path) -> None:
     path = tmp_path / "h.json"
     path.write_text(json.dumps({"version": "2.0.0", "totally": "different"}))
     with pytest.raises(UsageError) as err:
-        load_handover(path)
+        read_handover(path)
     assert "newer" in str(err.value) and "2.0.0" in str(err.value) and str(path) in str(err.value)
 
 
 def test_newer_minor_version_accepted(tmp_path: Path) -> None:
     path = tmp_path / "h.json"
     path.write_text(json.dumps(base(version="1.7.2")))
-    assert load_handover(path).handover.version == "1.7.2"
+    assert read_handover(path).handover.version == "1.7.2"
 
 
 @pytest.mark.parametrize(
@@ -174,7 +174,7 @@ def test_corrupt_files_fail_with_clear_message(tmp_path: Path, text: str, needle
     path = tmp_path / ("h.yaml" if "key" in text or "&x" in text else "h.json")
     path.write_text(text)
     with pytest.raises(UsageError) as err:
-        load_handover(path)
+        read_handover(path)
     assert needle in str(err.value)
     assert str(path) in str(err.value)
 
@@ -185,7 +185,7 @@ def test_truncated_at_every_length_never_crashes(tmp_path: Path) -> None:
     for cut in range(0, len(raw), 7):
         path.write_bytes(raw[:cut])
         with pytest.raises(UsageError):
-            load_handover(path)
+            read_handover(path)
 
 
 def test_missing_field_names_the_field(tmp_path: Path) -> None:
@@ -194,7 +194,7 @@ def test_missing_field_names_the_field(tmp_path: Path) -> None:
     path = tmp_path / "h.json"
     path.write_text(json.dumps(doc))
     with pytest.raises(UsageError) as err:
-        load_handover(path)
+        read_handover(path)
     assert "target.task" in str(err.value)
 
 
@@ -216,7 +216,7 @@ def test_file_size_limit(tmp_path: Path) -> None:
         fh.write(b"x" * MAX_FILE_BYTES)
         fh.write(b'"}')
     with pytest.raises(UsageError, match="larger than"):
-        load_handover(path)
+        read_handover(path)
 
 
 def test_invalid_utf8_overlong_encoding_refused(tmp_path: Path) -> None:
@@ -224,7 +224,7 @@ def test_invalid_utf8_overlong_encoding_refused(tmp_path: Path) -> None:
     raw = json.dumps(base()).encode().replace(b"a.csv", b"\xc0\xae\xc0\xae/a.csv")
     path.write_bytes(raw)
     with pytest.raises(UsageError, match="not valid UTF-8"):
-        load_handover(path)
+        read_handover(path)
 
 
 def test_handover_id_must_be_filename_safe(tmp_path: Path) -> None:
@@ -245,7 +245,7 @@ def test_save_is_atomic_and_leaves_no_temp_files(tmp_path: Path) -> None:
     save_handover(ContextHandover.model_validate(base(version="1.0.1")), path)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["h.json"]  # no temp file, and the lock file is removed on release
-    assert load_handover(path).handover.version == "1.0.1"
+    assert read_handover(path).handover.version == "1.0.1"
 
 
 def test_published_schema_matches_model() -> None:

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from _helpers import ProjectFactory
 from personae.handover import runflow
-from personae.handover.create import build_handover, create_handover, parse_file_spec
-from personae.handover.files import load_handover, save_handover
+from personae.handover.create import build_handover, parse_file_spec, write_handover
+from personae.handover.files import read_handover, save_handover
 from personae.handover.schema import ContextHandover
 from personae.security.policy import (
     REDACTED,
@@ -131,7 +131,7 @@ def test_load_refuses_unsafe_artifact_naming_field(project: Path) -> None:
     path = project / "h.json"
     path.write_text(json.dumps(doc(project, ["data/a.csv", "/etc/shadow"])))
     with pytest.raises(HandoverSecurityError) as err:
-        load_handover(path, policy=strict(project))
+        read_handover(path, policy=strict(project))
     assert "artifacts.files[1].path" in str(err.value) and "/etc/shadow" in str(err.value)
 
 
@@ -155,7 +155,7 @@ def test_create_refuses_artifact_outside_roots(project: Path) -> None:
         files=[parse_file_spec("/etc/passwd:data:pw")],
     )
     with pytest.raises(HandoverSecurityError, match="/etc/passwd"):
-        create_handover(h, cwd=project, allowed_roots=[])
+        write_handover(h, cwd=project, allowed_roots=[])
     assert not (project / ".personae" / "handovers").exists() or not any(
         (project / ".personae" / "handovers").glob("*.json")
     )
@@ -209,7 +209,7 @@ def test_load_refuses_dangerous_env(project: Path) -> None:
     path = project / "h.json"
     path.write_text(json.dumps(doc(project, [], env={"LD_PRELOAD": "/tmp/evil.so"})))
     with pytest.raises(HandoverSecurityError) as err:
-        load_handover(path, policy=strict(project))
+        read_handover(path, policy=strict(project))
     assert "source.environment" in str(err.value) and "LD_PRELOAD" in str(err.value)
 
 
@@ -293,7 +293,7 @@ def test_roundtrip_keeps_policy_on_reload(project: Path) -> None:
     h = ContextHandover.model_validate(doc(project, ["data/a.csv"]))
     path = project / "h.yaml"
     save_handover(h, path)
-    assert load_handover(path, policy=strict(project)).handover.artifacts.files[0].path == (
+    assert read_handover(path, policy=strict(project)).handover.artifacts.files[0].path == (
         "data/a.csv"
     )
     assert os.stat(path).st_mode & 0o077 == 0

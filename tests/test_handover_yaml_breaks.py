@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from personae.handover.files import load_handover, save_handover
+from personae.handover.files import read_handover, save_handover
 from personae.handover.schema import ContextHandover
 
 
@@ -29,6 +29,6 @@ def test_yaml_round_trip_keeps_unicode_line_breaks(tmp_path: Path, text: str) ->
     doc["target"]["task"] = f"task {text}"
     path = tmp_path / "h.yaml"
     save_handover(ContextHandover.model_validate(doc), path)
-    loaded = load_handover(path).handover.model_dump(mode="json", by_alias=True)
+    loaded = read_handover(path).handover.model_dump(mode="json", by_alias=True)
     assert loaded["zzNote"] == [text]
     assert loaded["target"]["task"] == f"task {text}"

@@ -79,8 +79,8 @@ _STUCK_WRITER = textwrap.dedent(
         from personae.mind.memory import MemoryDir
         MemoryDir(Path(sys.argv[3])).write("tea.md", sys.argv[4])
     else:
-        from personae.handover.files import load_handover, save_handover
-        save_handover(load_handover(sys.argv[3]).handover, sys.argv[3])
+        from personae.handover.files import read_handover, save_handover
+        save_handover(read_handover(sys.argv[3]).handover, sys.argv[3])
     """
 )
 
@@ -133,10 +133,10 @@ def test_handover_writes_leave_no_lock_or_temp_file(tmp_path: Path) -> None:
     assert (folder.stat().st_mode & 0o777) == 0o700
     _kill_mid_write("handover", path, tmp_path)
     assert sorted(n.split(".")[-1] for n in _leftovers(folder)) == ["lock", "tmp"]
-    from personae.handover.files import load_handover, save_handover
+    from personae.handover.files import read_handover, save_handover
 
     before = json.loads(path.read_text())
-    save_handover(load_handover(path).handover, path)
+    save_handover(read_handover(path).handover, path)
     assert _leftovers(folder) == []
     assert json.loads(path.read_text()) == before
 

@@ -1,6 +1,6 @@
 """QA regressions: user mistakes through the public CLI give one clear line, no traceback.
 
-Most tests call ``personae.cli.app.main(argv)`` (the function the console
+Most tests call ``personae.cli.app.run_cli(argv)`` (the function the console
 script runs) in process; the ones about the process edge (environment,
 Ctrl-C, the ``python -m personae`` entry) spawn a real subprocess.
 """
@@ -20,14 +20,14 @@ import pytest
 
 from _helpers import run_personae
 from conftest import flat
-from personae.cli.app import main
+from personae.cli.app import run_cli
 
 DEMO = Path(__file__).resolve().parents[1] / "src" / "personae" / "examples" / "demo"
 
 
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     """Run the CLI in process; (exit code, stdout, stderr)."""
-    code = main(list(args))
+    code = run_cli(list(args))
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -53,7 +53,7 @@ def spawn(
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> Path:
     """An initialised example project as the working directory."""
     root = tmp_path / "proj"
-    assert main(["init", str(root)]) == 0
+    assert run_cli(["init", str(root)]) == 0
     monkeypatch.chdir(root)
     return root
 

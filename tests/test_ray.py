@@ -38,7 +38,7 @@ from personae.batch.job import RunCommand
 from personae.batch.progress import Progress
 from personae.errors import UsageError
 from personae.models.scripted import ScriptedServer
-from personae.workflow.chain import ChainOutcome, run_chain
+from personae.workflow.chain import ChainOutcome, execute_chain
 from personae.workflow.executors import Executor, LocalProcessExecutor
 from personae.workflow.ray_executor import LOCAL_CLUSTER_ENV, RayExecutor
 from personae.workflow.spec import load_workflow
@@ -120,10 +120,10 @@ def _facts(out: ChainOutcome) -> dict[str, tuple[Any, ...]]:
 def test_chain_fan_out_on_ray_matches_local_and_resumes(ray_cluster: str, tmp_path: Path) -> None:
     root = _chain_project(tmp_path)
     wf = load_workflow(root / "workflow.yaml")
-    local = run_chain(wf, executor=LocalProcessExecutor(), state_dir=tmp_path / "local")
+    local = execute_chain(wf, executor=LocalProcessExecutor(), state_dir=tmp_path / "local")
     starts: list[str] = []
     with RayExecutor() as ray_executor:  # joins the session's cluster, leaves it running
-        on_ray = run_chain(
+        on_ray = execute_chain(
             wf, executor=ray_executor, state_dir=tmp_path / "ray",
             on_event=lambda key, msg: starts.append(key) if msg.startswith("start") else None,
         )  # fmt: skip
@@ -137,7 +137,7 @@ def test_chain_fan_out_on_ray_matches_local_and_resumes(ray_cluster: str, tmp_pa
         assert passed["south"]["output"] == "SOUTH-ANSWER"
         assert sorted(starts) == ["north", "report", "south"]
         runs = json.loads(run_personae("runs", "list", "--json", "--limit", "50", cwd=root).stdout)
-        again = run_chain(wf, resume=True, executor=ray_executor, state_dir=tmp_path / "ray")
+        again = execute_chain(wf, resume=True, executor=ray_executor, state_dir=tmp_path / "ray")
     assert sorted(again.resumed) == ["north", "report", "south"]  # nothing is run again
     after = json.loads(run_personae("runs", "list", "--json", "--limit", "50", cwd=root).stdout)
     assert len(runs) == len(after) == 6
@@ -218,7 +218,7 @@ def test_step_resources_no_node_has_fail_at_once(ray_cluster: str, tmp_path: Pat
     step = {"id": "a", "persona": "dev", "task": "x", "resources": {"nowhere": 1}}
     path.write_text(yaml.safe_dump({"name": "x", "steps": [step]}))
     with RayExecutor() as ray_executor:
-        out = run_chain(load_workflow(path), executor=ray_executor)
+        out = execute_chain(load_workflow(path), executor=ray_executor)
     assert out.status == "failure"
     assert out.steps["a"].error == "no node of the Ray cluster offers CPU=1, nowhere=1"
 

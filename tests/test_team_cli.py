@@ -204,8 +204,8 @@ def write(text):
         sys.stderr.write("HEAVY-AT-FIRST-LINE=" + ",".join(seen[0]) + "\\n")
     return real(text)
 sys.stdout.write = write
-from personae.cli.app import main
-main(sys.argv[1:])
+from personae.cli.app import run_cli
+run_cli(sys.argv[1:])
 """
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from personae.team.dispatch import Action, SubtaskBudget, next_step
+from personae.team.dispatch import StepAction, SubtaskBudget, next_step
 from personae.team.involvement import involvement_for
 from personae.team.loop import involvement_for_subtask
 from personae.team.loopdetect import LoopDetector
@@ -47,23 +47,23 @@ def rejected(
 @pytest.mark.parametrize(
     ("blocker", "action"),
     [
-        (BlockerType.HALLUCINATION, Action.RETRY),
-        (BlockerType.TOOL_FAILURE, Action.RETRY),
-        (BlockerType.PARTIAL, Action.DECOMPOSE),
-        (BlockerType.SCOPE_DRIFT, Action.REPHRASE),
-        (BlockerType.LOOP, Action.REPHRASE),
-        (BlockerType.CAPABILITY_GAP, Action.ESCALATE),
+        (BlockerType.HALLUCINATION, StepAction.RETRY),
+        (BlockerType.TOOL_FAILURE, StepAction.RETRY),
+        (BlockerType.PARTIAL, StepAction.DECOMPOSE),
+        (BlockerType.SCOPE_DRIFT, StepAction.REPHRASE),
+        (BlockerType.LOOP, StepAction.REPHRASE),
+        (BlockerType.CAPABILITY_GAP, StepAction.ESCALATE),
     ],
 )
-def test_each_blocker_maps_to_its_strategy(blocker: BlockerType, action: Action) -> None:
+def test_each_blocker_maps_to_its_strategy(blocker: BlockerType, action: StepAction) -> None:
     budget = SubtaskBudget(max_retries=2)
     decision = next_step(rejected(blocker), WORK, budget, subtask="s", tools_to_use=["grep"])
     assert budget.retries_used == 0  # next_step is pure: the new state is on the decision
     budget = decision.budget
     assert decision.action is action
-    spends = action in (Action.RETRY, Action.REPHRASE, Action.DECOMPOSE)
+    spends = action in (StepAction.RETRY, StepAction.REPHRASE, StepAction.DECOMPOSE)
     assert budget.retries_used == (1 if spends else 0)
-    if action is Action.ESCALATE:
+    if action is StepAction.ESCALATE:
         assert decision.warning and "needs you" in decision.warning
 
 
@@ -85,7 +85,7 @@ def test_tool_failure_retries_at_most_twice_then_rephrases_then_stops() -> None:
         rejection = rejected(BlockerType.TOOL_FAILURE)
         actions.append(next_step(rejection, failed, budget, subtask="s", tools_to_use=[]))
         budget = actions[-1].budget
-    assert [a.action for a in actions] == [Action.RETRY, Action.REPHRASE, Action.SKIP]
+    assert [a.action for a in actions] == [StepAction.RETRY, StepAction.REPHRASE, StepAction.SKIP]
     assert "no such file" in actions[0].instruction
 
 
@@ -95,12 +95,14 @@ def test_code_detected_loop_overrides_the_validator_and_skips_after_two() -> Non
     says_fine = rejected(BlockerType.PARTIAL, progress=True)
     first = next_step(says_fine, looping, budget, subtask="s", tools_to_use=[])
     second = next_step(says_fine, looping, first.budget, subtask="s", tools_to_use=[])
-    assert (first.action, second.action) == (Action.REPHRASE, Action.SKIP)
+    assert (first.action, second.action) == (StepAction.REPHRASE, StepAction.SKIP)
     assert second.warning and "loop" in second.warning
 
 
-@pytest.mark.parametrize(("progress", "action"), [(True, Action.CONTINUE), (False, Action.SKIP)])
-def test_exhaustion(progress: bool, action: Action) -> None:
+@pytest.mark.parametrize(
+    ("progress", "action"), [(True, StepAction.CONTINUE), (False, StepAction.SKIP)]
+)
+def test_exhaustion(progress: bool, action: StepAction) -> None:
     budget = SubtaskBudget(max_retries=1, retries_used=1)
     decision = next_step(
         rejected(BlockerType.HALLUCINATION, progress=progress), WORK, budget, subtask="s",
@@ -136,9 +138,9 @@ def test_budget_is_never_exceeded_and_every_subtask_ends(
             tools_to_use=[],
         )  # fmt: skip
         budget = decision.budget
-        spent += decision.action in (Action.RETRY, Action.REPHRASE, Action.DECOMPOSE)
+        spent += decision.action in (StepAction.RETRY, StepAction.REPHRASE, StepAction.DECOMPOSE)
         assert budget.retries_used == spent <= max_retries
-        if decision.action in (Action.SKIP, Action.ESCALATE, Action.CONTINUE):
+        if decision.action in (StepAction.SKIP, StepAction.ESCALATE, StepAction.CONTINUE):
             ended = True
             assert decision.warning  # every way out without approval is visible
             break

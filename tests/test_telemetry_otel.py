@@ -167,8 +167,8 @@ def test_no_opentelemetry_sdk_is_loaded_when_telemetry_is_off(demo: tuple[Path, 
     root, _ = demo
     code = (
         "import sys\n"
-        "from personae.cli.app import main\n"
-        f"rc = main(['run', '--persona', 'maintainer', '--model', 'scripted:{SCENARIO}', "
+        "from personae.cli.app import run_cli\n"
+        f"rc = run_cli(['run', '--persona', 'maintainer', '--model', 'scripted:{SCENARIO}', "
         f"'--json', {DEMO_TASK!r}])\n"
         "loaded = sorted(m for m in sys.modules if m.startswith(("
         "'opentelemetry.sdk', 'opentelemetry.exporter', 'personae.telemetry')))\n"

@@ -22,7 +22,7 @@ import sys
 _PR_SET_PDEATHSIG = 1
 
 
-def main(argv: list[str]) -> int:
+def tie(argv: list[str]) -> int:
     """Tie, record the pid, exec ``argv[1:]``."""
     if len(argv) < 2:
         print("usage: _tie.py PIDFILE COMMAND [ARG...]", file=sys.stderr)
@@ -51,4 +51,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(tie(sys.argv[1:]))

@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from personae.context.assemble import AssembledContext
-from personae.context.assemble import assemble as fit_role
+from personae.context.assemble import AssembledContext, assemble_snapshot
 from personae.context.budget import Budget
 from personae.context.fit_items import fit_items
 from personae.context.messages import ChatMessage, from_stored
@@ -106,7 +105,7 @@ def assemble(
             profiles=profiles,
             commands=project.config.commands,
         )
-        return fit_role(snapshot, role, plan, counter, profiles=profiles)
+        return assemble_snapshot(snapshot, role, plan, counter, profiles=profiles)
     finally:
         if store is not None:
             store.close()

@@ -121,8 +121,7 @@ def create_handover(
     # local import: each call loads only its own engine (`personae handover create` start-up)
     from personae.handover._cast import persona_facts
     from personae.handover._history import history_for
-    from personae.handover.create import build_handover, parse_file_spec
-    from personae.handover.create import create_handover as write
+    from personae.handover.create import build_handover, parse_file_spec, write_handover
     from personae.project import Project
 
     if not spec.task.strip():
@@ -150,19 +149,19 @@ def create_handover(
         history=history_for(project.state_db, spec.session or None), mcp_servers=servers,
         env_allow=project.config.handover.env_allow,
     )  # fmt: skip
-    return write(handover, cwd=where, out=spec.out, fmt=spec.format)
+    return write_handover(handover, cwd=where, out=spec.out, fmt=spec.format)
 
 
 def load_handover(path: str | Path, *, cwd: str | Path = ".") -> LoadedHandover:
     """Read, validate and safety-check a handover file with the project policy at ``cwd``
     (what ``personae handover run`` does first)."""
     # local import: each call loads only its own engine (`personae handover create` start-up)
-    from personae.handover.files import load_handover as read
+    from personae.handover.files import read_handover
     from personae.handover.runflow import load_policy
 
     file = Path(path)
     policy, allow = load_policy(Path(cwd).resolve(), file)
-    return read(file, policy=policy, env_allow=allow)
+    return read_handover(file, policy=policy, env_allow=allow)
 
 
 def run_handover(
@@ -171,8 +170,7 @@ def run_handover(
     """Run the handover at ``path`` in a child ``personae run`` until it succeeds or its
     attempts run out; the results are written back (``outcome.handover.results``)."""
     # local import: each call loads only its own engine (`personae handover create` start-up)
-    from personae.handover.child import ChildOptions
-    from personae.handover.child import run_handover as execute
+    from personae.handover.child import ChildOptions, execute_handover
     from personae.settings import PersonaeSettings
 
     opts = options or HandoverRunOptions()
@@ -183,14 +181,14 @@ def run_handover(
         timeout=timeout, attempts=opts.retries + 1, backoff=opts.backoff, persona=opts.persona,
         model=opts.model, return_path=opts.return_path,
     )  # fmt: skip
-    return execute(Path(path), cwd=where, options=child, on_attempt=opts.on_attempt)
+    return execute_handover(Path(path), cwd=where, options=child, on_attempt=opts.on_attempt)
 
 
 def run_chain(workflow: str | Path | Workflow, options: ChainOptions | None = None) -> ChainOutcome:
     """Run a chain workflow (a YAML file or a loaded ``Workflow``); returns its outcome
     (``status``, ``exit_code``, per-step states, ``report_path``)."""
     # local import: each call loads only its own engine (`personae handover create` start-up)
-    from personae.workflow.chain import run_chain as execute
+    from personae.workflow.chain import execute_chain
     from personae.workflow.engines import open_executor
     from personae.workflow.spec import Workflow, load_workflow
 
@@ -199,12 +197,12 @@ def run_chain(workflow: str | Path | Workflow, options: ChainOptions | None = No
     if opts.state_dir is not None and opts.state_dir.exists() and not opts.state_dir.is_dir():
         raise UsageError("not a folder", file=opts.state_dir, field="state_dir")
     if not isinstance(opts.executor, str):
-        return execute(
+        return execute_chain(
             wf, resume=opts.resume, concurrency=opts.concurrency, state_dir=opts.state_dir,
             on_event=opts.on_event, executor=opts.executor,
         )  # fmt: skip
     with open_executor(opts.executor, address=opts.address) as runner:
-        return execute(
+        return execute_chain(
             wf, resume=opts.resume, concurrency=opts.concurrency, state_dir=opts.state_dir,
             on_event=opts.on_event, executor=runner,
         )  # fmt: skip

@@ -105,7 +105,7 @@ class TeamResult:
             if isinstance(event, Validated) and event.subtask and event.completion_signal:
                 signals[event.subtask] = CompletionSignal.model_validate(event.completion_signal)
         result = outcome.result
-        status: Literal["done", "partial"] = "done" if result.status == "done" else "partial"
+        status = result.status
         return cls(
             answer=result.final_text, status=status, run_id=outcome.run_id,
             session_id=outcome.session_id, model=outcome.model_label,

@@ -21,7 +21,7 @@ from personae.errors import UsageError
 from personae.project import Project
 from personae.settings import PersonaeSettings
 from personae.store.db import Store
-from personae.store.runs import RunStore
+from personae.store.runs import RunStatus, RunStore
 from personae.team.events import AnswerStreamed, RunStarted
 from personae.team.session import RunOptions, run_turn
 
@@ -301,7 +301,7 @@ def _cancelled(options: RunOptions, seen: Sequence[Event]) -> TeamResult:
     if run_id:
         with Store(Project.open(options.root).state_db) as store:
             runs = RunStore(store)
-            runs.settle(run_id, status="cancelled", error="cancelled from the Python API")
+            runs.settle(run_id, status=RunStatus.CANCELLED, error="cancelled from the Python API")
             record = runs.get(run_id)
             usage, model, session = dict(record.usage or {}), record.model, record.session_id or ""
     return TeamResult(

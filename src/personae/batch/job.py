@@ -25,6 +25,7 @@ from personae.layout import Layout
 from personae.limits import DEFAULTS
 from personae.store.db import Store
 from personae.store.runs import RunStore
+from personae.team.events import EventKind
 from personae.workflow.executors import JobResult
 
 __all__ = ["RunCommand", "RunJob", "final_event"]
@@ -64,7 +65,7 @@ def final_event(stdout: str) -> tuple[dict[str, Any] | None, str | None]:
         if not isinstance(event, dict):
             continue
         run_id = run_id or (str(event["run_id"]) if event.get("run_id") else None)
-        if event.get("kind") == "final":
+        if event.get("kind") == EventKind.FINAL:
             final = event
     return final, run_id
 

@@ -1,6 +1,6 @@
 """The ``personae`` command: one Typer app, one module per noun.
 
-``main()`` maps every :class:`~personae.errors.PersonaeError` to one line on
+``run_cli()`` maps every :class:`~personae.errors.PersonaeError` to one line on
 stderr and exit 1, and bad CLI usage to exit 2. No tracebacks for user mistakes.
 """
 
@@ -17,7 +17,7 @@ from personae.cli import batch, chain, context, handover, hosts, personas, proje
 from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
 from personae.errors import PersonaeError
 
-__all__ = ["app", "main"]
+__all__ = ["app", "run_cli"]
 
 _HELP = (
     "Persona and context engine for multi-agent LLM systems.\n\n"
@@ -92,7 +92,7 @@ def _quiet_third_parties() -> None:
     os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
 
 
-def main(argv: list[str] | None = None) -> int:
+def run_cli(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, without ``argv``, exits with) the process exit code.
 
     Typer handles bad usage itself (message and exit 2); every PersonaeError

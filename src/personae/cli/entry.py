@@ -21,8 +21,8 @@ def main() -> None:
         sys.exit(run_gate(args[2:]))
     try:
         # local import: the gate path above does not pay for the CLI app
-        from personae.cli.app import main as app_main
+        from personae.cli.app import run_cli
     except KeyboardInterrupt:  # Ctrl-C while the CLI is still importing
         print("personae: interrupted", file=sys.stderr)
         sys.exit(130)
-    sys.exit(app_main(args))
+    sys.exit(run_cli(args))

@@ -150,11 +150,11 @@ def show(
     The file gets the same checks as ``validate``: one it refuses is not shown.
     """
     # local import: CLI start-up (only the command that runs loads what it needs)
-    from personae.handover.files import load_handover
+    from personae.handover.files import read_handover
     from personae.handover.runflow import load_policy
 
     policy, allow = load_policy(Path.cwd(), file)
-    h = load_handover(file, policy=policy, env_allow=allow).handover
+    h = read_handover(file, policy=policy, env_allow=allow).handover
     if as_json:
         typer.echo(json.dumps(h.model_dump(mode="json", by_alias=True), indent=2))
         return
@@ -190,13 +190,13 @@ def validate(
 ) -> None:
     """Check a handover file: schema, version, sizes and every safety rule."""
     # local import: CLI start-up (only the command that runs loads what it needs)
-    from personae.handover.files import load_handover
+    from personae.handover.files import read_handover
     from personae.handover.runflow import load_policy
     from personae.security.policy import held_environment
 
     cwd = Path.cwd()
     policy, allow = load_policy(cwd, file)
-    loaded = load_handover(file, policy=policy, env_allow=allow)
+    loaded = read_handover(file, policy=policy, env_allow=allow)
     h = loaded.handover
     _, held = held_environment(h.source.environment, allow)
     if held:
@@ -279,15 +279,15 @@ def run(  # noqa: PLR0917 (typer options)
 ) -> None:
     """Run the target persona in a child `personae run` process; exit code per docs."""
     # local import: CLI start-up (only the command that runs loads what it needs)
-    from personae.handover.child import ChildOptions, run_handover
-    from personae.handover.files import load_handover
+    from personae.handover.child import ChildOptions, execute_handover
+    from personae.handover.files import read_handover
     from personae.handover.runflow import load_policy
     from personae.security.policy import held_environment
     from personae.settings import PersonaeSettings
 
     cwd = Path.cwd()
     policy, allow = load_policy(cwd, file)
-    loaded = load_handover(file, policy=policy, env_allow=allow)  # refuse unsafe files first
+    loaded = read_handover(file, policy=policy, env_allow=allow)  # refuse unsafe files first
     _, held = held_environment(loaded.handover.source.environment, allow)
     if held:
         typer.echo(f"personae: warning: {held}", err=True)
@@ -319,7 +319,7 @@ def run(  # noqa: PLR0917 (typer options)
         if results is not None and results.error:
             typer.echo(f"error: {results.error}", err=True)
         raise typer.Exit(outcome.exit_code)
-    outcome = run_handover(file, cwd=cwd, options=child, on_attempt=report)
+    outcome = execute_handover(file, cwd=cwd, options=child, on_attempt=report)
     results = outcome.handover.results
     if as_json:
         tries = [

@@ -29,8 +29,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Open a local web viewer of this project's runs, contexts, budgets and chains."""
         # local import: CLI start-up (only the command that runs loads what it needs)
-        from personae.ui.server import serve
+        from personae.ui.server import serve_viewer
 
         if not port.strip().isdigit():
             raise UsageError(f"{port!r} is not a port number (0-65535)", field="--port")
-        serve(root if root is not None else Path.cwd(), port=int(port), host=host)
+        serve_viewer(root if root is not None else Path.cwd(), port=int(port), host=host)

@@ -1,11 +1,11 @@
 """personae.context: what each agent sees, fitted to an exact token budget.
 
 ``Snapshot.build(..., window=...)`` once per turn (one ``ContextWindow`` per
-session, kept by the agent loop); ``assemble(snapshot, role, budget, counter)``
+session, kept by the agent loop); ``assemble_snapshot(snapshot, role, budget, counter)``
 for each role; ``.render()`` gives the prompt text, ``.report()`` the budget report.
 """
 
-from personae.context.assemble import AssembledContext, assemble
+from personae.context.assemble import AssembledContext, assemble_snapshot
 from personae.context.budget import DEFAULT_SHARE, Budget
 from personae.context.fit import FitResult, FittedSection, SectionContent, fit
 from personae.context.messages import ChatMessage, ChatToolCall
@@ -34,7 +34,7 @@ __all__ = [
     "Snapshot",
     "Summarizer",
     "Truncation",
-    "assemble",
+    "assemble_snapshot",
     "escape",
     "fit",
     "load_profiles",

@@ -57,8 +57,10 @@ def count_small(counter: TokenCounter, text: str) -> int:
         if len(_SMALL) > _SMALL_MAX:
             _SMALL.popitem(last=False)
     else:
-        with contextlib.suppress(KeyError):  # another thread may have evicted it just now
+        try:  # noqa: SIM105 (suppress() costs a context manager on every hit)
             _SMALL.move_to_end(key)
+        except KeyError:  # another thread evicted it just now
+            pass
     return hit
 
 

@@ -15,12 +15,12 @@ from personae.context.render import escape
 from personae.context.report import BudgetReport, HistoryPath, SectionReport
 from personae.context.rules import Action
 from personae.context.snapshot import Snapshot
-from personae.context.spec import Profile, SectionSpec, Source, Truncation
+from personae.context.spec import Profile, SectionSource, SectionSpec, Truncation
 from personae.context.window import exchanges_of
 from personae.project import CommandsConfig
 from personae.tokens.base import TokenCounter
 
-__all__ = ["WARNING_TAG", "AssembledContext", "assemble"]
+__all__ = ["WARNING_TAG", "AssembledContext", "assemble_snapshot"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class AssembledContext:
     def messages(self) -> tuple[ChatMessage, ...]:
         """The conversation messages kept (whole exchanges), oldest first."""
         for s in self.sections:
-            if s.source == Source.MESSAGES:
+            if s.source == SectionSource.MESSAGES:
                 return s.messages
         return ()
 
@@ -99,7 +99,7 @@ def _prepared(
 
 def _text(snapshot: Snapshot, spec: SectionSpec, profile: Profile) -> str | None:
     source = spec.source
-    if source is Source.TEXT:
+    if source is SectionSource.TEXT:
         raw = spec.text
         if not raw:
             return None
@@ -109,10 +109,10 @@ def _text(snapshot: Snapshot, spec: SectionSpec, profile: Profile) -> str | None
             return expand_commands(raw, CommandsConfig(), snapshot.root)[0]
         return raw
     if (
-        source is Source.STEP
+        source is SectionSource.STEP
         and snapshot.step_without_decisions is not None
         and "decisions" in snapshot.texts
-        and any(s.source is Source.DECISIONS for s in profile.sections)
+        and any(s.source is SectionSource.DECISIONS for s in profile.sections)
     ):
         return snapshot.step_without_decisions
     return snapshot.content(spec.content_key)
@@ -122,7 +122,7 @@ WARNING_TAG = "context_warning"
 """Section added (before a trailing ``instructions``) when the context had to be cut."""
 
 _WARNING_SPEC = SectionSpec(
-    tag=WARNING_TAG, source=Source.TEXT, priority=95, truncation=Truncation.DROP
+    tag=WARNING_TAG, source=SectionSource.TEXT, priority=95, truncation=Truncation.DROP
 )
 
 
@@ -170,7 +170,7 @@ def _fit_with_warning(
     return result
 
 
-def assemble(
+def assemble_snapshot(
     snapshot: Snapshot,
     role: str,
     budget: Budget,
@@ -196,7 +196,7 @@ def assemble(
     hint_key = (counter.name, tags, profile.role, budget.tokens)
     hint = window.kept_from(hint_key, snapshot.id) if window is not None else None
     for spec in profile.sections:
-        if spec.source is Source.MESSAGES:
+        if spec.source is SectionSource.MESSAGES:
             ex, dropped = _prepared(snapshot, counter, tags)
             contents.append(
                 SectionContent(
@@ -227,7 +227,7 @@ def assemble(
         )
     result = _fit_with_warning(contents, budget.tokens, counter)
     if window is not None:
-        kept = next((s.messages for s in result.sections if s.source == Source.MESSAGES), ())
+        kept = next((s.messages for s in result.sections if s.source == SectionSource.MESSAGES), ())
         window.remember_kept_from(hint_key, snapshot.id, hint, kept[0].seq if kept else None)
     return AssembledContext(
         role=role if profile.role == role else f"{role} (profile {profile.role})",

@@ -18,7 +18,7 @@ from personae.context.history import Exchanges, fit_history
 from personae.context.messages import ChatMessage, Unit
 from personae.context.render import SEPARATOR, close_tag, open_tag
 from personae.context.rules import FULL, Action, Bound, Rule
-from personae.context.spec import SectionSpec, Source, Truncation
+from personae.context.spec import SectionSource, SectionSpec, Truncation
 from personae.errors import BudgetExceededError
 from personae.tokens.base import TokenCounter
 
@@ -55,7 +55,7 @@ class SectionContent:
     @property
     def present(self) -> bool:
         """True when there is something to render."""
-        return bool(self.units) if self.spec.source is Source.MESSAGES else bool(self.text)
+        return bool(self.units) if self.spec.source is SectionSource.MESSAGES else bool(self.text)
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ class _State:
 
     @property
     def is_history(self) -> bool:
-        return self.content.spec.source is Source.MESSAGES
+        return self.content.spec.source is SectionSource.MESSAGES
 
     def show(self, form: _Form) -> None:
         self.text, self.tokens, self.rule = form.text, form.tokens, form.rule

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from personae.context._yamlpos import Lines, line_of, load_with_lines
 from personae.context.commands import has_commands
-from personae.context.spec import SOURCES, Profile, SectionSpec, Source
+from personae.context.spec import SOURCES, Profile, SectionSource, SectionSpec
 from personae.errors import ConfigError, UnknownNameError
 from personae.fsutil import read_regular
 
@@ -57,7 +57,7 @@ class ProfileSet:
             s.max_messages or 64
             for p in self.profiles.values()
             for s in p.sections
-            if s.source is Source.MESSAGES
+            if s.source is SectionSource.MESSAGES
         ]
         return max(limits, default=6)
 

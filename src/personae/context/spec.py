@@ -11,15 +11,15 @@ __all__ = [
     "DEFAULT_NOTICE",
     "SOURCES",
     "Profile",
+    "SectionSource",
     "SectionSpec",
-    "Source",
     "Truncation",
 ]
 
 DEFAULT_NOTICE = "[… {tag} truncated to fit the budget: about {omitted} of {total} tokens omitted]"
 
 
-class Source(StrEnum):
+class SectionSource(StrEnum):
     """Where a section's content comes from (see :data:`SOURCES`)."""
 
     DIRECTIVE = "directive"
@@ -45,28 +45,32 @@ class Source(StrEnum):
 
 
 SOURCES: dict[str, str] = {
-    Source.DIRECTIVE.value: "the directive file (.personae/directive.md, AGENTS.md or CLAUDE.md)",
-    Source.SUMMARY.value: "the stored running conversation summary (history path A)",
-    Source.MESSAGES.value: "the recent conversation messages (user, assistant and tool roles)",
-    Source.PERSONA.value: "the active persona's execution block",
-    Source.VALIDATION.value: "the active persona's validation context",
-    Source.HANDOVER.value: "the handover section received from another persona",
-    Source.TASK.value: "the task text (--task, or the handover's task)",
-    Source.TEXT.value: "the profile's own text (with allowed !command injection)",
-    Source.VISION.value: ".personae/project/VISION.md",
-    Source.GAMEPLAN.value: ".personae/project/GAMEPLAN.md",
-    Source.STATE.value: ".personae/project/STATE.md",
-    Source.STEP.value: "the current STEP.md (goals/NN-*/NN-*/STEP.md)",
-    Source.DECISIONS.value: "the ## Decisions section of the current STEP.md",
-    Source.STEP_RESEARCH.value: "the current step's RESEARCH.md",
-    Source.GIT_LOG.value: "recent commits of the working directory (git log)",
-    Source.RESEARCH.value: "research/ files chosen by task type (their *_SUMMARY.md or SUMMARY.md"
+    SectionSource.DIRECTIVE.value: "the directive file"
+    " (.personae/directive.md, AGENTS.md or CLAUDE.md)",
+    SectionSource.SUMMARY.value: "the stored running conversation summary (history path A)",
+    SectionSource.MESSAGES.value: "the recent conversation messages"
+    " (user, assistant and tool roles)",
+    SectionSource.PERSONA.value: "the active persona's execution block",
+    SectionSource.VALIDATION.value: "the active persona's validation context",
+    SectionSource.HANDOVER.value: "the handover section received from another persona",
+    SectionSource.TASK.value: "the task text (--task, or the handover's task)",
+    SectionSource.TEXT.value: "the profile's own text (with allowed !command injection)",
+    SectionSource.VISION.value: ".personae/project/VISION.md",
+    SectionSource.GAMEPLAN.value: ".personae/project/GAMEPLAN.md",
+    SectionSource.STATE.value: ".personae/project/STATE.md",
+    SectionSource.STEP.value: "the current STEP.md (goals/NN-*/NN-*/STEP.md)",
+    SectionSource.DECISIONS.value: "the ## Decisions section of the current STEP.md",
+    SectionSource.STEP_RESEARCH.value: "the current step's RESEARCH.md",
+    SectionSource.GIT_LOG.value: "recent commits of the working directory (git log)",
+    SectionSource.RESEARCH.value: "research/ files chosen by task type"
+    " (their *_SUMMARY.md or SUMMARY.md"
     " stands in when the whole does not fit)",
-    Source.CODEBASE.value: "codebase/ files chosen by task type (their *_SUMMARY.md or SUMMARY.md"
+    SectionSource.CODEBASE.value: "codebase/ files chosen by task type"
+    " (their *_SUMMARY.md or SUMMARY.md"
     " stands in when the whole does not fit)",
-    Source.REFERENCE.value: "reference docs: every .personae/project/reference/*.md",
-    Source.RESEARCH_SUMMARY.value: ".personae/project/research/SUMMARY.md",
-    Source.CODEBASE_SUMMARY.value: ".personae/project/codebase/SUMMARY.md",
+    SectionSource.REFERENCE.value: "reference docs: every .personae/project/reference/*.md",
+    SectionSource.RESEARCH_SUMMARY.value: ".personae/project/research/SUMMARY.md",
+    SectionSource.CODEBASE_SUMMARY.value: ".personae/project/codebase/SUMMARY.md",
 }
 """Every content source a section may name, with what it reads."""
 
@@ -91,7 +95,7 @@ class SectionSpec(BaseModel):
 
     tag: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     """XML boundary tag (top level, once per context)."""
-    source: Source
+    source: SectionSource
     """Where the content comes from (a key of :data:`SOURCES`)."""
     cap: int | None = Field(default=None, ge=1)
     """Most tokens the content may take; ``None`` means no cap of its own."""

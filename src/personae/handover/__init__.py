@@ -8,7 +8,7 @@ secrets) live in ``personae.security.policy``; multi-step workflows in
 ``personae.workflow``.
 """
 
-from personae.handover.files import LoadedHandover, load_handover, save_handover
+from personae.handover.files import LoadedHandover, read_handover, save_handover
 from personae.handover.schema import SCHEMA_VERSION, ContextHandover, Results
 from personae.security.policy import HandoverSecurityError
 
@@ -18,6 +18,6 @@ __all__ = [
     "HandoverSecurityError",
     "LoadedHandover",
     "Results",
-    "load_handover",
+    "read_handover",
     "save_handover",
 ]

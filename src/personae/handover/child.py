@@ -23,13 +23,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, assert_never
 
 from personae.errors import UsageError
 from personae.handover._ledger import ledger_event
 from personae.handover.duration import format_seconds
-from personae.handover.files import load_handover, save_handover, sha256_file, update_handover
-from personae.handover.schema import ContextHandover, Results
+from personae.handover.files import read_handover, save_handover, sha256_file, update_handover
+from personae.handover.schema import ContextHandover, Results, ResultStatus
 from personae.layout import Layout
 from personae.limits import DEFAULTS
 from personae.procs import LIFELINE_ENV, RUN_PROCESSES, die_with_parent, lifeline
@@ -49,11 +49,12 @@ __all__ = [
     "CommandBuilder",
     "HandoverOutcome",
     "backoff_delays",
+    "execute_handover",
+    "exit_code_for",
     "handover_depth",
     "kill_group",
     "personae_run_command",
     "run_child",
-    "run_handover",
 ]
 
 EXIT_SUCCESS = 0
@@ -201,20 +202,29 @@ class HandoverOutcome:
     """Every attempt, in order."""
 
     @property
-    def status(self) -> str:
+    def status(self) -> ResultStatus:
         """``success``, ``failure`` or ``partial``."""
         return self.handover.results.status if self.handover.results else "failure"
 
     @property
     def exit_code(self) -> int:
         """The process exit code for this outcome (see EXIT_CODES)."""
-        if self.status == "success":
+        timed_out = bool(self.attempts) and self.attempts[-1].timed_out
+        return exit_code_for(self.status, timed_out=timed_out)
+
+
+def exit_code_for(status: ResultStatus, *, timed_out: bool) -> int:
+    """The exit code of a handover run or chain that ended with ``status`` (see EXIT_CODES);
+    a failure is a timeout when ``timed_out``."""
+    match status:
+        case "success":
             return EXIT_SUCCESS
-        if self.status == "partial":
+        case "partial":
             return EXIT_PARTIAL
-        if self.attempts and self.attempts[-1].timed_out:
-            return EXIT_TIMEOUT
-        return EXIT_FAILURE
+        case "failure":
+            return EXIT_TIMEOUT if timed_out else EXIT_FAILURE
+        case _:
+            assert_never(status)
 
 
 def backoff_delays(
@@ -359,7 +369,7 @@ def _fresh_results(path: Path, before: tuple[int, int, int] | None) -> Results |
     if now is None or now == before:
         return None
     try:
-        return load_handover(path).handover.results
+        return read_handover(path).handover.results
     except UsageError:
         return None
 
@@ -417,7 +427,7 @@ def _prepare(
     """The handover at ``path`` (re-read), the file its results go to, the child's argv and
     the ledger database."""
     file = Path(path).resolve()
-    handover = load_handover(file).handover
+    handover = read_handover(file).handover
     return_path = options.return_path
     results_file = return_path.resolve() if return_path is not None else file
     spec = ChildSpec.for_handover(
@@ -429,7 +439,7 @@ def _prepare(
     return handover, results_file, list(options.command(spec)), db
 
 
-def run_handover(
+def execute_handover(
     path: Path | str,
     *,
     cwd: Path,
@@ -439,7 +449,7 @@ def run_handover(
 ) -> HandoverOutcome:
     """Run the handover at ``path`` in a child process until it succeeds or attempts run out.
 
-    The file must already be valid and safe (see ``load_handover`` with a policy);
+    The file must already be valid and safe (see ``read_handover`` with a policy);
     it is re-read here and refused with UsageError when it is not parseable.
     ``options``: timeout, attempts, backoff, persona ... (defaults: :class:`ChildOptions`).
     """
@@ -476,7 +486,7 @@ def run_handover(
             results = Results(status="success", output=a.stdout[-TAIL_CHARS:] or None)
             outcome.handover = _write_results(results_file, handover, results)
         if results is not None and results.status in {"success", "partial"} and not a.timed_out:
-            outcome.handover = load_handover(results_file).handover
+            outcome.handover = read_handover(results_file).handover
             return outcome
         last_error = _describe(a, results)
         ledger_event(

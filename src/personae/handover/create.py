@@ -32,10 +32,10 @@ from personae.store.handovers import HandoverLedger
 __all__ = [
     "CreatedHandover",
     "build_handover",
-    "create_handover",
     "default_handover_path",
     "parse_data",
     "parse_file_spec",
+    "write_handover",
 ]
 
 ARTIFACT_TYPES: tuple[str, ...] = get_args(ArtifactType)
@@ -148,7 +148,7 @@ def default_handover_path(cwd: Path, handover_id: str, fmt: ContextFormat = "jso
     return Layout(Path(cwd)).handovers / f"handover-{handover_id}.{fmt}"
 
 
-def create_handover(
+def write_handover(
     handover: ContextHandover,
     *,
     cwd: Path,

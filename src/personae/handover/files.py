@@ -1,6 +1,6 @@
 """Reading and writing handover files: JSON or YAML, size-limited, atomic, locked.
 
-``load_handover`` redacts secrets (``personae.security.redact``) from what it
+``read_handover`` redacts secrets (``personae.security.redact``) from what it
 reads and never crashes on a bad file: unreadable, too large, not
 UTF-8, truncated, malformed, wrong shape, newer major version and unsafe
 content all raise a :class:`~personae.errors.UsageError` naming the file (and
@@ -50,8 +50,8 @@ __all__ = [
     "detect_format",
     "dump_handover",
     "file_lock",
-    "load_handover",
     "parse_handover",
+    "read_handover",
     "save_handover",
     "sha256_file",
     "update_handover",
@@ -275,7 +275,7 @@ def _decode(data: bytes, path: Path) -> str:
         ) from None
 
 
-def load_handover(
+def read_handover(
     path: Path | str,
     *,
     policy: PathPolicy | None = None,
@@ -363,7 +363,7 @@ def update_handover(
     file = Path(path)
     try:
         with file_lock(file):
-            loaded = load_handover(file)
+            loaded = read_handover(file)
             updated = change(loaded.handover)
             raw = dump_handover(updated, loaded.format)
             _write_private(file, raw)

@@ -30,7 +30,7 @@ from personae.handover.child import (
     _write_results,
     handover_depth,
 )
-from personae.handover.files import load_handover
+from personae.handover.files import read_handover
 from personae.handover.schema import Results
 
 __all__ = ["run_interactive"]
@@ -105,5 +105,5 @@ def run_interactive(
         _write_results(results_file, handover, results)
         ledger_event(db, handover, "result", path=results_file, status=results.status, detail=error)
     return HandoverOutcome(
-        path=results_file, handover=load_handover(results_file).handover, attempts=[attempt]
+        path=results_file, handover=read_handover(results_file).handover, attempts=[attempt]
     )

@@ -25,7 +25,7 @@ from personae.handover._render import render_section
 from personae.handover.files import (
     ContextFormat,
     detect_format,
-    load_handover,
+    read_handover,
     save_handover,
     update_handover,
 )
@@ -129,7 +129,7 @@ def begin(
     if not file.is_absolute():
         file = cwd / file
     policy, allow = load_policy(cwd, file, allowed_roots, env_allow)
-    loaded = load_handover(file, policy=policy, env_allow=allow)
+    loaded = read_handover(file, policy=policy, env_allow=allow)
     h = loaded.handover
     warnings: list[str] = []
     running = persona or h.target.persona

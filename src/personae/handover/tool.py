@@ -25,10 +25,10 @@ from personae.handover.child import (
     HANDOVER_DEPTH_CAP,
     ChildOptions,
     ChildSpec,
+    execute_handover,
     handover_depth,
-    run_handover,
 )
-from personae.handover.create import build_handover, create_handover
+from personae.handover.create import build_handover, write_handover
 from personae.handover.interactive import run_interactive
 from personae.handover.schema import ArtifactFile, HistoryEntry
 from personae.layout import Layout
@@ -140,7 +140,7 @@ def handover_to_persona(
         history=history,
         mcp_servers=mcp_servers,
     )
-    created = create_handover(handover, cwd=cwd)
+    created = write_handover(handover, cwd=cwd)
     spec = ChildSpec(
         handover_path=created.path,
         persona=target_persona,
@@ -176,7 +176,7 @@ def _run_target(
     if interactive:
         outcome = run_interactive(path, cwd=cwd, options=child)
     else:
-        outcome = run_handover(path, cwd=cwd, options=child)
+        outcome = execute_handover(path, cwd=cwd, options=child)
     results = outcome.handover.results
     dumped = results.model_dump(mode="json", by_alias=True) if results is not None else None
     return HandoverToolResult(

@@ -1,5 +1,5 @@
 """``python -m personae.mind``: the mind server over stdio with the project defaults."""
 
-from personae.cli.app import main
+from personae.cli.app import run_cli
 
-main(["serve"])
+run_cli(["serve"])

@@ -80,7 +80,8 @@ def serve(
         # Over stdio the parent is the host (Claude Code, Codex, Copilot CLI) whose hooks
         # run as its children: record bootstraps against it.
         parent = process_id(os.getppid())
-        binding = None if parent is None else (parent.pid, parent.started)
+        if parent is not None and parent.started is not None:
+            binding = (parent.pid, parent.started)
     server, _service = create_server(paths, host=binding)
     if http:
         _mcp.run_http(server, host, port)

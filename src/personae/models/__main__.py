@@ -20,7 +20,7 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def main(argv: list[str] | None = None) -> int:
+def serve_scenario(argv: list[str] | None = None) -> int:
     """Serve until interrupted; print one line per request served."""
     parser = argparse.ArgumentParser(prog="python -m personae.models")
     parser.add_argument("scenario", help="scenario YAML file")
@@ -47,4 +47,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(serve_scenario())

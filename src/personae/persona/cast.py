@@ -24,7 +24,7 @@ from personae.persona._sources import PersonaSource, collect_dir, collect_projec
 from personae.persona.bundled import bundled_personas
 from personae.persona.loader import LoadedPersona
 from personae.persona.model import Persona, Skill
-from personae.persona.problems import Problem
+from personae.persona.problems import Problem, Severity
 from personae.persona.render import (
     render_available_agents,
     render_available_skills,
@@ -194,7 +194,7 @@ class Cast:
                         + ("" if explicit else " (give a spawn list: subagents or Agent(...))"),
                     )
 
-    def _add(self, file: Path, line: int | None, severity: Any, message: str) -> None:
+    def _add(self, file: Path, line: int | None, severity: Severity, message: str) -> None:
         self.problems.append(Problem(file=file, line=line, severity=severity, message=message))
 
     @property

@@ -16,7 +16,7 @@ from typing import Any
 
 from personae.persona._files import confined_dir
 from personae.persona.plugin import Plugin, load_plugin, read_json
-from personae.persona.problems import Problem
+from personae.persona.problems import Problem, Severity
 
 __all__ = ["is_marketplace_dir", "load_marketplace"]
 
@@ -77,5 +77,5 @@ def _local_source(folder: Path, source: Any, base: Any) -> Path | None:
     return folder / source
 
 
-def _problem(path: Path, severity: Any, message: str) -> Problem:
+def _problem(path: Path, severity: Severity, message: str) -> Problem:
     return Problem(file=path, line=None, severity=severity, message=message)

@@ -8,49 +8,17 @@ heartbeat the process refreshes every few seconds. A ``running`` row whose proce
 from __future__ import annotations
 
 import os
-import socket
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from personae.procid import ProcessId, proc_stat, this_process
 from personae.store.db import is_store_error
 
 __all__ = ["HEARTBEAT_SECONDS", "Heartbeat", "ProcessId", "process_alive", "this_process"]
 
 HEARTBEAT_SECONDS = 5.0
 """How often a running run's heartbeat is refreshed."""
-
-
-class ProcessId:
-    """A process as recorded: pid, start time (clock ticks since boot; ``None`` off Linux), host."""
-
-    __slots__ = ("host", "pid", "started")
-
-    def __init__(self, pid: int, started: int | None, host: str) -> None:
-        self.pid = pid
-        self.started = started
-        self.host = host
-
-
-def _stat(pid: int) -> tuple[str, int] | None:
-    """``(state, start time)`` from ``/proc/PID/stat``; ``None`` when unreadable."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            text = handle.read()
-    except OSError:
-        return None
-    fields = text[text.rfind(")") + 2 :].split()  # after "pid (comm) "
-    try:
-        return fields[0], int(fields[19])
-    except (IndexError, ValueError):
-        return None
-
-
-def this_process() -> ProcessId:
-    """The current process."""
-    pid = os.getpid()
-    stat = _stat(pid)
-    return ProcessId(pid, stat[1] if stat else None, socket.gethostname())
 
 
 def process_alive(pid: int, started: int | None) -> bool:
@@ -61,13 +29,12 @@ def process_alive(pid: int, started: int | None) -> bool:
         return False
     except PermissionError:
         pass  # someone else's process: it exists
-    stat = _stat(pid)
+    stat = proc_stat(pid)
     if stat is None:
         return True  # no /proc: the pid exists, that is all we can tell
-    state, start = stat
-    if state == "Z":  # killed, not yet reaped by its parent
+    if stat.state == "Z":  # killed, not yet reaped by its parent
         return False
-    return started is None or start == started
+    return started is None or stat.started == started
 
 
 def _now() -> str:

@@ -15,11 +15,12 @@ import sqlite3
 import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from personae.procid import ProcessId
 from personae.store.db import StoreError, database_url_for
 
-__all__ = ["CONNECT_TIMEOUT", "HostLike", "find_bootstrap"]
+__all__ = ["CONNECT_TIMEOUT", "find_bootstrap"]
 
 CONNECT_TIMEOUT = 2
 """Seconds the gate waits for a PostgreSQL connection before denying."""
@@ -27,17 +28,8 @@ _BY_SESSION = "SELECT 1 FROM mind_bootstraps WHERE session_id = ? LIMIT 1"
 _BY_HOST = "SELECT 1 FROM mind_bootstraps WHERE host_pid = ? AND host_started = ? LIMIT 1"
 
 
-class HostLike(Protocol):
-    """A host process: pid and kernel start time (``personae.mind.bootstraps.ProcessId``)."""
-
-    @property
-    def pid(self) -> int: ...
-    @property
-    def started(self) -> int: ...
-
-
 def find_bootstrap(
-    store: Path, *, session_id: str | None = None, hosts: Sequence[HostLike] | None = None
+    store: Path, *, session_id: str | None = None, hosts: Sequence[ProcessId] | None = None
 ) -> tuple[bool, str]:
     """Whether the store holds a successful bootstrap of ``session_id`` or of one of ``hosts``.
 
@@ -73,7 +65,7 @@ def find_bootstrap(
 def _lookup(
     one: Callable[[str, tuple[Any, ...]], Any],
     session_id: str | None,
-    hosts: Sequence[HostLike] | None,
+    hosts: Sequence[ProcessId] | None,
 ) -> tuple[bool, str]:
     if session_id is not None and one(_BY_SESSION, (session_id,)) is not None:
         return True, "bootstrap_session succeeded (recorded for this session)"
@@ -84,7 +76,7 @@ def _lookup(
 
 
 def _find_in_postgres(
-    url: str, session_id: str | None, hosts: Sequence[HostLike]
+    url: str, session_id: str | None, hosts: Sequence[ProcessId]
 ) -> tuple[bool, str]:
     try:
         # local import: optional extra personae[postgres]: only for projects that configured a URL

@@ -11,6 +11,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,12 +27,25 @@ __all__ = [
     "ModelCallRecord",
     "ModelCallRow",
     "RunRecord",
+    "RunStatus",
     "RunStore",
     "StoredEvent",
 ]
 
 
 _R = TypeVar("_R", bound=BaseModel)
+
+
+class RunStatus(StrEnum):
+    """A stored run's state (the ``status`` column; a stored string equals its member)."""
+
+    RUNNING = "running"
+    DONE = "done"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    CRASHED = "crashed"
+    """Its process ended mid-run (marked by :meth:`RunStore.reconcile`)."""
 
 
 def _now() -> str:

@@ -1,8 +1,8 @@
 """The team runtime: Manager, Worker, Validator, completion signals, dispatch, sub-agents."""
 
-from personae.team.dispatch import Action, NextStep, SubtaskBudget, next_step
+from personae.team.dispatch import NextStep, StepAction, SubtaskBudget, next_step
 from personae.team.events import Event, EventBus, EventKind
-from personae.team.loop import Team, TeamConfig, TurnResult
+from personae.team.loop import TeamConfig, TeamLoop, TurnResult
 from personae.team.loopdetect import LoopDetector
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.signals import (
@@ -21,7 +21,6 @@ from personae.team.turn_context import ContextView, TurnContext
 from personae.tools.records import ToolCallRecord
 
 __all__ = [
-    "Action",
     "BlockerType",
     "CompletionSignal",
     "Confidence",
@@ -35,12 +34,13 @@ __all__ = [
     "Plan",
     "Runtime",
     "Spawner",
+    "StepAction",
     "Strategy",
     "SubagentOutcome",
     "Subtask",
     "SubtaskBudget",
-    "Team",
     "TeamConfig",
+    "TeamLoop",
     "ToolCallRecord",
     "TreeUsage",
     "TurnContext",

@@ -14,7 +14,7 @@ from enum import StrEnum
 from personae.limits import DEFAULTS
 from personae.team.signals import BlockerType, Strategy, ValidationResult, WorkerResult
 
-__all__ = ["Action", "NextStep", "SubtaskBudget", "next_step"]
+__all__ = ["NextStep", "StepAction", "SubtaskBudget", "next_step"]
 
 LOOP_SKIP_AFTER = 2
 """Loop detections on one subtask before it is skipped."""
@@ -22,7 +22,7 @@ TOOL_FAILURE_RETRIES = 2
 """At most this many retries for tool failures (within the retry budget)."""
 
 
-class Action(StrEnum):
+class StepAction(StrEnum):
     """What the runner does next for a subtask."""
 
     ACCEPT = "accept"
@@ -60,7 +60,7 @@ class SubtaskBudget:
 class NextStep:
     """The dispatch outcome."""
 
-    action: Action
+    action: StepAction
     """What to do."""
     blocker: BlockerType | None
     """The blocker it answers."""
@@ -100,8 +100,10 @@ def next_step(
     model call with the shared context) is appended to the fitted instruction.
     """
     if validation.approved:
-        history = (*budget.history, Action.ACCEPT.value)
-        return NextStep(action=Action.ACCEPT, blocker=None, budget=replace(budget, history=history))
+        history = (*budget.history, StepAction.ACCEPT.value)
+        return NextStep(
+            action=StepAction.ACCEPT, blocker=None, budget=replace(budget, history=history)
+        )
     signal = validation.completion_signal
     # A repeated call detected in code is a loop whatever the validator said.
     blocker = BlockerType.LOOP if work.loop_detected else signal.blocker_type
@@ -116,7 +118,7 @@ def next_step(
             decision,
             instruction=f"{decision.instruction}\nValidator: {validation.correction}",
         )
-    if decision.action in (Action.RETRY, Action.REPHRASE, Action.DECOMPOSE):
+    if decision.action in (StepAction.RETRY, StepAction.REPHRASE, StepAction.DECOMPOSE):
         budget = replace(budget, retries_used=budget.retries_used + 1)
         if blocker is BlockerType.TOOL_FAILURE:
             budget = replace(budget, tool_failure_retries=budget.tool_failure_retries + 1)
@@ -140,7 +142,7 @@ def _choose(
     # A loop is counted in next_step() before this.
     if blocker is BlockerType.LOOP and budget.loop_detections >= LOOP_SKIP_AFTER:
         return NextStep(
-            action=Action.SKIP,
+            action=StepAction.SKIP,
             blocker=blocker,
             warning=f"skipped {subtask!r}: the worker repeated the same action "
             f"({budget.loop_detections} loop detections)",
@@ -149,38 +151,40 @@ def _choose(
         blocker is None and signal.suggested_strategy is Strategy.ESCALATE
     ):
         return NextStep(
-            action=Action.ESCALATE,
+            action=StepAction.ESCALATE,
             blocker=blocker,
             warning=f"needs you: {subtask!r} cannot be done with the available tools or "
             f"capabilities ({issues})",
         )
     if blocker is None and signal.suggested_strategy is Strategy.SKIP:
-        return NextStep(action=Action.SKIP, blocker=None, warning=f"skipped {subtask!r}: {issues}")
+        return NextStep(
+            action=StepAction.SKIP, blocker=None, warning=f"skipped {subtask!r}: {issues}"
+        )
     tool_failures_left = budget.tool_failure_retries < TOOL_FAILURE_RETRIES
     if budget.exhausted or (blocker is BlockerType.TOOL_FAILURE and not tool_failures_left):
         if signal.progress_made:
             return NextStep(
-                action=Action.CONTINUE,
+                action=StepAction.CONTINUE,
                 blocker=blocker,
                 warning=f"retry budget used up for {subtask!r}; keeping its partial work "
                 "(not validated) for the summary",
             )
         return NextStep(
-            action=Action.SKIP,
+            action=StepAction.SKIP,
             blocker=blocker,
             warning=f"skipped {subtask!r} after {budget.retries_used} retries with no "
             f"progress ({issues})",
         )
     if blocker is BlockerType.LOOP:
         return NextStep(
-            action=Action.REPHRASE,
+            action=StepAction.REPHRASE,
             blocker=blocker,
             instruction="You repeated a tool call you had already made. Use the earlier "
             "result instead of calling it again, and take a different next step.",
         )
     if blocker is BlockerType.HALLUCINATION:
         return NextStep(
-            action=Action.RETRY,
+            action=StepAction.RETRY,
             blocker=blocker,
             instruction=f"Your previous answer claimed work no tool output supports ({issues}). "
             f"Do the work with these tools and report only what their output shows: "
@@ -189,13 +193,13 @@ def _choose(
     if blocker is BlockerType.TOOL_FAILURE:
         errors = "; ".join(f"{c.tool}: {c.result}" for c in work.failed_tools) or issues
         return NextStep(
-            action=Action.REPHRASE if budget.tool_failure_retries else Action.RETRY,
+            action=StepAction.REPHRASE if budget.tool_failure_retries else StepAction.RETRY,
             blocker=blocker,
             instruction=f"A tool failed: {errors}. Fix the arguments or take another route.",
         )
     if blocker is BlockerType.PARTIAL:
         return NextStep(
-            action=Action.DECOMPOSE,
+            action=StepAction.DECOMPOSE,
             blocker=blocker,
             instruction=f"Split into smaller steps; still missing: {issues}",
         )
@@ -208,9 +212,9 @@ def _choose(
             parts.append(f"Use only these tools: {_tools_hint(sorted(allowed_tools))}.")
         if directive.strip():
             parts.append(f"The directive still applies: {_first_lines(directive)}")
-        return NextStep(action=Action.REPHRASE, blocker=blocker, instruction=" ".join(parts))
+        return NextStep(action=StepAction.REPHRASE, blocker=blocker, instruction=" ".join(parts))
     return NextStep(
-        action=Action.RETRY,
+        action=StepAction.RETRY,
         blocker=blocker,
         instruction=f"The work was not accepted: {issues}. Address these points.",
     )

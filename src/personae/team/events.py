@@ -258,16 +258,24 @@ class RunWarning(_EventBase):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SubagentStarted(_EventBase):
-    """The ``agent`` tool started a sub-agent."""
+class _SubagentEvent(_EventBase):
+    """What a sub-agent's start and end events share (in this order in ``data``)."""
 
     kind: ClassVar[EventKind] = EventKind.SUBAGENT
     persona: str = ""
     """The sub-agent's persona."""
-    phase: Literal["start"] = "start"
-    """Always ``start``."""
+    phase: Literal["start", "end"] = "start"
+    """``start`` or ``end`` (fixed by the class)."""
     context_mode: str = ""
     """What context it inherits."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubagentStarted(_SubagentEvent):
+    """The ``agent`` tool started a sub-agent."""
+
+    phase: Literal["start"] = "start"
+    """Always ``start``."""
     depth: int = 0
     """Sub-agent depth."""
     task: str = ""
@@ -275,16 +283,11 @@ class SubagentStarted(_EventBase):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SubagentEnded(_EventBase):
+class SubagentEnded(_SubagentEvent):
     """A sub-agent finished; only its final message went back."""
 
-    kind: ClassVar[EventKind] = EventKind.SUBAGENT
-    persona: str = ""
-    """The sub-agent's persona."""
     phase: Literal["end"] = "end"
     """Always ``end``."""
-    context_mode: str = ""
-    """What context it inherited."""
     status: str = ""
     """success, partial, limit or failed."""
     progress_made: bool = False
@@ -356,6 +359,13 @@ _CLASSES: dict[EventKind, type[Event]] = {
 }
 
 
+_SUBAGENT_PHASES: dict[object, type[SubagentStarted | SubagentEnded]] = {
+    "start": SubagentStarted,
+    "end": SubagentEnded,
+}
+"""A ``subagent`` event's class by its ``phase`` (an unknown phase reads as a start)."""
+
+
 def event_from_json(raw: Mapping[str, Any]) -> Event:
     """An event from its JSON form (``to_json_dict``, a stored row, a ``--json`` line).
 
@@ -365,8 +375,8 @@ def event_from_json(raw: Mapping[str, Any]) -> Event:
     kind = EventKind(raw["kind"])
     data = dict(raw.get("data") or {})
     cls: type[Event] = _CLASSES[kind]
-    if kind is EventKind.SUBAGENT and data.get("phase") == "end":
-        cls = SubagentEnded
+    if kind is EventKind.SUBAGENT:
+        cls = _SUBAGENT_PHASES.get(data.get("phase"), SubagentStarted)
     fields: dict[str, Any]
     if cls is RunWarning:  # its payload is open: every key but ``action`` is a detail
         fields, data = {"action": data.pop("action", None), "details": data}, {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
@@ -13,7 +13,7 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 from personae.limits import DEFAULTS
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
-from personae.team.dispatch import Action, SubtaskBudget, next_step
+from personae.team.dispatch import StepAction, SubtaskBudget, next_step
 from personae.team.events import (
     Corrected,
     PlanMade,
@@ -48,7 +48,7 @@ from personae.team.validator import validate
 from personae.team.worker import run_worker
 from personae.tools.subset import ToolSubset
 
-__all__ = ["Team", "TeamConfig", "TurnResult", "involvement_for_subtask"]
+__all__ = ["TeamConfig", "TeamLoop", "TurnResult", "involvement_for_subtask"]
 
 _DEFAULT_PERSONA = Persona(
     name="default",
@@ -80,8 +80,8 @@ class TurnResult:
     """The synthesized answer."""
     outcomes: list[SubtaskOutcome]
     """One per planned subtask."""
-    status: str
-    """done (all validated), partial, or failed."""
+    status: Literal["done", "partial"]
+    """done (all validated) or partial."""
     warnings: list[str] = field(default_factory=list)
     """User-visible warnings."""
     failure_count: int = 0
@@ -111,7 +111,7 @@ def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
 
 @dataclass(kw_only=True)
 class _Run:
-    """One turn's state, passed explicitly (nothing of a run is kept on the :class:`Team`)."""
+    """One turn's state, passed explicitly (nothing of a run is kept on the :class:`TeamLoop`)."""
 
     agents: Spawner
     """Builds every agent's toolset and runs sub-agents (MCP servers included)."""
@@ -137,7 +137,7 @@ class _Job:
 
 
 @dataclass(kw_only=True)
-class Team:
+class TeamLoop:
     """Manager, Worker and Validator over one shared turn context."""
 
     runtime: Runtime
@@ -219,7 +219,7 @@ class Team:
                 turn.add_assistant(f"[subtask {number}] {outcome.result}")
         final = await synthesize(rt, turn, self.persona, outcomes)
         done = all(o.status is SubtaskStatus.VALIDATED for o in outcomes)
-        status = "done" if done else "partial"
+        status: Literal["done", "partial"] = "done" if done else "partial"
         rt.emit(
             RunFinished(
                 message=final,
@@ -358,7 +358,7 @@ class Team:
                 allowed_tools=sorted(allowed), directive=turn.directive,
             )  # fmt: skip
             budget = decision.budget
-            if decision.action is Action.ACCEPT:
+            if decision.action is StepAction.ACCEPT:
                 return SubtaskOutcome(
                     number=number, subtask=original, status=SubtaskStatus.VALIDATED,
                     result=work.result, attempts=attempts,
@@ -368,11 +368,11 @@ class Team:
                 rt.emit(
                     RunWarning(message=decision.warning, subtask=number, action=decision.action)
                 )
-            if decision.action in (Action.SKIP, Action.ESCALATE, Action.CONTINUE):
+            if decision.action in (StepAction.SKIP, StepAction.ESCALATE, StepAction.CONTINUE):
                 status = {
-                    Action.SKIP: SubtaskStatus.SKIPPED,
-                    Action.ESCALATE: SubtaskStatus.ESCALATED,
-                    Action.CONTINUE: SubtaskStatus.PARTIAL,
+                    StepAction.SKIP: SubtaskStatus.SKIPPED,
+                    StepAction.ESCALATE: SubtaskStatus.ESCALATED,
+                    StepAction.CONTINUE: SubtaskStatus.PARTIAL,
                 }[decision.action]
                 return SubtaskOutcome(
                     number=number, subtask=original, status=status, result=work.result,
@@ -388,7 +388,7 @@ class Team:
                     max_retries=budget.max_retries,
                 )
             )
-            if decision.action is Action.DECOMPOSE:
+            if decision.action is StepAction.DECOMPOSE:
                 return await self._decompose(
                     turn, job, subtask, budget, missing="; ".join(result.issues), attempts=attempts
                 )

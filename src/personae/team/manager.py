@@ -88,6 +88,19 @@ async def decompose(
     return await _ask_for_plan(runtime, view, persona, instructions, parts, subtask=number)
 
 
+def _call_info(
+    view: ContextView, persona: Persona | None, instructions: str, prompt: str, subtask: int | None
+) -> CallInfo:
+    """How a Manager call is recorded: its persona, subtask, full text and budget report."""
+    return CallInfo(
+        role="manager",
+        persona=persona.name if persona else None,
+        subtask=subtask,
+        context_text=f"{instructions}\n\n{prompt}",
+        budget=view.report,
+    )
+
+
 async def _ask_for_plan(
     runtime: Runtime,
     view: ContextView,
@@ -99,13 +112,7 @@ async def _ask_for_plan(
 ) -> Plan:
     """One structured Manager call: the role's context view, then ``parts``."""
     prompt = "\n\n".join(p for p in (view.text, *parts) if p)
-    info = CallInfo(
-        role="manager",
-        persona=persona.name if persona else None,
-        subtask=subtask,
-        context_text=f"{instructions}\n\n{prompt}",
-        budget=view.report,
-    )
+    info = _call_info(view, persona, instructions, prompt, subtask)
     output, _ = await runtime.call(info, instructions=instructions, prompt=prompt, output_type=Plan)
     if not isinstance(output, Plan):  # the runtime returns the requested output type
         raise TypeError(f"manager call returned {type(output).__name__}, not Plan")
@@ -169,13 +176,7 @@ async def synthesize(
         )
         task_part = _task_part(view.text, turn.task)
         prompt = "\n\n".join(p for p in (view.text, task_part, work) if p)
-        info = CallInfo(
-            role="manager",
-            persona=persona.name if persona else None,
-            subtask=None,
-            context_text=f"{instructions}\n\n{prompt}",
-            budget=view.report,
-        )
+        info = _call_info(view, persona, instructions, prompt, None)
         output, _ = await runtime.call(
             info,
             instructions=instructions,

@@ -33,9 +33,9 @@ from personae.persona.model import Persona
 from personae.project import Project, SandboxConfig
 from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
-from personae.store.runs import RunStore
+from personae.store.runs import RunStatus, RunStore
 from personae.team.events import Event, EventBus, RunStarted, ToolCalled, event_from_json
-from personae.team.loop import Team, TeamConfig, TurnResult
+from personae.team.loop import TeamConfig, TeamLoop, TurnResult
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.summarizer import SummaryCalls, model_summarize
 from personae.team.toolbox import narrow_names, persona_limits
@@ -334,12 +334,12 @@ def _team(
     *,
     session: str,
     runtime: Runtime,
-) -> Team:
+) -> TeamLoop:
     """The Manager, Worker and Validator of the run, with the project's tools and config."""
     registry = _registry(
         project.root, cast, persona, options, session, sandbox=project.config.sandbox
     )
-    return Team(
+    return TeamLoop(
         runtime=runtime,
         persona=persona,
         personas=cast.personas,
@@ -353,7 +353,7 @@ def _team(
     )  # fmt: skip
 
 
-async def _run_team(team: Team, turn: TurnContext, rec: _Recording) -> TurnResult:
+async def _run_team(team: TeamLoop, turn: TurnContext, rec: _Recording) -> TurnResult:
     """Run the team on ``turn``; a failed or cancelled run is finished in the store first."""
     runtime, runs, run_id, usage = rec.runtime, rec.runs, rec.run_id, rec.usage
     try:
@@ -361,16 +361,16 @@ async def _run_team(team: Team, turn: TurnContext, rec: _Recording) -> TurnResul
         runtime.flush()
     except asyncio.CancelledError:  # timed out or interrupted
         runtime.flush()
-        runs.finish(run_id, status="cancelled", final_text="", usage=usage.as_dict())
+        runs.finish(run_id, status=RunStatus.CANCELLED, final_text="", usage=usage.as_dict())
         raise
     except PersonaeError:
         runtime.flush()
-        runs.finish(run_id, status="failed", final_text="", usage=usage.as_dict())
+        runs.finish(run_id, status=RunStatus.FAILED, final_text="", usage=usage.as_dict())
         raise
     except Exception as exc:
         runtime.flush()
         message = f"run {run_id} failed: {type(exc).__name__}: {exc}"
-        runs.finish(run_id, status="failed", final_text=message, usage=usage.as_dict())
+        runs.finish(run_id, status=RunStatus.FAILED, final_text=message, usage=usage.as_dict())
         raise RunError(message, run_id=run_id) from exc
     return result
 

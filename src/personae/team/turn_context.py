@@ -3,7 +3,7 @@
 One :class:`TurnContext` per turn wraps one :class:`~personae.context.snapshot.Snapshot`
 (directive read fresh, conversation summary + recent messages, persona
 execution block and validation context). Each role's view is
-``assemble(snapshot, role, budget, counter)``: shared sections byte-identical
+``assemble_snapshot(snapshot, role, budget, counter)``: shared sections byte-identical
 across roles, the execution block for manager/worker only, the validation
 context for the validator only. Tool calls and validated work of this turn are
 appended as messages (tool calls paired with their results), so later
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from personae.context.assemble import assemble
+from personae.context.assemble import assemble_snapshot
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage, ChatToolCall
 from personae.context.profiles import ProfileSet, load_profiles
@@ -205,7 +205,9 @@ class TurnContext:
         )
         self.view("worker")  # builds the view snapshot with this turn's messages
         source = self._view_snapshot or snap
-        assembled = assemble(source, FORK_ROLE, self.budget, self.counter, profiles=derived)
+        assembled = assemble_snapshot(
+            source, FORK_ROLE, self.budget, self.counter, profiles=derived
+        )
         return ContextView(
             role=FORK_ROLE,
             text=assembled.render(),
@@ -247,7 +249,7 @@ class TurnContext:
                     messages=self.messages,
                 )
             )
-        assembled = assemble(
+        assembled = assemble_snapshot(
             self._view_snapshot, role, self.budget, self.counter, profile=self._profile(role)
         )
         view = ContextView(

@@ -78,15 +78,25 @@ class ValidationOutcome:
     """A model call was made."""
 
 
+_CODE_STRATEGY: dict[BlockerType, Strategy] = {
+    BlockerType.LOOP: Strategy.SKIP,
+    BlockerType.HALLUCINATION: Strategy.RETRY,
+    BlockerType.SCOPE_DRIFT: Strategy.REPHRASE,
+    BlockerType.TOOL_FAILURE: Strategy.ESCALATE,
+    BlockerType.PARTIAL: Strategy.DECOMPOSE,
+}
+"""The strategy a rejection decided in code suggests for its blocker."""
+
+
 def _reject(
     level: InvolvementLevel,
-    issue: str,
-    *,
+    blocker: BlockerType,
     confidence: Confidence,
     progress: bool,
-    blocker: BlockerType,
-    strategy: Strategy,
+    issue: str,
 ) -> ValidationResult:
+    """A rejection decided in code: ``issue`` with the completion signal it implies."""
+    strategy = _CODE_STRATEGY[blocker]
     return ValidationResult(
         approved=False,
         requirements_met=False,
@@ -114,21 +124,19 @@ def deterministic_checks(
     if work.loop_detected:
         return _reject(
             level,
+            BlockerType.LOOP,
+            Confidence.LOW,
+            bool(work.tools_used),
             "the worker repeated an identical tool call",
-            confidence=Confidence.LOW,
-            progress=bool(work.tools_used),
-            blocker=BlockerType.LOOP,
-            strategy=Strategy.SKIP,
         )
     contradicted = contradicted_claims(work)
     if contradicted:
         return _reject(
             level,
+            BlockerType.HALLUCINATION,
+            Confidence.NONE,
+            bool(work.tools_used),
             "claims contradicted by the tool log: " + "; ".join(contradicted),
-            confidence=Confidence.NONE,
-            progress=bool(work.tools_used),
-            blocker=BlockerType.HALLUCINATION,
-            strategy=Strategy.RETRY,
         )
     refused = [c for c in work.failed_tools if c.refused]
     if refused:
@@ -136,49 +144,40 @@ def deterministic_checks(
         allowed = ", ".join(sorted(tools_available - {"agent"})) or "none"
         return _reject(
             level,
+            BlockerType.SCOPE_DRIFT,
+            Confidence.LOW,
+            bool(work.tools_used),
             f"used tools outside this persona's scope: {names} (allowed: {allowed})",
-            confidence=Confidence.LOW,
-            progress=bool(work.tools_used),
-            blocker=BlockerType.SCOPE_DRIFT,
-            strategy=Strategy.REPHRASE,
         )
     if work.failed_tools:
         errors = "; ".join(f"{c.tool}: {c.result}" for c in work.failed_tools)
         return _reject(
-            level,
-            f"tool failure: {errors}",
-            confidence=Confidence.NONE,
-            progress=False,
-            blocker=BlockerType.TOOL_FAILURE,
-            strategy=Strategy.ESCALATE,
+            level, BlockerType.TOOL_FAILURE, Confidence.NONE, False, f"tool failure: {errors}"
         )
     if not work.success:
         return _reject(
             level,
+            BlockerType.PARTIAL,
+            Confidence.LOW,
+            bool(work.tools_used),
             work.error or "the worker did not finish",
-            confidence=Confidence.LOW,
-            progress=bool(work.tools_used),
-            blocker=BlockerType.PARTIAL,
-            strategy=Strategy.DECOMPOSE,
         )
     if not work.tool_calls and tools_available and level is not InvolvementLevel.MINIMAL:
         return _reject(
             level,
+            BlockerType.HALLUCINATION,
+            Confidence.NONE,
+            False,
             "no tool was used, so nothing supports the reported result",
-            confidence=Confidence.NONE,
-            progress=False,
-            blocker=BlockerType.HALLUCINATION,
-            strategy=Strategy.RETRY,
         )
     missing = [t for t in required_tools if t in tools_available and t not in work.tools_used]
     if missing:
         return _reject(
             level,
+            BlockerType.HALLUCINATION,
+            Confidence.LOW,
+            bool(work.tools_used),
             f"required tools not used: {', '.join(missing)}",
-            confidence=Confidence.LOW,
-            progress=bool(work.tools_used),
-            blocker=BlockerType.HALLUCINATION,
-            strategy=Strategy.RETRY,
         )
     if workspace is not None:
         absent = [
@@ -189,11 +188,10 @@ def deterministic_checks(
         if absent:
             return _reject(
                 level,
+                BlockerType.HALLUCINATION,
+                Confidence.NONE,
+                bool(work.tools_used),
                 f"claimed files do not exist: {', '.join(absent)}",
-                confidence=Confidence.NONE,
-                progress=bool(work.tools_used),
-                blocker=BlockerType.HALLUCINATION,
-                strategy=Strategy.RETRY,
             )
     return None
 

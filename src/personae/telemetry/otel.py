@@ -28,7 +28,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -42,7 +42,14 @@ from personae.errors import PersonaeError
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
 from personae.team.events import RunStarted, SubagentEnded, SubagentStarted, ToolCalled, Validated
-from personae.telemetry.runtree import RunNode, build_tree, call_outcomes, parse_time, typed
+from personae.telemetry.runtree import (
+    NodeKind,
+    RunNode,
+    build_tree,
+    call_outcomes,
+    parse_time,
+    typed,
+)
 
 __all__ = ["TelemetryError", "export_run", "otlp_exporter", "run_to_spans"]
 
@@ -129,26 +136,33 @@ class _Emitter:
             self.node(child, parent)
 
     def node(self, node: RunNode, parent: Span) -> None:
-        if node.kind == "model_call" and node.call is not None:
-            self.model_call(node.call, parent)
-        elif node.kind == "tool_call":
-            self.tool_call(node, parent)
-        elif node.kind in ("subtask", "subagent"):
-            self.group(node, parent)
-        elif node.event is not None:
-            at = _ns(node.at, self.cursor)
-            attrs: dict[str, Any] = {"personae.event.seq": node.event.seq}
-            event = node.typed_event
-            if isinstance(event, Validated):
-                attrs |= _signal_attrs(event)
-                parent.set_attributes(_signal_attrs(event))
-            parent.add_event(f"personae.{node.kind}", attributes=attrs, timestamp=at)
-            self.cursor = max(self.cursor, at)
+        match node.kind:
+            case NodeKind.MODEL_CALL:
+                if node.call is not None:
+                    self.model_call(node.call, parent)
+            case NodeKind.SUBTASK | NodeKind.SUBAGENT:
+                self.group(node, parent)
+            case NodeKind.EVENT:
+                event = node.typed_event
+                if isinstance(event, ToolCalled):
+                    self.tool_call(node, event, parent)
+                elif node.event is not None:
+                    at = _ns(node.at, self.cursor)
+                    attrs: dict[str, Any] = {"personae.event.seq": node.event.seq}
+                    if isinstance(event, Validated):
+                        attrs |= _signal_attrs(event)
+                        parent.set_attributes(_signal_attrs(event))
+                    parent.add_event(f"personae.{node.label}", attributes=attrs, timestamp=at)
+                    self.cursor = max(self.cursor, at)
+            case NodeKind.RUN:
+                self.children(node, parent)
+            case _:
+                assert_never(node.kind)
 
     def group(self, node: RunNode, parent: Span) -> None:
         start = _ns(node.at, self.cursor)
         self.cursor = max(self.cursor, start)
-        if node.kind == "subtask":
+        if node.kind is NodeKind.SUBTASK:
             name = f"subtask {node.subtask}"
             attrs: dict[str, Any] = {"personae.subtask": node.subtask or 0}
             if node.event is not None:
@@ -207,9 +221,7 @@ class _Emitter:
         span.end(end_time=end)
         self.cursor = max(self.cursor, end)
 
-    def tool_call(self, node: RunNode, parent: Span) -> None:
-        event = node.typed_event
-        call = event if isinstance(event, ToolCalled) else ToolCalled(tool="?")
+    def tool_call(self, node: RunNode, call: ToolCalled, parent: Span) -> None:
         tool = str(call.tool or "?")
         end = _ns(node.at, self.cursor)
         attrs: dict[str, Any] = {

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from personae.store.runs import ModelCallRecord, StoredEvent
@@ -28,19 +29,30 @@ from personae.team.events import (
     event_from_json,
 )
 
-__all__ = ["RunNode", "build_tree", "call_outcomes", "parse_time", "typed"]
+__all__ = ["NodeKind", "RunNode", "build_tree", "call_outcomes", "parse_time", "typed"]
+
+
+class NodeKind(StrEnum):
+    """What a node of the tree is."""
+
+    RUN = "run"
+    """The root: the whole run."""
+    SUBTASK = "subtask"
+    """A subtask (its ``subtask_start`` event), holding what happened for it."""
+    SUBAGENT = "subagent"
+    """A sub-agent (its start event; ``end_event`` once it ended), holding its steps."""
+    MODEL_CALL = "model_call"
+    """A model call (``call``)."""
+    EVENT = "event"
+    """Any other event (``event``; ``typed_event`` is ``None`` for a kind this version
+    does not know)."""
 
 
 @dataclass(kw_only=True)
 class RunNode:
-    """One node of a run's tree.
+    """One node of a run's tree."""
 
-    ``kind`` is ``run``, ``subtask``, ``subagent``, ``model_call`` or an
-    event kind (``plan``, ``tool_call``, ``validation``, ``final``, or any
-    kind a newer personae writes).
-    """
-
-    kind: str
+    kind: NodeKind
     """What the node is."""
     at: str
     """When it started (ISO 8601, UTC)."""
@@ -60,19 +72,22 @@ class RunNode:
     """Nodes inside it, in order."""
 
     @property
-    def data(self) -> dict[str, Any]:
-        """The event's payload as stored (empty for nodes without an event)."""
-        return self.event.data if self.event is not None else {}
-
-    @property
     def typed_event(self) -> Event | None:
         """The event behind the node as its typed class (``None``: none, or an unknown kind)."""
         return typed(self.event) if self.event is not None else None
 
     @property
-    def typed_end(self) -> Event | None:
+    def typed_end(self) -> SubagentEnded | None:
         """A sub-agent's end event as its typed class."""
-        return typed(self.end_event) if self.end_event is not None else None
+        end = typed(self.end_event) if self.end_event is not None else None
+        return end if isinstance(end, SubagentEnded) else None
+
+    @property
+    def label(self) -> str:
+        """The node's kind, or for an event node the event's own kind (``plan``, ``final`` ...)."""
+        if self.kind is NodeKind.EVENT and self.event is not None:
+            return self.event.kind
+        return self.kind.value
 
     def walk(self) -> list[RunNode]:
         """This node and every node below it, depth first, in order."""
@@ -130,7 +145,11 @@ class _Builder:
 
     def add_call(self, call: ModelCallRecord) -> None:
         node = RunNode(
-            kind="model_call", at=call.at, call=call, subtask=call.subtask, persona=call.persona
+            kind=NodeKind.MODEL_CALL,
+            at=call.at,
+            call=call,
+            subtask=call.subtask,
+            persona=call.persona,
         )
         agent = self.innermost(call.persona) if call.role == "subagent" else None
         (agent or self.container(call.subtask)).children.append(node)
@@ -141,12 +160,12 @@ class _Builder:
         persona = getattr(event, "persona", None)
         persona = persona if isinstance(persona, str) else None
         node = RunNode(
-            kind=stored.kind, at=stored.at, event=stored, subtask=stored.subtask, persona=persona
+            kind=NodeKind.EVENT, at=stored.at, event=stored, subtask=stored.subtask, persona=persona
         )
         parent: RunNode | None = None
         match event:
             case SubtaskStarted(subtask=int(number)):
-                node.kind = "subtask"
+                node.kind = NodeKind.SUBTASK
                 self.subtasks[number] = node
                 self.root.children.append(node)
                 return
@@ -165,8 +184,8 @@ class _Builder:
                 pass
         target = parent or self.container(stored.subtask)
         target.children.append(node)
-        if isinstance(event, SubagentStarted) and event.phase == "start":
-            node.kind = "subagent"
+        if isinstance(event, SubagentStarted):
+            node.kind = NodeKind.SUBAGENT
             self.open_agents.append(node)
         self._extend(stored.subtask, stored.at)
 
@@ -188,7 +207,7 @@ def build_tree(
     events: Sequence[StoredEvent], calls: Sequence[ModelCallRecord], *, started_at: str = ""
 ) -> RunNode:
     """The run as a tree: the root's children are events, subtasks and model calls in order."""
-    root = RunNode(kind="run", at=started_at or (events[0].at if events else ""))
+    root = RunNode(kind=NodeKind.RUN, at=started_at or (events[0].at if events else ""))
     builder = _Builder(root)
     for item in _merged(events, calls):
         if isinstance(item, ModelCallRecord):

@@ -25,6 +25,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from personae.errors import PersonaeError, UnknownNameError, UsageError
+from personae.store.runs import RunStatus
 from personae.ui import chains, pages
 from personae.ui._html import h, layout
 from personae.ui.data import Reader
@@ -135,7 +136,7 @@ class _RunStream:
     async def _events(self, rid: str, seen: tuple[str, int, int]) -> AsyncIterator[str]:
         waited = quiet = 0.0
         yield f"event: changed\ndata: {json.dumps(list(seen))}\n\n"
-        while waited < _STREAM_LIFETIME and seen[0] == "running" and not self.stop.is_set():
+        while waited < _STREAM_LIFETIME and seen[0] == RunStatus.RUNNING and not self.stop.is_set():
             await asyncio.sleep(_POLL)
             waited += _POLL
             quiet += _POLL
@@ -146,7 +147,7 @@ class _RunStream:
             elif quiet >= _KEEPALIVE:
                 quiet = 0.0
                 yield ": keep-alive\n\n"
-        if seen[0] != "running":
+        if seen[0] != RunStatus.RUNNING:
             yield f"event: end\ndata: {json.dumps(seen[0])}\n\n"
 
 

@@ -9,18 +9,20 @@ from personae.errors import UnknownNameError
 from personae.security.policy import redact_secrets
 from personae.ui._html import badge, h, layout, short, url
 from personae.ui.data import ChainStep, ChainView, Reader
+from personae.workflow.outcome import StepStatus
 
 __all__ = ["chain_page", "chains_page", "handover_page"]
 
 _W, _H, _GAP_X, _GAP_Y, _PAD = 220, 74, 90, 26, 20
-_TONE = {
-    "success": "good",
-    "partial": "warn",
-    "running": "warn",
-    "pending": "plain",
-    "failure": "bad",
-    "skipped": "plain",
+_TONE: dict[str, str] = {
+    StepStatus.SUCCESS: "good",
+    StepStatus.PARTIAL: "warn",
+    StepStatus.RUNNING: "warn",
+    StepStatus.PENDING: "plain",
+    StepStatus.FAILURE: "bad",
+    StepStatus.SKIPPED: "plain",
 }
+"""Badge tone by step state (a checkpoint's string looks up its member)."""
 
 
 def chains_page(reader: Reader) -> str:
@@ -109,7 +111,7 @@ def chain_page(reader: Reader, name: str) -> str:
             f"<td>{runs}</td><td>{handover}</td><td>{h(short(said, 140))}</td></tr>"
         )
     problem = f'<p class="warning">{h(chain.problem)}</p>' if chain.problem else ""
-    live = any(s.state.get("status") == "running" for s in chain.steps)
+    live = any(s.state.get("status") == StepStatus.RUNNING for s in chain.steps)
     body = (
         f"{problem}<p class='muted'>State in <code>{h(chain.folder)}</code>; checkpoint updated "
         f"{h(chain.updated_at)}</p>"

@@ -24,7 +24,7 @@ from personae.persona.problems import Problem
 from personae.security.policy import redact_secrets
 from personae.store.answers import ModelAnswer
 from personae.store.db import Store
-from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
+from personae.store.runs import ModelCallRecord, RunRecord, RunStatus, RunStore, StoredEvent
 from personae.team.events import RunStarted
 from personae.telemetry.runtree import parse_time, typed
 from personae.workflow.spec import load_workflow
@@ -164,7 +164,7 @@ class Reader:
 
     def run_tokens(self, run: RunRecord) -> dict[str, Any]:
         """Usage of a run: the stored total, or (while it runs) the sum over its calls."""
-        if run.usage or run.status != "running":
+        if run.usage or run.status != RunStatus.RUNNING:
             return run.usage
         runs = self._runs()
         total = {"input_tokens": 0, "output_tokens": 0}

@@ -7,7 +7,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from personae.errors import UnknownNameError
-from personae.store.runs import RunRecord
+from personae.store.runs import RunRecord, RunStatus
 from personae.team.events import RunFinished
 from personae.telemetry.runtree import build_tree, call_outcomes, typed
 from personae.ui._html import badge, duration, h, layout, short, tokens, url
@@ -53,7 +53,7 @@ def runs_table(reader: Reader, filters: Mapping[str, str]) -> str:
     rows = []
     live = False
     for r in runs:
-        live = live or r.status == "running"
+        live = live or r.status == RunStatus.RUNNING
         rows.append(
             f'<tr data-run="{h(r.id)}"><td><a href="{url("runs", r.id)}"><code>{h(r.id)}</code>'
             f"</a></td><td>{badge(r.status)}</td><td>{h(r.persona or '-')}</td>"
@@ -129,7 +129,7 @@ def run_body(view: RunView) -> str:
 def run_page(view: RunView) -> str:
     """A run's page; while it runs, the body refreshes itself (server-sent events)."""
     run = view.run
-    live = run.status == "running"
+    live = run.status == RunStatus.RUNNING
     attrs = (
         f' data-stream="{url("runs", run.id, "stream")}" data-fragment="{url("fragments", "runs", run.id)}"'  # noqa: E501
         if live

@@ -17,7 +17,7 @@ from types import FrameType
 
 from personae.errors import ConfigError, UsageError
 
-__all__ = ["bind", "check_host", "serve"]
+__all__ = ["bind", "check_host", "serve_viewer"]
 
 
 def check_host(host: str) -> str:
@@ -61,7 +61,7 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(root: Path, *, port: int, host: str = "127.0.0.1") -> None:
+def serve_viewer(root: Path, *, port: int, host: str = "127.0.0.1") -> None:
     """Serve the viewer for the project at ``root`` until interrupted."""
     if not root.is_dir():
         raise UsageError("not a folder", file=root, field="--root")

@@ -1,28 +1,38 @@
 """A run's timeline as HTML: plan, subtasks, model calls with budget bars, tool calls,
 validations with their completion signals, corrections, sub-agents as a tree, the answer.
 
-Built from :func:`personae.telemetry.runtree.build_tree`. Unknown event kinds
-render as a plain line with their payload, so a newer store still shows.
+Built from :func:`personae.telemetry.runtree.build_tree`; each event is rendered from
+its typed class (:mod:`personae.team.events`, matched exhaustively). Unknown event
+kinds render as a plain line with their payload as stored, so a newer store still shows.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, assert_never
 
-from personae.store.runs import StoredEvent
-from personae.team.events import SubagentEnded, SubagentStarted, SubtaskStarted, ToolCalled
-from personae.telemetry.runtree import RunNode, typed
+from personae.store.runs import ModelCallRecord, StoredEvent
+from personae.team.events import (
+    AnswerStreamed,
+    Corrected,
+    Event,
+    PlanMade,
+    RunFinished,
+    RunStarted,
+    RunWarning,
+    SubagentEnded,
+    SubagentStarted,
+    SubtaskStarted,
+    ToolCalled,
+    Validated,
+    WorkDone,
+)
+from personae.telemetry.runtree import NodeKind, RunNode, typed
 from personae.ui._html import badge, h, short, tokens, url
 from personae.ui.budget import mini_bar
 
 __all__ = ["agent_tree", "render_event", "render_item", "render_timeline", "signal_chips"]
-
-
-def _message(node: RunNode) -> str:
-    """The message of the node's event ("" for a node without one)."""
-    return node.event.message if node.event else ""
 
 
 def _details(summary: str, body: str, *, opened: bool = False) -> str:
@@ -40,9 +50,7 @@ def _args(args: Any) -> str:
     return ", ".join(f"{h(k)}={h(short(repr(v), 60))}" for k, v in args.items())
 
 
-def _call(node: RunNode, run_id: str) -> str:
-    call = node.call
-    assert call is not None
+def _call(call: ModelCallRecord, run_id: str) -> str:
     where = f"subtask {call.subtask}" if call.subtask else "turn"
     step = call.usage.get("step")
     step_text = f" · step {h(step)}" if isinstance(step, int) else ""
@@ -55,8 +63,8 @@ def _call(node: RunNode, run_id: str) -> str:
     )
 
 
-def _plan(node: RunNode) -> str:
-    subs = node.data.get("subtasks") or []
+def _plan(event: PlanMade) -> str:
+    subs = event.subtasks
     rows = []
     for i, item in enumerate(subs if isinstance(subs, list) else [], start=1):
         sub = item if isinstance(item, dict) else {"description": item}
@@ -66,7 +74,7 @@ def _plan(node: RunNode) -> str:
             + (f'<ul class="reqs">{reqs}</ul>' if reqs else "")
             + "</li>"
         )
-    why = node.data.get("rationale")
+    why = event.rationale
     note = f'<p class="muted">{h(why)}</p>' if why else ""
     return (
         f'<li class="item plan" data-kind="plan"><b>Plan</b>: {len(rows)} subtask(s)'
@@ -74,31 +82,30 @@ def _plan(node: RunNode) -> str:
     )
 
 
-def _tool(node: RunNode, *, opened: bool = False) -> str:
-    d = node.data
-    ok = bool(d.get("ok"))
+def _tool(event: ToolCalled, *, opened: bool = False) -> str:
+    ok = bool(event.ok)
     state = badge("ok" if ok else "failed")
-    if d.get("reused"):
+    if event.reused:
         state += " " + badge("reused", "plain")
-    who = f'<span class="muted">[{h(node.persona)}]</span> ' if d.get("depth") else ""
-    head = f"tool {who}<code>{h(d.get('tool'))}({_args(d.get('args', {}))})</code> {state}"
+    who = f'<span class="muted">[{h(event.persona)}]</span> ' if event.depth else ""
+    head = f"tool {who}<code>{h(event.tool)}({_args(event.args)})</code> {state}"
     return (
         f'<li class="item tool{"" if ok else " failed"}" data-kind="tool_call">'
-        f"{_details(head, _pre(d.get('result', '')), opened=opened)}</li>"
+        f"{_details(head, _pre(event.result), opened=opened)}</li>"
     )
 
 
-def _work(node: RunNode) -> str:
-    d = node.data
-    label = "Worker" if d.get("success") else "Worker (did not finish)"
+def _work(event: WorkDone) -> str:
+    label = "Worker" if event.success else "Worker (did not finish)"
+    answer = event.result or event.message
     return (
         f'<li class="item work" data-kind="work_result"><b>{label}</b>, attempt '
-        f"{h(d.get('attempt'))}: <span class='answer'>{h(d.get('result', _message(node)))}</span></li>"  # noqa: E501
+        f"{h(event.attempt)}: <span class='answer'>{h(answer)}</span></li>"
     )
 
 
-def signal_chips(d: dict[str, Any]) -> str:
-    """The completion signal of a validation as labelled chips."""
+def signal_chips(d: Mapping[str, Any]) -> str:
+    """The completion signal of a validation (its ``completion_signal`` mapping) as chips."""
     signal = d.get("completion_signal") if isinstance(d.get("completion_signal"), dict) else {}
     assert isinstance(signal, dict)
     parts = []
@@ -112,95 +119,104 @@ def signal_chips(d: dict[str, Any]) -> str:
     return f'<span class="signal">{"".join(parts)}</span>'
 
 
-def _validation(node: RunNode) -> str:
-    d = node.data
-    how = "model check" if d.get("used_llm") else "code check"
-    verdict = badge("approved") if d.get("approved") else badge("rejected")
-    issues = "".join(f"<li>{h(i)}</li>" for i in d.get("issues") or [])
-    cls = "ok" if d.get("approved") else "rejected"
+def _validation(event: Validated) -> str:
+    how = "model check" if event.used_llm else "code check"
+    verdict = badge("approved") if event.approved else badge("rejected")
+    issues = "".join(f"<li>{h(i)}</li>" for i in event.issues or [])
+    cls = "ok" if event.approved else "rejected"
+    chips = signal_chips({"completion_signal": event.completion_signal})
     return (
         f'<li class="item validation {cls}" data-kind="validation"><b>Validator</b> '
-        f"({h(how)}, {h(d.get('involvement_level'))}): {verdict} {signal_chips(d)}"
+        f"({h(how)}, {h(event.involvement_level)}): {verdict} {chips}"
         + (f'<ul class="issues">{issues}</ul>' if issues else "")
         + "</li>"
     )
 
 
-def _correction(node: RunNode) -> str:
-    d = node.data
-    budget = f"{h(d.get('retries_used'))}/{h(d.get('max_retries'))}"
-    message = _message(node)
+def _correction(event: Corrected) -> str:
+    budget = f"{h(event.retries_used)}/{h(event.max_retries)}"
     return (
         f'<li class="item correction" data-kind="correction"><b>Correction</b> '
-        f"{badge(d.get('action', 'retry'), 'warn')} (retries {budget}, blocker "
-        f"{badge(d.get('blocker'), 'bad')}): {h(message)}</li>"
+        f"{badge(event.action or 'retry', 'warn')} (retries {budget}, blocker "
+        f"{badge(event.blocker, 'bad')}): {h(event.message)}</li>"
     )
 
 
-def _warning(node: RunNode) -> str:
-    message = _message(node)
-    return f'<li class="item warning" data-kind="warning"><b>Warning</b>: {h(message)}</li>'
+def _warning(event: RunWarning) -> str:
+    return f'<li class="item warning" data-kind="warning"><b>Warning</b>: {h(event.message)}</li>'
 
 
-def _final(node: RunNode) -> str:
-    d = node.data
-    message = _message(node)
+def _final(event: RunFinished) -> str:
     return (
-        f'<li class="item final" data-kind="final"><b>Answer</b> {badge(d.get("status"))}'
-        f'<div class="answer final-text">{h(message)}</div>'
-        f'<p class="muted">usage: {h(tokens(d.get("usage") or {}))}</p></li>'
+        f'<li class="item final" data-kind="final"><b>Answer</b> {badge(event.status)}'
+        f'<div class="answer final-text">{h(event.message)}</div>'
+        f'<p class="muted">usage: {h(tokens(event.usage or {}))}</p></li>'
     )
 
 
-def _start(node: RunNode) -> str:
-    message = _message(node)
-    src = node.data.get("context_from")
+def _start(event: RunStarted) -> str:
+    src = event.context_from
     extra = f" · continues handover <code>{h(src)}</code>" if src else ""
-    return f'<li class="item start muted" data-kind="start">{h(message)}{extra}</li>'
+    return f'<li class="item start muted" data-kind="start">{h(event.message)}{extra}</li>'
 
 
-def _other(node: RunNode) -> str:
-    message = _message(node)
-    body = _pre(json.dumps(node.data, indent=2, default=str))
-    head = f"{badge(node.kind, 'plain')} {h(message)}"
-    return f'<li class="item other" data-kind="{h(node.kind)}">{_details(head, body)}</li>'
+def _other(stored: StoredEvent) -> str:
+    """A kind this viewer has no view for: its payload as stored (redacted), whatever its shape."""
+    body = _pre(json.dumps(stored.data, indent=2, default=str))
+    head = f"{badge(stored.kind, 'plain')} {h(stored.message)}"
+    return f'<li class="item other" data-kind="{h(stored.kind)}">{_details(head, body)}</li>'
 
 
-_RENDER: dict[str, Callable[[RunNode], str]] = {
-    "start": _start,
-    "plan": _plan,
-    "tool_call": _tool,
-    "work_result": _work,
-    "validation": _validation,
-    "correction": _correction,
-    "warning": _warning,
-    "final": _final,
-}
+def _event(stored: StoredEvent, event: Event | None) -> str:
+    """An event node: matched on its class (``None``: a kind this version does not know)."""
+    match event:
+        case RunStarted():
+            return _start(event)
+        case PlanMade():
+            return _plan(event)
+        case ToolCalled():
+            return _tool(event)
+        case WorkDone():
+            return _work(event)
+        case Validated():
+            return _validation(event)
+        case Corrected():
+            return _correction(event)
+        case RunWarning():
+            return _warning(event)
+        case RunFinished():
+            return _final(event)
+        case SubtaskStarted() | SubagentStarted() | SubagentEnded() | AnswerStreamed() | None:
+            return _other(stored)  # outside a tree position (or unknown): shown as stored
+        case _:
+            assert_never(event)
 
 
 def _subagent(node: RunNode, run_id: str) -> str:
-    d = node.data
-    end = node.end_event.data if node.end_event is not None else {}
-    usage = end.get("usage") or {}
-    state = badge(end.get("status")) if end else badge("running")
+    begin = node.typed_event
+    start = begin if isinstance(begin, SubagentStarted) else SubagentStarted()
+    end = node.typed_end
+    state = badge(end.status) if end is not None else badge("running")
+    usage = end.usage if end is not None else {}
     counts = (
         f"{h(usage.get('requests', 0))} requests, {h(usage.get('tool_calls', 0))} tool calls"
-        if end
+        if end is not None
         else ""
     )
     inner = "".join(render_item(child, run_id) for child in node.children)
     return (
         f'<li class="item subagent" data-kind="subagent"><div class="agenthead">'
-        f"sub-agent <b>{h(node.persona)}</b> (context mode {h(d.get('context_mode'))}, "
-        f"depth {h(d.get('depth'))}) {state} <span class='muted'>{counts}</span>"
-        f'<div class="muted">task: {h(d.get("task"))}</div></div>'
+        f"sub-agent <b>{h(node.persona)}</b> (context mode {h(start.context_mode)}, "
+        f"depth {h(start.depth)}) {state} <span class='muted'>{counts}</span>"
+        f'<div class="muted">task: {h(start.task)}</div></div>'
         f'<ul class="tree">{inner}</ul></li>'
     )
 
 
 def _subtask(node: RunNode, run_id: str) -> str:
-    persona = node.data.get("persona")
-    title = _message(node)
+    begin = node.typed_event
+    persona = begin.persona if isinstance(begin, SubtaskStarted) else None
+    title = node.event.message if node.event is not None else ""
     inner = "".join(render_item(child, run_id) for child in node.children)
     return (
         f'<li class="subtask" data-kind="subtask"><h3>Subtask {h(node.subtask)}: {h(title)} '
@@ -210,37 +226,40 @@ def _subtask(node: RunNode, run_id: str) -> str:
 
 def render_item(node: RunNode, run_id: str) -> str:
     """One node (and what is inside it) as an ``<li>``."""
-    if node.kind == "model_call" and node.call is not None:
-        return _call(node, run_id)
-    if node.kind == "subagent":
-        return _subagent(node, run_id)
-    if node.kind == "subtask":
-        return _subtask(node, run_id)
-    return _RENDER.get(node.kind, _other)(node)
+    match node.kind:
+        case NodeKind.MODEL_CALL:
+            return _call(node.call, run_id) if node.call is not None else ""
+        case NodeKind.SUBAGENT:
+            return _subagent(node, run_id)
+        case NodeKind.SUBTASK:
+            return _subtask(node, run_id)
+        case NodeKind.EVENT:
+            return _event(node.event, node.typed_event) if node.event is not None else ""
+        case NodeKind.RUN:
+            return "".join(render_item(child, run_id) for child in node.children)
+        case _:
+            assert_never(node.kind)
 
 
 def render_event(event: StoredEvent, run_id: str) -> str:
     """One event on its own (no tree): sub-agent starts and ends as one line each."""
-    data = event.data  # shown as stored (redacted), whatever its shape
-    persona = data.get("persona") if isinstance(data.get("persona"), str) else None
-    node = RunNode(kind=event.kind, at=event.at, event=event, persona=persona)
     match typed(event):
-        case SubagentStarted():
-            text = f"starts (context mode {h(data.get('context_mode'))}): {h(data.get('task'))}"
-        case SubagentEnded():
-            text = f"finished {badge(data.get('status'))}"
+        case SubagentStarted() as begin:
+            who = begin.persona
+            text = f"starts (context mode {h(begin.context_mode)}): {h(begin.task)}"
+        case SubagentEnded() as end:
+            who = end.persona
+            text = f"finished {badge(end.status)}"
         case SubtaskStarted():
             return (
                 f'<li class="item muted" data-kind="subtask_start">next: subtask '
                 f"{h(event.subtask)} starts: {h(event.message)}</li>"
             )
-        case ToolCalled():
-            return _tool(node, opened=True)  # on a call's page, what came back is the point
-        case _:
-            return render_item(node, run_id)
-    return (
-        f'<li class="item subagent" data-kind="subagent">sub-agent <b>{h(persona)}</b> {text}</li>'
-    )
+        case ToolCalled() as call:
+            return _tool(call, opened=True)  # on a call's page, what came back is the point
+        case other:
+            return _event(event, other)
+    return f'<li class="item subagent" data-kind="subagent">sub-agent <b>{h(who)}</b> {text}</li>'
 
 
 def agent_tree(root: RunNode, persona: str | None) -> str:
@@ -249,17 +268,18 @@ def agent_tree(root: RunNode, persona: str | None) -> str:
     def nested(node: RunNode) -> str:
         items = []
         for child in node.children:
-            if child.kind == "subagent":
-                end = child.end_event.data.get("status") if child.end_event else "running"
+            if child.kind is NodeKind.SUBAGENT:
+                ended = child.typed_end
+                end = ended.status if ended is not None else "running"
                 where = f"subtask {child.subtask}" if child.subtask else "turn"
                 items.append(
                     f"<li>{h(child.persona)} {badge(end)} <span class='muted'>"
                     f"({h(where)})</span>{nested(child)}</li>"
                 )
-            elif child.kind == "subtask":
+            elif child.kind is NodeKind.SUBTASK:
                 items.append(nested(child))
         inner = "".join(items)
-        return f"<ul>{inner}</ul>" if inner and node.kind != "subtask" else inner
+        return f"<ul>{inner}</ul>" if inner and node.kind is not NodeKind.SUBTASK else inner
 
     top = f"<li>{h(persona or '-')}{nested(root)}</li>"
     return f'<div class="agents"><b>Agents</b><ul>{top}</ul></div>'

@@ -20,17 +20,17 @@ from typing import Any
 
 from personae.errors import UsageError
 from personae.fsutil import read_regular, write_atomic
-from personae.handover.create import build_handover, create_handover
-from personae.handover.files import load_handover
+from personae.handover.create import build_handover, write_handover
+from personae.handover.files import read_handover
 from personae.handover.schema import ArtifactFile, HistoryEntry, now_iso
 from personae.layout import Layout
 from personae.workflow._report import write_report
 from personae.workflow.executors import Executor, Job, JobResult, LocalProcessExecutor
 from personae.workflow.outcome import DONE as _DONE
-from personae.workflow.outcome import ChainOutcome, StepState
+from personae.workflow.outcome import ChainOutcome, StepState, StepStatus
 from personae.workflow.spec import Step, Workflow
 
-__all__ = ["ChainOutcome", "StepState", "run_chain", "state_dir_for"]
+__all__ = ["ChainOutcome", "StepState", "execute_chain", "state_dir_for"]
 
 _CLIP = 4000
 
@@ -102,12 +102,12 @@ def _adopt(state: StepState, wait_limit: float) -> bool:
     if _alive_child(state.pid, state.handover) or not state.handover:
         return False
     try:
-        results = load_handover(state.handover).handover.results
+        results = read_handover(state.handover).handover.results
     except UsageError:
         return False
     if results is None or results.status not in _DONE:
         return False
-    state.status = results.status
+    state.status = StepStatus(results.status)
     state.output = results.output
     state.artifacts = list(results.artifacts or [])
     state.next_steps = list(results.next_steps or [])
@@ -155,15 +155,15 @@ def _make_handover(wf: Workflow, step: Step, states: dict[str, StepState], sdir:
         handover.target.profile = step.profile
     path = sdir / "handovers" / f"{step.id}.json"
     with contextlib.suppress(UsageError):  # a rerun keeps the step's id: one ledger trail
-        handover.handover_id = load_handover(path).handover.handover_id
-    create_handover(handover, cwd=wf.path.parent, out=path, fmt="json")
+        handover.handover_id = read_handover(path).handover.handover_id
+    write_handover(handover, cwd=wf.path.parent, out=path, fmt="json")
     return path
 
 
 def _apply(state: StepState, result: JobResult) -> dict[str, Any]:
     r = result.results
     return {
-        "status": result.status,
+        "status": StepStatus(result.status),
         "pid": None,
         "finished_at": now_iso(),
         "attempts": state.attempts + result.attempts,
@@ -176,7 +176,7 @@ def _apply(state: StepState, result: JobResult) -> dict[str, Any]:
     }
 
 
-def run_chain(
+def execute_chain(
     workflow: Workflow,
     *,
     resume: bool = False,
@@ -195,16 +195,16 @@ def run_chain(
     cp = _Checkpoint(cp_path, workflow, states)
     resumed = [k for k, s in states.items() if s.status in _DONE]
     for key, st in states.items():
-        if st.status == "running":
+        if st.status is StepStatus.RUNNING:
             step = next(s for s in workflow.steps() if s.id == key)
             limit = (step.timeout or workflow.defaults.timeout) * 2
             if _adopt(st, limit):
                 say(key, f"adopted results of a child that outlived the parent: {st.status}")
                 resumed.append(key)
             else:
-                st.status, st.pid = "pending", None
-        elif st.status in {"failure", "skipped"}:
-            st.status = "pending"
+                st.status, st.pid = StepStatus.PENDING, None
+        elif st.status in {StepStatus.FAILURE, StepStatus.SKIPPED}:
+            st.status = StepStatus.PENDING
     cp.save()
     runner = executor or LocalProcessExecutor()
     failed = False
@@ -212,12 +212,12 @@ def run_chain(
         todo = [s for s in stage if states[s.id].status not in _DONE]
         if failed:
             for s in todo:
-                cp.update(s.id, status="skipped")
+                cp.update(s.id, status=StepStatus.SKIPPED)
             continue
         jobs: list[Job] = []
         for step in todo:
             path = _make_handover(workflow, step, states, sdir)
-            cp.update(step.id, status="running", handover=str(path), started_at=now_iso())
+            cp.update(step.id, status=StepStatus.RUNNING, handover=str(path), started_at=now_iso())
             jobs.append(
                 Job(
                     key=step.id,

@@ -23,11 +23,11 @@ from personae.errors import PersonaeError
 from personae.handover.child import (
     ChildOptions,
     CommandBuilder,
+    execute_handover,
     kill_group,
     personae_run_command,
-    run_handover,
 )
-from personae.handover.schema import Results
+from personae.handover.schema import Results, ResultStatus
 from personae.limits import DEFAULTS
 
 __all__ = [
@@ -46,7 +46,7 @@ class JobResult:
 
     key: str
     """The job's key."""
-    status: str
+    status: ResultStatus
     """``success``, ``failure`` or ``partial``."""
     results: Results | None
     """The handover's results (a batch task: its answer as results)."""
@@ -165,7 +165,7 @@ class Job:
                 timeout=self.timeout, attempts=self.attempts, backoff=self.backoff,
                 command=self.command, persona=self.persona, model=self.model, tie=tie,
             )  # fmt: skip
-            outcome = run_handover(
+            outcome = execute_handover(
                 self.handover_path, cwd=self.cwd, options=child, on_start=on_start
             )
         except PersonaeError as exc:

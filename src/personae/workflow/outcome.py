@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
-from personae.handover.child import EXIT_FAILURE, EXIT_PARTIAL, EXIT_SUCCESS, EXIT_TIMEOUT
+from personae.handover.child import exit_code_for
+from personae.handover.schema import ResultStatus
 from personae.workflow.spec import Workflow
 
-__all__ = ["DONE", "ChainOutcome", "StepState"]
+__all__ = ["DONE", "ChainOutcome", "StepState", "StepStatus"]
 
-DONE = ("success", "partial")
+
+class StepStatus(StrEnum):
+    """A chain step's state in the checkpoint."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILURE = "failure"
+    PARTIAL = "partial"
+    SKIPPED = "skipped"
+    """Not run: a step of an earlier stage did not finish."""
+
+
+DONE = frozenset({StepStatus.SUCCESS, StepStatus.PARTIAL})
 """Step states that count as finished (a resumed chain does not run them again)."""
 
 
@@ -18,8 +33,8 @@ DONE = ("success", "partial")
 class StepState:
     """A step's state in the checkpoint."""
 
-    status: str = "pending"
-    """pending, running, success, failure, partial or skipped."""
+    status: StepStatus = StepStatus.PENDING
+    """Where the step is (a checkpoint's string is read back as its member)."""
     handover: str | None = None
     """Its handover file."""
     pid: int | None = None
@@ -45,6 +60,9 @@ class StepState:
     adopted: bool = False
     """Results taken from a child that outlived a killed parent."""
 
+    def __post_init__(self) -> None:
+        self.status = StepStatus(self.status)  # an unknown state raises ValueError
+
 
 @dataclass(kw_only=True)
 class ChainOutcome:
@@ -62,10 +80,10 @@ class ChainOutcome:
     """Steps skipped because a checkpoint had them finished."""
 
     @property
-    def status(self) -> str:
+    def status(self) -> ResultStatus:
         """success, partial or failure."""
         states = [s.status for s in self.steps.values()]
-        if all(s == "success" for s in states):
+        if all(s is StepStatus.SUCCESS for s in states):
             return "success"
         if all(s in DONE for s in states):
             return "partial"
@@ -74,10 +92,5 @@ class ChainOutcome:
     @property
     def exit_code(self) -> int:
         """0 success, 5 partial, 4 a step timed out, 3 failure."""
-        if self.status == "success":
-            return EXIT_SUCCESS
-        if self.status == "partial":
-            return EXIT_PARTIAL
-        if any(s.status == "failure" and s.timed_out for s in self.steps.values()):
-            return EXIT_TIMEOUT
-        return EXIT_FAILURE
+        timed_out = any(s.status is StepStatus.FAILURE and s.timed_out for s in self.steps.values())
+        return exit_code_for(self.status, timed_out=timed_out)
