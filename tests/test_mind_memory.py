@@ -17,6 +17,7 @@ from personae.mind import MindService
 from personae.mind.index import MindIndex, fts_query
 from personae.mind.memory import MemoryDir, MemoryFileError, parse_memory
 from personae.store.db import Store
+from personae.store.mind import JournalEntry
 
 
 def _mem(title: str, description: str, mtype: str, body: str, **extra: str) -> str:
@@ -232,7 +233,7 @@ def test_recall_of_any_text_never_breaks_the_index(
     with open_store() as store:
         index = MindIndex(store)
         memory = MemoryDir(tmp_path / "memory")
-        index.add_journal(memory, kind="observe", text="a portal note with some words")
+        index.add_journal(memory, JournalEntry("observe", "a portal note with some words"))
         hits = index.search(memory, text, k=3)
         assert all(h.source == "journal" for h in hits)
 

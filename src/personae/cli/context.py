@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -52,31 +52,25 @@ StepOpt = Annotated[
 ]
 
 
-def _assemble(
-    *,
-    root: Path | None,
-    role: str,
-    persona: str | None,
-    task: str | None,
-    session: str | None,
-    model: str | None,
-    budget: int | None,
-    window: int | None,
-    step: str | None,
-) -> AssembledContext:
+_ASSEMBLE_OPTIONS = ("persona", "task", "session", "model", "budget", "window", "step")
+"""Options of `build` and `report` passed as they are to ``personae.api.context.assemble``."""
+
+
+def _assemble(options: Mapping[str, Any]) -> AssembledContext:
+    """The context a `build` or `report` command line asks for (``options``: its parsed
+    options, ``typer.Context.params``, so each option is named once, in the signature)."""
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.context import assemble
 
-    if budget is not None and window is not None:
+    if options["budget"] is not None and options["window"] is not None:
         raise typer.BadParameter("give --budget or --window, not both")
-    return assemble(
-        project_root(root), role, persona=persona, task=task, session=session, model=model,
-        budget=budget, window=window, step=step,
-    )  # fmt: skip
+    chosen = {name: options[name] for name in _ASSEMBLE_OPTIONS}
+    return assemble(project_root(options["root"]), options["role"], **chosen)
 
 
 @app.command("build")
 def build(  # noqa: PLR0917
+    ctx: typer.Context,
     role: RoleOpt,
     persona: PersonaOpt = None,
     task: TaskOpt = None,
@@ -92,28 +86,22 @@ def build(  # noqa: PLR0917
     root: RootOpt = None,
 ) -> None:
     """Print the rendered context for ROLE (or JSON with `rendered` and `report`)."""
-    ctx = _assemble(
-        root=root,
-        role=role,
-        persona=persona,
-        task=task,
-        session=session,
-        model=model,
-        budget=budget,
-        window=window,
-        step=step,
-    )
+    assembled = _assemble(ctx.params)
     if as_json:
-        payload = {"rendered": ctx.render(), "report": ctx.report().model_dump(mode="json")}
+        payload = {
+            "rendered": assembled.render(),
+            "report": assembled.report().model_dump(mode="json"),
+        }
         typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
         return
-    typer.echo(ctx.render())
+    typer.echo(assembled.render())
     if report:
-        typer.echo(ctx.report().to_text(), err=True)
+        typer.echo(assembled.report().to_text(), err=True)
 
 
 @app.command("report")
 def report_cmd(  # noqa: PLR0917
+    ctx: typer.Context,
     role: RoleOpt,
     persona: PersonaOpt = None,
     task: TaskOpt = None,
@@ -126,18 +114,7 @@ def report_cmd(  # noqa: PLR0917
     root: RootOpt = None,
 ) -> None:
     """Print only the budget report for ROLE."""
-    ctx = _assemble(
-        root=root,
-        role=role,
-        persona=persona,
-        task=task,
-        session=session,
-        model=model,
-        budget=budget,
-        window=window,
-        step=step,
-    )
-    rep = ctx.report()
+    rep = _assemble(ctx.params).report()
     if as_json:
         typer.echo(json.dumps(rep.model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:

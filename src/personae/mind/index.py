@@ -19,7 +19,7 @@ from stat import S_ISREG
 from personae.fsutil import NotRegularFileError
 from personae.mind.memory import INDEX_NAME, MemoryDir, MemoryEntry, parse_memory
 from personae.store.db import Store
-from personae.store.mind import MindTables, fts_query, query_words
+from personae.store.mind import JournalEntry, MindTables, fts_query, query_words
 
 __all__ = ["Hit", "JournalRow", "MindIndex", "SyncStats", "fts_query"]
 
@@ -220,34 +220,19 @@ class MindIndex:
 
     # -- journal ---------------------------------------------------------------------
 
-    def add_journal(
-        self,
-        memory: MemoryDir,
-        *,
-        kind: str,
-        text: str,
-        tool_name: str | None = None,
-        args: str | None = None,
-        result: str | None = None,
-    ) -> tuple[int, int]:
+    def add_journal(self, memory: MemoryDir, entry: JournalEntry) -> tuple[int, int]:
         """Record one entry verbatim and index it; returns (journal id, doc id)."""
-        facets = [("type", "journal"), ("kind", kind)]
-        if tool_name:
-            facets.append(("tool", tool_name.lower()))
-        title = f"{kind}: {tool_name}" if tool_name else kind
+        facets = [("type", "journal"), ("kind", entry.kind)]
+        if entry.tool_name:
+            facets.append(("tool", entry.tool_name.lower()))
+        title = f"{entry.kind}: {entry.tool_name}" if entry.tool_name else entry.kind
 
         def entry_for(journal_id: int) -> MemoryEntry:
-            return MemoryEntry(f"journal/{journal_id}", title, "", "journal", text, tuple(facets))
+            return MemoryEntry(
+                f"journal/{journal_id}", title, "", "journal", entry.text, tuple(facets)
+            )
 
-        return self.tables.add_journal(
-            memory.key,
-            kind=kind,
-            text=text,
-            tool_name=tool_name,
-            args=args,
-            result=result,
-            entry_for=entry_for,
-        )
+        return self.tables.add_journal(memory.key, entry, entry_for=entry_for)
 
     def recent_journal(self, memory: MemoryDir, limit: int) -> list[JournalRow]:
         """The latest journal entries, newest first."""

@@ -41,6 +41,7 @@ from personae.mind.results import (
 )
 from personae.security.redact import redact, redact_text
 from personae.store.db import Store
+from personae.store.mind import JournalEntry
 
 __all__ = ["REFLECT_KINDS", "MindService", "ReflectKind"]
 
@@ -250,18 +251,17 @@ class MindService:
         args_text = red_args.text
         result_text = None if result_text is None else red_result.text
         text = f"{tool_name} {args_text}" + ("" if result_text is None else f"\n{result_text}")
-        kind = "tool_result" if result is not None else "tool_call"
-        jid, doc_id = self.index.add_journal(
-            self.memory,
-            kind=kind,
-            text=text,
+        entry = JournalEntry(
+            "tool_result" if result is not None else "tool_call",
+            text,
             tool_name=tool_name,
             args=args_text,
             result=result_text,
         )
+        jid, doc_id = self.index.add_journal(self.memory, entry)
         secret = red_args.changed or red_result.changed
         query = f"{tool_name} {args_text}"
-        return self._answer(jid, kind, query, doc_id, result_text, secret=secret)
+        return self._answer(jid, entry.kind, query, doc_id, result_text, secret=secret)
 
     def reflect(self, observation: str, kind: str) -> ObserveResult:
         """Record a non-tool signal, secrets redacted; return related memories and flags."""
@@ -273,7 +273,7 @@ class MindService:
             raise UsageError("observation must not be empty", field="observation")
         _check_size(observation)
         red = redact(observation)
-        jid, doc_id = self.index.add_journal(self.memory, kind=kind, text=red.text)
+        jid, doc_id = self.index.add_journal(self.memory, JournalEntry(kind, red.text))
         return self._answer(jid, kind, red.text, doc_id, None, secret=red.changed)
 
     def _answer(

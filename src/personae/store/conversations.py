@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from personae.errors import UnknownNameError
 from personae.store._conversation_model import (
@@ -46,6 +46,7 @@ __all__ = [
     "ConversationError",
     "ConversationStore",
     "Message",
+    "ReadWindow",
     "Role",
     "Session",
     "Summary",
@@ -65,18 +66,22 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+class ReadWindow(TypedDict, total=False):
+    """Where a newest-first read starts and how its messages are counted."""
+
+    before_seq: int | None
+    """Only messages before this seq (``None``: from the newest)."""
+    counter: TokenCounter | None
+    """Count ``tokens`` with this counter (``None``: the counts stored at append time)."""
+
+
 class ConversationStore:
     """Conversation sessions and messages in a personae :class:`Store`."""
 
     def __init__(self, store: Store, counter: TokenCounter) -> None:
-        self._store = store
+        self.store = store
         self._counter = counter
         self._summary_counts: dict[tuple[str, int, str], int] = {}
-
-    @property
-    def store(self) -> Store:
-        """The underlying store."""
-        return self._store
 
     @property
     def counter(self) -> TokenCounter:
@@ -86,7 +91,7 @@ class ConversationStore:
     @contextmanager
     def _reader(self) -> Iterator[Conn]:
         """A read connection; on SQLite a cursor of plain tuples (faster than ``sqlite3.Row``)."""
-        with self._store.read() as conn:
+        with self.store.read() as conn:
             if isinstance(conn, sqlite3.Connection):
                 cursor = conn.cursor()
                 cursor.row_factory = None
@@ -108,7 +113,7 @@ class ConversationStore:
         if not sid.strip():
             raise ConversationError("session id must not be empty", field="session")
         try:
-            with self._store.transaction() as conn:
+            with self.store.transaction() as conn:
                 conn.execute(
                     "INSERT INTO sessions(id, created, title, persona) VALUES (?, ?, ?, ?)",
                     (sid, _now(), title, persona),
@@ -119,7 +124,7 @@ class ConversationStore:
 
     def session(self, session_id: str) -> Session:
         """The session ``session_id`` (``UnknownNameError`` if there is none)."""
-        row = self._store.fetchone(f"SELECT {_SESSION} FROM sessions WHERE id = ?", (session_id,))
+        row = self.store.fetchone(f"SELECT {_SESSION} FROM sessions WHERE id = ?", (session_id,))
         if row is None:
             raise self._unknown(session_id)
         return Session(*row)
@@ -131,7 +136,7 @@ class ConversationStore:
         if limit is not None:
             sql += " LIMIT ?"
             params = (limit,)
-        return [Session(*row) for row in self._store.fetchall(sql, params)]
+        return [Session(*row) for row in self.store.fetchall(sql, params)]
 
     def count(self, session_id: str) -> int:
         """Number of messages stored in the session."""
@@ -166,9 +171,9 @@ class ConversationStore:
             prepared.append((message, calls, tokens))
         created = _now()
         seqs: list[int] = []
-        with self._store.transaction() as conn:
+        with self.store.transaction() as conn:
             row = conn.execute(
-                "SELECT last_seq FROM sessions WHERE id = ?" + self._store.for_update(),
+                "SELECT last_seq FROM sessions WHERE id = ?" + self.store.for_update(),
                 (session_id,),
             ).fetchone()
             if row is None:
@@ -205,19 +210,15 @@ class ConversationStore:
     # -- reading ------------------------------------------------------------------
 
     def iter_backward(
-        self,
-        session_id: str,
-        *,
-        before_seq: int | None = None,
-        counter: TokenCounter | None = None,
-        page: int = _PAGE,
+        self, session_id: str, *, page: int = _PAGE, **window: Unpack[ReadWindow]
     ) -> Iterator[Message]:
-        """Messages newest first, read lazily a page at a time.
+        """Messages newest first (before ``before_seq``), read lazily a page at a time.
 
         With ``counter`` (other than the store's), ``tokens`` are that
         counter's counts: computed once per message and cached.
         """
-        cursor = before_seq
+        cursor = window.get("before_seq")
+        counter = window.get("counter")
         size = max(1, page)
         first = True
         while True:
@@ -238,20 +239,13 @@ class ConversationStore:
             size = min(size * 2, _MAX_PAGE)
 
     def recent(
-        self,
-        session_id: str,
-        limit: int = 6,
-        *,
-        before_seq: int | None = None,
-        counter: TokenCounter | None = None,
+        self, session_id: str, limit: int = 6, **window: Unpack[ReadWindow]
     ) -> list[Message]:
         """The newest ``limit`` messages, oldest first."""
         if limit <= 0:
             return []
         out: list[Message] = []
-        for message in self.iter_backward(
-            session_id, before_seq=before_seq, counter=counter, page=limit
-        ):
+        for message in self.iter_backward(session_id, page=limit, **window):
             out.append(message)
             if len(out) >= limit:
                 break
@@ -263,9 +257,8 @@ class ConversationStore:
         session_id: str,
         budget: int,
         *,
-        before_seq: int | None = None,
-        counter: TokenCounter | None = None,
         max_messages: int | None = None,
+        **window: Unpack[ReadWindow],
     ) -> list[Message]:
         """The newest messages whose token counts sum to at most ``budget``, oldest first.
 
@@ -274,7 +267,7 @@ class ConversationStore:
         """
         out: list[Message] = []
         used = 0
-        for message in self.iter_backward(session_id, before_seq=before_seq, counter=counter):
+        for message in self.iter_backward(session_id, **window):
             tokens = message.tokens or 0
             if used + tokens > budget or (max_messages is not None and len(out) >= max_messages):
                 break
@@ -326,7 +319,7 @@ class ConversationStore:
         """Counts by ``counter`` for message ``ids``: cached ones read, others counted once."""
         marks = ",".join("?" * len(ids))
         cached = dict(
-            self._store.fetchall(
+            self.store.fetchall(
                 f"SELECT message_id, tokens FROM message_tokens"
                 f" WHERE counter = ? AND message_id IN ({marks})",
                 (counter.name, *ids),
@@ -339,7 +332,7 @@ class ConversationStore:
             for row in missing:
                 message = Message(row[2], row[3], tool_calls_from_json(row[4]), row[5])
                 fresh.append((int(row[0]), counter.name, counter.count(token_text(message))))
-            with self._store.transaction() as conn:
+            with self.store.transaction() as conn:
                 conn.executemany(
                     "INSERT INTO message_tokens(message_id, counter, tokens)"
                     " VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
@@ -362,7 +355,7 @@ class ConversationStore:
             raise ConversationError("summary text must be text", field="text")
         tokens = self._counter.count(text)
         created = _now()
-        with self._store.transaction() as conn:
+        with self.store.transaction() as conn:
             conn.execute(
                 "INSERT INTO summaries(session_id, covers_seq, text, tokens, counter, created)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
@@ -374,7 +367,7 @@ class ConversationStore:
         self, session_id: str, *, counter: TokenCounter | None = None
     ) -> Summary | None:
         """The summary covering the most messages (newest on ties), or ``None``."""
-        row = self._store.fetchone(
+        row = self.store.fetchone(
             "SELECT id, covers_seq, text, tokens, counter, created FROM summaries"
             " WHERE session_id = ? ORDER BY covers_seq DESC, id DESC LIMIT 1",
             (session_id,),

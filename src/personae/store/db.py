@@ -302,8 +302,7 @@ class Store:
 
     def applied_migrations(self) -> list[str]:
         """Names of the applied migrations, in order."""
-        with self.read() as conn:
-            rows = conn.execute("SELECT name FROM schema_migrations ORDER BY number").fetchall()
+        rows = self.fetchall("SELECT name FROM schema_migrations ORDER BY number")
         return [row[0] for row in rows]
 
     def close(self) -> None:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from personae.store.db import Conn, Store
 
-__all__ = ["DocLike", "MindTables", "SearchRow", "fts_query", "query_words"]
+__all__ = ["DocLike", "JournalEntry", "MindTables", "SearchRow", "fts_query", "query_words"]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -41,6 +42,18 @@ def fts_query(query: str | Sequence[str]) -> str | None:
     if not words:
         return None
     return " OR ".join(f'"{w}"' for w in words)
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One journal entry to record verbatim: a tool call (with its arguments and result,
+    secrets already redacted) or a non-tool signal such as a reflection (``text`` only)."""
+
+    kind: str
+    text: str
+    tool_name: str | None = None
+    args: str | None = None
+    result: str | None = None
 
 
 class DocLike(Protocol):
@@ -225,12 +238,8 @@ class MindTables:
     def add_journal(
         self,
         key: str,
+        entry: JournalEntry,
         *,
-        kind: str,
-        text: str,
-        tool_name: str | None,
-        args: str | None,
-        result: str | None,
         entry_for: Callable[[int], DocLike],
     ) -> tuple[int, int]:
         """Record one entry verbatim and index ``entry_for(journal id)``; (journal, doc) ids."""
@@ -239,10 +248,10 @@ class MindTables:
                 conn.execute(
                     "INSERT INTO mind_journal(dir, kind, tool_name, args, result, text)"
                     " VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
-                    (key, kind, tool_name, args, result, text),
+                    (key, entry.kind, entry.tool_name, entry.args, entry.result, entry.text),
                 ).fetchall()[0][0]
             )
-            doc_id = _insert_doc(conn, key, "journal", entry_for(journal_id), 0, len(text))
+            doc_id = _insert_doc(conn, key, "journal", entry_for(journal_id), 0, len(entry.text))
             conn.execute("UPDATE mind_journal SET doc_id = ? WHERE id = ?", (doc_id, journal_id))
         return journal_id, doc_id
 

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, NotRequired, TypedDict, TypeVar, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,6 +26,7 @@ __all__ = [
     "EventRow",
     "ModelCallRecord",
     "ModelCallRow",
+    "NewRun",
     "RunRecord",
     "RunStatus",
     "RunStore",
@@ -87,6 +88,19 @@ class RunRecord(BaseModel):
     """When the process last said it was alive (UTC)."""
 
 
+class NewRun(TypedDict):
+    """The columns a run starts with."""
+
+    task: str
+    """The user's task."""
+    model: str
+    """Model label."""
+    persona: NotRequired[str | None]
+    """Persona the run uses."""
+    session_id: NotRequired[str | None]
+    """Conversation session, if any."""
+
+
 STALE_SECONDS = 600.0
 """A running row of another host (or without a pid) is crashed after this long without a
 heartbeat."""
@@ -112,13 +126,13 @@ class ModelCallRow(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     role: str
-    persona: str | None
-    subtask: int | None
+    persona: str | None = None
+    subtask: int | None = None
     model: str
     context_text: str
     budget: dict[str, Any]
     usage: dict[str, Any]
-    at: str
+    at: str = Field(default_factory=_now)
     answer: ModelAnswer | None = None
     """What the model answered (``None``: stored before answers were kept)."""
 
@@ -140,15 +154,12 @@ class RunStore:
     def create(
         self,
         *,
-        task: str,
-        model: str,
-        persona: str | None = None,
-        session_id: str | None = None,
         run_id: str | None = None,
         events: Sequence[EventRow] = (),
         heartbeat: bool = True,
+        **run: Unpack[NewRun],
     ) -> str:
-        """Start a run (this process runs it); returns its id.
+        """Start a run (this process runs it) with the columns ``run``; returns its id.
 
         ``run_id`` names a run stored earlier (by ``personae run`` before it showed the
         id): its row is updated, keeping its start time and events. ``events`` are stored
@@ -166,7 +177,18 @@ class RunStore:
                 " task=excluded.task, persona=excluded.persona, model=excluded.model,"
                 " pid=excluded.pid, pid_started=excluded.pid_started, host=excluded.host,"
                 " heartbeat_at=excluded.heartbeat_at",
-                (run_id, session_id, task, persona, model, now, me.pid, me.started, me.host, now),
+                (
+                    run_id,
+                    run.get("session_id"),
+                    run["task"],
+                    run.get("persona"),
+                    run["model"],
+                    now,
+                    me.pid,
+                    me.started,
+                    me.host,
+                    now,
+                ),
             )
             _insert_events(conn, run_id, events)
         if heartbeat and run_id not in self._beats:
@@ -200,32 +222,9 @@ class RunStore:
         with self.store.transaction() as conn:
             _insert_events(conn, run_id, rows)
 
-    def add_model_call(
-        self,
-        run_id: str,
-        *,
-        role: str,
-        model: str,
-        context_text: str,
-        budget: dict[str, Any],
-        usage: dict[str, Any],
-        persona: str | None = None,
-        subtask: int | None = None,
-        answer: ModelAnswer | None = None,
-    ) -> None:
-        """Store one model call's assembled context, budget report and answer."""
-        row = ModelCallRow(
-            role=role,
-            persona=persona,
-            subtask=subtask,
-            model=model,
-            context_text=context_text,
-            budget=budget,
-            usage=usage,
-            at=_now(),
-            answer=answer,
-        )
-        self.write_batch(run_id, events=(), calls=[row])
+    def add_model_call(self, run_id: str, **fields: Any) -> None:
+        """Store one model call: ``fields`` are :class:`ModelCallRow`'s (``at``: now)."""
+        self.write_batch(run_id, events=(), calls=[ModelCallRow(**fields)])
 
     def write_batch(
         self, run_id: str, *, events: Sequence[EventRow], calls: Sequence[ModelCallRow]
