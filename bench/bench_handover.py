@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from personae.handover.create import build_handover, write_handover  # noqa: E402
+from personae.handover.create import HandoverContent, build_handover, write_handover  # noqa: E402
 from personae.handover.files import read_handover  # noqa: E402
 from personae.handover.runflow import load_policy  # noqa: E402
 from personae.handover.schema import ArtifactFile  # noqa: E402
@@ -59,9 +59,7 @@ def bench_file(root: Path, n_artifacts: int, repeats: int) -> dict[str, Any]:
             target_persona="report-writer",
             task="Summarise the shards",
             cwd=root,
-            files=files,
-            insights=["one", "two"],
-            data={"rows": 10_000},
+            content=HandoverContent(files=files, insights=["one", "two"], data={"rows": 10_000}),
         )
         created = write_handover(h, cwd=root)
         t1 = time.perf_counter()
@@ -92,7 +90,7 @@ def bench_spawn(root: Path, repeats: int) -> dict[str, Any]:
         target_persona="report-writer",
         task="Write report.md from the figures.",
         cwd=root,
-        insights=["total revenue 12900"],
+        content=HandoverContent(insights=["total revenue 12900"]),
     )
     path = write_handover(h, cwd=root).path
     firsts, plans, totals, cpus = [], [], [], []

@@ -173,6 +173,12 @@ def test_run_inside_an_event_loop_says_to_use_arun(project: Path) -> None:
         run_async(inside())
 
 
+def test_an_unknown_keyword_is_refused_before_anything_runs(project: Path) -> None:
+    team = Team.from_project(project, model=spec(project))
+    with pytest.raises(TypeError, match="sesion"):
+        team.run("x", sesion="s-1")  # type: ignore[call-arg]
+
+
 def test_not_a_folder_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(personae.UsageError, match="not a project folder"):
         Team.from_project(tmp_path / "missing")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 from importlib import resources
 from pathlib import Path
+
+import yaml
 
 from _helpers import run_personae
 
@@ -77,3 +80,33 @@ def test_handover_run_end_to_end_with_personae_run(tmp_path: Path) -> None:
     assert bad.returncode == 3, bad.stdout + bad.stderr
     failed = json.loads(Path(other.stdout.strip()).read_text())["results"]
     assert failed["status"] == "failure" and failed["error"]
+
+
+def test_chain_run_from_the_project_directory_keeps_pwd_and_redacts_secrets(
+    tmp_path: Path,
+) -> None:
+    """`cd proj && personae chain run workflow.yaml` as a shell starts it (PWD=proj).
+
+    ``$PWD`` (and ``$OLDPWD``) equal the working directory; they are not secrets,
+    so the handovers keep ``source.workingDirectory``. A secret-named variable's
+    value is still redacted from the handover written and the ledger.
+    """
+    example = Path(str(resources.files("personae.examples") / "chain"))
+    root = tmp_path / "proj"
+    shutil.copytree(example, root)
+    secret = "dpl-7Qm2xV9rT4kL8wZ1"  # no credential shape: only the variable's name tells
+    spec = yaml.safe_load((root / "workflow.yaml").read_text())
+    spec["steps"] = spec["steps"][:1]
+    spec["steps"][0]["insights"] = [f"deploy with {secret}"]
+    (root / "workflow.yaml").write_text(yaml.safe_dump(spec))
+    env = {**os.environ, "PWD": str(root), "OLDPWD": str(tmp_path), "DEPLOY_TOKEN": secret}
+    out = run_personae("chain", "run", "workflow.yaml", cwd=root, env=env, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "| analyse | data-analyst | success | 1 |" in out.stdout
+    saved = root / ".personae" / "chains" / "sales-report" / "handovers" / "analyse.json"
+    handover = json.loads(saved.read_text())
+    assert handover["source"]["workingDirectory"] == str(root)
+    assert handover["artifacts"]["insights"] == ["deploy with [REDACTED:env:DEPLOY_TOKEN]"]
+    assert handover["results"]["status"] == "success"
+    for stored in [saved, *(root / ".personae").glob("state.db*")]:
+        assert secret.encode() not in stored.read_bytes(), stored

@@ -23,7 +23,7 @@ from personae.handover.child import (
     personae_run_command,
     run_child,
 )
-from personae.handover.create import build_handover, write_handover
+from personae.handover.create import HandoverContent, build_handover, write_handover
 from personae.handover.files import read_handover
 from personae.handover.tool import handover_to_persona
 from personae.store.handovers import HandoverLedger
@@ -44,7 +44,7 @@ def make(project: Path, behave: dict[str, Any] | None = None) -> Path:
         target_persona="report-writer",
         task="Write the report",
         cwd=project,
-        data={"behave": behave or {}},
+        content=HandoverContent(data={"behave": behave or {}}),
     )
     return write_handover(h, cwd=project).path
 
@@ -215,7 +215,7 @@ def test_tool_waits_for_results(project: Path) -> None:
         "Summarize",
         source_persona="data-analyst",
         cwd=project,
-        insights=["x"],
+        content=HandoverContent(insights=["x"]),
         child=ChildOptions(command=command, timeout=30),
     )
     assert result.success and result.status == "success"
@@ -229,7 +229,9 @@ def test_tool_returns_command_for_later(project: Path) -> None:
         "Summarize",
         source_persona="data-analyst",
         cwd=project,
-        files=[{"path": "notes.md", "type": "document", "description": "notes"}],
+        content=HandoverContent(
+            files=[{"path": "notes.md", "type": "document", "description": "notes"}]
+        ),
         wait_for_results=False,
     )
     assert result.status == "prepared" and result.results is None
@@ -325,7 +327,7 @@ def test_tool_fills_history_from_the_conversation_store(project: Path) -> None:
     store.close()
     result = handover_to_persona(
         "report-writer", "Write", source_persona="data-analyst", cwd=project,
-        session_id=sid, wait_for_results=False,
+        content=HandoverContent(session_id=sid), wait_for_results=False,
     )  # fmt: skip
     saved = json.loads(Path(result.context_path).read_text())
     assert saved["context"]["history"][0]["summary"] == "north grew 25%"

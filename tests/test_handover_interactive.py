@@ -125,9 +125,10 @@ def test_the_tool_interactive_flag_runs_the_target_on_the_terminal(project: Path
     script = (
         "from pathlib import Path\n"
         "from personae.handover.child import ChildOptions\n"
+        "from personae.handover.create import HandoverContent\n"
         "from personae.handover.tool import handover_to_persona\n"
         "r = handover_to_persona('dev', 'What is the port?', source_persona='user',\n"
-        "    cwd=Path('.'), interactive=True,\n"
+        "    cwd=Path('.'), content=HandoverContent(interactive=True),\n"
         f"    child=ChildOptions(model='scripted:{project / 'scenario.yaml'}'))\n"
         "print('TOOL-RESULT', r.status, r.results['status'], flush=True)\n"
     )

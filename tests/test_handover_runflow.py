@@ -12,7 +12,12 @@ from _helpers import ProjectFactory, run_personae
 from personae.errors import UsageError
 from personae.handover import runflow
 from personae.handover._history import history_for
-from personae.handover.create import build_handover, parse_file_spec, write_handover
+from personae.handover.create import (
+    HandoverContent,
+    build_handover,
+    parse_file_spec,
+    write_handover,
+)
 from personae.handover.files import read_handover
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
@@ -38,10 +43,12 @@ def make(project: Path, **kw: object) -> Path:
         target_persona="report-writer",
         task="Write a one-page report",
         cwd=project,
-        files=[parse_file_spec("data/sales.csv:data:monthly sales")],
-        insights=["sales up 5%"],
-        data={"months": 12},
-        **kw,  # type: ignore[arg-type]
+        content=HandoverContent(
+            files=[parse_file_spec("data/sales.csv:data:monthly sales")],
+            insights=["sales up 5%"],
+            data={"months": 12},
+            **kw,  # type: ignore[arg-type]
+        ),
     )
     return write_handover(h, cwd=project).path
 

@@ -13,7 +13,12 @@ from hypothesis import strategies as st
 
 from _helpers import ProjectFactory
 from personae.handover import runflow
-from personae.handover.create import build_handover, parse_file_spec, write_handover
+from personae.handover.create import (
+    HandoverContent,
+    build_handover,
+    parse_file_spec,
+    write_handover,
+)
 from personae.handover.files import read_handover, save_handover
 from personae.handover.schema import ContextHandover
 from personae.security.policy import (
@@ -152,7 +157,7 @@ def test_create_refuses_artifact_outside_roots(project: Path) -> None:
         target_persona="b",
         task="t",
         cwd=project,
-        files=[parse_file_spec("/etc/passwd:data:pw")],
+        content=HandoverContent(files=[parse_file_spec("/etc/passwd:data:pw")]),
     )
     with pytest.raises(HandoverSecurityError, match="/etc/passwd"):
         write_handover(h, cwd=project, allowed_roots=[])
@@ -246,8 +251,10 @@ def test_secrets_never_written(project: Path) -> None:
         target_persona="b",
         task="use key sk-abcdefghijklmnopqrstuvwx to call",
         cwd=project,
-        data={"apiKey": "hunter2", "nested": {"GITHUB_TOKEN": "ghp_" + "b" * 36}, "n": 1},
-        insights=["token xoxb-1234567890-abcdef found"],
+        content=HandoverContent(
+            data={"apiKey": "hunter2", "nested": {"GITHUB_TOKEN": "ghp_" + "b" * 36}, "n": 1},
+            insights=["token xoxb-1234567890-abcdef found"],
+        ),
     )
     path = project / "h.json"
     save_handover(h, path)

@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from personae.mind import ERROR_PREFIX, REQUIRED_KEYS, MindService
+from personae.mind.contract import Contract
 from personae.mind.packet import (
     MAX_PACKET_CHARS,
     JournalNote,
+    MemoryCatalog,
     MindContext,
     build_packet,
     packet_chars,
@@ -165,15 +167,12 @@ def test_build_packet_is_bounded_for_any_input(
     )
     packet = build_packet(
         session_id="s",
-        mind_contract=contract,
-        mind_contract_available=True,
-        contract_reason=None,
-        contract_hash="h",
+        contract=Contract(text=contract, available=True),
         available_mind_tools=["bootstrap_session"],
         context=context,
-        total_count=sum(counts.values()),
-        category_counts=counts,
-        index_present=False,
+        catalog=MemoryCatalog(
+            total_count=sum(counts.values()), index_present=False, category_counts=counts
+        ),
         generated_at="now",
     )
     assert packet_chars(packet) <= MAX_PACKET_CHARS

@@ -86,6 +86,33 @@ def test_values_of_secret_named_variables_are_redacted_wherever_they_appear() ->
     assert redact_text("abc", environ=environ) == "abc"  # short values are never hunted
 
 
+def test_working_directories_and_plain_paths_are_not_secrets(tmp_path: Path) -> None:
+    """``$PWD`` (``pwd`` reads as a password elsewhere) and path values are left alone."""
+    cwd = str(tmp_path / "proj")
+    environ = {
+        **ENV,
+        "PWD": cwd,
+        "OLDPWD": str(tmp_path),
+        "SSL_KEY": "/etc/ssl/private/server.key",
+        "GOOGLE_APPLICATION_CREDENTIALS": "~/.config/gcloud/creds.json",
+    }
+    doc = {
+        "source": {"workingDirectory": cwd},
+        "notes": f"key at /etc/ssl/private/server.key in {cwd}",
+    }
+    assert redact_value(doc, environ=environ) == doc
+    assert redact(f"PWD={cwd} pwd: {cwd}", environ=environ).text == f"PWD={cwd} pwd: {cwd}"
+    assert redact_value({"privateKey": "/etc/ssl/private/server.key"}, environ={}) == {
+        "privateKey": "/etc/ssl/private/server.key"
+    }
+    # The secret-named variable next to them is still hunted; `pwd` with a non-path value too.
+    done = redact(f"cd {cwd} && deploy {ENV_VALUE}; pwd=hunter2-horse", environ=environ)
+    assert done.text == (
+        f"cd {cwd} && deploy [REDACTED:env:DEPLOY_SERVICE_TOKEN]; pwd=[REDACTED:secret-value]"
+    )
+    assert redact_value({"pwd": "hunter2-horse"}, environ={}) == {"pwd": "[REDACTED:secret-field]"}
+
+
 def test_ordinary_text_is_left_alone() -> None:
     plain = (
         "max_tokens: 500, tokenizer o200k, sessionId s-1, the secret: true, "

@@ -243,18 +243,20 @@ def test_usage_is_shared_across_the_tree_and_capped_per_run(root: Path) -> None:
     assert usage.requests == 1
 
 
-def test_context_modes(tmp_path: Path) -> None:
+def test_context_modes(root: Path) -> None:
+    from personae.context.snapshot import SnapshotOptions
     from personae.team.turn_context import TurnContext
     from personae.tokens.exact import exact_counter
 
-    root = make_project(tmp_path)
     turn_ctx = TurnContext.build(
         root,
-        task="the user task",
+        SnapshotOptions(
+            task="the user task",
+            include_git_log=False,
+            execution_block="PARENT-EXECUTION-BLOCK",
+            persona="lead",
+        ),
         counter=exact_counter("o200k_base"),
-        include_git_log=False,
-        execution_block="PARENT-EXECUTION-BLOCK",
-        persona="lead",
     )
     turn_ctx.add_tool_result("read_file", {"path": "a"}, "RECENT-TOOL-OUTPUT")
     isolated = child_prompt(ContextMode.ISOLATED, "T", turn_ctx)

@@ -20,11 +20,14 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from personae.errors import UsageError
+
 __all__ = [
     "NotRegularFileError",
     "file_kind",
     "locked",
     "private_dir",
+    "read_input",
     "read_regular",
     "remove_stale_temps",
     "write_atomic",
@@ -138,6 +141,20 @@ def read_regular(path: Path | str, *, max_bytes: int | None = None) -> bytes:
     if max_bytes is not None and len(data) > max_bytes:
         raise _too_large(path, max_bytes)
     return data
+
+
+def read_input(path: Path, *, max_bytes: int, what: str, size: str) -> bytes:
+    """:func:`read_regular` for an input file named ``what`` (``workflow``, ``task file``):
+    every refusal is one :class:`~personae.errors.UsageError` naming the file
+    (``{what} is larger than {size}``, ``cannot read {what}: {reason}``)."""
+    try:
+        return read_regular(path, max_bytes=max_bytes)  # a FIFO is refused, never waited on
+    except NotRegularFileError as exc:
+        if exc.errno == errno.EFBIG:
+            raise UsageError(f"{what} is larger than {size}", file=path) from None
+        raise UsageError(f"cannot read {what}: {exc.strerror}", file=path) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {what}: {exc.strerror}", file=path) from None
 
 
 def _too_large(path: Path | str, max_bytes: int) -> NotRegularFileError:

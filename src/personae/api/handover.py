@@ -102,7 +102,7 @@ class ChainOptions:
     """Called with ``(step key, message)`` as steps start and end."""
     executor: Literal["local", "ray"] | Executor = "local"
     """Where steps run: ``local`` child processes, ``ray`` tasks (``personae[ray]``), or
-    an executor object."""
+    an :class:`~personae.workflow.executors.Executor` (subclass) instance."""
     address: str | None = None
     """Ray cluster to join (``auto`` or ``HOST:PORT``); ``None`` starts a private local
     cluster for the run (``executor="ray"`` only)."""
@@ -121,7 +121,12 @@ def create_handover(
     # local import: each call loads only its own engine (`personae handover create` start-up)
     from personae.handover._cast import persona_facts
     from personae.handover._history import history_for
-    from personae.handover.create import build_handover, parse_file_spec, write_handover
+    from personae.handover.create import (
+        HandoverContent,
+        build_handover,
+        parse_file_spec,
+        write_handover,
+    )
     from personae.project import Project
 
     if not spec.task.strip():
@@ -142,12 +147,14 @@ def create_handover(
         known = load_profiles(project.root).profiles
         if spec.profile not in known:
             raise UnknownNameError("profile", spec.profile, known, field="profile")
-    handover = build_handover(
-        source_persona=spec.source, target_persona=spec.to, task=spec.task, cwd=where,
+    content = HandoverContent(
         session_id=spec.session, files=files, data=dict(spec.data),
         insights=list(spec.insights), interactive=spec.interactive, profile=spec.profile,
         history=history_for(project.state_db, spec.session or None), mcp_servers=servers,
-        env_allow=project.config.handover.env_allow,
+    )  # fmt: skip
+    handover = build_handover(
+        source_persona=spec.source, target_persona=spec.to, task=spec.task, cwd=where,
+        content=content, env_allow=project.config.handover.env_allow,
     )  # fmt: skip
     return write_handover(handover, cwd=where, out=spec.out, fmt=spec.format)
 

@@ -14,7 +14,7 @@ import threading
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from personae.api.results import AnswerDelta, Limits, RunEnd, StreamItem, TeamResult, Usage
 from personae.errors import UsageError
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from personae.persona.cast import Cast
     from personae.team.events import Event
 
-__all__ = ["CancelToken", "Team"]
+__all__ = ["CancelToken", "Team", "TurnArgs"]
 
 
 class CancelToken:
@@ -72,6 +72,19 @@ class CancelToken:
     def _detach(self, task: asyncio.Task[Any]) -> None:
         with self._lock:
             self._targets = [t for t in self._targets if t[1] is not task]
+
+
+class TurnArgs(TypedDict, total=False):
+    """The keywords of :meth:`Team.run`, :meth:`Team.arun` and :meth:`Team.run_stream`."""
+
+    persona: str | None
+    """Active persona (default: the team's)."""
+    session: str | None
+    """Continue this conversation (a ``result.session_id``)."""
+    limits: Limits | None
+    """Limits for this turn (default: the team's)."""
+    cancel: CancelToken | None
+    """Cancels the run: its result then has status ``cancelled``."""
 
 
 @dataclass(kw_only=True)
@@ -154,45 +167,25 @@ class Team:
             cast=self.cast,
         )
 
-    def run(
-        self,
-        task: str,
-        *,
-        persona: str | None = None,
-        session: str | None = None,
-        limits: Limits | None = None,
-        cancel: CancelToken | None = None,
-    ) -> TeamResult:
+    def run(self, task: str, **turn: Unpack[TurnArgs]) -> TeamResult:
         """Run one team turn on ``task`` and wait for it (blocking; not inside an event loop).
 
-        ``session`` continues a conversation (``result.session_id``); errors are
+        Keywords (:class:`TurnArgs`): ``persona``, ``session`` (continues a
+        conversation: ``result.session_id``), ``limits`` and ``cancel``. Errors are
         :class:`personae.PersonaeError` (bad config, unknown persona, model failures).
         """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(
-                self.arun(task, persona=persona, session=session, limits=limits, cancel=cancel)
-            )
+            return asyncio.run(self.arun(task, **turn))
         raise UsageError("Team.run blocks; inside an event loop use 'await team.arun(...)'")
 
-    async def arun(
-        self,
-        task: str,
-        *,
-        persona: str | None = None,
-        session: str | None = None,
-        limits: Limits | None = None,
-        cancel: CancelToken | None = None,
-    ) -> TeamResult:
+    async def arun(self, task: str, **turn: Unpack[TurnArgs]) -> TeamResult:
         """Async :meth:`run`. Cancelling the awaiting task cancels the run (and raises
         ``CancelledError``); a ``cancel`` token or the ``limits.timeout`` returns a result
         with status ``cancelled``."""
         result: TeamResult | None = None
-        async for item in self.run_stream(
-            task, persona=persona, session=session, limits=limits, cancel=cancel,
-            answer_deltas=False,
-        ):  # fmt: skip
+        async for item in self.run_stream(task, answer_deltas=False, **turn):
             if isinstance(item, RunEnd):
                 result = item.result
         if result is None:  # run_stream always ends with RunEnd or raises
@@ -200,14 +193,7 @@ class Team:
         return result
 
     async def run_stream(
-        self,
-        task: str,
-        *,
-        persona: str | None = None,
-        session: str | None = None,
-        limits: Limits | None = None,
-        cancel: CancelToken | None = None,
-        answer_deltas: bool = True,
+        self, task: str, *, answer_deltas: bool = True, **turn: Unpack[TurnArgs]
     ) -> AsyncIterator[StreamItem]:
         """Run one turn, yielding its events as they happen.
 
@@ -217,7 +203,13 @@ class Team:
         it (``answer_deltas``), and last one :class:`RunEnd` with the result.
         Leaving the loop early (``break``) cancels the run.
         """
-        options = self.options(persona=persona, session=session, limits=limits)
+        unknown = sorted(set(turn) - TurnArgs.__optional_keys__)
+        if unknown:  # what a keyword-only signature would refuse
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
+        limits, cancel = turn.get("limits"), turn.get("cancel")
+        options = self.options(
+            persona=turn.get("persona"), session=turn.get("session"), limits=limits
+        )
         feed = _Feed(answer_deltas=answer_deltas)
         timeout = (limits or self.limits).timeout
         runner = asyncio.create_task(feed.run(task, options, timeout, cancel))

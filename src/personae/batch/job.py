@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,11 +22,10 @@ from personae.errors import PersonaeError
 from personae.handover.child import AttemptOutcome, backoff_delays, run_child
 from personae.handover.schema import Results
 from personae.layout import Layout
-from personae.limits import DEFAULTS
 from personae.store.db import Store
 from personae.store.runs import RunStore
 from personae.team.events import EventKind
-from personae.workflow.executors import JobResult
+from personae.workflow.executors import BaseJob, JobResult
 
 __all__ = ["RunCommand", "RunJob", "final_event"]
 
@@ -82,27 +81,14 @@ def _stored_answer(cwd: Path, run_id: str) -> dict[str, Any] | None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunJob:
-    """A batch task to run in a child process (an :class:`~personae.workflow.executors.Work`)."""
+class RunJob(BaseJob):
+    """A batch task to run in a child process (an :class:`~personae.workflow.executors.Work`);
+    its ``key`` is the task's id, its ``cwd`` the project folder."""
 
-    key: str
-    """The task's id."""
     task: BatchTask
     """The task."""
-    cwd: Path
-    """The project folder the child runs in."""
-    timeout: float = DEFAULTS.handover_timeout
-    """Seconds per attempt."""
-    attempts: int = DEFAULTS.handover_attempts
-    """Attempts in total."""
-    backoff: float = DEFAULTS.handover_backoff
-    """First retry delay (doubles)."""
     command: RunCommand = field(default_factory=RunCommand)
     """Builds the child's argv."""
-    num_cpus: float | None = None
-    """CPUs it needs on a cluster (``None``: one)."""
-    resources: Mapping[str, float] = field(default_factory=dict)
-    """Custom cluster resources it needs."""
 
     def _answer(self, a: AttemptOutcome) -> tuple[dict[str, Any] | None, str | None]:
         final, run_id = final_event(a.stdout)

@@ -10,7 +10,6 @@ gets ``-n``).
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import json
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from personae.errors import UsageError
-from personae.fsutil import NotRegularFileError, read_regular
+from personae.fsutil import read_input
 
 __all__ = ["MAX_TASK_FILE_BYTES", "BatchTask", "load_tasks"]
 
@@ -65,14 +64,7 @@ def _content_id(raw: dict[str, Any]) -> str:
 
 
 def _read(path: Path) -> str:
-    try:
-        data = read_regular(path, max_bytes=MAX_TASK_FILE_BYTES)  # a FIFO is refused
-    except NotRegularFileError as exc:
-        if exc.errno == errno.EFBIG:
-            raise UsageError("task file is larger than 64 MB", file=path) from None
-        raise UsageError(f"cannot read task file: {exc.strerror}", file=path) from None
-    except OSError as exc:
-        raise UsageError(f"cannot read task file: {exc.strerror}", file=path) from None
+    data = read_input(path, max_bytes=MAX_TASK_FILE_BYTES, what="task file", size="64 MB")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -9,7 +9,7 @@ import typer
 
 from personae.cli._root import ROOT_HELP
 
-__all__ = ["JsonOpt", "RootOpt"]
+__all__ = ["AddressOpt", "ExecutorOpt", "JsonOpt", "RootOpt"]
 
 RootOpt = Annotated[
     Path | None,
@@ -19,3 +19,14 @@ RootOpt = Annotated[
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="JSON output.")]
 """``--json``: machine-readable output instead of text."""
+
+ExecutorOpt = Annotated[
+    str, typer.Option("--executor", help="Where each run goes: local or ray (the ray extra).")
+]
+"""``--executor``: ``local`` child processes or ``ray`` tasks (``chain run``, ``batch``)."""
+
+AddressOpt = Annotated[
+    str | None,
+    typer.Option("--address", help="Ray cluster (auto or HOST:PORT); default: a private one."),
+]
+"""``--address``: the Ray cluster to join (``--executor ray`` only)."""

@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from personae.cli._options import AddressOpt, ExecutorOpt
 from personae.limits import DEFAULTS
 
 __all__ = ["register"]
@@ -19,13 +20,8 @@ def register(app: typer.Typer) -> None:
     @app.command("batch")
     def batch(  # noqa: PLR0917
         tasks: Annotated[Path, typer.Argument(help="Task file: one JSON object per line.")],
-        executor: Annotated[
-            str, typer.Option("--executor", help="Where runs go: local or ray (the ray extra).")
-        ] = "local",
-        address: Annotated[
-            str | None,
-            typer.Option("--address", help="Ray cluster (auto or HOST:PORT); default: private."),
-        ] = None,
+        executor: ExecutorOpt = "local",
+        address: AddressOpt = None,
         concurrency: Annotated[
             int, typer.Option("--concurrency", min=1, max=1024, help="Runs at once.")
         ] = 2,

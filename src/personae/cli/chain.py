@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from personae.cli._options import AddressOpt, ExecutorOpt
 from personae.errors import UsageError
 
 if TYPE_CHECKING:
@@ -58,13 +59,8 @@ def run(  # noqa: PLR0917
         bool,
         typer.Option("--json", help="JSON lines: one per step event, then the outcome."),
     ] = False,
-    executor: Annotated[
-        str, typer.Option("--executor", help="Where steps run: local or ray (the ray extra).")
-    ] = "local",
-    address: Annotated[
-        str | None,
-        typer.Option("--address", help="Ray cluster (auto or HOST:PORT); default: a private one."),
-    ] = None,
+    executor: ExecutorOpt = "local",
+    address: AddressOpt = None,
 ) -> None:
     """Run a workflow; prints the aggregated report. Exit codes as `handover run`."""
     # local import: CLI start-up (only the command that runs loads what it needs)

@@ -49,12 +49,14 @@ __all__ = [
     "CommandBuilder",
     "HandoverOutcome",
     "backoff_delays",
+    "child_environment",
     "execute_handover",
     "exit_code_for",
     "handover_depth",
     "kill_group",
     "personae_run_command",
     "run_child",
+    "wait_or_stop",
 ]
 
 EXIT_SUCCESS = 0
@@ -264,6 +266,27 @@ def _tail(fh: IO[bytes]) -> str:
     return fh.read().decode("utf-8", "replace")[-TAIL_CHARS:]
 
 
+def child_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default ``os.environ``) for a handover child: handover mode on, one
+    handover deeper than this process."""
+    child_env = dict(os.environ if env is None else env)
+    child_env["PERSONAE_HANDOVER_MODE"] = "1"
+    child_env[DEPTH_ENV] = str(handover_depth() + 1)
+    return child_env
+
+
+def wait_or_stop(
+    proc: subprocess.Popen[bytes], timeout: float, stop: Callable[[], object]
+) -> tuple[int | None, bool]:
+    """Wait for ``proc`` up to ``timeout`` seconds, calling ``stop()`` if it runs longer;
+    returns its exit code and whether it timed out."""
+    try:
+        return proc.wait(timeout=timeout), False
+    except subprocess.TimeoutExpired:
+        stop()
+        return proc.wait(), True
+
+
 def run_child(
     argv: Sequence[str],
     *,
@@ -281,9 +304,7 @@ def run_child(
     (parent-death signal of the calling thread, run-wide registry); a chain
     leaves it untied so that ``--resume`` can adopt a child that outlived it.
     """
-    child_env = dict(os.environ if env is None else env)
-    child_env["PERSONAE_HANDOVER_MODE"] = "1"
-    child_env[DEPTH_ENV] = str(handover_depth() + 1)
+    child_env = child_environment(env)
     start = time.monotonic()
     with (
         tempfile.TemporaryFile() as out,
@@ -318,13 +339,8 @@ def run_child(
             RUN_PROCESSES.add(proc.pid)
         if on_start is not None:
             on_start(proc.pid)
-        timed_out = False
         try:
-            code: int | None = proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            kill_group(proc.pid)
-            code = proc.wait()
+            code, timed_out = wait_or_stop(proc, timeout, lambda: kill_group(proc.pid))
         finally:
             if proc.poll() is None:  # interrupted (KeyboardInterrupt): never leave it behind
                 kill_group(proc.pid, grace=0.2)

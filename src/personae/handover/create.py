@@ -31,6 +31,7 @@ from personae.store.handovers import HandoverLedger
 
 __all__ = [
     "CreatedHandover",
+    "HandoverContent",
     "build_handover",
     "default_handover_path",
     "parse_data",
@@ -51,6 +52,44 @@ class CreatedHandover:
     """Where it was written."""
     sha256: str
     """Hash of the bytes written."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HandoverContent:
+    """What a new handover carries besides its source, target, task and working directory."""
+
+    session_id: str = ""
+    """The source session id."""
+    files: Sequence[ArtifactFile | Mapping[str, Any]] = ()
+    """Artifacts: ``ArtifactFile`` objects or mappings of their fields."""
+    data: Mapping[str, Any] | None = None
+    """Structured data (JSON-safe)."""
+    insights: Sequence[str] = ()
+    """Key findings."""
+    interactive: bool = False
+    """The target runs interactively."""
+    profile: str | None = None
+    """The context profile the target's worker is assembled with."""
+    return_results: bool = True
+    """The target writes its results back."""
+    history: Sequence[HistoryEntry] = ()
+    """What the source's conversation did (one summary per persona)."""
+    mcp_servers: Sequence[str] | None = None
+    """The source persona's MCP servers."""
+    memory_snapshot: str | None = None
+    """The memory summary (``None``: summarised from the project's mind memory)."""
+
+    def artifact_files(self) -> list[ArtifactFile]:
+        """:attr:`files` as ``ArtifactFile`` objects (a bad mapping is a UsageError)."""
+        out: list[ArtifactFile] = []
+        for item in self.files:
+            try:
+                out.append(
+                    item if isinstance(item, ArtifactFile) else ArtifactFile.model_validate(item)
+                )
+            except ValueError as exc:
+                raise UsageError(f"files: {exc}") from None
+        return out
 
 
 def parse_file_spec(spec: str, what: str = "--file") -> ArtifactFile:
@@ -93,47 +132,42 @@ def build_handover(
     target_persona: str,
     task: str,
     cwd: Path,
-    session_id: str = "",
-    files: Sequence[ArtifactFile] = (),
-    data: Mapping[str, Any] | None = None,
-    insights: Sequence[str] = (),
-    interactive: bool = False,
-    profile: str | None = None,
-    return_results: bool = True,
-    history: Sequence[HistoryEntry] = (),
-    mcp_servers: Sequence[str] | None = None,
-    memory_snapshot: str | None = None,
+    content: HandoverContent | None = None,
     env_allow: Iterable[str] = (),
     environ: Mapping[str, str] | None = None,
 ) -> ContextHandover:
     """Build a validated handover (environment captured from the allow list only).
 
-    ``profile`` names the context profile the target's worker is assembled with.
-    Without ``memory_snapshot``, the project's mind memory catalog at ``cwd``
-    (when it has one) is summarised into it: counts by type and one line per
-    file, never a file's body or a secret.
+    ``content``: files, data, insights, history and the rest (see
+    :class:`HandoverContent`). Without its ``memory_snapshot``, the project's
+    mind memory catalog at ``cwd`` (when it has one) is summarised into it:
+    counts by type and one line per file, never a file's body or a secret.
     """
+    c = content or HandoverContent()
+    memory_snapshot = c.memory_snapshot
     if memory_snapshot is None:
         memory_snapshot = summarise_memory(Path(cwd))
     try:
         return ContextHandover(
             source=Source(
                 persona=source_persona,
-                session_id=session_id,
+                session_id=c.session_id,
                 working_directory=str(Path(cwd).resolve()),
                 environment=capture_environment(environ, env_allow),
             ),
             target=Target(
                 persona=target_persona,
                 task=task,
-                interactive=interactive,
-                return_results=return_results,
-                profile=profile,
+                interactive=c.interactive,
+                return_results=c.return_results,
+                profile=c.profile,
             ),
-            artifacts=Artifacts(files=list(files), data=dict(data or {}), insights=list(insights)),
+            artifacts=Artifacts(
+                files=c.artifact_files(), data=dict(c.data or {}), insights=list(c.insights)
+            ),
             context=ExecutionContext(
-                history=list(history),
-                mcp_servers=list(mcp_servers) if mcp_servers is not None else None,
+                history=list(c.history),
+                mcp_servers=list(c.mcp_servers) if c.mcp_servers is not None else None,
                 memory_snapshot=memory_snapshot,
             ),
         )

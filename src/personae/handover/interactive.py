@@ -11,7 +11,6 @@ recorded (seed 001's executeWithHandover).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -19,7 +18,6 @@ from pathlib import Path
 
 from personae.handover._ledger import ledger_event
 from personae.handover.child import (
-    DEPTH_ENV,
     GRACE_SECONDS,
     AttemptOutcome,
     ChildOptions,
@@ -28,7 +26,8 @@ from personae.handover.child import (
     _prepare,
     _signature,
     _write_results,
-    handover_depth,
+    child_environment,
+    wait_or_stop,
 )
 from personae.handover.files import read_handover
 from personae.handover.schema import Results
@@ -61,9 +60,7 @@ def run_interactive(
     options = options or ChildOptions()
     timeout = options.timeout
     handover, results_file, argv, db = _prepare(path, cwd=cwd, options=options, interactive=True)
-    env = dict(os.environ)
-    env["PERSONAE_HANDOVER_MODE"] = "1"
-    env[DEPTH_ENV] = str(handover_depth() + 1)
+    env = child_environment()
     before = _signature(results_file)
     start = time.monotonic()
     try:
@@ -75,13 +72,8 @@ def run_interactive(
         )
     if on_start is not None:
         on_start(proc.pid)
-    timed_out = False
     try:
-        code: int | None = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _stop(proc)
-        code = proc.returncode
+        code, timed_out = wait_or_stop(proc, timeout, lambda: _stop(proc))
     except KeyboardInterrupt:
         _stop(proc, grace=0.5)
         stopped = Results(status="failure", error="interrupted")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from personae.errors import PersonaeError, UsageError
+from personae.errors import PersonaeError
 from personae.handover._cast import persona_facts
 from personae.handover._history import history_for
 from personae.handover.child import (
@@ -28,9 +27,9 @@ from personae.handover.child import (
     execute_handover,
     handover_depth,
 )
-from personae.handover.create import build_handover, write_handover
+from personae.handover.create import HandoverContent, build_handover, write_handover
 from personae.handover.interactive import run_interactive
-from personae.handover.schema import ArtifactFile, HistoryEntry
+from personae.handover.schema import ArtifactFile
 from personae.layout import Layout
 from personae.tools.base import Tool, ToolContext
 from personae.tools.registry import ToolRegistry
@@ -77,68 +76,49 @@ class HandoverToolResult:
         return {to_camel(k): v for k, v in asdict(self).items()}
 
 
-def _files(files: Sequence[ArtifactFile | Mapping[str, Any]]) -> list[ArtifactFile]:
-    out: list[ArtifactFile] = []
-    for item in files:
-        try:
-            out.append(
-                item if isinstance(item, ArtifactFile) else ArtifactFile.model_validate(item)
-            )
-        except ValueError as exc:
-            raise UsageError(f"files: {exc}") from None
-    return out
-
-
 def handover_to_persona(
     target_persona: str,
     task: str,
     *,
     source_persona: str,
     cwd: Path,
-    files: Sequence[ArtifactFile | Mapping[str, Any]] = (),
-    data: Mapping[str, Any] | None = None,
-    insights: Sequence[str] = (),
-    interactive: bool = False,
+    content: HandoverContent | None = None,
     wait_for_results: bool = True,
-    session_id: str = "",
-    history: Sequence[HistoryEntry] | None = None,
     from_project: bool = True,
     child: ChildOptions | None = None,
 ) -> HandoverToolResult:
-    """Hand ``task`` to ``target_persona`` with files, data and insights.
+    """Hand ``task`` to ``target_persona`` with files, data and insights (``content``).
 
     With ``wait_for_results`` the target runs now in a separate process
-    (timeout, retries with backoff; with ``interactive`` once, attached to the
-    terminal, see :func:`~personae.handover.interactive.run_interactive`) and its
-    results are returned; otherwise the handover file is prepared and the
-    command to run it is returned. An unknown target persona (not in the
-    project's cast nor bundled) is refused when ``from_project``.
-    Refuses unsafe content (paths outside allowed roots ...) before writing.
-    ``history`` defaults to the project's conversation store (one summary per
-    persona); with ``from_project`` the source persona's MCP servers come from
-    the project's cast. ``child``: how the target runs (timeout, attempts, backoff,
-    command); its ``model`` is passed to the child as ``--model`` (its default model;
-    a persona's own ``model`` still wins).
+    (timeout, retries with backoff; with ``content.interactive`` once, attached
+    to the terminal, see :func:`~personae.handover.interactive.run_interactive`)
+    and its results are returned; otherwise the handover file is prepared and
+    the command to run it is returned. Refuses unsafe content (paths outside
+    allowed roots ...) before writing. With ``from_project``, what ``content``
+    leaves empty comes from the project at ``cwd``: the history from its
+    conversation store (one summary per persona of ``content.session_id``), the
+    source persona's MCP servers from its cast; and an unknown target persona
+    (not in the cast nor bundled) is refused. ``child``: how the target runs
+    (timeout, attempts, backoff, command); its ``model`` is passed to the child
+    as ``--model`` (its default model; a persona's own ``model`` still wins).
     """
     child = child or ChildOptions()
-    mcp_servers: list[str] | None = None
+    content = content or HandoverContent()
     warnings: list[str] = []
-    if history is None:
-        history = history_for(Layout(Path(cwd)).state_db, session_id or None)
     if from_project:
         mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
+        content = replace(
+            content,
+            history=content.history
+            or history_for(Layout(Path(cwd)).state_db, content.session_id or None),
+            mcp_servers=content.mcp_servers if content.mcp_servers is not None else mcp_servers,
+        )
     handover = build_handover(
         source_persona=source_persona,
         target_persona=target_persona,
         task=task,
         cwd=cwd,
-        session_id=session_id,
-        files=_files(files),
-        data=data,
-        insights=insights,
-        interactive=interactive,
-        history=history,
-        mcp_servers=mcp_servers,
+        content=content,
     )
     created = write_handover(handover, cwd=cwd)
     spec = ChildSpec(
@@ -161,7 +141,7 @@ def handover_to_persona(
             warnings=warnings,
             message=(f"Context prepared for {target_persona}. Run: {shlex.join(shown)}"),
         )
-    result = _run_target(created.path, Path(cwd), child, interactive=interactive)
+    result = _run_target(created.path, Path(cwd), child, interactive=content.interactive)
     return replace(
         result, handover_id=handover.handover_id, command=argv, warnings=warnings,
         message=f"{target_persona} finished with status {result.status}",
@@ -235,12 +215,14 @@ def handover_tool(
                 args.task,
                 source_persona=source_persona,
                 cwd=ctx.workspace.root,
-                files=args.files,
-                data=args.data,
-                insights=args.insights,
-                interactive=args.interactive,
+                content=HandoverContent(
+                    session_id=session_id,
+                    files=args.files,
+                    data=args.data,
+                    insights=args.insights,
+                    interactive=args.interactive,
+                ),
                 wait_for_results=args.wait_for_results,
-                session_id=session_id,
                 child=child,
             )
         except PersonaeError as exc:

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 
 from typing_extensions import TypedDict
 
+from personae.mind.contract import Contract
+
 __all__ = [
     "CATEGORY_LIMIT",
     "COGNITION_PROTOCOL",
@@ -173,23 +175,23 @@ def bounded_context(context: MindContext) -> MindContext:
 def build_packet(
     *,
     session_id: str | None,
-    mind_contract: str,
-    mind_contract_available: bool,
-    contract_reason: str | None,
-    contract_hash: str,
+    contract: Contract,
     available_mind_tools: Sequence[str],
     context: MindContext,
-    total_count: int,
-    category_counts: Mapping[str, int],
-    index_present: bool,
+    catalog: MemoryCatalog,
     extra_reasons: Sequence[str] = (),
     generated_at: str,
 ) -> BootstrapPacket:
-    """Assemble the schema v1 packet, bounded to MAX_PACKET_CHARS."""
+    """Assemble the schema v1 packet, bounded to MAX_PACKET_CHARS.
+
+    ``catalog`` counts every category; the packet lists at most
+    :data:`CATEGORY_LIMIT` of them (the rest summed under ``other``).
+    """
+    mind_contract, mind_contract_available = contract.text, contract.available
     reasons: list[str] = []
     if not mind_contract_available:
         reasons.append(
-            "mind contract unavailable" + (f": {contract_reason}" if contract_reason else "")
+            "mind contract unavailable" + (f": {contract.reason}" if contract.reason else "")
         )
     reasons.extend(extra_reasons)
     context = bounded_context(context)
@@ -203,15 +205,15 @@ def build_packet(
         cognition_protocol=list(COGNITION_PROTOCOL),
         context=context,
         memory_catalog=MemoryCatalog(
-            total_count=total_count,
-            index_present=index_present,
-            category_counts=_categories(category_counts),
+            total_count=catalog["total_count"],
+            index_present=catalog["index_present"],
+            category_counts=_categories(catalog["category_counts"]),
         ),
         degraded_mode=DegradedMode(
             mind_contract_available=mind_contract_available, reasons=reasons
         ),
         host_limitations=list(HOST_LIMITATIONS),
-        contract_hash=contract_hash,
+        contract_hash=contract.hash,
         generated_at=generated_at,
     )
     if packet_chars(packet) > MAX_PACKET_CHARS:

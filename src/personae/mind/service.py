@@ -26,6 +26,7 @@ from personae.mind.memory import INDEX_NAME, MemoryDir, parse_memory
 from personae.mind.packet import (
     BootstrapPacket,
     JournalNote,
+    MemoryCatalog,
     MindContext,
     bounded_context,
     build_packet,
@@ -114,15 +115,12 @@ class MindService:
         total, counts, index_present = self.index.catalog(self.memory)
         packet = build_packet(
             session_id=session_id,
-            mind_contract=contract.text,
-            mind_contract_available=contract.available,
-            contract_reason=contract.reason,
-            contract_hash=contract.hash,
+            contract=contract,
             available_mind_tools=tool_names,
             context=self.context(sync=False),
-            total_count=total,
-            category_counts=counts,
-            index_present=index_present,
+            catalog=MemoryCatalog(
+                total_count=total, index_present=index_present, category_counts=counts
+            ),
             extra_reasons=extra,
             generated_at=_now(),
         )

@@ -15,7 +15,14 @@ What is found:
   says it holds a secret (``api_key``, ``password``, ``client_secret`` ...);
 - the values of the current environment's secret-named variables
   (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*`` ...), wherever they
-  appear verbatim (values shorter than 8 characters are ignored).
+  appear verbatim.
+
+Never treated as secrets: values shorter than 8 characters; plain filesystem
+paths (``/home/me/proj``, ``~/.ssh/id_ed25519``: a path says where a secret
+is, not what it is), whatever the name holding them; and the variables the
+shell keeps (``PWD``, ``OLDPWD``), although ``pwd`` elsewhere reads as a
+password. Without this, the working directory in ``$PWD`` was redacted out of
+every handover written from it.
 
 This module imports nothing from personae, so every layer can use it.
 """
@@ -32,6 +39,7 @@ from typing import Any
 __all__ = [
     "MARKER_PREFIX",
     "Redaction",
+    "is_plain_path",
     "is_secret_name",
     "looks_like_secret",
     "marker",
@@ -126,6 +134,9 @@ _SECRET_NAME = re.compile(
 )
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _ENV_SECRET = re.compile(r"(_KEY|_TOKEN|_SECRET|_PAT)$|PASSWORD|PASSWD|SECRET|CREDENTIAL")
+_SHELL_ENV = frozenset({"PWD", "OLDPWD"})  # kept by the shell: the working directories
+# An absolute or home-relative path made of path characters only.
+_PLAIN_PATH = re.compile(r"~?(?:/[\w.@+-]+)+/?")
 
 
 def marker(kind: str) -> str:
@@ -139,16 +150,30 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(_CAMEL.sub("_", name).replace("-", "_").replace(".", "_")))
 
 
-def _secret_env_name(name: str) -> bool:
-    return is_secret_name(name) or bool(_ENV_SECRET.search(name.upper()))
+def is_plain_path(value: str) -> bool:
+    """Whether ``value`` is a plain absolute or ``~/`` path (never treated as a secret)."""
+    return _PLAIN_PATH.fullmatch(value) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _secret_env(name: str, value: str) -> bool:
+    """Whether the variable ``name=value`` holds a secret to hunt for in text."""
+    if len(value) < _MIN_ENV_VALUE or value.isspace() or name.upper() in _SHELL_ENV:
+        return False
+    secret_name = is_secret_name(name) or bool(_ENV_SECRET.search(name.upper()))
+    return secret_name and not is_plain_path(value)
 
 
 def secret_env_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``{value: NAME}`` of the secret-named variables of ``environ`` (default ``os.environ``)."""
+    """``{value: NAME}`` of the secret-named variables of ``environ`` (default ``os.environ``).
+
+    Short values, plain paths and the shell's ``PWD``/``OLDPWD`` are left out
+    (see the module doc).
+    """
     env = os.environ if environ is None else environ
     found: dict[str, str] = {}
     for name, value in env.items():
-        if len(value) >= _MIN_ENV_VALUE and not value.isspace() and _secret_env_name(name):
+        if _secret_env(name, value):
             found.setdefault(value, name)
     return found
 
@@ -216,6 +241,8 @@ def redact(text: str, *, environ: Mapping[str, str] | None = None) -> Redaction:
         value = match.group("secret")
         if not is_secret_name(match.group("name")) or value.lower() in _NOT_VALUES:
             return match.group(0)
+        if is_plain_path(value):
+            return match.group(0)
         if value.startswith(MARKER_PREFIX.rstrip(":")):
             return match.group(0)
         kinds.append("secret-value")
@@ -236,11 +263,18 @@ def redact_text(text: str, *, environ: Mapping[str, str] | None = None) -> str:
 _SCALARS = (int, float, bool)
 
 
+def _secret_field(key: Any, item: Any) -> bool:
+    if not (isinstance(item, str) and item and isinstance(key, str)):
+        return False
+    return is_secret_name(key) and not is_plain_path(item)
+
+
 def redact_value(value: Any, *, environ: Mapping[str, str] | None = None) -> Any:
     """A copy of a JSON-like value with secrets redacted.
 
     A non-empty string under a secret-named key is replaced whole
-    (``[REDACTED:secret-field]``); every other string goes through :func:`redact`.
+    (``[REDACTED:secret-field]``) unless it is a plain path; every other string
+    goes through :func:`redact`.
     Keys are kept; scalars that are not strings are kept.
     """
     if isinstance(value, str):
@@ -248,7 +282,7 @@ def redact_value(value: Any, *, environ: Mapping[str, str] | None = None) -> Any
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         for key, item in value.items():
-            if isinstance(item, str) and item and isinstance(key, str) and is_secret_name(key):
+            if _secret_field(key, item):
                 out[key] = item if item.startswith(MARKER_PREFIX) else marker("secret-field")
             elif item is None or type(item) in _SCALARS:
                 out[key] = item

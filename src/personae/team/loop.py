@@ -44,8 +44,8 @@ from personae.team.skills import (
 )
 from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
 from personae.team.turn_context import TurnContext
-from personae.team.validator import validate
-from personae.team.worker import run_worker
+from personae.team.validator import ValidationChecks, validate
+from personae.team.worker import WorkerTools, run_worker
 from personae.tools.subset import ToolSubset
 
 __all__ = ["TeamConfig", "TeamLoop", "TurnResult", "involvement_for_subtask"]
@@ -305,6 +305,10 @@ class TeamLoop:
         required = list(
             dict.fromkeys([*subtask.required_tools, *persona.constraints.required_tools])
         )
+        tools = WorkerTools(toolset=toolset, allowed=allowed, detector=job.detector)
+        checks = ValidationChecks(
+            level=level, required_tools=required, tools_available=allowed, workspace=self.workspace
+        )
         correction: str | None = None
         attempts = 0
         own = [self.skills[n] for n in persona.skills if n in self.skills]
@@ -314,9 +318,8 @@ class TeamLoop:
         while True:
             attempts += 1
             work = await run_worker(
-                rt, turn, subtask=subtask, number=number, persona=persona,
-                toolset=toolset, allowed=allowed, detector=job.detector, correction=correction,
-                skills_text=for_worker.text,
+                rt, turn, subtask=subtask, number=number, persona=persona, tools=tools,
+                correction=correction, skills_text=for_worker.text,
             )  # fmt: skip
             rt.emit(
                 WorkDone(
@@ -337,9 +340,8 @@ class TeamLoop:
                 [*loaded, *cited_skills(own, work.result)], turn, number, "validator"
             )
             result = await self._validate(
-                turn, subtask=subtask, number=number, work=work, level=level,
-                required=required, allowed=allowed, skills_text=for_validator.text,
-                skill_names=for_validator.names,
+                turn, subtask=subtask, number=number, work=work, checks=checks,
+                skills_text=for_validator.text, skill_names=for_validator.names,
             )  # fmt: skip
             if result is None:
                 job.run.warnings.append(
@@ -429,17 +431,14 @@ class TeamLoop:
         subtask: Subtask,
         number: int,
         work: WorkerResult,
-        level: InvolvementLevel,
-        required: list[str],
-        allowed: frozenset[str],
+        checks: ValidationChecks,
         skills_text: str = "",
         skill_names: list[str] | None = None,
     ) -> ValidationResult | None:
         rt = self.runtime
         for attempt in range(1, self.config.validator_attempts + 1):
             outcome = await validate(
-                rt, turn, subtask=subtask, number=number, work=work, level=level,
-                required_tools=required, tools_available=allowed, workspace=self.workspace,
+                rt, turn, subtask=subtask, number=number, work=work, checks=checks,
                 persona=self._persona_for(subtask).name, skills_text=skills_text,
             )  # fmt: skip
             if outcome.result is not None:

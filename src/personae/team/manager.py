@@ -14,7 +14,7 @@ from typing import assert_never
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
 from personae.team.events import AnswerStreamed
-from personae.team.runtime import CallInfo, Runtime
+from personae.team.runtime import CallInfo, CallOptions, Runtime
 from personae.team.signals import Plan, Subtask, SubtaskStatus
 from personae.team.turn_context import ContextView, TurnContext
 
@@ -113,7 +113,9 @@ async def _ask_for_plan(
     """One structured Manager call: the role's context view, then ``parts``."""
     prompt = "\n\n".join(p for p in (view.text, *parts) if p)
     info = _call_info(view, persona, instructions, prompt, subtask)
-    output, _ = await runtime.call(info, instructions=instructions, prompt=prompt, output_type=Plan)
+    output, _ = await runtime.call(
+        info, instructions=instructions, prompt=prompt, options=CallOptions(output_type=Plan)
+    )
     if not isinstance(output, Plan):  # the runtime returns the requested output type
         raise TypeError(f"manager call returned {type(output).__name__}, not Plan")
     return output
@@ -181,7 +183,7 @@ async def synthesize(
             info,
             instructions=instructions,
             prompt=prompt,
-            on_text=lambda piece: runtime.emit(AnswerStreamed(text=piece)),
+            options=CallOptions(on_text=lambda piece: runtime.emit(AnswerStreamed(text=piece))),
         )
         summary = str(output).strip()
     else:

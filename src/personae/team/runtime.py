@@ -10,7 +10,7 @@ and capped by :meth:`~personae.store.answers.ModelAnswer.build`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -39,7 +39,7 @@ from personae.team._request_tokens import count_request
 from personae.team.events import AnswerStreamed, Event, EventBus, RunWarning
 from personae.tokens.registry import counter_for_model, model_info
 
-__all__ = ["CallInfo", "Runtime", "TreeUsage"]
+__all__ = ["CallInfo", "CallOptions", "Runtime", "TreeUsage"]
 
 
 @dataclass(kw_only=True)
@@ -101,6 +101,27 @@ class CallInfo:
     """The assembled context (instructions + prompt) sent."""
     budget: dict[str, Any]
     """Budget report of the assembled context."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallOptions:
+    """How one agent call runs (everything but who calls and what is asked)."""
+
+    output_type: Any = str
+    """The output type (``str`` or a pydantic model such as ``Plan``)."""
+    persona_model: str | None = None
+    """The persona's own model spec (``None``: the run's model)."""
+    toolsets: Sequence[AbstractToolset[Any]] = ()
+    """Toolsets the agent may call."""
+    max_steps: int | None = None
+    """Caps this call's own requests (a fresh budget per call)."""
+    timeout: float | None = None
+    """Seconds for the whole call."""
+    output_retries: int = 2
+    """Retries when the output does not validate."""
+    on_text: Callable[[str], object] | None = None
+    """Stream the model's responses and get each piece of their text as it arrives
+    (when the model can stream; else nothing is streamed)."""
 
 
 @dataclass
@@ -290,43 +311,40 @@ class Runtime:
         *,
         instructions: str,
         prompt: str,
-        output_type: Any = str,
-        persona_model: str | None = None,
-        toolsets: list[AbstractToolset[Any]] | None = None,
-        max_steps: int | None = None,
-        timeout: float | None = None,
-        output_retries: int = 2,
+        options: CallOptions | None = None,
         messages_out: list[ModelMessage] | None = None,
-        on_text: Callable[[str], object] | None = None,
     ) -> tuple[Any, int]:
         """Run one agent call; returns (output, requests it made).
 
-        ``max_steps`` caps this call's own requests (a fresh budget per call).
-        ``messages_out`` receives the run's messages, also when it raises.
-        ``on_text``: stream the model's responses and get each piece of their text as
-        it arrives (when the model can stream; else nothing is streamed).
+        ``options``: output type, model, toolsets, step cap, timeout, streaming
+        (see :class:`CallOptions`). ``messages_out`` receives the run's messages,
+        also when it raises.
         """
+        opts = options or CallOptions()
         self.warn_context_cut(info)
-        model = self.models.model(persona_model)
-        label = self.models.label(persona_model)
+        model = self.models.model(opts.persona_model)
+        label = self.models.label(opts.persona_model)
         recorder = _Recorder(runtime=self, info=info, model_label=label)
-        key = (id(model), output_type, output_retries)
+        key = (id(model), opts.output_type, opts.output_retries)
         agent = self._agents.get(key)
         if agent is None:  # one agent per model and output type; the rest is per run
             agent = Agent(
-                model, output_type=output_type, retries={"tools": 2, "output": output_retries}
+                model,
+                output_type=opts.output_type,
+                retries={"tools": 2, "output": opts.output_retries},
             )
             self._agents[key] = agent
-        limits = UsageLimits(request_limit=max_steps)
+        limits = UsageLimits(request_limit=opts.max_steps)
+        on_text = opts.on_text
         with capture_run_messages() as messages:
             try:
                 result = await agent.run(
                     prompt,
                     instructions=instructions,
-                    toolsets=toolsets or [],
+                    toolsets=list(opts.toolsets),
                     capabilities=[recorder],
                     usage_limits=limits,
-                    timeout=timeout,
+                    timeout=opts.timeout,
                     event_stream_handler=(
                         _text_pieces(on_text) if on_text and _streams(model) else None
                     ),

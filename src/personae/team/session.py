@@ -20,7 +20,7 @@ from typing import Any
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage
 from personae.context.profiles import load_profiles
-from personae.context.snapshot import history_window
+from personae.context.snapshot import SnapshotOptions, history_window
 from personae.context.summary import SummaryRefresh, refresh_summary
 from personae.errors import PersonaeError, RunError, UnknownNameError, UsageError
 from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, handover_depth
@@ -404,19 +404,21 @@ async def run_turn(
         )
         turn = TurnContext.build(
             project.root,
-            task=task,
+            SnapshotOptions(
+                task=task,
+                conversations=conversations,
+                session=session,
+                summarizer=extractive_summary if refresh.ok else None,
+                warnings=[refresh.warning] if refresh.warning else [],
+                persona=persona.name if persona else None,
+                execution_block=execution,
+                validation_context=validation,
+                handover=options.handover_text,
+                include_git_log=options.include_git_log,
+            ),
             counter=counter,
             budget=budget,
-            conversations=conversations,
-            session=session,
-            summarizer=extractive_summary if refresh.ok else None,
-            warnings=[refresh.warning] if refresh.warning else [],
-            persona=persona.name if persona else None,
-            execution_block=execution,
-            validation_context=validation,
-            handover=options.handover_text,
             available_agents=agents,
-            include_git_log=options.include_git_log,
             profile=profile,
         )
         rec = _start_recording(

@@ -30,7 +30,7 @@ from personae.team.events import RunWarning, SubagentEnded, SubagentStarted
 from personae.team.loopdetect import LoopDetector
 from personae.team.mcp_servers import McpHub
 from personae.team.recording import RecordingToolset, tool_call_emitter
-from personae.team.runtime import CallInfo, Runtime
+from personae.team.runtime import CallInfo, CallOptions, Runtime
 from personae.team.toolbox import narrow_names, narrow_sandbox, persona_limits
 from personae.team.turn_context import TurnContext
 from personae.team.worker import DEFAULT_MAX_STEPS
@@ -302,9 +302,9 @@ class Spawner:
                 info,
                 instructions=persona.system_prompt,
                 prompt=prompt,
-                persona_model=persona.model,
-                toolsets=[recorder],
-                max_steps=steps,
+                options=CallOptions(
+                    persona_model=persona.model, toolsets=[recorder], max_steps=steps
+                ),
                 messages_out=messages,
             )
             final = str(output)

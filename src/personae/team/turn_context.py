@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,9 +22,8 @@ from personae.context.assemble import assemble_snapshot
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage, ChatToolCall
 from personae.context.profiles import ProfileSet, load_profiles
-from personae.context.snapshot import Snapshot, Summarizer
+from personae.context.snapshot import Snapshot, SnapshotOptions
 from personae.context.spec import Profile
-from personae.store.conversations import ConversationStore
 from personae.tokens.base import TokenCounter
 
 __all__ = ["FORK_ROLE", "PRIVATE_SOURCES", "ContextView", "RoleName", "TurnContext"]
@@ -80,50 +78,29 @@ class TurnContext:
     def build(
         cls,
         root: Path | str,
+        options: SnapshotOptions,
         *,
-        task: str,
         counter: TokenCounter,
         budget: Budget | None = None,
-        conversations: ConversationStore | None = None,
-        session: str | None = None,
-        summarizer: Summarizer | None = None,
-        messages: Sequence[object] | None = None,
-        persona: str | None = None,
-        execution_block: str | None = None,
-        validation_context: str | None = None,
-        handover: str | None = None,
         available_agents: str = "",
-        include_git_log: bool = True,
         profile: str | None = None,
-        warnings: Sequence[str] = (),
     ) -> TurnContext:
         """Build the turn's snapshot (directive read fresh) and wrap it.
 
-        ``profile`` names the context profile of the worker (an unknown name is
-        a :class:`~personae.errors.ConfigError` with the closest one).
+        ``options`` say what the snapshot is read from (task, conversation
+        store and session, persona texts, handover ...); ``counter`` and the
+        budget's size replace theirs. ``profile`` names the context profile of
+        the worker (an unknown name is a :class:`~personae.errors.ConfigError`
+        with the closest one).
         """
-        snapshot = Snapshot.build(
-            root,
-            conversations=conversations,
-            session=session,
-            counter=counter,
-            summarizer=summarizer,
-            messages=messages,
-            persona=persona,
-            execution_block=execution_block,
-            validation_context=validation_context,
-            handover=handover,
-            task=task,
-            include_git_log=include_git_log,
-            warnings=warnings,
-            max_tokens=(budget or _DEFAULT_BUDGET).tokens,
-        )
+        budget = budget or _DEFAULT_BUDGET
+        snapshot = Snapshot.build(root, options, counter=counter, max_tokens=budget.tokens)
         if profile is not None:
             (snapshot.profiles or load_profiles(snapshot.root)).get(profile)
         return cls(
             snapshot=snapshot,
             counter=counter,
-            budget=budget or _DEFAULT_BUDGET,
+            budget=budget,
             available_agents=available_agents,
             profile=profile,
         )

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
 
 from personae.models.scenario import ROLE_MARKER
-from personae.team.runtime import CallInfo, Runtime
+from personae.team.runtime import CallInfo, CallOptions, Runtime
 from personae.team.signals import (
     BlockerType,
     CompletionSignal,
@@ -32,6 +32,7 @@ from personae.team.signals import (
 from personae.team.turn_context import TurnContext
 
 __all__ = [
+    "ValidationChecks",
     "ValidationOutcome",
     "Verdict",
     "contradicted_claims",
@@ -44,6 +45,20 @@ _CLAIMED_FILE = re.compile(
     r"[`'\"]?([\w.\-/]*[A-Za-z_][\w\-/]*\.[A-Za-z][A-Za-z0-9]{0,7})\b[`'\"]?",
     re.IGNORECASE,
 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidationChecks:
+    """What a subtask's work is checked against (the code checks and the validator call)."""
+
+    level: InvolvementLevel
+    """How much the user is involved: how strict the validator is."""
+    required_tools: list[str]
+    """Tools the work must have used."""
+    tools_available: frozenset[str]
+    """Tools the worker could use."""
+    workspace: Path | None
+    """The folder claimed files are looked for in (``None``: not checked)."""
 
 
 class Verdict(BaseModel):
@@ -285,28 +300,26 @@ async def validate(
     subtask: Subtask,
     number: int,
     work: WorkerResult,
-    level: InvolvementLevel,
-    required_tools: list[str],
-    tools_available: frozenset[str],
-    workspace: Path | None,
+    checks: ValidationChecks,
     persona: str | None,
     skills_text: str = "",
 ) -> ValidationOutcome:
-    """Validate ``work``: code checks, then at most one structured model call.
+    """Validate ``work`` against ``checks``: code checks, then at most one structured
+    model call.
 
     ``skills_text`` holds the L2 bodies of the skills the work is checked against.
     """
     decided = deterministic_checks(
         work,
-        level=level,
-        required_tools=required_tools,
-        tools_available=tools_available,
-        workspace=workspace,
+        level=checks.level,
+        required_tools=checks.required_tools,
+        tools_available=checks.tools_available,
+        workspace=checks.workspace,
     )
     if decided is not None:
         return ValidationOutcome(result=decided)
     view = turn.view("validator")
-    instructions = validator_instructions(level)
+    instructions = validator_instructions(checks.level)
     prompt = validator_prompt(view.text, subtask, work, skills_text)
     info = CallInfo(
         role="validator",
@@ -320,8 +333,7 @@ async def validate(
             info,
             instructions=instructions,
             prompt=prompt,
-            output_type=Verdict,
-            timeout=runtime.validator_timeout,
+            options=CallOptions(output_type=Verdict, timeout=runtime.validator_timeout),
         )
     except UsageLimitExceeded:
         raise
@@ -334,7 +346,7 @@ async def validate(
             requirements_met=verdict.requirements_met,
             issues=verdict.issues,
             next_action=verdict.next_action,
-            involvement_level=verdict.involvement_level or level,
+            involvement_level=verdict.involvement_level or checks.level,
             completion_signal=verdict.completion_signal,
             correction=verdict.correction.strip()[:2000],
         ),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
@@ -13,12 +15,12 @@ from personae.persona.model import Persona
 from personae.team.events import RunWarning
 from personae.team.loopdetect import LoopDetector
 from personae.team.recording import RecordingToolset, tool_call_emitter
-from personae.team.runtime import CallInfo, Runtime
+from personae.team.runtime import CallInfo, CallOptions, Runtime
 from personae.team.signals import Subtask, WorkerResult
 from personae.team.turn_context import TurnContext
 from personae.tools.records import CallLog
 
-__all__ = ["DEFAULT_MAX_STEPS", "run_worker", "worker_prompt"]
+__all__ = ["DEFAULT_MAX_STEPS", "WorkerTools", "run_worker", "worker_prompt"]
 
 DEFAULT_MAX_STEPS = 12
 """Step budget when a persona sets none."""
@@ -64,6 +66,20 @@ def worker_prompt(
     return "\n\n".join(parts)
 
 
+@dataclass(frozen=True, kw_only=True)
+class WorkerTools:
+    """The tools a worker may call and what watches their calls."""
+
+    toolset: AbstractToolset[Any]
+    """The narrowed toolset (recorded and checked against ``allowed``)."""
+    allowed: frozenset[str]
+    """Tool names the persona may call."""
+    detector: LoopDetector
+    """Spots the same call made over and over."""
+    extra: Sequence[AbstractToolset[Any]] = ()
+    """Further toolsets, not recorded."""
+
+
 async def run_worker(
     runtime: Runtime,
     turn: TurnContext,
@@ -71,17 +87,16 @@ async def run_worker(
     subtask: Subtask,
     number: int,
     persona: Persona,
-    toolset: AbstractToolset[Any],
-    allowed: frozenset[str],
-    detector: LoopDetector,
+    tools: WorkerTools,
     correction: str | None = None,
-    extra_toolsets: list[AbstractToolset[Any]] | None = None,
     skills_text: str = "",
 ) -> WorkerResult:
-    """Run the worker once on ``subtask``; tool calls are recorded and shared with the turn.
+    """Run the worker once on ``subtask`` with ``tools``; tool calls are recorded and
+    shared with the turn.
 
     ``skills_text`` is the ``<skills>`` block of L2 bodies the task calls for.
     """
+    allowed = tools.allowed
     view = turn.view("worker")
     agents = turn.available_agents if "agent" in allowed else ""
     # The persona prompt once: in the context's <active_persona> section when the
@@ -95,11 +110,11 @@ async def run_worker(
 
     log = CallLog()
     wrapped = RecordingToolset(
-        wrapped=toolset,
+        wrapped=tools.toolset,
         allowed=allowed,
         persona=persona.name,
         log=log,
-        detector=detector,
+        detector=tools.detector,
         on_call=tool_call_emitter(runtime, subtask=number, persona=persona.name, turn=turn),
         memo=turn.tool_memo,
     )
@@ -121,9 +136,11 @@ async def run_worker(
             info,
             instructions=instructions,
             prompt=prompt,
-            persona_model=persona.model,
-            toolsets=[wrapped, *(extra_toolsets or [])],
-            max_steps=steps,
+            options=CallOptions(
+                persona_model=persona.model,
+                toolsets=[wrapped, *tools.extra],
+                max_steps=steps,
+            ),
             messages_out=messages,
         )
         text = str(output)

@@ -20,7 +20,7 @@ from typing import Any
 
 from personae.errors import UsageError
 from personae.fsutil import read_regular, write_atomic
-from personae.handover.create import build_handover, write_handover
+from personae.handover.create import HandoverContent, build_handover, write_handover
 from personae.handover.files import read_handover
 from personae.handover.schema import ArtifactFile, HistoryEntry, now_iso
 from personae.layout import Layout
@@ -145,11 +145,13 @@ def _make_handover(wf: Workflow, step: Step, states: dict[str, StepState], sdir:
         target_persona=step.persona,
         task=step.task,
         cwd=wf.path.parent,
-        session_id=f"chain:{wf.name}",
-        files=files,
-        data=data,
-        insights=step.insights,
-        history=history,
+        content=HandoverContent(
+            session_id=f"chain:{wf.name}",
+            files=files,
+            data=data,
+            insights=step.insights,
+            history=history,
+        ),
     )
     if step.profile is not None:
         handover.target.profile = step.profile

@@ -13,11 +13,12 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from personae.errors import PersonaeError
 from personae.handover.child import (
@@ -31,10 +32,12 @@ from personae.handover.schema import Results, ResultStatus
 from personae.limits import DEFAULTS
 
 __all__ = [
+    "BaseJob",
     "Executor",
     "Job",
     "JobResult",
     "LocalProcessExecutor",
+    "Report",
     "Stopper",
     "Work",
 ]
@@ -131,15 +134,11 @@ class Work(Protocol):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Job:
-    """One handover to run (a chain step)."""
+class BaseJob:
+    """What every job in a child process has: a key, a folder, limits and resources."""
 
     key: str
-    """Caller's name for the job (a step id)."""
-    handover_path: Path
-    """The handover file (results are written back into it)."""
-    persona: str
-    """Persona to run."""
+    """Caller's name for the job (a step id, a batch task's id)."""
     cwd: Path
     """Working directory of the child."""
     timeout: float = DEFAULTS.handover_timeout
@@ -148,12 +147,22 @@ class Job:
     """Attempts in total."""
     backoff: float = DEFAULTS.handover_backoff
     """First retry delay (doubles)."""
-    model: str | None = None
-    """Model for the child, if any."""
     num_cpus: float | None = None
     """CPUs it needs on a cluster (``None``: one)."""
     resources: Mapping[str, float] = field(default_factory=dict)
     """Custom cluster resources it needs."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Job(BaseJob):
+    """One handover to run (a chain step)."""
+
+    handover_path: Path
+    """The handover file (results are written back into it)."""
+    persona: str
+    """Persona to run."""
+    model: str | None = None
+    """Model for the child, if any."""
     command: CommandBuilder = personae_run_command
     """Builds the child's argv (``personae run --context-from ...``)."""
 
@@ -185,8 +194,45 @@ class Job:
         )
 
 
-class Executor(Protocol):
-    """Runs jobs, at most ``concurrency`` at once, reporting starts and ends."""
+@dataclass
+class Report:
+    """Where an executor reports each job's start and end (completion order)."""
+
+    on_start: Callable[[str, int], None] | None = None
+    """Called with ``(key, pid)`` when a job's child runs."""
+    on_done: Callable[[JobResult], None] | None = None
+    """Called with each result as it comes."""
+    done: list[JobResult] = field(default_factory=list)
+    """The results so far, in completion order."""
+
+    def started(self, key: str, pid: int) -> None:
+        """Job ``key``'s child runs as ``pid``."""
+        if self.on_start is not None:
+            self.on_start(key, pid)
+
+    def finished(self, result: JobResult) -> None:
+        """A job ended."""
+        if self.on_done is not None:
+            self.on_done(result)
+        self.done.append(result)
+
+
+class Executor(ABC):
+    """Runs jobs, at most ``concurrency`` at once, reporting starts and ends.
+
+    A subclass implements :meth:`_run_all` (see :class:`LocalProcessExecutor`) and,
+    when it holds something (a cluster connection), :meth:`close`. ``with executor:``
+    closes it on the way out.
+    """
+
+    def close(self) -> None:  # noqa: B027 (optional: only an executor holding something)
+        """Release what the executor holds (local processes: nothing)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def run(
         self,
@@ -202,19 +248,23 @@ class Executor(Protocol):
         threads. Ctrl-C (``KeyboardInterrupt``) kills the running children and is
         raised again once they are gone.
         """
-        ...
+        report = Report(on_start=on_start, on_done=on_done)
+        if jobs:
+            self._run_all(list(jobs), max(1, concurrency), report)
+        return report.done
+
+    @abstractmethod
+    def _run_all(self, jobs: list[Work], concurrency: int, report: Report) -> None:
+        """Run the (non-empty) ``jobs``, ``concurrency`` (at least 1) at once, into ``report``."""
 
 
-def run_supervised(
-    job: Work, stopper: Stopper, on_start: Callable[[str, int], None] | None, *, tie: bool
-) -> JobResult:
-    """``job.execute`` with its children known to ``stopper`` (cancellation); the result
-    names this host."""
+def run_supervised(job: Work, stopper: Stopper, report: Report, *, tie: bool) -> JobResult:
+    """``job.execute`` with its children known to ``stopper`` (cancellation) and their
+    starts told to ``report``; the result names this host."""
 
     def started(pid: int) -> None:
         stopper.started(job.key, pid)
-        if on_start is not None:
-            on_start(job.key, pid)
+        report.started(job.key, pid)
 
     try:
         result = job.execute(started, tie=tie)
@@ -223,7 +273,7 @@ def run_supervised(
     return result if result.host else replace(result, host=socket.gethostname())
 
 
-class LocalProcessExecutor:
+class LocalProcessExecutor(Executor):
     """Each job is a local child process (``personae run`` by default).
 
     ``command`` replaces the child command of chain steps (tests run a stand-in
@@ -237,33 +287,20 @@ class LocalProcessExecutor:
         self.command = command
         self.tie = tie
 
-    def run(
-        self,
-        jobs: Sequence[Work],
-        *,
-        concurrency: int,
-        on_start: Callable[[str, int], None] | None = None,
-        on_done: Callable[[JobResult], None] | None = None,
-    ) -> list[JobResult]:
+    def _run_all(self, jobs: list[Work], concurrency: int, report: Report) -> None:
         """Run ``jobs`` on a pool of ``concurrency`` supervising threads (one process each)."""
-        done: list[JobResult] = []
-        if not jobs:
-            return done
         if self.command is not None:
             jobs = [replace(j, command=self.command) if isinstance(j, Job) else j for j in jobs]
         stopper = Stopper()
-        pool = ThreadPoolExecutor(max_workers=max(1, concurrency))
+        pool = ThreadPoolExecutor(max_workers=concurrency)
         futures: set[Future[JobResult]] = {
-            pool.submit(run_supervised, job, stopper, on_start, tie=self.tie) for job in jobs
+            pool.submit(run_supervised, job, stopper, report, tie=self.tie) for job in jobs
         }
         try:
             while futures:
                 finished, futures = wait(futures, timeout=0.5, return_when="FIRST_COMPLETED")
                 for future in finished:
-                    result = future.result()
-                    if on_done is not None:
-                        on_done(result)
-                    done.append(result)
+                    report.finished(future.result())
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)
             stopper.stop()
@@ -272,4 +309,3 @@ class LocalProcessExecutor:
             wait([f for f in futures if not f.cancelled()], timeout=30)
             raise
         pool.shutdown(wait=True)
-        return done

@@ -23,14 +23,21 @@ import queue
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from types import TracebackType
 from typing import Any
 
 from personae.errors import UsageError
 from personae.handover.child import CommandBuilder
-from personae.workflow.executors import Job, JobResult, Stopper, Work, run_supervised
+from personae.workflow.executors import (
+    Executor,
+    Job,
+    JobResult,
+    Report,
+    Stopper,
+    Work,
+    run_supervised,
+)
 
 __all__ = ["LOCAL_CLUSTER_ENV", "RayExecutor", "import_ray"]
 
@@ -69,9 +76,8 @@ def _job_stream(job: Work) -> Iterator[tuple[str, Any]]:
 
     def body() -> None:
         try:
-            result = run_supervised(
-                job, stopper, lambda _key, pid: events.put(("start", (pid, host))), tie=True
-            )
+            tell = Report(on_start=lambda _key, pid: events.put(("start", (pid, host))))
+            result = run_supervised(job, stopper, tell, tie=True)
             events.put(("done", result))
         except BaseException as exc:  # reported to the driver, never lost
             events.put(("error", f"{type(exc).__name__}: {exc}"))
@@ -94,7 +100,7 @@ def _job_stream(job: Work) -> Iterator[tuple[str, Any]]:
         raise
 
 
-class RayExecutor:
+class RayExecutor(Executor):
     """Runs jobs as Ray tasks (a local cluster, or the one at ``address``).
 
     ``runtime_env`` is passed to ``ray.init`` (e.g. ``{"env_vars": {...}}``);
@@ -119,17 +125,6 @@ class RayExecutor:
         self._ray: Any = None
         self._remote: Any = None
         self._started = False
-
-    def __enter__(self) -> RayExecutor:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def connect(self) -> Any:
         """Join (or start) the cluster once; returns the ``ray`` module."""
@@ -189,34 +184,21 @@ class RayExecutor:
             duration=time.monotonic() - started, error=error,
         )  # fmt: skip
 
-    def run(
-        self,
-        jobs: Sequence[Work],
-        *,
-        concurrency: int,
-        on_start: Callable[[str, int], None] | None = None,
-        on_done: Callable[[JobResult], None] | None = None,
-    ) -> list[JobResult]:
+    def _run_all(self, jobs: list[Work], concurrency: int, report: Report) -> None:
         """Submit up to ``concurrency`` tasks at a time; report starts and ends as they come."""
-        done: list[JobResult] = []
-        if not jobs:
-            return done
         ray = self.connect()
         nodes = [dict(n.get("Resources", {})) for n in ray.nodes() if n.get("Alive")]
         waiting = list(jobs)
         running: dict[Any, tuple[Work, float]] = {}
         try:
             while waiting or running:
-                while waiting and len(running) < max(1, concurrency):
+                while waiting and len(running) < concurrency:
                     job = waiting.pop(0)
                     why = self._infeasible(job, nodes)
                     if why is None:
                         running[self._submit(job)] = (job, time.monotonic())
                         continue
-                    result = self._failure(job, why, time.monotonic())
-                    if on_done is not None:
-                        on_done(result)
-                    done.append(result)
+                    report.finished(self._failure(job, why, time.monotonic()))
                 ready, _ = ray.wait(list(running), num_returns=1, timeout=0.5)
                 for stream in ready:
                     job, started = running[stream]
@@ -227,18 +209,13 @@ class RayExecutor:
                     except ray.exceptions.RayError as exc:
                         kind, value = "error", f"Ray: {str(exc).strip().splitlines()[-1]}"
                     if kind == "start":
-                        if on_start is not None:
-                            on_start(job.key, int(value[0]))
+                        report.started(job.key, int(value[0]))
                         continue
                     del running[stream]
-                    result = value if kind == "done" else self._failure(job, value, started)
-                    if on_done is not None:
-                        on_done(result)
-                    done.append(result)
+                    report.finished(value if kind == "done" else self._failure(job, value, started))
         except BaseException:
             for stream in running:
                 # The task kills its child's group, then ends; should its worker die
                 # first, the child dies with it (parent-death signal).
                 ray.cancel(stream)
             raise
-        return done

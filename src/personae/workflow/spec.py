@@ -28,7 +28,6 @@ children for its personas.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import re
 from pathlib import Path
@@ -38,7 +37,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from personae.errors import UsageError, yaml_error_line
-from personae.fsutil import NotRegularFileError, read_regular
+from personae.fsutil import read_input
 from personae.handover.create import parse_file_spec
 from personae.handover.schema import ArtifactFile
 from personae.limits import DEFAULTS
@@ -185,14 +184,7 @@ def _stages(raw_steps: Any, path: Path) -> list[Any]:
 def load_workflow(path: Path | str) -> Workflow:
     """Read and validate a workflow file (ids unique, inputs refer to earlier steps)."""
     file = Path(path).resolve()
-    try:
-        data = read_regular(file, max_bytes=1_000_000)  # a FIFO is refused, never waited on
-    except NotRegularFileError as exc:
-        if exc.errno == errno.EFBIG:
-            raise UsageError("workflow file is larger than 1 MB", file=file) from None
-        raise UsageError(f"cannot read workflow: {exc.strerror}", file=file) from None
-    except OSError as exc:
-        raise UsageError(f"cannot read workflow: {exc.strerror}", file=file) from None
+    data = read_input(file, max_bytes=1_000_000, what="workflow file", size="1 MB")
     try:
         raw = yaml.safe_load(data.decode("utf-8"))
     except UnicodeDecodeError:
