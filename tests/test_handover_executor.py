@@ -25,7 +25,7 @@ from personae.handover.child import (
 )
 from personae.handover.create import HandoverContent, build_handover, write_handover
 from personae.handover.files import read_handover
-from personae.handover.tool import handover_to_persona
+from personae.handover.tool import HandoverToolResult, handover_to_persona
 from personae.store.handovers import HandoverLedger
 from test_handover_childprog import calls, command
 
@@ -209,31 +209,29 @@ def test_cli_run_refuses_unsafe_file_without_spawning(project: Path) -> None:
     assert read_handover(path).handover.results is None
 
 
-def test_tool_waits_for_results(project: Path) -> None:
-    result = handover_to_persona(
+def _summarize(project: Path, content: HandoverContent, **options: Any) -> HandoverToolResult:
+    """The handover tool: data-analyst hands "Summarize" to report-writer in ``project``."""
+    return handover_to_persona(
         "report-writer",
         "Summarize",
         source_persona="data-analyst",
         cwd=project,
-        content=HandoverContent(insights=["x"]),
-        child=ChildOptions(command=command, timeout=30),
+        content=content,
+        **options,
     )
+
+
+def test_tool_waits_for_results(project: Path) -> None:
+    child = ChildOptions(command=command, timeout=30)
+    result = _summarize(project, HandoverContent(insights=["x"]), child=child)
     assert result.success and result.status == "success"
     assert result.results is not None and result.results["status"] == "success"
     assert "nextSteps" in result.results
 
 
 def test_tool_returns_command_for_later(project: Path) -> None:
-    result = handover_to_persona(
-        "report-writer",
-        "Summarize",
-        source_persona="data-analyst",
-        cwd=project,
-        content=HandoverContent(
-            files=[{"path": "notes.md", "type": "document", "description": "notes"}]
-        ),
-        wait_for_results=False,
-    )
+    notes = {"path": "notes.md", "type": "document", "description": "notes"}
+    result = _summarize(project, HandoverContent(files=[notes]), wait_for_results=False)
     assert result.status == "prepared" and result.results is None
     assert "personae run --persona report-writer --context-from" in result.message
     assert Path(result.context_path).exists()

@@ -151,14 +151,17 @@ def test_config_allowed_roots_extend_policy(project: Path) -> None:
     assert allow == ["MY_SCRATCH"]
 
 
-def test_create_refuses_artifact_outside_roots(project: Path) -> None:
-    h = build_handover(
-        source_persona="a",
-        target_persona="b",
-        task="t",
-        cwd=project,
-        content=HandoverContent(files=[parse_file_spec("/etc/passwd:data:pw")]),
+def _a_to_b(project: Path, task: str = "t", **content: Any) -> ContextHandover:
+    """A handover from persona ``a`` to ``b`` in ``project`` carrying ``content`` (the
+    fields of :class:`HandoverContent`)."""
+    packed = HandoverContent(**content)
+    return build_handover(
+        source_persona="a", target_persona="b", task=task, cwd=project, content=packed
     )
+
+
+def test_create_refuses_artifact_outside_roots(project: Path) -> None:
+    h = _a_to_b(project, files=[parse_file_spec("/etc/passwd:data:pw")])
     with pytest.raises(HandoverSecurityError, match="/etc/passwd"):
         write_handover(h, cwd=project, allowed_roots=[])
     assert not (project / ".personae" / "handovers").exists() or not any(
@@ -246,15 +249,11 @@ def test_secret_detection() -> None:
 
 
 def test_secrets_never_written(project: Path) -> None:
-    h = build_handover(
-        source_persona="a",
-        target_persona="b",
-        task="use key sk-abcdefghijklmnopqrstuvwx to call",
-        cwd=project,
-        content=HandoverContent(
-            data={"apiKey": "hunter2", "nested": {"GITHUB_TOKEN": "ghp_" + "b" * 36}, "n": 1},
-            insights=["token xoxb-1234567890-abcdef found"],
-        ),
+    h = _a_to_b(
+        project,
+        "use key sk-abcdefghijklmnopqrstuvwx to call",
+        data={"apiKey": "hunter2", "nested": {"GITHUB_TOKEN": "ghp_" + "b" * 36}, "n": 1},
+        insights=["token xoxb-1234567890-abcdef found"],
     )
     path = project / "h.json"
     save_handover(h, path)
