@@ -6,6 +6,7 @@ import random
 import statistics
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -170,3 +171,51 @@ def test_project_files_are_read_again_when_they_change(tmp_path: Path) -> None:
     assert seen() == "# Vision\n\nShip the gamma."
     vision.unlink()
     assert seen() is None
+
+
+_APPEND = """
+import sys
+from personae.store.conversations import ConversationStore, Message
+from personae.store.db import Store
+from personae.tokens.exact import exact_counter
+with Store(sys.argv[1]) as store:
+    conv = ConversationStore(store, exact_counter("o200k_base"))
+    conv.append(sys.argv[2], Message("user", sys.argv[3]))
+"""
+
+
+def test_store_turn_reuses_its_result_until_another_process_appends(tmp_path: Path) -> None:
+    """Nothing appended: the previous turn's messages are the result (the same tuple).
+    A message appended by another process is seen by the next turn, as a fresh read."""
+    import subprocess
+    import sys
+
+    from personae.errors import UnknownNameError
+
+    (tmp_path / ".personae").mkdir()
+    db = tmp_path / "state.db"
+    with Store(db) as store:
+        conv = ConversationStore(store, COUNTER)
+        sid = conv.create_session()
+        with pytest.raises(UnknownNameError):
+            conv.position("nope")
+        assert conv.position(sid) == (0, 0)
+        conv.append_many(sid, [Message("user", "hello"), Message("assistant", "hi")])
+        window = ContextWindow()
+
+        def build(**kw: object) -> Snapshot:
+            return Snapshot.build(
+                tmp_path, conversations=conv, session=sid, counter=COUNTER, task="t",
+                include_git_log=False, max_tokens=5000, **kw,
+            )  # fmt: skip
+
+        first = build(window=window)
+        again = build(window=window)
+        assert again.messages is first.messages and again.id == first.id
+        assert conv.position(sid) == (2, 2)
+        subprocess.run([sys.executable, "-c", _APPEND, str(db), sid, "from elsewhere"], check=True)
+        assert conv.position(sid) == (3, 3)
+        later = build(window=window)
+        assert [m.content for m in later.messages] == ["hello", "hi", "from elsewhere"]
+        assert later.messages == build().messages and later.id == build().id != first.id
+        assert later.messages[:2] == first.messages

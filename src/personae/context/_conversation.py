@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from personae.context.messages import ChatMessage, from_stored, group_units
 from personae.tokens.base import TokenCounter
@@ -28,12 +28,13 @@ class Loaded:
     warning: str | None = None
 
 
-Reads = dict[Hashable, tuple[int, list[ChatMessage], bool, list[ChatMessage]]]
-"""A session's earlier reads (kept by its window): per read, the newest seq seen,
+Reads = dict[Hashable, Any]
+"""A session's earlier reads (kept by its window). Per read: the newest seq seen,
 the messages last read (oldest first), whether they reach back to the session's
-first message, and what the read kept. Stored messages never change, so a later
-turn reads only what was appended since (and keeps the same messages when
-nothing was)."""
+first message, and what the read kept. Per path-B load: the session's
+``(message_count, last_seq)`` and the :class:`Loaded` result. Stored messages
+never change, so a later turn reads only what was appended since (and keeps the
+same messages, or the same result, when nothing was)."""
 _MAX_READS = 32
 
 
@@ -76,7 +77,7 @@ def _tail(
     if reads is None:
         reads = {}
     key = (str(conv.store.path), session, counter.name, *span)
-    cached = reads.get(key)
+    cached: tuple[int, list[ChatMessage], bool, list[ChatMessage]] | None = reads.get(key)
     if cached is not None:
         seen_seq, old, whole, kept = cached
         if last_seq == seen_seq:
@@ -202,6 +203,34 @@ def pending_summary(
     return Pending(prior.text if prior is not None else None, start_seq, new)
 
 
+def _load_tail(  # noqa: PLR0917  # private, called once
+    conv: ConversationStore,
+    session: str,
+    counter: TokenCounter,
+    span: Span,
+    reads: Reads | None,
+    adopt: Callable[[Sequence[ChatMessage]], tuple[ChatMessage, ...]],
+) -> Loaded:
+    """Path B. The session's ``(message_count, last_seq)`` is read every call (another
+    process may append); when it is the one the previous call saw, stored messages
+    being immutable, the previous result is the result."""
+    position = conv.position(session)
+    total, last_seq = position
+    if total == 0:
+        return Loaded(None, None, (), 0, "none", 0)
+    key = ("loaded", str(conv.store.path), session, counter.name, *span)
+    if reads is not None:
+        hit = reads.get(key)
+        if hit is not None and hit[0] == position:
+            loaded: Loaded = hit[1]
+            return loaded
+    tail = _tail(conv, session, counter, span, last_seq=last_seq, reads=reads)
+    loaded = Loaded(None, None, adopt(tail), total - len(tail), "B", 0)
+    if reads is not None:
+        reads[key] = (position, loaded)
+    return loaded
+
+
 def load_conversation(
     conv: ConversationStore,
     session: str,
@@ -211,21 +240,21 @@ def load_conversation(
     summarizer: Summarizer | None,
     token_limit: int | None = None,
     reads: Reads | None = None,
+    adopt: Callable[[Sequence[ChatMessage]], tuple[ChatMessage, ...]] = tuple,
 ) -> Loaded:
     """Path A (summary + last messages) with a summarizer, else path B (trim only).
 
     ``token_limit`` (path B): stop reading older messages once the stored counts
     of those read exceed it (they could not be shown within such a budget).
-    ``reads``: the session window's earlier reads (path B reads only newer rows).
+    ``reads``: the session window's earlier reads (path B reads only newer rows, and
+    returns the previous result itself when nothing was appended). ``adopt``: turns
+    path B's messages into the tuple the result carries (the window's ``sync``).
     """
-    info = conv.session(session)
-    total = int(info.message_count)
+    if summarizer is None:
+        return _load_tail(conv, session, counter, Span.of(recent, token_limit), reads, adopt)
+    total = int(conv.session(session).message_count)
     if total == 0:
         return Loaded(None, None, (), 0, "none", 0)
-    if summarizer is None:
-        span = Span.of(recent, token_limit)
-        tail = _tail(conv, session, counter, span, last_seq=int(info.last_seq), reads=reads)
-        return Loaded(None, None, tuple(tail), total - len(tail), "B", 0)
     tail = _window(conv, session, counter, recent)
     units, _ = group_units(tail)
     start_seq = units[0].head.seq if units else tail[-1].seq + 1

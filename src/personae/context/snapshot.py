@@ -235,6 +235,7 @@ class _Built:
                 summarizer=opts.summarizer,
                 token_limit=opts.max_tokens,
                 reads=window.store_reads,
+                adopt=window.sync,
             )
             synced = window.sync(self.history.messages)
             if synced is not self.history.messages:

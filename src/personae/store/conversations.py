@@ -129,6 +129,16 @@ class ConversationStore:
             raise self._unknown(session_id)
         return Session(*row)
 
+    def position(self, session_id: str) -> tuple[int, int]:
+        """``(message_count, last_seq)`` of ``session_id``: a cheap check for appended
+        messages (``UnknownNameError`` if there is no such session)."""
+        row = self.store.fetchone(
+            "SELECT message_count, last_seq FROM sessions WHERE id = ?", (session_id,)
+        )
+        if row is None:
+            raise self._unknown(session_id)
+        return int(row[0]), int(row[1])
+
     def sessions(self, *, limit: int | None = None) -> list[Session]:
         """Sessions, newest first."""
         sql = f"SELECT {_SESSION} FROM sessions ORDER BY created DESC, rowid DESC"
