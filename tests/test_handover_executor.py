@@ -330,3 +330,31 @@ def test_tool_fills_history_from_the_conversation_store(project: Path) -> None:
     saved = json.loads(Path(result.context_path).read_text())
     assert saved["context"]["history"][0]["summary"] == "north grew 25%"
     assert saved["source"]["sessionId"] == sid
+
+
+def test_history_left_none_comes_from_the_store_also_without_project_facts(
+    project: Path,
+) -> None:
+    """``from_project=False`` skips the cast, not the history; an empty history stays empty."""
+    import json
+
+    from personae.store.conversations import ConversationStore, Message
+    from personae.store.db import Store
+    from personae.tokens.registry import counter_for_model
+
+    with Store(project / ".personae" / "state.db") as store:
+        conv = ConversationStore(store, counter_for_model(None))
+        sid = conv.create_session(persona="data-analyst", title="analyse")
+        conv.append(sid, Message(role="user", content="go"))
+        conv.append(sid, Message(role="assistant", content="south fell 4%"))
+    read = handover_to_persona(
+        "report-writer", "Write", source_persona="data-analyst", cwd=project,
+        content=HandoverContent(session_id=sid), wait_for_results=False, from_project=False,
+    )  # fmt: skip
+    history = json.loads(Path(read.context_path).read_text())["context"]["history"]
+    assert [e["summary"] for e in history] == ["south fell 4%"]
+    empty = handover_to_persona(
+        "report-writer", "Write", source_persona="data-analyst", cwd=project,
+        content=HandoverContent(session_id=sid, history=()), wait_for_results=False,
+    )  # fmt: skip
+    assert json.loads(Path(empty.context_path).read_text())["context"]["history"] == []

@@ -86,31 +86,34 @@ def test_values_of_secret_named_variables_are_redacted_wherever_they_appear() ->
     assert redact_text("abc", environ=environ) == "abc"  # short values are never hunted
 
 
-def test_working_directories_and_plain_paths_are_not_secrets(tmp_path: Path) -> None:
-    """``$PWD`` (``pwd`` reads as a password elsewhere) and path values are left alone."""
+def test_working_directories_are_not_hunted_as_secrets(tmp_path: Path) -> None:
+    """``$PWD``/``$OLDPWD`` (exactly those names; ``pwd`` reads as a password elsewhere)."""
     cwd = str(tmp_path / "proj")
-    environ = {
-        **ENV,
-        "PWD": cwd,
-        "OLDPWD": str(tmp_path),
-        "SSL_KEY": "/etc/ssl/private/server.key",
-        "GOOGLE_APPLICATION_CREDENTIALS": "~/.config/gcloud/creds.json",
-    }
-    doc = {
-        "source": {"workingDirectory": cwd},
-        "notes": f"key at /etc/ssl/private/server.key in {cwd}",
-    }
+    environ = {**ENV, "PWD": cwd, "OLDPWD": str(tmp_path)}
+    doc = {"source": {"workingDirectory": cwd}, "notes": f"built in {cwd}"}
     assert redact_value(doc, environ=environ) == doc
-    assert redact(f"PWD={cwd} pwd: {cwd}", environ=environ).text == f"PWD={cwd} pwd: {cwd}"
-    assert redact_value({"privateKey": "/etc/ssl/private/server.key"}, environ={}) == {
-        "privateKey": "/etc/ssl/private/server.key"
-    }
-    # The secret-named variable next to them is still hunted; `pwd` with a non-path value too.
+    # The secret-named variable next to them is still hunted; `pwd=` in text too.
     done = redact(f"cd {cwd} && deploy {ENV_VALUE}; pwd=hunter2-horse", environ=environ)
     assert done.text == (
         f"cd {cwd} && deploy [REDACTED:env:DEPLOY_SERVICE_TOKEN]; pwd=[REDACTED:secret-value]"
     )
     assert redact_value({"pwd": "hunter2-horse"}, environ={}) == {"pwd": "[REDACTED:secret-field]"}
+    # A lower-case `pwd` variable is not the shell's: its value is hunted.
+    assert redact_text(f"x {cwd} y", environ={"pwd": cwd}) == "x [REDACTED:env:pwd] y"
+
+
+def test_a_secret_that_looks_like_a_path_is_still_redacted() -> None:
+    """No shape exemption: about 1 in 64 AWS secret keys starts with ``/``."""
+    key = "/K7MDENGbPxRfiCYEXAMPLEKEYwJalrXUtnFEMI+abc"
+    assert redact_text(f"aws_secret_access_key = {key}", environ={}) == (
+        "aws_secret_access_key = [REDACTED:secret-value]"
+    )
+    assert redact_text(f"using {key} now", environ={"AWS_SECRET_ACCESS_KEY": key}) == (
+        "using [REDACTED:env:AWS_SECRET_ACCESS_KEY] now"
+    )
+    assert redact_value({"password": "/hunter2/horse"}, environ={}) == {
+        "password": "[REDACTED:secret-field]"
+    }
 
 
 def test_ordinary_text_is_left_alone() -> None:

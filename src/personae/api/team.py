@@ -237,7 +237,8 @@ class Team:
         limits, cancel = turn.get("limits"), turn.get("cancel")
         session = turn.get("session")
         options = self.options(persona=turn.get("persona"), session=session, limits=limits)
-        window = (self.window(session) if session else None) or ContextWindow()
+        kept = self.window(session) if session else None
+        window = kept if kept is not None else ContextWindow()  # an empty window is falsy
         options = dataclasses.replace(options, window=window)
         feed = _Feed(answer_deltas=answer_deltas)
         timeout = (limits or self.limits).timeout

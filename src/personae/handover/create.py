@@ -72,8 +72,10 @@ class HandoverContent:
     """The context profile the target's worker is assembled with."""
     return_results: bool = True
     """The target writes its results back."""
-    history: Sequence[HistoryEntry] = ()
-    """What the source's conversation did (one summary per persona)."""
+    history: Sequence[HistoryEntry] | None = None
+    """What the source's conversation did (one summary per persona); ``None``: not
+    given (:func:`~personae.handover.tool.handover_to_persona` then reads it from the
+    project's conversation store; :func:`build_handover` writes none)."""
     mcp_servers: Sequence[str] | None = None
     """The source persona's MCP servers."""
     memory_snapshot: str | None = None
@@ -166,7 +168,7 @@ def build_handover(
                 files=c.artifact_files(), data=dict(c.data or {}), insights=list(c.insights)
             ),
             context=ExecutionContext(
-                history=list(c.history),
+                history=list(c.history or ()),
                 mcp_servers=list(c.mcp_servers) if c.mcp_servers is not None else None,
                 memory_snapshot=memory_snapshot,
             ),

@@ -94,10 +94,11 @@ def handover_to_persona(
     to the terminal, see :func:`~personae.handover.interactive.run_interactive`)
     and its results are returned; otherwise the handover file is prepared and
     the command to run it is returned. Refuses unsafe content (paths outside
-    allowed roots ...) before writing. With ``from_project``, what ``content``
-    leaves empty comes from the project at ``cwd``: the history from its
-    conversation store (one summary per persona of ``content.session_id``), the
-    source persona's MCP servers from its cast; and an unknown target persona
+    allowed roots ...) before writing. A ``content.history`` left ``None`` comes
+    from the conversation store of the project at ``cwd`` (one summary per
+    persona of ``content.session_id``; an empty sequence means no history). With
+    ``from_project``, the source persona's MCP servers come from the project's
+    cast when ``content`` leaves them ``None``, and an unknown target persona
     (not in the cast nor bundled) is refused. ``child``: how the target runs
     (timeout, attempts, backoff, command); its ``model`` is passed to the child
     as ``--model`` (its default model; a persona's own ``model`` still wins).
@@ -105,12 +106,13 @@ def handover_to_persona(
     child = child or ChildOptions()
     content = content or HandoverContent()
     warnings: list[str] = []
+    if content.history is None:
+        stored = history_for(Layout(Path(cwd)).state_db, content.session_id or None)
+        content = replace(content, history=stored)
     if from_project:
         mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
         content = replace(
             content,
-            history=content.history
-            or history_for(Layout(Path(cwd)).state_db, content.session_id or None),
             mcp_servers=content.mcp_servers if content.mcp_servers is not None else mcp_servers,
         )
     handover = build_handover(

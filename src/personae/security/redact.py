@@ -17,12 +17,12 @@ What is found:
   (``*_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*`` ...), wherever they
   appear verbatim.
 
-Never treated as secrets: values shorter than 8 characters; plain filesystem
-paths (``/home/me/proj``, ``~/.ssh/id_ed25519``: a path says where a secret
-is, not what it is), whatever the name holding them; and the variables the
-shell keeps (``PWD``, ``OLDPWD``), although ``pwd`` elsewhere reads as a
-password. Without this, the working directory in ``$PWD`` was redacted out of
-every handover written from it.
+Environment values are hunted for only when they are 8 characters or longer,
+and never for the variables the shell keeps (exactly ``PWD`` and ``OLDPWD``),
+although ``pwd`` elsewhere reads as a password. Without this, the working
+directory in ``$PWD`` was redacted out of every handover written from it.
+Values are never exempted for their shape: a secret that happens to look like
+a path (``/K7MDENG...``, a base64 key) is still a secret.
 
 This module imports nothing from personae, so every layer can use it.
 """
@@ -39,7 +39,6 @@ from typing import Any
 __all__ = [
     "MARKER_PREFIX",
     "Redaction",
-    "is_plain_path",
     "is_secret_name",
     "looks_like_secret",
     "marker",
@@ -135,8 +134,6 @@ _SECRET_NAME = re.compile(
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _ENV_SECRET = re.compile(r"(_KEY|_TOKEN|_SECRET|_PAT)$|PASSWORD|PASSWD|SECRET|CREDENTIAL")
 _SHELL_ENV = frozenset({"PWD", "OLDPWD"})  # kept by the shell: the working directories
-# An absolute or home-relative path made of path characters only.
-_PLAIN_PATH = re.compile(r"~?(?:/[\w.@+-]+)+/?")
 
 
 def marker(kind: str) -> str:
@@ -150,25 +147,19 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(_CAMEL.sub("_", name).replace("-", "_").replace(".", "_")))
 
 
-def is_plain_path(value: str) -> bool:
-    """Whether ``value`` is a plain absolute or ``~/`` path (never treated as a secret)."""
-    return _PLAIN_PATH.fullmatch(value) is not None
-
-
 @functools.lru_cache(maxsize=1024)
 def _secret_env(name: str, value: str) -> bool:
     """Whether the variable ``name=value`` holds a secret to hunt for in text."""
-    if len(value) < _MIN_ENV_VALUE or value.isspace() or name.upper() in _SHELL_ENV:
+    if len(value) < _MIN_ENV_VALUE or value.isspace() or name in _SHELL_ENV:
         return False
-    secret_name = is_secret_name(name) or bool(_ENV_SECRET.search(name.upper()))
-    return secret_name and not is_plain_path(value)
+    return is_secret_name(name) or bool(_ENV_SECRET.search(name.upper()))
 
 
 def secret_env_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """``{value: NAME}`` of the secret-named variables of ``environ`` (default ``os.environ``).
 
-    Short values, plain paths and the shell's ``PWD``/``OLDPWD`` are left out
-    (see the module doc).
+    Short values and the shell's ``PWD``/``OLDPWD`` are left out (see the
+    module doc).
     """
     env = os.environ if environ is None else environ
     found: dict[str, str] = {}
@@ -241,8 +232,6 @@ def redact(text: str, *, environ: Mapping[str, str] | None = None) -> Redaction:
         value = match.group("secret")
         if not is_secret_name(match.group("name")) or value.lower() in _NOT_VALUES:
             return match.group(0)
-        if is_plain_path(value):
-            return match.group(0)
         if value.startswith(MARKER_PREFIX.rstrip(":")):
             return match.group(0)
         kinds.append("secret-value")
@@ -266,14 +255,14 @@ _SCALARS = (int, float, bool)
 def _secret_field(key: Any, item: Any) -> bool:
     if not (isinstance(item, str) and item and isinstance(key, str)):
         return False
-    return is_secret_name(key) and not is_plain_path(item)
+    return is_secret_name(key)
 
 
 def redact_value(value: Any, *, environ: Mapping[str, str] | None = None) -> Any:
     """A copy of a JSON-like value with secrets redacted.
 
     A non-empty string under a secret-named key is replaced whole
-    (``[REDACTED:secret-field]``) unless it is a plain path; every other string
+    (``[REDACTED:secret-field]``); every other string
     goes through :func:`redact`.
     Keys are kept; scalars that are not strings are kept.
     """
