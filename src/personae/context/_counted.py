@@ -11,11 +11,11 @@ keeps each string's hash), so an agent loop counts only what is new.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from personae.context._lru import recall, remember
 from personae.context._textcut import SPLITTABLE, count_small
 from personae.context.render import SEPARATOR, close_tag, open_tag
 from personae.tokens.base import TokenCounter
@@ -93,18 +93,10 @@ def _count_groups(counter: TokenCounter, groups: list[Group]) -> int:
     memo = _GROUPS.setdefault(counter.name, OrderedDict())
     total = 0
     for g in groups:
-        n = memo.get(g)
+        n = recall(memo, g)
         if n is None:
             n = count_small(counter, "".join(g))
-            memo[g] = n
-            if len(memo) > _GROUPS_MAX:
-                with contextlib.suppress(KeyError):  # another thread emptied it just now
-                    memo.popitem(last=False)
-        else:
-            try:  # noqa: SIM105 (suppress() costs a context manager on every hit)
-                memo.move_to_end(g)
-            except KeyError:  # another thread evicted it just now
-                pass
+            remember(memo, g, n, _GROUPS_MAX)
         total += n
     return total
 

@@ -8,13 +8,13 @@ never a loop over the text.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from personae.context._lru import recall, remember
 from personae.tokens.base import TokenCounter
 
 __all__ = [
@@ -50,17 +50,10 @@ def count_small(counter: TokenCounter, text: str) -> int:
             hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
         )
     )
-    hit = _SMALL.get(key)
+    hit = recall(_SMALL, key)
     if hit is None:
         hit = counter.count(text)
-        _SMALL[key] = hit
-        if len(_SMALL) > _SMALL_MAX:
-            _SMALL.popitem(last=False)
-    else:
-        try:  # noqa: SIM105 (suppress() costs a context manager on every hit)
-            _SMALL.move_to_end(key)
-        except KeyError:  # another thread evicted it just now
-            pass
+        remember(_SMALL, key, hit, _SMALL_MAX)
     return hit
 
 
@@ -251,18 +244,12 @@ def _token_starts(counter: TokenCounter, text: str) -> list[int] | None:
         counter.name,
         hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
     )
-    got = _STARTS.get(key)
+    got = recall(_STARTS, key)
     if got is None:
         decoded, got = encoding.decode_with_offsets(encoding.encode_ordinary(text))
         if decoded != text:  # lone surrogates and the like: offsets would not match
             return None
-        _STARTS[key] = got
-        if len(_STARTS) > _STARTS_MAX:
-            with contextlib.suppress(KeyError):
-                _STARTS.popitem(last=False)
-    else:
-        with contextlib.suppress(KeyError):
-            _STARTS.move_to_end(key)
+        remember(_STARTS, key, got, _STARTS_MAX)
     return got
 
 

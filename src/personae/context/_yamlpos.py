@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-from personae.errors import ConfigError
+from personae.errors import ConfigError, yaml_error_line
 
 __all__ = ["Lines", "line_of", "load_with_lines"]
 
@@ -48,10 +48,10 @@ def load_with_lines(text: str, file: Path | str) -> tuple[Any, Lines]:
     try:
         data = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or "malformed YAML"
-        raise ConfigError(f"malformed YAML: {problem}", file=file, line=line) from exc
+        raise ConfigError(
+            f"malformed YAML: {problem}", file=file, line=yaml_error_line(exc)
+        ) from exc
     return data, Lines(text)
 
 

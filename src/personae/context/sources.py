@@ -9,7 +9,6 @@ empty tag).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import stat
@@ -18,10 +17,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from personae.context._lru import remember
 from personae.context._probe import probe, record
 from personae.errors import ConfigError
 from personae.fsutil import read_regular
-from personae.procs import run_tied  # here, not at the top: keeps this module's imports lean
+from personae.procs import run_tied
 
 __all__ = [
     "DIRECTIVE_FILES",
@@ -134,12 +134,7 @@ def _read(path: Path) -> str | None:
             return got[1]
     text = _read_file(path)
     if ident is not None:
-        _READS[where] = (ident, text)
-        with contextlib.suppress(KeyError):  # another thread may have evicted it just now
-            _READS.move_to_end(where)
-        if len(_READS) > _READS_MAX:
-            with contextlib.suppress(KeyError):
-                _READS.popitem(last=False)
+        remember(_READS, where, (ident, text), _READS_MAX)
     return text
 
 

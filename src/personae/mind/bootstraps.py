@@ -25,14 +25,13 @@ __all__ = ["ProcessId", "ancestors", "find_bootstrap", "process_id"]
 def ancestors(pid: int | None = None, *, depth: int = 8) -> list[ProcessId]:
     """The parent, grandparent, ... of ``pid`` (default: this process), up to ``depth``."""
     found: list[ProcessId] = []
-    current = os.getpid() if pid is None else pid
+    stat = proc_stat(os.getpid() if pid is None else pid)
     for _ in range(depth):
-        stat = proc_stat(current)
         if stat is None or stat.parent <= 1:
             break
-        parent = process_id(stat.parent)
+        parent = proc_stat(stat.parent)  # read once: its start time, then its own parent
         if parent is None:
             break
-        found.append(parent)
-        current = parent.pid
+        found.append(ProcessId(stat.parent, parent.started))
+        stat = parent
     return found

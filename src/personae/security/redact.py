@@ -148,11 +148,17 @@ def is_secret_name(name: str) -> bool:
 
 
 @functools.lru_cache(maxsize=1024)
-def _secret_env(name: str, value: str) -> bool:
-    """Whether the variable ``name=value`` holds a secret to hunt for in text."""
-    if len(value) < _MIN_ENV_VALUE or value.isspace() or name in _SHELL_ENV:
+def _secret_env_name(name: str) -> bool:
+    """Whether a variable's name says its value is a secret to hunt for in text."""
+    if name in _SHELL_ENV:
         return False
     return is_secret_name(name) or bool(_ENV_SECRET.search(name.upper()))
+
+
+def _secret_env(name: str, value: str) -> bool:
+    """Whether the variable ``name=value`` holds a secret to hunt for in text (the cache
+    is keyed by the name alone, so every changed value is not one more entry)."""
+    return len(value) >= _MIN_ENV_VALUE and not value.isspace() and _secret_env_name(name)
 
 
 def secret_env_values(environ: Mapping[str, str] | None = None) -> dict[str, str]:

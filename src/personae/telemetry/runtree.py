@@ -13,6 +13,7 @@ fields are kept as plain nodes, so a newer store still reads.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -71,14 +72,14 @@ class RunNode:
     children: list[RunNode] = field(default_factory=list)
     """Nodes inside it, in order."""
 
-    @property
+    @functools.cached_property
     def typed_event(self) -> Event | None:
         """The event behind the node as its typed class (``None``: none, or an unknown kind)."""
         return typed(self.event) if self.event is not None else None
 
-    @property
+    @functools.cached_property
     def typed_end(self) -> SubagentEnded | None:
-        """A sub-agent's end event as its typed class."""
+        """A sub-agent's end event as its typed class (read once the tree is built)."""
         end = typed(self.end_event) if self.end_event is not None else None
         return end if isinstance(end, SubagentEnded) else None
 

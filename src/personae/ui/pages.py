@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 
 from personae.errors import UnknownNameError
 from personae.store.runs import RunRecord, RunStatus
-from personae.team.events import RunFinished
-from personae.telemetry.runtree import build_tree, call_outcomes, typed
+from personae.team.events import EventKind
+from personae.telemetry.runtree import build_tree, call_outcomes
 from personae.ui._html import badge, duration, h, layout, short, tokens, url
 from personae.ui.budget import budget_panel, notices, section_blocks
 from personae.ui.data import Reader, RunView
@@ -117,7 +117,7 @@ def run_body(view: RunView) -> str:
         facts.append(("continues", f"<code>{h(source)}</code>"))
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
     final = ""
-    if run.final_text and not any(isinstance(typed(e), RunFinished) for e in view.events):
+    if run.final_text and not any(e.kind == EventKind.FINAL for e in view.events):
         final = f'<section class="final"><h2>Result</h2><pre>{h(run.final_text)}</pre></section>'
     return (
         f'<div class="summary"><dl class="facts">{dl}</dl>{agent_tree(tree, run.persona)}</div>'
