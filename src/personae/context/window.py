@@ -86,14 +86,17 @@ def exchanges_of(messages: Sequence[ChatMessage], costs_of: MessageCosts) -> tup
     prepared = [costs_of.prepare(m) for m in messages]
     units, dropped, _, _ = group_units_at([p[0] for p in prepared])
     cost_by_msg = {id(p[0]): p[1] for p in prepared}
-    costs = tuple(
-        tuple(
-            cost_by_msg[id(m)] if id(m) in cost_by_msg else costs_of.prepare(m)[1]
-            for m in u.messages
-        )
-        for u in units
-    )
+    costs = tuple(_unit_costs(u, cost_by_msg, costs_of) for u in units)
     return Exchanges.of(units, costs, costs_of.sep), dropped
+
+
+def _unit_costs(unit: Unit, cost_by_msg: dict[int, int], costs_of: MessageCosts) -> tuple[int, ...]:
+    """Each message's cost in ``unit``: the prepared one, or prepared now (a notice the
+    grouping added)."""
+    return tuple(
+        cost_by_msg[id(m)] if id(m) in cost_by_msg else costs_of.prepare(m)[1]
+        for m in unit.messages
+    )
 
 
 @dataclass
@@ -101,8 +104,6 @@ class _Prepared:
     """One counter's and tag set's preparation of the window's messages."""
 
     generation: int
-    done: int = 0
-    """Messages of the window prepared so far."""
     last: tuple[Exchanges, int] | None = None
     prepared: list[tuple[ChatMessage, int]] = field(default_factory=list)
     units: list[Unit] = field(default_factory=list)
@@ -113,6 +114,11 @@ class _Prepared:
     before: list[int] = field(default_factory=list)
     cum_cost: list[int] = field(default_factory=lambda: [0])
     cum_msgs: list[int] = field(default_factory=lambda: [0])
+
+    @property
+    def done(self) -> int:
+        """Messages of the window prepared so far."""
+        return len(self.prepared)
 
     def pop_last(self) -> tuple[Unit, str] | None:
         """Take the last exchange off (it may still grow) and return it with its block."""
@@ -126,7 +132,6 @@ class _Prepared:
     def extend(self, new: Sequence[ChatMessage], costs_of: MessageCosts) -> tuple[Exchanges, int]:
         """Prepare ``new`` (appended after what is done) and regroup from the last exchange."""
         self.prepared.extend(map(costs_of.prepare, new))
-        self.done += len(new)
         # Exchanges before the last one are final; regroup from the last one's head.
         restart = self.starts[-1] if self.units else 0
         base = self.before[-1] if self.units else 0
@@ -136,10 +141,7 @@ class _Prepared:
         units, dropped, starts, before = group_units_at([p[0] for p in tail])
         cost_by_msg = {id(p[0]): p[1] for p in tail}
         for u, s, b in zip(units, starts, before, strict=True):
-            costs = tuple(
-                cost_by_msg[id(m)] if id(m) in cost_by_msg else costs_of.prepare(m)[1]
-                for m in u.messages
-            )
+            costs = _unit_costs(u, cost_by_msg, costs_of)
             self.units.append(u)
             self.costs.append(costs)
             self.blocks.append(_block(u, previous))
