@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from personae.context import Budget, ChatMessage, ContextWindow, Snapshot, assemble_snapshot
 from personae.context.history import MessageCosts
 from personae.context.messages import ChatToolCall
+from personae.context.render import render_sections
 from personae.context.window import exchanges_of
 from personae.tokens.exact import exact_counter
 
@@ -112,6 +113,8 @@ def test_window_turns_match_a_from_scratch_build(
         b = assemble_snapshot(fresh, "agent", Budget.absolute(budget), COUNTER)
         assert a.render() == b.render() and a.total == b.total == COUNTER.count(b.render())
         assert a.total <= budget
+        # Each section's text (joined on demand) is what the prompt holds inside its tags.
+        assert render_sections([(s.tag, s.text) for s in a.sections if s.text is not None]) == a.render()
 
 
 def test_window_extend_then_list_and_back(root: Path) -> None:

@@ -68,7 +68,13 @@ def render_counted(
     for i, (tag, pieces) in enumerate(sections):
         if i:
             out.append(SEPARATOR)
-        out.extend((open_tag(tag), SEPARATOR.join(pieces), close_tag(tag)))
+        out.append(open_tag(tag))
+        # The pieces and their separators go into the one join of the prompt (joining
+        # a section first would copy its text twice).
+        out.extend(itertools.chain.from_iterable(zip(pieces, itertools.repeat(SEPARATOR))))
+        if pieces:
+            out.pop()
+        out.append(close_tag(tag))
     rendered = "".join(out)
     if counter.name not in SPLITTABLE or not getattr(counter, "exact", False):
         return rendered, counter.count(rendered) if rendered else 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 from personae.context._counted import render_counted
@@ -64,8 +65,9 @@ class FittedSection:
 
     tag: str
     source: str
-    text: str | None
-    """Content rendered inside the tag (``None``: not rendered)."""
+    pieces: tuple[str, ...] | None
+    """The content rendered inside the tag: these parts joined by blank lines
+    (``None``: not rendered). See :attr:`text`."""
     requested: int
     """Tokens of the full content."""
     allotted: int
@@ -80,6 +82,12 @@ class FittedSection:
     """The snapshot text the section read (its source, or source and named files)."""
     outcome: Rule = FULL
     """What happened, as a typed value (``rule`` is its text)."""
+
+    @cached_property
+    def text(self) -> str | None:
+        """Content rendered inside the tag (``None``: not rendered), as it is in the
+        prompt. Joined on first use: an agent loop sends the prompt and rarely asks."""
+        return None if self.pieces is None else SEPARATOR.join(self.pieces)
 
 
 @dataclass(frozen=True)
@@ -482,7 +490,7 @@ class Draft:
             FittedSection(
                 tag=s.spec.tag,
                 source=s.spec.source,
-                text=SEPARATOR.join(s.pieces) if s.is_history and s.text is not None else s.text,
+                pieces=None if s.text is None else s.pieces or (s.text,),
                 requested=s.requested,
                 allotted=s.allotted,
                 kept=s.tokens,

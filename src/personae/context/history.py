@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -33,6 +34,7 @@ __all__ = [
 
 _SEP = "\n\n"
 _ARGS_SHOWN = 2000
+_MESSAGES = operator.attrgetter("messages")
 
 
 def _header(msg: ChatMessage) -> str:
@@ -244,7 +246,7 @@ def fit_history(
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
         body_cost = sum(sum(c) + sep * len(c) for c in kept_costs)
         fits = fits and body_cost + head_cost <= limit
-    msgs = tuple(itertools.chain.from_iterable(u.messages for u in kept))
+    msgs = tuple(itertools.chain.from_iterable(map(_MESSAGES, kept)))
     omitted = evicted_msgs + earlier
     if omitted:
         blocks.insert(0, _notice(notice, omitted, evicted_tokens))
