@@ -114,7 +114,8 @@ def test_window_turns_match_a_from_scratch_build(
         assert a.render() == b.render() and a.total == b.total == COUNTER.count(b.render())
         assert a.total <= budget
         # Each section's text (joined on demand) is what the prompt holds inside its tags.
-        assert render_sections([(s.tag, s.text) for s in a.sections if s.text is not None]) == a.render()
+        shown = [(s.tag, s.text) for s in a.sections if s.text is not None]
+        assert render_sections(shown) == a.render()
 
 
 def test_window_extend_then_list_and_back(root: Path) -> None:
