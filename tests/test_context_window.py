@@ -9,7 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from personae.context import Budget, ChatMessage, ContextWindow, Snapshot, assemble_snapshot
+from personae.context import (
+    Budget,
+    ChatMessage,
+    ContextWindow,
+    Snapshot,
+    assemble_snapshot,
+    load_profiles,
+)
 from personae.context.history import MessageCosts
 from personae.context.messages import ChatToolCall
 from personae.context.render import render_sections
@@ -37,11 +44,14 @@ _step = st.one_of(
     st.tuples(st.just("calls"), st.integers(1, 3), st.integers(0, 3), st.booleans()),
     st.tuples(st.just("answer"), st.integers(0, len(TEXTS) - 1)),
     st.tuples(st.just("back"), st.integers(1, 4)),
+    st.tuples(st.just("again")),  # nothing new: the window's previous snapshot is reused
 )
 
 
 def _apply(msgs: list[ChatMessage], step: tuple[object, ...], n: int) -> None:
     kind = step[0]
+    if kind == "again":
+        return
     if kind == "back":
         del msgs[max(0, len(msgs) - int(step[1])) :]  # type: ignore[call-overload]
         return
@@ -86,6 +96,7 @@ def test_window_turns_match_a_from_scratch_build(
     the session's window has the id, messages, prepared exchanges and assembled prompt
     of one built from scratch."""
     window = ContextWindow()
+    profiles = load_profiles(root)  # given: the snapshot of an unchanged turn is reused
     msgs: list[ChatMessage] = []
     costs_of = MessageCosts(COUNTER, frozenset({"task", "recent_messages"}))
     for n, (step, budget) in enumerate(zip(steps, budgets, strict=False)):
@@ -94,11 +105,14 @@ def test_window_turns_match_a_from_scratch_build(
         grew = msgs[: len(before)] == before
         if append and grew:
             window.extend(msgs[len(before) :])  # the agent loop's way: only what is new
-            kept = Snapshot.build(root, task="t", include_git_log=False, window=window)
+            kept = Snapshot.build(
+                root, task="t", include_git_log=False, window=window, profiles=profiles
+            )
         else:
             kept = Snapshot.build(
-                root, messages=list(msgs), task="t", include_git_log=False, window=window
-            )
+                root, messages=list(msgs), task="t", include_git_log=False, window=window,
+                profiles=profiles,
+            )  # fmt: skip
         fresh = Snapshot.build(root, messages=list(msgs), task="t", include_git_log=False)
         assert kept.id == fresh.id and kept.messages == fresh.messages
         got, want = window.exchanges(kept.messages, costs_of), exchanges_of(msgs, costs_of)

@@ -136,6 +136,8 @@ class _State:
     """The conversation's smallest form (messages only)."""
     exchanges: Exchanges | None = None
     """The conversation prepared for fitting (messages only)."""
+    frame: int = 0
+    """Tokens of the section's opening and closing tags (set by ``_Plan``)."""
     forms: dict[tuple[int, int], _Form] = field(default_factory=dict)
     """Messages: the form at each limit tried, shared by the fittings of one
     assembly (``(id(content), limit)``: the same content fits the same way)."""
@@ -270,14 +272,17 @@ class _Plan:
         self.sep = count_small(counter, SEPARATOR)
         self.budget = budget
         self.live = live
+        for st in live:  # counted once per fitting: total() runs after every change
+            t = st.spec.tag
+            st.frame = count_small(counter, open_tag(t)) + count_small(counter, close_tag(t))
 
     def overhead(self, st: _State) -> int:
-        t = st.spec.tag
-        return count_small(self.counter, open_tag(t)) + count_small(self.counter, close_tag(t))
+        """Tokens of the section's tags."""
+        return st.frame
 
     def total(self) -> int:
         shown = [s for s in self.live if s.text is not None]
-        return sum(s.tokens + self.overhead(s) for s in shown) + self.sep * max(0, len(shown) - 1)
+        return sum(s.tokens + s.frame for s in shown) + self.sep * max(0, len(shown) - 1)
 
     def room(self) -> int:
         return self.budget - self.total()

@@ -162,6 +162,35 @@ def _digest(base: Path, built: _Built) -> str:
     return hexdigest[:16]
 
 
+def _options(options: SnapshotOptions | None, fields: dict[str, Any]) -> SnapshotOptions:
+    """The options of one build; a window's previous options when its keyword arguments
+    are equal to the previous build's (an agent loop repeats them turn after turn)."""
+    if options is None:
+        window = fields.get("window")
+        if isinstance(window, ContextWindow):
+            last = window.options
+            if last is not None and last[0] == fields:
+                return last[1]  # type: ignore[no-any-return]
+            opts = SnapshotOptions(**fields)
+            window.options = (dict(fields), opts)
+            return opts
+        opts = SnapshotOptions(**fields)
+    else:
+        opts = replace(options, **fields) if fields else options
+    if opts.window is None:
+        opts = replace(opts, window=ContextWindow())
+    return opts
+
+
+def _same_history(a: Loaded, b: Loaded) -> bool:
+    """The same conversation read (the same message objects, summary and counts)."""
+    return a is b or (
+        a.messages is b.messages
+        and (a.summary, a.summary_tokens, a.earlier, a.path, a.folded, a.warning)
+        == (b.summary, b.summary_tokens, b.earlier, b.path, b.folded, b.warning)
+    )
+
+
 class _Built:
     """The steps of :meth:`Snapshot.build`, each short."""
 
@@ -223,7 +252,7 @@ class _Built:
             self.profile_texts[text], done = expand_commands(text, self.commands, self.base)
             self.runs.extend(done)
 
-    def load_history(self) -> None:
+    def read_history(self) -> None:
         """Read the conversation (the window then holds its messages)."""
         opts, window = self.opts, self.window
         if opts.conversations is not None and opts.session is not None:
@@ -240,20 +269,38 @@ class _Built:
             synced = window.sync(self.history.messages)
             if synced is not self.history.messages:
                 self.history = replace(self.history, messages=synced)
+        elif opts.messages is not None:
+            given = window.sync(as_chat(opts.messages))
+            if given:
+                self.history = Loaded(None, None, given, 0, "B", 0)
+        elif len(window):
+            self.history = Loaded(None, None, window.messages, 0, "B", 0)
+
+    def static(self) -> bool:
+        """True when the snapshot depends on nothing but the options, the project files
+        and the conversation (no command runs, no git log, no summarizer)."""
+        opts = self.opts
+        return (
+            opts.profiles is not None
+            and not opts.include_git_log
+            and opts.summarizer is None
+            and not self.profiles.command_texts
+            and not (opts.execution_block and has_commands(opts.execution_block))
+        )
+
+    def add_history(self) -> None:
+        """The conversation's summary, warning and origin (read by :meth:`read_history`)."""
+        opts = self.opts
+        if opts.conversations is not None and opts.session is not None:
             if self.history.warning:
                 self.notes.append(self.history.warning)
             if self.history.summary:
                 self.texts["summary"] = self.history.summary
                 self.where["summary"] = f"session {opts.session}"
             self.where["messages"] = f"session {opts.session}"
-        elif opts.messages is not None:
-            given = window.sync(as_chat(opts.messages))
-            if given:
-                self.history = Loaded(None, None, given, 0, "B", 0)
-                self.where["messages"] = "given messages"
-        elif len(window):
-            self.history = Loaded(None, None, window.messages, 0, "B", 0)
-            self.where["messages"] = "session window"
+        elif self.history.messages:
+            given = opts.messages is not None
+            self.where["messages"] = "given messages" if given else "session window"
 
 
 @dataclass(frozen=True, eq=False)
@@ -303,15 +350,24 @@ class Snapshot:
         the previous turn (same path, identity, modification time and size) are
         not read again.
         """
-        if options is None:
-            opts = SnapshotOptions(**fields)
-        else:
-            opts = replace(options, **fields) if fields else options
-        if opts.window is None:
-            opts = replace(opts, window=ContextWindow())
+        opts = _options(options, fields)
         window = opts.window
         assert window is not None
         built = _Built(window.resolve(root), opts)
+        built.read_history()
+        last = window.built
+        # Nothing changed since the window's previous snapshot (the same options, the
+        # project files found unchanged, the same conversation, nothing run): it is this
+        # turn's snapshot too.
+        static = built.static()
+        if (
+            static
+            and last is not None
+            and last[0] is opts
+            and last[1] is built.files
+            and _same_history(last[2], built.history)
+        ):
+            return last[3]  # type: ignore[no-any-return]
         built.add_git_log()
         built.add_persona()
         task = built.files.task
@@ -319,8 +375,8 @@ class Snapshot:
             built.texts["task"] = built.texts.pop("task")
             built.where["task"] = built.where.pop("task")
         built.expand_profile_texts()
-        built.load_history()
-        return cls(
+        built.add_history()
+        snapshot = cls(
             id=_digest(built.base, built),
             root=built.base,
             texts=built.texts,
@@ -337,6 +393,8 @@ class Snapshot:
             warnings=tuple(built.notes),
             window=built.window,
         )
+        window.built = (opts, built.files, built.history, snapshot) if static else None
+        return snapshot
 
     def content(self, source: str) -> str | None:
         """The text of a source key (``None`` when absent)."""

@@ -198,6 +198,10 @@ class ContextWindow:
         """The session's store rows read by earlier turns (see ``_conversation``)."""
         self.head: tuple[Hashable, Any] | None = None
         """The previous snapshot's head (texts, paths...) and its hash state."""
+        self.built: tuple[Any, ...] | None = None
+        """The previous snapshot and what it was built from (see ``Snapshot.build``)."""
+        self.options: tuple[dict[str, Any], Any] | None = None
+        """The previous build's keyword arguments and the options made of them."""
         self._roots: dict[str, Path] = {}
 
     def resolve(self, root: os.PathLike[str] | str) -> Path:
@@ -233,6 +237,8 @@ class ContextWindow:
             if messages is self._tuple:
                 return self._tuple
             k = common_prefix(self._msgs, messages)
+            if k == len(self._msgs) == len(messages) and self._tuple is not None:
+                return self._tuple  # the same messages again
             if k < len(self._msgs):
                 del self._msgs[k:]
                 self._generation += 1
