@@ -120,3 +120,51 @@ def test_commands_run_again_every_turn(tmp_path: Path) -> None:
     assert persona() == "Count: one"
     (tmp_path / "n.txt").write_text("two", encoding="utf-8")
     assert persona() == "Count: two"
+
+
+def test_assembled_text_sections_follow_file_counter_and_profile_changes(tmp_path: Path) -> None:
+    """Text sections escaped and counted once per window are those of a fresh assembly
+    after a file changes, for another counter and for another tag set."""
+    from personae.context import Budget, assemble_snapshot
+    from personae.context.profiles import ProfileSet
+    from personae.tokens.estimate import EstimateCounter
+
+    vision = tmp_path / ".personae" / "project" / "VISION.md"
+    vision.parent.mkdir(parents=True)
+    vision.write_text("# Vision\n\nShip the alpha <task> now.\n", encoding="utf-8")
+    profiles = load_profiles(tmp_path)
+    window = ContextWindow([ChatMessage("user", "hello", seq=1)])
+
+    def both(counter: object, tags_of: ProfileSet | None = None) -> tuple[object, object]:
+        """(render, section counts) through the window and fresh; ``tags_of``: assemble
+        the same builder profile with that set's tags."""
+        out = []
+        for w in (window, None):
+            snap = Snapshot.build(
+                tmp_path, task="t", include_git_log=False, profiles=profiles, window=w
+            )
+            ctx = assemble_snapshot(
+                snap, "builder", Budget.absolute(4000), counter,  # type: ignore[arg-type]
+                profiles=tags_of, profile=profiles.get("builder"),
+            )  # fmt: skip
+            out.append((ctx.render(), [(s.requested, s.kept) for s in ctx.sections]))
+            assert ctx.report().total == ctx.total
+        return out[0], out[1]
+
+    kept, fresh = both(COUNTER)
+    assert kept == fresh and "Ship the alpha &lt;task> now." in str(kept)
+    _rewrite(vision, "# Vision\n\nShip the gamma <task> now.\n")
+    kept, fresh = both(COUNTER)
+    assert kept == fresh and "gamma" in str(kept) and "alpha" not in str(kept)
+    kept, fresh = both(EstimateCounter("claude"))
+    assert kept == fresh
+    # Another tag set (a profile adds a tag): '<extra>' in the vision is escaped too.
+    _rewrite(vision, "# Vision\n\nShip the gamma <extra> now.\n")
+    kept, _ = both(COUNTER)
+    assert "<extra> now." in str(kept)
+    (tmp_path / ".personae" / "profiles.yaml").write_text(
+        "roles:\n  other:\n    sections:\n      - {tag: extra, source: text, text: more}\n",
+        encoding="utf-8",
+    )
+    kept, fresh = both(COUNTER, load_profiles(tmp_path))
+    assert kept == fresh and "&lt;extra> now." in str(kept)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
+from personae.context._lru import recall, remember
 from personae.context._textcut import count_small
 from personae.context.budget import Budget
 from personae.context.commands import expand_commands, has_commands
@@ -118,6 +120,36 @@ def _text(snapshot: Snapshot, spec: SectionSpec, profile: Profile) -> str | None
     return snapshot.content(spec.content_key)
 
 
+_MAX_CONTENTS = 256
+"""Text sections remembered per window (one per section spec and counter)."""
+
+
+def _text_content(
+    snapshot: Snapshot, spec: SectionSpec, text: str, tags: frozenset[str], counter: TokenCounter
+) -> SectionContent:
+    """A text section's escaped content and counts; the window's from an earlier turn
+    when the spec, the texts (the same objects: files not read again) and tags are."""
+    alt = snapshot.content(f"{spec.content_key}:summary")
+    memo = snapshot.window.contents if snapshot.window is not None else None
+    key = (id(spec), counter.name)
+    if memo is not None:
+        got = recall(memo, key)
+        if got is not None and all(map(operator.is_, got[:4], (spec, text, alt, tags))):
+            return got[4]  # type: ignore[no-any-return]
+    escaped = escape(text, tags)
+    alt_escaped = escape(alt, tags) if alt is not None else None
+    content = SectionContent(
+        spec,
+        text=escaped,
+        tokens=count_small(counter, escaped),
+        alternative=alt_escaped,
+        alt_tokens=count_small(counter, alt_escaped) if alt_escaped is not None else None,
+    )
+    if memo is not None:
+        remember(memo, key, (spec, text, alt, tags, content), _MAX_CONTENTS)
+    return content
+
+
 WARNING_TAG = "context_warning"
 """Section added (before a trailing ``instructions``) when the context had to be cut."""
 
@@ -211,18 +243,7 @@ def assemble_snapshot(
         if text is None:
             contents.append(SectionContent(spec))
             continue
-        escaped = escape(text, tags)
-        alt = snapshot.content(f"{spec.content_key}:summary")
-        alt_escaped = escape(alt, tags) if alt is not None else None
-        contents.append(
-            SectionContent(
-                spec,
-                text=escaped,
-                tokens=count_small(counter, escaped),
-                alternative=alt_escaped,
-                alt_tokens=count_small(counter, alt_escaped) if alt_escaped is not None else None,
-            )
-        )
+        contents.append(_text_content(snapshot, spec, text, tags, counter))
     result = _fit_with_warning(contents, budget.tokens, counter)
     if window is not None:
         kept = next((s.messages for s in result.sections if s.source == SectionSource.MESSAGES), ())

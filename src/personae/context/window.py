@@ -27,6 +27,7 @@ import hashlib
 import operator
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -202,6 +203,8 @@ class ContextWindow:
         """The previous snapshot and what it was built from (see ``Snapshot.build``)."""
         self.options: tuple[dict[str, Any], Any] | None = None
         """The previous build's keyword arguments and the options made of them."""
+        self.contents: OrderedDict[Hashable, Any] = OrderedDict()
+        """Text sections escaped and counted by earlier assemblies (see ``assemble``)."""
         self._roots: dict[str, Path] = {}
 
     def resolve(self, root: os.PathLike[str] | str) -> Path:
