@@ -115,7 +115,7 @@ class _Form(NamedTuple):
     """Messages: the pieces ``text`` joins with blank lines (see ``render_counted``)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class _State:
     content: SectionContent
     index: int

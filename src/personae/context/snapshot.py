@@ -182,6 +182,9 @@ def _options(options: SnapshotOptions | None, fields: dict[str, Any]) -> Snapsho
     return opts
 
 
+_NO_HISTORY = Loaded(None, None, (), 0, "none", 0)
+
+
 def _same_history(a: Loaded, b: Loaded) -> bool:
     """The same conversation read (the same message objects, summary and counts)."""
     return a is b or (
@@ -214,7 +217,7 @@ class _Built:
         self.texts = dict(self.files.texts)
         self.where = dict(self.files.files)
         self.profile_texts: dict[str, str] = {}
-        self.history = Loaded(None, None, (), 0, "none", 0)
+        self.history = _NO_HISTORY
 
     @property
     def commands(self) -> CommandsConfig:
