@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
+from _chain_parentprog import PARENT
+from _handover_childprog import calls, command
 from _helpers import wait_until
 from personae.errors import UsageError
 from personae.workflow.chain import execute_chain, state_dir_for
 from personae.workflow.executors import LocalProcessExecutor
 from personae.workflow.spec import load_workflow
-from test_chain_parentprog import PARENT
-from test_handover_childprog import calls, command
 
 
 def write(root: Path, steps: list[Any], **extra: Any) -> Path:
@@ -230,3 +230,14 @@ def test_cli_chain_errors_are_one_line(tmp_path: Path) -> None:
         cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert status.returncode == 0 and "not started" in status.stdout
+
+
+def test_parent_program_runs_a_workflow(tmp_path: Path) -> None:
+    (tmp_path / "w.yaml").write_text("name: one\nsteps:\n  - {id: a, persona: p, task: go}\n")
+    done = subprocess.run(
+        [sys.executable, str(PARENT), str(tmp_path / "w.yaml")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "success"
+    assert (tmp_path / ".personae" / "chains" / "one" / "report.md").exists()

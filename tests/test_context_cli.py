@@ -143,6 +143,20 @@ def test_bad_profiles_file_names_file_and_line(tmp_path: Path, isolated_home: Pa
     assert "profiles.yaml:3: sections.directive.cap" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("command", "own"), [("build", ["--report"]), ("report", [])], ids=["build", "report"]
+)
+def test_build_and_report_list_the_shared_options_in_order(
+    tmp_path: Path, command: str, own: list[str]
+) -> None:
+    done = cli(tmp_path, "context", command, "--help", env={"COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    shared = ["--role", "--persona", "--task", "--session", "--model", "--budget", "--window"]
+    flags = [*shared, "--step", *own, "--json", "--root", "--help"]
+    found = [word for word in done.stdout.split() if word in flags]
+    assert found == flags
+
+
 def test_roles_lists_profiles(tmp_path: Path, isolated_home: Path) -> None:
     done = cli(tmp_path, "context", "roles")
     assert done.returncode == 0

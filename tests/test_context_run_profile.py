@@ -160,10 +160,10 @@ def test_handover_create_names_the_profile(project: Path) -> None:
 
 
 def test_chain_step_names_the_profile(tmp_path: Path) -> None:
+    from _handover_childprog import command
     from personae.workflow.chain import execute_chain
     from personae.workflow.executors import LocalProcessExecutor
     from personae.workflow.spec import load_workflow
-    from test_handover_childprog import command
 
     path = tmp_path / "workflow.yaml"
     steps = [

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from _handover_childprog import CHILD, calls, command
 from _helpers import ProjectFactory, run_async
 from personae.handover.child import (
     EXIT_FAILURE,
@@ -27,7 +28,6 @@ from personae.handover.create import HandoverContent, build_handover, write_hand
 from personae.handover.files import read_handover
 from personae.handover.tool import HandoverToolResult, handover_to_persona
 from personae.store.handovers import HandoverLedger
-from test_handover_childprog import calls, command
 
 
 @pytest.fixture
@@ -280,7 +280,7 @@ def test_interrupt_kills_child_group_and_records_failure(project: Path) -> None:
     code = (
         "import sys; from pathlib import Path; "
         f"sys.path.insert(0, {str(tests_dir)!r}); "
-        "from test_handover_childprog import command; "
+        "from _handover_childprog import command; "
         "from personae.handover.child import ChildOptions, execute_handover; "
         f"execute_handover(Path({str(path)!r}), cwd=Path({str(project)!r}), "
         "options=ChildOptions(timeout=120, command=command))"
@@ -358,3 +358,16 @@ def test_history_left_none_comes_from_the_store_also_without_project_facts(
         content=HandoverContent(session_id=sid, history=()), wait_for_results=False,
     )  # fmt: skip
     assert json.loads(Path(empty.context_path).read_text())["context"]["history"] == []
+
+
+def test_child_program_writes_results_through_runflow(tmp_path: Path) -> None:
+    h = build_handover(source_persona="a", target_persona="b", task="go", cwd=tmp_path)
+    path = write_handover(h, cwd=tmp_path).path
+    done = subprocess.run(
+        [sys.executable, str(CHILD), "--persona", "b", "--context-from", str(path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = read_handover(path).handover.results
+    assert results is not None and results.output == "b did: go | history: "
+    assert [c["persona"] for c in calls(tmp_path)] == ["b"]

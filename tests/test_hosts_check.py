@@ -13,6 +13,7 @@ import pytest
 from _helpers import run_personae
 from personae.errors import UsageError
 from personae.hosts.adapters import ADAPTERS
+from personae.hosts.checkitem import CheckItem, item_lines
 from personae.hosts.hostcheck import check_hooks, hook_binary
 from personae.hosts.matchers import matcher_problem
 from personae.hosts.render import plan, write
@@ -22,6 +23,22 @@ OLD_MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch|Task|mcp__(?!pers
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return run_personae(*args, cwd=cwd, env={**os.environ, "COLUMNS": "100"}, timeout=120)
+
+
+def test_one_check_item_for_doctor_and_hosts_check() -> None:
+    passed = CheckItem.judged("a", True, "fine", "never shown")
+    failed = CheckItem.judged("b", False, "broken", "mend it")
+    warned = CheckItem("c", "WARN", "works, but", "better this way")
+    assert (passed.level, passed.fix, passed.ok) == ("OK", "", True)
+    assert (failed.level, failed.fix, failed.ok) == ("FAIL", "mend it", False)
+    assert warned.ok
+    assert item_lines([passed, failed, warned]) == [
+        "OK   a: fine",
+        "FAIL b: broken",
+        "     fix: mend it",
+        "WARN c: works, but",
+        "     fix: better this way",
+    ]
 
 
 @pytest.mark.parametrize(

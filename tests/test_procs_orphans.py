@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from test_tools_lifetime import OK, _start, _token, marked, reaped, settle, wait_until
+from _helpers import VALIDATOR_OK as OK
+from _lifetime import marked, new_token, reaped, settle, start_personae, wait_until
 
 PROBE = Path(__file__).with_name("_mcp_probe_server.py")
 HOW = ["exit", signal.SIGKILL, signal.SIGTERM, signal.SIGINT]
@@ -60,7 +61,7 @@ HOLD = "echo started > started.flag; sleep 60"
 
 def _drive(root: Path, how: Any, token: str, *, ready: int) -> None:
     """Let ``personae run`` end (``exit``), or send ``how`` once ``ready`` marked processes run."""
-    run = _start(root, "run", "go", "--persona", "sh", "--model", "scripted:scenario.yaml")
+    run = start_personae(root, "run", "go", "--persona", "sh", "--model", "scripted:scenario.yaml")
     with reaped(run):
         if how == "exit":
             _out, err = run.communicate(timeout=120)
@@ -74,7 +75,7 @@ def _drive(root: Path, how: Any, token: str, *, ready: int) -> None:
 
 @pytest.mark.parametrize("how", HOW, ids=_ids)
 def test_mcp_server_dies_with_the_run(tmp_path: Path, how: Any) -> None:
-    token = _token()
+    token = new_token()
     calls = [{"name": "mcp__probe__ping", "args": {}}]
     if how != "exit":
         calls.append(_shell(HOLD))
@@ -96,7 +97,7 @@ ORPHANS = (
 
 @pytest.mark.parametrize("how", HOW, ids=_ids)
 def test_orphans_of_a_command_die_with_the_run(tmp_path: Path, how: Any) -> None:
-    token = _token()
+    token = new_token()
     calls = [_shell(ORPHANS.format(t=token))]
     if how != "exit":
         calls.append(_shell(HOLD))
@@ -107,7 +108,7 @@ def test_orphans_of_a_command_die_with_the_run(tmp_path: Path, how: Any) -> None
 
 def test_kill_all_kills_orphans_of_a_subreaper(tmp_path: Path) -> None:
     """In-process: ``capture_orphans`` + ``kill_all`` (what ``atexit`` runs)."""
-    token = _token()
+    token = new_token()
     script = (
         "import subprocess, sys\n"
         "from personae.procs import RUN_PROCESSES\n"

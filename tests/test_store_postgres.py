@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from personae.errors import UnknownNameError
 from personae.mind.bootstraps import ProcessId, find_bootstrap
 from personae.mind.index import MindIndex
 from personae.store import Store, StoreError
@@ -42,6 +43,11 @@ def test_config_database_url_puts_the_project_store_in_postgres(
     with Store(":memory:", url=pg_database) as direct:
         conv = ConversationStore(direct, exact_counter("o200k_base"))
         assert [m.content for m in conv.recent("shared")] == ["stored on the server"]
+        # The per-turn probe of the context window reads the same row on PostgreSQL.
+        count, last = conv.position("shared")
+        assert count == 1 and last == conv.session("shared").last_seq and last >= 1
+        with pytest.raises(UnknownNameError):
+            conv.position("no-such-session")
 
 
 def test_environment_wins_over_config_and_sqlite_is_the_default(

@@ -12,20 +12,12 @@ import json
 import subprocess
 from pathlib import Path
 
-from _helpers import run_async, run_personae
+from _helpers import events_of as events
+from _helpers import requests_with, run_async, run_personae, tool_results
+from _subagents import child, delegate, make_project, run, turn
 from personae.models.scenario import ROLE_MARKER
 from personae.persona import Cast
 from personae.persona.bundled import bundled_personas
-from test_team_subagents import (
-    child,
-    delegate,
-    events,
-    make_project,
-    requests_with,
-    run,
-    tool_results,
-    turn,
-)
 
 WORKER = ROLE_MARKER.format(role="worker")
 

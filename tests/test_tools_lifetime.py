@@ -8,15 +8,12 @@ and is retried, and the test counts the marked processes still alive in /proc.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,7 @@ import yaml
 
 from _helpers import VALIDATOR_OK as OK
 from _helpers import run_personae
-from _helpers import wait_until as poll_until
+from _lifetime import clean_env, marked, new_token, reaped, settle, start_personae, wait_until
 
 PERSONA = """---
 name: sh
@@ -58,77 +55,10 @@ def _project(tmp_path: Path, command: str) -> Path:
     return root
 
 
-def marked(token: str) -> list[int]:
-    """Pids of live (not zombie) processes whose command line holds ``token``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if token.encode() in cmdline and state != "Z":
-            found.append(int(entry))
-    return found
-
-
-def settle(token: str, limit: float = 5.0) -> list[int]:
-    """Marked processes still alive after up to ``limit`` seconds (then killed, for hygiene)."""
-    deadline = time.monotonic() + limit
-    alive = marked(token)
-    while alive and time.monotonic() < deadline:
-        time.sleep(0.05)
-        alive = marked(token)
-    for pid in alive:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    return alive
-
-
-def wait_until(check: Any, limit: float = 90.0, what: str = "condition") -> None:
-    poll_until(check, limit, interval=0.05, what=what)
-
-
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PERSONAE_")}
-    env["COLUMNS"] = "120"
-    return env
-
-
-def _start(root: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "personae", *args],
-        cwd=root,
-        env=_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        # A test run started in the background inherits SIGINT ignored; Ctrl-C needs the default.
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
-    )
-
-
-@contextlib.contextmanager
-def reaped(run: subprocess.Popen[str]) -> Iterator[None]:
-    """Kill and reap ``run`` on the way out if it is still running."""
-    try:
-        yield
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.communicate()
-
-
-def _token() -> str:
-    return secrets.token_hex(4).translate(str.maketrans("abcdef", "123456"))
-
-
 def _create_handover(root: Path) -> subprocess.CompletedProcess[str]:
     """``personae handover create --to sh --task go`` (its stdout is the file's path)."""
     create = ("handover", "create", "--to", "sh", "--task", "go")
-    created = run_personae(*create, cwd=root, env=_env(), timeout=120)
+    created = run_personae(*create, cwd=root, env=clean_env(), timeout=120)
     assert created.returncode == 0, created.stderr
     return created
 
@@ -143,9 +73,9 @@ def _command(token: str) -> str:
 
 @pytest.mark.parametrize("sig", KILLS, ids=lambda s: s.name)
 def test_killing_the_run_kills_its_commands(tmp_path: Path, sig: signal.Signals) -> None:
-    token = _token()
+    token = new_token()
     root = _project(tmp_path, _command(token))
-    run = _start(root, "run", "go", "--persona", "sh", "--model", "scripted:scenario.yaml")
+    run = start_personae(root, "run", "go", "--persona", "sh", "--model", "scripted:scenario.yaml")
     with reaped(run):
         wait_until((root / "started.flag").exists, what="the command's start")
         wait_until(lambda: len(marked(token)) >= 2, limit=10, what="the marked processes")
@@ -156,7 +86,7 @@ def test_killing_the_run_kills_its_commands(tmp_path: Path, sig: signal.Signals)
 
 def test_handover_timeout_kills_the_attempt_before_its_retry(tmp_path: Path) -> None:
     """`handover run --timeout`: attempt 1's tree is dead when attempt 2's command starts."""
-    token = _token()
+    token = new_token()
     # Each attempt's processes carry its number: sleep 90.<token> (attempt 1), 91.<token> ...
     command = (
         "n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; "
@@ -165,7 +95,7 @@ def test_handover_timeout_kills_the_attempt_before_its_retry(tmp_path: Path) -> 
     root = _project(tmp_path, command)
     created = _create_handover(root)
     path = created.stdout.strip()
-    run = _start(root, "handover", "run", path, "--timeout", "12", "--retries", "1",
+    run = start_personae(root, "handover", "run", path, "--timeout", "12", "--retries", "1",
                  "--backoff", "0", "--model", "scripted:scenario.yaml")  # fmt: skip
     with reaped(run):
         wait_until(lambda: len(marked(f"0.{token}")) >= 2, what="attempt 1's command")
@@ -183,10 +113,10 @@ def test_handover_timeout_kills_the_attempt_before_its_retry(tmp_path: Path) -> 
 def test_killing_handover_run_kills_child_and_its_commands(
     tmp_path: Path, sig: signal.Signals
 ) -> None:
-    token = _token()
+    token = new_token()
     root = _project(tmp_path, _command(token))
     created = _create_handover(root)
-    run = _start(root, "handover", "run", created.stdout.strip(), "--timeout", "120",
+    run = start_personae(root, "handover", "run", created.stdout.strip(), "--timeout", "120",
                  "--model", "scripted:scenario.yaml")  # fmt: skip
     with reaped(run):
         wait_until(lambda: len(marked(token)) >= 2, what="the child's command")
@@ -199,7 +129,7 @@ def test_killing_handover_run_kills_child_and_its_commands(
 
 def test_resumed_chain_step_side_effect_happens_once(tmp_path: Path) -> None:
     """kill -9 of a chain and its step's child: the step's command dies too; redone once."""
-    token = _token()
+    token = new_token()
     command = f"echo started > started.flag; sleep 4.{token}; echo once >> side.txt"
     root = _project(tmp_path, command)
     step = {"id": "a", "persona": "sh", "task": "go", "model": "scripted:scenario.yaml"}
@@ -207,7 +137,7 @@ def test_resumed_chain_step_side_effect_happens_once(tmp_path: Path) -> None:
         yaml.safe_dump({"name": "side", "defaults": {"retries": 0}, "steps": [step]})
     )
     checkpoint = root / ".personae" / "chains" / "side" / "checkpoint.json"
-    chain = _start(root, "chain", "run", "workflow.yaml")
+    chain = start_personae(root, "chain", "run", "workflow.yaml")
     with reaped(chain):
         wait_until((root / "started.flag").exists, what="the step's command")
         child = json.loads(checkpoint.read_text())["steps"]["a"]["pid"]
@@ -218,7 +148,7 @@ def test_resumed_chain_step_side_effect_happens_once(tmp_path: Path) -> None:
         (root / "started.flag").unlink()
         resumed = subprocess.run(
             [sys.executable, "-m", "personae", "chain", "run", "workflow.yaml", "--resume"],
-            cwd=root, env=_env(), capture_output=True, text=True, timeout=180, check=False,
+            cwd=root, env=clean_env(), capture_output=True, text=True, timeout=180, check=False,
         )  # fmt: skip
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     # Give a surviving command of the killed attempt the time to do its write.
@@ -231,7 +161,7 @@ def test_run_tied_timeout_kills_the_whole_group(tmp_path: Path) -> None:
     """`!command` injection and `git log` use run_tied: a timeout kills background jobs too."""
     from personae.procs import RUN_PROCESSES, run_tied
 
-    token = _token()
+    token = new_token()
     with pytest.raises(subprocess.TimeoutExpired):
         run_tied(["sh", "-c", f"sleep 900.{token} & sleep 901.{token}"], cwd=tmp_path, timeout=1)
     assert settle(token, limit=2) == []
@@ -256,7 +186,7 @@ run_tied(["sh", "-c", f"sleep 901.{token} & sleep 902.{token}"], cwd=Path.cwd(),
 
 @pytest.mark.parametrize("how", ["exit", "kill -9"])
 def test_registered_groups_die_at_exit_and_at_kill_9(tmp_path: Path, how: str) -> None:
-    token = _token()
+    token = new_token()
     proc = subprocess.Popen(
         [sys.executable, "-c", TIED, token, how], cwd=tmp_path, stdout=subprocess.PIPE, text=True
     )

@@ -23,10 +23,10 @@ import pytest
 import yaml
 
 from _helpers import run_async
+from _lifetime import marked, settle
 from personae.errors import ToolError
 from personae.tools import ToolLimits, ToolRegistry, ToolSubset, Workspace
 from personae.tools.sandbox import bwrap_status
-from test_tools_lifetime import marked, settle
 
 
 @pytest.fixture(autouse=True)

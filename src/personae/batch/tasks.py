@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from personae.errors import UsageError
+from personae.errors import UsageError, first_validation_error
 from personae.fsutil import read_input
 
 __all__ = ["MAX_TASK_FILE_BYTES", "BatchTask", "load_tasks"]
@@ -82,10 +82,10 @@ def _parse(text: str, path: Path, number: int) -> tuple[dict[str, Any], BatchTas
     try:
         return raw, BatchTask.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or None
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise UsageError(message, file=path, line=number, field=where) from None
+        message, where = first_validation_error(exc)
+        raise UsageError(
+            message.removeprefix("Value error, "), file=path, line=number, field=where or None
+        ) from None
 
 
 def load_tasks(path: Path | str) -> list[BatchTask]:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from personae.cli._root import ROOT_HELP
 
-__all__ = ["AddressOpt", "ExecutorOpt", "JsonOpt", "RootOpt"]
+__all__ = ["AddressOpt", "ExecutorOpt", "JsonOpt", "RootOpt", "with_options"]
 
 RootOpt = Annotated[
     Path | None,
@@ -30,3 +33,39 @@ AddressOpt = Annotated[
     typer.Option("--address", help="Ray cluster (auto or HOST:PORT); default: a private one."),
 ]
 """``--address``: the Ray cluster to join (``--executor ray`` only)."""
+
+
+Command = Callable[..., None]
+"""A typer command function."""
+
+
+def with_options(
+    declared: Command, *, own_before: str | None = None
+) -> Callable[[Command], Command]:
+    """A decorator giving typer commands the options ``declared``'s signature declares.
+
+    Typer cannot share parameters between commands (its issue #153), so the options several
+    commands share are declared once, as the parameters of ``declared`` (never called). The
+    decorated command's signature (a ``typer.Context`` first, then the command's own options)
+    is widened with them: the command's own options go before the declared one named
+    ``own_before`` (default: after all of them), the order ``--help`` lists them in. A
+    parameter of the command named like a declared one (no typer annotation) is not an option
+    of its own: it receives the declared option's value. The others are in ``ctx.params``.
+    """
+    shared = list(inspect.signature(declared, eval_str=True).parameters.values())
+    names = [p.name for p in shared]
+    split = names.index(own_before) if own_before is not None else len(shared)
+
+    def widen(command: Command) -> Command:
+        takes = list(inspect.signature(command, eval_str=True).parameters.values())
+        own = [p for p in takes[1:] if p.name not in names]
+
+        @functools.wraps(command)
+        def call(**values: Any) -> None:
+            command(**{p.name: values[p.name] for p in takes})
+
+        params = [takes[0], *shared[:split], *own, *shared[split:]]
+        call.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        return call
+
+    return widen

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from personae.cli._options import JsonOpt, RootOpt
+from personae.cli._options import JsonOpt, RootOpt, with_options
 from personae.cli._root import project_root
 
 if TYPE_CHECKING:
@@ -52,6 +52,24 @@ StepOpt = Annotated[
 ]
 
 
+def _declared(  # noqa: PLR0917
+    role: RoleOpt,
+    persona: PersonaOpt = None,
+    task: TaskOpt = None,
+    session: SessionOpt = None,
+    model: ModelOpt = None,
+    budget: BudgetOpt = None,
+    window: WindowOpt = None,
+    step: StepOpt = None,
+    as_json: JsonOpt = False,
+    root: RootOpt = None,
+) -> None:
+    """The options `build` and `report` share, declared once (never called); a command's
+    own options are listed between ``--step`` and ``--json``."""
+
+
+_assemble_options = with_options(_declared, own_before="as_json")
+
 _ASSEMBLE_OPTIONS = ("persona", "task", "session", "model", "budget", "window", "step")
 """Options of `build` and `report` passed as they are to ``personae.api.context.assemble``."""
 
@@ -69,21 +87,13 @@ def _assemble(options: Mapping[str, Any]) -> AssembledContext:
 
 
 @app.command("build")
-def build(  # noqa: PLR0917
+@_assemble_options
+def build(
     ctx: typer.Context,
-    role: RoleOpt,
-    persona: PersonaOpt = None,
-    task: TaskOpt = None,
-    session: SessionOpt = None,
-    model: ModelOpt = None,
-    budget: BudgetOpt = None,
-    window: WindowOpt = None,
-    step: StepOpt = None,
+    as_json: bool,
     report: Annotated[
         bool, typer.Option("--report", help="Also print the budget report (on stderr).")
     ] = False,
-    as_json: JsonOpt = False,
-    root: RootOpt = None,
 ) -> None:
     """Print the rendered context for ROLE (or JSON with `rendered` and `report`)."""
     assembled = _assemble(ctx.params)
@@ -100,19 +110,8 @@ def build(  # noqa: PLR0917
 
 
 @app.command("report")
-def report_cmd(  # noqa: PLR0917
-    ctx: typer.Context,
-    role: RoleOpt,
-    persona: PersonaOpt = None,
-    task: TaskOpt = None,
-    session: SessionOpt = None,
-    model: ModelOpt = None,
-    budget: BudgetOpt = None,
-    window: WindowOpt = None,
-    step: StepOpt = None,
-    as_json: JsonOpt = False,
-    root: RootOpt = None,
-) -> None:
+@_assemble_options
+def report_cmd(ctx: typer.Context, as_json: bool) -> None:
     """Print only the budget report for ROLE."""
     rep = _assemble(ctx.params).report()
     if as_json:

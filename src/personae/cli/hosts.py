@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from personae.cli._options import JsonOpt, RootOpt
 from personae.cli._root import project_root
-
-if TYPE_CHECKING:
-    from personae.hosts.render import CheckItem
 
 __all__ = ["app", "hook_app", "register"]
 
@@ -76,6 +72,7 @@ def render_command(
 def check_command(root: RootOpt = None, as_json: JsonOpt = False) -> None:
     """Check the host files of a repository as each host will use them; exit 1 on any FAIL."""
     # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.hosts.checkitem import item_lines
     from personae.hosts.hostcheck import check_hooks
     from personae.hosts.render import check
 
@@ -86,7 +83,8 @@ def check_command(root: RootOpt = None, as_json: JsonOpt = False) -> None:
         ok = all(i.ok for i in items)
         typer.echo(json.dumps({"root": str(base), "ok": ok, "items": rows}, indent=2))
     else:
-        _print_items(items)
+        for line in item_lines(items):
+            typer.echo(line)
     if not all(i.ok for i in items):
         raise typer.Exit(1)
 
@@ -110,13 +108,6 @@ def session_start_command() -> None:
     from personae.hosts.gate import session_start
 
     raise typer.Exit(session_start())
-
-
-def _print_items(items: Sequence[CheckItem]) -> None:
-    for item in items:
-        typer.echo(f"{'OK  ' if item.ok else 'FAIL'} {item.name}: {item.detail}")
-        if not item.ok and item.fix:
-            typer.echo(f"     fix: {item.fix}")
 
 
 def register(app: typer.Typer) -> None:
@@ -152,6 +143,7 @@ def register(app: typer.Typer) -> None:
         Each item is OK, WARN or FAIL with the fix; exit 1 when any item fails.
         """
         # local import: CLI start-up (only the command that runs loads what it needs)
+        from personae.hosts.checkitem import item_lines
         from personae.hosts.doctor import diagnose
         from personae.mind.server import MindPaths, default_paths
 
@@ -179,10 +171,8 @@ def register(app: typer.Typer) -> None:
             ]
             typer.echo(json.dumps({"root": str(base), "items": rows, "counts": counts}, indent=2))
         else:
-            for item in items:
-                typer.echo(f"{item.level:<4} {item.name}: {item.detail}")
-                if item.level != "OK" and item.fix:
-                    typer.echo(f"     fix: {item.fix}")
+            for line in item_lines(items):
+                typer.echo(line)
             typer.echo(f"{counts['OK']} OK, {counts['WARN']} WARN, {counts['FAIL']} FAIL")
         if counts["FAIL"]:
             sys.exit(1)

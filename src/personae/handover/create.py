@@ -10,7 +10,7 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from personae.errors import UsageError
+from personae.errors import UsageError, first_validation_error
 from personae.fsutil import private_dir
 from personae.handover._memory import memory_snapshot as summarise_memory
 from personae.handover.files import ContextFormat, save_handover, validate_safety
@@ -174,9 +174,8 @@ def build_handover(
             ),
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UsageError(f"{where}: {first['msg']}") from None
+        message, where = first_validation_error(exc)
+        raise UsageError(f"{where}: {message}") from None
 
 
 def default_handover_path(cwd: Path, handover_id: str, fmt: ContextFormat = "json") -> Path:

@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import anyio
 
 from personae.errors import PersonaeError
+from personae.hosts.checkitem import CheckItem
 from personae.hosts.hostcheck import check_hooks
 from personae.hosts.render import (
     CLAUDE_SETTINGS,
@@ -25,7 +26,6 @@ from personae.hosts.render import (
     COPILOT_HOOKS,
     INSTRUCTION_FILES,
     MCP_JSON,
-    CheckItem,
     check,
 )
 from personae.layout import Layout
@@ -45,33 +45,10 @@ from personae.tools.sandbox import INSTALL_HINT, bwrap_status
 if TYPE_CHECKING:
     from personae.models.resolve import ModelSpec
 
-__all__ = ["DoctorItem", "Level", "diagnose", "host_files_in_use"]
-
-Level = Literal["OK", "WARN", "FAIL"]
+__all__ = ["diagnose", "host_files_in_use"]
 
 HOST_FILES = (*INSTRUCTION_FILES, CLAUDE_SETTINGS, CODEX_HOOKS, COPILOT_HOOKS, MCP_JSON)
 """Files (relative to the project) through which hosts use personae."""
-
-
-@dataclass(frozen=True)
-class DoctorItem:
-    """One doctor line."""
-
-    name: str
-    level: Level
-    detail: str
-    fix: str = ""
-
-    @property
-    def ok(self) -> bool:
-        """Not a failure (OK or WARN)."""
-        return self.level != "FAIL"
-
-
-def _lift(item: CheckItem | DoctorItem) -> DoctorItem:
-    if isinstance(item, DoctorItem):
-        return item
-    return DoctorItem(item.name, "OK" if item.ok else "FAIL", item.detail, item.fix)
 
 
 def host_files_in_use(root: Path) -> list[str]:
@@ -95,7 +72,7 @@ def diagnose(
     hosts: bool | None = None,
     found_from: Path | None = None,
     timeout: float = 3.0,
-) -> list[DoctorItem]:
+) -> list[CheckItem]:
     """Every doctor check for the project at ``root``.
 
     ``found_from`` is the folder the search for ``.personae/`` started in (shown when it
@@ -103,7 +80,7 @@ def diagnose(
     model server request, starting the mind server). ``hosts``: ``None`` checks the host
     setup only when host files use personae; ``True``/``False`` forces it on or off.
     """
-    items: list[DoctorItem] = [_project(root, found_from)]
+    items: list[CheckItem] = [_project(root, found_from)]
     config_item, config_base_url, config_model = _config(root)
     items.append(config_item)
     items.extend(_model(config_model, config_base_url, probe=probe, timeout=timeout))
@@ -114,7 +91,7 @@ def diagnose(
         hosts = bool(in_use)
     if not hosts:
         items.append(
-            DoctorItem(
+            CheckItem(
                 "hosts",
                 "OK",
                 "no host files use personae here (optional; not checked)",
@@ -122,18 +99,18 @@ def diagnose(
             )
         )
         return items
-    items.extend(_lift(i) for i in _host_items(root, paths, probe=probe))
+    items.extend(_host_items(root, paths, probe=probe))
     return items
 
 
-def _project(root: Path, found_from: Path | None) -> DoctorItem:
+def _project(root: Path, found_from: Path | None) -> CheckItem:
     if Layout(root).dir.is_dir():
         where = f"{root}"
         if found_from is not None and found_from.resolve() != root:
             where += f" (found from {found_from.resolve()})"
-        return DoctorItem("project", "OK", f"{where}: .personae/ present")
+        return CheckItem("project", "OK", f"{where}: .personae/ present")
     start = (found_from or root).resolve()
-    return DoctorItem(
+    return CheckItem(
         "project",
         "WARN",
         f"no .personae/ in {start} or any folder above it",
@@ -141,28 +118,28 @@ def _project(root: Path, found_from: Path | None) -> DoctorItem:
     )
 
 
-def _config(root: Path) -> tuple[DoctorItem, str | None, str | None]:
+def _config(root: Path) -> tuple[CheckItem, str | None, str | None]:
     layout = Layout(root)
     try:
         config = load_config(layout.dir)
     except PersonaeError as exc:
-        return DoctorItem("config", "FAIL", str(exc), "fix the file (see the error)"), None, None
+        return CheckItem("config", "FAIL", str(exc), "fix the file (see the error)"), None, None
     files = [path for path in layout.config_files if path.is_file()]
     detail = f"{files[0]} reads" if files else "no .personae/config.yaml (defaults)"
-    return DoctorItem("config", "OK", detail), config.base_url, config.model
+    return CheckItem("config", "OK", detail), config.base_url, config.model
 
 
 def _model(
     config_model: str | None, config_base_url: str | None, *, probe: bool, timeout: float
-) -> list[DoctorItem]:
+) -> list[CheckItem]:
     try:
         env_model = PersonaeSettings().model
     except PersonaeError as exc:
-        return [DoctorItem("model", "FAIL", str(exc), "fix or unset the variable")]
+        return [CheckItem("model", "FAIL", str(exc), "fix or unset the variable")]
     chosen, source = (env_model, "PERSONAE_MODEL") if env_model else (config_model, "config")
     if not chosen:
         return [
-            DoctorItem(
+            CheckItem(
                 "model",
                 "FAIL",
                 "no model configured: `personae run` needs one",
@@ -171,19 +148,19 @@ def _model(
             )
         ]
     spec = parse_model_spec(chosen, source=source)  # both sources were checked when read
-    items = [DoctorItem("model", "OK", f"{spec} (from {source})")]
+    items = [CheckItem("model", "OK", f"{spec} (from {source})")]
     if spec.is_scripted:
         items.extend(_scripted(spec, probe=probe, timeout=timeout))
         return items
 
     endpoint = endpoint_for(spec, config_base_url=config_base_url)
     if endpoint.key_env is None:
-        items.append(DoctorItem("API key", "OK", f"{endpoint.provider} needs none"))
+        items.append(CheckItem("API key", "OK", f"{endpoint.provider} needs none"))
     elif endpoint.key:
-        items.append(DoctorItem("API key", "OK", f"{endpoint.key_env} is set"))
+        items.append(CheckItem("API key", "OK", f"{endpoint.key_env} is set"))
     elif endpoint.key_required:
         items.append(
-            DoctorItem(
+            CheckItem(
                 "API key",
                 "FAIL",
                 f"{endpoint.key_env} is not set",
@@ -192,13 +169,13 @@ def _model(
         )
     else:
         items.append(
-            DoctorItem(
+            CheckItem(
                 "API key", "OK", f"{endpoint.key_env} not set (not needed for a local server)"
             )
         )
     if endpoint.base_url is None:
         items.append(
-            DoctorItem(
+            CheckItem(
                 "provider reachable",
                 "FAIL",
                 f"{spec.provider} models need a base URL",
@@ -207,31 +184,31 @@ def _model(
         )
     elif not probe:
         items.append(
-            DoctorItem("provider reachable", "WARN", f"{endpoint.base_url} not asked (--no-probe)")
+            CheckItem("provider reachable", "WARN", f"{endpoint.base_url} not asked (--no-probe)")
         )
     else:
         items.append(_reach(endpoint, timeout))
     return items
 
 
-def _reach(endpoint: Endpoint, timeout: float) -> DoctorItem:
+def _reach(endpoint: Endpoint, timeout: float) -> CheckItem:
     answer = probe_endpoint(endpoint, timeout=timeout)
     if answer.ok:
-        return DoctorItem("provider reachable", "OK", answer.detail)
+        return CheckItem("provider reachable", "OK", answer.detail)
     if "refused the key" in answer.detail:
         fix = f"check {endpoint.key_env} (a valid key for {endpoint.provider})"
     else:
         fix = "start the server, or fix the base URL (OPENAI_BASE_URL, 'base_url:' in config)"
-    return DoctorItem("provider reachable", "FAIL", answer.detail, fix)
+    return CheckItem("provider reachable", "FAIL", answer.detail, fix)
 
 
-def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[DoctorItem]:
+def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[CheckItem]:
     path = scenario_path(spec)
     try:
         scenario = load_scenario(path)
     except PersonaeError as exc:
-        return [DoctorItem("scenario", "FAIL", str(exc), "fix the scenario file (docs/models.md)")]
-    items = [DoctorItem("scenario", "OK", f"{path} loads (scripted model server, no network)")]
+        return [CheckItem("scenario", "FAIL", str(exc), "fix the scenario file (docs/models.md)")]
+    items = [CheckItem("scenario", "OK", f"{path} loads (scripted model server, no network)")]
     if not probe:
         return items
     with ScriptedServer(scenario) as server:
@@ -239,82 +216,76 @@ def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[DoctorIte
             provider="scripted", base_url=server.base_url, key_env=None, key_required=False
         )
         item = _reach(endpoint, timeout)
-    return [*items, DoctorItem("scripted model server", item.level, item.detail, item.fix)]
+    return [*items, replace(item, name="scripted model server")]
 
 
-def _store(root: Path) -> DoctorItem:
+def _store(root: Path) -> CheckItem:
     folder = Layout(root).dir
     db = Layout(root).state_db
     try:
         url = database_url_for(db)
     except PersonaeError as exc:
-        return DoctorItem("store", "FAIL", str(exc), "fix database_url in .personae/config.yaml")
+        return CheckItem("store", "FAIL", str(exc), "fix database_url in .personae/config.yaml")
     if url:
         problem = postgres_problem(db, url)
         if problem is not None:
-            return DoctorItem(
+            return CheckItem(
                 "store",
                 "FAIL",
                 problem,
                 "check PERSONAE_DATABASE_URL / database_url (docs/postgres.md)",
             )
-        return DoctorItem("store", "OK", "PostgreSQL store reachable and migrated")
+        return CheckItem("store", "OK", "PostgreSQL store reachable and migrated")
     if not folder.is_dir():
-        return DoctorItem(
-            "store", "WARN", f"{db} cannot exist yet (no .personae/)", "personae init"
-        )
+        return CheckItem("store", "WARN", f"{db} cannot exist yet (no .personae/)", "personae init")
     if not db.exists():
         if os.access(folder, os.W_OK | os.X_OK):
-            return DoctorItem("store", "OK", f"{db} will be created by the first run")
-        return DoctorItem(
+            return CheckItem("store", "OK", f"{db} will be created by the first run")
+        return CheckItem(
             "store", "FAIL", f"{folder} is not writable", f"chmod u+w {folder} (or fix its owner)"
         )
     problem = sqlite_write_problem(db)
     if problem is not None:
-        return DoctorItem(
+        return CheckItem(
             "store",
             "FAIL",
             f"{db} is not writable: {problem}",
             f"check the permissions of {db} and {folder} (or move a broken file away)",
         )
-    return DoctorItem("store", "OK", f"{db} is writable")
+    return CheckItem("store", "OK", f"{db} is writable")
 
 
-def _host_items(root: Path, paths: MindPaths, *, probe: bool) -> list[CheckItem | DoctorItem]:
+def _host_items(root: Path, paths: MindPaths, *, probe: bool) -> list[CheckItem]:
     """The mind server and host files, for projects whose hosts use personae."""
-    items: list[CheckItem | DoctorItem] = []
+    items: list[CheckItem] = []
     contract = load_contract(paths.prompt)
     items.append(
-        CheckItem(
+        CheckItem.judged(
             "mind contract",
             contract.available,
             f"{paths.prompt} assembles ({len(contract.text)} chars)"
             if contract.available
             else str(contract.reason),
-            ""
-            if contract.available
-            else f"create {paths.prompt} (or pass --prompt FILE) and fix its @include lines",
+            f"create {paths.prompt} (or pass --prompt FILE) and fix its @include lines",
         )
     )
     has_memory = paths.memory_dir.is_dir()
     items.append(
-        CheckItem(
+        CheckItem.judged(
             "memory directory",
             has_memory,
             str(paths.memory_dir) if has_memory else f"{paths.memory_dir} does not exist",
-            ""
-            if has_memory
-            else f"mkdir -p {paths.memory_dir} (memory files are Markdown with "
+            f"mkdir -p {paths.memory_dir} (memory files are Markdown with "
             "name/description/type frontmatter)",
         )
     )
     on_path = shutil.which("personae") is not None
     items.append(
-        CheckItem(
+        CheckItem.judged(
             "personae on PATH",
             on_path,
             "hooks and MCP entries run `personae`" if on_path else "`personae` not found on PATH",
-            "" if on_path else "install personae (pipx install .) so hosts can run it",
+            "install personae (pipx install .) so hosts can run it",
         )
     )
     if probe:
@@ -324,10 +295,10 @@ def _host_items(root: Path, paths: MindPaths, *, probe: bool) -> list[CheckItem 
     return items
 
 
-def _sandbox() -> DoctorItem:
+def _sandbox() -> CheckItem:
     """Whether ``run_shell`` can run its commands under bubblewrap here (WARN when not)."""
     status = bwrap_status()
-    return DoctorItem(
+    return CheckItem(
         "run_shell sandbox (bubblewrap)",
         "OK" if status.available else "WARN",
         status.reason,
@@ -358,15 +329,15 @@ def _probe(root: Path, paths: MindPaths) -> CheckItem:
     except Exception as exc:
         return CheckItem(
             "server answers bootstrap",
-            False,
+            "FAIL",
             f"{type(exc).__name__}: {exc}",
             "run `personae serve` by hand and read its stderr",
         )
     ok = packet.get("mind_contract_available") is True
-    return CheckItem(
+    return CheckItem.judged(
         "server answers bootstrap",
         ok,
         f"bootstrap_session returned schema {packet.get('schema_version')}, "
         f"mind_contract_available={packet.get('mind_contract_available')}",
-        "" if ok else "fix the mind contract (see above)",
+        "fix the mind contract (see above)",
     )

@@ -23,13 +23,13 @@ from typing import Any
 
 from personae.errors import UsageError
 from personae.hosts.adapters import ADAPTERS, Host, HostAdapter
+from personae.hosts.checkitem import CheckItem
 from personae.hosts.matchers import matcher_problem
 from personae.hosts.render import (
     CLAUDE_SETTINGS,
     CODEX_CONFIG,
     CODEX_HOOKS,
     COPILOT_HOOKS,
-    CheckItem,
     load_json,
 )
 from personae.hosts.snippets import SERVER_NAME
@@ -134,7 +134,7 @@ def _matcher_items(rel: str, host: HostAdapter, entries: list[Any]) -> list[Chec
             items.append(
                 CheckItem(
                     f"{rel} matcher",
-                    False,
+                    "FAIL",
                     f"{matcher!r} does not compile as {host.title} ({host.dialect}) regex: "
                     f"{problem}; {host.title} skips the whole hook group",
                     "rewrite the matcher without that construct, then " + _FIX
@@ -148,7 +148,7 @@ def _matcher_items(rel: str, host: HostAdapter, entries: list[Any]) -> list[Chec
 def _ours(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
     mine = [e for e in entries if "hook pre-tool-use" in json.dumps(e)]
     if not mine:
-        return [CheckItem(rel, False, "no hook running `personae hook pre-tool-use`", _FIX)]
+        return [CheckItem(rel, "FAIL", "no hook running `personae hook pre-tool-use`", _FIX)]
     items: list[CheckItem] = []
     entry = mine[-1]
     if host.dialect is not None:
@@ -159,12 +159,12 @@ def _ours(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
         except re.error:
             missed = []  # reported by the matcher check
         if missed:
-            items.append(CheckItem(f"{rel} matcher", False, f"misses {', '.join(missed)}", _FIX))
+            items.append(CheckItem(f"{rel} matcher", "FAIL", f"misses {', '.join(missed)}", _FIX))
         elif host.dialect is not None and matcher_problem(matcher, host.dialect) is None:
             items.append(
                 CheckItem(
                     f"{rel} matcher",
-                    True,
+                    "OK",
                     f"compiles as {host.dialect} regex and covers {len(literal)} gated tools",
                 )
             )
@@ -174,7 +174,7 @@ def _ours(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
             items.append(
                 CheckItem(
                     f"{rel} command",
-                    False,
+                    "FAIL",
                     f"runs {binary!r}, not an absolute path: when it is not on the host's PATH "
                     "the hook fails and the host lets the tool run",
                     _FIX,
@@ -184,7 +184,7 @@ def _ours(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
         if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
             items.append(
                 CheckItem(
-                    f"{rel} command", False, f"{binary} does not exist or is not executable", _FIX
+                    f"{rel} command", "FAIL", f"{binary} does not exist or is not executable", _FIX
                 )
             )
         ok, seen = probe_hook(host, command)
@@ -194,7 +194,7 @@ def _ours(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
             else f"does not deny {_PROBE_TOOL[host.name]} before bootstrap as {host.title} "
             f"needs ({seen})"
         )
-        items.append(CheckItem(f"{rel} gate", ok, detail, "" if ok else _FIX))
+        items.append(CheckItem.judged(f"{rel} gate", ok, detail, _FIX))
     return items
 
 
@@ -204,17 +204,17 @@ def _server_command(root: Path) -> CheckItem:
     try:
         data = tomllib.loads((root / rel).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        return CheckItem(rel, False, "missing (Codex has no personae MCP server)", _FIX)
+        return CheckItem(rel, "FAIL", "missing (Codex has no personae MCP server)", _FIX)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return CheckItem(rel, False, f"unreadable: {exc}", "fix the TOML, then " + _FIX)
+        return CheckItem(rel, "FAIL", f"unreadable: {exc}", "fix the TOML, then " + _FIX)
     servers = data.get("mcp_servers")
     entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
     command = entry.get("command") if isinstance(entry, dict) else None
     if not isinstance(command, str):
-        return CheckItem(rel, False, f"no [mcp_servers.{SERVER_NAME}] command", _FIX)
+        return CheckItem(rel, "FAIL", f"no [mcp_servers.{SERVER_NAME}] command", _FIX)
     if not (os.path.isabs(command) and os.access(command, os.X_OK)):
-        return CheckItem(rel, False, f"MCP command {command!r} is not an executable path", _FIX)
-    return CheckItem(rel, True, f"Codex MCP server runs {command}")
+        return CheckItem(rel, "FAIL", f"MCP command {command!r} is not an executable path", _FIX)
+    return CheckItem(rel, "OK", f"Codex MCP server runs {command}")
 
 
 def check_hooks(root: Path) -> list[CheckItem]:
@@ -225,7 +225,7 @@ def check_hooks(root: Path) -> list[CheckItem]:
         try:
             config = load_json(root / rel, rel)
         except UsageError as exc:
-            items.append(CheckItem(rel, False, str(exc), "fix the JSON, then " + _FIX))
+            items.append(CheckItem(rel, "FAIL", str(exc), "fix the JSON, then " + _FIX))
             continue
         hooks = config.get("hooks")
         entries = hooks.get(event, []) if isinstance(hooks, dict) else []

@@ -21,6 +21,7 @@ from typing import Any
 from personae.errors import UsageError
 from personae.fsutil import write_atomic
 from personae.hosts.adapters import Host
+from personae.hosts.checkitem import CheckItem
 from personae.hosts.matchers import matcher_problem
 from personae.hosts.snippets import (
     BEGIN,
@@ -44,7 +45,6 @@ __all__ = [
     "COPILOT_HOOKS",
     "INSTRUCTION_FILES",
     "MCP_JSON",
-    "CheckItem",
     "FileChange",
     "check",
     "installed_personae",
@@ -77,16 +77,6 @@ class FileChange:
     text: str
     existed: bool
     changed: bool
-
-
-@dataclass(frozen=True)
-class CheckItem:
-    """One ``hosts check`` / ``doctor`` result."""
-
-    name: str
-    ok: bool
-    detail: str
-    fix: str = ""
 
 
 def _block_end(existing: str, start: int, end_marker: str, *, path: str) -> int:
@@ -280,35 +270,29 @@ def check(root: Path) -> list[CheckItem]:
     for rel in INSTRUCTION_FILES:
         path = root / rel
         if not path.is_file():
-            items.append(CheckItem(rel, False, "missing", fix))
+            items.append(CheckItem(rel, "FAIL", "missing", fix))
             continue
         try:
             block = _block_of(_read_text(path, rel) or "")
         except UsageError as exc:
-            items.append(CheckItem(rel, False, str(exc), "convert it to UTF-8, then " + fix))
+            items.append(CheckItem(rel, "FAIL", str(exc), "convert it to UTF-8, then " + fix))
             continue
         if block is None:
-            items.append(CheckItem(rel, False, "no personae bootstrap block", fix))
+            items.append(CheckItem(rel, "FAIL", "no personae bootstrap block", fix))
             continue
         missing = [m for m in REQUIRED_MARKERS if m not in block]
         if missing:
-            items.append(CheckItem(rel, False, f"block lacks: {', '.join(missing)}", fix))
+            items.append(CheckItem(rel, "FAIL", f"block lacks: {', '.join(missing)}", fix))
         elif len(block) > MAX_SNIPPET_CHARS:
-            items.append(CheckItem(rel, False, f"block is {len(block)} chars (> 1500)", fix))
+            items.append(CheckItem(rel, "FAIL", f"block is {len(block)} chars (> 1500)", fix))
         else:
-            items.append(CheckItem(rel, True, f"bootstrap block complete ({len(block)} chars)"))
+            items.append(CheckItem(rel, "OK", f"bootstrap block complete ({len(block)} chars)"))
     try:
         mcp = load_json(root / MCP_JSON, MCP_JSON)
         servers = mcp.get("mcpServers")
         ok = isinstance(servers, dict) and SERVER_NAME in servers
-        items.append(
-            CheckItem(
-                MCP_JSON,
-                ok,
-                "personae MCP server configured" if ok else "no personae server",
-                "" if ok else fix,
-            )
-        )
+        detail = "personae MCP server configured" if ok else "no personae server"
+        items.append(CheckItem.judged(MCP_JSON, ok, detail, fix))
     except UsageError as exc:
-        items.append(CheckItem(MCP_JSON, False, str(exc), "fix the JSON, then " + fix))
+        items.append(CheckItem(MCP_JSON, "FAIL", str(exc), "fix the JSON, then " + fix))
     return items

@@ -124,20 +124,20 @@ class ConversationStore:
 
     def session(self, session_id: str) -> Session:
         """The session ``session_id`` (``UnknownNameError`` if there is none)."""
-        row = self.store.fetchone(f"SELECT {_SESSION} FROM sessions WHERE id = ?", (session_id,))
-        if row is None:
-            raise self._unknown(session_id)
-        return Session(*row)
+        return Session(*self._session_row(_SESSION, session_id))
 
     def position(self, session_id: str) -> tuple[int, int]:
         """``(message_count, last_seq)`` of ``session_id``: a cheap check for appended
         messages (``UnknownNameError`` if there is no such session)."""
-        row = self.store.fetchone(
-            "SELECT message_count, last_seq FROM sessions WHERE id = ?", (session_id,)
-        )
+        count, last = self._session_row("message_count, last_seq", session_id)
+        return int(count), int(last)
+
+    def _session_row(self, columns: str, session_id: str) -> tuple[Any, ...]:
+        """``columns`` of the session's row (``UnknownNameError`` if there is none)."""
+        row = self.store.fetchone(f"SELECT {columns} FROM sessions WHERE id = ?", (session_id,))
         if row is None:
             raise self._unknown(session_id)
-        return int(row[0]), int(row[1])
+        return tuple(row)
 
     def sessions(self, *, limit: int | None = None) -> list[Session]:
         """Sessions, newest first."""

@@ -27,7 +27,7 @@ from pydantic_ai.messages import (
     TextPart,
     TextPartDelta,
 )
-from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import UsageLimits
@@ -39,7 +39,7 @@ from personae.team._request_tokens import count_request
 from personae.team.events import AnswerStreamed, Event, EventBus, RunWarning
 from personae.tokens.registry import counter_for_model, model_info
 
-__all__ = ["CallInfo", "CallOptions", "Runtime", "TreeUsage"]
+__all__ = ["CallInfo", "CallOptions", "Runtime", "TreeUsage", "call_row"]
 
 
 @dataclass(kw_only=True)
@@ -76,6 +76,12 @@ class TreeUsage:
         total = self.input_tokens + self.output_tokens
         if self.token_cap is not None and total >= self.token_cap:
             raise UsageLimitExceeded(f"run token cap of {self.token_cap} reached")
+
+    def count(self, requests: int, input_tokens: int, output_tokens: int) -> None:
+        """Add the usage of model requests to the totals."""
+        self.requests += requests
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
 
     def as_dict(self) -> dict[str, int]:
         """JSON-safe totals."""
@@ -144,39 +150,49 @@ class _Recorder(AbstractCapability[Any]):
         request_context: ModelRequestContext,
         response: ModelResponse,
     ) -> ModelResponse:
-        usage = self.runtime.usage
-        usage.requests += 1
-        usage.input_tokens += response.usage.input_tokens
-        usage.output_tokens += response.usage.output_tokens
+        self.runtime.usage.count(1, response.usage.input_tokens, response.usage.output_tokens)
         self.local_requests += 1
         if self.runtime.runs is not None:
+            sent = (request_context.messages, request_context.model_request_parameters)
             self.runtime.pending_calls.append(
-                ModelCallRow(
-                    role=self.info.role,
-                    persona=self.info.persona,
-                    subtask=self.info.subtask,
-                    model=self.model_label,
-                    context_text=self.info.context_text,
-                    budget=self.info.budget,
-                    usage={
-                        "input_tokens": response.usage.input_tokens,
-                        "output_tokens": response.usage.output_tokens,
-                        "step": self.local_requests,
-                        **_our_count(self.model_label, request_context),
-                    },
-                    at=datetime.now(UTC).isoformat(timespec="milliseconds"),
-                    answer=_answer(response),
-                )
+                call_row(self.info, self.model_label, response, self.local_requests, sent)
             )
         return response
 
 
-def _answer(response: ModelResponse) -> ModelAnswer:
-    """The response's text, tool calls and finish reason, redacted and capped."""
-    return ModelAnswer.build(
-        text=response.text,
-        tool_calls=[(call.tool_name, call.args) for call in response.tool_calls],
-        finish_reason=response.finish_reason,
+def call_row(
+    info: CallInfo,
+    model_label: str,
+    response: ModelResponse,
+    step: int,
+    sent: tuple[Sequence[ModelMessage], ModelRequestParameters | None],
+) -> ModelCallRow:
+    """One model call as stored: who made it with which context, the usage the provider
+    reported beside our own count of the whole request ``sent`` (its messages and
+    parameters), and the answer (redacted and capped)."""
+    messages, parameters = sent
+    counter = counter_for_model(model_label)
+    return ModelCallRow(
+        role=info.role,
+        persona=info.persona,
+        subtask=info.subtask,
+        model=model_label,
+        context_text=info.context_text,
+        budget=info.budget,
+        usage={
+            "input_tokens": response.usage.input_tokens,
+            "output_tokens": response.usage.output_tokens,
+            "step": step,
+            "counted_input_tokens": count_request(messages, parameters, counter),
+            "counter": counter.name,
+            "counter_exact": model_info(model_label).exact,
+        },
+        at=datetime.now(UTC).isoformat(timespec="milliseconds"),
+        answer=ModelAnswer.build(
+            text=response.text,
+            tool_calls=[(call.tool_name, call.args) for call in response.tool_calls],
+            finish_reason=response.finish_reason,
+        ),
     )
 
 
@@ -203,19 +219,6 @@ def _text_pieces(
                 on_text(piece)
 
     return handle
-
-
-def _our_count(model_label: str, request_context: ModelRequestContext) -> dict[str, Any]:
-    """Our count of the whole request (stored beside the provider's ``input_tokens``)."""
-    counter = counter_for_model(model_label)
-    counted = count_request(
-        request_context.messages, request_context.model_request_parameters, counter
-    )
-    return {
-        "counted_input_tokens": counted,
-        "counter": counter.name,
-        "counter_exact": model_info(model_label).exact,
-    }
 
 
 @dataclass(kw_only=True)

@@ -9,8 +9,7 @@ it to the run's tree-wide usage and stores it as one of the run's model calls
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic_ai import Agent
 from pydantic_ai.usage import UsageLimits
@@ -19,13 +18,9 @@ from personae.context.report import BudgetReport, SectionReport
 from personae.context.summary import SUMMARY_CAP, SUMMARY_INSTRUCTIONS
 from personae.models.resolve import ModelResolver
 from personae.models.scenario import ROLE_MARKER
-from personae.store.answers import ModelAnswer
 from personae.store.runs import ModelCallRow
-from personae.team._request_tokens import count_request
+from personae.team.runtime import CallInfo, Runtime, TreeUsage, call_row
 from personae.tokens.registry import counter_for_model, model_info
-
-if TYPE_CHECKING:
-    from personae.team.runtime import Runtime
 
 __all__ = ["SUMMARIZER_ROLE", "SummaryCalls", "model_summarize"]
 
@@ -41,50 +36,30 @@ class SummaryCalls:
     """Persona the run runs as (stored with each call)."""
     rows: list[ModelCallRow] = field(default_factory=list)
     """The calls as they will be stored."""
-    requests: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    usage: TreeUsage = field(default_factory=TreeUsage)
+    """What the calls used (added to the run's usage by :meth:`adopt`)."""
 
     def add(self, label: str, context_text: str, request: str, result: Any) -> None:
         """Keep one finished call (``result``: the pydantic-ai run result)."""
         usage = result.usage
-        self.requests += usage.requests
-        self.input_tokens += usage.input_tokens
-        self.output_tokens += usage.output_tokens
-        response = result.response
-        counter = counter_for_model(label)
-        self.rows.append(
-            ModelCallRow(
-                role=SUMMARIZER_ROLE,
-                persona=self.persona,
-                subtask=None,
-                model=label,
-                context_text=context_text,
-                budget=_report(label, context_text, request),
-                usage={
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": usage.output_tokens,
-                    "step": 1,
-                    "counted_input_tokens": count_request(
-                        result.all_messages()[:-1], None, counter
-                    ),
-                    "counter": counter.name,
-                    "counter_exact": model_info(label).exact,
-                },
-                at=datetime.now(UTC).isoformat(timespec="milliseconds"),
-                answer=ModelAnswer.build(text=response.text, finish_reason=response.finish_reason),
-            )
+        self.usage.count(usage.requests, usage.input_tokens, usage.output_tokens)
+        info = CallInfo(
+            role=SUMMARIZER_ROLE,
+            persona=self.persona,
+            subtask=None,
+            context_text=context_text,
+            budget=_report(label, context_text, request),
         )
+        sent = (result.all_messages()[:-1], None)
+        self.rows.append(call_row(info, label, result.response, 1, sent))
 
     def adopt(self, runtime: Runtime) -> None:
         """Add the calls to the run's usage and queue them for storage (first, in order)."""
-        usage = runtime.usage
-        usage.requests += self.requests
-        usage.input_tokens += self.input_tokens
-        usage.output_tokens += self.output_tokens
+        done = self.usage
+        runtime.usage.count(done.requests, done.input_tokens, done.output_tokens)
         if runtime.runs is not None:
             runtime.pending_calls[:0] = self.rows
-        self.rows, self.requests, self.input_tokens, self.output_tokens = [], 0, 0, 0
+        self.rows, self.usage = [], TreeUsage()
 
 
 def _report(label: str, context_text: str, request: str) -> dict[str, Any]:

@@ -12,7 +12,13 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from personae.errors import ConfigError, ToolError, UnknownNameError, UsageError
+from personae.errors import (
+    ConfigError,
+    ToolError,
+    UnknownNameError,
+    UsageError,
+    first_validation_error,
+)
 from personae.tools.workspace import Workspace
 
 __all__ = ["Tool", "ToolContext", "ToolLimits"]
@@ -93,9 +99,8 @@ class ToolLimits:
         except ConfigError as exc:
             raise ConfigError(exc.message, file=file, field=exc.field) from exc
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            field_name = ".".join(str(p) for p in first["loc"])
-            raise ConfigError(first["msg"], file=file, field=field_name) from exc
+            message, field_name = first_validation_error(exc)
+            raise ConfigError(message, file=file, field=field_name) from exc
 
 
 @dataclass(frozen=True, kw_only=True)

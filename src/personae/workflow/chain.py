@@ -24,6 +24,7 @@ from personae.handover.create import HandoverContent, build_handover, write_hand
 from personae.handover.files import read_handover
 from personae.handover.schema import ArtifactFile, HistoryEntry, now_iso
 from personae.layout import Layout
+from personae.procid import proc_stat
 from personae.workflow._report import write_report
 from personae.workflow.executors import Executor, Job, JobResult, LocalProcessExecutor
 from personae.workflow.outcome import DONE as _DONE
@@ -85,13 +86,14 @@ def _alive_child(pid: int | None, handover: str | None) -> bool:
     """Whether ``pid`` is still the child that ran ``handover`` (guards against pid reuse)."""
     if not pid or not handover:
         return False
+    stat = proc_stat(pid)
+    if stat is None or stat.state == "Z":
+        return False
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else ""
-    return handover.encode() in cmdline and state != "Z"
+    return handover.encode() in cmdline
 
 
 def _adopt(state: StepState, wait_limit: float) -> bool:

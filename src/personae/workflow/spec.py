@@ -36,7 +36,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from personae.errors import UsageError, yaml_error_line
+from personae.errors import UsageError, first_validation_error, yaml_error_line
 from personae.fsutil import read_input
 from personae.handover.create import parse_file_spec
 from personae.handover.schema import ArtifactFile
@@ -200,9 +200,8 @@ def load_workflow(path: Path | str) -> Workflow:
     try:
         workflow = Workflow.model_validate(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]).replace("stages.", "steps.")
-        raise UsageError(str(first["msg"]), file=file, field=loc) from None
+        message, loc = first_validation_error(exc)
+        raise UsageError(message, file=file, field=loc.replace("stages.", "steps.")) from None
     seen: set[str] = set()
     earlier: set[str] = set()
     for stage in workflow.stages:
