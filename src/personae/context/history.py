@@ -15,9 +15,11 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
+from personae.context._lru import recall, remember
 from personae.context._textcut import count_small, cut_text
 from personae.context.messages import ChatMessage, Unit, latest_turn_start
 from personae.context.render import escape
@@ -35,6 +37,7 @@ __all__ = [
 _SEP = "\n\n"
 _ARGS_SHOWN = 2000
 _MESSAGES = operator.attrgetter("messages")
+_MAX_NOTICES = 4096
 
 
 def _header(msg: ChatMessage) -> str:
@@ -117,6 +120,20 @@ def _notice(template: str, omitted_msgs: int, omitted_tokens: int) -> str:
     )
 
 
+def _notice_cost(
+    ex: Exchanges, counter: TokenCounter, template: str, omitted_msgs: int, omitted_tokens: int
+) -> int:
+    """Tokens of the eviction notice and the blank line after it (0: nothing omitted)."""
+    if omitted_msgs == 0:
+        return 0
+    key = (counter.name, _notice(template, omitted_msgs, omitted_tokens))
+    got = recall(ex.notices, key)
+    if got is None:
+        got = count_small(counter, key[1]) + ex.sep
+        remember(ex.notices, key, got, _MAX_NOTICES)
+    return got
+
+
 def _overhead(msg: ChatMessage, counter: TokenCounter) -> int:
     """Tokens of a message's header and call lines (everything but the content)."""
     extra = _calls(msg)
@@ -148,6 +165,11 @@ class Exchanges:
     """Tokens of the blank line between two messages."""
     heads: Sequence[int] = ()
     """Seq of each unit's first message (filled from ``units`` when empty)."""
+    notices: OrderedDict[tuple[str, str], int] = field(
+        default_factory=OrderedDict, compare=False, repr=False
+    )
+    """Cost of each eviction notice met with these exchanges, per counter (a notice
+    depends on where the kept part starts, so budgets share a few)."""
 
     def __post_init__(self) -> None:
         if len(self.heads) != len(self.units):
@@ -202,9 +224,7 @@ def fit_history(
     total_before = before_msgs
 
     def notice_cost(evicted_msgs: int, evicted_tokens: int) -> int:
-        if evicted_msgs + earlier == 0:
-            return 0
-        return count_small(counter, _notice(notice, evicted_msgs + earlier, evicted_tokens)) + sep
+        return _notice_cost(ex, counter, notice, evicted_msgs + earlier, evicted_tokens)
 
     msg_room = None if max_messages is None else max(0, max_messages - turn_msgs)
     # Smallest start s in [0, last] whose suffix fits; suffix sums are monotone, so bisect.
