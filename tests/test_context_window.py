@@ -9,16 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from personae.context import (
-    Budget,
-    ChatMessage,
-    ContextWindow,
-    Snapshot,
-    assemble_snapshot,
-    load_profiles,
-)
+from personae.context import Budget, ChatMessage, ContextWindow, Snapshot, assemble_snapshot
 from personae.context.history import MessageCosts
 from personae.context.messages import ChatToolCall
+from personae.context.profiles import load_profiles
 from personae.context.render import render_sections
 from personae.context.window import exchanges_of
 from personae.tokens.exact import exact_counter
