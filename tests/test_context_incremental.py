@@ -99,3 +99,19 @@ def test_files_under_folders_that_were_missing_are_seen_once_created(tmp_path: P
     assert any("python and sqlite" in v for v in after.texts.values())
     _write(tmp_path / ".personae" / "directive.md", "be brief")
     assert build().texts["directive"] == "be brief"
+
+
+def test_missing_paths_are_checked_as_a_stat_would_see_them(tmp_path: Path) -> None:
+    """The cheap existence check of paths recorded missing agrees with stat, following
+    symlinks or not (a dangling link exists for lstat only)."""
+    from personae.context._probe import _exists, _ident
+
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "link").symlink_to(tmp_path / "file")
+    cases = ["file", "dir", "missing", "dangling", "link", "file/under", "dir/none", "a\x00b"]
+    for name in cases:
+        where = str(tmp_path / name)
+        for follow in (True, False):
+            assert _exists(where, follow) == (_ident(where, follow) is not None), (name, follow)

@@ -76,16 +76,26 @@ def remembered(memo: dict[Hashable, Any], key: Hashable, compute: Callable[[], T
     return value
 
 
+def _exists(where: str, follow: bool) -> bool:
+    """Whether ``where`` can be stat'ed, as ``_ident`` sees it, without raising (cheaper
+    for the missing paths a project usually has)."""
+    try:
+        return os.access(where, os.F_OK, effective_ids=True, follow_symlinks=follow)
+    except (NotImplementedError, OSError, ValueError):  # no faccessat flags here
+        return _ident(where, follow) is not None
+
+
 def _unchanged(entries: Iterable[tuple[str, bool, Ident, str]]) -> bool:
     """True when every path still has its recorded identity. A path recorded missing
     under a folder that is still missing is missing too: it is not stat'ed again."""
     gone: set[str] = set()
     for where, follow, ident, parent in entries:
-        if ident is None and parent in gone:
-            continue
-        now = _ident(where, follow)
-        if now != ident:
-            return False
-        if now is None:
+        if ident is None:
+            if parent in gone:
+                continue
+            if _exists(where, follow):
+                return False
             gone.add(where)
+        elif _ident(where, follow) != ident:
+            return False
     return True
