@@ -21,8 +21,12 @@ time (``time.process_time``) next to wall time, per turn (one assembly):
   (``messages=``; the window compares it with what it holds).
 
 Every personae row keeps one ``ContextWindow`` across its turns (what an agent
-loop keeps). Warm-up is the same on every side: every message counted once
-before timing (LangChain's counter; one personae turn, which prepares and
+loop keeps). The history does not change between the timed turns (as on
+LangChain's side), so each turn's snapshot is the window's previous one once
+the store has been asked for the session's count and last seq and the project
+files stat'ed (both every turn); every turn fits, renders and counts its own
+prompt. Warm-up is the same on every side: every message counted once before
+timing (LangChain's counter; one personae turn, which prepares and
 counts every message).
 
 Validity columns (all must be 0 for personae): overruns (kept tokens over the
