@@ -125,16 +125,21 @@ def test_batch_eviction_keeps_the_prompt_prefix_between_evictions(tmp_path: Path
 
 @settings(max_examples=60, deadline=None)
 @given(
-    pieces=st.lists(st.sampled_from([*WORDS, "\n", "\n\n", "  ", "🙂", "ﬁ"]), min_size=700),
+    pieces=st.lists(
+        st.sampled_from([*WORDS, "\n", "\n\n", "  ", "🙂", "ﬁ"]),
+        min_size=700,
+    )
+    | st.lists(st.sampled_from([*WORDS, "\n", "  ", "🙂"]), min_size=40, max_size=400),
     limit=st.integers(20, 3000),
     keep_head=st.booleans(),
 )
 def test_cuts_of_long_texts_from_token_offsets_are_exact(
     pieces: list[str], limit: int, keep_head: bool
 ) -> None:
-    """A long text is cut at a point read from its (memoized) token offsets: the cut
-    plus notice counts exactly what it says, within the limit, and keeps nearly all
-    the room (the same text cut again for another limit reuses the offsets)."""
+    """A long (or middling: a tool output of a few hundred characters) text is cut at a
+    point read from its (memoized) token offsets: the cut plus notice counts exactly
+    what it says, within the limit, and keeps nearly all the room (the same text cut
+    again for another limit reuses the offsets)."""
     from personae.context._textcut import cut_text
 
     text = " ".join(pieces)

@@ -227,7 +227,7 @@ def cut_text(
 
 _STARTS: OrderedDict[tuple[str, bytes], list[int]] = OrderedDict()
 _STARTS_MAX = 64
-_STARTS_MIN_CHARS = 2000
+_STARTS_MIN_CHARS = 256
 """Shorter texts are cut by a few counts; longer ones by their token offsets."""
 
 

@@ -192,7 +192,8 @@ def _fit_with_warning(
         if cut == named or not cut:
             break
         named = cut
-        note = SectionContent(_WARNING_SPEC, text=_warning_text(cut))
+        text = _warning_text(cut)
+        note = SectionContent(_WARNING_SPEC, text=text, tokens=count_small(counter, text))
         at = len(contents)
         if contents and contents[-1].spec.tag == "instructions":
             at -= 1
