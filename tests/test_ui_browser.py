@@ -79,11 +79,15 @@ def test_runs_list_shows_every_run_with_its_facts(
     assert f"{usage['input_tokens']:,} in / {usage['output_tokens']:,} out" in text
     shot(page, "ui-runs.png", tmp_path)
     page.select_option("select[name=persona]", "data-analyst")
+    # The filter form reloads the page: read the rows once the new page has loaded (a
+    # click returns when the navigation commits, before the new rows are parsed).
     page.click("button[type=submit]")
+    page.wait_for_load_state()
     assert page.locator("table.runs tbody tr").count() == 1
     assert "data-analyst" in page.locator("table.runs tbody").inner_text()
     page.fill("input[name=q]", "no such task anywhere")
     page.click("button[type=submit]")
+    page.wait_for_load_state()
     assert "No runs match" in page.inner_text("#runs")
 
 
@@ -196,6 +200,7 @@ def test_chain_graph_links_steps_to_their_runs_and_handovers(
 ) -> None:
     page.goto(base + "/chains")
     page.click("text=sales-report")
+    page.wait_for_load_state()  # the chain's page, parsed (the click returns at commit)
     nodes = page.locator("svg.graph a.node")
     assert nodes.count() == 2
     edge = page.locator("svg.graph path.edge")

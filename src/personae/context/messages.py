@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
+
+from personae.store.conversations import ROLES, Role
 
 __all__ = [
     "ChatMessage",
@@ -22,9 +24,6 @@ __all__ = [
     "group_units_at",
     "latest_turn_start",
 ]
-
-Role = Literal["user", "assistant", "tool", "system"]
-_ROLES = ("user", "assistant", "tool", "system")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +116,7 @@ def from_stored(message: Any, *, counter: str | None = None) -> ChatMessage:
         )
     get = message.get if isinstance(message, Mapping) else lambda k, d=None: getattr(message, k, d)
     role = str(get("role", "user"))
-    if role not in _ROLES:
+    if role not in ROLES:
         role = "system"
     calls = tuple(_call_from(c) for c in (get("tool_calls", None) or ()))
     seq = get("seq", None)

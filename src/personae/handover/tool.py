@@ -12,7 +12,7 @@ import json
 import shlex
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -29,7 +29,7 @@ from personae.handover.child import (
 )
 from personae.handover.create import HandoverContent, build_handover, write_handover
 from personae.handover.interactive import run_interactive
-from personae.handover.schema import ArtifactFile
+from personae.handover.schema import ArtifactFile, ResultStatus
 from personae.layout import Layout
 from personae.tools.base import Tool, ToolContext
 from personae.tools.registry import ToolRegistry
@@ -59,8 +59,8 @@ class HandoverToolResult:
     """The handover id (ledger key)."""
     context_path: str
     """The handover file."""
-    status: str
-    """``prepared``, ``success``, ``failure`` or ``partial``."""
+    status: ResultStatus | Literal["prepared"]
+    """``prepared`` (not waited for), else the results' ``success``, ``failure`` or ``partial``."""
     results: dict[str, Any] | None = None
     """The ``results`` object (camelCase) when waited for."""
     command: list[str] = field(default_factory=list)

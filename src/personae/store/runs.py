@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, NamedTuple, NotRequired, TypedDict, TypeVar, Unpack
+from typing import Any, Literal, NamedTuple, NotRequired, TypedDict, TypeVar, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +23,7 @@ from personae.store.db import Conn, Store
 
 __all__ = [
     "STALE_SECONDS",
+    "CallRole",
     "EventRow",
     "ModelCallRecord",
     "ModelCallRow",
@@ -119,13 +120,17 @@ class StoredEvent(BaseModel):
     data: dict[str, Any]
 
 
+CallRole = Literal["manager", "worker", "validator", "subagent", "summarizer"]
+"""Who made a model call: a team role, a sub-agent, or the conversation summarizer."""
+
+
 class ModelCallRow(BaseModel):
     """A model call as written to ``model_calls``: who called, with which assembled context
     and budget report, and what came back."""
 
     model_config = ConfigDict(frozen=True)
 
-    role: str
+    role: CallRole
     persona: str | None = None
     subtask: int | None = None
     model: str

@@ -34,7 +34,7 @@ from pydantic_ai.usage import UsageLimits
 
 from personae.models.resolve import ModelResolver
 from personae.store.answers import ModelAnswer
-from personae.store.runs import EventRow, ModelCallRow, RunStore
+from personae.store.runs import CallRole, EventRow, ModelCallRow, RunStore
 from personae.team._request_tokens import count_request
 from personae.team.events import AnswerStreamed, Event, EventBus, RunWarning
 from personae.tokens.registry import counter_for_model, model_info
@@ -97,8 +97,8 @@ class TreeUsage:
 class CallInfo:
     """Who makes a model call and with which assembled context."""
 
-    role: str
-    """manager, worker, validator or subagent."""
+    role: CallRole
+    """manager, worker, validator or subagent (the summarizer: ``summarizer``)."""
     persona: str | None
     """Persona the call runs as."""
     subtask: int | None

@@ -144,8 +144,8 @@ class Spawner:
         persona: Persona,
         *,
         box: ToolSubset,
+        subtask: int | None,
         parent: Parent | None = None,
-        subtask: int | None = None,
     ) -> tuple[AbstractToolset[Any], frozenset[str]]:
         """``persona``'s toolset and the names it may call: ``box`` narrowed to its list, its
         MCP tools, and the ``agent`` tool when it may spawn.
@@ -153,12 +153,11 @@ class Spawner:
         The worker passes no ``parent`` (it picks from ``box`` and starts its own MCP
         servers); a sub-agent gets only what ``parent`` has (narrow only): its names, its
         MCP tools, its ``run_shell`` sandbox cut to the parent's, and no ``agent`` tool at
-        the depth cap. ``subtask`` is the worker's (a sub-agent works on its parent's).
+        the depth cap. ``subtask``: the subtask the agent works on (a sub-agent: its
+        parent's), handed on to the agents it spawns.
         """
         parent_allowed = None if parent is None else parent.allowed
         depth = 0 if parent is None else parent.depth + 1
-        if parent is not None:
-            subtask = parent.subtask
         offered = {*box.names, "agent"} if parent_allowed is None else parent_allowed
         wanted = narrow_names(persona, offered)
         own = box.narrow([n for n in wanted if n in box])
@@ -266,8 +265,8 @@ class Spawner:
         self, persona: Persona, *, task: str, box: ToolSubset, parent: Parent, temp: Path | None
     ) -> SubagentOutcome:
         # Narrow only: the child never gets a tool its parent lacks.
-        base, allowed = await self.toolset_for(persona, box=box, parent=parent)
         subtask, depth = parent.subtask, parent.depth + 1
+        base, allowed = await self.toolset_for(persona, box=box, subtask=subtask, parent=parent)
         recorder = RecordingToolset(
             wrapped=base,
             allowed=allowed,

@@ -9,7 +9,7 @@ it to the run's tree-wide usage and stores it as one of the run's model calls
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from pydantic_ai import Agent
 from pydantic_ai.usage import UsageLimits
@@ -24,7 +24,7 @@ from personae.tokens.registry import counter_for_model, model_info
 
 __all__ = ["SUMMARIZER_ROLE", "SummaryCalls", "model_summarize"]
 
-SUMMARIZER_ROLE = "summarizer"
+SUMMARIZER_ROLE: Final = "summarizer"
 """Role marker of the summary call (scripted scenarios match ``role: summarizer``)."""
 
 

@@ -23,7 +23,7 @@ from personae.context.budget import Budget
 from personae.context.messages import ChatMessage, ChatToolCall
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.snapshot import Snapshot, SnapshotOptions
-from personae.context.spec import Profile
+from personae.context.spec import Profile, SectionSource
 from personae.tokens.base import TokenCounter
 
 __all__ = ["FORK_ROLE", "PRIVATE_SOURCES", "ContextView", "RoleName", "TurnContext"]
@@ -203,9 +203,9 @@ class TurnContext:
             return None
         profiles = self.snapshot.profiles or load_profiles(self.snapshot.root)
         chosen = profiles.get(self.profile)
-        if any(s.source == "messages" for s in chosen.sections):
+        if any(s.source == SectionSource.MESSAGES for s in chosen.sections):
             return chosen
-        extra = [s for s in profiles.get("worker").sections if s.source == "messages"]
+        extra = [s for s in profiles.get("worker").sections if s.source == SectionSource.MESSAGES]
         sections = list(chosen.sections)
         at = len(sections) - 1 if sections and sections[-1].tag == "instructions" else len(sections)
         sections[at:at] = extra[:1]
