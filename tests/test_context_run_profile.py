@@ -5,27 +5,13 @@ the scripted model server, the stored per-call report shows them, a cut warns.""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from _helpers import one_read_steps, personae_cli
-
-SCENARIO = {
-    "description": "one subtask, one tool call (scripted)",
-    "steps": one_read_steps(
-        ".personae/samples/sales.csv", subtask="Write it", report="Report drafted.", answer="DONE"
-    ),
-}
-
-
-def personae(
-    cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return personae_cli(*args, cwd=cwd, env={"COLUMNS": "120", **(env or {})}, check=check)
+from _profile_run import SCENARIO, personae
 
 
 @pytest.fixture

@@ -15,13 +15,13 @@ import yaml
 from pydantic_ai.models import override_allow_model_requests
 
 from _helpers import run_async
+from _profile_run import SCENARIO, personae
 from personae.context.summary import SUMMARY_CAP, refresh_summary
 from personae.models.resolve import ModelResolver
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
 from personae.team.summarizer import model_summarize
 from personae.tokens.exact import exact_counter
-from test_context_run_profile import SCENARIO, personae
 
 COUNTER = exact_counter("o200k_base")
 LONG = "The user asked for the March report; the analyst read sales.csv and found 42 rows. " * 40
