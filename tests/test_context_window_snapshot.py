@@ -78,6 +78,14 @@ def test_store_turn_is_the_previous_snapshot_until_a_file_a_message_or_an_option
         assert back is not other and back.id == fourth.id and back.content("task") == "t"
         # Not static (the git log is read every turn): never the previous snapshot.
         assert build(include_git_log=True) is not build(include_git_log=True)
+        # The warnings list passed again after the caller appended to it.
+        notes = ["first warning"]
+        warned = build(warnings=notes)
+        assert build(warnings=notes) is warned and warned.warnings == ("first warning",)
+        notes.append("second warning")
+        again = build(warnings=notes)
+        assert again.warnings == ("first warning", "second warning")
+        assert again.id == build(window=None, warnings=list(notes)).id
 
 
 def test_window_turn_is_the_previous_snapshot_until_messages_are_appended(tmp_path: Path) -> None:

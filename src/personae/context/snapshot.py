@@ -361,7 +361,8 @@ class Snapshot:
         last = window.built
         # Nothing changed since the window's previous snapshot (the same options, the
         # project files found unchanged, the same conversation, nothing run): it is this
-        # turn's snapshot too.
+        # turn's snapshot too. The given warnings are compared by value: a caller may
+        # append to the list it passes again.
         static = built.static()
         if (
             static
@@ -369,8 +370,10 @@ class Snapshot:
             and last[0] is opts
             and last[1] is built.files
             and _same_history(last[2], built.history)
+            and last[4] == built.notes
         ):
             return last[3]  # type: ignore[no-any-return]
+        given_notes = list(built.notes)
         built.add_git_log()
         built.add_persona()
         task = built.files.task
@@ -396,7 +399,7 @@ class Snapshot:
             warnings=tuple(built.notes),
             window=built.window,
         )
-        window.built = (opts, built.files, built.history, snapshot) if static else None
+        window.built = (opts, built.files, built.history, snapshot, given_notes) if static else None
         return snapshot
 
     def content(self, source: str) -> str | None:
