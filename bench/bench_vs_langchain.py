@@ -33,9 +33,10 @@ Validity columns (all must be 0 for personae): overruns (kept tokens over the
 budget, each side by its own exact count), orphan tool results, dangling tool
 calls, lost latest user turn; for personae, ``replay``: timed prompts that
 differ from the checked replay (must be 0; see ``_personae``). Then a
-500-turn agent loop at a 16k budget (one prompt per turn and one after each
-tool result): mean share of each prompt that is an identical prefix of the
-previous one.
+500-turn agent loop at a 16k budget that appends before each prompt (one
+prompt per turn and one after each tool result): mean share of each prompt
+that is an identical prefix of the previous one, budget left unused when
+trimmed, and CPU per prompt (median and mean; see ``prefix_loop``).
 
 Prints a table and writes bench/results/vs_langchain.json.
 """
@@ -43,6 +44,7 @@ Prints a table and writes bench/results/vs_langchain.json.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import itertools
 import json
@@ -382,19 +384,38 @@ def _common(a: str, b: str) -> int:
     return lo
 
 
+Prompts = list[tuple[list[ChatMessage], list[BaseMessage]]]
+"""The agent loop's prompts: the personae and the LangChain form of the history."""
+
+
 def prefix_loop(turns: int, tmp: Path, low_waters: list[float]) -> dict[str, Any]:
-    """Reusable-prefix share and unused budget over an agent loop (16k budget).
+    """Reusable-prefix share, unused budget and CPU per prompt over an agent loop
+    (16k budget).
 
     One prompt per turn and one after each tool result. For personae, one run per
     ``low_water`` (the eviction hysteresis: 1.0 evicts only what must go); the
     unused share is the mean of 1 - total/budget over prompts whose history was
-    trimmed.
+    trimmed. CPU per prompt: what an appending loop pays, new messages counted on
+    both sides (LangChain's ``trim_messages`` with its counts cached by message;
+    personae's ``Snapshot.build`` + ``assemble_snapshot`` + the rendered prompt, the
+    whole list given each time, one window kept across the loop); the checks after
+    each prompt are not timed.
     """
+    prompts = _loop_prompts(turns)
+    out: dict[str, Any] = {"prompts": len(prompts), "personae": {}}
+    out["langchain"] = _langchain_loop(prompts)
+    for low in low_waters:
+        out["personae"][str(low)] = _personae_loop(prompts, tmp / f"loop{low}", low)
+    return out
+
+
+def _loop_prompts(turns: int) -> Prompts:
+    """The agent loop's prompts: the history (both forms) at each point a prompt is sent."""
     rng = random.Random(500)
     texts = Texts(rng)
     msgs: list[ChatMessage] = []
     lc_msgs: list[BaseMessage] = [SystemMessage("You are the builder persona.")]
-    prompts: list[tuple[list[ChatMessage], list[BaseMessage]]] = []
+    prompts: Prompts = []
     for t in range(turns):
         msgs.append(ChatMessage("user", f"turn {t}: " + texts(200), seq=len(msgs) + 1))
         lc_msgs.append(HumanMessage(msgs[-1].content))
@@ -414,7 +435,11 @@ def prefix_loop(turns: int, tmp: Path, low_waters: list[float]) -> dict[str, Any
                 prompts.append((list(msgs), list(lc_msgs)))
         msgs.append(ChatMessage("assistant", texts(400), seq=len(msgs) + 1))
         lc_msgs.append(AIMessage(msgs[-1].content))
-    out: dict[str, Any] = {"prompts": len(prompts), "personae": {}}
+    return prompts
+
+
+def _langchain_loop(prompts: Prompts) -> dict[str, Any]:
+    """LangChain's side of the agent loop."""
     lc_counts: dict[int, int] = {}
 
     def lc_count(m: BaseMessage) -> int:
@@ -426,46 +451,65 @@ def prefix_loop(turns: int, tmp: Path, low_waters: list[float]) -> dict[str, Any
     lc_count.__annotations__["m"] = BaseMessage
     lc_renders = []
     lc_unused = []
+    lc_cpu = []
     for _, lc_now in prompts:
-        kept = trim_messages(
-            lc_now, max_tokens=16_000, token_counter=lc_count, strategy="last",
+        trim = functools.partial(
+            trim_messages, lc_now, max_tokens=16_000, token_counter=lc_count, strategy="last",
             start_on="human", include_system=True,
         )  # fmt: skip
+        kept, cpu, _wall = _timed(trim)
+        lc_cpu.append(cpu)
         lc_renders.append("\n\n".join(f"{m.type}: {m.content}" for m in kept))
         if len(kept) < len(lc_now):
             lc_unused.append(1 - sum(lc_count(m) for m in kept) / 16_000)
-    out["langchain"] = {
+    return {
         "share": _mean_share(lc_renders),
         "unused_when_trimmed": round(statistics.mean(lc_unused), 3) if lc_unused else 0.0,
+        **_cpu_figures(lc_cpu),
     }
-    for low in low_waters:
-        root = tmp / f"loop{low}"
-        (root / ".personae").mkdir(parents=True)
-        (root / ".personae" / "profiles.yaml").write_text(
-            PROFILE.replace(
-                "max_messages: 10000000}", f"max_messages: 10000000, low_water: {low}}}"
-            ),
-            encoding="utf-8",
-        )
-        profiles = load_profiles(root)
-        renders, unused, overruns = [], [], 0
-        window = ContextWindow()  # the session's, kept by the loop
-        for now, _ in prompts:
-            snap = Snapshot.build(
-                root, messages=now, task="Fix the bug", include_git_log=False, profiles=profiles,
-                window=window,
-            )  # fmt: skip
-            ctx = assemble_snapshot(snap, "agent", Budget.absolute(16_000), COUNTER)
-            renders.append(ctx.render())
-            overruns += ctx.total > 16_000 or COUNTER.count(ctx.render()) != ctx.total
-            if len(ctx.messages) < len(now):
-                unused.append(1 - ctx.total / 16_000)
-        out["personae"][str(low)] = {
-            "share": _mean_share(renders),
-            "unused_when_trimmed": round(statistics.mean(unused), 3) if unused else 0.0,
-            "overruns_or_miscounts": overruns,
-        }
-    return out
+
+
+def _personae_loop(prompts: Prompts, root: Path, low: float) -> dict[str, Any]:
+    """personae's side of the agent loop at eviction low-water mark ``low``."""
+    (root / ".personae").mkdir(parents=True)
+    (root / ".personae" / "profiles.yaml").write_text(
+        PROFILE.replace("max_messages: 10000000}", f"max_messages: 10000000, low_water: {low}}}"),
+        encoding="utf-8",
+    )
+    profiles = load_profiles(root)
+    renders, unused, overruns, cpus = [], [], 0, []
+    window = ContextWindow()  # the session's, kept by the loop
+
+    def prompt(now: list[ChatMessage]) -> AssembledContext:
+        snap = Snapshot.build(
+            root, messages=now, task="Fix the bug", include_git_log=False, profiles=profiles,
+            window=window,
+        )  # fmt: skip
+        ctx = assemble_snapshot(snap, "agent", Budget.absolute(16_000), COUNTER)
+        ctx.render()
+        return ctx
+
+    for now, _ in prompts:
+        ctx, cpu, _wall = _timed(functools.partial(prompt, now))
+        cpus.append(cpu)
+        renders.append(ctx.render())
+        overruns += ctx.total > 16_000 or COUNTER.count(ctx.render()) != ctx.total
+        if len(ctx.messages) < len(now):
+            unused.append(1 - ctx.total / 16_000)
+    return {
+        "share": _mean_share(renders),
+        "unused_when_trimmed": round(statistics.mean(unused), 3) if unused else 0.0,
+        "overruns_or_miscounts": overruns,
+        **_cpu_figures(cpus),
+    }
+
+
+def _cpu_figures(cpus: list[float]) -> dict[str, float]:
+    """Median and mean CPU milliseconds per prompt."""
+    return {
+        "cpu_median_ms": round(statistics.median(cpus), 3),
+        "cpu_mean_ms": round(statistics.mean(cpus), 3),
+    }
 
 
 def _mean_share(renders: list[str]) -> float:
@@ -519,12 +563,14 @@ def main() -> None:
         f"agent loop: {args.turns} turns, {loop['prompts']} prompts, 16k budget"
         " (share: reusable prefix of the previous prompt; unused: budget left when trimmed)"
     )
-    print(f"  {'side':<26}{'share':>7}{'unused':>8}")
-    lc = loop["langchain"]
-    print(f"  {'langchain':<26}{lc['share']:>7.3f}{lc['unused_when_trimmed']:>8.1%}")
-    for low, r in loop["personae"].items():
-        side = f"personae low_water {low}"
-        print(f"  {side:<26}{r['share']:>7.3f}{r['unused_when_trimmed']:>8.1%}")
+    print(f"  {'side':<26}{'share':>7}{'unused':>8}{'cpu ms':>9}{'mean ms':>9}")
+    sides = {"langchain": loop["langchain"]}
+    sides.update({f"personae low_water {low}": r for low, r in loop["personae"].items()})
+    for side, r in sides.items():
+        print(
+            f"  {side:<26}{r['share']:>7.3f}{r['unused_when_trimmed']:>8.1%}"
+            f"{r['cpu_median_ms']:>9.2f}{r['cpu_mean_ms']:>9.2f}"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")
