@@ -81,7 +81,9 @@ def _exists(where: str, follow: bool) -> bool:
     for the missing paths a project usually has)."""
     try:
         return os.access(where, os.F_OK, effective_ids=True, follow_symlinks=follow)
-    except (NotImplementedError, OSError, ValueError):  # no faccessat flags here
+    except (NotImplementedError, OSError, ValueError):
+        # NotImplementedError: this platform's access() takes neither flag; ValueError: a
+        # NUL in the path. stat tells (and fails) as _ident always did.
         return _ident(where, follow) is not None
 
 

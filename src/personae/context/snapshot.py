@@ -15,7 +15,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from personae.context._conversation import Loaded, Summarizer, load_conversation
 from personae.context._probe import probe, remembered
@@ -180,6 +180,18 @@ def _options(options: SnapshotOptions | None, fields: dict[str, Any]) -> Snapsho
     if opts.window is None:
         opts = replace(opts, window=ContextWindow())
     return opts
+
+
+class _Previous(NamedTuple):
+    """A window's previous snapshot and what it was built from (``ContextWindow.built``)."""
+
+    options: SnapshotOptions
+    files: _Files
+    """The project files read (the same object while no file changed)."""
+    history: Loaded
+    snapshot: Snapshot
+    notes: list[str]
+    """The warnings given to the build."""
 
 
 _NO_HISTORY = Loaded(None, None, (), 0, "none", 0)
@@ -358,7 +370,7 @@ class Snapshot:
         assert window is not None
         built = _Built(window.resolve(root), opts)
         built.read_history()
-        last = window.built
+        last: _Previous | None = window.built
         # Nothing changed since the window's previous snapshot (the same options, the
         # project files found unchanged, the same conversation, nothing run): it is this
         # turn's snapshot too. The given warnings are compared by value: a caller may
@@ -367,12 +379,12 @@ class Snapshot:
         if (
             static
             and last is not None
-            and last[0] is opts
-            and last[1] is built.files
-            and _same_history(last[2], built.history)
-            and last[4] == built.notes
+            and last.options is opts
+            and last.files is built.files
+            and _same_history(last.history, built.history)
+            and last.notes == built.notes
         ):
-            return last[3]  # type: ignore[no-any-return]
+            return last.snapshot
         given_notes = list(built.notes)
         built.add_git_log()
         built.add_persona()
@@ -399,7 +411,9 @@ class Snapshot:
             warnings=tuple(built.notes),
             window=built.window,
         )
-        window.built = (opts, built.files, built.history, snapshot, given_notes) if static else None
+        window.built = (
+            _Previous(opts, built.files, built.history, snapshot, given_notes) if static else None
+        )
         return snapshot
 
     def content(self, source: str) -> str | None:

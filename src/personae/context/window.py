@@ -199,7 +199,7 @@ class ContextWindow:
         """The session's store rows read by earlier turns (see ``_conversation``)."""
         self.head: tuple[Hashable, Any] | None = None
         """The previous snapshot's head (texts, paths...) and its hash state."""
-        self.built: tuple[Any, ...] | None = None
+        self.built: Any = None
         """The previous snapshot and what it was built from (see ``Snapshot.build``)."""
         self.options: tuple[dict[str, Any], Any] | None = None
         """The previous build's keyword arguments and the options made of them."""
