@@ -18,7 +18,7 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from _helpers import mind_http_server
 from personae.mind import ERROR_PREFIX, REQUIRED_KEYS
 from personae.mind._tooldocs import MAX_DOC_CHARS
-from personae.mind.server import MindPaths, create_server
+from personae.mind.server import MindPaths, create_server, default_paths
 
 MEMORY = "---\nname: Brandon\ndescription: sponsor of the portal\ntype: user\n---\nLikes tea.\n"
 EXPECTED_TOOLS = {
@@ -324,3 +324,16 @@ def test_mcp_inspector_cli(paths: MindPaths, tmp_path: Path) -> None:
     packet = called.get("structuredContent") or json.loads(called["content"][0]["text"])
     assert packet["session_id"] == "inspector-1"
     assert packet["mind_contract_available"] is True
+
+
+def test_default_paths_take_each_given_path_and_default_the_rest(tmp_path: Path) -> None:
+    state = tmp_path / ".personae"
+    assert default_paths(tmp_path) == MindPaths(
+        memory_dir=state / "memory", prompt=state / "mind.md", store=state / "state.db"
+    )
+    other = tmp_path / "elsewhere.db"
+    given = default_paths(tmp_path, store=other)
+    assert given == MindPaths(memory_dir=state / "memory", prompt=state / "mind.md", store=other)
+    mem, prompt = tmp_path / "m", tmp_path / "p.md"
+    assert default_paths(tmp_path, memory_dir=mem, prompt=prompt).memory_dir == mem
+    assert default_paths(tmp_path, memory_dir=mem, prompt=prompt).prompt == prompt

@@ -495,3 +495,19 @@ def test_runs_list_never_cuts_run_ids_when_piped(tmp_path: Path) -> None:
     assert ids[0]["id"] in listing.stdout
     shown = spawn("runs", "show", ids[0]["id"], cwd=kept)
     assert shown.returncode == 0, shown.stderr
+
+
+def test_doctor_and_serve_describe_the_mind_paths_alike(
+    capsys: pytest.CaptureFixture[str], isolated_home: Path
+) -> None:
+    helps = {}
+    for command in ("doctor", "serve"):
+        assert run_cli([command, "--help"]) == 0
+        helps[command] = flat(capsys.readouterr().out)
+    for text in (
+        "Memory folder (default .personae/memory).",
+        "Mind contract prompt file (default .personae/mind.md).",
+        "SQLite store (default .personae/state.db).",
+    ):
+        assert text in helps["doctor"]
+        assert text in helps["serve"]

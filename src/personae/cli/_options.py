@@ -11,8 +11,18 @@ from typing import Annotated, Any
 import typer
 
 from personae.cli._root import ROOT_HELP
+from personae.layout import Layout
 
-__all__ = ["AddressOpt", "ExecutorOpt", "JsonOpt", "RootOpt", "with_options"]
+__all__ = [
+    "AddressOpt",
+    "ExecutorOpt",
+    "JsonOpt",
+    "MemoryDirOpt",
+    "MindPromptOpt",
+    "RootOpt",
+    "StoreOpt",
+    "with_options",
+]
 
 RootOpt = Annotated[
     Path | None,
@@ -33,6 +43,26 @@ AddressOpt = Annotated[
     typer.Option("--address", help="Ray cluster (auto or HOST:PORT); default: a private one."),
 ]
 """``--address``: the Ray cluster to join (``--executor ray`` only)."""
+
+_DEFAULT = Layout(Path())
+"""The project layout relative to the working directory, for help texts."""
+
+
+def _path_option(flag: str, what: str, default: Path) -> Any:
+    """A path option whose help names its default as :class:`Layout` places it."""
+    return typer.Option(flag, help=f"{what} (default {default.as_posix()}).")
+
+
+MemoryDirOpt = Annotated[
+    Path | None, _path_option("--memory-dir", "Memory folder", _DEFAULT.memory)
+]
+"""``--memory-dir``: the mind's memory folder (``serve``, ``doctor``)."""
+MindPromptOpt = Annotated[
+    Path | None, _path_option("--prompt", "Mind contract prompt file", _DEFAULT.mind_prompt)
+]
+"""``--prompt``: the mind contract prompt file (``serve``, ``doctor``)."""
+StoreOpt = Annotated[Path | None, _path_option("--store", "SQLite store", _DEFAULT.state_db)]
+"""``--store``: the mind's SQLite store (``serve``, ``doctor``)."""
 
 
 Command = Callable[..., None]

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from personae.cli._options import JsonOpt, RootOpt
+from personae.cli._options import JsonOpt, MemoryDirOpt, MindPromptOpt, RootOpt, StoreOpt
 from personae.cli._root import project_root
 
 __all__ = ["app", "hook_app", "register"]
@@ -116,9 +116,9 @@ def register(app: typer.Typer) -> None:
     @app.command("doctor")
     def doctor_command(  # noqa: PLR0917
         root: RootOpt = None,
-        memory_dir: Annotated[Path | None, typer.Option("--memory-dir")] = None,
-        prompt: Annotated[Path | None, typer.Option("--prompt")] = None,
-        store: Annotated[Path | None, typer.Option("--store")] = None,
+        memory_dir: MemoryDirOpt = None,
+        prompt: MindPromptOpt = None,
+        store: StoreOpt = None,
         no_probe: Annotated[
             bool,
             typer.Option(
@@ -145,15 +145,10 @@ def register(app: typer.Typer) -> None:
         # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.hosts.checkitem import item_lines
         from personae.hosts.doctor import diagnose
-        from personae.mind.server import MindPaths, default_paths
+        from personae.mind.server import default_paths
 
         base = project_root(root)
-        defaults = default_paths(base)
-        paths = MindPaths(
-            memory_dir=memory_dir or defaults.memory_dir,
-            prompt=prompt or defaults.prompt,
-            store=store or defaults.store,
-        )
+        paths = default_paths(base, memory_dir=memory_dir, prompt=prompt, store=store)
         items = diagnose(
             base,
             paths,

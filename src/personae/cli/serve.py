@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from personae.cli._options import MemoryDirOpt, MindPromptOpt, StoreOpt
 from personae.cli._root import project_root
 from personae.errors import UsageError
 
@@ -61,18 +62,9 @@ def register(app: typer.Typer) -> None:
 
     @app.command("serve")
     def serve_command(  # noqa: PLR0917
-        memory_dir: Annotated[
-            Path | None,
-            typer.Option("--memory-dir", help="Memory folder (default .personae/memory)."),
-        ] = None,
-        prompt: Annotated[
-            Path | None,
-            typer.Option("--prompt", help="Mind contract prompt file (default .personae/mind.md)."),
-        ] = None,
-        store: Annotated[
-            Path | None,
-            typer.Option("--store", help="SQLite store (default .personae/state.db)."),
-        ] = None,
+        memory_dir: MemoryDirOpt = None,
+        prompt: MindPromptOpt = None,
+        store: StoreOpt = None,
         http: Annotated[
             bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")
         ] = False,
@@ -83,17 +75,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the mind MCP server (stdio by default; --http for streamable HTTP on loopback)."""
         # local import: CLI start-up (only the command that runs loads what it needs)
-        from personae.mind.server import MindPaths, default_paths, serve
+        from personae.mind.server import default_paths, serve
 
         if http:
             _check_port_free(host, port)
 
-        defaults = default_paths(project_root())
-        paths = MindPaths(
-            memory_dir=memory_dir or defaults.memory_dir,
-            prompt=prompt or defaults.prompt,
-            store=store or defaults.store,
-        )
+        paths = default_paths(project_root(), memory_dir=memory_dir, prompt=prompt, store=store)
         if not http and sys.stdin.isatty():
             _interactive_stdio(paths.store)
         serve(paths, http=http, host=host, port=port)

@@ -36,10 +36,21 @@ class MindPaths:
     """The SQLite store (catalog cache, journal, recorded bootstraps)."""
 
 
-def default_paths(root: Path) -> MindPaths:
-    """Project defaults: ``.personae/memory``, ``.personae/mind.md``, ``.personae/state.db``."""
+def default_paths(
+    root: Path,
+    *,
+    memory_dir: Path | None = None,
+    prompt: Path | None = None,
+    store: Path | None = None,
+) -> MindPaths:
+    """The mind's paths: each one given, else the project's default (``.personae/memory``,
+    ``.personae/mind.md``, ``.personae/state.db``)."""
     layout = Layout(root)
-    return MindPaths(memory_dir=layout.memory, prompt=layout.mind_prompt, store=layout.state_db)
+    return MindPaths(
+        memory_dir=memory_dir or layout.memory,
+        prompt=prompt or layout.mind_prompt,
+        store=store or layout.state_db,
+    )
 
 
 def create_server(
