@@ -65,8 +65,22 @@ StoreOpt = Annotated[Path | None, _path_option("--store", "SQLite store", _DEFAU
 """``--store``: the mind's SQLite store (``serve``, ``doctor``)."""
 
 
-Command = Callable[..., None]
-"""A typer command function."""
+Command = Callable[..., Any]
+"""A typer command function (or the declaration of shared options)."""
+
+
+def _parameters(function: Command) -> list[inspect.Parameter]:
+    """``function``'s parameters with their annotations evaluated (typer needs the types).
+
+    Only the parameters': the return annotation may name a type imported for mypy only.
+    """
+    names = inspect.unwrap(function).__globals__
+    return [
+        p.replace(annotation=eval(p.annotation, names))  # the module's own annotation text
+        if isinstance(p.annotation, str)
+        else p
+        for p in inspect.signature(function).parameters.values()
+    ]
 
 
 def with_options(
@@ -82,12 +96,12 @@ def with_options(
     parameter of the command named like a declared one (no typer annotation) is not an option
     of its own: it receives the declared option's value. The others are in ``ctx.params``.
     """
-    shared = list(inspect.signature(declared, eval_str=True).parameters.values())
+    shared = _parameters(declared)
     names = [p.name for p in shared]
     split = names.index(own_before) if own_before is not None else len(shared)
 
     def widen(command: Command) -> Command:
-        takes = list(inspect.signature(command, eval_str=True).parameters.values())
+        takes = _parameters(command)
         own = [p for p in takes[1:] if p.name not in names]
 
         @functools.wraps(command)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -52,7 +52,7 @@ StepOpt = Annotated[
 ]
 
 
-def _declared(  # noqa: PLR0917
+def _assemble_from(  # noqa: PLR0917
     role: RoleOpt,
     persona: PersonaOpt = None,
     task: TaskOpt = None,
@@ -61,29 +61,34 @@ def _declared(  # noqa: PLR0917
     budget: BudgetOpt = None,
     window: WindowOpt = None,
     step: StepOpt = None,
-    as_json: JsonOpt = False,
+    as_json: JsonOpt = False,  # declared here for both commands, read by each
     root: RootOpt = None,
-) -> None:
-    """The options `build` and `report` share, declared once (never called); a command's
-    own options are listed between ``--step`` and ``--json``."""
+) -> AssembledContext:
+    """The context the options `build` and `report` share ask for.
 
-
-_assemble_options = with_options(_declared, own_before="as_json")
-
-_ASSEMBLE_OPTIONS = ("persona", "task", "session", "model", "budget", "window", "step")
-"""Options of `build` and `report` passed as they are to ``personae.api.context.assemble``."""
-
-
-def _assemble(options: Mapping[str, Any]) -> AssembledContext:
-    """The context a `build` or `report` command line asks for (``options``: its parsed
-    options, ``typer.Context.params``, so each option is named once, in the signature)."""
+    The signature declares those options once (:func:`with_options`); a command's own
+    options are listed between ``--step`` and ``--json``.
+    """
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.context import assemble
 
-    if options["budget"] is not None and options["window"] is not None:
+    if budget is not None and window is not None:
         raise typer.BadParameter("give --budget or --window, not both")
-    chosen = {name: options[name] for name in _ASSEMBLE_OPTIONS}
-    return assemble(project_root(options["root"]), options["role"], **chosen)
+    return assemble(
+        project_root(root), role, persona=persona, task=task, session=session, model=model,
+        budget=budget, window=window, step=step,
+    )  # fmt: skip
+
+
+_assemble_options = with_options(_assemble_from, own_before="as_json")
+
+_SHARED = tuple(inspect.signature(_assemble_from).parameters)
+"""The names of the options `build` and `report` share."""
+
+
+def _assemble(ctx: typer.Context) -> AssembledContext:
+    """The context a `build` or `report` command line asks for (its shared options)."""
+    return _assemble_from(**{name: ctx.params[name] for name in _SHARED})
 
 
 @app.command("build")
@@ -96,7 +101,7 @@ def build(
     ] = False,
 ) -> None:
     """Print the rendered context for ROLE (or JSON with `rendered` and `report`)."""
-    assembled = _assemble(ctx.params)
+    assembled = _assemble(ctx)
     if as_json:
         payload = {
             "rendered": assembled.render(),
@@ -113,7 +118,7 @@ def build(
 @_assemble_options
 def report_cmd(ctx: typer.Context, as_json: bool) -> None:
     """Print only the budget report for ROLE."""
-    rep = _assemble(ctx.params).report()
+    rep = _assemble(ctx).report()
     if as_json:
         typer.echo(json.dumps(rep.model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
