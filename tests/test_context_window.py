@@ -135,3 +135,16 @@ def test_window_extend_then_list_and_back(root: Path) -> None:
     snap = Snapshot.build(root, messages=msgs[:3], task="t", include_git_log=False, window=window)
     assert window.messages == tuple(msgs[:3]) == snap.messages
     assert snap.id == Snapshot.build(root, messages=msgs[:3], task="t", include_git_log=False).id
+
+
+def test_hints_past_the_limit_drop_the_least_recently_used() -> None:
+    window = ContextWindow()
+    window.remember_kept_from("busy", "snap", 7, 7)
+    for n in range(1000):  # far more budgets than a session uses; "busy" stays in use
+        window.remember_kept_from(("budget", n), "snap", n, n)
+        assert window.kept_from("busy", "snap") == 7, n
+        window.remember_kept_from("busy", "snap", 7, 7)
+    assert window.kept_from(("budget", 0), "snap") is None  # the oldest unused went first
+    kept = [n for n in range(1000) if window.kept_from(("budget", n), "snap") is not None]
+    assert kept == list(range(1000 - len(kept), 1000))  # the most recently used ones
+    assert len(kept) > 100

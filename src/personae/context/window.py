@@ -296,6 +296,7 @@ class ContextWindow:
     ) -> None:
         """Record the hint ``used`` for ``snapshot_id`` and the first message it kept."""
         with self._lock:
-            if key not in self._hints and len(self._hints) >= _MAX_HINTS:
-                self._hints.clear()  # rare: far more budgets than a session uses
+            self._hints.pop(key, None)  # to the end: the hints are kept in order of use
+            if len(self._hints) >= _MAX_HINTS:  # rare: far more budgets than a session uses
+                del self._hints[next(iter(self._hints))]  # the least recently used
             self._hints[key] = (snapshot_id, used, seq)
