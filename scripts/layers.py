@@ -46,7 +46,18 @@ LOCAL_REASON = "# local import:"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "foundation",
-        ("errors", "fsutil", "security", "procs", "procid", "_reaper", "_tie", "layout", "limits"),
+        (
+            "errors",
+            "fsutil",
+            "security",
+            "procs",
+            "procid",
+            "_reaper",
+            "_tie",
+            "invocation",
+            "layout",
+            "limits",
+        ),
     ),
     ("counting and models", ("tokens", "models")),
     ("project and storage", ("project", "settings", "store")),

@@ -10,7 +10,6 @@ longer than the captured tail of that stream, the run's stored record).
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from personae.batch.tasks import BatchTask
 from personae.errors import PersonaeError
 from personae.handover.child import AttemptOutcome, backoff_delays, run_child
 from personae.handover.schema import Results
+from personae.invocation import personae_argv
 from personae.layout import Layout
 from personae.store.db import Store
 from personae.store.runs import RunStore
@@ -43,7 +43,7 @@ class RunCommand:
 
     def __call__(self, task: BatchTask) -> list[str]:
         """The argv for ``task`` (no shell is ever used)."""
-        argv = [*(self.prefix or (sys.executable, "-m", "personae")), "run", "--json"]
+        argv = [*self.prefix, "run", "--json"] if self.prefix else personae_argv("run", "--json")
         for flag, value in (
             ("--persona", task.persona), ("--model", task.model), ("--session", task.session),
         ):  # fmt: skip

@@ -17,7 +17,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +29,7 @@ from personae.handover._ledger import ledger_event
 from personae.handover.duration import format_seconds
 from personae.handover.files import read_handover, save_handover, sha256_file, update_handover
 from personae.handover.schema import ContextHandover, Results, ResultStatus
+from personae.invocation import personae_argv
 from personae.layout import Layout
 from personae.limits import DEFAULTS
 from personae.procs import LIFELINE_ENV, RUN_PROCESSES, die_with_parent, lifeline
@@ -150,10 +150,7 @@ CommandBuilder = Callable[[ChildSpec], Sequence[str]]
 
 def personae_run_command(spec: ChildSpec) -> list[str]:
     """``python -m personae run --persona P --context-from FILE --non-interactive ...``."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "personae",
+    cmd = personae_argv(
         "run",
         "--persona",
         spec.persona,
@@ -162,7 +159,7 @@ def personae_run_command(spec: ChildSpec) -> list[str]:
         *([] if spec.interactive else ["--non-interactive"]),
         "--handover-timeout",
         format_seconds(spec.timeout),
-    ]
+    )
     if spec.return_path is not None:
         cmd += ["--context-return", str(spec.return_path)]
     if spec.model:

@@ -30,6 +30,7 @@ from personae.handover.child import (
 from personae.handover.create import HandoverContent, build_handover, write_handover
 from personae.handover.interactive import run_interactive
 from personae.handover.schema import ArtifactFile, ResultStatus
+from personae.invocation import as_typed
 from personae.layout import Layout
 from personae.tools.base import Tool, ToolContext
 from personae.tools.registry import ToolRegistry
@@ -132,7 +133,7 @@ def handover_to_persona(
         model=child.model,
     )
     argv = list(child.command(spec))
-    shown = ["personae", *argv[3:]] if argv[1:3] == ["-m", "personae"] else argv
+    shown = as_typed(argv)
     if not wait_for_results:
         return HandoverToolResult(
             success=True,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +27,7 @@ from personae.hosts.render import (
     MCP_JSON,
     check,
 )
+from personae.invocation import personae_argv
 from personae.layout import Layout
 from personae.mind._mcp import probe_stdio
 from personae.mind.contract import load_contract
@@ -307,22 +307,16 @@ def _sandbox() -> CheckItem:
 
 
 def _probe(root: Path, paths: MindPaths) -> CheckItem:
-    args = [
-        "-m",
-        "personae",
-        "serve",
-        "--memory-dir",
-        str(paths.memory_dir),
-        "--store",
-        str(paths.store),
-    ]
+    argv = personae_argv(
+        "serve", "--memory-dir", str(paths.memory_dir), "--store", str(paths.store)
+    )
     if paths.prompt is not None:
-        args += ["--prompt", str(paths.prompt)]
+        argv += ["--prompt", str(paths.prompt)]
     env = dict(os.environ)
 
     async def call() -> dict[str, object]:
         with anyio.fail_after(60):
-            return await probe_stdio(sys.executable, args, cwd=root, env=env)
+            return await probe_stdio(argv[0], argv[1:], cwd=root, env=env)
 
     try:
         packet = anyio.run(call)
