@@ -59,10 +59,6 @@ class HandoverSession:
     """Its format (results are written back in the same one)."""
     persona: str
     """The persona actually running (the target's when none was given)."""
-    task: str
-    """The target task."""
-    profile: str | None = None
-    """Context profile the target's worker is assembled with (``target.profile``)."""
     prompt: str | None
     """The task as the prompt when non-interactive, else ``None``."""
     section_text: str
@@ -83,6 +79,16 @@ class HandoverSession:
     """The store that records this handover's events."""
     finished: bool = False
     """Whether :func:`finish` has run."""
+
+    @property
+    def task(self) -> str:
+        """The target task."""
+        return self.handover.target.task
+
+    @property
+    def profile(self) -> str | None:
+        """Context profile the target's worker is assembled with (``target.profile``)."""
+        return self.handover.target.profile
 
 
 def load_policy(
@@ -164,8 +170,6 @@ def begin(
         path=file,
         format=loaded.format,
         persona=running,
-        task=h.target.task,
-        profile=h.target.profile,
         prompt=h.target.task if non_interactive else None,
         section_text=render_section(h),
         workdir=workdir,
