@@ -9,6 +9,7 @@ import pytest
 
 from personae.api.handover import HandoverRunOptions
 from personae.context.budget import DEFAULT_SHARE
+from personae.context.sources import read_directive, resolve_task
 from personae.errors import ConfigError
 from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, backoff_delays
 from personae.layout import SESSION_ID, Layout
@@ -69,3 +70,33 @@ def test_project_paths_come_from_its_layout(tmp_path: Path) -> None:
 )  # fmt: skip
 def test_one_session_id_pattern(value: str, ok: bool) -> None:
     assert (SESSION_ID.fullmatch(value) is not None) is ok
+
+
+def test_the_config_and_profiles_files_read_are_the_first_present(tmp_path: Path) -> None:
+    layout = Layout(tmp_path)
+    assert layout.config_file is None and layout.profiles_file is None
+    layout.dir.mkdir()
+    (layout.dir / "config.yaml").mkdir()  # a folder named like the file is passed over
+    (layout.dir / "config.yml").write_text("model: openai:gpt-4o\n", encoding="utf-8")
+    (layout.dir / "config").write_text("model: ollama:llama3\n", encoding="utf-8")
+    assert layout.config_file == layout.dir / "config.yml"
+    assert Project.open(tmp_path).config.model == "openai:gpt-4o"
+    (layout.dir / "profiles.yml").symlink_to(tmp_path / "missing.yaml")  # dangling: still it
+    assert layout.profiles_file == layout.dir / "profiles.yml"
+    (layout.dir / "profiles.yaml").write_text("roles: {}\n", encoding="utf-8")
+    assert layout.profiles_file == layout.dir / "profiles.yaml"
+
+
+def test_project_documents_and_directive_are_read_where_layout_places_them(
+    tmp_path: Path,
+) -> None:
+    layout = Layout(tmp_path)
+    (layout.docs / "tasks").mkdir(parents=True)
+    (layout.docs / "tasks" / "fix-login.md").write_text("Fix the login form.\n", encoding="utf-8")
+    layout.directive.write_text("Be brief.\n", encoding="utf-8")
+    (tmp_path / "AGENTS.md").write_text("Agents file.\n", encoding="utf-8")
+    assert read_directive(tmp_path) == ("Be brief.", layout.directive)
+    assert resolve_task(tmp_path, "fix-login") == (
+        "Fix the login form.",
+        str(layout.docs / "tasks" / "fix-login.md"),
+    )

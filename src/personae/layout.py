@@ -6,18 +6,34 @@ Standard library only: the hook gate (run on every tool call) imports it.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CONFIG_NAMES", "DIR_NAME", "SESSION_ID", "Layout"]
+__all__ = ["CONFIG_NAMES", "DIR_NAME", "PROFILES_NAMES", "SESSION_ID", "Layout", "first_present"]
 
 DIR_NAME = ".personae"
 """The project folder's name inside the working directory."""
 CONFIG_NAMES = ("config.yaml", "config.yml", "config")
 """Names the project config may have under ``.personae/`` (the first existing one is read)."""
+PROFILES_NAMES = ("profiles.yaml", "profiles.yml")
+"""Names the role profiles file may have under ``.personae/`` (the first existing one is read)."""
 SESSION_ID = re.compile(r"[\w.:@/-]{1,200}")
 """A session id a host or caller may give (use ``SESSION_ID.fullmatch``)."""
+
+
+def first_present(candidates: Iterable[Path]) -> Path | None:
+    """The first candidate that is there and is not a folder (``None``: none is).
+
+    A link counts even when it dangles, and so does a FIFO or a device: reading it then
+    fails with a clear error instead of the file being silently skipped.
+    """
+    for path in candidates:
+        if os.path.lexists(path) and not path.is_dir():
+            return path
+    return None
 
 
 @dataclass(frozen=True)
@@ -44,6 +60,21 @@ class Layout:
     def config_files(self) -> tuple[Path, ...]:
         """Candidate config files, the first existing one wins."""
         return tuple(self.dir / name for name in CONFIG_NAMES)
+
+    @property
+    def config_file(self) -> Path | None:
+        """The config file that is read (``None``: there is none, defaults apply)."""
+        return first_present(self.config_files)
+
+    @property
+    def profiles_file(self) -> Path | None:
+        """The role profiles file that is read (``None``: only the built-in profiles)."""
+        return first_present(self.dir / name for name in PROFILES_NAMES)
+
+    @property
+    def directive(self) -> Path:
+        """The project's directive (before ``AGENTS.md`` and ``CLAUDE.md``)."""
+        return self.dir / "directive.md"
 
     @property
     def handovers(self) -> Path:

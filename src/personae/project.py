@@ -9,7 +9,6 @@ from the current folder to the nearest folder holding ``.personae/``.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from personae.errors import ConfigError, first_validation_error, yaml_error_line
 from personae.fsutil import read_regular
-from personae.layout import CONFIG_NAMES, Layout
+from personae.layout import Layout
 from personae.models.resolve import parse_model_spec
 
 __all__ = [
@@ -134,7 +133,7 @@ class Project:
     def open(cls, root: Path | str = ".") -> Project:
         """Open the project at ``root``, reading its config if present."""
         resolved = Path(root).resolve()
-        return cls(root=resolved, config=load_config(Layout(resolved).dir))
+        return cls(root=resolved, config=load_config(Layout(resolved)))
 
     @classmethod
     def discover(cls, start: Path | str = ".") -> Project:
@@ -155,13 +154,10 @@ def find_root(start: Path | str = ".") -> Path | None:
     return None
 
 
-def load_config(personae_dir: Path) -> ProjectConfig:
-    """Read the project config from ``personae_dir``; defaults when absent."""
-    for name in CONFIG_NAMES:
-        path = personae_dir / name
-        if os.path.lexists(path) and not path.is_dir():
-            return _parse_config(path)  # a FIFO or device named config.yaml is an error
-    return ProjectConfig()
+def load_config(layout: Layout) -> ProjectConfig:
+    """Read the project config of ``layout``; defaults when there is none."""
+    path = layout.config_file  # a FIFO or device named config.yaml is read, and refused
+    return ProjectConfig() if path is None else _parse_config(path)
 
 
 def _parse_config(path: Path) -> ProjectConfig:

@@ -8,7 +8,6 @@ role's section list or add a new role. Every mistake is a :class:`ConfigError`
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
@@ -22,6 +21,7 @@ from personae.context.commands import has_commands
 from personae.context.spec import SOURCES, Profile, SectionSource, SectionSpec
 from personae.errors import ConfigError, UnknownNameError
 from personae.fsutil import read_regular
+from personae.layout import Layout
 
 __all__ = ["BUILTIN_PROFILES", "ProfileNameError", "ProfileSet", "load_profiles"]
 
@@ -252,20 +252,16 @@ def load_profiles(root: Path | None = None) -> ProfileSet:
     sources: list[tuple[str, str]] = [(f"<builtin>/{BUILTIN_PROFILES}", "")]
     key: tuple[str, ...] = ()
     if root is not None:
-        for name in ("profiles.yaml", "profiles.yml"):
-            candidate = Path(root) / ".personae" / name
-            if os.path.lexists(candidate) and not candidate.is_dir():
-                try:
-                    stat = candidate.stat()
-                except OSError as exc:  # a dangling symlink
-                    raise ConfigError(
-                        f"cannot read profiles: {exc.strerror}", file=candidate
-                    ) from None
-                key = (str(candidate), str(stat.st_size), str(stat.st_mtime_ns))
-                if key in _CACHE:
-                    return _CACHE[key]
-                sources.append((str(candidate), _read(candidate)))
-                break
+        candidate = Layout(Path(root)).profiles_file
+        if candidate is not None:
+            try:
+                stat = candidate.stat()
+            except OSError as exc:  # a dangling symlink
+                raise ConfigError(f"cannot read profiles: {exc.strerror}", file=candidate) from None
+            key = (str(candidate), str(stat.st_size), str(stat.st_mtime_ns))
+            if key in _CACHE:
+                return _CACHE[key]
+            sources.append((str(candidate), _read(candidate)))
     if key in _CACHE:
         return _CACHE[key]
     sources[0] = (sources[0][0], builtin.read_text("utf-8"))

@@ -32,7 +32,7 @@ from personae.context.sources import (
     resolve_task,
 )
 from personae.context.window import ContextWindow, as_chat
-from personae.layout import CONFIG_NAMES
+from personae.layout import Layout
 from personae.project import CommandsConfig, load_config
 from personae.tokens.base import TokenCounter
 
@@ -129,10 +129,11 @@ def _read_files(base: Path, opts: SnapshotOptions, profiles: ProfileSet) -> _Fil
 
 
 def _commands_of(base: Path) -> CommandsConfig:
-    for name in CONFIG_NAMES:  # what load_config looks at, recorded
-        probe(base / ".personae" / name, follow=False)
-        probe(base / ".personae" / name)
-    return load_config(base / ".personae").commands
+    layout = Layout(base)
+    for path in layout.config_files:  # what load_config looks at, recorded
+        probe(path, follow=False)
+        probe(path)
+    return load_config(layout).commands
 
 
 def _digest(base: Path, built: _Built) -> str:

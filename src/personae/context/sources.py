@@ -21,6 +21,7 @@ from personae.context._lru import remember
 from personae.context._probe import probe, record
 from personae.errors import ConfigError
 from personae.fsutil import read_regular
+from personae.layout import Layout
 from personae.procs import run_tied
 
 __all__ = [
@@ -35,7 +36,7 @@ __all__ = [
     "split_decisions",
 ]
 
-DIRECTIVE_FILES = (".personae/directive.md", "AGENTS.md", "CLAUDE.md")
+DIRECTIVE_FILES = (Layout(Path()).directive.as_posix(), "AGENTS.md", "CLAUDE.md")
 """Where the directive is looked for, first existing non-empty file wins."""
 
 # Seed 003 task-type detection: keywords -> codebase files (research files: our choice).
@@ -331,7 +332,7 @@ def read_named(root: Path, source: str, names: tuple[str, ...]) -> ProjectFiles:
     summary stand-in, under the section's content key."""
     texts: dict[str, str] = {}
     files: dict[str, str] = {}
-    folder = root / ".personae" / "project" / source
+    folder = Layout(root).docs / source
     if _is_dir(folder):
         _put_docs(texts, files, f"{source}:{'+'.join(names)}", folder, names)
     return ProjectFiles(texts=texts, files=files)
@@ -341,7 +342,7 @@ def resolve_task(root: Path, task: str | None) -> tuple[str | None, str | None]:
     """A task given as a task file name (``tasks/NAME.md``) is read; otherwise it is the text."""
     if not task:
         return None, None
-    base = root / ".personae" / "project"
+    base = Layout(root).docs
     if "\n" not in task and len(task) < 200:
         for folder in [base / "tasks", *(p.parent / "tasks" for p in _steps(base))]:
             if not _is_dir(folder):
@@ -354,7 +355,7 @@ def resolve_task(root: Path, task: str | None) -> tuple[str | None, str | None]:
 
 def read_project(root: Path, *, task: str | None, step: str | None = None) -> ProjectFiles:
     """Read ``.personae/project/`` for this turn."""
-    base = root / ".personae" / "project"
+    base = Layout(root).docs
     texts: dict[str, str] = {}
     files: dict[str, str] = {}
 

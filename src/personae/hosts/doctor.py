@@ -121,11 +121,11 @@ def _project(root: Path, found_from: Path | None) -> CheckItem:
 def _config(root: Path) -> tuple[CheckItem, str | None, str | None]:
     layout = Layout(root)
     try:
-        config = load_config(layout.dir)
+        config = load_config(layout)
     except PersonaeError as exc:
         return CheckItem("config", "FAIL", str(exc), "fix the file (see the error)"), None, None
-    files = [path for path in layout.config_files if path.is_file()]
-    detail = f"{files[0]} reads" if files else "no .personae/config.yaml (defaults)"
+    read = layout.config_file
+    detail = f"{read} reads" if read is not None else "no .personae/config.yaml (defaults)"
     return CheckItem("config", "OK", detail), config.base_url, config.model
 
 

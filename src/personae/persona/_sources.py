@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from personae.layout import Layout
+from personae.layout import DIR_NAME, Layout
 from personae.persona._files import confined_dir, iter_files
 from personae.persona.loader import LoadedPersona, load_persona_file
 from personae.persona.marketplace import is_marketplace_dir, load_marketplace
@@ -94,7 +94,7 @@ def collect_project(
                 sources.append(_plugin_source(sub, root, problems, servers))
     for host, personas, kind in (
         (".claude", "agents", PersonaFileKind.CLAUDE_CODE),
-        (".personae", "personas", PersonaFileKind.PERSONAE),
+        (DIR_NAME, "personas", PersonaFileKind.PERSONAE),
     ):
         sources.append(
             _folder_source(
@@ -172,7 +172,7 @@ def _dir_sources(
     # `.personae` gives personas/ and skills/ (not directive.md).
     own = {
         ".claude": ("agents", PersonaFileKind.CLAUDE_CODE),
-        ".personae": ("personas", PersonaFileKind.PERSONAE),
+        DIR_NAME: ("personas", PersonaFileKind.PERSONAE),
     }
     if folder.name in own:
         sub, kind = own[folder.name]
@@ -189,7 +189,7 @@ def _dir_sources(
     resolved = folder.resolve()
     kind = (
         PersonaFileKind.PERSONAE
-        if resolved.name == "personas" or ".personae" in resolved.parts
+        if resolved.name == "personas" or DIR_NAME in resolved.parts
         else PersonaFileKind.CLAUDE_CODE
     )
     return [

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from personae.fsutil import read_regular
-from personae.layout import CONFIG_NAMES, DIR_NAME
+from personae.layout import DIR_NAME, Layout
 from personae.store import calibration
 from personae.store._base import (
     Conn,
@@ -111,11 +111,8 @@ def database_url_for(path: Path | str) -> str | None:
     folder = Path(path).parent
     if folder.name != DIR_NAME:
         return None
-    for name in CONFIG_NAMES:
-        config = folder / name
-        if os.path.lexists(config) and not config.is_dir():
-            return _config_url(config)
-    return None
+    config = Layout(folder.parent).config_file
+    return None if config is None else _config_url(config)
 
 
 def store_present(path: Path | str) -> bool:
