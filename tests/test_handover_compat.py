@@ -63,8 +63,8 @@ def test_hpc_environment_is_accepted_recorded_and_not_applied(project: Path) -> 
     environ: dict[str, str] = {}
     session = runflow.begin(path, None, cwd=project, non_interactive=True, environ=environ)
     assert environ == {"SLURM_JOB_ID": "4242", "OMP_NUM_THREADS": "8"}  # applied: allowed only
-    assert session.held_env == ["LD_LIBRARY_PATH", "MODULE_PATH", "PYTHONPATH"]
-    assert any("recorded but not applied" in w for w in session.warnings)
+    held = "source.environment: LD_LIBRARY_PATH, MODULE_PATH, PYTHONPATH recorded but not applied"
+    assert any(w.startswith(held) for w in session.warnings)
     saved = json.loads(path.read_text())
     assert saved["source"]["environment"] == HPC_ENV  # recorded as written
 
@@ -77,7 +77,8 @@ def test_config_can_allow_a_dangerous_variable(project: Path) -> None:
     environ: dict[str, str] = {}
     session = runflow.begin(path, None, cwd=project, non_interactive=True, environ=environ)
     assert environ["LD_LIBRARY_PATH"] == "/opt/hdf5/lib"
-    assert session.held_env == ["MODULE_PATH", "PYTHONPATH"]
+    held = "source.environment: MODULE_PATH, PYTHONPATH recorded but not applied"
+    assert any(w.startswith(held) for w in session.warnings)
 
 
 def test_code_injecting_variable_still_refuses_the_file(project: Path) -> None:

@@ -59,7 +59,8 @@ def test_begin_reads_task_section_and_workdir(project: Path) -> None:
     assert session.task == session.prompt == "Write a one-page report"
     assert session.workdir == project.resolve()
     assert session.warnings == []
-    assert session.artifact_paths == [project.resolve() / "data" / "sales.csv"]
+    artifacts = read_handover(path, policy=session.policy).artifact_paths
+    assert artifacts == [project.resolve() / "data" / "sales.csv"]
     text = session.section_text
     for needle in ["data-analyst", "Write a one-page report", "sales up 5%", "data/sales.csv"]:
         assert needle in text

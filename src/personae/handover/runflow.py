@@ -67,12 +67,6 @@ class HandoverSession:
     """Where the run should work: the source working directory when allowed, else ``cwd``."""
     warnings: list[str] = field(default_factory=list)
     """Things the user should see (persona mismatch, directory not allowed ...)."""
-    artifact_paths: list[Path] = field(default_factory=list)
-    """Resolved artifact paths (all inside allowed roots)."""
-    applied_env: dict[str, str] = field(default_factory=dict)
-    """Variables from the handover set in the environment (only ones not already set)."""
-    held_env: list[str] = field(default_factory=list)
-    """Variables the handover records but that were not applied (not allowed by config)."""
     policy: PathPolicy | None = None
     """The path policy used."""
     ledger_db: Path | None = None
@@ -156,14 +150,12 @@ def begin(
         else:
             workdir = Path(os.path.realpath(source_dir))
     env = os.environ if environ is None else environ
-    applied: dict[str, str] = {}
-    held, held_warning = held_environment(h.source.environment, allow)
+    _, held_warning = held_environment(h.source.environment, allow)
     if held_warning:
         warnings.append(held_warning)
     for name, value in check_environment(h.source.environment, allow).items():
         if name not in env:
             env[name] = value
-            applied[name] = value
     db = Layout(cwd).state_db if ledger_db == "auto" else ledger_db
     session = HandoverSession(
         handover=h,
@@ -174,9 +166,6 @@ def begin(
         section_text=render_section(h),
         workdir=workdir,
         warnings=warnings,
-        artifact_paths=loaded.artifact_paths,
-        applied_env=applied,
-        held_env=held,
         policy=policy,
         ledger_db=db,
     )
