@@ -10,6 +10,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 
 from personae.errors import ConfigError, ModelNotConfiguredError
 from personae.models import ModelResolver, parse_model_spec
+from personae.models.resolve import endpoint_for
 
 
 def test_parse_specs_and_aliases() -> None:
@@ -71,3 +72,36 @@ def test_scripted_spec_starts_a_loopback_server(tmp_path: Path) -> None:
     assert str(model.client.base_url).startswith("http://127.0.0.1:")
     assert resolver.label().startswith("scripted:")
     resolver.close()
+
+
+@pytest.mark.parametrize(
+    ("spec", "env", "config_url"),
+    [
+        ("openai:gpt-4o", {"OPENAI_API_KEY": "sk-openai"}, None),
+        ("openai:local", {"OPENAI_BASE_URL": "http://127.0.0.1:8/v1"}, None),
+        ("openai-compatible:qwen", {}, "http://127.0.0.1:9/v1"),
+        ("ollama:llama3", {"OPENAI_API_KEY": "sk-openai"}, None),
+        ("ollama:llama3", {"OLLAMA_BASE_URL": "http://127.0.0.1:7/v1"}, "http://127.0.0.1:9/v1"),
+    ],
+)
+def test_runs_go_where_doctor_checks_with_the_key_it_names(
+    monkeypatch: pytest.MonkeyPatch, spec: str, env: dict[str, str], config_url: str | None
+) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    endpoint = endpoint_for(parse_model_spec(spec), config_base_url=config_url)
+    model = ModelResolver(default=spec, base_url=config_url).model()
+    assert isinstance(model, OpenAIChatModel)
+    assert str(model.client.base_url).rstrip("/") == endpoint.base_url
+    assert model.client.api_key == (endpoint.key or "not-needed")
+    if spec.startswith("ollama"):  # a server that takes no key is never sent the OpenAI one
+        assert model.client.api_key == "not-needed"
+
+
+def test_a_blank_openai_key_is_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "  ")
+    with pytest.raises(ConfigError, match="set OPENAI_API_KEY"):
+        ModelResolver(default="openai:gpt-4o").model()

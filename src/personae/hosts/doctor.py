@@ -32,9 +32,9 @@ from personae.layout import Layout
 from personae.mind._mcp import probe_stdio
 from personae.mind.contract import load_contract
 from personae.mind.server import MindPaths
-from personae.models.reach import Endpoint, endpoint_for, scenario_path
 from personae.models.reach import probe as probe_endpoint
-from personae.models.resolve import parse_model_spec
+from personae.models.reach import scenario_path
+from personae.models.resolve import Endpoint, endpoint_for, parse_model_spec
 from personae.models.scenario import load_scenario
 from personae.models.scripted import ScriptedServer
 from personae.project import load_config

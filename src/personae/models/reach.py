@@ -8,62 +8,12 @@ builds it), the API key variable, and one cheap request (the model list, ``GET
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from personae.models.resolve import ModelSpec
+from personae.models.resolve import Endpoint, ModelSpec
 
-__all__ = ["Endpoint", "Reachability", "endpoint_for", "probe", "scenario_path"]
-
-_OPENAI_URL = "https://api.openai.com/v1"
-_ANTHROPIC_URL = "https://api.anthropic.com/v1"
-_OLLAMA_URL = "http://127.0.0.1:11434/v1"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Endpoint:
-    """The server a spec talks to."""
-
-    provider: str
-    """``openai``, ``anthropic``, ``ollama``, ``openai-compatible`` or ``scripted``."""
-    base_url: str | None
-    """Base URL requests go to (``None``: scripted, served on a fresh loopback port per run;
-    or openai-compatible without a URL)."""
-    key_env: str | None
-    """Environment variable holding the API key (``None``: no key used)."""
-    key_required: bool
-    """Runs fail without the key."""
-
-    @property
-    def key(self) -> str | None:
-        """The key from the environment (``None`` when unset or blank)."""
-        value = os.environ.get(self.key_env) if self.key_env else None
-        return value if value and value.strip() else None
-
-
-def endpoint_for(spec: ModelSpec, *, config_base_url: str | None = None) -> Endpoint:
-    """The endpoint ``spec`` resolves to, by the rules ModelResolver applies."""
-    if spec.provider == "scripted":
-        return Endpoint(provider="scripted", base_url=None, key_env=None, key_required=False)
-    if spec.provider == "anthropic":
-        url = os.environ.get("ANTHROPIC_BASE_URL") or _ANTHROPIC_URL
-        return Endpoint(
-            provider="anthropic",
-            base_url=url.rstrip("/") + ("" if url.rstrip("/").endswith("/v1") else "/v1"),
-            key_env="ANTHROPIC_API_KEY",
-            key_required=True,
-        )
-    base = os.environ.get("OPENAI_BASE_URL") or config_base_url
-    if spec.provider == "ollama":
-        base = os.environ.get("OLLAMA_BASE_URL") or base or _OLLAMA_URL
-        return Endpoint(provider="ollama", base_url=base, key_env=None, key_required=False)
-    return Endpoint(
-        provider=spec.provider,
-        base_url=base or (_OPENAI_URL if spec.provider == "openai" else None),
-        key_env="OPENAI_API_KEY",
-        key_required=base is None,  # a local server (base URL set) takes any key
-    )
+__all__ = ["Reachability", "probe", "scenario_path"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,8 +21,10 @@ from personae.errors import ConfigError, ModelNotConfiguredError, closest_name
 __all__ = [
     "CLAUDE_ALIASES",
     "PROVIDERS",
+    "Endpoint",
     "ModelResolver",
     "ModelSpec",
+    "endpoint_for",
     "parse_model_spec",
 ]
 
@@ -35,8 +37,6 @@ CLAUDE_ALIASES: dict[str, str] = {
 
 PROVIDERS = ("openai", "anthropic", "openai-compatible", "ollama", "scripted")
 """Known provider prefixes."""
-
-_OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434/v1"
 
 _HOW_TO = (
     "no model configured: pass --model provider:name (e.g. openai:gpt-4o, "
@@ -82,6 +82,57 @@ def parse_model_spec(spec: str, *, source: str = "--model") -> ModelSpec:
             field=source,
         )
     return ModelSpec(provider=provider, name=name.strip())
+
+
+_OPENAI_URL = "https://api.openai.com/v1"
+_ANTHROPIC_URL = "https://api.anthropic.com/v1"
+_OLLAMA_URL = "http://127.0.0.1:11434/v1"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Endpoint:
+    """The server a spec talks to."""
+
+    provider: str
+    """``openai``, ``anthropic``, ``ollama``, ``openai-compatible`` or ``scripted``."""
+    base_url: str | None
+    """Base URL requests go to (``None``: scripted, served on a fresh loopback port per run;
+    or openai-compatible without a URL)."""
+    key_env: str | None
+    """Environment variable holding the API key (``None``: no key used)."""
+    key_required: bool
+    """Runs fail without the key."""
+
+    @property
+    def key(self) -> str | None:
+        """The key from the environment (``None`` when unset or blank)."""
+        value = os.environ.get(self.key_env) if self.key_env else None
+        return value if value and value.strip() else None
+
+
+def endpoint_for(spec: ModelSpec, *, config_base_url: str | None = None) -> Endpoint:
+    """The endpoint ``spec`` resolves to: the rules :class:`ModelResolver` builds models by
+    and ``personae doctor`` checks them by."""
+    if spec.provider == "scripted":
+        return Endpoint(provider="scripted", base_url=None, key_env=None, key_required=False)
+    if spec.provider == "anthropic":
+        url = os.environ.get("ANTHROPIC_BASE_URL") or _ANTHROPIC_URL
+        return Endpoint(
+            provider="anthropic",
+            base_url=url.rstrip("/") + ("" if url.rstrip("/").endswith("/v1") else "/v1"),
+            key_env="ANTHROPIC_API_KEY",
+            key_required=True,
+        )
+    base = os.environ.get("OPENAI_BASE_URL") or config_base_url
+    if spec.provider == "ollama":
+        base = os.environ.get("OLLAMA_BASE_URL") or base or _OLLAMA_URL
+        return Endpoint(provider="ollama", base_url=base, key_env=None, key_required=False)
+    return Endpoint(
+        provider=spec.provider,
+        base_url=base or (_OPENAI_URL if spec.provider == "openai" else None),
+        key_env="OPENAI_API_KEY",
+        key_required=base is None,  # a local server (base URL set) takes any key
+    )
 
 
 @dataclass(kw_only=True)
@@ -140,31 +191,29 @@ class ModelResolver:
             server = ScriptedServer(spec.name).start()
             self._servers.append(server)
             return server.model()
+        endpoint = endpoint_for(spec, config_base_url=self.base_url)
         if spec.provider == "anthropic":
             # local import: a provider's SDK loads only when that provider is used
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
 
-            if not os.environ.get("ANTHROPIC_API_KEY"):
+            if endpoint.key is None:
                 raise ConfigError("set ANTHROPIC_API_KEY to use anthropic models", field="model")
-            return AnthropicModel(spec.name, provider=AnthropicProvider())
+            return AnthropicModel(spec.name, provider=AnthropicProvider())  # reads the same env
         # local import: a provider's SDK loads only when that provider is used
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        base_url = os.environ.get("OPENAI_BASE_URL") or self.base_url
-        if spec.provider == "ollama":
-            base_url = os.environ.get("OLLAMA_BASE_URL") or base_url or _OLLAMA_DEFAULT_URL
-        if spec.provider == "openai-compatible" and not base_url:
+        if endpoint.base_url is None:  # openai-compatible without a URL
             raise ConfigError(
                 "openai-compatible models need a base URL: set OPENAI_BASE_URL or "
                 "'base_url:' in .personae/config.yaml",
                 field="model",
             )
-        api_key = os.environ.get("OPENAI_API_KEY")
-        if api_key is None and base_url is None:
-            raise ConfigError("set OPENAI_API_KEY to use openai models", field="model")
-        provider = OpenAIProvider(base_url=base_url, api_key=api_key or "not-needed")
+        if endpoint.key_required and endpoint.key is None:
+            raise ConfigError(f"set {endpoint.key_env} to use openai models", field="model")
+        # a server that takes no key (Ollama) is never sent one meant for another server
+        provider = OpenAIProvider(base_url=endpoint.base_url, api_key=endpoint.key or "not-needed")
         return OpenAIChatModel(spec.name, provider=provider)
 
     def close(self) -> None:
