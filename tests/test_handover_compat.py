@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _helpers import ProjectFactory, run_personae
 from personae.errors import UsageError
@@ -164,3 +166,16 @@ def test_unknown_target_is_an_error_at_create(project: Path) -> None:
         cwd=project,
     )
     assert created.path.exists()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=1e-6, max_value=1e12, allow_nan=False, allow_infinity=False))
+def test_a_formatted_timeout_reads_back(seconds: float) -> None:
+    text = format_seconds(seconds)  # what a handover parent passes its child
+    assert "e" not in text.removesuffix("s").removesuffix("m")
+    assert parse_duration(text, bare="ms") == pytest.approx(seconds, rel=1e-12)
+
+
+@pytest.mark.parametrize("seconds", [1_000_000.0, 1_234_567.0, 100_000.5, 1e-7])
+def test_large_and_odd_timeouts_read_back(seconds: float) -> None:
+    assert parse_duration(format_seconds(seconds), bare="ms") == pytest.approx(seconds)

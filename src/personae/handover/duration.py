@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import Decimal
 from typing import Literal
 
 from personae.errors import UsageError
@@ -41,7 +42,11 @@ def parse_duration(text: str, *, bare: Literal["ms", "s"], flag: str = "duration
 
 
 def format_seconds(seconds: float) -> str:
-    """``12`` -> ``"12s"``; ``0.25`` -> ``"250ms"`` (a form :func:`parse_duration` reads back)."""
+    """``12`` -> ``"12s"``; ``0.25`` -> ``"250ms"``: a form :func:`parse_duration` reads back.
+
+    Plain digits whatever the size (never ``1e+06``, which the parser refuses), with the
+    shortest decimal that gives back the same milliseconds.
+    """
     if seconds >= 1 and float(seconds).is_integer():
-        return f"{seconds:g}s"
-    return f"{seconds * 1000:g}ms"
+        return f"{int(seconds)}s"
+    return f"{Decimal(repr(seconds * 1000)):f}ms"
