@@ -105,3 +105,17 @@ def test_a_blank_openai_key_is_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "  ")
     with pytest.raises(ConfigError, match="set OPENAI_API_KEY"):
         ModelResolver(default="openai:gpt-4o").model()
+
+
+def test_a_scripted_scenario_under_home_is_found_by_runs_as_by_doctor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "s.yaml").write_text("rules:\n  - text: hi\n", encoding="utf-8")
+    spec = parse_model_spec("scripted:~/s.yaml")
+    assert spec.scenario_path == tmp_path / "s.yaml"
+    resolver = ModelResolver(default="scripted:~/s.yaml")
+    try:
+        assert isinstance(resolver.model(), OpenAIChatModel)
+    finally:
+        resolver.close()

@@ -33,7 +33,6 @@ from personae.mind._mcp import probe_stdio
 from personae.mind.contract import load_contract
 from personae.mind.server import MindPaths
 from personae.models.reach import probe as probe_endpoint
-from personae.models.reach import scenario_path
 from personae.models.resolve import Endpoint, endpoint_for, parse_model_spec
 from personae.models.scenario import load_scenario
 from personae.models.scripted import ScriptedServer
@@ -203,7 +202,7 @@ def _reach(endpoint: Endpoint, timeout: float) -> CheckItem:
 
 
 def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[CheckItem]:
-    path = scenario_path(spec)
+    path = spec.scenario_path
     try:
         scenario = load_scenario(path)
     except PersonaeError as exc:

@@ -9,11 +9,10 @@ builds it), the API key variable, and one cheap request (the model list, ``GET
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from personae.models.resolve import Endpoint, ModelSpec
+from personae.models.resolve import Endpoint
 
-__all__ = ["Reachability", "probe", "scenario_path"]
+__all__ = ["Reachability", "probe"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,8 +63,3 @@ def probe(endpoint: Endpoint, *, timeout: float = 3.0) -> Reachability:
     if code == 404:
         return Reachability(ok=True, url=url, detail=f"{url} answered (HTTP 404: no model list)")
     return Reachability(ok=False, url=url, detail=f"{url} answered HTTP {code}")
-
-
-def scenario_path(spec: ModelSpec) -> Path:
-    """The scenario file of a ``scripted:`` spec."""
-    return Path(spec.name).expanduser()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from personae.errors import ConfigError, ModelNotConfiguredError, closest_name
@@ -62,6 +63,11 @@ class ModelSpec:
     def is_scripted(self) -> bool:
         """True for the scripted loopback model (not a real model)."""
         return self.provider == "scripted"
+
+    @property
+    def scenario_path(self) -> Path:
+        """The scenario file of a ``scripted:`` spec (``~`` is the user's home)."""
+        return Path(self.name).expanduser()
 
 
 def parse_model_spec(spec: str, *, source: str = "--model") -> ModelSpec:
@@ -188,7 +194,7 @@ class ModelResolver:
             # local import: the scripted model server loads only for a `scripted:` spec
             from personae.models.scripted import ScriptedServer
 
-            server = ScriptedServer(spec.name).start()
+            server = ScriptedServer(spec.scenario_path).start()
             self._servers.append(server)
             return server.model()
         endpoint = endpoint_for(spec, config_base_url=self.base_url)
