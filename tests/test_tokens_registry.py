@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from personae.models.resolve import PROVIDERS
 from personae.tokens import EstimateCounter, ExactCounter, counter_for_model, model_info
 from personae.tokens.base import TokenCounter
 from personae.tokens.exact import EXACT_ENCODINGS
@@ -97,3 +98,16 @@ def test_normalize_model() -> None:
 
 def test_exact_counters_are_shared() -> None:
     assert counter_for_model("gpt-4o") is counter_for_model("openai:o3")
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_every_provider_a_run_takes_is_known_to_the_registry(provider: str) -> None:
+    assert normalize_model(f"{provider}:gpt-4o") == (provider, "gpt-4o")
+
+
+def test_an_openai_compatible_openai_name_counts_like_openai() -> None:
+    compatible, openai = model_info("openai-compatible:gpt-4o"), model_info("openai:gpt-4o")
+    assert compatible.tokenizer == openai.tokenizer == "o200k_base"
+    assert (compatible.context_window, compatible.safety_margin) == (
+        openai.context_window, openai.safety_margin,
+    )  # fmt: skip

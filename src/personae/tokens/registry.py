@@ -147,6 +147,7 @@ _KNOWN_PROVIDERS = frozenset(
     {
         *_PROVIDER_DEFAULTS,
         "openai",
+        "openai-compatible",
         "openai-chat",
         "openai-responses",
         "azure",
@@ -162,6 +163,7 @@ _KNOWN_PROVIDERS = frozenset(
         "grok",
         "cerebras",
         "test",
+        "scripted",
     }
 )
 
