@@ -20,7 +20,8 @@ from personae.context.fit_items import fit_items
 from personae.context.messages import ChatMessage, from_stored
 from personae.context.profiles import load_profiles
 from personae.context.snapshot import Snapshot
-from personae.errors import UsageError
+from personae.errors import ModelNotConfiguredError, UsageError
+from personae.models.resolve import ModelResolver
 from personae.persona.cast import Cast
 from personae.project import Project
 from personae.settings import PersonaeSettings
@@ -66,19 +67,24 @@ def assemble(
     settings = PersonaeSettings()
     project = Project.open(Path(root))
     chosen = model or settings.model or project.config.model
-    info = model_info(chosen)
-    counter = counter_for_model(chosen)
     profiles = load_profiles(project.root)
     profiles.get(role)  # unknown role: fail before reading anything else
-    if budget is not None:
-        plan = Budget.absolute(budget)
-    else:
-        plan = Budget.of_window(window or info.context_window, settings.budget_share)
-    execution = validation = None
+    execution = validation = persona_model = None
     if persona is not None:
         cast = Cast.load(project.root)
         execution = cast.execution_block(persona)
         validation = cast.validation_context(persona)
+        persona_model = cast.get(persona).model
+    try:  # the model the persona runs with, as a run sizes its budget
+        label: str | None = ModelResolver(default=chosen).label(persona_model)
+    except ModelNotConfiguredError:
+        label = None  # no model anywhere: the default tokenizer and window
+    info = model_info(label)
+    counter = counter_for_model(label)
+    if budget is not None:
+        plan = Budget.absolute(budget)
+    else:
+        plan = Budget.of_window(window or info.context_window, settings.budget_share)
     conversations = None
     store = None
     if session is not None:
