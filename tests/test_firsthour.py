@@ -200,6 +200,21 @@ def test_doctor_key_missing_for_a_hosted_provider(project: Path) -> None:
     assert "fix: export ANTHROPIC_API_KEY=" in done.stdout
 
 
+def test_doctor_checks_the_model_a_persona_runs_with(project: Path) -> None:
+    writer = (
+        "---\nname: writer\ndescription: Writes.\ntools: [read_file]\nmodel: sonnet\n---\nHi.\n"
+    )
+    (project / ".personae" / "personas" / "writer.md").write_text(writer, encoding="utf-8")
+    env = {"PERSONAE_MODEL": "openai:gpt-4o", "OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": ""}
+    done = personae("doctor", "--no-probe", "--json", cwd=project, env=env)
+    assert done.returncode == 1, done.stdout
+    levels = {i["name"]: (i["level"], i["detail"]) for i in json.loads(done.stdout)["items"]}
+    assert levels["API key"] == ("OK", "OPENAI_API_KEY is set")  # the default model's
+    own = "anthropic:claude-sonnet-4-5"
+    assert levels["model of writer"] == ("OK", f"{own} (the persona's own model)")
+    assert levels[f"API key ({own})"] == ("FAIL", "ANTHROPIC_API_KEY is not set")
+
+
 def test_doctor_starts_and_asks_the_scripted_model_server(project: Path) -> None:
     env = {"PERSONAE_MODEL": f"scripted:{DEMO_SCENARIO}"}
     done = personae("doctor", cwd=project, env=env)

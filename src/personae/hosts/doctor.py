@@ -12,7 +12,6 @@ import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import anyio
 
@@ -33,16 +32,20 @@ from personae.mind._mcp import probe_stdio
 from personae.mind.contract import load_contract
 from personae.mind.server import MindPaths
 from personae.models.reach import probe as probe_endpoint
-from personae.models.resolve import Endpoint, endpoint_for, parse_model_spec
+from personae.models.resolve import (
+    Endpoint,
+    ModelResolver,
+    ModelSpec,
+    endpoint_for,
+    parse_model_spec,
+)
 from personae.models.scenario import load_scenario
 from personae.models.scripted import ScriptedServer
+from personae.persona.cast import Cast
 from personae.project import load_config
 from personae.settings import PersonaeSettings
 from personae.store.health import database_url_for, postgres_problem, sqlite_write_problem
 from personae.tools.sandbox import INSTALL_HINT, bwrap_status
-
-if TYPE_CHECKING:
-    from personae.models.resolve import ModelSpec
 
 __all__ = ["diagnose", "host_files_in_use"]
 
@@ -82,7 +85,7 @@ def diagnose(
     items: list[CheckItem] = [_project(root, found_from)]
     config_item, config_base_url, config_model = _config(root)
     items.append(config_item)
-    items.extend(_model(config_model, config_base_url, probe=probe, timeout=timeout))
+    items.extend(_model(root, config_model, config_base_url, probe=probe, timeout=timeout))
     items.append(_store(root))
     items.append(_sandbox())
     in_use = host_files_in_use(root)
@@ -129,7 +132,12 @@ def _config(root: Path) -> tuple[CheckItem, str | None, str | None]:
 
 
 def _model(
-    config_model: str | None, config_base_url: str | None, *, probe: bool, timeout: float
+    root: Path,
+    config_model: str | None,
+    config_base_url: str | None,
+    *,
+    probe: bool,
+    timeout: float,
 ) -> list[CheckItem]:
     try:
         env_model = PersonaeSettings().model
@@ -137,7 +145,7 @@ def _model(
         return [CheckItem("model", "FAIL", str(exc), "fix or unset the variable")]
     chosen, source = (env_model, "PERSONAE_MODEL") if env_model else (config_model, "config")
     if not chosen:
-        return [
+        items = [
             CheckItem(
                 "model",
                 "FAIL",
@@ -146,12 +154,54 @@ def _model(
                 "scripted:FILE.yaml), or add 'model: provider:name' to .personae/config.yaml",
             )
         ]
-    spec = parse_model_spec(chosen, source=source)  # both sources were checked when read
-    items = [CheckItem("model", "OK", f"{spec} (from {source})")]
-    if spec.is_scripted:
-        items.extend(_scripted(spec, probe=probe, timeout=timeout))
-        return items
+        spec = None
+    else:
+        spec = parse_model_spec(chosen, source=source)  # both sources were checked when read
+        items = [CheckItem("model", "OK", f"{spec} (from {source})")]
+        items.extend(_endpoint(spec, config_base_url, probe=probe, timeout=timeout))
+    for own, names in _persona_models(root, spec).items():
+        who = ", ".join(names)
+        items.append(CheckItem(f"model of {who}", "OK", f"{own} (the persona's own model)"))
+        items.extend(_endpoint(own, config_base_url, probe=probe, timeout=timeout, of=str(own)))
+    return items
 
+
+def _persona_models(root: Path, default: ModelSpec | None) -> dict[ModelSpec, list[str]]:
+    """The models personas run with instead of the default (a persona's own ``model:``,
+    read as a run reads it), each with the personas that name it."""
+    try:
+        cast = Cast.load(root)
+    except PersonaeError:
+        return {}  # persona files are `personae personas check`'s to report
+    resolver = ModelResolver(default=str(default) if default is not None else None)
+    found: dict[ModelSpec, list[str]] = {}
+    for name, persona in sorted(cast.personas.items()):
+        if not persona.model:
+            continue
+        try:
+            own = resolver.spec_for(persona.model)
+        except PersonaeError:
+            continue  # a persona's bad model is reported where the persona loads
+        if own != default:
+            found.setdefault(own, []).append(name)
+    return found
+
+
+def _endpoint(
+    spec: ModelSpec,
+    config_base_url: str | None,
+    *,
+    probe: bool,
+    timeout: float,
+    of: str | None = None,
+) -> list[CheckItem]:
+    """The checks of the server ``spec`` talks to (``of``: the model, named in each item)."""
+    tail = f" ({of})" if of else ""
+    if spec.is_scripted:
+        return [
+            replace(i, name=i.name + tail) for i in _scripted(spec, probe=probe, timeout=timeout)
+        ]
+    items: list[CheckItem] = []
     endpoint = endpoint_for(spec, config_base_url=config_base_url)
     if endpoint.key_env is None:
         items.append(CheckItem("API key", "OK", f"{endpoint.provider} needs none"))
@@ -187,7 +237,7 @@ def _model(
         )
     else:
         items.append(_reach(endpoint, timeout))
-    return items
+    return [replace(i, name=i.name + tail) for i in items]
 
 
 def _reach(endpoint: Endpoint, timeout: float) -> CheckItem:
