@@ -49,11 +49,12 @@ def _tool_result_sent(server: ScriptedServer) -> str:
     return str(last["content"])
 
 
+@pytest.mark.parametrize("suffix", ["", "/v1", "/v1/"], ids=["root", "v1", "v1-slash"])
 def test_personae_anthropic_provider_path_runs_a_tool_call(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, suffix: str
 ) -> None:
     with ScriptedServer(SCENARIO) as server:
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.root_url)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.root_url + suffix)  # as doctor reads it
         monkeypatch.setenv("ANTHROPIC_API_KEY", "scripted-no-key")
         resolver = ModelResolver(default="anthropic:scripted")
         assert _run(resolver.model()) == "the sum is 5"

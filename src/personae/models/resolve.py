@@ -203,9 +203,12 @@ class ModelResolver:
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
 
-            if endpoint.key is None:
+            if endpoint.key is None or endpoint.base_url is None:
                 raise ConfigError("set ANTHROPIC_API_KEY to use anthropic models", field="model")
-            return AnthropicModel(spec.name, provider=AnthropicProvider())  # reads the same env
+            # the SDK adds /v1/... itself: ANTHROPIC_BASE_URL works with or without /v1
+            base = endpoint.base_url.removesuffix("/v1")
+            anthropic = AnthropicProvider(api_key=endpoint.key, base_url=base)
+            return AnthropicModel(spec.name, provider=anthropic)
         # local import: a provider's SDK loads only when that provider is used
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
