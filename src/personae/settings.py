@@ -49,7 +49,9 @@ class PersonaeSettings(BaseSettings):
     """Retries per subtask before the budget is exhausted."""
 
     handover_timeout: float = Field(default=DEFAULTS.handover_timeout, gt=0)
-    """Seconds a handover child run may take before it is killed."""
+    """Seconds a handover child run may take before it is killed (``handover run``,
+    ``run --context-from``, a team's handover tool; workflow steps and batch tasks take
+    theirs from the workflow file and ``--timeout``)."""
 
     otel_endpoint: str | None = None
     """OTLP/HTTP endpoint each run is exported to as a trace (``PERSONAE_OTEL_ENDPOINT``);
