@@ -139,7 +139,23 @@ def test_doctor_reports_ok_and_fail_with_fixes(tmp_path: Path) -> None:
     good = _cli("doctor", cwd=tmp_path)
     assert "OK   server answers bootstrap" in good.stdout, good.stdout + good.stderr
     assert "OK   mind contract" in good.stdout and "OK   CLAUDE.md" in good.stdout
-    # Only `personae on PATH` (tests run the module, not an installed script) and the model
-    # (none configured here) may fail.
+    assert "OK   personae entry point:" in good.stdout  # what the host files run
+    # Only the model (none configured here) may fail.
     failing = [line for line in good.stdout.splitlines() if line.startswith("FAIL")]
-    assert all("personae on PATH" in line or "FAIL model:" in line for line in failing), failing
+    assert all("FAIL model:" in line for line in failing), failing
+
+
+def test_check_fails_an_mcp_entry_whose_command_is_gone(tmp_path: Path) -> None:
+    write(tmp_path, plan(tmp_path))
+    mcp = tmp_path / ".mcp.json"
+    data = json.loads(mcp.read_text(encoding="utf-8"))
+    entry = data["mcpServers"]["personae"]
+    assert next(i for i in check(tmp_path) if i.name == ".mcp.json").ok
+    for command, said in (
+        (str(tmp_path / "old-venv" / "bin" / "personae"), "which is not an executable file"),
+        ("no-such-personae-program", "not found on PATH"),
+    ):
+        entry["command"] = command
+        mcp.write_text(json.dumps(data), encoding="utf-8")
+        item = next(i for i in check(tmp_path) if i.name == ".mcp.json")
+        assert item.level == "FAIL" and said in item.detail and command in item.detail

@@ -9,13 +9,12 @@ server) only when host files that use personae exist (or ``hosts=True``).
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
 import anyio
 
-from personae.errors import PersonaeError
+from personae.errors import PersonaeError, UsageError
 from personae.hosts.checkitem import CheckItem
 from personae.hosts.hostcheck import check_hooks
 from personae.hosts.render import (
@@ -25,6 +24,7 @@ from personae.hosts.render import (
     INSTRUCTION_FILES,
     MCP_JSON,
     check,
+    installed_personae,
 )
 from personae.invocation import personae_argv
 from personae.layout import Layout
@@ -328,15 +328,12 @@ def _host_items(root: Path, paths: MindPaths, *, probe: bool) -> list[CheckItem]
             "name/description/type frontmatter)",
         )
     )
-    on_path = shutil.which("personae") is not None
-    items.append(
-        CheckItem.judged(
-            "personae on PATH",
-            on_path,
-            "hooks and MCP entries run `personae`" if on_path else "`personae` not found on PATH",
-            "install personae (pipx install .) so hosts can run it",
-        )
-    )
+    try:
+        entry = installed_personae()
+        items.append(CheckItem("personae entry point", "OK", f"{entry} (host files run it)"))
+    except UsageError as exc:
+        fix = "install personae (pipx install .) so hosts can run it"
+        items.append(CheckItem("personae entry point", "FAIL", str(exc), fix))
     if probe:
         items.append(_probe(root, paths))
     items.extend(check(root))

@@ -289,10 +289,27 @@ def check(root: Path) -> list[CheckItem]:
             items.append(CheckItem(rel, "OK", f"bootstrap block complete ({len(block)} chars)"))
     try:
         mcp = load_json(root / MCP_JSON, MCP_JSON)
-        servers = mcp.get("mcpServers")
-        ok = isinstance(servers, dict) and SERVER_NAME in servers
-        detail = "personae MCP server configured" if ok else "no personae server"
-        items.append(CheckItem.judged(MCP_JSON, ok, detail, fix))
     except UsageError as exc:
         items.append(CheckItem(MCP_JSON, "FAIL", str(exc), "fix the JSON, then " + fix))
+        return items
+    servers = mcp.get("mcpServers")
+    entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+    if not isinstance(entry, dict):
+        items.append(CheckItem(MCP_JSON, "FAIL", "no personae server", fix))
+    elif (problem := _command_problem(entry.get("command"))) is not None:
+        items.append(CheckItem(MCP_JSON, "FAIL", f"personae server {problem}", fix))
+    else:
+        items.append(CheckItem(MCP_JSON, "OK", f"personae MCP server runs {entry['command']}"))
     return items
+
+
+def _command_problem(command: object) -> str | None:
+    """Why a host cannot start ``command`` (``None``: it can): a program name is looked up
+    on PATH, a path must be an executable file (a deleted virtual environment is not)."""
+    if not isinstance(command, str) or not command.strip():
+        return "has no command"
+    if os.sep not in command:
+        return None if shutil.which(command) else f"runs {command}, not found on PATH"
+    if not (os.path.isfile(command) and os.access(command, os.X_OK)):
+        return f"runs {command}, which is not an executable file"
+    return None
