@@ -15,7 +15,7 @@ from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, backoff_de
 from personae.layout import SESSION_ID, Layout
 from personae.limits import DEFAULTS, Defaults
 from personae.project import Project
-from personae.settings import PersonaeSettings
+from personae.settings import PersonaeSettings, chosen_model
 from personae.team.dispatch import SubtaskBudget
 from personae.team.loop import TeamConfig
 from personae.team.session import RunOptions
@@ -100,3 +100,14 @@ def test_project_documents_and_directive_are_read_where_layout_places_them(
         "Fix the login form.",
         str(layout.docs / "tasks" / "fix-login.md"),
     )
+
+
+def test_the_default_model_is_chosen_one_way(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERSONAE_MODEL", "ollama:llama3")
+    settings = PersonaeSettings()
+    assert chosen_model("openai:gpt-4o", settings, "anthropic:x") == ("openai:gpt-4o", "--model")
+    assert chosen_model(None, settings, "anthropic:x") == ("ollama:llama3", "PERSONAE_MODEL")
+    monkeypatch.delenv("PERSONAE_MODEL")
+    settings = PersonaeSettings()
+    assert chosen_model(None, settings, "anthropic:x") == ("anthropic:x", "config")
+    assert chosen_model(None, settings, None) == (None, "none")

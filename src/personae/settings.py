@@ -17,7 +17,7 @@ from personae.errors import ConfigError
 from personae.limits import DEFAULTS
 from personae.models.resolve import parse_model_spec
 
-__all__ = ["PersonaeSettings"]
+__all__ = ["PersonaeSettings", "chosen_model"]
 
 _PREFIX = "PERSONAE_"
 
@@ -82,3 +82,17 @@ class PersonaeSettings(BaseSettings):
         except ConfigError as exc:
             raise PydanticCustomError("model_spec", exc.message) from None
         return value.strip()
+
+
+def chosen_model(
+    flag: str | None, settings: PersonaeSettings, config_model: str | None
+) -> tuple[str | None, str]:
+    """A run's default model and where it comes from: the ``--model`` flag (or the Python
+    API's ``model``), else ``PERSONAE_MODEL``, else the project config's ``model``
+    (``(None, "none")``: none of them)."""
+    for value, source in (
+        (flag, "--model"), (settings.model, "PERSONAE_MODEL"), (config_model, "config"),
+    ):  # fmt: skip
+        if value:
+            return value, source
+    return None, "none"

@@ -24,7 +24,7 @@ from personae.errors import ModelNotConfiguredError, UsageError
 from personae.models.resolve import ModelResolver
 from personae.persona.cast import Cast
 from personae.project import Project
-from personae.settings import PersonaeSettings
+from personae.settings import PersonaeSettings, chosen_model
 from personae.store.conversations import ConversationStore
 from personae.store.db import Store, store_present
 from personae.tokens import exact_counter
@@ -66,7 +66,7 @@ def assemble(
         raise UsageError("give a budget or a window, not both", field="budget")
     settings = PersonaeSettings()
     project = Project.open(Path(root))
-    chosen = model or settings.model or project.config.model
+    chosen, _ = chosen_model(model, settings, project.config.model)
     profiles = load_profiles(project.root)
     profiles.get(role)  # unknown role: fail before reading anything else
     execution = validation = persona_model = None

@@ -22,7 +22,7 @@ from personae.api.results import AnswerDelta, Limits, RunEnd, StreamItem, TeamRe
 from personae.context.window import ContextWindow
 from personae.errors import UsageError
 from personae.project import Project
-from personae.settings import PersonaeSettings
+from personae.settings import PersonaeSettings, chosen_model
 from personae.store.db import Store
 from personae.store.runs import RunStatus, RunStore
 from personae.team.events import AnswerStreamed, RunStarted
@@ -181,7 +181,7 @@ class Team:
         return RunOptions(
             root=project.root,
             persona=persona or self.persona,
-            model=self.model or settings.model or project.config.model,
+            model=chosen_model(self.model, settings, project.config.model)[0],
             session=session,
             max_retries=settings.max_retries if chosen.max_retries is None else chosen.max_retries,
             budget_share=(

@@ -43,7 +43,7 @@ from personae.models.scenario import load_scenario
 from personae.models.scripted import ScriptedServer
 from personae.persona.cast import Cast
 from personae.project import load_config
-from personae.settings import PersonaeSettings
+from personae.settings import PersonaeSettings, chosen_model
 from personae.store.health import database_url_for, postgres_problem, sqlite_write_problem
 from personae.tools.sandbox import INSTALL_HINT, bwrap_status
 
@@ -140,10 +140,10 @@ def _model(
     timeout: float,
 ) -> list[CheckItem]:
     try:
-        env_model = PersonaeSettings().model
+        settings = PersonaeSettings()
     except PersonaeError as exc:
         return [CheckItem("model", "FAIL", str(exc), "fix or unset the variable")]
-    chosen, source = (env_model, "PERSONAE_MODEL") if env_model else (config_model, "config")
+    chosen, source = chosen_model(None, settings, config_model)
     if not chosen:
         items = [
             CheckItem(
