@@ -12,12 +12,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CONFIG_NAMES", "DIR_NAME", "PROFILES_NAMES", "SESSION_ID", "Layout", "first_present"]
+__all__ = [
+    "CONFIG_NAMES",
+    "DIR_NAME",
+    "MAX_CONFIG_BYTES",
+    "PROFILES_NAMES",
+    "SESSION_ID",
+    "Layout",
+    "first_present",
+]
 
 DIR_NAME = ".personae"
 """The project folder's name inside the working directory."""
 CONFIG_NAMES = ("config.yaml", "config.yml", "config")
 """Names the project config may have under ``.personae/`` (the first existing one is read)."""
+MAX_CONFIG_BYTES = 1_000_000
+"""Largest project config file read (the config's reader and the store's both refuse more)."""
 PROFILES_NAMES = ("profiles.yaml", "profiles.yml")
 """Names the role profiles file may have under ``.personae/`` (the first existing one is read)."""
 SESSION_ID = re.compile(r"[\w.:@/-]{1,200}")

@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from personae.errors import ConfigError, first_validation_error, yaml_error_line
 from personae.fsutil import read_regular
-from personae.layout import Layout
+from personae.layout import MAX_CONFIG_BYTES, Layout
 from personae.models.resolve import parse_model_spec
 
 __all__ = [
@@ -31,8 +31,6 @@ __all__ = [
     "find_root",
 ]
 
-MAX_CONFIG_BYTES = 1_000_000
-"""Largest config file read."""
 
 
 class CommandsConfig(BaseModel):

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from personae.fsutil import read_regular
-from personae.layout import DIR_NAME, Layout
+from personae.layout import DIR_NAME, MAX_CONFIG_BYTES, Layout
 from personae.store import calibration
 from personae.store._base import (
     Conn,
@@ -123,7 +123,7 @@ def store_present(path: Path | str) -> bool:
 
 def _config_url(config: Path) -> str | None:
     try:
-        data = read_regular(config, max_bytes=1_000_000)
+        data = read_regular(config, max_bytes=MAX_CONFIG_BYTES)
     except OSError as exc:
         raise StoreError(f"{config}: cannot read database_url: {exc}") from None
     if b"database_url" not in data:
