@@ -16,6 +16,7 @@ import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 from _helpers import mind_http_server
+from personae.hosts.adapters import MIND_TOOLS
 from personae.mind import ERROR_PREFIX, REQUIRED_KEYS
 from personae.mind._tooldocs import MAX_DOC_CHARS
 from personae.mind.server import MindPaths, create_server, default_paths
@@ -91,6 +92,7 @@ def test_every_tool_in_memory(paths: MindPaths) -> None:
         packet = _structured(await client.call_tool("bootstrap_session", {"session_id": "s-1"}))
         listed = {t.name for t in (await client.list_tools()).tools}
         assert set(packet["available_mind_tools"]) == listed
+        assert set(MIND_TOOLS) == listed  # what host gates never block
         assert packet["mind_contract"] == "You are Sati.\nSpeak plainly.\n"
         assert packet["memory_catalog"]["category_counts"] == {"user": 1}
 

@@ -32,7 +32,6 @@ __all__ = [
 ]
 
 
-
 class CommandsConfig(BaseModel):
     """``!command`` injection in profile and skill text (off unless enabled)."""
 

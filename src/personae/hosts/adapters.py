@@ -22,6 +22,8 @@ import shlex
 from dataclasses import dataclass
 from enum import StrEnum
 
+from personae.mind._tooldocs import DESCRIPTIONS
+
 __all__ = [
     "ADAPTERS",
     "MIND_TOOLS",
@@ -32,18 +34,9 @@ __all__ = [
     "hook_command",
 ]
 
-MIND_TOOLS = (
-    "bootstrap_session",
-    "get_system_prompt",
-    "context",
-    "list_memory_files",
-    "read_memory_file",
-    "write_memory_file",
-    "observe",
-    "reflect",
-    "recall",
-)
-"""The personae mind server's tools (never gated: they are how a session unlocks)."""
+MIND_TOOLS = tuple(DESCRIPTIONS)
+"""The personae mind server's tools, as it registers them (never gated: they are how a
+session unlocks)."""
 
 UNLOCK_TOOLS = ("bootstrap_session", "get_system_prompt")
 """Mind tools whose successful result unlocks the gate (the second is the taught fallback)."""
