@@ -161,6 +161,16 @@ def test_store_record_rescues_a_lagging_transcript(tmp_path: Path) -> None:
     assert code == 2 and "no recorded bootstrap" in err
 
 
+def test_a_host_started_in_a_subfolder_finds_its_projects_store(tmp_path: Path) -> None:
+    _record(tmp_path, "s1")
+    deep = tmp_path / "src" / "pkg"
+    deep.mkdir(parents=True)
+    code, _, err = _run(_claude("Bash", tmp_path / "missing.jsonl", session="s1", cwd=deep))
+    assert code == 0, err  # the store `personae serve` records in, as it finds the project
+    code, _, err = _run(_claude("Bash", tmp_path / "missing.jsonl", session="s2", cwd=deep))
+    assert code == 2 and "no recorded bootstrap" in err
+
+
 def test_explicit_failure_in_transcript_wins_over_store(tmp_path: Path) -> None:
     _record(tmp_path, "s1")
     code, _, _ = _run(_claude("Bash", CORPUS / "block_flag_false.jsonl", cwd=tmp_path))
@@ -168,8 +178,9 @@ def test_explicit_failure_in_transcript_wins_over_store(tmp_path: Path) -> None:
 
 
 def test_store_option_points_at_a_store(tmp_path: Path) -> None:
-    _record(tmp_path, "s9")
-    store = tmp_path / ".personae" / "state.db"
+    project = tmp_path / "project"
+    _record(project, "s9")
+    store = project / ".personae" / "state.db"
     stdin = _claude("Bash", tmp_path / "missing.jsonl", session="s9", cwd=tmp_path / "elsewhere")
     assert _run(stdin)[0] == 2
     assert _run(stdin, "--store", str(store))[0] == 0

@@ -19,6 +19,7 @@ __all__ = [
     "PROFILES_NAMES",
     "SESSION_ID",
     "Layout",
+    "find_root",
     "first_present",
 ]
 
@@ -32,6 +33,20 @@ PROFILES_NAMES = ("profiles.yaml", "profiles.yml")
 """Names the role profiles file may have under ``.personae/`` (the first existing one is read)."""
 SESSION_ID = re.compile(r"[\w.:@/-]{1,200}")
 """A session id a host or caller may give (use ``SESSION_ID.fullmatch``)."""
+
+
+def find_root(start: Path | str = ".") -> Path | None:
+    """The nearest folder at or above ``start`` that holds a ``.personae/`` folder.
+
+    ``None`` when no folder up to the file-system root has one (like git's search for
+    ``.git``). ``start`` is resolved first, so symlinked folders walk up their target.
+    Standard library and a few stats only: the hook gate uses it on every tool call.
+    """
+    here = Path(start).resolve()
+    for folder in (here, *here.parents):
+        if Layout(folder).dir.is_dir():
+            return folder
+    return None
 
 
 def first_present(candidates: Iterable[Path]) -> Path | None:

@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from personae.errors import ConfigError, first_validation_error, yaml_error_line
 from personae.fsutil import read_regular
-from personae.layout import MAX_CONFIG_BYTES, Layout
+from personae.layout import MAX_CONFIG_BYTES, Layout, find_root
 from personae.models.resolve import parse_model_spec
 
 __all__ = [
@@ -136,19 +136,6 @@ class Project:
     def discover(cls, start: Path | str = ".") -> Project:
         """Open the project ``start`` belongs to: :func:`find_root`, else ``start`` itself."""
         return cls.open(find_root(start) or start)
-
-
-def find_root(start: Path | str = ".") -> Path | None:
-    """The nearest folder at or above ``start`` that holds a ``.personae/`` folder.
-
-    ``None`` when no folder up to the file-system root has one (like git's search for
-    ``.git``). ``start`` is resolved first, so symlinked folders walk up their target.
-    """
-    here = Path(start).resolve()
-    for folder in (here, *here.parents):
-        if Layout(folder).dir.is_dir():
-            return folder
-    return None
 
 
 def load_config(layout: Layout) -> ProjectConfig:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from personae.layout import find_root
+
 __all__ = ["ROOT_HELP", "project_root"]
 
 ROOT_HELP = (
@@ -15,13 +17,10 @@ ROOT_HELP = (
 def project_root(root: Path | None = None) -> Path:
     """``root`` resolved when given; else the project the current folder belongs to.
 
-    Found like git finds its repository (:func:`personae.project.find_root`); the
+    Found like git finds its repository (:func:`personae.layout.find_root`); the
     current folder when no folder up to ``/`` holds ``.personae/``.
     """
     if root is not None:
         return root.resolve()
-    # local import: CLI start-up (only the command that runs loads what it needs)
-    from personae.project import find_root
-
     here = Path.cwd()
     return find_root(here) or here
