@@ -90,6 +90,27 @@ def test_runs_events_calls_and_finish(open_store: Callable[[], Store]) -> None:
         assert len(runs.events(run_id)) == 2
 
 
+def test_secrets_are_redacted_before_a_run_is_stored(open_store: Callable[[], Store]) -> None:
+    key = "sk-ant-api03-" + "A" * 60
+    token = "ghp_" + "a1" * 18
+    with open_store() as store:
+        runs = RunStore(store)
+        event = EventRow(1, "tool_call", "t1", f"ran with {key}", None, {"args": {"t": token}})
+        run_id = runs.create(task=f"deploy with {key}", model="m", events=[event], heartbeat=False)
+        runs.add_model_call(run_id, role="worker", model="m", context_text=f"<task>{key}</task>",
+                            budget={"note": token}, usage={}, subtask=None)  # fmt: skip
+        runs.finish(run_id, status="failed", final_text=f"used {token}", usage={}, error=key)
+        record = runs.get(run_id)
+        (call,) = runs.model_calls(run_id)
+        (stored,) = runs.events(run_id)
+        texts = [record.task, record.final_text, record.error, call.context_text,
+                 str(call.budget), stored.message, str(stored.data)]  # fmt: skip
+        for text in texts:
+            assert key not in str(text) and token not in str(text)
+            assert "[REDACTED:" in str(text)
+        assert record.task == "deploy with [REDACTED:anthropic-key]"
+
+
 def test_run_ids_prefixes_order_and_crashed_runs(open_store: Callable[[], Store]) -> None:
     with open_store() as store:
         runs = RunStore(store)

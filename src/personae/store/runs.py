@@ -3,6 +3,8 @@
 A run row is written before its id is shown anywhere (:meth:`RunStore.create`), with the
 process that runs it; that process refreshes a heartbeat until :meth:`RunStore.finish`.
 :meth:`RunStore.reconcile` marks ``running`` rows whose process is gone as ``crashed``.
+Secrets in what is written (task, answer, errors, events, the context sent) are redacted
+before it is stored, so every reader (``runs show``, the viewer, OTel export) gets clean data.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Literal, NamedTuple, NotRequired, TypedDict, TypeVar, Un
 from pydantic import BaseModel, ConfigDict, Field
 
 from personae.errors import UnknownNameError, UsageError
+from personae.security.policy import redact_secrets
 from personae.store._liveness import Heartbeat, process_alive, this_process
 from personae.store.answers import ModelAnswer
 from personae.store.db import Conn, Store
@@ -185,7 +188,7 @@ class RunStore:
                 (
                     run_id,
                     run.get("session_id"),
-                    run["task"],
+                    redact_secrets(run["task"]),
                     run.get("persona"),
                     run["model"],
                     now,
@@ -245,8 +248,9 @@ class RunStore:
                 " context_text, budget_json, usage_json, at, answer_json)"
                 " VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 [
-                    (run_id, first + i, c.role, c.persona, c.subtask, c.model, c.context_text,
-                     json.dumps(c.budget, default=str), json.dumps(c.usage), c.at,
+                    (run_id, first + i, c.role, c.persona, c.subtask, c.model,
+                     redact_secrets(c.context_text),
+                     json.dumps(redact_secrets(c.budget), default=str), json.dumps(c.usage), c.at,
                      None if c.answer is None else c.answer.model_dump_json())
                     for i, c in enumerate(calls)
                 ],
@@ -268,7 +272,14 @@ class RunStore:
             conn.execute(
                 "UPDATE runs SET status=?, final_text=?, usage_json=?, finished_at=?,"
                 " error=COALESCE(?, error) WHERE id=?",
-                (status, final_text, json.dumps(usage), _now(), error, run_id),
+                (
+                    status,
+                    redact_secrets(final_text),
+                    json.dumps(usage),
+                    _now(),
+                    redact_secrets(error),
+                    run_id,
+                ),
             )
 
     def _stop_beat(self, run_id: str) -> None:
@@ -286,7 +297,7 @@ class RunStore:
             conn.execute(
                 "UPDATE runs SET status=CASE WHEN status='running' THEN ? ELSE status END,"
                 " finished_at=COALESCE(finished_at, ?), error=COALESCE(error, ?) WHERE id=?",
-                (status, _now(), error, run_id),
+                (status, _now(), redact_secrets(error), run_id),
             )
 
     def reconcile(self, *, now: datetime | None = None) -> list[str]:
@@ -385,7 +396,15 @@ def _insert_events(conn: Conn, run_id: str, rows: Sequence[EventRow]) -> None:
         "INSERT INTO run_events(run_id, seq, kind, at, subtask, message, data_json)"
         " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
         [
-            (run_id, r.seq, r.kind, r.at, r.subtask, r.message, json.dumps(r.data, default=str))
+            (
+                run_id,
+                r.seq,
+                r.kind,
+                r.at,
+                r.subtask,
+                redact_secrets(r.message),
+                json.dumps(redact_secrets(r.data), default=str),
+            )
             for r in rows
         ],
     )
