@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -214,6 +215,44 @@ def test_history_comes_from_conversation_store(project: Path) -> None:
     assert out.returncode == 0, out.stderr
     saved = json.loads(Path(out.stdout.strip()).read_text())
     assert [h["persona"] for h in saved["context"]["history"]] == ["data-analyst", "reviewer"]
+
+
+def test_create_from_a_subfolder_writes_into_the_project(project: Path) -> None:
+    (project / ".personae" / "config.yaml").write_text(
+        "handover:\n  env_allow: [MY_REGION]\n", encoding="utf-8"
+    )
+    sub = project / "data"
+    out = run_personae(
+        "handover", "create", "--to", "report-writer", "--task", "Write it", "--file",
+        "sales.csv:data:monthly sales", cwd=sub, env={**os.environ, "MY_REGION": "eu-west"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    path = Path(out.stdout.strip())
+    assert path.parent == (project / ".personae" / "handovers").resolve()
+    assert not (sub / ".personae").exists()  # no stray project that hides the real one
+    saved = read_handover(path).handover
+    assert saved.source.working_directory == str(sub.resolve())  # the child works there
+    assert saved.source.environment.get("MY_REGION") == "eu-west"  # the project's config
+    ledger = cli(project, "handover", "ledger", "--json")
+    assert ledger.returncode == 0 and saved.handover_id in ledger.stdout
+
+
+def test_every_way_to_create_a_handover_honours_the_env_allow_config(project: Path) -> None:
+    (project / ".personae" / "config.yaml").write_text(
+        "handover:\n  env_allow: [MY_REGION]\n", encoding="utf-8"
+    )
+    environ = {"MY_REGION": "eu-west", "OTHER": "x"}
+    h = build_handover(
+        source_persona="a", target_persona="b", task="t", cwd=project / "data", environ=environ
+    )
+    assert (
+        h.source.environment.get("MY_REGION") == "eu-west" and "OTHER" not in h.source.environment
+    )
+    given = build_handover(
+        source_persona="a", target_persona="b", task="t", cwd=project, environ=environ,
+        env_allow=(),
+    )  # fmt: skip
+    assert "MY_REGION" not in given.source.environment  # an explicit list wins
 
 
 def test_cli_create_show_validate(project: Path) -> None:

@@ -71,6 +71,12 @@ class Layout:
     root: Path
     """The working directory (as given; not resolved)."""
 
+    @classmethod
+    def find(cls, start: Path | str) -> Layout:
+        """The layout of the project ``start`` belongs to (:func:`find_root`), else of
+        ``start`` itself: where a command run in a subfolder keeps its files."""
+        return cls(find_root(start) or Path(start))
+
     @property
     def dir(self) -> Path:
         """The ``.personae/`` folder (may not exist)."""

@@ -31,8 +31,9 @@ _TYPE = re.compile(r"[^a-z0-9_-]+")
 
 
 def memory_dir_of(root: Path) -> Path:
-    """The project's memory folder (the mind server's default: ``.personae/memory``)."""
-    return Layout(Path(root)).memory
+    """The memory folder of the project ``root`` belongs to (the mind server's default:
+    ``.personae/memory``)."""
+    return Layout.find(root).memory
 
 
 def _clean_type(value: str) -> str:

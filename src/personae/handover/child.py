@@ -448,7 +448,7 @@ def _prepare(
         return_path=return_path, cwd=cwd, model=options.model, interactive=interactive,
     )  # fmt: skip
     ledger_db = options.ledger_db
-    db = Layout(Path(cwd)).state_db if ledger_db == "auto" else ledger_db
+    db = Layout.find(cwd).state_db if ledger_db == "auto" else ledger_db
     return handover, results_file, list(options.command(spec)), db
 
 

@@ -26,6 +26,7 @@ from personae.handover.schema import (
     Target,
 )
 from personae.layout import Layout
+from personae.project import Project
 from personae.security.policy import capture_environment, redact_secrets
 from personae.store.handovers import HandoverLedger
 
@@ -135,10 +136,12 @@ def build_handover(
     task: str,
     cwd: Path,
     content: HandoverContent | None = None,
-    env_allow: Iterable[str] = (),
+    env_allow: Iterable[str] | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> ContextHandover:
-    """Build a validated handover (environment captured from the allow list only).
+    """Build a validated handover (environment captured from the allow list only: the
+    defaults plus ``env_allow``, else plus the ``handover.env_allow`` of the project ``cwd``
+    belongs to, so every way of creating a handover honours the config).
 
     ``content``: files, data, insights, history and the rest (see
     :class:`HandoverContent`). Without its ``memory_snapshot``, the project's
@@ -149,13 +152,14 @@ def build_handover(
     memory_snapshot = c.memory_snapshot
     if memory_snapshot is None:
         memory_snapshot = summarise_memory(Path(cwd))
+    allow = Project.discover(cwd).config.handover.env_allow if env_allow is None else env_allow
     try:
         return ContextHandover(
             source=Source(
                 persona=source_persona,
                 session_id=c.session_id,
                 working_directory=str(Path(cwd).resolve()),
-                environment=capture_environment(environ, env_allow),
+                environment=capture_environment(environ, allow),
             ),
             target=Target(
                 persona=target_persona,
@@ -180,7 +184,7 @@ def build_handover(
 
 def default_handover_path(cwd: Path, handover_id: str, fmt: ContextFormat = "json") -> Path:
     """``<cwd>/.personae/handovers/handover-<id>.<fmt>``."""
-    return Layout(Path(cwd)).handovers / f"handover-{handover_id}.{fmt}"
+    return Layout.find(cwd).handovers / f"handover-{handover_id}.{fmt}"
 
 
 def write_handover(
@@ -214,7 +218,7 @@ def write_handover(
     if out is None:
         private_dir(path.parent)  # .personae/handovers: handovers may carry private data
     digest = save_handover(handover, path, chosen)
-    db = ledger_db if ledger_db is not None else Layout(Path(cwd)).state_db
+    db = ledger_db if ledger_db is not None else Layout.find(cwd).state_db
     try:
         ledger = HandoverLedger.open(db)
         try:

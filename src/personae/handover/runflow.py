@@ -91,16 +91,17 @@ def load_policy(
     allowed_roots: Sequence[Path] | None = None,
     env_allow: Iterable[str] | None = None,
 ) -> tuple[PathPolicy, list[str]]:
-    """The path policy and env allow list for ``cwd`` (project config when not given)."""
+    """The path policy and env allow list for ``cwd`` (the config of the project ``cwd``
+    belongs to when not given; its relative roots are relative to that project)."""
+    project = Project.discover(cwd)
     if allowed_roots is None or env_allow is None:
-        config = Project.open(cwd).config.handover
+        config = project.config.handover
         roots = list(config.allowed_roots) if allowed_roots is None else list(allowed_roots)
         allow = list(config.env_allow) if env_allow is None else list(env_allow)
     else:
         roots, allow = list(allowed_roots), list(env_allow)
-    roots = [r if r.is_absolute() else cwd / r for r in roots]
-    project_dir = Layout(Path(cwd)).handovers
-    extra = [project_dir, *roots]
+    roots = [r if r.is_absolute() else project.root / r for r in roots]
+    extra = [project.root, project.layout.handovers, *roots]
     hdir = handover_path.resolve().parent if handover_path is not None else None
     return PathPolicy(roots=default_roots(cwd, hdir, extra)), allow
 
@@ -156,7 +157,7 @@ def begin(
     for name, value in check_environment(h.source.environment, allow).items():
         if name not in env:
             env[name] = value
-    db = Layout(cwd).state_db if ledger_db == "auto" else ledger_db
+    db = Layout.find(cwd).state_db if ledger_db == "auto" else ledger_db
     session = HandoverSession(
         handover=h,
         path=file,

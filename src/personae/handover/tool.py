@@ -108,7 +108,7 @@ def handover_to_persona(
     content = content or HandoverContent()
     warnings: list[str] = []
     if content.history is None:
-        stored = history_for(Layout(Path(cwd)).state_db, content.session_id or None)
+        stored = history_for(Layout.find(cwd).state_db, content.session_id or None)
         content = replace(content, history=stored)
     if from_project:
         mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
