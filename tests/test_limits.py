@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from personae.api.handover import HandoverRunOptions
+from personae.api.handover import MAX_CONCURRENCY, ChainOptions, HandoverRunOptions
 from personae.context.budget import DEFAULT_SHARE
 from personae.context.sources import read_directive, resolve_task
-from personae.errors import ConfigError
+from personae.errors import ConfigError, UsageError
 from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, backoff_delays
 from personae.layout import SESSION_ID, Layout
 from personae.limits import DEFAULTS, Defaults
@@ -111,3 +111,29 @@ def test_the_default_model_is_chosen_one_way(monkeypatch: pytest.MonkeyPatch) ->
     settings = PersonaeSettings()
     assert chosen_model(None, settings, "anthropic:x") == ("anthropic:x", "config")
     assert chosen_model(None, settings, None) == (None, "none")
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"timeout": 0}, "timeout"),
+        ({"timeout": -5.0}, "timeout"),
+        ({"timeout": float("inf")}, "timeout"),
+        ({"retries": -1}, "retries"),
+        ({"backoff": -0.5}, "backoff"),
+    ],
+)
+def test_handover_run_options_refuse_what_the_cli_refuses(
+    options: dict[str, float], field: str
+) -> None:
+    with pytest.raises(UsageError) as refused:
+        HandoverRunOptions(**options)  # type: ignore[arg-type]
+    assert refused.value.field == field
+
+
+@pytest.mark.parametrize("concurrency", [0, -1, MAX_CONCURRENCY + 1])
+def test_chain_options_refuse_what_the_cli_refuses(concurrency: int) -> None:
+    with pytest.raises(UsageError) as refused:
+        ChainOptions(concurrency=concurrency)
+    assert refused.value.field == "concurrency"
+    assert ChainOptions(concurrency=MAX_CONCURRENCY).concurrency == MAX_CONCURRENCY

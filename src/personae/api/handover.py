@@ -8,6 +8,7 @@ handover run and every chain step run the target persona in a child
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from personae.workflow.spec import Workflow
 
 __all__ = [
+    "MAX_CONCURRENCY",
     "ChainOptions",
     "HandoverRunOptions",
     "HandoverSpec",
@@ -34,6 +36,9 @@ __all__ = [
     "run_chain",
     "run_handover",
 ]
+
+MAX_CONCURRENCY = 64
+"""Most children a chain's fan-out runs at once (``--concurrency``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +92,17 @@ class HandoverRunOptions:
     on_attempt: Callable[[AttemptOutcome], None] | None = None
     """Called after every attempt."""
 
+    def __post_init__(self) -> None:
+        """Refuse what ``personae handover run`` refuses, naming the option (nothing runs)."""
+        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise UsageError(
+                f"must be more than zero seconds, not {self.timeout!r}", field="timeout"
+            )
+        if self.retries < 0:
+            raise UsageError(f"must be 0 or more, not {self.retries!r}", field="retries")
+        if not (math.isfinite(self.backoff) and self.backoff >= 0):
+            raise UsageError(f"must be 0 or more seconds, not {self.backoff!r}", field="backoff")
+
 
 @dataclass(frozen=True, kw_only=True)
 class ChainOptions:
@@ -95,7 +111,7 @@ class ChainOptions:
     resume: bool = False
     """Continue from the checkpoint, skipping finished steps."""
     concurrency: int = 2
-    """Children at once in a fan-out (1 to 64)."""
+    """Children at once in a fan-out (1 to :data:`MAX_CONCURRENCY`)."""
     state_dir: Path | None = None
     """Checkpoint and report folder (default: next to the workflow)."""
     on_event: Callable[[str, str], None] | None = None
@@ -106,6 +122,13 @@ class ChainOptions:
     address: str | None = None
     """Ray cluster to join (``auto`` or ``HOST:PORT``); ``None`` starts a private local
     cluster for the run (``executor="ray"`` only)."""
+
+    def __post_init__(self) -> None:
+        """Refuse what ``personae chain run`` refuses, naming the option (nothing runs)."""
+        if not 1 <= self.concurrency <= MAX_CONCURRENCY:
+            raise UsageError(
+                f"must be 1 to {MAX_CONCURRENCY}, not {self.concurrency!r}", field="concurrency"
+            )
 
 
 def create_handover(

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from personae.api.handover import MAX_CONCURRENCY
 from personae.cli._options import AddressOpt, ExecutorOpt
 from personae.errors import UsageError
 
@@ -50,7 +51,10 @@ def run(  # noqa: PLR0917
         bool, typer.Option("--resume", help="Continue from the checkpoint; skip finished steps.")
     ] = False,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", min=1, max=64, help="Children at once in a fan-out.")
+        int,
+        typer.Option(
+            "--concurrency", min=1, max=MAX_CONCURRENCY, help="Children at once in a fan-out."
+        ),
     ] = 2,
     state_dir: Annotated[
         Path | None, typer.Option("--state-dir", help="Checkpoint/report directory.")
