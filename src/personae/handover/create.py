@@ -183,7 +183,7 @@ def build_handover(
 
 
 def default_handover_path(cwd: Path, handover_id: str, fmt: ContextFormat = "json") -> Path:
-    """``<cwd>/.personae/handovers/handover-<id>.<fmt>``."""
+    """``.personae/handovers/handover-<id>.<fmt>`` of the project ``cwd`` belongs to."""
     return Layout.find(cwd).handovers / f"handover-{handover_id}.{fmt}"
 
 

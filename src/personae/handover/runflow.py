@@ -101,7 +101,7 @@ def load_policy(
     else:
         roots, allow = list(allowed_roots), list(env_allow)
     roots = [r if r.is_absolute() else project.root / r for r in roots]
-    extra = [project.root, project.layout.handovers, *roots]
+    extra = [project.layout.handovers, *roots]
     hdir = handover_path.resolve().parent if handover_path is not None else None
     return PathPolicy(roots=default_roots(cwd, hdir, extra)), allow
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from personae.hosts._transcript import latest_bootstrap
 from personae.hosts.adapters import ADAPTERS, Host, HostAdapter
-from personae.layout import SESSION_ID, Layout, find_root
+from personae.layout import SESSION_ID, Layout
 from personae.mind.bootstraps import ancestors, find_bootstrap
 
 __all__ = [
@@ -161,8 +161,8 @@ def decide(
         why.append(reason)
     elif hook.host is Host.CLAUDE:
         why.append("no transcript_path in the hook input")
-    if store is None and hook.cwd is not None:  # a host started in a subfolder: its project's
-        store = Layout(find_root(hook.cwd) or hook.cwd).state_db
+    if store is None and hook.cwd is not None:  # the project's, also from a subfolder
+        store = Layout.find(hook.cwd).state_db
     if store is not None:
         ok, reason = find_bootstrap(store, session_id=hook.session_id, hosts=ancestors())
         if ok:
