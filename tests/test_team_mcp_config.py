@@ -13,6 +13,7 @@ from personae.errors import ConfigError
 from personae.persona.cast import Cast
 from personae.persona.model import Persona
 from personae.team._mcp_config import parse_server, servers_for, tool_granted
+from personae.tools.subset import effective_tool_names
 
 MIND = {"command": "python", "args": ["-m", "personae", "serve"]}
 
@@ -139,3 +140,31 @@ def test_check_does_not_warn_about_tools_of_configured_servers(tmp_path: Path) -
     assert "mcp__mind__recall" not in text and "mcp__own__t" not in text
     assert cast.get("a").tools == ["read_file", "mcp__mind__recall"]
     assert cast.get("b").tools == ["mcp__own__t"]
+
+
+_ENTRIES = st.sampled_from(
+    ["mcp__gh", "mcp__gh__*", "mcp__gh__delete_repo", "mcp__gh__list", "mcp__ghx", "read_file",
+     "mcp__gh__delete_repo(x)"]
+)  # fmt: skip
+
+
+@given(
+    st.none() | st.lists(_ENTRIES, max_size=4),
+    st.lists(_ENTRIES, max_size=3),
+    st.sampled_from(["delete_repo", "list", "other"]),
+)
+def test_integrations_narrow_mcp_tools_as_the_team_runtime_does(
+    tools: list[str] | None, disallowed: list[str], tool: str
+) -> None:
+    p = persona(tools=tools, disallowed_tools=disallowed)
+    name = f"mcp__gh__{tool}"
+    assert (name in effective_tool_names(p, [name])) == tool_granted(p, "gh", tool)
+
+
+def test_a_disallowed_server_is_not_kept_by_the_pydantic_ai_narrowing() -> None:
+    p = persona(tools=None, disallowed_tools=["mcp__gh"])
+    assert effective_tool_names(p, ["mcp__gh__delete_repo", "read_file"]) == ["read_file"]
+    whole = persona(tools=["mcp__gh__*"])
+    assert effective_tool_names(whole, ["mcp__gh__delete_repo", "read_file"]) == [
+        "mcp__gh__delete_repo"
+    ]

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from personae.errors import ConfigError
 from personae.persona.model import Persona
-from personae.tools.names import MCP_TOOL_NAME, split_tool_spec
+from personae.tools.names import MCP_TOOL_NAME, mcp_entry_covers, split_tool_spec
 
 __all__ = [
     "McpServerSpec",
@@ -128,15 +128,6 @@ def parse_server(name: str, config: Any) -> McpServerSpec:
     )
 
 
-def _covers(entry: str, server: str, tool: str | None) -> bool:
-    """Whether tools-list ``entry`` names ``tool`` of ``server`` (``None``: any tool of it)."""
-    match = MCP_TOOL_NAME.match(entry)
-    if match is None or match.group("server") != server:
-        return False
-    named = match.group("tool")
-    return named in (None, "*") or (tool is not None and named == tool)
-
-
 def tool_granted(persona: Persona, server: str, tool: str) -> bool:
     """Whether ``persona`` may call ``tool`` of ``server`` (its ``tools`` minus disallowed).
 
@@ -145,13 +136,13 @@ def tool_granted(persona: Persona, server: str, tool: str) -> bool:
     entry it grants nothing, as a deny entry it denies the whole tool.
     """
     for spec in persona.disallowed_tools:
-        if _covers(split_tool_spec(spec)[0], server, tool):
+        if mcp_entry_covers(split_tool_spec(spec)[0], server, tool):
             return False
     if persona.tools is None:
         return True
     for spec in persona.tools:
         name, pattern = split_tool_spec(spec)
-        if pattern is None and _covers(name, server, tool):
+        if pattern is None and mcp_entry_covers(name, server, tool):
             return True
     return False
 

@@ -13,6 +13,7 @@ __all__ = [
     "CLAUDE_TOOL_MAP",
     "MCP_TOOL_NAME",
     "canonical_tool_name",
+    "mcp_entry_covers",
     "mcp_server_of",
     "mcp_tool_name",
     "require_tool_names",
@@ -23,6 +24,16 @@ _SPEC_RE = re.compile(r"^\s*([^()\s]+)\s*(?:\((.*)\))?\s*$", re.DOTALL)
 
 MCP_TOOL_NAME = re.compile(r"^mcp__(?P<server>.+?)(?:__(?P<tool>.+))?$")
 """``mcp__<server>__<tool>`` (or ``mcp__<server>``): groups ``server`` and ``tool``."""
+
+
+def mcp_entry_covers(entry: str, server: str, tool: str | None) -> bool:
+    """Whether tools-list ``entry`` names ``tool`` of MCP server ``server`` (``None``: any
+    tool of it): ``mcp__<server>`` and ``mcp__<server>__*`` name all its tools."""
+    match = MCP_TOOL_NAME.match(entry)
+    if match is None or match.group("server") != server:
+        return False
+    named = match.group("tool")
+    return named in (None, "*") or (tool is not None and named == tool)
 
 
 def mcp_tool_name(server: str, tool: str) -> str:

@@ -26,7 +26,13 @@ from pydantic_core import SchemaValidator, core_schema
 
 from personae.errors import ToolError, UnknownNameError
 from personae.tools.base import Tool, ToolContext, ToolLimits
-from personae.tools.names import BUILTIN_TOOL_NAMES, canonical_tool_name, split_tool_spec
+from personae.tools.names import (
+    BUILTIN_TOOL_NAMES,
+    MCP_TOOL_NAME,
+    canonical_tool_name,
+    mcp_entry_covers,
+    split_tool_spec,
+)
 from personae.tools.records import CallLog, ToolCallRecord
 from personae.tools.workspace import Workspace
 
@@ -282,16 +288,28 @@ def effective_tool_names(persona: ToolLists, available: Iterable[str]) -> list[s
     pattern removes the whole tool.
     """
     avail = {canonical_tool_name(n) for n in available}
-    if persona.tools is None:
-        wanted = set(avail)
-    else:
-        wanted = set()
-        for spec in persona.tools:
-            name, pattern = split_tool_spec(spec)
-            if pattern is None:
-                wanted.add(name)
     denied = {split_tool_spec(spec)[0] for spec in persona.disallowed_tools}
-    return sorted((wanted & avail) - denied)
+    if persona.tools is None:
+        return sorted(n for n in avail if not _listed(denied, n))
+    wanted = set()
+    for spec in persona.tools:
+        name, pattern = split_tool_spec(spec)
+        if pattern is None:
+            wanted.add(name)
+    return sorted(n for n in avail if _listed(wanted, n) and not _listed(denied, n))
+
+
+def _listed(entries: set[str], name: str) -> bool:
+    """Whether tool ``name`` is in tools-list ``entries``: by name, or (an MCP tool) by a
+    whole-server entry such as ``mcp__github``, as the team runtime reads them."""
+    if name in entries:
+        return True
+    match = MCP_TOOL_NAME.match(name)
+    return (
+        match is not None
+        and match.group("tool") is not None
+        and any(mcp_entry_covers(e, match.group("server"), match.group("tool")) for e in entries)
+    )
 
 
 def unavailable_tool_names(persona: ToolLists, available: Iterable[str]) -> list[str]:
