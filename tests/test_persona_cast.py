@@ -194,3 +194,15 @@ def test_dir_inside_the_project_is_not_an_override_of_itself(tmp_path: Path, ext
     assert [str(w) for w in again.warnings] == [
         f"{other}:2: persona 'writer' overrides the one from {mine}"
     ]
+
+
+def test_who_may_spawn_is_read_as_the_runtime_grants_the_agent_tool(tmp_path: Path) -> None:
+    agents = tmp_path / ".personae" / "personas"
+    write(agents / "free.md", "---\nname: free\ndescription: Any tool.\n---\n")
+    write(agents / "lead.md", "---\nname: lead\ndescription: L.\ntools: [Task, read_file]\n---\n")
+    write(agents / "quiet.md", "---\nname: quiet\ndescription: Q.\ndisallowedTools: [Agent]\n---\n")
+    write(agents / "reader.md", "---\nname: reader\ndescription: R.\ntools: [read_file]\n---\n")
+    cast = Cast.load(tmp_path)
+    assert cast.spawnable("free") == ["lead", "quiet", "reader"]  # no tools list: every tool
+    assert cast.spawnable("lead") == ["free", "quiet", "reader"]
+    assert cast.spawnable("quiet") == [] and cast.spawnable("reader") == []

@@ -8,8 +8,9 @@ import pytest
 
 from _helpers import run_async, write
 from personae.persona import Cast
+from personae.tools.grants import effective_tool_names
 from personae.tools.registry import ToolRegistry
-from personae.tools.subset import ToolRefusedError, effective_tool_names
+from personae.tools.subset import ToolRefusedError
 from personae.tools.workspace import Workspace
 
 

@@ -13,7 +13,7 @@ from personae.errors import ConfigError
 from personae.persona.cast import Cast
 from personae.persona.model import Persona
 from personae.team._mcp_config import parse_server, servers_for, tool_granted
-from personae.tools.subset import effective_tool_names
+from personae.tools.grants import effective_tool_names
 
 MIND = {"command": "python", "args": ["-m", "personae", "serve"]}
 

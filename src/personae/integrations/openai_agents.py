@@ -24,8 +24,8 @@ from personae.context.messages import ChatMessage, ChatToolCall
 from personae.errors import UnknownNameError
 from personae.persona import Cast
 from personae.store.conversations import ConversationStore, Message, Role, ToolCall, token_text
+from personae.tools.grants import effective_tool_names
 from personae.tools.names import canonical_tool_name
-from personae.tools.subset import effective_tool_names
 
 __all__ = ["PersonaeSession", "cast_agents", "items_to_messages", "messages_to_items"]
 

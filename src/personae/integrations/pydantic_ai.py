@@ -38,8 +38,8 @@ from personae.context.fit_items import Fitted, fit_items
 from personae.context.messages import ChatMessage, ChatToolCall
 from personae.persona import Persona
 from personae.tokens import TokenCounter, counter_for_model
+from personae.tools.grants import effective_tool_names
 from personae.tools.names import canonical_tool_name
-from personae.tools.subset import effective_tool_names
 
 __all__ = ["FitHistory", "count_model_messages", "persona_agent"]
 

@@ -31,6 +31,7 @@ from personae.persona.render import (
     render_execution_block,
     render_validation_context,
 )
+from personae.tools.grants import effective_tool_names
 
 __all__ = ["SPAWN_CHECK_MARK", "Cast"]
 
@@ -224,12 +225,13 @@ class Cast:
     def spawnable(self, name: str) -> list[str]:
         """Personas of this cast that persona ``name`` may spawn as sub-agents, sorted.
 
-        Empty unless its tools include the agent tool; its spawn list
-        (``subagents``) when it has one, else every persona of the cast; never itself.
-        Unknown names raise :class:`UnknownNameError`.
+        Empty unless it gets the agent tool, read as the runtime grants it (no ``tools``
+        list: every tool; ``Task``/``Agent`` are its Claude Code names; ``disallowedTools``
+        wins); its spawn list (``subagents``) when it has one, else every persona of the
+        cast; never itself. Unknown names raise :class:`UnknownNameError`.
         """
         persona = self.get(name)
-        if persona.tools is None or not any(t in ("agent", "Task", "Agent") for t in persona.tools):
+        if not effective_tool_names(persona, ["agent"]):
             return []
         names = persona.subagents if persona.subagents is not None else self.personas
         return [n for n in sorted(names) if n != persona.name and n in self.personas]

@@ -12,8 +12,8 @@ from dataclasses import replace
 from personae.persona.model import Persona
 from personae.project import SandboxConfig
 from personae.tools.base import ToolLimits
+from personae.tools.grants import effective_tool_names
 from personae.tools.sandbox import expand_allowed
-from personae.tools.subset import effective_tool_names
 
 __all__ = ["narrow_names", "narrow_sandbox", "persona_limits"]
 

@@ -16,20 +16,16 @@ from personae.tools.records import CallLog, ToolCallRecord
 from personae.tools.workspace import Workspace
 
 if TYPE_CHECKING:
+    from personae.tools.grants import effective_tool_names, unavailable_tool_names
     from personae.tools.registry import ToolRegistry
-    from personae.tools.subset import (
-        ToolRefusedError,
-        ToolSubset,
-        effective_tool_names,
-        unavailable_tool_names,
-    )
+    from personae.tools.subset import ToolRefusedError, ToolSubset
 
 _LAZY = {
     "ToolRegistry": "personae.tools.registry",
     "ToolRefusedError": "personae.tools.subset",
     "ToolSubset": "personae.tools.subset",
-    "effective_tool_names": "personae.tools.subset",
-    "unavailable_tool_names": "personae.tools.subset",
+    "effective_tool_names": "personae.tools.grants",
+    "unavailable_tool_names": "personae.tools.grants",
 }
 
 __all__ = [

@@ -15,7 +15,7 @@ model sees a failed tool result and can adapt; no retry budget is spent).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from pydantic_ai import RunContext, ToolFailed
@@ -28,21 +28,16 @@ from personae.errors import ToolError, UnknownNameError
 from personae.tools.base import Tool, ToolContext, ToolLimits
 from personae.tools.names import (
     BUILTIN_TOOL_NAMES,
-    MCP_TOOL_NAME,
     canonical_tool_name,
-    mcp_entry_covers,
     split_tool_spec,
 )
 from personae.tools.records import CallLog, ToolCallRecord
 from personae.tools.workspace import Workspace
 
 __all__ = [
-    "ToolLists",
     "ToolRefusedError",
     "ToolSubset",
-    "effective_tool_names",
     "split_tool_spec",
-    "unavailable_tool_names",
 ]
 
 # Arguments are validated by the tool's own parameter model inside dispatch, so
@@ -263,70 +258,3 @@ class ToolSubset(AbstractToolset[Any]):
             return await self.dispatch(name, tool_args)
         except ToolError as exc:
             raise ToolFailed(str(exc)) from exc
-
-
-class ToolLists(Protocol):
-    """What the name functions read of a persona (a :class:`~personae.persona.model.Persona`)."""
-
-    @property
-    def tools(self) -> Sequence[str] | None:
-        """Allowed tool entries as written (``None``: every tool)."""
-
-    @property
-    def disallowed_tools(self) -> Sequence[str]:
-        """Denied tool entries as written."""
-
-
-def effective_tool_names(persona: ToolLists, available: Iterable[str]) -> list[str]:
-    """The tools ``persona`` gets: ``available`` ones named in its list, minus its disallowed.
-
-    ``persona.tools is None`` means every available tool. Claude Code names are
-    mapped (``Read`` -> ``read_file``). Names that are not available (a web
-    search backend, an unconfigured ``mcp__server__tool``) are left out; so is
-    an allowed entry restricted by a pattern such as ``Bash(git:*)``, since
-    personae cannot enforce the pattern (fail closed). A disallowed entry with a
-    pattern removes the whole tool.
-    """
-    avail = {canonical_tool_name(n) for n in available}
-    denied = {split_tool_spec(spec)[0] for spec in persona.disallowed_tools}
-    if persona.tools is None:
-        return sorted(n for n in avail if not _listed(denied, n))
-    wanted = set()
-    for spec in persona.tools:
-        name, pattern = split_tool_spec(spec)
-        if pattern is None:
-            wanted.add(name)
-    return sorted(n for n in avail if _listed(wanted, n) and not _listed(denied, n))
-
-
-def _listed(entries: set[str], name: str) -> bool:
-    """Whether tool ``name`` is in tools-list ``entries``: by name, or (an MCP tool) by a
-    whole-server entry such as ``mcp__github``, as the team runtime reads them."""
-    if name in entries:
-        return True
-    match = MCP_TOOL_NAME.match(name)
-    return (
-        match is not None
-        and match.group("tool") is not None
-        and any(mcp_entry_covers(e, match.group("server"), match.group("tool")) for e in entries)
-    )
-
-
-def unavailable_tool_names(persona: ToolLists, available: Iterable[str]) -> list[str]:
-    """Entries of ``persona.tools`` (as written) that :func:`effective_tool_names` leaves out.
-
-    For ``check`` warnings: each is either a tool personae does not provide here
-    or a pattern-restricted entry. Disallowed tools are not listed.
-    """
-    if persona.tools is None:
-        return []
-    avail = {canonical_tool_name(n) for n in available}
-    denied = {split_tool_spec(spec)[0] for spec in persona.disallowed_tools}
-    missing: list[str] = []
-    for spec in persona.tools:
-        name, pattern = split_tool_spec(spec)
-        if name in denied:
-            continue
-        if (pattern is not None or name not in avail) and spec not in missing:
-            missing.append(spec)
-    return missing
