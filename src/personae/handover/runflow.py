@@ -93,15 +93,15 @@ def load_policy(
 ) -> tuple[PathPolicy, list[str]]:
     """The path policy and env allow list for ``cwd`` (the config of the project ``cwd``
     belongs to when not given; its relative roots are relative to that project)."""
-    project = Project.discover(cwd)
-    if allowed_roots is None or env_allow is None:
-        config = project.config.handover
+    layout = Layout.find(Path(cwd).resolve())
+    if allowed_roots is None or env_allow is None:  # the config is read only when needed
+        config = Project.open(layout.root).config.handover
         roots = list(config.allowed_roots) if allowed_roots is None else list(allowed_roots)
         allow = list(config.env_allow) if env_allow is None else list(env_allow)
     else:
         roots, allow = list(allowed_roots), list(env_allow)
-    roots = [r if r.is_absolute() else project.root / r for r in roots]
-    extra = [project.layout.handovers, *roots]
+    roots = [r if r.is_absolute() else layout.root / r for r in roots]
+    extra = [layout.handovers, *roots]
     hdir = handover_path.resolve().parent if handover_path is not None else None
     return PathPolicy(roots=default_roots(cwd, hdir, extra)), allow
 
