@@ -4,7 +4,7 @@ Run: .venv/bin/python bench/bench_context_waste.py [--budgets N] [--out FILE]
 
 Two inputs, each assembled at N random budgets below what it needs whole:
 
-1. the seed-003 project of the tests (6.5 KB STEP.md, 11 KB codebase notes, a
+1. the sized project of the tests (6.5 KB STEP.md, 11 KB codebase notes, a
    research folder with summaries, reference docs, 40 commits), builder role;
 2. a tool-heavy agent history (80 turns, parallel calls, logs, CJK, JSON)
    under a profile whose only limit is the budget.
@@ -29,7 +29,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from _seed003 import PROSE, seed003_project  # noqa: E402
+from _project_files import PROSE, sized_project  # noqa: E402
 from personae.context import Budget, Snapshot, assemble_snapshot  # noqa: E402
 from personae.tokens.exact import exact_counter  # noqa: E402
 
@@ -94,7 +94,7 @@ def main() -> None:
     args = ap.parse_args()
     rng = random.Random(15)
     with tempfile.TemporaryDirectory() as tmp:
-        project = seed003_project(Path(tmp) / "p")
+        project = sized_project(Path(tmp) / "p")
         snap = Snapshot.build(project, task="profile-page")
         seed = measure(snap, "builder", 600, rng, args.budgets)
         agent_root = Path(tmp) / "a"
@@ -108,7 +108,7 @@ def main() -> None:
             agent_root, messages=history(rng), task="go on", include_git_log=False
         )
         agent = measure(hsnap, "agent", 2000, rng, args.budgets)
-    rows = {"seed-003 project (builder)": seed, "agent history (80 turns)": agent}
+    rows = {"sized project (builder)": seed, "agent history (80 turns)": agent}
     print(
         f"{'input':<28}{'need':>8}{'median':>9}{'p90':>8}{'max':>8}{'dropped':>9}"
         f"{'overruns':>10}{'cpu ms':>9}"

@@ -9,7 +9,7 @@
    For reference the wall time per call over real loopback HTTP (scripted
    server + OpenAI provider) is reported too.
 2. Calls and tokens per validated subtask: this design (code checks first,
-   then one structured call) against seed 000's design of five separate
+   then one structured call) against a design of five separate
    validator calls per validation (requirements, unjustified failure,
    coherence, correction, completion signal), each carrying the same context.
    Tokens are exact o200k_base counts of the validator prompts actually sent.
@@ -42,7 +42,7 @@ from personae.team.session import RunOptions, run_turn
 from personae.team.turn_context import TurnContext
 from personae.tokens.exact import exact_counter
 
-SEED000_VALIDATOR_CALLS = 5
+FIVE_CALL_VALIDATOR_CALLS = 5
 TASK = "Give me the port the service listens on and the setup steps."
 
 
@@ -122,10 +122,10 @@ def overhead(turns: int) -> dict[str, Any]:
     counter = exact_counter("o200k_base")
     tokens = [counter.count(p) for p in validator_prompts]
     ours_tokens = sum(tokens)
-    # Seed 000 makes five calls per validation, including the ones decided in code here.
+    # The five-call design makes five calls per validation, including the ones decided in code here.
     mean_prompt = ours_tokens / max(1, len(tokens))
-    seed_calls = SEED000_VALIDATOR_CALLS * len(validations)
-    seed_tokens = round(SEED000_VALIDATOR_CALLS * mean_prompt * len(validations))
+    seed_calls = FIVE_CALL_VALIDATOR_CALLS * len(validations)
+    seed_tokens = round(FIVE_CALL_VALIDATOR_CALLS * mean_prompt * len(validations))
     return {
         "turns": turns,
         "overhead_ms_per_call": {
@@ -145,7 +145,7 @@ def overhead(turns: int) -> dict[str, Any]:
                 "validator_input_tokens_per_validated_subtask": ours_tokens / validated,
                 "all_calls_per_validated_subtask": total_calls / validated,
             },
-            "seed000_five_calls": {
+            "five_call_validator": {
                 "validator_calls_per_validated_subtask": seed_calls / validated,
                 "validator_input_tokens_per_validated_subtask": seed_tokens / validated,
                 "all_calls_per_validated_subtask": (total_calls - validator_calls + seed_calls)
@@ -183,7 +183,7 @@ def main() -> None:
     v = result["validation"]
     wall_in = result["wall_ms_per_call_in_process"]
     wall_http = result["wall_ms_per_call_loopback_http"]
-    ours, seed = v["this_design"], v["seed000_five_calls"]
+    ours, seed = v["this_design"], v["five_call_validator"]
     print(f"personae team benchmark ({result['turns']} demo turns, scripted model, instant; "
           f"load average {o['load_average_1m']:.1f} on {o['cpus']} CPUs)")  # fmt: skip
     print(f"{'metric':<52}{'value':>12}")
@@ -198,7 +198,7 @@ def main() -> None:
     print(f"{'design':<34}{'validator calls':>16}{'validator tokens':>18}{'all calls':>11}")
     for label, row in (
         ("personae (code checks + 1 call)", ours),
-        ("seed 000 (5 validator calls)", seed),
+        ("five validator calls per validation", seed),
     ):
         print(
             f"{label:<34}{row['validator_calls_per_validated_subtask']:>16.1f}"

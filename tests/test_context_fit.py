@@ -176,7 +176,7 @@ def test_default_caps_apply_with_visible_notices(root: Path) -> None:
     assert "earlier messages omitted" in rendered
 
 
-def test_truncation_order_follows_seed_003(root: Path) -> None:
+def test_truncation_cuts_recent_changes_first_then_reference_then_step(root: Path) -> None:
     snap = Snapshot.build(root, task="Build the profile page", include_git_log=False)
     snap.texts.update(
         vision="# Vision\n" + PROSE * 20,

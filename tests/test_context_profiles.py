@@ -17,7 +17,7 @@ def write(root: Path, text: str) -> Path:
     return path
 
 
-def test_builtin_roles_and_seed_defaults() -> None:
+def test_builtin_roles_and_their_default_sections() -> None:
     ps = load_profiles(None)
     for role in (
         "manager",

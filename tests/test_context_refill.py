@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _seed003 import MD, PROSE, seed003_project
+from _project_files import MD, PROSE, sized_project
 from personae.context import (
     Budget,
     SectionContent,
@@ -109,7 +109,7 @@ def test_refill_invariants(contents: list[SectionContent], budget: int) -> None:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return seed003_project(tmp_path_factory.mktemp("seed003"))
+    return sized_project(tmp_path_factory.mktemp("sized"))
 
 
 def _unused(snap: Snapshot, role: str, budgets: list[int]) -> list[float]:
@@ -121,7 +121,7 @@ def _unused(snap: Snapshot, role: str, budgets: list[int]) -> list[float]:
     return out
 
 
-def test_seed003_project_uses_its_budget(project: Path) -> None:
+def test_sized_project_uses_its_budget(project: Path) -> None:
     snap = Snapshot.build(project, task="profile-page")
     need = assemble_snapshot(snap, "builder", Budget.absolute(200_000), COUNTER).total
     rng = random.Random(3)
@@ -198,7 +198,7 @@ def test_rendered_counts_add_up_exactly(parts: list[str]) -> None:
 
 
 def test_skill_level_profiles_load_their_files(tmp_path: Path) -> None:
-    project = seed003_project(tmp_path)
+    project = sized_project(tmp_path)
     code = project / ".personae" / "project" / "codebase"
     (code / "TESTING.md").write_text("# Testing\nRun pytest.\n", encoding="utf-8")
     (code / "ARCHITECTURE.md").write_text("# Architecture\nOne service.\n", encoding="utf-8")
@@ -271,7 +271,7 @@ def test_store_reads_stop_where_the_budget_ends(tmp_path: Path) -> None:
 
 
 def test_report_names_the_files_a_section_read(tmp_path: Path) -> None:
-    project = seed003_project(tmp_path)
+    project = sized_project(tmp_path)
     (project / ".personae/project/codebase/TESTING.md").write_text("# T\nx\n", encoding="utf-8")
     snap = Snapshot.build(project, task="profile-page")
     rows = {

@@ -1,4 +1,4 @@
-"""Seed-003 profiles in real runs: `personae run --profile`, a persona's `profile:`, a
+"""Fresh-context profiles in real runs: `personae run --profile`, a persona's `profile:`, a
 chain step's and a handover's profile; the project files reach the worker through
 the scripted model server, the stored per-call report shows them, a cut warns."""
 

@@ -271,7 +271,7 @@ def test_recent_changes_come_from_git_log(tmp_path: Path) -> None:
     changes = re.search(r"(?s)<recent_changes>\n(.*?)\n</recent_changes>", rendered)
     assert changes is not None
     assert changes.group(1).index("Add signup page") < changes.group(1).index("Add login page")
-    # most volatile last, only the instructions after it (seed 003: instructions last)
+    # most volatile last, only the instructions after it (instructions last)
     assert rendered.rstrip().endswith("</instructions>")
     assert rendered.rindex("</recent_changes>") > rendered.rindex("</task>")
 

@@ -1,4 +1,4 @@
-"""Handovers written by seed 001's implementation are accepted (issue 11): HPC environment
+"""Handovers written by other implementations of the format are accepted (issue 11): HPC environment
 recorded but not applied, durations with units (bare milliseconds for --handover-timeout),
 /scratch and the user's data folder as default roots, unknown targets refused at create."""
 
@@ -47,7 +47,7 @@ def project(project_factory: ProjectFactory) -> Path:
 def _hpc_handover(project: Path) -> Path:
     h = build_handover(source_persona="hpc", target_persona="viz", task="Plot it", cwd=project)
     data = h.model_dump(mode="json", by_alias=True)
-    data["source"]["environment"] = dict(HPC_ENV)  # as seed 001's getRelevantEnv captures it
+    data["source"]["environment"] = dict(HPC_ENV)  # as an HPC handover writer captures it
     path = project / "hpc.json"
     path.write_text(json.dumps(data))
     return path
@@ -95,7 +95,7 @@ def test_code_injecting_variable_still_refuses_the_file(project: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "bare", "seconds"),
     [
-        ("300000", "ms", 300.0),  # seed 001: bare milliseconds
+        ("300000", "ms", 300.0),  # callers' bare milliseconds
         ("300000ms", "ms", 300.0),
         ("300s", "ms", 300.0),
         ("5m", "ms", 300.0),

@@ -1,4 +1,4 @@
-"""Interactive handover (seed 001: "both interactive and batch modes"): ``handover run
+"""Interactive handover (attached to the terminal): ``handover run
 --interactive`` runs the child attached to the terminal (a real pty here), the user answers
 its follow-up prompt, and the results of every turn are written back to the handover file.
 The model is the scripted model server (a loopback server replaying ``rules``)."""
@@ -140,7 +140,7 @@ def test_the_tool_interactive_flag_runs_the_target_on_the_terminal(project: Path
     assert b"TOOL-RESULT success success" in terminal.seen
 
 
-def test_tool_arguments_and_results_use_the_seed_camel_case_names() -> None:
+def test_tool_arguments_and_results_use_the_handover_camel_case_names() -> None:
     camel = HandoverToolArgs.model_validate(
         {"targetPersona": "dev", "task": "t", "waitForResults": False, "interactive": True}
     )

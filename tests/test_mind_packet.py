@@ -1,4 +1,4 @@
-"""Seed 002's packet tests, plus the size bound and the required keys."""
+"""The bootstrap packet: contents and degraded mode, plus the size bound and the required keys."""
 
 from __future__ import annotations
 

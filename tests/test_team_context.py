@@ -1,4 +1,4 @@
-"""Seed 000 context alignment: directive, history, tool results, persona validation context.
+"""Context alignment across the team: directive, history, tool results, persona validation context.
 
 Runs real turns (SQLite conversation store, context engine, built-in tools)
 with the in-process scripted function model and inspects what each role was sent.

@@ -1,4 +1,4 @@
-"""Corrections that fit the failure (seed 000): refused tools are scope drift, claims the tool
+"""Corrections that fit the failure: refused tools are scope drift, claims the tool
 log contradicts are hallucinations, partial work reaches the synthesis marked partial, and the
 validator's model-written correction (made with the shared context) reaches the retried worker.
 

@@ -1,4 +1,4 @@
-"""Involvement level (seed 000): decided by the validator's model call, with the keyword rule
+"""Involvement level: decided by the validator's model call, with the keyword rule
 as the offline fallback. The fallback is measured on a labelled set of task phrasings; the
 model path runs a real turn with scripted validator answers."""
 

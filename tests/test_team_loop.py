@@ -1,4 +1,4 @@
-"""The team loop end to end (seed 000 testing plan): dispatch, budgets, involvement, synthesis.
+"""The team loop end to end: dispatch, budgets, involvement, synthesis.
 
 Every test runs a real turn through ``personae.team.session.run_turn`` on a
 real project folder (SQLite store, cast, built-in tools) with the in-process

@@ -1,4 +1,4 @@
-"""Persona MCP servers end to end (seed 000 test 5): the real mind server (`personae serve`,
+"""Persona MCP servers end to end: the real mind server (`personae serve`,
 stdio) configured as a persona's mcpServers entry, driven by the scripted model through
 `run_turn`. Tool results reach the model, non-granted tools are refused at dispatch, the
 validator sees the MCP tools, the server process gets a clean environment and is gone
@@ -115,7 +115,7 @@ def test_persona_mcp_tools_reach_the_model_and_are_narrowed_at_dispatch(
         },
         {"when": {"role": "worker"}, "text": "Brandon likes tea (from memory)."},
         # The refused call is a failed tool: the validator rejects without a model call and
-        # the worker is asked again (seed 000 dispatch); it now uses a granted tool.
+        # the worker is asked again (strategy dispatch); it now uses a granted tool.
         {
             "when": {"role": "worker"},
             "tool_calls": [{"name": "mcp__mind__list_memory_files", "args": {}}],
@@ -147,7 +147,7 @@ def test_persona_mcp_tools_reach_the_model_and_are_narrowed_at_dispatch(
     assert [f["tool"] for f in first.data["failed_tools"]] == ["mcp__mind__write_memory_file"]
     assert second.data["tools_used"] == ["mcp__mind__list_memory_files"]
     assert second.data["failed_tools"] == []
-    # The validator (the Client of seed 000) sees the MCP tools among the tools available.
+    # The validator sees the MCP tools among the tools available.
     validator_calls = requests_with(player, ROLE_MARKER.format(role="validator"))
     assert "mcp__mind__recall" in json.dumps(validator_calls[0]["messages"])
     assert outcome.result.status == "done"
@@ -297,7 +297,7 @@ ARCHIVIST.
 
 
 def test_validator_sees_the_mcp_tools_and_enforces_a_required_one(tmp_path: Path) -> None:
-    # seed 000 test 5: the Client sees the persona's MCP tools and uses them in validation.
+    # The validator sees the persona's MCP tools and uses them in validation.
     folder = tmp_path / ".personae" / "personas"
     folder.mkdir(parents=True)
     (folder / "archivist.md").write_text(STRICT.format(entry=json.dumps(mind_entry(tmp_path))))

@@ -1,4 +1,4 @@
-"""Skills at run time (seed 000 loadSkillForValidation, Agent Skills L2): the bodies of the
+"""Skills at run time (skills loaded for validation, Agent Skills level 2): the bodies of the
 persona's skills the task calls for reach the worker, with ``!command`` lines expanded under
 the project's allow list, and the validator for validation, within the skill budget.
 

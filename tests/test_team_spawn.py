@@ -1,4 +1,4 @@
-"""Seed 004 to the letter: forked children never see the parent's prompt, a parent's spawn
+"""Sub-agent isolation: forked children never see the parent's prompt, a parent's spawn
 list is enforced at dispatch, the cast check catches children with tools their parent lacks,
 and the bundled repo-researcher clones a local repository into a temporary workspace.
 

@@ -1,4 +1,4 @@
-"""Sub-agents (seed 004): verbatim prompt, narrowed tools enforced at dispatch, step budget,
+"""Sub-agents: verbatim prompt, narrowed tools enforced at dispatch, step budget,
 temporary workspace, typed outcome, unknown names, depth cap, shared usage, context modes."""
 
 from __future__ import annotations

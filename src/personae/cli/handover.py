@@ -19,9 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "duration_option"]
 
-app = typer.Typer(
-    help="Handover files: move work to another persona (seed 001).", no_args_is_help=True
-)
+app = typer.Typer(help="Handover files: move work to another persona.", no_args_is_help=True)
 
 
 def _fmt(value: str | None) -> Any:

@@ -326,7 +326,7 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 help="Time this run may take: 300s, 300000ms, 5m; a bare number is "
-                f"milliseconds (seed 001). Default {DEFAULTS.handover_timeout:g}s with "
+                f"milliseconds. Default {DEFAULTS.handover_timeout:g}s with "
                 "--context-from (PERSONAE_HANDOVER_TIMEOUT)."
             ),
         ] = None,

@@ -10,7 +10,8 @@ from personae.limits import DEFAULTS
 __all__ = ["DEFAULT_SHARE", "Budget"]
 
 DEFAULT_SHARE = DEFAULTS.budget_share
-"""Assembled context may use at most this share of the model's window (seed 003)."""
+"""Assembled context may use at most this share of the model's window (the rest is left to
+the conversation and the answer)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
-"""``!command`` injection in profile and skill text (seed 003), off unless allowed.
+"""``!command`` injection in profile and skill text, off unless allowed.
 
 Two forms are recognised: ``!`command args``` anywhere, and ``!command args``
-at the start of a line or after ``": "`` (the seed's ``Load state: !cat STATE.md``).
+at the start of a line or after ``": "`` (as in ``Load state: !cat STATE.md``).
 A command runs only when ``.personae/config.yaml`` has ``commands.enabled: true``
 and its program (first word, compared exactly) is in ``commands.allow``; it
 runs without a shell (``shlex`` split), in the project root, with a timeout

@@ -74,7 +74,7 @@ class BudgetReport(BaseModel):
         return f"{100 * tokens / base:.1f}%" if base else "-"
 
     def to_text(self) -> str:
-        """The report as an aligned text table (seed 003 layout)."""
+        """The report as an aligned text table (section, tokens, share, status)."""
         base = "window" if self.window else "budget"
         lines = [f"Context Budget Report (role: {self.role}, snapshot {self.snapshot_id})"]
         lines.append(

@@ -1,4 +1,4 @@
-"""The per-turn snapshot (seed 000's AgentContext): built once, shared by every role.
+"""The per-turn snapshot: built once, shared by every role.
 
 Everything a role might see is read once here: the directive (fresh from disk
 every turn), the conversation (path A: stored running summary + recent

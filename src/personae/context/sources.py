@@ -1,4 +1,5 @@
-"""Reading the directive and the ``.personae/project/`` files (seed 003 layout).
+"""Reading the directive and the ``.personae/project/`` files (vision, gameplan, state,
+step, codebase and research notes).
 
 Files are read again whenever they changed (path, identity, mtime and size:
 see ``_read`` and ``_probe``, which records every path consulted so a snapshot
@@ -39,7 +40,7 @@ __all__ = [
 DIRECTIVE_FILES = (Layout(Path()).directive.as_posix(), "AGENTS.md", "CLAUDE.md")
 """Where the directive is looked for, first existing non-empty file wins."""
 
-# Seed 003 task-type detection: keywords -> codebase files (research files: our choice).
+# Task-type detection: keywords -> codebase files and research files.
 TASK_TYPES: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "testing": (
         (
@@ -232,7 +233,7 @@ def split_decisions(step: str) -> tuple[str, str | None]:
 
 @dataclass(frozen=True)
 class ProjectFiles:
-    """The seed-003 project documents found for one turn (source key -> text)."""
+    """The ``.personae/project/`` documents found for one turn (source key -> text)."""
 
     texts: dict[str, str] = field(default_factory=dict)
     """Source key (vision, gameplan, state, step, decisions, ...) -> content."""

@@ -112,8 +112,8 @@ class SectionSpec(BaseModel):
     priority: int = 50
     """Truncation order when over budget: lower is cut first."""
     share: float | None = Field(default=None, gt=0, le=1)
-    """Target share of the budget while sections compete for room (seed 003's
-    percentages); what is left afterwards is given back to cut sections by
+    """Target share of the budget while sections compete for room (a
+    percentage per section); what is left afterwards is given back to cut sections by
     priority. ``None``: no target of its own."""
     pinned: bool = False
     """Never truncated (nor capped); fitting fails loudly if pinned content does not fit."""

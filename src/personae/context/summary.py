@@ -1,4 +1,4 @@
-"""The condensed conversation summary of path A (seed 000): request, cap, refresh.
+"""The condensed conversation summary: request, cap, refresh.
 
 Before a turn, :func:`refresh_summary` finds the messages that left the recent
 window since the stored summary, asks an async ``summarize(request)`` (a
@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 SUMMARY_CAP = 300
-"""Most tokens a stored summary may take (seed 000)."""
+"""Most tokens a stored summary may take."""
 
 SUMMARY_INSTRUCTIONS = (
     "You condense a conversation between a user and an AI team into a running summary. "

@@ -18,7 +18,7 @@ def persona_facts(
 
     With ``check_target``, a target that is neither in the project's cast nor a
     bundled persona is a :class:`UsageError` (field ``--to``) naming the closest
-    name: seed 001 validates personas before a handover, so the failure shows at
+    name: personas are validated before a handover, so the failure shows at
     create time, not after a child process started. Without it (the target runs
     in another project's cast) it is a warning.
     """

@@ -495,7 +495,7 @@ def execute_handover(
         if on_attempt is not None:
             on_attempt(a)
         if results is None and a.exit_code == 0 and not a.timed_out:
-            # The child exited cleanly without writing results (seed 001): record them.
+            # The child exited cleanly without writing results: record them from its output.
             results = Results(status="success", output=a.stdout[-TAIL_CHARS:] or None)
             outcome.handover = _write_results(results_file, handover, results)
         if results is not None and results.status in {"success", "partial"} and not a.timed_out:

@@ -1,6 +1,6 @@
 """Durations on the command line: ``300s``, ``300000ms``, ``5m``, ``1h``, or a bare number.
 
-Seed 001's ``--handover-timeout`` is milliseconds (default 300000); personae's own
+Callers of ``--handover-timeout`` pass milliseconds (default 300000); personae's own
 flags were seconds. A value with a unit means what it says; a bare number uses the
 unit the flag documents (``bare``).
 """

@@ -1,12 +1,12 @@
-"""Interactive handovers (seed 001: "both interactive and batch modes").
+"""Interactive handovers: a handover runs attached to the terminal as well as in batch mode.
 
 The child ``personae run --context-from FILE`` runs attached to the terminal:
-stdin, stdout and stderr are inherited (seed 001's ``stdio: 'inherit'``), so the
+stdin, stdout and stderr are inherited (not piped), so the
 user sees the run live and answers its follow-up prompt. It runs once (a person
 is at the keyboard: no automatic retries), in the caller's process group so that
 it can read the terminal and Ctrl-C reaches it. Results are still written back:
 the child writes them itself; if it exits without doing so, the exit code is
-recorded (seed 001's executeWithHandover).
+recorded (the same record a batch handover leaves).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The handover file: seed 001's ``ContextHandover`` as pydantic models.
+"""The handover file (``ContextHandover`` on the wire) as pydantic models.
 
-Wire names are camelCase exactly as in the seed (``handoverId``,
+Wire names are camelCase, as other handover writers use them (``handoverId``,
 ``workingDirectory``, ``returnResults`` ...); Python attributes are snake_case.
 Every model keeps fields it does not know (``extra="allow"``) so a file written
 by a newer minor version survives a load/save round trip unchanged. A newer
@@ -206,7 +206,7 @@ class Results(_Wire):
 
 
 class ContextHandover(_Wire):
-    """A handover file (seed 001 ``ContextHandover``), version 1.x."""
+    """A handover file (``ContextHandover`` on the wire), version 1.x."""
 
     version: str = SCHEMA_VERSION
     """Schema version (semver). A newer major version is refused on load."""

@@ -72,7 +72,7 @@ class HandoverToolResult:
     """Things to know (an unknown target persona ...)."""
 
     def to_wire(self) -> dict[str, Any]:
-        """The tool's JSON result, with seed 001's camelCase names (``handoverId``,
+        """The tool's JSON result, with the handover file's camelCase names (``handoverId``,
         ``contextPath``)."""
         return {to_camel(k): v for k, v in asdict(self).items()}
 
@@ -169,9 +169,9 @@ def _run_target(
 
 
 class HandoverToolArgs(BaseModel):
-    """Arguments of the ``handover_to_persona`` tool (seed 001 handoverSchema).
+    """Arguments of the ``handover_to_persona`` tool.
 
-    The schema shown to models uses the seed's camelCase names (``targetPersona``,
+    The schema shown to models uses the handover file's camelCase names (``targetPersona``,
     ``waitForResults``); snake_case names are accepted too.
     """
 

@@ -1,4 +1,4 @@
-"""Personas shipped inside the package (seed 004's RESEARCHER and GIT_REPO_RESEARCHER).
+"""Personas shipped inside the package (a researcher and a git repository researcher).
 
 ``researcher`` answers one question from files (and web pages); ``repo-researcher``
 clones a git repository into a fresh temporary workspace and explores it. Both

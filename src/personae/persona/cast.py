@@ -155,7 +155,7 @@ class Cast:
                 )
 
     def _check_spawn(self, winners: dict[str, LoadedPersona]) -> None:
-        """Every persona a parent may spawn must have tools within the parent's (seed 004).
+        """Every persona a parent may spawn must have tools within the parent's.
 
         An explicit spawn list (``subagents`` or ``Agent(a, b)``) makes a mismatch or an
         unknown name an error; a parent that may spawn any persona gets warnings.

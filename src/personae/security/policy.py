@@ -63,7 +63,7 @@ REFUSED_ENV: frozenset[str] = frozenset(
     }
 )
 """Variables that inject code into whatever runs next: a handover carrying one is refused,
-whatever the config says (seed 001 refuses PATH, LD_PRELOAD and NODE_OPTIONS)."""
+whatever the config says (PATH, LD_PRELOAD and NODE_OPTIONS among them)."""
 
 DANGEROUS_ENV: frozenset[str] = frozenset(
     {
@@ -76,7 +76,7 @@ DANGEROUS_ENV: frozenset[str] = frozenset(
         "MODULEPATH",
     }
 )
-"""Variables that change what runs but that HPC nodes set routinely (seed 001 captures
+"""Variables that change what runs but that HPC nodes set routinely (handover writers capture
 ``PYTHONPATH``, ``LD_LIBRARY_PATH`` and ``MODULE_PATH``): a handover carrying one is
 accepted, the variable is recorded but not applied, with a warning, unless
 ``handover.env_allow`` in the project config names it."""
@@ -111,7 +111,7 @@ _LOOKALIKES = frozenset("\u2215\u2044\u29f8\u2571\uff0f\u3033\u0338\u2024\u2025\
 
 
 SCRATCH_ROOT = Path("/scratch")
-"""The HPC scratch space seed 001 allows by default (a root only when it exists)."""
+"""The HPC scratch space allowed by default (a root only when it exists)."""
 
 
 def user_data_dir(environ: Mapping[str, str] | None = None) -> Path:

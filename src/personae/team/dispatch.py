@@ -1,4 +1,4 @@
-"""Strategy dispatch (seed 000, Improvement #3): what to do with unapproved work.
+"""Strategy dispatch: what to do with unapproved work.
 
 A pure function of the validation, the worker result and the subtask's own
 budget state: :func:`next_step` returns the decision with the budget state after

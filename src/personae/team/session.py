@@ -261,7 +261,7 @@ def _cast_for(project: Project, options: RunOptions) -> Cast:
 
 def _active_persona(cast: Cast, name: str | None) -> Persona | None:
     """The persona ``name`` of ``cast``; a persona file that did not load, or whose spawn
-    list the cast check rejects (seed 004), stops the run before it starts."""
+    list the cast check rejects (tools beyond the parent's), stops the run before it starts."""
     if name and name not in cast.personas:
         broken = [p for p in cast.errors if name in str(p.file)]
         if broken:  # the persona file exists but did not load: say why

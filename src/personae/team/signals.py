@@ -76,7 +76,7 @@ class SubtaskStatus(StrEnum):
 
 
 class CompletionSignal(BaseModel):
-    """The validator's per-subtask assessment (seed 000, Improvement #3)."""
+    """The validator's per-subtask assessment: approved or not, why, and what to do next."""
 
     model_config = ConfigDict(frozen=True)
 

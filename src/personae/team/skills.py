@@ -7,7 +7,7 @@ here when the task calls for the skill; L3 files stay on disk for the tools.
 * The worker gets the body of each of its persona's skills the turn's task or
   the subtask names (the skill's name, or two of its description's key words).
 * The validator gets the bodies loaded for the worker plus any skill the
-  worker's result cites by name (seed 000's ``loadSkillForValidation``).
+  worker's result cites by name (skills loaded for validation).
 
 ``!command`` lines in a body are expanded with the project's
 ``commands`` settings (off unless enabled, programs on ``commands.allow`` only).

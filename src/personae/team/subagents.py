@@ -1,4 +1,4 @@
-"""Sub-agents (seed 004): the ``agent`` tool and the child run it starts.
+"""Sub-agents: the ``agent`` tool and the child run it starts.
 
 The child runs with the named persona's system prompt verbatim (nothing of
 the parent's), the parent's tools narrowed to the persona's list (the same

@@ -161,7 +161,7 @@ class TurnContext:
 
     # -- role views ------------------------------------------------------------------
     def shared_view(self) -> ContextView:
-        """The shared snapshot sections only, for a ``fork`` sub-agent (seed 004).
+        """The shared snapshot sections only, for a ``fork`` sub-agent (never the parent's prompt).
 
         The worker profile's sections minus :data:`PRIVATE_SOURCES`: directive,
         summary, handover, recent messages (with this turn's tool results),
@@ -194,7 +194,7 @@ class TurnContext:
     def _profile(self, role: str) -> Profile | None:
         """The worker's named profile, with the turn's recent messages when it has none.
 
-        A seed-003 profile is a fresh context without conversation; within a
+        A fresh-context profile is a context without conversation; within a
         turn the worker still needs the tool results of earlier subtasks, so
         the ``worker`` profile's messages section is added (before a trailing
         ``instructions`` section, which stays last).

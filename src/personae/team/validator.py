@@ -1,4 +1,4 @@
-"""The Validator (seed 000's Client): deterministic checks first, then one structured LLM call.
+"""The Validator: deterministic checks first, then one structured LLM call.
 
 Involvement comes from the task type only. A failed tool, a refused repeat
 (loop), work with no tool use, a required tool not used or a file claimed but

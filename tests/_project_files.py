@@ -1,4 +1,4 @@
-"""A seed-003 project with realistic file sizes (shared by tests and bench)."""
+"""A ``.personae/project/`` tree with realistic file sizes (shared by tests and bench)."""
 
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ def _git(root: Path, *args: str) -> None:
     )
 
 
-def seed003_project(root: Path) -> Path:
-    """A seed-003 project with realistic sizes: 6.5 KB STEP.md, 11 KB codebase notes,
+def sized_project(root: Path) -> Path:
+    """A project with realistic file sizes: 6.5 KB STEP.md, 11 KB codebase notes,
     a research folder with summaries, reference docs and 40 commits."""
     base = root / ".personae" / "project"
     step_dir = base / "goals" / "01-feed" / "02-profile"
