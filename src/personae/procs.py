@@ -313,6 +313,7 @@ def run_tied(
     cwd: Path,
     timeout: float,
     env: Mapping[str, str] | None = None,
+    fork_free: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run`` for a short helper command, tied to the run.
 
@@ -321,6 +322,10 @@ def run_tied(
     bytes replaced), stdin is empty. At ``timeout`` the whole group (background
     children included) is killed and ``subprocess.TimeoutExpired`` raised; the
     group is killed when the command ends too. ``OSError`` if it cannot start.
+
+    ``fork_free``: no parent-death signal (it needs a ``preexec`` hook, which
+    makes the start copy the parent's memory: tens of milliseconds in a large
+    process); for read-only commands that end by themselves within ``timeout``.
     """
     proc = subprocess.Popen(
         list(argv),
@@ -332,7 +337,7 @@ def run_tied(
         text=True,
         errors="replace",
         start_new_session=True,
-        preexec_fn=die_with_parent(register=True),  # noqa: PLW1509 - this thread waits
+        preexec_fn=None if fork_free else die_with_parent(register=True),  # noqa: PLW1509 - this thread waits
     )
     with proc, RUN_PROCESSES.tracked(proc.pid):
         try:

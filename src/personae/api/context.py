@@ -110,6 +110,7 @@ def assemble(
             step=step,
             profiles=profiles,
             commands=project.config.commands,
+            roles=(role,),
         )
         return assemble_snapshot(snapshot, role, plan, counter, profiles=profiles)
     finally:

@@ -338,4 +338,38 @@ def outline_cut(text: str, limit: int, counter: TokenCounter, note: str) -> Cut 
         if tokens <= limit or j == 0:
             break
         j -= 1
-    return Cut(text=joined, tokens=tokens) if tokens <= limit else None
+    if tokens > limit:
+        return None
+    if j < n and limit - tokens > 8:
+        # Whole lines are coarse (a long paragraph is one line): the room left takes
+        # the start of the next line, so the budget is used and the form stays smaller
+        # than the text.
+        filled = _fill_line(lines, j, limit, counter, note)
+        if filled is not None and tokens < filled.tokens <= limit:
+            return filled
+    return Cut(text=joined, tokens=tokens)
+
+
+def _fill_line(
+    lines: list[str], j: int, limit: int, counter: TokenCounter, note: str
+) -> Cut | None:
+    """Lines before ``j`` whole, the start of line ``j`` (marked ``…``), the rest outlined."""
+    head = "".join(lines[:j])
+    line = lines[j].rstrip("\n")
+    rest = outline("".join(lines[j + 1 :]))
+
+    def form(k: int) -> str:
+        body = f"{head}{line[:k].rstrip()} …"
+        return f"{body}\n{rest}\n{note}" if rest else f"{body}\n{note}"
+
+    base = counter.count(form(0))
+    if base > limit or not line:
+        return None
+    k = _largest(len(line), len(line) // 2, lambda k: counter.count(form(k)) - base, limit - base)
+    while k > 0:
+        text = form(k)
+        tokens = counter.count(text)
+        if tokens <= limit:
+            return Cut(text=text, tokens=tokens)
+        k -= max(1, k // 16)
+    return None

@@ -67,6 +67,7 @@ class AssembledContext:
                 kept=s.kept if s.text is not None else 0,
                 rule=s.rule,
                 detail=self.files.get(s.key or s.source, ""),
+                target=s.target,
             )
             for s in self.sections
         ]

@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from personae.context._counted import render_counted
-from personae.context._textcut import count_small, cut_text, outline_cut
+from personae.context._textcut import count_small, cut_text, outline, outline_cut
 from personae.context.history import Exchanges, fit_history
 from personae.context.messages import ChatMessage, Unit
 from personae.context.render import SEPARATOR, close_tag, open_tag
@@ -82,6 +82,9 @@ class FittedSection:
     """The snapshot text the section read (its source, or source and named files)."""
     outcome: Rule = FULL
     """What happened, as a typed value (``rule`` is its text)."""
+    target: int | None = None
+    """The section's target (its ``share`` of the budget), for the report; fitting
+    goes by priority, not by targets."""
 
     @cached_property
     def text(self) -> str | None:
@@ -215,6 +218,12 @@ def _outline(st: _State, text: str, total: int, limit: int, counter: TokenCounte
     got = outline_cut(text, limit, counter, note)
     if got is not None and got.tokens - count_small(counter, note) >= _MIN_KEEP:
         return _Form(got.text, got.tokens, Rule(Action.OUTLINE))
+    # Not even the outline fits: its start (headings first, the way it reads).
+    short = outline(text)
+    if short and short != text:
+        cut = _cut(st, short, counter.count(short), limit, counter)
+        if cut is not None:
+            return _Form(cut.text, cut.tokens, Rule(Action.OUTLINE))
     return None
 
 
@@ -225,6 +234,25 @@ def _cut(st: _State, text: str, total: int, limit: int, counter: TokenCounter) -
     if cut is not None and cut.tokens - count_small(counter, notice) > 1:
         return _Form(cut.text, cut.tokens, Rule(Action.CUT))
     return None
+
+
+def _with_summary(
+    st: _State, summary: str, tokens: int, limit: int, counter: TokenCounter
+) -> _Form:
+    """The summary file first, then as much of the whole text as the room left takes
+    (cut with a notice): the summary stands in for the specifics without leaving the
+    room it freed unused."""
+    form = _Form(summary, tokens, Rule(Action.SUMMARY_FILE))
+    sep = count_small(counter, SEPARATOR)
+    rest = limit - tokens - sep
+    if rest < count_small(counter, _notice(st.spec, st.requested, rest)) + 1 + _MIN_KEEP:
+        return form
+    cut = _cut(st, st.content.text or "", st.requested, rest, counter)
+    if cut is None:
+        return form
+    text = f"{summary}{SEPARATOR}{cut.text}"
+    joined = counter.count(text)
+    return _Form(text, joined, form.rule) if joined <= limit else form
 
 
 def _form(st: _State, limit: int, counter: TokenCounter) -> _Form | None:
@@ -240,7 +268,7 @@ def _form(st: _State, limit: int, counter: TokenCounter) -> _Form | None:
     text, total, of_summary = c.text or "", st.requested, False
     if c.alternative is not None and st.alt_tokens is not None:
         if st.alt_tokens <= limit:
-            return _Form(c.alternative, st.alt_tokens, Rule(Action.SUMMARY_FILE))
+            return _with_summary(st, c.alternative, st.alt_tokens, limit, counter)
         text, total, of_summary = c.alternative, st.alt_tokens, True
     mode = st.spec.truncation
     got = None
@@ -375,12 +403,11 @@ def _at_floors(plan: _Plan, movable: list[_State], counter: TokenCounter) -> lis
 def _to_targets(
     plan: _Plan, movable: list[_State], kept: list[_State], counter: TokenCounter
 ) -> None:
-    """Pass 1: by priority, each section grows to its target (share of the budget)."""
+    """Pass 1: by priority, highest first, each section grows to its whole size (or
+    cap): a section is cut only when every section of lower priority is at its floor
+    (the designed truncation order)."""
     for st in movable:
-        want = st.want
-        if st.spec.share is not None:
-            want = min(want, max(st.floor_tokens, int(st.spec.share * plan.budget)))
-        limit = min(want, plan.room_for(st))
+        limit = min(st.want, plan.room_for(st))
         if st.is_history:
             got = _history(st, limit, counter)
             _apply(st, got if got.tokens <= limit else st.floor_form, limit, "budget")
@@ -503,6 +530,7 @@ class Draft:
                 messages=s.messages,
                 key=s.spec.content_key,
                 outcome=s.rule,
+                target=None if s.spec.share is None else int(s.spec.share * budget),
             )
             for s in states
         )

@@ -16,7 +16,7 @@ import bisect
 import itertools
 import operator
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from personae.context._lru import recall, remember
@@ -220,16 +220,15 @@ def fit_history(
         return before_cost - cum_cost[k]
 
     turn_cost = cum_cost[n] - before_cost
-    turn_msgs = cum_msgs[n] - before_msgs
-    total_before = before_msgs
 
     def notice_cost(evicted_msgs: int, evicted_tokens: int) -> int:
         return _notice_cost(ex, counter, notice, evicted_msgs + earlier, evicted_tokens)
 
-    msg_room = None if max_messages is None else max(0, max_messages - turn_msgs)
+    msg_room = None if max_messages is None else max(0, max_messages - cum_msgs[n] + before_msgs)
     # Smallest start s in [0, last] whose suffix fits; suffix sums are monotone, so bisect.
-    room = limit - turn_cost - notice_cost(max(1, total_before), suffix_cost(0))
-    s_min = bisect.bisect_left(cum_cost, before_cost - room, 0, last + 1) if room >= 0 else last
+    s_min = _start_within(
+        ex, last, limit - turn_cost - notice_cost(max(1, before_msgs), suffix_cost(0))
+    )
     if msg_room is not None:
         s_min = max(s_min, bisect.bisect_left(cum_msgs, before_msgs - msg_room, 0, last + 1))
     hinted = _unit_at(ex.heads, keep_from, last) if keep_from is not None else None
@@ -239,24 +238,30 @@ def fit_history(
         start = hinted  # the previous prompt's exchanges still fit: keep its prefix
     elif hinted is not None and low_water < 1:
         # Overflow: evict a batch, down to the low-water mark.
-        low = int(limit * low_water) - turn_cost - notice_cost(max(1, total_before), suffix_cost(0))
-        at_low = bisect.bisect_left(cum_cost, before_cost - low, 0, last + 1) if low >= 0 else last
-        start = max(_anchor(ex.heads, s_min, last, batch), at_low)
+        low = int(limit * low_water) - turn_cost - notice_cost(max(1, before_msgs), suffix_cost(0))
+        start = max(_anchor(ex.heads, s_min, last, batch), _start_within(ex, last, low))
     else:
         start = _anchor(ex.heads, s_min, last, batch)
     kept: Sequence[Unit] = units[start:]
     blocks = list(ex.blocks[start:])
-    evicted_msgs = cum_msgs[start] if start <= last else total_before
-    evicted_tokens = cum_cost[start]
+    evicted_msgs, evicted_tokens = cum_msgs[min(start, last)], cum_cost[start]
     body_cost = suffix_cost(start) + turn_cost
-    shrunk = 0
-    fits = True
+    shrunk, fits = 0, True
     head_cost = notice_cost(evicted_msgs, evicted_tokens)
+    if hinted is None and start == s_min and 0 < start <= last and body_cost + head_cost < limit:
+        # The exchange just before the kept ones did not fit whole: shortened, it
+        # takes the room its eviction left (no cut point is kept for stability here).
+        part = _partial(ex, start - 1, counter, (msg_room, limit - body_cost), notice_cost)
+        if part is not None:
+            start -= 1
+            kept = [part[0], *kept]
+            blocks.insert(0, render_unit(part[0]))
+            evicted_msgs, evicted_tokens = cum_msgs[start], cum_cost[start]
+            body_cost += part[1]
+            head_cost = notice_cost(evicted_msgs, evicted_tokens)
     if body_cost + head_cost > limit and n:
         # Only the latest turn can stay and it is too big: shrink its contents.
-        start = last
-        evicted_msgs = total_before
-        evicted_tokens = suffix_cost(0)
+        evicted_msgs, evicted_tokens = before_msgs, suffix_cost(0)
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
         turn, kept_costs, shrunk, fits, elided = _shrink_turn(
             list(units[last:]), [list(c) for c in ex.costs[last:]], counter, limit - head_cost, sep
@@ -271,6 +276,47 @@ def fit_history(
     if omitted:
         blocks.insert(0, _notice(notice, omitted, evicted_tokens))
     return HistoryFit(msgs, body_cost + head_cost - sep, omitted, shrunk, fits, tuple(blocks))
+
+
+def _start_within(ex: Exchanges, last: int, room: int) -> int:
+    """Smallest start in ``[0, last]`` whose exchanges up to the latest turn cost at
+    most ``room`` (suffix sums are monotone: bisection)."""
+    if room < 0:
+        return last
+    return bisect.bisect_left(ex.cum_cost, ex.cum_cost[last] - room, 0, last + 1)
+
+
+def _partial(
+    ex: Exchanges,
+    k: int,
+    counter: TokenCounter,
+    rooms: tuple[int | None, int],
+    notice_cost: Callable[[int, int], int],
+) -> tuple[Unit, int] | None:
+    """Exchange ``k`` with its outputs (then assistant texts) shortened to fit the room
+    (``rooms``: messages, tokens; the notice for what stays evicted included), and its
+    cost; ``None`` when even its smallest form does not fit or nothing shortens."""
+    unit, costs = ex.units[k], ex.costs[k]
+    msg_room, room = rooms
+    if msg_room is not None and ex.cum_msgs[-1] - ex.cum_msgs[k] > msg_room + _turn_msgs(ex):
+        return None
+    if not any(m.role in ("tool", "assistant") and m.content for m in unit.messages):
+        return None
+    room -= notice_cost(ex.cum_msgs[k], ex.cum_cost[k])
+    if room <= 0:
+        return None
+    turn, new_costs, shrunk, fits, elided = _shrink_turn(
+        [unit], [list(costs)], counter, room, ex.sep
+    )
+    if not fits or elided or not shrunk:
+        return None
+    cost = sum(new_costs[0]) + ex.sep * len(new_costs[0])
+    return (turn[0], cost) if cost <= room else None
+
+
+def _turn_msgs(ex: Exchanges) -> int:
+    """Messages of the latest turn (always kept)."""
+    return ex.cum_msgs[-1] - ex.cum_msgs[latest_turn_start(ex.units)]
 
 
 def _unit_at(heads: Sequence[int], seq: int, last: int) -> int | None:

@@ -36,6 +36,9 @@ class SectionReport(BaseModel):
     """The rule that fired (full, pinned, cap, cut, outline, dropped, evicted, removed, absent)."""
     detail: str = ""
     """Where the content was read from (file path, session, ...)."""
+    target: int | None = None
+    """The section's target share of the budget in tokens (``share`` in its profile);
+    ``None``: no target. Informative: fitting cuts by priority."""
 
 
 class BudgetReport(BaseModel):

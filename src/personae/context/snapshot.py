@@ -31,6 +31,7 @@ from personae.context.sources import (
     read_project,
     resolve_task,
 )
+from personae.context.spec import SectionSource
 from personae.context.window import ContextWindow, as_chat
 from personae.layout import Layout
 from personae.project import CommandsConfig, load_config
@@ -85,7 +86,11 @@ class SnapshotOptions:
     commands: CommandsConfig | None = None
     """Which ``!commands`` may run (default: the project config's)."""
     include_git_log: bool = True
-    """Read recent commits."""
+    """Read recent commits (only when a role in ``roles`` shows them)."""
+    roles: Sequence[str] | None = None
+    """The roles this snapshot will be assembled for: recent commits are read only
+    when one of their profiles has a ``git_log`` section. ``None``: any role (read
+    whenever ``include_git_log``)."""
     warnings: Sequence[str] = ()
     """Problems met before building (carried into every report)."""
     max_tokens: int | None = None
@@ -241,8 +246,21 @@ class _Built:
             )
         return self._commands
 
+    def shows_git_log(self) -> bool:
+        """True when the git log is to be read: asked for, and shown by a role of the turn."""
+        opts = self.opts
+        if not opts.include_git_log:
+            return False
+        if opts.roles is None:
+            return True
+        return any(
+            s.source == SectionSource.GIT_LOG
+            for role in opts.roles
+            for s in self.profiles.get(role).sections
+        )
+
     def add_git_log(self) -> None:
-        log = git_log(self.base) if self.opts.include_git_log else None
+        log = git_log(self.base) if self.shows_git_log() else None
         if log is not None:
             self.texts["git_log"], self.where["git_log"] = log, f"git log in {self.base}"
 
@@ -298,7 +316,7 @@ class _Built:
         opts = self.opts
         return (
             opts.profiles is not None
-            and not opts.include_git_log
+            and not self.shows_git_log()
             and opts.summarizer is None
             and not self.profiles.command_texts
             and not (opts.execution_block and has_commands(opts.execution_block))

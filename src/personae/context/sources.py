@@ -13,17 +13,16 @@ from __future__ import annotations
 import os
 import re
 import stat
-import subprocess
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from personae.context._lru import remember
 from personae.context._probe import probe, record
+from personae.context.gitlog import git_log
 from personae.errors import ConfigError
 from personae.fsutil import read_regular
 from personae.layout import Layout
-from personae.procs import run_tied
 
 __all__ = [
     "DIRECTIVE_FILES",
@@ -393,29 +392,3 @@ def read_project(root: Path, *, task: str | None, step: str | None = None) -> Pr
     if ref is not None:
         texts["reference"], files["reference"] = ref, ", ".join(ref_used)
     return ProjectFiles(texts=texts, files=files, step_without_decisions=without, task_type=kind)
-
-
-def git_log(root: Path, *, count: int = 15, timeout: float = 3.0) -> str | None:
-    """Recent commits as plain lines (newest first); None without git or a repository."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-    try:
-        proc = run_tied(
-            [
-                "git",
-                "--no-pager",
-                "log",
-                f"-n{count}",
-                "--no-merges",
-                "--date=short",
-                "--pretty=format:- %ad %s (%h)",
-            ],
-            cwd=root,
-            timeout=timeout,
-            env=env,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    out = proc.stdout.strip()
-    if proc.returncode != 0 or not out:
-        return None
-    return f"Recent commits (newest first):\n{out}"

@@ -112,9 +112,11 @@ class SectionSpec(BaseModel):
     priority: int = 50
     """Truncation order when over budget: lower is cut first."""
     share: float | None = Field(default=None, gt=0, le=1)
-    """Target share of the budget while sections compete for room (a
-    percentage per section); what is left afterwards is given back to cut sections by
-    priority. ``None``: no target of its own."""
+    """Target share of the budget (the design's allocation table), reported per section
+    as ``target`` in the budget report. Fitting does not enforce it: when the budget
+    is short, sections are cut strictly by ``priority`` (lower first), so a target
+    never keeps a less important section whole while a more important one is cut.
+    ``None``: no target."""
     pinned: bool = False
     """Never truncated (nor capped); fitting fails loudly if pinned content does not fit."""
     truncation: Truncation = Truncation.TAIL

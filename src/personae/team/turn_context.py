@@ -94,7 +94,12 @@ class TurnContext:
         with the closest one).
         """
         budget = budget or _DEFAULT_BUDGET
-        snapshot = Snapshot.build(root, options, counter=counter, max_tokens=budget.tokens)
+        roles = options.roles
+        if roles is None:  # the turn's roles: what they do not show is not read
+            roles = ("manager", "validator", "worker", *((profile,) if profile else ()))
+        snapshot = Snapshot.build(
+            root, options, counter=counter, max_tokens=budget.tokens, roles=roles
+        )
         if profile is not None:
             (snapshot.profiles or load_profiles(snapshot.root)).get(profile)
         return cls(
