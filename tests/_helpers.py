@@ -79,6 +79,59 @@ def run_personae(
     )
 
 
+def invoke_personae(
+    *args: str,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    drop: Iterable[str] = (),
+) -> subprocess.CompletedProcess[str]:
+    """Run ``personae ARGS`` in this process, as the console script does
+    (:func:`personae.cli.app.run_cli`), and return what a child process would have given:
+    exit code, stdout and stderr.
+
+    For the call only: the working directory is ``cwd``, the environment this process's
+    minus ``drop`` plus ``env``, standard input empty and standard output and error captured
+    (click's ``CliRunner`` isolation, which is what ``typer.testing`` uses); model requests
+    are allowed (a child process has no test guard: the runs go to the scripted loopback
+    server). Everything is restored afterwards. Bounded by pytest-timeout, not a timeout of
+    its own.
+    """
+    from click.testing import CliRunner  # typer's CLI test runner
+    from pydantic_ai import models
+
+    from personae.cli.app import run_cli
+
+    overrides: dict[str, str | None] = dict.fromkeys(drop)
+    overrides.update(env or {})
+    before_env = dict(os.environ)
+    before_cwd = os.getcwd()
+    allowed = models.ALLOW_MODEL_REQUESTS
+    runner = CliRunner()
+    code = 1
+    try:
+        with runner.isolation(input="", env=overrides) as (out, err, _):
+            if cwd is not None:
+                os.chdir(cwd)
+            models.ALLOW_MODEL_REQUESTS = True
+            try:
+                code = run_cli([str(a) for a in args])
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            stdout, stderr = out.getvalue(), err.getvalue()
+    finally:
+        models.ALLOW_MODEL_REQUESTS = allowed
+        os.chdir(before_cwd)
+        os.environ.clear()
+        os.environ.update(before_env)
+    return subprocess.CompletedProcess(
+        ["personae", *args],
+        code,
+        stdout.decode("utf-8", "replace"),
+        stderr.decode("utf-8", "replace"),
+    )
+
+
 def plan(*descriptions: str) -> dict[str, Any]:
     """A manager step answering with one subtask per description (each with one requirement)."""
     subtasks = [{"description": d, "requirements": [f"{d} is done"]} for d in descriptions]
@@ -286,14 +339,21 @@ def personae_cli(
     timeout: float = 120,
     check: bool = False,
     stdin: int | None = None,
+    process: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m personae ARGS`` with this process's environment (fixed width, no
-    colour: see ``conftest.py``) minus the names in ``drop`` plus ``env``.
+    """Run ``personae ARGS`` with this process's environment (fixed width, no colour: see
+    ``conftest.py``) minus the names in ``drop`` plus ``env``, in ``cwd``.
 
-    With ``check`` a non-zero exit fails the test with the child's stderr.
+    In this process by default (:func:`invoke_personae`, as the console script runs it);
+    with ``process`` as a ``python -m personae`` child (:func:`run_personae`), for tests
+    whose point is the process boundary (signals, exit paths, what a child inherits).
+    With ``check`` a non-zero exit fails the test with the command's stderr.
     """
-    full = child_env(env, drop=drop)
-    done = run_personae(*args, cwd=cwd, env=full, timeout=timeout, stdin=stdin)
+    if process:
+        full = child_env(env, drop=drop)
+        done = run_personae(*args, cwd=cwd, env=full, timeout=timeout, stdin=stdin)
+    else:
+        done = invoke_personae(*args, cwd=cwd, env=env, drop=drop)
     if check:
         assert done.returncode == 0, done.stderr
     return done

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ def isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def cli() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """The CLI as a child process: ``cli(*args, cwd=, env=, drop=, timeout=, check=)``
+    """The CLI in this process: ``cli(*args, cwd=, env=, drop=, check=, process=False)``
     (:func:`_helpers.personae_cli`) with the width and colour settings above."""
     return personae_cli
 
@@ -99,3 +100,85 @@ def offline_home(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     use only the model spec a test gives them."""
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     return isolated_home
+
+
+# Integration lanes. A test joins a lane by what it needs: a fixture of that lane's service
+# (below), a module listed here, or its own `pytest.mark.<lane>`. `bash scripts/test.sh fast`
+# runs every test in no lane; `bash scripts/test.sh LANE` runs one lane alone.
+LANES = ("postgres", "ray", "browser", "hosts", "sandbox", "real_model", "process")
+LANE_FIXTURES = {"pg_server": "postgres", "pg_database": "postgres"}
+LANE_MODULES = {
+    "test_ray": "ray",
+    "test_ui_browser": "browser",
+    "test_persona_claude_binary": "hosts",
+    "test_tools_sandbox": "sandbox",
+    "test_team_subagent_sandbox": "sandbox",
+}
+LANE_FOLDERS = {"hosts_e2e": "hosts"}
+
+
+def _lanes_of(item: pytest.Item) -> set[str]:
+    """The integration lanes ``item`` belongs to (empty: the fast, in-process lane)."""
+    lanes = {mark.name for mark in item.iter_markers() if mark.name in LANES}
+    fixtures = getattr(item, "fixturenames", ())
+    lanes.update(lane for name, lane in LANE_FIXTURES.items() if name in fixtures)
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None and callspec.params.get("backend") == "postgres":
+        lanes.add("postgres")
+    path = Path(str(item.path))
+    if path.stem in LANE_MODULES:
+        lanes.add(LANE_MODULES[path.stem])
+    lanes.update(lane for folder, lane in LANE_FOLDERS.items() if folder in path.parts)
+    return lanes
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its lanes (see :data:`LANES`), so ``-m`` selects a lane."""
+    for item in items:
+        for lane in sorted(_lanes_of(item)):
+            item.add_marker(getattr(pytest.mark, lane))
+
+
+# Child interpreters. The fast lane runs in process: a test there that starts a Python child
+# (``python -m personae``, the ``personae`` script, multiprocessing's fork) belongs in the
+# ``process`` lane, where the process boundary is the point. An audit hook sees every spawn.
+_spawned: list[str] = []
+
+
+def _is_interpreter(program: object) -> bool:
+    name = os.path.basename(os.fsdecode(program)) if isinstance(program, (str, bytes)) else ""
+    return name.startswith("python") or name == "personae"
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "subprocess.Popen":
+        executable, argv = args[0], args[1]
+        words = list(argv) if isinstance(argv, (list, tuple)) else [argv]
+        if _is_interpreter(executable) or (words and _is_interpreter(words[0])):
+            _spawned.append(" ".join(map(str, words)))
+    elif event == "os.fork":
+        _spawned.append("os.fork()")
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture(autouse=True)
+def _child_interpreters(request: pytest.FixtureRequest) -> Iterator[None]:
+    """In the fast lane (``PERSONAE_LANE=fast``), fail a test outside the ``process`` lane that
+    starts a Python child; with ``PERSONAE_LANE_CENSUS=FILE``, list such tests in FILE."""
+    _spawned.clear()
+    yield
+    if not _spawned or request.node.get_closest_marker("process") is not None:
+        return
+    census = os.environ.get("PERSONAE_LANE_CENSUS")
+    if census:
+        with open(census, "a", encoding="utf-8") as out:
+            out.write(f"{request.node.nodeid}\t{len(_spawned)}\t{_spawned[0][:120]}\n")
+    if os.environ.get("PERSONAE_LANE") == "fast":
+        pytest.fail(
+            f"started {len(_spawned)} Python child process(es) in the fast lane "
+            f"(first: {_spawned[0][:160]}); run the CLI in process (the `cli` fixture) or "
+            "mark the test `process` where the process boundary is the point",
+            pytrace=False,
+        )
