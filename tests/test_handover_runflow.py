@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from _helpers import ProjectFactory, run_personae
+from _helpers import ProjectFactory, personae_cli
 from personae.errors import UsageError
 from personae.handover import runflow
 from personae.handover._history import history_for
@@ -27,7 +26,7 @@ from personae.tokens.registry import counter_for_model
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_personae(*args, cwd=cwd)
+    return personae_cli(*args, cwd=cwd)
 
 
 @pytest.fixture
@@ -222,9 +221,9 @@ def test_create_from_a_subfolder_writes_into_the_project(project: Path) -> None:
         "handover:\n  env_allow: [MY_REGION]\n", encoding="utf-8"
     )
     sub = project / "data"
-    out = run_personae(
+    out = personae_cli(
         "handover", "create", "--to", "report-writer", "--task", "Write it", "--file",
-        "sales.csv:data:monthly sales", cwd=sub, env={**os.environ, "MY_REGION": "eu-west"},
+        "sales.csv:data:monthly sales", cwd=sub, env={"MY_REGION": "eu-west"},
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     path = Path(out.stdout.strip())

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from _helpers import dev_project, read_config_scenario, run_personae
+from _helpers import dev_project, personae_cli, read_config_scenario
 
 
 def scenario(answer: str) -> dict[str, Any]:
@@ -44,10 +44,7 @@ def project(tmp_path: Path, offline_home: Path) -> Path:
 
 
 def personae(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = run_personae(*args, cwd=cwd, timeout=120)
-    if check:
-        assert done.returncode == 0, done.stderr
-    return done
+    return personae_cli(*args, cwd=cwd, check=check)
 
 
 def test_run_end_to_end_over_loopback_http(project: Path) -> None:
