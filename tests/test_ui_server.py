@@ -158,6 +158,7 @@ def test_a_handover_that_is_a_fifo_is_refused_without_hanging(tmp_path: Path) ->
         assert escape.status_code == 404 and "escapes" in escape.text
 
 
+@pytest.mark.serial  # a time bound: run alone, not beside the parallel workers
 def test_ctrl_c_with_a_live_stream_open_stops_at_once_and_quietly(tmp_path: Path) -> None:
     with Store(tmp_path / ".personae" / "state.db") as store:
         rid = RunStore(store).create(task="still running", model="scripted:x")
