@@ -9,10 +9,13 @@ one without the other), and the fit then:
 
 - keeps the leading system messages (or system parts) when asked (``keep_system``);
 - always keeps the latest user turn (the last user message and everything after it);
-- evicts the oldest exchanges first, whole;
+- evicts the oldest exchanges first, whole; the newest evicted one comes back
+  shortened (its tool results, then assistant texts, cut with a notice) when that
+  fits the room its eviction left;
 - when the latest turn alone is over the budget, shortens its tool results (then
-  its assistant texts) with a visible notice, then leaves out middle steps of the
-  turn; the user message is never cut;
+  its assistant texts) with a visible notice, all to one level found with the
+  caller's own ``count``, then leaves out middle steps of the turn; the user
+  message is never cut, and a shortened text is always smaller than the original;
 - measures with the caller's own ``count`` over the exact list it returns, so
   ``count(result) <= budget`` whenever ``fits`` is true.
 """
@@ -62,7 +65,8 @@ class Fitted(Generic[T]):
     dropped: int
     """Items left out (evicted, or unpaired tool calls/results)."""
     shrunk: int
-    """Parts of the latest turn whose content was shortened."""
+    """Parts whose content was shortened (in the latest turn, or in the oldest exchange
+    kept when it did not fit whole)."""
     fits: bool
     """False only when even the smallest form (system, user message, notices) is over."""
 
@@ -118,6 +122,20 @@ def fit_items(
     if used > budget:
         turn, shrunk = _shrink(turn, lambda t: measure(last, t)[1], budget, texts)
         built, used = measure(last, turn)
+    elif 0 < start <= last and used < budget:
+        # The exchange before the kept ones did not fit whole: shortened, it takes
+        # the room its eviction left (when its smallest form fits).
+        kept = [*units[start:last], *turn]
+
+        def with_older(older: list[Unit]) -> int:
+            return count(selection.build([*older, *kept]))
+
+        older, cut = _shrink([units[start - 1]], with_older, budget, texts)
+        if cut:
+            trial = selection.build([*older, *kept])
+            trial_used = count(trial)
+            if trial_used <= budget:
+                built, used, shrunk = trial, trial_used, cut
     return Fitted(
         items=built,
         tokens=used,
@@ -173,32 +191,74 @@ class _Selection(Generic[T]):
 def _shrink(
     turn: list[Unit], measure: Callable[[list[Unit]], int], budget: int, texts: TokenCounter
 ) -> tuple[list[Unit], int]:
-    """Shorten the latest turn's tool results, then assistant texts, then drop middle steps."""
-    shrunk: set[int] = set()
+    """Shorten the latest turn's tool results, then assistant texts, then drop middle steps.
+
+    Every output longer than a common level is cut to that level (with a notice);
+    the level is the largest whose result ``measure`` puts within ``budget``
+    (a bisection over the caller's own measure, so its counting decides). A
+    shortened output is always smaller than the original: an output the notice
+    would not shorten stays as it is.
+    """
     for roles in (("tool",), ("tool", "assistant")):
-        for _ in range(64):  # each round halves the longest output; bounded
-            over = measure(turn) - budget
-            if over <= 0:
-                return turn, len(shrunk)
-            candidates = [
-                (texts.count(m.content), k, j)
-                for k, u in enumerate(turn)
-                for j, m in enumerate(u.messages)
-                if m.role in roles and m.content and not m.content.startswith("[output")
-            ]
-            if not candidates:
-                break
-            size, k, j = max(candidates)
-            msg = turn[k].messages[j]
-            target = max(0, min(size // 2, size - over))
-            notice = _NOTICE.format(n=len(msg.content))
-            cut = cut_text(msg.content, max(target, 1), texts, notice, total=size)
-            new = cut.text if cut is not None and target > 0 else notice
-            turn = _with(turn, k, j, new)
-            shrunk.add(msg.seq)
+        pool = [
+            (texts.count(m.content), k, j)
+            for k, u in enumerate(turn)
+            for j, m in enumerate(u.messages)
+            if m.role in roles and m.content
+        ]
+        if not pool:
+            continue
+        at_level = _Levels(turn, pool, texts)
+        if measure(at_level(0)[0]) > budget:
+            continue
+        lo, hi = 0, max(size for size, _, _ in pool)
+        while hi - lo > 1:  # largest level within the budget (the result grows with it)
+            mid = (lo + hi) // 2
+            if measure(at_level(mid)[0]) <= budget:
+                lo = mid
+            else:
+                hi = mid
+        return at_level(lo)
+    pool = [
+        (texts.count(m.content), k, j)
+        for k, u in enumerate(turn)
+        for j, m in enumerate(u.messages)
+        if m.role in ("tool", "assistant") and m.content
+    ]
+    turn, shrunk = _Levels(turn, pool, texts)(0)
     while len(turn) > 2 and measure(turn) > budget:
         del turn[1]
-    return turn, len(shrunk)
+    return turn, shrunk
+
+
+class _Levels:
+    """The latest turn with every output of ``pool`` cut to at most ``level`` tokens."""
+
+    def __init__(self, turn: list[Unit], pool: list[tuple[int, int, int]], texts: TokenCounter):
+        self.turn, self.pool, self.texts = turn, pool, texts
+        self.cuts: dict[tuple[int, int, int], str | None] = {}
+
+    def __call__(self, level: int) -> tuple[list[Unit], int]:
+        turn, shrunk = self.turn, 0
+        for size, k, j in self.pool:
+            if size <= level:
+                continue
+            content = self._cut(size, k, j, level)
+            if content is not None:
+                turn = _with(turn, k, j, content)
+                shrunk += 1
+        return turn, shrunk
+
+    def _cut(self, size: int, k: int, j: int, level: int) -> str | None:
+        key = (k, j, level)
+        if key not in self.cuts:
+            original = self.turn[k].messages[j].content
+            notice = _NOTICE.format(n=len(original))
+            cut = cut_text(original, level, self.texts, notice, total=size) if level else None
+            text = cut.text if cut is not None else notice
+            # Never longer than what it replaces (a short output keeps its text).
+            self.cuts[key] = text if self.texts.count(text) < size else None
+        return self.cuts[key]
 
 
 def _with(turn: list[Unit], k: int, j: int, content: str) -> list[Unit]:
