@@ -48,6 +48,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "foundation",
         (
             "errors",
+            "_lazy",
             "fsutil",
             "security",
             "procs",

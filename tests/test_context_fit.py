@@ -310,7 +310,8 @@ def test_budget_share_of_window() -> None:
 
 
 def test_truncation_modes_through_the_pure_fit() -> None:
-    from personae.context import SectionContent, SectionSpec, Truncation, fit
+    from personae.context import SectionContent, SectionSpec, Truncation
+    from personae.context.fit import fit
 
     body = "\n".join(f"line {i} " + PROSE for i in range(200))
     specs = {

@@ -19,9 +19,9 @@ from personae.context import (
     Snapshot,
     Truncation,
     assemble_snapshot,
-    fit,
 )
 from personae.context._textcut import count_small, cut_text
+from personae.context.fit import fit
 from personae.context.render import SEPARATOR, close_tag, open_tag
 from personae.errors import BudgetExceededError
 from personae.tokens.exact import exact_counter

@@ -7,8 +7,9 @@ imported from its module on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from personae._lazy import lazy_front
 
 if TYPE_CHECKING:
     from personae.api.context import Context, FittedMessages, assemble, fit_messages
@@ -99,10 +100,4 @@ _HOMES: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'personae' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_front(__name__, _HOMES)

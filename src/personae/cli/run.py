@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import os
@@ -28,6 +27,8 @@ from personae.layout import Layout
 from personae.limits import DEFAULTS
 
 if TYPE_CHECKING:
+    import asyncio
+
     from personae.handover.runflow import HandoverSession, HandoverTurn
     from personae.settings import PersonaeSettings
     from personae.store.answers import ModelAnswer
@@ -149,6 +150,8 @@ def _execute(
     task: str, options: RunOptions, view: _View, timeout: float | None = None
 ) -> RunOutcome:
     # local import: CLI start-up (only the command that runs loads what it needs)
+    import asyncio
+
     from personae.procs import RUN_PROCESSES
     from personae.team.session import run_turn
 
@@ -265,6 +268,8 @@ def _connection_url(exc: BaseException) -> str | None:
 
 def _failure(exc: BaseException) -> tuple[str, str]:
     """``(status, reason)`` a run ended with, for the store."""
+    import asyncio  # local import: CLI start-up (asyncio loads only when a run does)
+
     if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
         return "cancelled", "interrupted (Ctrl-C or a signal)"
     if isinstance(exc, TimeoutError):
@@ -441,6 +446,8 @@ def _settled(db: Path, run_id: str, view: _View) -> Iterator[None]:
             raise typer.Exit(BROKEN_PIPE_EXIT) from None
         status, reason = _failure(exc)
         _settle(db, run_id, status, reason)
+        import asyncio  # local import: CLI start-up (asyncio loads only when a run does)
+
         if isinstance(exc, asyncio.CancelledError):
             raise KeyboardInterrupt from None
         if isinstance(exc, Exception) and reason != str(exc):  # the URL was added
@@ -528,6 +535,8 @@ def _run_announced(request: _Request, view: _View, announced: dict[str, Any]) ->
 
 def _run_demo(*, as_json: bool, keep: Path | None) -> None:
     # local import: CLI start-up (only the command that runs loads what it needs)
+    import asyncio
+
     from personae.team.session import RunOptions
 
     bundle = Path(str(resources.files("personae.examples") / "demo"))

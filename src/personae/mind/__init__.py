@@ -6,8 +6,9 @@ Names load on first use, so the hook gate, which imports only
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from personae._lazy import lazy_front
 
 if TYPE_CHECKING:
     from personae.mind.contract import ERROR_PREFIX, Contract, load_contract
@@ -35,7 +36,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(import_module(f"personae.mind.{_WHERE[name]}"), name)
-    raise AttributeError(f"module 'personae.mind' has no attribute {name!r}")
+__getattr__ = lazy_front(__name__, {name: f"personae.mind.{home}" for name, home in _WHERE.items()})

@@ -6,9 +6,9 @@ The registry and subsets import pydantic-ai, so they load on first use
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from personae._lazy import lazy_front
 from personae.tools.base import Tool, ToolContext, ToolLimits
 from personae.tools.canonical import canonical_args
 from personae.tools.names import BUILTIN_TOOL_NAMES, CLAUDE_TOOL_MAP, canonical_tool_name
@@ -47,9 +47,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load the pydantic-ai backed names on first use (start-up time of light imports)."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_front(__name__, _LAZY)

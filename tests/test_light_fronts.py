@@ -1,0 +1,132 @@
+"""Light fronts: a package file adds no weight to the modules below it, and ``personae
+--help`` loads neither pydantic-ai nor asyncio nor any part of the runtime.
+
+The static check walks every module's import-time imports (``ast``, through
+``scripts/layers.py``): importing ``a.b.c`` also runs ``a/__init__`` and ``a/b/__init__``,
+so a package file that imports its whole package makes every leaf pay for it. Two child
+interpreters confirm the real thing (a fresh ``sys.modules`` is the point, so the process
+boundary is needed).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import subprocess
+import sys
+import types
+
+import pytest
+
+from test_layers import layers
+
+HEAVY = "pydantic_ai"
+
+
+def _import_time_edges() -> tuple[dict[str, set[str]], set[str]]:
+    """Module -> personae modules it imports at import time; the modules that import
+    pydantic-ai themselves."""
+    graph = layers.build()
+    edges = graph.edges(["module"])
+    direct: set[str] = set()
+    for name, path in graph.modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        is_package = path.name == "__init__.py"
+        for node, kind, _ in layers._walk(tree.body, "module"):
+            if kind != "module":
+                continue
+            roots = {n.split(".")[0] for n in layers._resolve(name, is_package, node)}
+            if HEAVY in roots:
+                direct.add(name)
+    return edges, direct
+
+
+def _parents(module: str) -> list[str]:
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _loads_heavy(
+    module: str, edges: dict[str, set[str]], direct: set[str], *, fronts: bool
+) -> bool:
+    """Whether importing ``module`` loads pydantic-ai; ``fronts``: count the package files
+    Python runs on the way (``False``: only what each module itself imports)."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current in direct:
+            return True
+        todo.extend(edges.get(current, ()))
+        if fronts:
+            todo.extend(p for p in _parents(current) if p in edges)
+    return False
+
+
+def test_no_package_file_makes_a_leaf_load_pydantic_ai() -> None:
+    edges, direct = _import_time_edges()
+    assert direct, "no module imports pydantic-ai: the check would prove nothing"
+    weighed = [
+        m
+        for m in sorted(edges)
+        if _loads_heavy(m, edges, direct, fronts=True)
+        and not _loads_heavy(m, edges, direct, fronts=False)
+    ]
+    assert weighed == [], f"a package file loads pydantic-ai for these modules: {weighed}"
+    light = [m for m in edges if not _loads_heavy(m, edges, direct, fronts=True)]
+    assert "personae.team.events" in light
+    assert len(light) > len(edges) // 2
+
+
+def _child(code: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.split()
+
+
+LOADED = (
+    "import sys\n"
+    "heavy = ('pydantic_ai', 'pydantic_ai_slim', 'openai', 'httpx', 'asyncio')\n"
+    "print(*sorted(m for m in sys.modules if m.split('.')[0] in heavy"
+    " or m.startswith(('personae.team.', 'personae.context.', 'personae.store.'))))\n"
+)
+
+
+def test_a_leaf_module_loads_only_what_it_needs() -> None:
+    loaded = _child("import personae.team.events\n" + LOADED)
+    assert loaded == ["personae.team.events"]
+
+
+def test_help_loads_no_runtime() -> None:
+    code = (
+        "import contextlib, io\n"
+        "from personae.cli.app import run_cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    assert run_cli(['--help']) == 0\n"
+        "assert 'Usage: personae' in out.getvalue(), out.getvalue()\n" + LOADED
+    )
+    assert _child(code) == []
+
+
+@pytest.mark.parametrize(
+    "package", ["personae", "personae.context", "personae.tools", "personae.mind"]
+)
+def test_lazy_fronts_export_their_names_not_modules(package: str) -> None:
+    """Every exported name resolves to its object, also once every module of the package
+    is loaded (a submodule of the same name must not shadow it)."""
+    front = importlib.import_module(package)
+    if package != "personae":
+        for info in pkgutil.iter_modules(front.__path__, package + "."):
+            if not info.name.endswith(".__main__"):  # an entry point runs when imported
+                importlib.import_module(info.name)
+    for name in front.__all__:
+        value = getattr(front, name)
+        assert not isinstance(value, types.ModuleType), f"{package}.{name} is a module"
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        getattr(front, "nothing_here")  # noqa: B009
