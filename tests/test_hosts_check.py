@@ -135,7 +135,7 @@ def test_codex_config_toml_merges_and_stays_valid(tmp_path: Path) -> None:
 
 
 def test_hook_binary_finds_the_wrapped_program() -> None:
-    from personae.hosts.adapters import hook_command
+    from personae.hosts.wrapper import hook_command
 
     command = hook_command(ADAPTERS["claude"], "/a b/personae", ["--host", "claude"])
     assert hook_binary(command) == "/a b/personae"

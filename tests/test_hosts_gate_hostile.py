@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from personae.hosts.adapters import ADAPTERS, hook_command
+from personae.hosts.adapters import ADAPTERS
 from personae.hosts.gate import run
+from personae.hosts.wrapper import hook_command
 from personae.mind.bootstraps import ancestors, find_bootstrap, process_id
 from personae.mind.index import MindIndex
 from personae.store.db import Store

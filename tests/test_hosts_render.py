@@ -57,7 +57,8 @@ def test_render_write_then_check_via_cli(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr
     after = _cli("hosts", "check", cwd=tmp_path)
     assert after.returncode == 0, after.stdout
-    assert after.stdout.count("OK  ") == 10 and "FAIL" not in after.stdout
+    assert after.stdout.count("OK  ") == 13 and "FAIL" not in after.stdout
+    assert after.stdout.count("the hook denies by itself after") == 3
 
     claude = (tmp_path / "CLAUDE.md").read_text(encoding="utf-8")
     assert claude.startswith("# Mine\n\nKeep this line.\n") and BEGIN in claude

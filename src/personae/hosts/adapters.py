@@ -18,7 +18,6 @@ gate loads this on every tool call.
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -31,7 +30,6 @@ __all__ = [
     "Host",
     "HostAdapter",
     "adapter",
-    "hook_command",
 ]
 
 MIND_TOOLS = tuple(DESCRIPTIONS)
@@ -174,33 +172,3 @@ def adapter(name: Host | str) -> HostAdapter:
         return ADAPTERS[Host(name)]
     except ValueError:
         raise ValueError(f"unknown host {name!r} (valid: {', '.join(ADAPTERS)})") from None
-
-
-_WRAPPER = (
-    'if command -v timeout >/dev/null 2>&1; then timeout -k 1 {limit} "$0" "$@"; '
-    'else "$0" "$@"; fi; rc=$?; '
-    '[ "$rc" -eq 0 ] && exit 0; '
-    "{on_failure}"
-)
-_FAIL_EXIT2 = (
-    '[ "$rc" -eq 2 ] || echo "personae gate: blocked: the gate could not decide '
-    '($0 exited $rc: missing, crashed or timed out)" >&2; exit 2'
-)
-_FAIL_JSON = (
-    'printf \'{"permissionDecision":"deny","permissionDecisionReason":"personae gate: '
-    "blocked: the gate could not decide (exit %s: personae missing, crashed or timed out)\"}\\n' "
-    '"$rc"; exit 0'
-)
-
-
-def hook_command(host: HostAdapter, personae: str, args: list[str], *, limit: int = 8) -> str:
-    """The hook command line: ``personae`` (an absolute path) wrapped so it fails closed.
-
-    Runs ``personae hook pre-tool-use ARGS`` under ``timeout`` (when the system has
-    it); a missing binary (127), a crash (1) or a time-out (124) becomes that host's
-    denial instead of the non-blocking error every host treats them as.
-    """
-    failure = _FAIL_JSON if host.json_deny else _FAIL_EXIT2
-    script = _WRAPPER.format(limit=limit, on_failure=failure)
-    argv = [personae, "hook", "pre-tool-use", *args]
-    return "sh -c " + shlex.quote(script) + " " + shlex.join(argv)

@@ -2,9 +2,12 @@
 
 For Claude Code, Codex and Copilot CLI: the personae hook is present; every
 matcher in the file compiles under that host's regex rules (Codex drops the
-whole hook group for one bad matcher) and covers the host's gated tools; the
-hook command is an absolute path that exists; and, run once the way the host
-runs it (``sh -c``, a gated tool, no bootstrap), it denies in that host's
+whole hook group for one bad matcher) and covers the host's gated tools and
+personae's unlock tools (the gate binds a bootstrap to its session when it sees
+that call); the hook command is an absolute path that exists and runs in the
+self-bounding wrapper (:mod:`personae.hosts.wrapper`: a hook the host kills at its
+own limit lets the tool run); and, run once the way the host runs it (``sh -c``, a
+gated tool, no bootstrap, a PATH without ``timeout``), it denies in that host's
 contract. The repo-local Codex MCP entry runs an executable path. Each
 failure names the fix. ``personae doctor`` calls :func:`check_hooks` too.
 """
@@ -15,6 +18,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import tempfile
 import tomllib
@@ -33,6 +37,7 @@ from personae.hosts.render import (
     load_json,
 )
 from personae.hosts.snippets import SERVER_NAME
+from personae.hosts.wrapper import LIMIT_SECONDS, bounds_itself, split_hook_command
 
 __all__ = ["check_hooks", "hook_binary", "probe_hook"]
 
@@ -42,17 +47,20 @@ _FILES = (
     (CODEX_HOOKS, Host.CODEX, "PreToolUse"),
     (COPILOT_HOOKS, Host.COPILOT, "preToolUse"),
 )
+_WRAPPER_TOOLS = ("sh", "sleep", "mkdir", "rm")
+"""Programs the hook wrapper runs besides shell builtins."""
 _PROBE_TOOL = {Host.CLAUDE: "Bash", Host.CODEX: "Bash", Host.COPILOT: "bash"}
 
 
 def hook_binary(command: str) -> str | None:
     """The program a hook command runs (inside personae's ``sh -c`` wrapper, its ``$0``)."""
+    split = split_hook_command(command)
+    if split is not None:
+        return split[1][0]
     try:
         argv = shlex.split(command)
     except ValueError:
         return None
-    if len(argv) >= 4 and argv[0] in ("sh", "/bin/sh") and argv[1] == "-c":
-        return argv[3]
     return argv[0] if argv else None
 
 
@@ -93,15 +101,35 @@ def _probe_payload(host: Host, cwd: Path) -> bytes:
     return json.dumps(data).encode()
 
 
+def _path_without_timeout(folder: Path) -> str:
+    """A PATH as on stock macOS: no ``timeout``; ``folder`` gets links to the programs the
+    wrapper uses, and every folder of PATH that holds a ``timeout`` is left out."""
+    folder.mkdir()
+    for tool in _WRAPPER_TOOLS:
+        found = shutil.which(tool)
+        if found is not None:
+            (folder / tool).symlink_to(found)
+    kept = [
+        d
+        for d in os.environ.get("PATH", os.defpath).split(os.pathsep)
+        if d and not os.path.exists(os.path.join(d, "timeout"))
+    ]
+    return os.pathsep.join([str(folder), *kept])
+
+
 def probe_hook(host: HostAdapter, command: str) -> tuple[bool, str]:
-    """Run ``command`` as the host would for a gated tool with no bootstrap: does it deny?"""
+    """Run ``command`` as the host would for a gated tool with no bootstrap, with no
+    ``timeout(1)`` on PATH: does it deny?"""
     with tempfile.TemporaryDirectory(prefix="personae-check-") as tmp:
+        env = dict(os.environ)
+        env["PATH"] = _path_without_timeout(Path(tmp) / "bin")
         try:
             done = subprocess.run(
-                ["sh", "-c", command],
+                ["/bin/sh", "-c", command],
                 input=_probe_payload(host.name, Path(tmp)),
                 capture_output=True,
                 cwd=tmp,
+                env=env,
                 timeout=15,
                 check=False,
             )
@@ -187,6 +215,7 @@ def _ours(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
                     f"{rel} command", "FAIL", f"{binary} does not exist or is not executable", _FIX
                 )
             )
+        items.append(_bound_item(rel, host, command))
         ok, seen = probe_hook(host, command)
         detail = (
             f"denies {_PROBE_TOOL[host.name]} before bootstrap in {host.title}'s contract ({seen})"
@@ -196,6 +225,23 @@ def _ours(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
         )
         items.append(CheckItem.judged(f"{rel} gate", ok, detail, _FIX))
     return items
+
+
+def _bound_item(rel: str, host: HostAdapter, command: str) -> CheckItem:
+    """Whether the hook command bounds itself (the host kills a slow hook and runs the tool)."""
+    if bounds_itself(host, command):
+        return CheckItem(
+            f"{rel} time limit",
+            "OK",
+            f"the hook denies by itself after {LIMIT_SECONDS} s (no timeout(1) needed)",
+        )
+    return CheckItem(
+        f"{rel} time limit",
+        "FAIL",
+        "the hook command does not bound itself: when it hangs (or timeout(1) is missing, "
+        f"as on stock macOS) {host.title} kills it at its own limit and runs the tool",
+        _FIX,
+    )
 
 
 def _server_command(root: Path) -> CheckItem:

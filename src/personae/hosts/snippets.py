@@ -11,7 +11,8 @@ import json
 import shlex
 from typing import Any
 
-from personae.hosts.adapters import ADAPTERS, Host, hook_command
+from personae.hosts.adapters import ADAPTERS, Host
+from personae.hosts.wrapper import hook_command
 
 __all__ = [
     "BEGIN",
