@@ -68,6 +68,9 @@ try:
         convert_to_openai_messages,
         trim_messages,
     )
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    from personae.integrations.langchain import trim_messages as personae_trim_messages
 except ImportError:  # pragma: no cover - a bench-only extra
     sys.exit("bench_vs_langchain needs the bench extra: pip install -e '.[dev,bench]'")
 
@@ -518,6 +521,99 @@ def _mean_share(renders: list[str]) -> float:
     return round(statistics.mean(shares[20:]), 3)
 
 
+DROP_IN_OPTIONS: dict[str, dict[str, Any]] = {
+    "last": {"strategy": "last", "start_on": "human", "include_system": True},
+    "first": {"strategy": "first"},
+}
+
+
+def _kept_problems(kept: list[BaseMessage], latest: BaseMessage | None) -> tuple[int, int]:
+    """(orphan tool results + dangling calls, lost latest human message) of a result."""
+    shape = [
+        (
+            {"human": "user", "ai": "assistant", "tool": "tool"}.get(m.type, m.type),
+            getattr(m, "tool_call_id", None) if m.type == "tool" else None,
+            tuple(c["id"] or "" for c in getattr(m, "tool_calls", []) or []),
+        )
+        for m in kept
+        if m.type != "system"
+    ]
+    v = validity(shape, "")
+    lost = int(latest is not None and not any(m is latest for m in kept))
+    return v["orphans"] + v["dangling"], lost
+
+
+def drop_in(sizes: list[int], budgets_per_size: int) -> list[dict[str, Any]]:
+    """personae's ``trim_messages`` drop-in against LangChain's, same counter, same inputs.
+
+    Counters: ``cached exact`` (per-message, exact counts cached: LangChain's best
+    case), ``list, cached exact`` (the same counts behind a list counter: personae
+    cannot count per message), ``approximate`` (LangChain's ``count_tokens_approximately``
+    passed as the function). The two sides alternate per budget; CPU is the sum over
+    the budgets. ``same``: identical results; ``differ`` results must be ones where
+    LangChain's is broken (an orphan or dangling call, or the latest human message lost).
+    """
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        rng = random.Random(n * 7)
+        lc = to_langchain(history(n, rng))
+        latest = next(m for m in reversed(lc) if m.type == "human")
+        cached = cached_counter(lc)
+
+        def as_list(ms: list[BaseMessage], cached: Callable[[BaseMessage], int] = cached) -> int:
+            return sum(cached(m) for m in ms)
+
+        counters: dict[str, Any] = {
+            "cached exact": cached,
+            "list, cached exact": as_list,
+            "approximate": count_tokens_approximately,
+        }
+        full = as_list(lc)
+        budgets = [rng.randint(max(50, full // 200), full) for _ in range(budgets_per_size)]
+        for (cname, counter), (strategy, options) in itertools.product(
+            counters.items(), DROP_IN_OPTIONS.items()
+        ):
+            row = {"messages": len(lc), "counter": cname, "strategy": strategy,
+                   "langchain_cpu_ms": 0.0, "personae_cpu_ms": 0.0, "langchain_wall_ms": 0.0,
+                   "personae_wall_ms": 0.0, "same": 0, "differ_langchain_broken": 0,
+                   "differ_otherwise": 0, "personae_broken": 0, "langchain_broken": 0}  # fmt: skip
+            for b in budgets:
+                common = {"max_tokens": b, "token_counter": counter, **options}
+                theirs, cpu, wall = _timed(lambda c=common, lc=lc: trim_messages(lc, **c))
+                row["langchain_cpu_ms"] += cpu
+                row["langchain_wall_ms"] += wall
+                ours, cpu, wall = _timed(lambda c=common, lc=lc: personae_trim_messages(lc, **c))
+                row["personae_cpu_ms"] += cpu
+                row["personae_wall_ms"] += wall
+                lost_matters = latest if strategy == "last" else None
+                broken_theirs = any(_kept_problems(theirs, lost_matters))
+                row["langchain_broken"] += broken_theirs
+                row["personae_broken"] += any(_kept_problems(ours, lost_matters))
+                if ours == theirs:
+                    row["same"] += 1
+                elif broken_theirs:
+                    row["differ_langchain_broken"] += 1
+                else:
+                    row["differ_otherwise"] += 1
+            row["ratio_cpu"] = row["personae_cpu_ms"] / max(row["langchain_cpu_ms"], 1e-9)
+            rows.append(row)
+    return rows
+
+
+def print_drop_in(rows: list[dict[str, Any]], budgets: int) -> None:
+    print(f"trim_messages drop-in vs LangChain's, same counter, {budgets} budgets per size "
+          "(CPU ms summed; ratio = personae / langchain)")  # fmt: skip
+    print(f"{'messages':>9} {'counter':<19}{'strategy':<9}{'lc cpu':>9}{'ours cpu':>9}"
+          f"{'ratio':>7}{'same':>6}{'lc bad':>7}{'other':>6}{'our bad':>8}")  # fmt: skip
+    for r in rows:
+        print(
+            f"{r['messages']:>9,} {r['counter']:<19}{r['strategy']:<9}"
+            f"{r['langchain_cpu_ms']:>9.1f}{r['personae_cpu_ms']:>9.1f}{r['ratio_cpu']:>7.2f}"
+            f"{r['same']:>6}{r['differ_langchain_broken']:>7}{r['differ_otherwise']:>6}"
+            f"{r['personae_broken']:>8}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -529,8 +625,25 @@ def main() -> None:
         "--low-water", type=float, nargs="+", default=[1.0, 0.9, 0.8, 0.7],
         help="eviction low-water marks compared in the agent loop",
     )  # fmt: skip
+    ap.add_argument(
+        "--drop-in", action="store_true",
+        help="only the trim_messages drop-in comparison (100, 1k, 10k messages)",
+    )  # fmt: skip
+    ap.add_argument("--drop-in-budgets", type=int, default=20, help="budgets per size")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "vs_langchain.json")
     args = ap.parse_args()
+    if args.drop_in:
+        results_d = {"load_average": os.getloadavg(),
+                     "drop_in": drop_in([100, 1_000, 10_000], args.drop_in_budgets)}  # fmt: skip
+        results_d["load_average_after"] = os.getloadavg()
+        print(f"load average {results_d['load_average'][0]:.2f}"
+              f" (after {results_d['load_average_after'][0]:.2f})")  # fmt: skip
+        print_drop_in(results_d["drop_in"], args.drop_in_budgets)
+        out = args.out.with_name("vs_langchain_drop_in.json")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results_d, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {out}")
+        return
     rng = random.Random(15)
     plan = {100: args.budgets, 1_000: args.budgets, 10_000: 40, 100_000: 8}
     if args.quick:
@@ -542,6 +655,7 @@ def main() -> None:
             budgets = [rng.randint(500, 60_000) for _ in range(k)]
             results["sizes"].append(bench_size(n, budgets, Path(tmp)))
         results["prefix_share"] = prefix_loop(args.turns, Path(tmp), args.low_water)
+    results["drop_in"] = drop_in([100, 1_000, 10_000], args.drop_in_budgets)
     results["load_average_after"] = os.getloadavg()
     before, after = results["load_average"][0], results["load_average_after"][0]
     print(f"load average {before:.2f} (after {after:.2f})")
@@ -571,6 +685,7 @@ def main() -> None:
             f"  {side:<26}{r['share']:>7.3f}{r['unused_when_trimmed']:>8.1%}"
             f"{r['cpu_median_ms']:>9.2f}{r['cpu_mean_ms']:>9.2f}"
         )
+    print_drop_in(results["drop_in"], args.drop_in_budgets)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

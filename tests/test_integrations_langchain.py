@@ -10,6 +10,7 @@ import json
 import random
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
@@ -237,3 +238,41 @@ def test_create_agent_middleware_fits_every_model_call() -> None:
     assert count_tokens_exactly([SystemMessage("You are terse."), *history]) > 600
     # The agent's own state keeps the whole history: only the model input is fitted.
     assert len(result["messages"]) == len(history) + 3
+
+
+def test_every_strategy_and_option_keeps_exchanges_whole() -> None:
+    """strategy="first" and "last", allow_partial, end_on and start_on on random tool
+    histories: LangChain's own function breaks some; personae's drop-in never does, and
+    "last" always keeps the latest human message."""
+    rng = random.Random(28)
+    broken_theirs = 0
+    for _ in range(120):
+        msgs = random_history(rng)
+        budget = rng.randint(10, count_tokens_exactly(msgs))
+        options: dict[str, Any] = {
+            "max_tokens": budget,
+            "token_counter": count_tokens_exactly,
+            "strategy": rng.choice(["first", "last"]),
+            "allow_partial": rng.random() < 0.5,
+            "end_on": rng.choice([None, "human", "ai", "tool", ("ai", "tool")]),
+        }
+        if options["strategy"] == "last":
+            options["start_on"] = rng.choice([None, "human", "ai"])
+            options["include_system"] = rng.random() < 0.5
+        theirs = lc_trim_messages(msgs, **options)
+        broken_theirs += bool(problems(theirs))
+        ours = trim_messages(msgs, **options)
+        assert problems(ours) == [], options
+        if options["strategy"] == "last" and options["end_on"] in (None, "human"):
+            assert any(m is msgs[-1] for m in ours), options
+    assert broken_theirs > 10
+
+
+def test_runnable_form_in_a_chain() -> None:
+    trimmer = trim_messages(max_tokens=5, token_counter=len, strategy="last")
+    chain = trimmer | (lambda kept: [m.type for m in kept])
+    assert chain.invoke(ISSUE_33245) == ["human", "ai", "human", "ai"]
+    with pytest.raises(ValueError, match="start_on parameter is only valid with strategy='last'"):
+        trim_messages(
+            ISSUE_33245, max_tokens=5, token_counter=len, strategy="first", start_on="human"
+        )
