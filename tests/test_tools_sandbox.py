@@ -56,8 +56,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def outside() -> Iterator[Path]:
-    """A folder outside the workspace, /tmp and the home (on the read-only part)."""
-    path = Path(tempfile.mkdtemp(prefix="personae-sbx-", dir="/var/tmp"))
+    """A folder outside the workspace, /tmp, /var/tmp and the home (on the read-only part)."""
+    path = Path(tempfile.mkdtemp(prefix="personae-sbx-", dir="/var/cache"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 

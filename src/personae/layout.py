@@ -14,11 +14,16 @@ from pathlib import Path
 
 __all__ = [
     "CONFIG_NAMES",
+    "CONTROL_DIRS",
+    "CONTROL_FILES",
+    "CONTROL_NAMES",
     "DIR_NAME",
+    "GRANTABLE",
     "MAX_CONFIG_BYTES",
     "PROFILES_NAMES",
     "SESSION_ID",
     "Layout",
+    "control_name",
     "find_root",
     "first_present",
 ]
@@ -59,6 +64,33 @@ def first_present(candidates: Iterable[Path]) -> Path | None:
         if os.path.lexists(path) and not path.is_dir():
             return path
     return None
+
+
+# Control paths: what governs later runs, git and host sessions, in a workspace's root.
+# Read-only to a contained agent (personae.tools.control).
+CONTROL_DIRS = (".personae", ".git", ".claude", ".codex", ".gemini", ".github", ".vscode")
+"""Control folders (a placeholder for a missing one is an empty folder)."""
+CONTROL_FILES = (".mcp.json", "CLAUDE.md", "CLAUDE.local.md", "AGENTS.md",
+                 "AGENTS.override.md", "GEMINI.md")  # fmt: skip
+"""Control files (a placeholder for a missing one is an empty file)."""
+CONTROL_NAMES = CONTROL_DIRS + CONTROL_FILES
+"""Every control name, as it appears in the workspace root."""
+GRANTABLE = tuple(n for n in CONTROL_NAMES if n != DIR_NAME)
+"""Names ``sandbox.control_write`` may grant (never ``.personae``: it holds the grants)."""
+
+_FOLDED = {name.casefold(): name for name in CONTROL_NAMES}
+
+
+def control_name(relative: str | Path) -> str | None:
+    """The control name ``relative`` (a path relative to the workspace root) falls under.
+
+    Compared without regard to letter case (a case-insensitive file system
+    would map ``claude.md`` onto ``CLAUDE.md``); ``None`` for any other path.
+    """
+    parts = Path(relative).parts
+    if not parts or parts[0] in (".", ".."):
+        return None
+    return _FOLDED.get(parts[0].casefold())
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from pydantic_core import PydanticCustomError
 
 from personae.errors import ConfigError, first_validation_error, yaml_error_line
 from personae.fsutil import read_regular
-from personae.layout import MAX_CONFIG_BYTES, Layout, find_root
+from personae.layout import GRANTABLE, MAX_CONFIG_BYTES, Layout, find_root
 from personae.models.resolve import parse_model_spec
 
 __all__ = [
@@ -69,6 +69,23 @@ class SandboxConfig(BaseModel):
     """Let sandboxed commands use the network (a persona can also allow it)."""
     allow_paths: list[str] = Field(default_factory=list)
     """Paths under the user's home commands may read (``~/...`` or absolute)."""
+    control_write: dict[str, list[str]] = Field(default_factory=dict)
+    """Persona name -> control paths it may write (``.git``, ``CLAUDE.md`` ...; never
+    ``.personae``). Every other control path is read-only to every persona."""
+
+    @field_validator("control_write")
+    @classmethod
+    def _check_control_write(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        """Only grantable names (checked when the file is read)."""
+        for persona, names in value.items():
+            for name in names:
+                if name not in GRANTABLE:
+                    raise PydanticCustomError(
+                        "control_write",
+                        "persona {persona!r}: {name!r} cannot be granted; grantable: {names}",
+                        {"persona": persona, "name": name, "names": ", ".join(GRANTABLE)},
+                    )
+        return value
 
 
 class ProjectConfig(BaseModel):

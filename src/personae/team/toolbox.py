@@ -29,7 +29,8 @@ def persona_limits(
     """``base`` with the ``run_shell`` sandbox the project config and ``persona`` allow.
 
     Either grant is enough: network if the config or the persona allows it;
-    the config's allowed paths plus the persona's.
+    the config's allowed paths plus the persona's. Control paths only as the
+    config grants them to the persona by name (a persona file cannot).
     """
     network = config.network or (persona is not None and persona.sandbox.network)
     paths = [*config.allow_paths, *(persona.sandbox.allow_paths if persona else [])]
@@ -38,6 +39,7 @@ def persona_limits(
         shell_sandbox=config.mode,
         shell_network=network,
         shell_allow_paths=tuple(paths),
+        control_write=tuple(config.control_write.get(persona.name, ())) if persona else (),
     )
 
 
@@ -45,7 +47,8 @@ def narrow_sandbox(parent: ToolLimits, wanted: ToolLimits) -> ToolLimits:
     """A sub-agent's sandbox: its own grants (``wanted``) cut to what ``parent`` has.
 
     Network only if both allow it; an allowed path only if it is one of the
-    parent's or lies under one (``~`` expanded). Every other limit is the
+    parent's or lies under one (``~`` expanded); a control path only if both
+    may write it. Every other limit is the
     parent's: a child never gets more than its parent.
     """
     home = os.path.expanduser("~")
@@ -63,4 +66,5 @@ def narrow_sandbox(parent: ToolLimits, wanted: ToolLimits) -> ToolLimits:
         parent,
         shell_network=parent.shell_network and wanted.shell_network,
         shell_allow_paths=tuple(kept),
+        control_write=tuple(n for n in wanted.control_write if n in parent.control_write),
     )

@@ -11,6 +11,7 @@ from typing import BinaryIO
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from personae.fsutil import write_atomic
+from personae.layout import control_name
 from personae.tools.base import ToolContext
 from personae.tools.workspace import PathChangedError, changed_error
 
@@ -202,10 +203,23 @@ def _check_size(data: bytes, ctx: ToolContext, shown: str) -> None:
         raise ctx.error(f"content for {shown} is {len(data)} bytes; the cap is {cap}", path=shown)
 
 
+def _check_writable(shown: str, ctx: ToolContext) -> None:
+    """Refuse a control path (``.git/``, ``.personae/``, ``CLAUDE.md`` ...) not granted."""
+    name = control_name(shown)
+    if name is not None and name not in ctx.limits.control_write:
+        raise ctx.error(
+            f"{shown} is under {name}, a control path (it governs later runs, git or a "
+            "host): read-only to the agent unless the project config grants it "
+            "(sandbox.control_write)",
+            path=shown,
+        )
+
+
 def write_file(args: WriteFileArgs, ctx: ToolContext) -> str:
     """Create or replace a file atomically (parent directories are created)."""
     path = ctx.workspace.resolve(args.path, tool=ctx.tool)
     shown = ctx.workspace.relative(path)
+    _check_writable(shown, ctx)
     if path == ctx.workspace.root or path.is_dir():
         raise ctx.error(f"{shown} is a directory", path=shown)
     data = args.content.encode("utf-8")
@@ -220,6 +234,7 @@ def edit_file(args: EditFileArgs, ctx: ToolContext) -> str:
     """Apply exact-text replacements in order; nothing is written unless every edit applies."""
     path = ctx.workspace.resolve(args.path, tool=ctx.tool)
     shown = ctx.workspace.relative(path)
+    _check_writable(shown, ctx)
     with os.fdopen(_open_regular(path, ctx, shown), "rb") as fh:
         raw = fh.read()
     try:

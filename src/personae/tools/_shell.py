@@ -21,6 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,7 +29,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from personae.errors import ConfigError
 from personae.procs import RUN_PROCESSES, die_with_parent
 from personae.tools.base import ToolContext, ToolLimits
-from personae.tools.sandbox import INSTALL_HINT, bwrap_status, sandbox_argv
+from personae.tools.control import Lease, Placeholders
+from personae.tools.sandbox import (
+    INSTALL_HINT,
+    SandboxStatus,
+    bwrap_status,
+    sandbox_argv,
+    unattended,
+)
+from personae.tools.seccomp import socket_filter_fd
 
 __all__ = ["RunShellArgs", "check_env_allow", "run_shell", "scrubbed_env"]
 
@@ -95,33 +104,85 @@ def scrubbed_env(
 
 
 _warned = threading.Event()
+PLACEHOLDERS = Placeholders()
+"""This process's placeholders for missing control paths (see :mod:`personae.tools.control`)."""
 
 
-def _sandboxed(argv: list[str], cwd: Path, ctx: ToolContext) -> list[str]:
+@dataclass
+class _Sandbox:
+    """How one command runs: its argv, and what to release once it has ended."""
+
+    argv: list[str]
+    lease: Lease | None = None
+    fds: tuple[int, ...] = ()
+
+    def close(self) -> None:
+        """Close the passed descriptors and end the workspace lease."""
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds = ()
+        if self.lease is not None:
+            PLACEHOLDERS.release(self.lease)
+            self.lease = None
+
+
+def _unsandboxed(status: SandboxStatus, ctx: ToolContext) -> None:
+    """Refuse, or warn once, when ``run_shell`` cannot be sandboxed (mode not ``off``)."""
+    if ctx.limits.shell_sandbox == "required":
+        raise ctx.error(f"the sandbox is required but unavailable: {status.reason}; "
+                        f"{INSTALL_HINT}")  # fmt: skip
+    if status.transient:
+        raise ctx.error(
+            f"the sandbox could not be started ({status.reason}); the command was not run "
+            "(it never runs unsandboxed for a probe that may pass)"
+        )
+    if unattended():
+        raise ctx.error(
+            f"run_shell is not sandboxed here ({status.reason}) and this run is unattended "
+            f"(handover child, chain step or batch task): refused; {INSTALL_HINT}, or set "
+            "sandbox.mode: off in .personae/config.yaml"
+        )
+    if not _warned.is_set():
+        _warned.set()
+        print(
+            f"personae: warning: run_shell is not sandboxed ({status.reason}); {INSTALL_HINT}",
+            file=sys.stderr,
+        )
+
+
+async def _sandboxed(argv: list[str], cwd: Path, ctx: ToolContext) -> _Sandbox:
     """``argv`` wrapped in the sandbox, as the limits ask and the machine allows."""
     limits = ctx.limits
     if limits.shell_sandbox == "off":
-        return argv
-    status = bwrap_status()
+        return _Sandbox(argv)
+    status = await asyncio.to_thread(bwrap_status)
     if status.bwrap is None:
-        if limits.shell_sandbox == "required":
-            raise ctx.error(f"the sandbox is required but unavailable: {status.reason}; "
-                            f"{INSTALL_HINT}")  # fmt: skip
-        if not _warned.is_set():
-            _warned.set()
-            print(
-                f"personae: warning: run_shell is not sandboxed ({status.reason}); {INSTALL_HINT}",
-                file=sys.stderr,
-            )
-        return argv
-    return sandbox_argv(
-        argv,
-        bwrap=status.bwrap,
-        workspace=ctx.workspace.root,
-        cwd=cwd,
-        network=limits.shell_network,
-        allow_paths=limits.shell_allow_paths,
-    )
+        _unsandboxed(status, ctx)
+        return _Sandbox(argv)
+    root = ctx.workspace.root
+    try:
+        lease = await asyncio.to_thread(PLACEHOLDERS.acquire, root, limits.control_write)
+    except OSError as exc:
+        raise ctx.error(f"cannot protect the workspace's control paths: {exc}") from None
+    box = _Sandbox(argv, lease)
+    try:
+        fds = () if limits.shell_network else (socket_filter_fd(),)
+        box.fds = fds
+        box.argv = sandbox_argv(
+            argv,
+            bwrap=status.bwrap,
+            workspace=root,
+            cwd=cwd,
+            network=limits.shell_network,
+            allow_paths=limits.shell_allow_paths,
+            control=lease.args,
+            seccomp_fd=fds[0] if fds else None,
+        )
+    except BaseException:
+        box.close()
+        raise
+    return box
 
 
 def _cap_timeout(requested: float | None, limit: float | None) -> float | None:
@@ -197,8 +258,18 @@ async def run_shell(args: RunShellArgs, ctx: ToolContext) -> str:
     env = scrubbed_env(str(cwd), str(ctx.workspace.root), limits)
     if "/" not in argv[0] and shutil.which(argv[0], path=env["PATH"]) is None:
         raise ctx.error(f"command not found: {argv[0]!r}")
-    argv = _sandboxed(argv, cwd, ctx)
-    timeout = _cap_timeout(args.timeout, limits.shell_timeout)
+    box = await _sandboxed(argv, cwd, ctx)
+    try:
+        return await _start(box, cwd, env, _cap_timeout(args.timeout, limits.shell_timeout), ctx)
+    finally:
+        box.close()
+
+
+async def _start(
+    box: _Sandbox, cwd: Path, env: dict[str, str], timeout: float | None, ctx: ToolContext
+) -> str:
+    """Start the (wrapped) command and supervise it to its end."""
+    argv = box.argv
     started = time.monotonic()
     try:
         proc = await asyncio.create_subprocess_exec(
@@ -210,13 +281,18 @@ async def run_shell(args: RunShellArgs, ctx: ToolContext) -> str:
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
             preexec_fn=die_with_parent(register=True),
+            pass_fds=box.fds,
         )
     except FileNotFoundError:
         raise ctx.error(f"command not found: {argv[0]!r}") from None
     except PermissionError:
         raise ctx.error(f"permission denied: {argv[0]!r}") from None
+    for fd in box.fds:  # bubblewrap has its copy
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    box.fds = ()
     with RUN_PROCESSES.tracked(proc.pid):
-        return await _supervise(proc, timeout, limits, ctx, started)
+        return await _supervise(proc, timeout, ctx.limits, ctx, started)
 
 
 async def _supervise(

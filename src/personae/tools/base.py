@@ -19,6 +19,7 @@ from personae.errors import (
     UsageError,
     first_validation_error,
 )
+from personae.layout import GRANTABLE
 from personae.tools.workspace import Workspace
 
 __all__ = ["Tool", "ToolContext", "ToolLimits"]
@@ -59,6 +60,9 @@ class ToolLimits:
     """Let sandboxed commands use the network (off: only their own loopback)."""
     shell_allow_paths: tuple[str, ...] = ()
     """Paths under the user's home a sandboxed command may read (``~/...`` or absolute)."""
+    control_write: tuple[str, ...] = ()
+    """Control paths (:data:`personae.tools.control.GRANTABLE`, e.g. ``.git``) the file
+    tools and sandboxed commands may write; every other one is read-only to them."""
     fetch_timeout: float | None = 20.0
     """Seconds a ``web_fetch`` may take in total."""
     fetch_max_bytes: int | None = 256 * 1024
@@ -72,6 +76,9 @@ class ToolLimits:
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "control_write":
+                _check_grants(value)
+                continue
             if f.name == "shell_env_allow" or value is None or isinstance(value, bool):
                 continue
             if not isinstance(value, int | float):
@@ -101,6 +108,15 @@ class ToolLimits:
         except ValidationError as exc:
             message, field_name = first_validation_error(exc)
             raise ConfigError(message, file=file, field=field_name) from exc
+
+
+def _check_grants(names: tuple[str, ...]) -> None:
+    for name in names:
+        if name not in GRANTABLE:
+            raise ConfigError(
+                f"{name!r} cannot be granted; grantable: {', '.join(GRANTABLE)}",
+                field="control_write",
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
