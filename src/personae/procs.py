@@ -58,6 +58,7 @@ from personae._reaper import descendants, kill_tree, process_table
 __all__ = [
     "LIFELINE_ENV",
     "RUN_PROCESSES",
+    "UNATTENDED_ENV",
     "RunProcesses",
     "die_with_parent",
     "lifeline",
@@ -67,6 +68,10 @@ __all__ = [
 
 LIFELINE_ENV = "PERSONAE_LIFELINE_FD"
 """Environment variable naming the inherited lifeline descriptor of a handover child."""
+UNATTENDED_ENV = "PERSONAE_UNATTENDED"
+"""Set (``1``) for runs nobody watches: handover children, chain steps and batch tasks
+(every child :func:`personae.handover.child.run_child` starts). In sandbox mode ``auto``
+they refuse to run ``run_shell`` unsandboxed."""
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36

@@ -210,6 +210,7 @@ def _announce(
     session: str | None,
     context_from: Path | None,
     db: Path,
+    sandbox: str,
 ) -> dict[str, Any]:
     """Store the run and its ``start`` event in ``db``, then show it; returns it (JSON, seq 1).
 
@@ -235,6 +236,7 @@ def _announce(
             "session": session,
             "context_from": str(context_from) if context_from is not None else None,
             "pid": os.getpid(),
+            "sandbox": sandbox,
         },
     }
     row = EventRow(1, "start", event["at"], event["message"], None, event["data"])
@@ -247,6 +249,19 @@ def _announce(
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
     return event
+
+
+def _shell_mode(root: Path) -> str:
+    """How this run's ``run_shell`` commands will run (its ``start`` event says it)."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.project import load_config
+    from personae.tools.sandbox import describe_mode
+
+    try:
+        mode = load_config(Layout(root)).sandbox.mode
+    except PersonaeError:  # the run itself reports the config error
+        mode = "auto"
+    return describe_mode(mode)
 
 
 def _connection_url(exc: BaseException) -> str | None:
@@ -370,7 +385,7 @@ def register(app: typer.Typer) -> None:
         # the run start, and its id works in `runs show` whatever happens next.
         announced = _announce(
             as_json=as_json, task=request.task, persona=request.persona, session=session,
-            context_from=context_from, db=db,
+            context_from=context_from, db=db, sandbox=_shell_mode(request.cwd),
         )  # fmt: skip
         view = _View(as_json=as_json)
         with _settled(db, str(announced["run_id"]), view):

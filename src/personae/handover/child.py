@@ -32,7 +32,13 @@ from personae.handover.schema import ContextHandover, Results, ResultStatus
 from personae.invocation import personae_argv
 from personae.layout import Layout
 from personae.limits import DEFAULTS
-from personae.procs import LIFELINE_ENV, RUN_PROCESSES, die_with_parent, lifeline
+from personae.procs import (
+    LIFELINE_ENV,
+    RUN_PROCESSES,
+    UNATTENDED_ENV,
+    die_with_parent,
+    lifeline,
+)
 
 __all__ = [
     "DEPTH_ENV",
@@ -302,6 +308,7 @@ def run_child(
     leaves it untied so that ``--resume`` can adopt a child that outlived it.
     """
     child_env = child_environment(env)
+    child_env[UNATTENDED_ENV] = "1"  # nobody watches it: no unsandboxed run_shell
     start = time.monotonic()
     with (
         tempfile.TemporaryFile() as out,

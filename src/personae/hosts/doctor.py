@@ -45,7 +45,7 @@ from personae.persona.cast import Cast
 from personae.project import load_config
 from personae.settings import PersonaeSettings, chosen_model
 from personae.store.health import database_url_for, postgres_problem, sqlite_write_problem
-from personae.tools.sandbox import INSTALL_HINT, bwrap_status
+from personae.tools.sandbox import INSTALL_HINT, describe_mode
 
 __all__ = ["diagnose", "host_files_in_use"]
 
@@ -87,7 +87,7 @@ def diagnose(
     items.append(config_item)
     items.extend(_model(root, config_model, config_base_url, probe=probe, timeout=timeout))
     items.append(_store(root))
-    items.append(_sandbox())
+    items.append(_sandbox(root))
     in_use = host_files_in_use(root)
     if hosts is None:
         hosts = bool(in_use)
@@ -341,15 +341,24 @@ def _host_items(root: Path, paths: MindPaths, *, probe: bool) -> list[CheckItem]
     return items
 
 
-def _sandbox() -> CheckItem:
-    """Whether ``run_shell`` can run its commands under bubblewrap here (WARN when not)."""
-    status = bwrap_status()
-    return CheckItem(
-        "run_shell sandbox (bubblewrap)",
-        "OK" if status.available else "WARN",
-        status.reason,
-        "" if status.available else f"{INSTALL_HINT}; until then run_shell is not sandboxed",
-    )
+def _sandbox(root: Path) -> CheckItem:
+    """Which ``run_shell`` mode a run here gets: OK sandboxed, WARN off or unsandboxed,
+    FAIL when commands would be refused."""
+    try:
+        mode = load_config(Layout(root)).sandbox.mode
+    except PersonaeError:  # the config check reports it
+        mode = "auto"
+    line = describe_mode(mode)
+    name = "run_shell sandbox (bubblewrap)"
+    if line.startswith("bwrap"):
+        return CheckItem(name, "OK", f"mode {mode}: runs {line}", "")
+    if line.startswith("off"):
+        return CheckItem(name, "WARN", f"mode off: commands run unsandboxed ({line})",
+                         "set sandbox.mode: auto or required in .personae/config.yaml")  # fmt: skip
+    fix = f"{INSTALL_HINT}; until then run_shell is not sandboxed"
+    if line.startswith("refused"):
+        return CheckItem(name, "FAIL", f"mode {mode}: commands are {line}", fix)
+    return CheckItem(name, "WARN", f"mode {mode}: commands run {line}", fix)
 
 
 def _probe(root: Path, paths: MindPaths) -> CheckItem:

@@ -124,6 +124,10 @@ class RunStarted(_EventBase):
     """The handover file the run starts from (``personae run`` only)."""
     pid: int | None = None
     """The process running it (``personae run`` only)."""
+    sandbox: str | None = None
+    """How its ``run_shell`` commands run: ``bwrap (...)``, ``off (...)``,
+    ``unsandboxed (reason)`` or ``refused (reason)``
+    (:func:`personae.tools.sandbox.describe_mode`)."""
 
     def _omitted(self) -> frozenset[str]:
         # Only `personae run` knows the process and the handover file.

@@ -43,6 +43,7 @@ from personae.team.toolbox import narrow_names, persona_limits
 from personae.team.turn_context import TurnContext
 from personae.tokens.registry import counter_for_model, model_info
 from personae.tools.registry import ToolRegistry
+from personae.tools.sandbox import describe_mode
 from personae.tools.workspace import Workspace
 
 __all__ = ["RunOptions", "RunOutcome", "extractive_summary", "run_turn"]
@@ -305,6 +306,7 @@ def _start_recording(
     session: str,
     models: ModelResolver,
     listeners: Sequence[Callable[[Event], None]],
+    sandbox: str,
 ) -> _Recording:
     """Store the run, wire its event bus (store, then listeners) and emit (or adopt) ``start``."""
     runs = RunStore(store)
@@ -325,7 +327,7 @@ def _start_recording(
         bus.emit(
             RunStarted(
                 message=f"run {run_id} started", task=task, persona=options.persona,
-                session=session,
+                session=session, sandbox=sandbox,
             )
         )  # fmt: skip
     return _Recording(runs=runs, run_id=run_id, bus=bus, usage=usage, runtime=runtime)
@@ -429,7 +431,7 @@ async def run_turn(
         )
         rec = _start_recording(
             store, options, task, label=label, session=session, models=models,
-            listeners=listeners,
+            listeners=listeners, sandbox=describe_mode(project.config.sandbox.mode),
         )  # fmt: skip
         summary_calls.adopt(rec.runtime)  # the summary's model call counts and is stored too
         team = _team(project, cast, persona, options, session=session, runtime=rec.runtime)

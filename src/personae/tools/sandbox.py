@@ -38,9 +38,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from personae.procs import UNATTENDED_ENV
+
 __all__ = [
     "INSTALL_HINT",
-    "UNATTENDED_ENV",
     "SandboxStatus",
     "bwrap_status",
     "describe_mode",
@@ -53,10 +54,6 @@ INSTALL_HINT = (
     "install bubblewrap (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap)"
 )
 """How to get the sandbox, for warnings and ``doctor``."""
-
-UNATTENDED_ENV = "PERSONAE_UNATTENDED"
-"""Set (``1``) in the environment of runs nobody watches: handover children, chain
-steps, batch tasks. In ``auto`` mode they refuse an unsandboxed ``run_shell``."""
 
 PROBE_ATTEMPTS = 3
 """How often the probe is tried before it counts as failed."""
@@ -140,7 +137,7 @@ def _probe_once(found: str, true: str) -> SandboxStatus:
 
 
 def unattended() -> bool:
-    """Whether this process is a run nobody watches (see :data:`UNATTENDED_ENV`)."""
+    """Whether this process is a run nobody watches (:data:`personae.procs.UNATTENDED_ENV`)."""
     return os.environ.get(UNATTENDED_ENV) == "1"
 
 
@@ -224,7 +221,12 @@ def sandbox_argv(
     """
     user_home = home if home is not None else os.path.expanduser("~")
     args = _base_args(bwrap, network=network, seccomp_fd=seccomp_fd)
-    if user_home and os.path.isabs(user_home) and os.path.normpath(user_home) != "/":
+    if (
+        user_home
+        and os.path.isabs(user_home)
+        and os.path.normpath(user_home) != "/"
+        and os.path.isdir(user_home)  # a home that does not exist has nothing to hide
+    ):
         args += ["--tmpfs", os.path.normpath(user_home)]
     for path in expand_allowed(allow_paths, user_home):
         args += ["--ro-bind-try", path, path]
