@@ -18,7 +18,10 @@ time (``time.process_time``) next to wall time, per turn (one assembly):
 - ``personae memory``: the same from messages appended to the session's
   ``ContextWindow`` (no stored counts: the window counts each message once);
 - ``personae memory, list``: the whole list given again each turn
-  (``messages=``; the window compares it with what it holds).
+  (``messages=``; the window compares it with what it holds);
+- ``personae stateless``: the whole list given to a fresh snapshot each call, no
+  window kept (a server assembling per request, the framework drop-ins): only the
+  token counts are shared between calls (remembered by content in the process).
 
 Every personae row keeps one ``ContextWindow`` across its turns (what an agent
 loop keeps). The history does not change between the timed turns (as on
@@ -29,7 +32,9 @@ prompt. Warm-up is the same on every side: every message counted once before
 timing (LangChain's counter; one personae turn, which prepares and
 counts every message).
 
-Validity columns (all must be 0 for personae): overruns (kept tokens over the
+``unused`` and ``p90``: mean and 90th percentile of the share of the budget
+left unused, over the budgets the history does not fit whole (each side by its
+own exact count). Validity columns (all must be 0 for personae): overruns (kept tokens over the
 budget, each side by its own exact count), orphan tool results, dangling tool
 calls, lost latest user turn; for personae, ``replay``: timed prompts that
 differ from the checked replay (must be 0; see ``_personae``). Then a
@@ -250,6 +255,11 @@ def bench_size(n: int, budgets: list[int], tmp: Path) -> dict[str, Any]:
             root, task="Fix the bug", include_git_log=False, profiles=profiles, window=w,
         ),
     )  # fmt: skip
+    rows["personae stateless"] = _personae(
+        budgets, latest, ContextWindow, lambda _w: Snapshot.build(
+            root, messages=msgs, task="Fix the bug", include_git_log=False, profiles=profiles,
+        ),
+    )  # fmt: skip
     rows["personae memory, list"] = _personae(
         budgets, latest, ContextWindow, lambda w: Snapshot.build(
             root, messages=msgs, task="Fix the bug", include_git_log=False, profiles=profiles,
@@ -284,8 +294,12 @@ def _langchain(
         stats["cpu"].append(cpu)
         stats["wall"].append(wall)
         outs.append((b, kept))
+    whole = sum(counter(m) for m in lc)
     for b, kept in outs:  # checked after timing, as for personae
-        stats["overruns"] += sum(counter(m) for m in kept) > b
+        used = sum(counter(m) for m in kept)
+        stats["overruns"] += used > b
+        if whole > b:
+            stats["unused"].append((b - used) / b)
         shape = [
             (
                 {"human": "user", "ai": "assistant", "tool": "tool"}.get(m.type, m.type),
@@ -336,10 +350,16 @@ def _personae(
         stats["wall"].append(wall)
         digests.append(_digest(ctx))
         del ctx
+    shown = len(build(new_window()).messages)  # the history a trimmed prompt shows less of
     for (b, turn), digest in zip(turns(new_window()), digests, strict=True):
         ctx = turn()
         stats["replay_mismatches"] += _digest(ctx) != digest
-        stats["overruns"] += COUNTER.count(ctx.render()) > b
+        exact = COUNTER.count(ctx.render())
+        stats["overruns"] += exact > b
+        if len(ctx.messages) < shown or any(
+            r.rule.endswith("shrunk latest turn") for r in ctx.report().sections
+        ):
+            stats["unused"].append((b - exact) / b)
         shape = [(m.role, _ident(m), tuple(c.id for c in m.tool_calls)) for m in ctx.messages]
         _add(stats, validity(shape, str(latest.seq)))
     out = _summary(stats)
@@ -359,7 +379,10 @@ def _ident(m: ChatMessage) -> str | None:
 
 
 def _new() -> dict[str, Any]:
-    return {"cpu": [], "wall": [], "overruns": 0, "orphans": 0, "dangling": 0, "lost_latest": 0}
+    return {
+        "cpu": [], "wall": [], "overruns": 0, "orphans": 0, "dangling": 0, "lost_latest": 0,
+        "unused": [],
+    }  # fmt: skip
 
 
 def _add(stats: dict[str, Any], v: dict[str, int]) -> None:
@@ -368,9 +391,13 @@ def _add(stats: dict[str, Any], v: dict[str, int]) -> None:
 
 
 def _summary(stats: dict[str, Any]) -> dict[str, Any]:
+    unused = sorted(stats["unused"])
     return {
         "cpu_median_ms": round(statistics.median(stats["cpu"]), 3),
+        "cpu_mean_ms": round(statistics.mean(stats["cpu"]), 3),
         "wall_median_ms": round(statistics.median(stats["wall"]), 3),
+        "unused_mean": round(statistics.mean(unused), 4) if unused else 0.0,
+        "unused_p90": round(unused[int(0.9 * (len(unused) - 1))], 4) if unused else 0.0,
         **{k: stats[k] for k in ("overruns", "orphans", "dangling", "lost_latest")},
     }
 
@@ -660,13 +687,16 @@ def main() -> None:
     before, after = results["load_average"][0], results["load_average_after"][0]
     print(f"load average {before:.2f} (after {after:.2f})")
     cols = (
-        f"{'cpu ms':>9}{'wall ms':>9}{'overrun':>8}{'orphan':>7}{'dangl':>6}{'lost':>5}"
-        f"{'replay':>7}"
+        f"{'cpu ms':>9}{'wall ms':>9}{'unused':>8}{'p90':>7}{'overrun':>8}{'orphan':>7}"
+        f"{'dangl':>6}{'lost':>5}{'replay':>7}"
     )
     print(f"{'messages':>9} {'side':<26}{cols}")
     for size in results["sizes"]:
         for name, r in size["rows"].items():
-            times = f"{r['cpu_median_ms']:>9.2f}{r['wall_median_ms']:>9.2f}"
+            times = (
+                f"{r['cpu_median_ms']:>9.2f}{r['wall_median_ms']:>9.2f}"
+                f"{r['unused_mean']:>8.1%}{r['unused_p90']:>7.1%}"
+            )
             checks = (
                 f"{r['overruns']:>8}{r['orphans']:>7}{r['dangling']:>6}{r['lost_latest']:>5}"
                 f"{r.get('replay_mismatches', '-'):>7}"

@@ -9,10 +9,11 @@ miss, never an error.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
-from typing import TypeVar
+from typing import Generic, TypeVar
 
-__all__ = ["recall", "remember"]
+__all__ = ["SizedMemo", "recall", "remember"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -41,3 +42,33 @@ def remember(memo: OrderedDict[K, V], key: K, value: V, limit: int) -> None:
             memo.popitem(last=False)
         except KeyError:  # another thread emptied it just now
             pass
+
+
+class SizedMemo(Generic[K, V]):
+    """A least-recently-used memo bounded by the total size of what it holds (the
+    caller says each value's size, e.g. its characters), not by its entry count."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self.memo: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        """The value for ``key`` (now the most recently used), or ``None``."""
+        got = recall(self.memo, key)
+        return None if got is None else got[0]
+
+    def put(self, key: K, value: V, size: int) -> None:
+        """Store ``value``; drop the least recently used while over the limit."""
+        if size > self.limit:
+            return
+        with self.lock:
+            old = self.memo.get(key)
+            if old is not None:
+                self.size -= old[1]
+            remember(self.memo, key, (value, size), 1 << 62)
+            self.size += size
+            while self.size > self.limit and self.memo:
+                _, (_, dropped) = self.memo.popitem(last=False)
+                self.size -= dropped

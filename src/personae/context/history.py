@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from personae.context._lru import recall, remember
+from personae.context._lru import SizedMemo, recall, remember
 from personae.context._textcut import count_small, cut_text
 from personae.context.messages import ChatMessage, Unit, latest_turn_start
 from personae.context.render import escape
@@ -63,6 +63,15 @@ def render_message(msg: ChatMessage) -> str:
     return f"{_header(msg)}{msg.content}{_calls(msg)}"
 
 
+_PREPARED: SizedMemo[tuple[str, frozenset[str], ChatMessage], tuple[ChatMessage, int]] = SizedMemo(
+    32 << 20
+)
+"""Messages prepared (escaped and counted) in this process, least recently used dropped
+past 32 M characters of content."""
+_RENDERED: SizedMemo[tuple[ChatMessage, ...], str] = SizedMemo(32 << 20)
+"""Exchanges rendered in this process, by their (prepared) messages, up to 32 M characters."""
+
+
 class MessageCosts:
     """Token cost of each rendered message, counted once (stored counts reused)."""
 
@@ -72,7 +81,19 @@ class MessageCosts:
         self.sep = count_small(counter, _SEP)
 
     def prepare(self, msg: ChatMessage) -> tuple[ChatMessage, int]:
-        """The escaped message and its rendered cost."""
+        """The escaped message and its rendered cost (remembered by content in the
+        process: a fresh snapshot of a conversation seen before escapes and counts
+        nothing again)."""
+        key = (self.counter.name, self.tags, msg)
+        got = _PREPARED.get(key)
+        if got is None:
+            got = self._prepare(msg)
+            # the escaped copy shares the original's text unless escaping changed it
+            size = len(msg.content) * (1 if got[0].content is msg.content else 2)
+            _PREPARED.put(key, got, size + 64)
+        return got
+
+    def _prepare(self, msg: ChatMessage) -> tuple[ChatMessage, int]:
         content = escape(msg.content, self.tags)
         calls = tuple(replace(c, arguments=escape(c.arguments, self.tags)) for c in msg.tool_calls)
         if content is not msg.content or any(
@@ -141,8 +162,13 @@ def _overhead(msg: ChatMessage, counter: TokenCounter) -> int:
 
 
 def render_unit(unit: Unit) -> str:
-    """One exchange as Markdown: its messages separated by a blank line."""
-    return _SEP.join([render_message(m) for m in unit.messages])
+    """One exchange as Markdown: its messages separated by a blank line (remembered by
+    its messages in the process)."""
+    got = _RENDERED.get(unit.messages)
+    if got is None:
+        got = _SEP.join([render_message(m) for m in unit.messages])
+        _RENDERED.put(unit.messages, got, len(got) + 64)
+    return got
 
 
 @dataclass(frozen=True)
