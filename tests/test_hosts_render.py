@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -160,3 +161,33 @@ def test_check_fails_an_mcp_entry_whose_command_is_gone(tmp_path: Path) -> None:
         mcp.write_text(json.dumps(data), encoding="utf-8")
         item = next(i for i in check(tmp_path) if i.name == ".mcp.json")
         assert item.level == "FAIL" and said in item.detail and command in item.detail
+
+
+def test_render_names_every_host_global_instruction_file(tmp_path: Path) -> None:
+    from personae.hosts.snippets import global_instructions
+
+    moved = global_instructions({"CODEX_HOME": "/srv/codex", "CLAUDE_CONFIG_DIR": "/c/"})
+    assert moved == {
+        "claude": "/c/CLAUDE.md",
+        "codex": "/srv/codex/AGENTS.md",
+        "copilot": "~/.copilot/copilot-instructions.md",
+    }
+    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_HOME", "CLAUDE_CONFIG_DIR")}
+    done = run_personae("hosts", "render", "--json", cwd=tmp_path, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert {g["host"]: g["path"] for g in body["global_instructions"]} == {
+        "claude": "~/.claude/CLAUDE.md",
+        "codex": "~/.codex/AGENTS.md",
+        "copilot": "~/.copilot/copilot-instructions.md",
+    }
+    for path in ("~/.claude/CLAUDE.md", "~/.codex/AGENTS.md", "~/.copilot/copilot-instructions.md"):
+        assert path in body["home_instructions"]
+
+
+@pytest.mark.parametrize("rel", list(INSTRUCTION_FILES))
+def test_every_host_file_carries_the_routing_rule(tmp_path: Path, rel: str) -> None:
+    changes = {c.path: c.text for c in plan(tmp_path, personae="/opt/personae")}
+    block = changes[rel]
+    assert "Body rules" in block and "security and tool use" in block
+    assert "continuity and voice" in block and "refresh_persona" in block

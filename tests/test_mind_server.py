@@ -25,6 +25,7 @@ MEMORY = "---\nname: Brandon\ndescription: sponsor of the portal\ntype: user\n--
 EXPECTED_TOOLS = {
     "bootstrap_session",
     "get_system_prompt",
+    "refresh_persona",
     "context",
     "list_memory_files",
     "read_memory_file",

@@ -105,12 +105,15 @@ def make_sandbox(
 
 
 def clean_env(sandbox: Sandbox, **extra: str) -> dict[str, str]:
-    """An ``env -i``-like environment: PATH without personae, a throwaway HOME."""
+    """An ``env -i``-like environment: PATH without personae, a throwaway HOME (and the
+    test's PYTHONPATH, so hooks and the mind server run the checkout under test)."""
+    python_path = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
     return {
         "PATH": BASE_PATH,
         "HOME": str(sandbox.home),
         "LANG": "C.UTF-8",
         "TMPDIR": str(sandbox.home),
+        **python_path,
         **extra,
     }
 

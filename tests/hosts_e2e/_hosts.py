@@ -11,6 +11,7 @@ what differs: the host's tool names, its scenario steps and its extra checks.
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any
 
 from _harness import (
     EVIL,
+    SIDE_EFFECT,
     HostRun,
     Sandbox,
     assert_gate_failed_closed,
@@ -214,7 +216,19 @@ def bootstrap_flow(host: Host, tmp_path: Path, plan: Scenario) -> tuple[HostRun,
     # The second, identical shell call ran: exactly one line from it, none from the first.
     assert sandbox.side_effect.read_text(encoding="utf-8") == "ok\n", run.explain()
     assert run.returncode == 0, run.explain()
+    # The post-tool-use hook recorded the shell call that ran in the mind's journal.
+    recorded = recorded_tools(sandbox)
+    assert any(SIDE_EFFECT in args for _, args in recorded), (recorded, run.explain())
     return run, sandbox
+
+
+def recorded_tools(sandbox: Sandbox) -> list[tuple[str, str]]:
+    """(tool name, arguments) of every tool call the mind's journal recorded, in order."""
+    with sqlite3.connect(sandbox.root / ".personae" / "state.db") as conn:
+        rows = conn.execute(
+            "SELECT tool_name, args FROM mind_journal WHERE tool_name IS NOT NULL ORDER BY id"
+        ).fetchall()
+    return [(str(r[0]), str(r[1])) for r in rows]
 
 
 def spoof_flow(host: Host, tmp_path: Path, plan: Scenario, *, blocked: str) -> None:

@@ -37,7 +37,7 @@ def render_command(
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.hosts.render import installed_personae, plan
     from personae.hosts.render import write as write_files
-    from personae.hosts.snippets import home_instructions
+    from personae.hosts.snippets import global_instructions, home_instructions
 
     exe = personae or installed_personae()
     if not Path(exe).is_absolute():
@@ -52,7 +52,14 @@ def render_command(
             | ({"written": c.path in written} if write else {"text": c.text})
             for c in changes
         ]
-        body = {"root": str(base), "personae": exe, "files": files, "home_instructions": home}
+        where = [{"host": str(h), "path": p} for h, p in global_instructions().items()]
+        body = {
+            "root": str(base),
+            "personae": exe,
+            "files": files,
+            "global_instructions": where,
+            "home_instructions": home,
+        }
         typer.echo(json.dumps(body, indent=2))
         return
     if write:
@@ -97,6 +104,18 @@ def pre_tool_use_command(ctx: typer.Context) -> None:
     """PreToolUse gate: [--gate REGEX]... [--store PATH] [--no-cache]; exit 2 blocks."""
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.hosts.gate import run
+
+    raise typer.Exit(run(list(ctx.args)))
+
+
+@hook_app.command(
+    "post-tool-use",
+    context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+)
+def post_tool_use_command(ctx: typer.Context) -> None:
+    """PostToolUse hook: record the host's tool call in the mind's journal [--host H]; exit 0."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.hosts.observe_hook import run
 
     raise typer.Exit(run(list(ctx.args)))
 

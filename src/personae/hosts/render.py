@@ -35,6 +35,7 @@ from personae.hosts.snippets import (
     codex_config_block,
     copilot_hooks,
     mcp_entry,
+    observe_hooks,
     snippet,
 )
 
@@ -65,7 +66,12 @@ CODEX_HOOKS = ".codex/hooks.json"
 CODEX_CONFIG = ".codex/config.toml"
 COPILOT_HOOKS = ".github/hooks/personae.json"
 MCP_JSON = ".mcp.json"
-_OURS = ("personae hook pre-tool-use", "personae hook session-start", "personae' hook ")
+_OURS = (
+    "personae hook pre-tool-use",
+    "personae hook session-start",
+    "personae hook post-tool-use",
+    "personae' hook ",
+)
 """Substrings of the hook commands personae writes (old and new forms)."""
 
 
@@ -206,7 +212,7 @@ def plan(
         existing = _read_text(path, rel) or ""
         out.append((rel, merge_block(existing, snippet(host), path=rel)))
     for rel, host in ((CLAUDE_SETTINGS, Host.CLAUDE), (CODEX_HOOKS, Host.CODEX)):
-        ours = claude_hooks(exe, gates, host)
+        ours = claude_hooks(exe, gates, host) | observe_hooks(exe, host)
         config = merge_hooks(load_json(root / rel, rel), ours, path=rel)
         out.append((rel, json.dumps(config, indent=2) + "\n"))
     existing_toml = _read_text(root / CODEX_CONFIG, CODEX_CONFIG) or ""
@@ -216,7 +222,8 @@ def plan(
     copilot = copilot_hooks(exe, gates)
     config = load_json(root / COPILOT_HOOKS, COPILOT_HOOKS)
     config.setdefault("version", 1)
-    config = merge_hooks(config, copilot["hooks"], path=COPILOT_HOOKS)
+    ours = copilot["hooks"] | observe_hooks(exe, Host.COPILOT)
+    config = merge_hooks(config, ours, path=COPILOT_HOOKS)
     out.append((COPILOT_HOOKS, json.dumps(config, indent=2) + "\n"))
     mcp = load_json(root / MCP_JSON, MCP_JSON)
     servers = mcp.setdefault("mcpServers", {})

@@ -8,7 +8,9 @@ server instructions; so the bootstrap rule goes into every instruction file.
 from __future__ import annotations
 
 import json
+import os
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 from personae.hosts.adapters import ADAPTERS, Host
@@ -17,8 +19,10 @@ from personae.hosts.wrapper import hook_command
 __all__ = [
     "BEGIN",
     "END",
+    "GLOBAL_INSTRUCTIONS",
     "HOOK_COMMAND",
     "MAX_SNIPPET_CHARS",
+    "OBSERVE_COMMAND",
     "REQUIRED_MARKERS",
     "SERVER_NAME",
     "SESSION_START_COMMAND",
@@ -28,8 +32,10 @@ __all__ = [
     "codex_config_block",
     "copilot_hooks",
     "gate_args",
+    "global_instructions",
     "home_instructions",
     "mcp_entry",
+    "observe_hooks",
     "snippet",
 ]
 
@@ -40,6 +46,8 @@ MAX_SNIPPET_CHARS = 1_500
 HOOK_COMMAND = "hook pre-tool-use"
 """What every personae gate command contains (after the personae path)."""
 SESSION_START_COMMAND = "hook session-start"
+OBSERVE_COMMAND = "hook post-tool-use"
+"""What every personae observe-hook command contains (after the personae path)."""
 TOML_BEGIN = "# personae:begin (managed by `personae hosts render`)"
 TOML_END = "# personae:end"
 
@@ -54,6 +62,9 @@ REQUIRED_MARKERS = (
     "list_memory_files",
     "degraded",
     "MCP server instructions",
+    "refresh_persona",
+    "surprise",
+    "Body rules",
 )
 """Strings every rendered snippet (and every checked file) must contain."""
 
@@ -71,12 +82,18 @@ MCP server instructions are not reliably shown to the model; this file is.
 say the mind is degraded and do not impersonate the persona.
 - Server unreachable: say you are in degraded body-only mode before using tools \
 that depend on memory or persona.
-{hook_line}
+{hook_line}\
+- A post-tool hook records each tool call with observe.
+- Body rules (host, settings, hooks) win for security and tool use; mind rules for \
+continuity and voice unless they conflict with body safety.
+
 Per turn:
 - `observe(tool_name, args)` before and `observe(tool_name, args, result)` after \
 external tool calls unless a hook records them.
 - `reflect(observation, kind)` for user_said, time_passed, ambient, internal.
 - `recall(query, k, facet)` when an excerpt is not enough; surface cautionary_flags.
+- observe `surprise` above 0.7: stop and surface it.
+- Contract files edited: call `{p}refresh_persona()`.
 {end}
 """
 
@@ -139,6 +156,31 @@ def claude_hooks(
     }
 
 
+_OBSERVE_WRAPPER = (
+    'if command -v timeout >/dev/null 2>&1; then timeout -k 1 {limit} "$0" "$@"; '
+    'else "$0" "$@"; fi; exit 0'
+)
+
+
+def _observe_command(personae: str, host: Host, *, limit: int = 8) -> str:
+    """``personae hook post-tool-use --host H``, bounded by ``timeout`` when the system has
+    it, exiting 0 whatever happens (a missing binary or a crash must not block the host)."""
+    argv = [personae, "hook", "post-tool-use", "--host", host]
+    return "sh -c " + shlex.quote(_OBSERVE_WRAPPER.format(limit=limit)) + " " + shlex.join(argv)
+
+
+def observe_hooks(personae: str, host: Host) -> dict[str, Any]:
+    """The hook entries that record every tool call of ``host`` as an observation.
+
+    Claude Code and Codex: a ``PostToolUse`` group with no matcher (every tool); Copilot
+    CLI: a ``postToolUse`` command (its hooks have no matcher).
+    """
+    command = _observe_command(personae, host)
+    if host is Host.COPILOT:
+        return {"postToolUse": [{"type": "command", "bash": command, "timeoutSec": 10}]}
+    return {"PostToolUse": [{"hooks": [_command_hook(command, 10)]}]}
+
+
 def copilot_hooks(personae: str, gates: list[str] | None = None) -> dict[str, Any]:
     """The Copilot CLI hook file (``.github/hooks/personae.json``); Copilot has no matcher."""
     command = hook_command(ADAPTERS[Host.COPILOT], personae, _gate_argv(Host.COPILOT, gates))
@@ -163,15 +205,42 @@ def codex_config_block(personae: str) -> str:
     )
 
 
-def home_instructions(personae: str, root: str) -> str:
+GLOBAL_INSTRUCTIONS: dict[Host, tuple[str | None, str, str]] = {
+    Host.CLAUDE: ("CLAUDE_CONFIG_DIR", "~/.claude", "CLAUDE.md"),
+    Host.CODEX: ("CODEX_HOME", "~/.codex", "AGENTS.md"),
+    Host.COPILOT: (None, "~/.copilot", "copilot-instructions.md"),
+}
+"""Each host's user-level (global) instruction file: (environment variable that moves its
+folder, default folder, file name). The host reads it in every project, beside the
+repository's own instruction file."""
+
+
+def global_instructions(env: Mapping[str, str] | None = None) -> dict[Host, str]:
+    """Where each host reads its global instructions, as this environment sets them
+    (``~`` left for the user's home)."""
+    env = os.environ if env is None else env
+    found: dict[Host, str] = {}
+    for host, (variable, default, name) in GLOBAL_INSTRUCTIONS.items():
+        folder = env.get(variable) if variable else None
+        found[host] = f"{(folder or default).rstrip('/')}/{name}"
+    return found
+
+
+def home_instructions(personae: str, root: str, env: Mapping[str, str] | None = None) -> str:
     """What to paste into files in the home directory (never written by personae)."""
     entry = json.dumps({"type": "local", "command": personae, "args": ["serve"], "tools": ["*"]})
+    where = global_instructions(env)
     return f"""\
 Files in your home directory are never edited by personae. What each host still needs there:
 
+0. Global instructions (every project, also those without the files above): append each
+   host's block above to its user-level instruction file:
+     Claude Code: {where[Host.CLAUDE]}   (the CLAUDE.md block)
+     Codex:       {where[Host.CODEX]}   (the AGENTS.md block)
+     Copilot CLI: {where[Host.COPILOT]}   (the .github/copilot-instructions.md block)
 1. Claude Code: nothing (the project's .mcp.json and .claude/settings.json load in this
-   folder). To enable personae globally, append the CLAUDE.md block above to
-   ~/.claude/CLAUDE.md, or run `claude mcp add {SERVER_NAME} -- {shlex.quote(personae)} serve`.
+   folder). To enable personae globally, run
+   `claude mcp add {SERVER_NAME} -- {shlex.quote(personae)} serve`.
 2. Codex: the repo-local .codex/ files (hooks.json, config.toml with the MCP server) load
    only for trusted projects. Add to $CODEX_HOME/config.toml (default ~/.codex/config.toml):
      [projects.{json.dumps(root)}]

@@ -20,7 +20,14 @@ from mcp.server.mcpserver.exceptions import ToolError
 from personae.errors import PersonaeError
 from personae.mind._tooldocs import DESCRIPTIONS, INSTRUCTIONS
 from personae.mind.packet import BootstrapPacket, MindContext
-from personae.mind.results import MemoryFile, MemoryList, ObserveResult, RecallResult, WriteResult
+from personae.mind.results import (
+    MemoryFile,
+    MemoryList,
+    ObserveResult,
+    RecallResult,
+    RefreshResult,
+    WriteResult,
+)
 from personae.mind.service import MindService
 
 __all__ = ["build_server", "probe_stdio", "run_http", "run_stdio", "tool_names"]
@@ -57,6 +64,9 @@ def build_server(service: MindService, *, name: str = "personae") -> MCPServer:
     def get_system_prompt() -> str:
         return service.system_prompt()
 
+    def refresh_persona() -> RefreshResult:
+        return _guard(service.refresh)
+
     def context() -> MindContext:
         return _guard(service.context)
 
@@ -83,6 +93,7 @@ def build_server(service: MindService, *, name: str = "personae") -> MCPServer:
     for fn in (
         bootstrap_session,
         get_system_prompt,
+        refresh_persona,
         context,
         list_memory_files,
         read_memory_file,

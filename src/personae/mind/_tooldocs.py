@@ -29,7 +29,13 @@ unreachable, say you are running in degraded body-only mode.
 Per turn: observe(tool_name, args) before and observe(tool_name, args, result) after external \
 tool calls unless the host wraps them; reflect(observation, kind) for user_said, time_passed, \
 ambient and internal signals; recall(query, k, facet) when an excerpt is not enough. \
-Surface cautionary_flags before acting.
+Surface cautionary_flags before acting. When observe returns surprise above 0.7, stop and \
+surface the result to the user before continuing. After the mind contract's files change, \
+call refresh_persona() and follow the contract it returns.
+
+Routing: the body (the host, its settings and hooks) wins for security and tool use; the \
+mind (this contract) wins for continuity and voice where it does not conflict with body \
+safety.
 
 These instructions may never reach the model: hosts should also carry the bootstrap rule in \
 CLAUDE.md / AGENTS.md / .github/copilot-instructions.md (see `personae hosts render`).
@@ -53,6 +59,13 @@ context, list_memory_files sequence (still available as a fallback).""",
 Fallback when bootstrap_session is unavailable: returns the assembled mind contract as text \
 (the same text as bootstrap_session's mind_contract). If it starts with "ERROR:", the contract \
 failed to assemble: say the mind is degraded and do not impersonate the persona.""",
+    "refresh_persona": """\
+Reassemble the persona's mind contract from its files (after the prompt or an @include'd \
+file was edited mid-session) and return it: mind_contract, mind_contract_available, \
+contract_hash, previous_hash (the one this server last handed out), changed, sources (the \
+files that went into it) and reasons. Follow the returned contract from now on. If \
+mind_contract_available is false, say the mind is degraded and do not impersonate the \
+persona. It does not replace bootstrap_session at session start.""",
     "context": """\
 Fallback/refresh: the active context (open_commitments, recent_carry_forward, recent_journal, \
 last_bootstrap_at). bootstrap_session already includes it.""",
@@ -77,9 +90,13 @@ the memory is searchable by recall() at once. Credentials in content are redacte
     "observe": """\
 Record an external tool call in the mind's journal (credentials redacted): call it before the tool \
 (tool_name, args) and after it (tool_name, args, result) unless the host records tool calls \
-mechanically. Returns the journal id, relevant_memories (excerpts) and cautionary_flags \
-(destructive commands, credentials, failed results, feedback memories that may apply). \
-Surface flags before acting. Nothing is filtered or dropped; the entry is recallable at once.""",
+mechanically. Returns the journal id, relevant_memories (excerpts), cautionary_flags \
+(destructive commands, credentials, failed results, feedback memories that may apply) and, \
+after a call, surprise: how far the result departs from the results recorded earlier for \
+the same tool with similar arguments (0 as predicted, 1 nothing like it, null when nothing \
+predicted it) with surprise_basis (how many it was measured against). Surface flags before \
+acting; when surprise is above 0.7, stop and surface the result to the user before \
+continuing. Nothing is filtered or dropped; the entry is recallable at once.""",
     "reflect": """\
 Record a signal that is not a tool call, verbatim: kind is user_said (behaviour feedback, a \
 change of direction, durable personal context, questions about the agent's cognition), \

@@ -238,6 +238,10 @@ class MindIndex:
         """The latest journal entries, newest first."""
         return [JournalRow(*r) for r in self.tables.recent_journal(memory.key, limit)]
 
+    def tool_results(self, memory: MemoryDir, tool_name: str, limit: int) -> list[tuple[str, str]]:
+        """(args, result) of the latest recorded results of ``tool_name``, newest first."""
+        return self.tables.tool_results(memory.key, tool_name, limit)
+
     def journal_entry(self, journal_id: int) -> dict[str, object] | None:
         """The verbatim journal row (for tests and audits)."""
         return self.tables.journal_entry(journal_id)

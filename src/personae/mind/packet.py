@@ -63,6 +63,12 @@ COGNITION_PROTOCOL = (
     "Use recall(query, k, facet) when bootstrap or observe shows relevant memory but the "
     "excerpt is not enough.",
     "Surface cautionary_flags from observe/reflect to the user before acting on them.",
+    "When observe returns surprise above 0.7 (the result departs from what earlier calls "
+    "predicted), stop and surface it to the user before continuing.",
+    "After the mind contract's files change mid-session, call refresh_persona() and follow "
+    "the contract it returns.",
+    "Body rules (the host, its settings and hooks) win for security and tool use; mind rules "
+    "win for continuity and voice where they do not conflict with body safety.",
     "If mind_contract_available is false, say the mind is degraded and do not impersonate "
     "the persona.",
 )
@@ -74,8 +80,8 @@ HOST_LIMITATIONS = (
     "SessionStart additionalContext over 10,000 characters.",
     "Tool results over about 25k tokens are saved to a file with a short preview; this "
     "packet stays under 40,000 characters.",
-    "Hooks can mechanically cover observe for body tools, but not reflect, recall or "
-    "text-only replies.",
+    "A PostToolUse hook (`personae hook post-tool-use`) can record body tools with observe "
+    "mechanically, but not reflect, recall or text-only replies.",
 )
 
 

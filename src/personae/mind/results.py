@@ -11,6 +11,7 @@ __all__ = [
     "ObserveResult",
     "RecallItem",
     "RecallResult",
+    "RefreshResult",
     "WriteResult",
 ]
 
@@ -46,6 +47,29 @@ class ObserveResult(TypedDict):
     kind: str
     relevant_memories: list[RecallItem]
     cautionary_flags: list[str]
+    surprise: float | None
+    """How far a tool result departs from the results recorded earlier for the same tool
+    with similar arguments: 0 as predicted, 1 nothing like it; ``None`` when nothing
+    predicted it (no result given, or no similar earlier call). Above 0.7: stop and
+    surface it to the user before continuing."""
+    surprise_basis: int
+    """How many earlier results the surprise was measured against."""
+
+
+class RefreshResult(TypedDict):
+    """The answer of refresh_persona(): the mind contract assembled again from its files."""
+
+    mind_contract: str
+    mind_contract_available: bool
+    contract_hash: str
+    previous_hash: str | None
+    """The hash this server last handed out (bootstrap, fallback or refresh), if any."""
+    changed: bool
+    """The contract differs from the one last handed out (always true for the first)."""
+    sources: list[str]
+    """Files that went into the contract, relative to the prompt's folder."""
+    reasons: list[str]
+    """Why the contract is unavailable or shortened (empty when it is whole)."""
 
 
 class MemoryFileInfo(TypedDict):

@@ -24,6 +24,7 @@ from personae.mind.contract import Contract, load_contract
 from personae.mind.index import Hit, MindIndex
 from personae.mind.memory import INDEX_NAME, MemoryDir, parse_memory
 from personae.mind.packet import (
+    MAX_PACKET_CHARS,
     BootstrapPacket,
     JournalNote,
     MemoryCatalog,
@@ -38,8 +39,10 @@ from personae.mind.results import (
     ObserveResult,
     RecallItem,
     RecallResult,
+    RefreshResult,
     WriteResult,
 )
+from personae.mind.surprise import HIGH_SURPRISE, Surprise, score_surprise
 from personae.security.redact import redact, redact_text
 from personae.store.db import Store
 from personae.store.mind import JournalEntry
@@ -59,6 +62,8 @@ _CONTEXT_FILES = {
     "recent_carry_forward": ("carry_forward.md", "recent_carry_forward.md"),
 }
 _CONTEXT_FACET = {"open_commitments": "commitments", "recent_carry_forward": "carry_forward"}
+_PREDICTION_WINDOW = 200
+"""Earlier results of the same tool read to find the ones with similar arguments."""
 
 
 class MindService:
@@ -83,6 +88,7 @@ class MindService:
         self._synced_at = 0.0
         self._tokenizer_warm = False
         self._dir_mtime: int | None = None
+        self._served_hash: str | None = None
 
     # -- contract / bootstrap --------------------------------------------------------
 
@@ -98,7 +104,34 @@ class MindService:
         contract = self.contract()
         if contract.available:
             self.index.record_bootstrap(None, contract.hash, self.host)
+        self._served_hash = contract.hash
         return contract.text
+
+    def refresh(self) -> RefreshResult:
+        """Assemble the mind contract again from its files (after an edit) and return it.
+
+        Says whether it changed since this server last handed one out. A refresh is not a
+        bootstrap: it unlocks nothing. A contract too big for one tool result is shortened
+        with a notice (get_system_prompt() has the whole text).
+        """
+        contract = self.contract()
+        previous, self._served_hash = self._served_hash, contract.hash
+        reasons = [] if contract.available else [f"mind contract unavailable: {contract.reason}"]
+        text = contract.text
+        if len(text) > MAX_PACKET_CHARS:
+            text = text[:MAX_PACKET_CHARS] + (
+                "\n\n[mind contract shortened; call get_system_prompt() for the full text]"
+            )
+            reasons.append("mind contract shortened; get_system_prompt() has the full text")
+        return RefreshResult(
+            mind_contract=text,
+            mind_contract_available=contract.available,
+            contract_hash=contract.hash,
+            previous_hash=previous,
+            changed=previous != contract.hash,
+            sources=list(contract.sources),
+            reasons=reasons,
+        )
 
     def bootstrap(self, session_id: str | None, tool_names: Sequence[str]) -> BootstrapPacket:
         """Build the schema v1 packet; records the bootstrap when the contract is available."""
@@ -126,6 +159,7 @@ class MindService:
         )
         if contract.available:
             self.index.record_bootstrap(session_id, contract.hash, self.host)
+        self._served_hash = contract.hash
         if not self._tokenizer_warm:
             # Load the tokenizer for recall excerpts while the host reads the packet.
             self._tokenizer_warm = True
@@ -234,8 +268,14 @@ class MindService:
             token_counter=counter_name(),
         )
 
-    def observe(self, tool_name: str, args: Any, result: Any = None) -> ObserveResult:
-        """Record a tool call (and its result), secrets redacted; return memories and flags."""
+    def observe(
+        self, tool_name: str, args: Any, result: Any = None, *, excerpts: bool = True
+    ) -> ObserveResult:
+        """Record a tool call (and its result), secrets redacted; return memories, flags and,
+        for a result, its surprise (see :mod:`personae.mind.surprise`).
+
+        ``excerpts=False`` skips the memory excerpts (no tokenizer: the host hook's path).
+        """
         if not tool_name or len(tool_name) > 200:
             raise UsageError("tool_name must be 1-200 characters", field="tool_name")
         args_text = args if isinstance(args, str) else dumps(args)
@@ -249,6 +289,10 @@ class MindService:
         args_text = red_args.text
         result_text = None if result_text is None else red_result.text
         text = f"{tool_name} {args_text}" + ("" if result_text is None else f"\n{result_text}")
+        surprise = Surprise(None, 0)
+        if result_text is not None:  # measured before this result joins the journal
+            earlier = self.index.tool_results(self.memory, tool_name, _PREDICTION_WINDOW)
+            surprise = score_surprise(args_text, result_text, earlier)
         entry = JournalEntry(
             "tool_result" if result is not None else "tool_call",
             text,
@@ -259,7 +303,16 @@ class MindService:
         jid, doc_id = self.index.add_journal(self.memory, entry)
         secret = red_args.changed or red_result.changed
         query = f"{tool_name} {args_text}"
-        return self._answer(jid, entry.kind, query, doc_id, result_text, secret=secret)
+        return self._answer(
+            jid,
+            entry.kind,
+            query,
+            doc_id,
+            result_text,
+            secret=secret,
+            surprise=surprise,
+            excerpts=excerpts,
+        )
 
     def reflect(self, observation: str, kind: str) -> ObserveResult:
         """Record a non-tool signal, secrets redacted; return related memories and flags."""
@@ -275,15 +328,37 @@ class MindService:
         return self._answer(jid, kind, red.text, doc_id, None, secret=red.changed)
 
     def _answer(
-        self, jid: int, kind: str, query: str, doc_id: int, result: str | None, *, secret: bool
+        self,
+        jid: int,
+        kind: str,
+        query: str,
+        doc_id: int,
+        result: str | None,
+        *,
+        secret: bool,
+        surprise: Surprise | None = None,
+        excerpts: bool = True,
     ) -> ObserveResult:
         self.sync()
         hits = [h for h in self.index.search(self.memory, query[:2000], k=3, exclude=doc_id)]
-        items, _ = _excerpts(hits, query, 600)
+        items = _excerpts(hits, query, 600)[0] if excerpts else []
         flags = cautionary_flags(
             query, result=result, memory_hits=[(h.title, h.type) for h in hits], secret=secret
         )
-        return ObserveResult(id=jid, kind=kind, relevant_memories=items, cautionary_flags=flags)
+        surprise = surprise or Surprise(None, 0)
+        if surprise.score is not None and surprise.score > HIGH_SURPRISE:
+            flags.append(
+                f"surprise: {surprise.score} (above {HIGH_SURPRISE}): the result departs from "
+                "what earlier calls predicted; stop and surface it to the user before continuing"
+            )
+        return ObserveResult(
+            id=jid,
+            kind=kind,
+            relevant_memories=items,
+            cautionary_flags=flags,
+            surprise=surprise.score,
+            surprise_basis=surprise.basis,
+        )
 
 
 def dumps(value: object) -> str:

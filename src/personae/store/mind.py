@@ -264,6 +264,15 @@ class MindTables:
         )
         return [(int(r[0]), r[1], r[2], r[3], r[4]) for r in rows]
 
+    def tool_results(self, key: str, tool_name: str, limit: int) -> list[tuple[str, str]]:
+        """(args, result) of the latest recorded results of ``tool_name``, newest first."""
+        rows = self.store.fetchall(
+            "SELECT args, result FROM mind_journal WHERE dir = ? AND tool_name = ?"
+            " AND kind = 'tool_result' AND result IS NOT NULL ORDER BY id DESC LIMIT ?",
+            (key, tool_name, limit),
+        )
+        return [(str(r[0] or ""), str(r[1])) for r in rows]
+
     def journal_entry(self, journal_id: int) -> dict[str, object] | None:
         """The verbatim journal row."""
         row = self.store.fetchone(
