@@ -73,6 +73,26 @@ def test_available_agents_xml(example: Cast) -> None:
         example.available_agents_xml(["nobody"])
 
 
+def test_available_agents_say_what_each_child_receives(tmp_path: Path) -> None:
+    write(tmp_path / ".claude/agents/a.md", "---\nname: a\ndescription: d\n---\n")
+    write(
+        tmp_path / ".personae/personas/b.md",
+        "---\nname: b\ndescription: d\ncontext: isolated\n---\n",
+    )
+    write(
+        tmp_path / ".personae/personas/c.md", "---\nname: c\ndescription: d\ncontext: fork\n---\n"
+    )
+    root = ET.fromstring(Cast.load(tmp_path).available_agents_xml())
+    modes = {a.findtext("name"): a.findtext("context") for a in root}
+    assert modes == {
+        "a": "brief (default): the task, the conversation summary, the directive and the "
+        "parent's name",
+        "b": "isolated: only the task",
+        "c": "fork: the task and the shared sections of the parent's context (never its "
+        "persona prompt)",
+    }
+
+
 def test_available_agents_xml_escapes(tmp_path: Path) -> None:
     write(
         tmp_path / ".claude/agents/a.md", "---\nname: a\ndescription: 'Use for <b> & \"x\"'\n---\n"

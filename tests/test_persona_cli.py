@@ -106,6 +106,9 @@ def test_show_text_json_and_unknown(project: Path) -> None:
         runner.invoke(app, ["personas", "show", "analyst", "--json", "--root", str(project)]).stdout
     )
     assert data["max_steps"] == 12 and data["context"] == "summary_recent"
+    assert data["context_default"] is False and "last 6 messages" in data["context_gives"]
+    # What a spawned child gets is said where it is chosen.
+    assert "context:           isolated: only the task" in text.stdout
     assert data["skill_details"][0]["name"] == "csv-insights"
     bad = personae("personas", "show", "analist", cwd=project)
     assert bad.returncode == 1

@@ -91,12 +91,12 @@ def list_personas(dirs: DirsOpt = None, root: RootOpt = None, as_json: JsonOpt =
     from personae.persona.render import tools_summary
 
     table = Table(title=f"{len(people)} personas, {len(cast.skills)} skills")
-    for column in ("name", "kind", "tools", "description"):
+    for column in ("name", "kind", "tools", "context", "description"):
         table.add_column(column, overflow="fold")
     for p in people:
         desc = " ".join(p.description.split())
         # Text, not str: rich would read '[bold]' or '[/x]' in a description as markup.
-        cells = (p.name, p.source_kind, tools_summary(p), desc)
+        cells = (p.name, p.source_kind, tools_summary(p), p.context.value, desc)
         table.add_row(*(Text(_safe(t)) for t in cells))
     Console(width=160 if not sys.stdout.isatty() else None).print(table)
     _problem_hint(cast)
@@ -116,6 +116,8 @@ def show(
         _problem_hint(cast)
     if as_json:
         data = persona.model_dump(mode="json")
+        data["context_gives"] = persona.context.gives
+        data["context_default"] = "context" not in persona.model_fields_set
         data["skill_details"] = [
             {"name": s.name, "description": s.description, "location": str(s.path)}
             for s in cast.persona_skills(name)
@@ -134,7 +136,7 @@ def show(
         ("model", persona.model or "-"),
         ("max steps", str(persona.max_steps) if persona.max_steps is not None else "-"),
         ("temp workspace", "yes" if persona.needs_temp_workspace else "no"),
-        ("context", persona.context.value),
+        ("context", persona.context_summary),
         ("skills", ", ".join(persona.skills) or "-"),
         ("mcp servers", ", ".join(persona.mcp_servers) or "-"),
         ("version", persona.version or "-"),

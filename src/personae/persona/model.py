@@ -40,6 +40,25 @@ class ContextMode(StrEnum):
     """The shared sections of the parent's snapshot (never its persona prompt or execution
     block)."""
 
+    @property
+    def gives(self) -> str:
+        """What a child spawned in this mode receives, in words a parent (or a user) reads
+        before choosing it."""
+        return _CONTEXT_GIVES[self]
+
+
+_CONTEXT_GIVES = {
+    ContextMode.ISOLATED: "only the task",
+    ContextMode.BRIEF: "the task, the conversation summary, the directive and the parent's name",
+    ContextMode.SUMMARY_RECENT: (
+        "the task, the conversation summary, the directive, the parent's name and the last 6 "
+        "messages"
+    ),
+    ContextMode.FORK: (
+        "the task and the shared sections of the parent's context (never its persona prompt)"
+    ),
+}
+
 
 class Constraints(BaseModel):
     """Persona rules the validator checks."""
@@ -155,7 +174,9 @@ class Persona(BaseModel):
     Claude Code's ``Agent(a, b)`` / ``Task(a, b)`` in ``tools``); ``None``: any persona
     of the cast. Enforced when the ``agent`` tool is dispatched."""
     context: ContextMode = ContextMode.BRIEF
-    """Context inheritance mode."""
+    """Context inheritance mode: what this persona receives when spawned as a sub-agent
+    (default ``brief``: a child that gets only its task starts blind to the directive's
+    constraints; ``isolated`` gives only the task)."""
     constraints: Constraints = Field(default_factory=Constraints)
     """Rules the validator checks."""
     sandbox: SandboxGrant = Field(default_factory=SandboxGrant)
@@ -168,3 +189,10 @@ class Persona(BaseModel):
     """Which loader produced it: ``personae``, ``claude-code``, ``plugin`` or ``bundled``."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Frontmatter keys personae does not interpret, kept for round trips."""
+
+    @property
+    def context_summary(self) -> str:
+        """The context mode and what a child spawned in it receives, e.g.
+        ``brief (default): the task, the conversation summary, ...``."""
+        default = "" if "context" in self.model_fields_set else " (default)"
+        return f"{self.context.value}{default}: {self.context.gives}"

@@ -37,8 +37,16 @@ def _xml_list(tag: str, item: str, entries: Sequence[Sequence[tuple[str, str]]])
 
 
 def render_available_agents(personas: Sequence[Persona]) -> str:
-    """``<available_agents>`` with each persona's name and description."""
-    entries = [[("name", p.name), ("description", _one_line(p.description))] for p in personas]
+    """``<available_agents>`` with each persona's name, description and context mode (what
+    the child receives when spawned)."""
+    entries = [
+        [
+            ("name", p.name),
+            ("description", _one_line(p.description)),
+            ("context", p.context_summary),
+        ]
+        for p in personas
+    ]
     return _xml_list("available_agents", "agent", entries)
 
 

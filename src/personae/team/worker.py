@@ -43,8 +43,9 @@ def worker_instructions(
         parts.append(persona.system_prompt.strip())
     if available_agents.strip():
         parts.append(
-            "You may delegate a self-contained task with the agent tool (name, task); the "
-            "sub-agent sees only that task.\n" + available_agents.strip()
+            "You may delegate a self-contained task with the agent tool (name, task); each "
+            "agent's <context> says what the sub-agent receives besides the task.\n"
+            + available_agents.strip()
         )
     return "\n\n".join(parts)
 
