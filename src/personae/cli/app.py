@@ -6,7 +6,6 @@ stderr and exit 1, and bad CLI usage to exit 2. No tracebacks for user mistakes.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Annotated
 
@@ -82,16 +81,6 @@ def _describe_os_error(exc: OSError) -> str:
     return f"{where}: {reason}"
 
 
-def _quiet_third_parties() -> None:
-    """Keep other libraries' banners out of our output (before they are imported).
-
-    pydantic-ai prints a first-run banner (its logo and a Logfire advertisement) on stderr
-    when it is a terminal; ``PYDANTIC_AI_NO_BANNER`` is its documented off switch. Child
-    processes (handover runs, the MCP server) inherit it.
-    """
-    os.environ.setdefault("PYDANTIC_AI_NO_BANNER", "1")
-
-
 def run_cli(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, without ``argv``, exits with) the process exit code.
 
@@ -100,7 +89,6 @@ def run_cli(argv: list[str] | None = None) -> int:
     exit 1; Ctrl-C prints ``personae: interrupted`` and exits 130.
     """
     args = sys.argv[1:] if argv is None else argv
-    _quiet_third_parties()
     code: int
     try:
         app(args=args, prog_name="personae", standalone_mode=True)
