@@ -328,3 +328,43 @@ def test_validator_sees_the_mcp_tools_and_enforces_a_required_one(tmp_path: Path
     sent = json.dumps(validator_call["messages"])
     assert "mcp__mind__recall" in sent and "Every claim must come from" in sent
     assert outcome.result.status == "done"
+
+
+WHOLE_SERVER = """---
+name: librarian
+description: Answers from memory.
+tools: [mcp__mind]
+mcp_servers:
+  mind: {entry}
+---
+LIBRARIAN.
+"""
+
+
+def test_validator_prompt_lists_the_tools_discovered_from_the_server(tmp_path: Path) -> None:
+    # The persona declares only the whole server: the tool names are known once the server
+    # answers at run time. The validator's prompt lists those, not the declared entry.
+    folder = tmp_path / ".personae" / "personas"
+    folder.mkdir(parents=True)
+    (folder / "librarian.md").write_text(
+        WHOLE_SERVER.format(entry=json.dumps(mind_entry(tmp_path)))
+    )
+    root = make_project(tmp_path, {}, {})
+    steps = [
+        {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "What is kept?"}]}},
+        {
+            "when": {"role": "worker"},
+            "tool_calls": [{"name": "mcp__mind__list_memory_files", "args": {}}],
+        },
+        {"when": {"role": "worker"}, "text": "One memory about Brandon (user_brandon.md)."},
+        {"when": {"role": "validator"}, "output": OK},
+        {"when": {"role": "manager"}, "text": "One memory."},
+    ]
+    outcome, player = run(root, "librarian", steps, {})
+    assert outcome.result.status == "done"
+    validator_call = requests_with(player, ROLE_MARKER.format(role="validator"))[0]
+    sent = "\n".join(str(m.get("content")) for m in validator_call["messages"])
+    listed = sent.split("<worker_tools>", 1)[1].split("</worker_tools>", 1)[0]
+    for tool in ("mcp__mind__recall", "mcp__mind__observe", "mcp__mind__list_memory_files"):
+        assert tool in listed, listed
+    assert "read_file" not in listed  # not granted to this persona

@@ -272,10 +272,15 @@ def validator_instructions(level: InvolvementLevel) -> str:
 
 
 def validator_prompt(
-    context_text: str, subtask: Subtask, work: WorkerResult, skills_text: str = ""
+    context_text: str,
+    subtask: Subtask,
+    work: WorkerResult,
+    skills_text: str = "",
+    tools_available: frozenset[str] | None = None,
 ) -> str:
-    """The validator's prompt: shared context, skill bodies for validation, subtask, and
-    the work with its tool calls."""
+    """The validator's prompt: shared context, skill bodies for validation, subtask, the
+    tools the worker really had (``tools_available``: its granted names, tools discovered
+    from MCP servers at run time included), and the work with its tool calls."""
     calls = "\n".join(
         f"- {c.tool}({c.args}) -> {'ok' if c.ok else 'failed'}: {c.result[:600]}"
         for c in work.tool_calls
@@ -284,8 +289,14 @@ def validator_prompt(
     parts = [context_text] if context_text else []
     if skills_text:
         parts.append(skills_text)
+    parts.append(f"<subtask>\n{subtask.description}\n</subtask>")
+    if tools_available is not None:
+        names = ", ".join(sorted(tools_available)) or "(none)"
+        parts.append(
+            "<worker_tools>\nThe tools the worker really had in this run (tools discovered "
+            f"from MCP servers included): {names}\n</worker_tools>"
+        )
     parts += [
-        f"<subtask>\n{subtask.description}\n</subtask>",
         f"<requirements>\n{reqs}\n</requirements>",
         f"<worker_result>\n{work.result}\n</worker_result>",
         f"<tool_calls>\n{calls or '(none)'}\n</tool_calls>",
@@ -320,7 +331,7 @@ async def validate(
         return ValidationOutcome(result=decided)
     view = turn.view("validator")
     instructions = validator_instructions(checks.level)
-    prompt = validator_prompt(view.text, subtask, work, skills_text)
+    prompt = validator_prompt(view.text, subtask, work, skills_text, checks.tools_available)
     info = CallInfo(
         role="validator",
         persona=persona,
