@@ -436,6 +436,9 @@ def prefix_loop(turns: int, tmp: Path, low_waters: list[float]) -> dict[str, Any
     out["langchain"] = _langchain_loop(prompts)
     for low in low_waters:
         out["personae"][str(low)] = _personae_loop(prompts, tmp / f"loop{low}", low)
+    out["personae"]["stateless"] = _personae_loop(
+        prompts, tmp / "loop-stateless", 1.0, stateless=True
+    )
     return out
 
 
@@ -499,8 +502,11 @@ def _langchain_loop(prompts: Prompts) -> dict[str, Any]:
     }
 
 
-def _personae_loop(prompts: Prompts, root: Path, low: float) -> dict[str, Any]:
-    """personae's side of the agent loop at eviction low-water mark ``low``."""
+def _personae_loop(
+    prompts: Prompts, root: Path, low: float, *, stateless: bool = False
+) -> dict[str, Any]:
+    """personae's side of the agent loop at eviction low-water mark ``low``
+    (``stateless``: a fresh snapshot per prompt, no window kept)."""
     (root / ".personae").mkdir(parents=True)
     (root / ".personae" / "profiles.yaml").write_text(
         PROFILE.replace("max_messages: 10000000}", f"max_messages: 10000000, low_water: {low}}}"),
@@ -513,7 +519,7 @@ def _personae_loop(prompts: Prompts, root: Path, low: float) -> dict[str, Any]:
     def prompt(now: list[ChatMessage]) -> AssembledContext:
         snap = Snapshot.build(
             root, messages=now, task="Fix the bug", include_git_log=False, profiles=profiles,
-            window=window,
+            window=None if stateless else window,
         )  # fmt: skip
         ctx = assemble_snapshot(snap, "agent", Budget.absolute(16_000), COUNTER)
         ctx.render()
@@ -657,6 +663,7 @@ def main() -> None:
         help="only the trim_messages drop-in comparison (100, 1k, 10k messages)",
     )  # fmt: skip
     ap.add_argument("--drop-in-budgets", type=int, default=20, help="budgets per size")
+    ap.add_argument("--sizes", type=int, nargs="+", help="history sizes (default: 100 to 100k)")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "vs_langchain.json")
     args = ap.parse_args()
     if args.drop_in:
@@ -676,6 +683,8 @@ def main() -> None:
     if args.quick:
         plan = {100: 40, 1_000: 40}
         args.turns = 60
+    if args.sizes:
+        plan = {n: plan.get(n, args.budgets) for n in args.sizes}
     results: dict[str, Any] = {"load_average": os.getloadavg(), "sizes": []}
     with tempfile.TemporaryDirectory() as tmp:
         for n, k in plan.items():
@@ -709,7 +718,12 @@ def main() -> None:
     )
     print(f"  {'side':<26}{'share':>7}{'unused':>8}{'cpu ms':>9}{'mean ms':>9}")
     sides = {"langchain": loop["langchain"]}
-    sides.update({f"personae low_water {low}": r for low, r in loop["personae"].items()})
+    sides.update(
+        {
+            f"personae {'stateless' if low == 'stateless' else f'low_water {low}'}": r
+            for low, r in loop["personae"].items()
+        }
+    )
     for side, r in sides.items():
         print(
             f"  {side:<26}{r['share']:>7.3f}{r['unused_when_trimmed']:>8.1%}"

@@ -178,8 +178,17 @@ class ContextWindow:
 
     Create one per session and pass it to each ``Snapshot.build(...,
     window=...)``; append each turn's new messages with :meth:`extend` (or
-    give the whole list, or a store session, to ``Snapshot.build``). Results
-    are those of a from-scratch build: what the window keeps only saves work.
+    give the whole list, or a store session, to ``Snapshot.build``).
+
+    How results relate to a from-scratch build: the snapshot (id, texts,
+    messages) is the same, and so is every assembled section but the
+    conversation (and the cut warning that names it). The conversation differs
+    only where it starts: at a budget and profile the window assembled before,
+    it keeps the previous prompt's first exchange while the exchanges from there
+    still fit, and on overflow evicts a batch down to ``low_water``; a build
+    from scratch starts at the earliest exchange that fits and may show the one
+    before it shortened. At a budget the window has not assembled for, the
+    prompt is byte-identical to the from-scratch one.
     """
 
     def __init__(self, messages: Iterable[object] = ()) -> None:
