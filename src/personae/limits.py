@@ -12,8 +12,9 @@ nothing of personae (every layer may use it).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["DEFAULTS", "Defaults"]
+__all__ = ["ARG_KEEP_CHARS", "DEFAULTS", "Defaults", "cut_strings"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,3 +46,25 @@ class Defaults:
 
 DEFAULTS = Defaults()
 """The defaults in use (a frozen value: build another :class:`Defaults` to differ)."""
+
+
+ARG_KEEP_CHARS = 4096
+"""Characters of one tool-call argument string kept wherever a call is recorded (events,
+the conversation store): a 20 MiB argument is not stored several times over."""
+
+
+def cut_strings(value: Any, keep: int = ARG_KEEP_CHARS) -> Any:
+    """A copy of a JSON-like ``value`` with every string longer than ``keep`` cut, marked.
+
+    >>> cut_strings({"content": "x" * 10, "n": 1}, keep=4)
+    {'content': 'xxxx… [cut: 6 more characters]', 'n': 1}
+    """
+    if isinstance(value, str):
+        if len(value) <= keep:
+            return value
+        return f"{value[:keep]}… [cut: {len(value) - keep} more characters]"
+    if isinstance(value, dict):
+        return {key: cut_strings(item, keep) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [cut_strings(item, keep) for item in value]
+    return value

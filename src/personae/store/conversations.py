@@ -17,6 +17,7 @@ with the session's counters, or not at all.
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,6 +26,8 @@ from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
 
 from personae.errors import UnknownNameError
+from personae.limits import cut_strings
+from personae.security.redact import redact_text, redact_value
 from personae.store._conversation_model import (
     ROLES,
     ConversationError,
@@ -116,7 +119,7 @@ class ConversationStore:
             with self.store.transaction() as conn:
                 conn.execute(
                     "INSERT INTO sessions(id, created, title, persona) VALUES (?, ?, ?, ?)",
-                    (sid, _now(), title, persona),
+                    (sid, _now(), None if title is None else redact_text(title), persona),
                 )
         except INTEGRITY_ERRORS as exc:
             raise ConversationError(f"session {sid!r} already exists", field="session") from exc
@@ -173,9 +176,10 @@ class ConversationStore:
         # Everything that can fail on bad input happens before the transaction.
         prepared = []
         name = self._counter.name
-        for message in batch:
-            if not isinstance(message, Message):
-                raise ConversationError(f"expected a Message, got {type(message).__name__}")
+        for given in batch:
+            if not isinstance(given, Message):
+                raise ConversationError(f"expected a Message, got {type(given).__name__}")
+            message = _stored_form(given)
             calls = message.tool_calls_json()
             tokens = self._counter.count(token_text(message))
             prepared.append((message, calls, tokens))
@@ -392,3 +396,14 @@ class ConversationStore:
                 self._summary_counts[key] = counter.count(text)
             tokens, name = self._summary_counts[key], counter.name
         return Summary(session_id, covers, text, tokens, name, created)
+
+
+def _stored_form(message: Message) -> Message:
+    """``message`` as stored: secrets redacted as in the run tables
+    (:mod:`personae.security.redact`), tool-call argument strings cut
+    (:func:`personae.limits.cut_strings`)."""
+    calls = [
+        ToolCall(id=call.id, name=call.name, args=cut_strings(redact_value(dict(call.args))))
+        for call in message.tool_calls
+    ]
+    return dataclasses.replace(message, content=redact_text(message.content), tool_calls=calls)

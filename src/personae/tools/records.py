@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from personae.limits import cut_strings
 from personae.tools.canonical import canonical_args as _canonical
 
 __all__ = ["CallLog", "ToolCallRecord"]
@@ -39,7 +40,8 @@ class ToolCallRecord(BaseModel):
     tool: str
     """Tool name the model used."""
     args: dict[str, Any] = Field(default_factory=dict)
-    """Arguments as called."""
+    """Arguments as called, every string cut to :data:`personae.limits.ARG_KEEP_CHARS`
+    (marked), so that events and stores keep a bounded copy."""
     ok: bool = True
     """False when the tool failed or was refused."""
     result: str = ""
@@ -84,7 +86,7 @@ class ToolCallRecord(BaseModel):
             extra.setdefault("error", text)
         return cls(
             tool=tool,
-            args=args,
+            args=cut_strings(args),
             ok=ok,
             result=shorten(text),
             canonical_args=canonical,
