@@ -19,7 +19,7 @@ import types
 
 import pytest
 
-from test_layers import layers
+from _layers import layers
 
 HEAVY = "pydantic_ai"
 
