@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from _helpers import run_personae
+from _helpers import personae_cli
 from personae.errors import BudgetExceededError, UnknownNameError, UsageError
 from personae.project import Project
 
 
 def personae(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return run_personae(*args, cwd=cwd)
+    return personae_cli(*args, cwd=cwd)
 
 
 def test_usage_error_renders_file_line_field() -> None:

@@ -5,7 +5,6 @@ recorded but not applied, durations with units (bare milliseconds for --handover
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _helpers import ProjectFactory, run_personae
+from _helpers import ProjectFactory, personae_cli
 from personae.errors import UsageError
 from personae.handover import runflow
 from personae.handover.create import build_handover, write_handover
@@ -33,8 +32,8 @@ HPC_ENV = {
 def cli(
     cwd: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in HPC_ENV or k == "PYTHONPATH"}
-    return run_personae(*args, cwd=cwd, env={**base, "COLUMNS": "200", **(env or {})}, timeout=120)
+    drop = [k for k in HPC_ENV if k != "PYTHONPATH"]
+    return personae_cli(*args, cwd=cwd, drop=drop, env={"COLUMNS": "200", **(env or {})})
 
 
 @pytest.fixture

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from _helpers import run_personae
+from _helpers import personae_cli
 from personae.errors import UsageError
 from personae.hosts.adapters import ADAPTERS
 from personae.hosts.checkitem import CheckItem, item_lines
@@ -22,7 +21,7 @@ OLD_MATCHER = "Bash|Write|Edit|MultiEdit|NotebookEdit|WebFetch|Task|mcp__(?!pers
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run_personae(*args, cwd=cwd, env={**os.environ, "COLUMNS": "100"}, timeout=120)
+    return personae_cli(*args, cwd=cwd, env={"COLUMNS": "100"})
 
 
 def test_one_check_item_for_doctor_and_hosts_check() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tomllib
@@ -11,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from _helpers import run_personae
+from _helpers import personae_cli
 from personae.errors import UsageError
 from personae.hosts.render import INSTRUCTION_FILES, check, plan, write
 from personae.hosts.snippets import BEGIN, END, MAX_SNIPPET_CHARS, REQUIRED_MARKERS, snippet
 
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run_personae(*args, cwd=cwd, timeout=120)
+    return personae_cli(*args, cwd=cwd)
 
 
 @pytest.mark.parametrize("host", ["claude", "codex", "copilot"])
@@ -172,8 +171,8 @@ def test_render_names_every_host_global_instruction_file(tmp_path: Path) -> None
         "codex": "/srv/codex/AGENTS.md",
         "copilot": "~/.copilot/copilot-instructions.md",
     }
-    env = {k: v for k, v in os.environ.items() if k not in ("CODEX_HOME", "CLAUDE_CONFIG_DIR")}
-    done = run_personae("hosts", "render", "--json", cwd=tmp_path, env=env, timeout=120)
+    drop = ("CODEX_HOME", "CLAUDE_CONFIG_DIR")
+    done = personae_cli("hosts", "render", "--json", cwd=tmp_path, drop=drop)
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
     assert {g["host"]: g["path"] for g in body["global_instructions"]} == {

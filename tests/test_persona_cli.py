@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from _helpers import run_personae, write
+from _helpers import personae_cli, write
 from personae.cli.app import app
 from personae.persona import Cast
 from personae.persona.scaffold import example_files
@@ -20,7 +20,7 @@ runner = CliRunner()
 
 
 def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run_personae(*args, cwd=cwd)
+    return personae_cli(*args, cwd=cwd)
 
 
 @pytest.fixture
