@@ -100,8 +100,10 @@ def test_chat_messages_come_back_as_chat_messages() -> None:
     ]
     fitted = fit_messages(messages, 30)
     assert all(isinstance(m, ChatMessage) for m in fitted.messages)
-    assert [m.content for m in fitted.messages] == ["found it", "thanks, and now?"]
-    assert fitted.fits and fitted.dropped == 3
+    # "found it" answered the evicted question: it goes with it (the history starts on a
+    # user message), not left as a reply to nothing.
+    assert [m.content for m in fitted.messages] == ["thanks, and now?"]
+    assert fitted.fits and fitted.dropped == 4
 
 
 def test_model_picks_the_tokenizer_and_a_bad_budget_is_refused() -> None:

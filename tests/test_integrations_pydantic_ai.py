@@ -108,7 +108,9 @@ def test_documented_keep_recent_processor_vs_personae() -> None:
     assert [p.content for p in last.parts if isinstance(p, UserPromptPart)] == [
         "And how do I fix it?"
     ]
-    assert fit.last is not None and fit.last.fits and fit.last.dropped >= 2
+    # the earlier turn did not fit whole: it is kept from its question on, its tool
+    # outputs shortened with a notice (or left out whole when even that is too big)
+    assert fit.last is not None and fit.last.fits and (fit.last.dropped or fit.last.shrunk)
 
 
 def test_history_processor_shortens_latest_turn_tool_output_exactly() -> None:

@@ -9,7 +9,9 @@ one without the other), and the fit then:
 
 - keeps the leading system messages (or system parts) when asked (``keep_system``);
 - always keeps the latest user turn (the last user message and everything after it);
-- evicts the oldest exchanges first, whole; the newest evicted one comes back
+- evicts the oldest exchanges first, whole, and starts what it keeps on a user
+  message (after the system part): an assistant reply whose question was evicted
+  goes with it; the newest evicted one comes back
   shortened (its tool results, then assistant texts, cut with a notice) when that
   fits the room its eviction left;
 - when the latest turn alone is over the budget, shortens its tool results (then
@@ -114,23 +116,31 @@ def fit_items(
     while start > 0 and unit_costs[start - 1] <= room:
         room -= unit_costs[start - 1]
         start -= 1
+
+    def on_user(k: int) -> int:  # the kept history starts on a user message, never mid-turn
+        while k < last and units[k].head.role != "user":
+            k += 1
+        return k
+
+    start = on_user(start)
     built, used = measure(start, turn)
     while used > budget and start < last:
-        start += 1
+        start = on_user(start + 1)
         built, used = measure(start, turn)
     shrunk = 0
     if used > budget:
         turn, shrunk = _shrink(turn, lambda t: measure(last, t)[1], budget, texts)
         built, used = measure(last, turn)
-    elif 0 < start <= last and used < budget:
-        # The exchange before the kept ones did not fit whole: shortened, it takes
-        # the room its eviction left (when its smallest form fits).
+    elif 0 < start <= last and used < budget and (prev := _turn_before(units, start)) < start:
+        # The turn before the kept ones did not fit whole: shortened (its user message
+        # whole, so the history still starts on one), it takes the room its eviction
+        # left (when its smallest form fits).
         kept = [*units[start:last], *turn]
 
         def with_older(older: list[Unit]) -> int:
             return count(selection.build([*older, *kept]))
 
-        older, cut = _shrink([units[start - 1]], with_older, budget, texts)
+        older, cut = _shrink(list(units[prev:start]), with_older, budget, texts)
         if cut:
             trial = selection.build([*older, *kept])
             trial_used = count(trial)
@@ -144,6 +154,14 @@ def fit_items(
         shrunk=shrunk,
         fits=used <= budget,
     )
+
+
+def _turn_before(units: Sequence[Unit], start: int) -> int:
+    """Index of the user unit that opens the turn before ``start`` (``start`` if none)."""
+    for k in range(start - 1, -1, -1):
+        if units[k].head.role == "user":
+            return k
+    return start
 
 
 class _Selection(Generic[T]):

@@ -103,6 +103,21 @@ def messages_to_items(messages: Iterable[Message]) -> list[dict[str, Any]]:
     return out
 
 
+def _visible_text(content: str) -> str:
+    """The text of an item kept verbatim (its JSON when it has none), else ``content``."""
+    if not content.startswith(_RAW):
+        return content
+    data = json.loads(content[len(_RAW) :])
+    body = data.get("content") if isinstance(data, dict) else None
+    if isinstance(body, str):
+        return body
+    if isinstance(body, list):
+        texts = [p["text"] for p in body if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        if texts:
+            return "\n".join(texts)
+    return content[len(_RAW) :]
+
+
 class _Adapter:
     def parts(self, item: Message) -> list[ChatMessage]:
         calls = tuple(
@@ -110,12 +125,22 @@ class _Adapter:
             for c in item.tool_calls
         )
         return [
-            ChatMessage(item.role, item.content, tool_calls=calls, tool_call_id=item.tool_call_id)
-        ]
+            ChatMessage(
+                item.role, _visible_text(item.content), tool_calls=calls,
+                tool_call_id=item.tool_call_id,
+            )
+        ]  # fmt: skip
 
     def rebuild(self, item: Message, keep: list[int], texts: dict[int, str]) -> Message:
         if 0 not in texts:
             return item
+        if item.content.startswith(_RAW):
+            # An item kept verbatim, shortened: its text now stands for it as a plain
+            # message of its role (a cut JSON document would not load back).
+            return Message(
+                role=item.role, content=texts[0], tool_call_id=item.tool_call_id,
+                tool_calls=item.tool_calls,
+            )  # fmt: skip
         return dataclasses.replace(item, content=texts[0], tokens=None)
 
 
