@@ -164,8 +164,12 @@ def show(
     ]
     for f in h.artifacts.files:
         lines.append(
-            f"file     {f.type}: {f.path}" + (f" - {f.description}" if f.description else "")
+            f"file     {f.type}: {f.path}"
+            + (f" [{f.format}]" if f.format else "")
+            + (f" - {f.description}" if f.description else "")
         )
+        if f.summary:
+            lines.append(f"         {f.summary}")
     lines += [f"insight  {i}" for i in h.artifacts.insights]
     lines += [f"history  {e.persona}: {e.summary}" for e in h.context.history]
     if h.artifacts.data:

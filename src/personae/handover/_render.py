@@ -43,6 +43,8 @@ def render_section(h: ContextHandover) -> str:
             fmt = f" [{f.format}]" if f.format else ""
             desc = f" - {_clip(f.description, 300)}" if f.description else ""
             lines.append(f"- {f.type}: {f.path}{fmt}{desc}")
+            if f.summary:
+                lines.append(f"  contents: {_clip(f.summary, 600)}")
         if len(h.artifacts.files) > MAX_ITEMS:
             lines.append(f"- ... {len(h.artifacts.files) - MAX_ITEMS} more files")
     if h.context.history:

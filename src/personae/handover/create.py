@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from pydantic import ValidationError
 from personae.errors import UsageError, first_validation_error
 from personae.fsutil import private_dir
 from personae.handover._memory import memory_snapshot as summarise_memory
+from personae.handover.artifact_formats import detect_format, summarize
 from personae.handover.files import ContextFormat, save_handover, validate_safety
 from personae.handover.runflow import load_policy
 from personae.handover.schema import (
@@ -28,6 +30,7 @@ from personae.handover.schema import (
 from personae.layout import Layout
 from personae.project import Project
 from personae.security.policy import capture_environment, redact_secrets
+from personae.security.redact import redact_text
 from personae.store.handovers import HandoverLedger
 
 __all__ = [
@@ -182,6 +185,39 @@ def build_handover(
         raise UsageError(f"{where}: {message}") from None
 
 
+def describe_artifacts(handover: ContextHandover, resolved: Sequence[str]) -> ContextHandover:
+    """``handover`` with each artifact's format detected (from its bytes; the given hint
+    stays when they say nothing) and a short summary of its content where none was given
+    (HDF5, NetCDF, Parquet, CSV; see :mod:`personae.handover.artifact_formats`).
+    ``resolved``: the artifact paths as the safety check resolved them; only regular files
+    are opened, and only in part."""
+    files = list(handover.artifacts.files)
+    changed = False
+    for i, (art, where) in enumerate(zip(files, resolved, strict=True)):
+        if art.summary is not None:
+            continue
+        target = Path(where)
+        try:
+            regular = stat.S_ISREG(target.stat().st_mode)
+        except OSError:
+            regular = False
+        if not regular:
+            continue
+        # Measured beats a hint: the bytes say hdf5 where the name said h5 (or nothing).
+        fmt = detect_format(target) or art.format
+        summary = art.summary
+        if summary is None and fmt is not None:
+            found = summarize(target, fmt)
+            summary = None if found is None else redact_text(found)
+        if (fmt, summary) != (art.format, art.summary):
+            files[i] = art.model_copy(update={"format": fmt, "summary": summary})
+            changed = True
+    if not changed:
+        return handover
+    artifacts = handover.artifacts.model_copy(update={"files": files})
+    return handover.model_copy(update={"artifacts": artifacts})
+
+
 def default_handover_path(cwd: Path, handover_id: str, fmt: ContextFormat = "json") -> Path:
     """``.personae/handovers/handover-<id>.<fmt>`` of the project ``cwd`` belongs to."""
     return Layout.find(cwd).handovers / f"handover-{handover_id}.{fmt}"
@@ -213,7 +249,8 @@ def write_handover(
     handover = ContextHandover.model_validate(
         redact_secrets(handover.model_dump(mode="json", by_alias=True))
     )
-    validate_safety(handover, policy, env_allow=allow, path=path)
+    resolved = validate_safety(handover, policy, env_allow=allow, path=path)
+    handover = describe_artifacts(handover, resolved)
     existed = path.exists()
     if out is None:
         private_dir(path.parent)  # .personae/handovers: handovers may carry private data

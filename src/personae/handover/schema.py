@@ -150,7 +150,12 @@ class ArtifactFile(_Wire):
     description: Text4k = ""
     """What the file is."""
     format: ShortText | None = Field(default=None, exclude_if=_is_none)
-    """Optional format hint (``csv``, ``hdf5``, ``parquet``, ``jupyter`` ...)."""
+    """Format (``csv``, ``hdf5``, ``netcdf``, ``parquet``, ``jupyter`` ...): given, or
+    detected from the file's first bytes when the handover is written."""
+    summary: Text4k | None = Field(default=None, exclude_if=_is_none)
+    """What is inside, for the receiver (shape and datasets, dimensions and variables,
+    rows and columns): given, or made when the handover is written without reading the
+    file whole."""
 
 
 class Artifacts(_Wire):
