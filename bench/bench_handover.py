@@ -1,4 +1,11 @@
-"""Handover benchmarks: file round trip, child spawn latency, fan-out vs sequential.
+"""Handover benchmarks: file round trip, child spawn latency, fan-out vs sequential, and a
+handover referencing a multi-GB file.
+
+The large-file part writes a sparse multi-GB CSV (``--gib``, default 2: a header and 1,000
+rows, the rest a hole; nothing past the first KiB is on disk), then creates, validates and
+loads a handover that references it (format detection and the artifact summary included)
+and counts the bytes this process read (``/proc/self/io`` rchar). Side by side: reading
+the file whole once, what a copy, an upload or a checksum of the artifact costs.
 
 Run: ``PYTHONPATH=src python bench/bench_handover.py [--children 8] [--quick]``.
 Prints a table and writes ``bench/results/handover.json``. Children run the
@@ -9,6 +16,7 @@ a scenario; not a real language model).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -80,6 +88,55 @@ def bench_file(root: Path, n_artifacts: int, repeats: int) -> dict[str, Any]:
         "create_validate_load_ms_median": statistics.median(total_ms),
         "create_validate_load_ms_p90": sorted(total_ms)[int(0.9 * (len(total_ms) - 1))],
         "create_validate_load_cpu_ms_median": statistics.median(cpu_ms),
+    }
+
+
+def _read_bytes() -> int:
+    """Bytes this process has read through read(2) so far (Linux ``/proc/self/io``)."""
+    for line in Path("/proc/self/io").read_text().splitlines():
+        if line.startswith("rchar:"):
+            return int(line.split()[1])
+    raise RuntimeError("/proc/self/io has no rchar line")
+
+
+def bench_large(root: Path, gib: int) -> dict[str, Any]:
+    """A handover referencing a sparse ``gib`` GiB CSV, next to reading that file whole."""
+    big = root / "data" / "huge.csv"
+    big.parent.mkdir(parents=True, exist_ok=True)
+    with big.open("wb") as fh:
+        fh.write(b"id,value\n" + b"1,2\n" * 1000)
+        fh.truncate(gib * 1024**3)
+    policy, allow = load_policy(root)
+    read0, c0, t0 = _read_bytes(), time.process_time(), time.perf_counter()
+    h = build_handover(
+        source_persona="data-analyst", target_persona="report-writer",
+        task="Summarise the large table", cwd=root,
+        content=HandoverContent(files=[{"path": "data/huge.csv", "type": "data"}]),
+    )  # fmt: skip
+    created = write_handover(h, cwd=root)
+    loaded = read_handover(created.path, policy=policy, env_allow=allow)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    read = _read_bytes() - read0
+    [art] = loaded.handover.artifacts.files
+    assert art.format == "csv" and art.summary and "at least 1000 rows" in art.summary
+    r0, c1, t1 = _read_bytes(), time.process_time(), time.perf_counter()
+    digest = hashlib.sha256()
+    with big.open("rb") as fh:
+        while chunk := fh.read(1 << 22):
+            digest.update(chunk)
+    whole_wall, whole_cpu = time.perf_counter() - t1, time.process_time() - c1
+    whole_read = _read_bytes() - r0
+    big.unlink()
+    return {
+        "file_bytes": gib * 1024**3,
+        "handover_wall_ms": wall * 1000,
+        "handover_cpu_ms": cpu * 1000,
+        "handover_bytes_read": read,
+        "handover_file_bytes": created.path.stat().st_size,
+        "summary": art.summary,
+        "read_whole_wall_s": whole_wall,
+        "read_whole_cpu_s": whole_cpu,
+        "read_whole_bytes_read": whole_read,
     }
 
 
@@ -169,10 +226,14 @@ def main() -> None:
     parser.add_argument("--children", type=int, default=8)
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument(
-        "--only", choices=("file", "spawn", "fanout"), action="append", help="run only these"
+        "--only",
+        choices=("file", "spawn", "fanout", "large"),
+        action="append",
+        help="run only these",
     )
+    parser.add_argument("--gib", type=int, default=2, help="size of the large file (sparse)")
     args = parser.parse_args()
-    parts = set(args.only or ("file", "spawn", "fanout"))
+    parts = set(args.only or ("file", "spawn", "fanout", "large"))
     env_pp = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT / "src"), env_pp] if p)
     with tempfile.TemporaryDirectory(prefix="bench-handover-") as tmp:
@@ -186,6 +247,7 @@ def main() -> None:
             "spawn" in parts
         ) else None  # fmt: skip
         fanout = bench_fanout(base, args.children) if "fanout" in parts else None
+        large = bench_large(_example(base / "large"), args.gib) if "large" in parts else None
     results = {
         "machine": {
             "python": platform.python_version(),
@@ -196,6 +258,7 @@ def main() -> None:
         "file_round_trip": file,
         "spawn": spawn,
         "fanout": fanout,
+        "large_file": large,
         "model": "scripted (loopback replay server; not a real model)",
     }
     rows: list[tuple[str, str, str, bool | None]] = []
@@ -229,12 +292,26 @@ def main() -> None:
              None),
             ("speed-up", f"{fanout['speedup']:.2f}x", f"{os.cpu_count()} cores", None),
         ]  # fmt: skip
+    if large is not None:
+        size = f"{large['file_bytes'] / 1024**3:.0f} GiB"
+        rows += [
+            (f"handover referencing a {size} file (wall / CPU)",
+             f"{large['handover_wall_ms']:.0f}/{large['handover_cpu_ms']:.0f} ms", "", None),
+            ("  bytes read by it (all files, incl. the CSV's first MiB)",
+             f"{large['handover_bytes_read'] / 1024**2:.1f} MiB", "< file",
+             large["handover_bytes_read"] < large["file_bytes"] / 100),
+            ("  the handover file itself", f"{large['handover_file_bytes']} B", "", None),
+            (f"reading the {size} file whole once (wall / CPU)",
+             f"{large['read_whole_wall_s']:.1f}/{large['read_whole_cpu_s']:.1f} s", "", None),
+            ("  bytes read by it", f"{large['read_whole_bytes_read'] / 1024**2:.0f} MiB", "",
+             None),
+        ]  # fmt: skip
     print(f"{'benchmark':<50} {'result':>10}  {'target':<10} ok")
     for name, value, target, ok in rows:
         mark = "" if ok is None else ("yes" if ok else "NO")
         print(f"{name:<50} {value:>10}  {target:<10} {mark}")
     print(f"load average while running: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    name = "handover.json" if len(parts) == 3 else f"handover-{'-'.join(sorted(parts))}.json"
+    name = "handover.json" if len(parts) == 4 else f"handover-{'-'.join(sorted(parts))}.json"
     out = ROOT / "bench" / "results" / name
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2) + "\n")
