@@ -101,7 +101,9 @@ def _probe() -> SandboxStatus:
     found = shutil.which("bwrap")
     if found is None:
         return SandboxStatus(None, "bubblewrap (bwrap) is not installed")
-    true = shutil.which("true") or "/bin/true"
+    # A system path: a `true` under /tmp or the home would be hidden inside the sandbox.
+    true = next((p for p in ("/usr/bin/true", "/bin/true") if os.path.exists(p)), None)
+    true = true or shutil.which("true") or "/bin/true"
     last = SandboxStatus(None, f"bwrap at {found} was not probed", transient=True)
     for attempt in range(PROBE_ATTEMPTS):
         if attempt:
