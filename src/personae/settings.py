@@ -7,6 +7,7 @@ naming the variable (``PERSONAE_BUDGET_SHARE: ...``), never a traceback.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field, ValidationError, field_validator
@@ -52,6 +53,11 @@ class PersonaeSettings(BaseSettings):
     """Seconds a handover child run may take before it is killed (``handover run``,
     ``run --context-from``, a team's handover tool; workflow steps and batch tasks take
     theirs from the workflow file and ``--timeout``)."""
+
+    handover_dir: Path | None = None
+    """A user-level folder new handover files go to (``PERSONAE_HANDOVER_DIR``, e.g.
+    ``~/.personae/handovers``) instead of the project's ``.personae/handovers``;
+    ``handover create --handover-dir`` overrides it, ``--out`` names the file itself."""
 
     otel_endpoint: str | None = None
     """OTLP/HTTP endpoint each run is exported to as a trace (``PERSONAE_OTEL_ENDPOINT``);

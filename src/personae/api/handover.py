@@ -63,7 +63,10 @@ class HandoverSpec:
     interactive: bool = False
     """The target runs interactively."""
     out: Path | None = None
-    """Where to write it (default ``.personae/handovers/handover-<id>.<format>``)."""
+    """Where to write it (default ``handover-<id>.<format>`` in ``folder``)."""
+    folder: Path | None = None
+    """A user-level handover folder (e.g. ``~/.personae/handovers``) the file is written to
+    when ``out`` is not given; ``None``: the project's ``.personae/handovers``."""
     format: Literal["json", "yaml"] | None = None
     """``json`` (default) or ``yaml`` (default from ``out``'s suffix)."""
     check_target: bool = True
@@ -179,7 +182,7 @@ def create_handover(
         source_persona=spec.source, target_persona=spec.to, task=spec.task, cwd=where,
         content=content, env_allow=project.config.handover.env_allow,
     )  # fmt: skip
-    return write_handover(handover, cwd=where, out=spec.out, fmt=spec.format)
+    return write_handover(handover, cwd=where, out=spec.out, fmt=spec.format, folder=spec.folder)
 
 
 def load_handover(path: str | Path, *, cwd: str | Path = ".") -> LoadedHandover:

@@ -82,6 +82,14 @@ def create(  # noqa: PLR0917 (typer options)
     ] = None,
     data: Annotated[str | None, typer.Option("--data", help="Structured data as JSON.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Where to write the file.")] = None,
+    handover_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--handover-dir",
+            help="User-level folder to write the file into (default: PERSONAE_HANDOVER_DIR, "
+            "else the project's .personae/handovers).",
+        ),
+    ] = None,
     context_format: Annotated[
         str | None, typer.Option("--context-format", help="json (default) or yaml.")
     ] = None,
@@ -114,6 +122,7 @@ def create(  # noqa: PLR0917 (typer options)
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.handover import HandoverSpec, create_handover
     from personae.handover.create import parse_data, parse_file_spec
+    from personae.settings import PersonaeSettings
 
     _check_persona_name(to, "--to")
     _check_persona_name(source, "--from")
@@ -123,6 +132,7 @@ def create(  # noqa: PLR0917 (typer options)
         files=[parse_file_spec(f) for f in file or []], insights=list(insight or []),
         data=parse_data(data), interactive=interactive, out=out,
         format=_fmt(context_format), check_target=not no_target_check, profile=profile,
+        folder=handover_dir if handover_dir is not None else PersonaeSettings().handover_dir,
     )  # fmt: skip
     created = create_handover(
         spec, cwd=Path.cwd(), on_warning=lambda w: typer.echo(f"personae: warning: {w}", err=True)

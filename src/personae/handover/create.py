@@ -232,16 +232,25 @@ def write_handover(
     allowed_roots: Sequence[Path] | None = None,
     env_allow: Iterable[str] | None = None,
     ledger_db: Path | None = None,
+    folder: Path | None = None,
 ) -> CreatedHandover:
     """Safety-check and write ``handover``; record it in the ledger.
 
-    The ledger defaults to ``<cwd>/.personae/state.db``. If the ledger cannot
-    be written, the new file is removed again and the error raised.
+    Written to ``out``, else ``handover-<id>.<fmt>`` in ``folder`` (a user-level handover
+    folder such as ``~/.personae/handovers``, ``~`` expanded), else in the project's
+    ``.personae/handovers``; a folder personae picks is made private (0700). The ledger
+    defaults to ``<cwd>/.personae/state.db``. If the ledger cannot be written, the new
+    file is removed again and the error raised.
     """
     chosen: ContextFormat = fmt or (
         "yaml" if out is not None and out.suffix.lower() in {".yaml", ".yml"} else "json"
     )
-    path = out if out is not None else default_handover_path(cwd, handover.handover_id, chosen)
+    if out is not None:
+        path = out
+    elif folder is not None:
+        path = folder.expanduser() / f"handover-{handover.handover_id}.{chosen}"
+    else:
+        path = default_handover_path(cwd, handover.handover_id, chosen)
     if not path.is_absolute():
         path = Path(cwd) / path
     policy, allow = load_policy(Path(cwd), path, allowed_roots, env_allow)
@@ -253,7 +262,7 @@ def write_handover(
     handover = describe_artifacts(handover, resolved)
     existed = path.exists()
     if out is None:
-        private_dir(path.parent)  # .personae/handovers: handovers may carry private data
+        private_dir(path.parent)  # a folder personae picks: handovers may carry private data
     digest = save_handover(handover, path, chosen)
     db = ledger_db if ledger_db is not None else Layout.find(cwd).state_db
     try:
