@@ -113,6 +113,15 @@ LANE_MODULES = {
     "test_persona_claude_binary": "hosts",
     "test_tools_sandbox": "sandbox",
     "test_team_subagent_sandbox": "sandbox",
+    # whole modules about what crosses a process boundary
+    "test_batch": "process",
+    "test_chain_example": "process",
+    "test_chain_run": "process",
+    "test_conversations_processes": "process",
+    "test_handover_executor": "process",
+    "test_procs_orphans": "process",
+    "test_special_files": "process",
+    "test_tools_lifetime": "process",
 }
 LANE_FOLDERS = {"hosts_e2e": "hosts"}
 

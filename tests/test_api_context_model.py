@@ -31,6 +31,7 @@ def _window(project: Path, **options: str) -> int | None:
     return assemble(project, "worker", task="Write it.", **options).report().window
 
 
+@pytest.mark.process
 def test_a_claude_alias_is_sized_as_the_model_it_names(project: Path) -> None:
     claude = model_info("anthropic:claude-sonnet-4-5").context_window
     assert claude != model_info("openai:gpt-4o").context_window

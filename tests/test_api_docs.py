@@ -26,6 +26,7 @@ def test_the_page_has_examples() -> None:
     assert len(BLOCKS) >= 8
 
 
+@pytest.mark.process
 def test_every_python_block_runs(
     tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -115,6 +115,7 @@ def test_model_picks_the_tokenizer_and_a_bad_budget_is_refused() -> None:
         fit_messages(messages, 0)
 
 
+@pytest.mark.process
 def test_the_front_door_stays_light() -> None:
     """``import personae`` and the context functions load no model framework nor CLI."""
     import subprocess

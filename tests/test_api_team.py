@@ -217,6 +217,7 @@ def _started(project: Path) -> list[Event]:
     return [RunStarted(run_id=r[0], seq=1, at="") for r in rows]
 
 
+@pytest.mark.process
 def test_run_stream_yields_the_events_personae_run_json_prints(project: Path) -> None:
     import json
     import os

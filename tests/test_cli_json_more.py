@@ -8,6 +8,8 @@ import subprocess
 from importlib import resources
 from pathlib import Path
 
+import pytest
+
 from _helpers import personae_cli
 
 
@@ -52,6 +54,7 @@ def test_hosts_render_and_check_find_the_project_from_a_subfolder(tmp_path: Path
     assert text.returncode == 0 and "FAIL" not in text.stdout and "OK  " in text.stdout
 
 
+@pytest.mark.process
 def test_handover_create_and_run_json(tmp_path: Path) -> None:
     root = _example(tmp_path)
     created = _cli(

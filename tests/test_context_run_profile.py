@@ -39,6 +39,7 @@ def _worker(run: dict[str, Any]) -> dict[str, Any]:
     return calls[0]  # type: ignore[no-any-return]
 
 
+@pytest.mark.process
 def test_run_with_builder_profile_sends_the_project_files(project: Path) -> None:
     base = project / ".personae" / "project"
     vision = (base / "VISION.md").read_text(encoding="utf-8").strip().splitlines()[0]
@@ -145,6 +146,7 @@ def test_handover_create_names_the_profile(project: Path) -> None:
     assert not bad_file.exists()
 
 
+@pytest.mark.process
 def test_chain_step_names_the_profile(tmp_path: Path) -> None:
     from _handover_childprog import command
     from personae.workflow.chain import execute_chain

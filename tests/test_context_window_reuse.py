@@ -189,6 +189,7 @@ with Store(sys.argv[1]) as store:
 """
 
 
+@pytest.mark.process
 def test_store_turn_reuses_its_result_until_another_process_appends(tmp_path: Path) -> None:
     """Nothing appended: the previous turn's messages are the result (the same tuple).
     A message appended by another process is seen by the next turn, as a fresh read."""

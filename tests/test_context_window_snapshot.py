@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from personae.context import ChatMessage, ContextWindow, Snapshot, load_profiles
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
@@ -32,6 +34,7 @@ def _rewrite(path: Path, text: str) -> None:
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1))
 
 
+@pytest.mark.process
 def test_store_turn_is_the_previous_snapshot_until_a_file_a_message_or_an_option_changes(
     tmp_path: Path,
 ) -> None:

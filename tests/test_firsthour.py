@@ -60,6 +60,7 @@ def terminal_reads(
     return chunks
 
 
+@pytest.mark.process
 def test_demo_on_a_terminal_shows_no_third_party_banner(tmp_path: Path) -> None:
     out = run_on_terminal(["demo"], tmp_path)
     assert "Stored as run run-" in out  # the demo ran to its end on the terminal
@@ -261,6 +262,7 @@ def _show(cwd: Path, run_id: str) -> dict[str, object]:
     return run
 
 
+@pytest.mark.process
 def test_a_run_killed_in_its_first_second_is_stored_and_shows_crashed(demo_project: Path) -> None:
     import signal
 
@@ -328,6 +330,7 @@ def _closed_reader(proc: subprocess.Popen[str], lines: int) -> tuple[int, str, l
     return proc.wait(timeout=120), err, got
 
 
+@pytest.mark.process
 def test_run_piped_into_head_ends_cancelled_without_an_error(demo_project: Path) -> None:
     proc = _start_run(
         demo_project, DEMO_TASK, "--persona", "maintainer", "--model", f"scripted:{DEMO_SCENARIO}"
@@ -339,6 +342,7 @@ def test_run_piped_into_head_ends_cancelled_without_an_error(demo_project: Path)
     assert run["status"] == "cancelled" and run["error"] == "output closed (broken pipe)"
 
 
+@pytest.mark.process
 def test_demo_json_piped_into_head_prints_no_broken_pipe_error(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "personae", "demo", "--json"],
@@ -502,6 +506,7 @@ def test_scaffold_state_files_name_the_sample_csv_columns(project: Path) -> None
     assert named <= set(header.split(",")), named
 
 
+@pytest.mark.process
 def test_serve_on_a_terminal_says_what_it_is_and_stops_at_the_first_ctrl_c(
     project: Path,
 ) -> None:
@@ -574,6 +579,7 @@ def test_the_readme_first_session_runs_offline_from_a_subfolder(project: Path) -
 
 
 @pytest.mark.parametrize("columns", [80, 200])
+@pytest.mark.process
 def test_runs_list_on_a_terminal_cuts_nothing(demo_project: Path, columns: int) -> None:
     (stored,) = json.loads(personae("runs", "list", "--json", cwd=demo_project).stdout)
     out = run_on_terminal(["runs", "list"], demo_project, columns=columns)
@@ -599,6 +605,7 @@ def _streaming_scenario(project: Path) -> Path:
     return slow
 
 
+@pytest.mark.process
 def test_the_final_answer_streams_on_a_terminal(project: Path) -> None:
     slow = _streaming_scenario(project)
     reads = terminal_reads(

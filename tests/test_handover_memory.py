@@ -74,6 +74,7 @@ def test_snapshot_stays_small(tmp_path: Path) -> None:
     assert "... and 280 more" in text or text.endswith("…")
 
 
+@pytest.mark.process
 def test_handover_carries_it_and_the_receiver_sees_it(project: Path) -> None:
     h = build_handover(source_persona="a", target_persona="b", task="t", cwd=project)
     assert h.context.memory_snapshot == memory_snapshot(project)

@@ -252,6 +252,7 @@ def test_published_schema_matches_model() -> None:
     assert (DOCS / "handover.schema.json").read_text() == handover_json_schema_text()
 
 
+@pytest.mark.process
 def test_schema_command_prints_generated_schema() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "personae", "handover", "schema"],

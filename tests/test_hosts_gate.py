@@ -73,6 +73,7 @@ def test_corpus_decision(name: str, tmp_path: Path) -> None:
         assert "bootstrap_session" in err
 
 
+@pytest.mark.process
 def test_gate_as_a_real_subprocess() -> None:
     cmd = [sys.executable, "-m", "personae", "hook", "pre-tool-use", "--gate", "Bash"]
     ok = subprocess.run(

@@ -123,6 +123,7 @@ def test_every_hosts_shell_edit_spawn_and_web_tools_are_gated(
         assert _run(_payload(mine, None, tmp_path), "--host", host) == (0, "", "")
 
 
+@pytest.mark.process
 def test_a_fifo_transcript_is_refused_without_blocking(tmp_path: Path) -> None:
     fifo = tmp_path / "t.jsonl"
     os.mkfifo(fifo)
@@ -131,6 +132,7 @@ def test_a_fifo_transcript_is_refused_without_blocking(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("field", ["transcript_path", "cwd", "session_id"])
+@pytest.mark.process
 def test_nul_bytes_deny_without_a_traceback(field: str, tmp_path: Path) -> None:
     data = json.loads(_payload("Bash", tmp_path / "t.jsonl", tmp_path))
     data[field] = "bad\u0000path"
@@ -139,6 +141,7 @@ def test_nul_bytes_deny_without_a_traceback(field: str, tmp_path: Path) -> None:
     assert b"Traceback" not in done.stderr and b"personae gate: blocked" in done.stderr
 
 
+@pytest.mark.process
 def test_twenty_thousand_unanswered_calls_are_scanned_from_the_end(tmp_path: Path) -> None:
     lines = [_use("t0", "mcp__personae__bootstrap_session"), _result("t0")]
     lines += [_use(f"u{i}", "mcp__personae__bootstrap_session") for i in range(20_000)]
@@ -150,6 +153,7 @@ def test_twenty_thousand_unanswered_calls_are_scanned_from_the_end(tmp_path: Pat
     assert time.monotonic() - started < 10  # a hang guard, not a speed goal (see bench_gate)
 
 
+@pytest.mark.process
 def test_oversized_and_endless_stdin_deny(tmp_path: Path) -> None:
     code, _, err = _run(b"{" + b" " * 10_000_001)
     assert code == 2 and "too large" in err
@@ -229,6 +233,7 @@ def test_wrapper_denies_when_the_gate_cannot_run(host: str, failure: str, tmp_pa
         assert done.returncode == 2 and b"could not decide" in done.stderr
 
 
+@pytest.mark.process
 def test_the_stdio_mind_server_records_its_host_process(tmp_path: Path) -> None:
     """A real stdio server started by this process binds its bootstraps to it."""
     import anyio

@@ -129,6 +129,7 @@ def test_never_writes_the_home_directory(tmp_path: Path, monkeypatch: pytest.Mon
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.process
 def test_doctor_reports_ok_and_fail_with_fixes(tmp_path: Path) -> None:
     bad = _cli("doctor", "--no-probe", "--hosts", cwd=tmp_path)
     assert bad.returncode == 1

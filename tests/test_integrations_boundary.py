@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "personae"
 FRAMEWORKS = ("langchain", "langchain_core", "agents", "langgraph")
 
@@ -21,6 +23,7 @@ def test_nothing_outside_integrations_imports_them() -> None:
     assert offenders == []
 
 
+@pytest.mark.process
 def test_import_personae_loads_no_framework() -> None:
     code = (
         "import sys, personae, personae.persona, personae.context, personae.store; "

@@ -20,6 +20,7 @@ def test_doc_has_examples_for_each_framework() -> None:
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
+@pytest.mark.process
 def test_doc_example_runs(index: int, tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-c", BLOCKS[index]],

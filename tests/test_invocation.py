@@ -5,9 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from personae.invocation import as_typed, personae_argv
 
 
+@pytest.mark.process
 def test_personae_argv_runs_this_installation() -> None:
     argv = personae_argv("--help")
     assert argv[0] == sys.executable

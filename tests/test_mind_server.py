@@ -188,6 +188,7 @@ def _serve_args(paths: MindPaths) -> list[str]:
     ]
 
 
+@pytest.mark.process
 def test_stdio_client_session_against_a_real_subprocess(paths: MindPaths, tmp_path: Path) -> None:
     params = StdioServerParameters(
         command=sys.executable, args=_serve_args(paths), cwd=str(tmp_path), env=dict(os.environ)
@@ -216,6 +217,7 @@ def _http_server(paths: MindPaths, tmp_path: Path) -> Iterator[str]:
         yield url
 
 
+@pytest.mark.process
 def test_streamable_http_on_loopback(paths: MindPaths, tmp_path: Path) -> None:
     with _http_server(paths, tmp_path) as url:
 
@@ -228,6 +230,7 @@ def test_streamable_http_on_loopback(paths: MindPaths, tmp_path: Path) -> None:
         assert packet["mind_contract_available"] is True
 
 
+@pytest.mark.process
 def test_oversized_input_is_a_tool_error_over_http(paths: MindPaths, tmp_path: Path) -> None:
     # The SDK's 4 MiB default body limit answered a 5 MB observe with HTTP 413 (a protocol
     # error); the tool must see it and answer with a tool error naming its limit.
@@ -257,6 +260,7 @@ def test_oversized_input_is_a_tool_error_over_http(paths: MindPaths, tmp_path: P
     assert not (paths.memory_dir / "big.md").exists()
 
 
+@pytest.mark.process
 def test_http_refuses_non_loopback(paths: MindPaths, tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, *_serve_args(paths), "--http", "--host", "0.0.0.0"],

@@ -101,6 +101,7 @@ def _kill_mid_write(kind: str, target: Path, tmp_path: Path, content: str = "") 
     assert proc.returncode == -signal.SIGKILL
 
 
+@pytest.mark.process
 def test_memory_writes_leave_no_temp_or_lock_file_on_any_path(tmp_path: Path) -> None:
     from personae.errors import UsageError
     from personae.mind.memory import MemoryDir
@@ -120,6 +121,7 @@ def test_memory_writes_leave_no_temp_or_lock_file_on_any_path(tmp_path: Path) ->
     assert "Green tea." in (folder / "tea.md").read_text()  # the killed write changed nothing
 
 
+@pytest.mark.process
 def test_handover_writes_leave_no_lock_or_temp_file(tmp_path: Path) -> None:
     env = {**os.environ, "COLUMNS": "120"}
     created = subprocess.run(

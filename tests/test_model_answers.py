@@ -43,6 +43,7 @@ def project(tmp_path: Path, offline_home: Path) -> Path:
     return dev_project(tmp_path, {"answers": SCENARIO}, persona=PERSONA)
 
 
+@pytest.mark.process
 def test_runs_show_has_every_calls_answer_redacted_and_capped(project: Path) -> None:
     spec = f"scripted:{project.parent / 'answers.yaml'}"
     done = personae(project, "run", "What port?", "--persona", "dev", "--model", spec)

@@ -146,6 +146,7 @@ def test_responses_stream_and_custom_tools() -> None:
         assert server.requests[0]["messages"][0] == {"role": "system", "content": "be brief"}
 
 
+@pytest.mark.process
 def test_serving_a_scenario_file_by_hand(tmp_path: Path) -> None:
     scenario = tmp_path / "s.yaml"
     scenario.write_text("steps:\n  - text: hello\n", encoding="utf-8")

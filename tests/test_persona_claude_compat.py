@@ -65,6 +65,7 @@ LENIENT = [
 
 
 @pytest.mark.parametrize("desc", LENIENT)
+@pytest.mark.process
 def test_lenient_descriptions_load_whole_through_cli(tmp_path: Path, desc: str) -> None:
     write(tmp_path / "proj/.claude/agents/a.md", f"---\nname: a\ndescription: {desc}\n---\nP\n")
     with pytest.raises(yaml.YAMLError):  # strict YAML refuses every one of them
@@ -98,6 +99,7 @@ def test_recursive_alias_is_never_read_leniently(tmp_path: Path) -> None:
     assert cast.personas == {}
 
 
+@pytest.mark.process
 def test_unquoted_hash_does_not_silently_cut_description(tmp_path: Path) -> None:
     write(
         tmp_path / "p/.claude/agents/c.md",
@@ -118,6 +120,7 @@ def test_unquoted_hash_does_not_silently_cut_description(tmp_path: Path) -> None
     assert meta["description"] == "Reviews C# code #fast and safely"
 
 
+@pytest.mark.process
 def test_skill_over_1024_chars_loads_with_warning_through_cli(tmp_path: Path) -> None:
     # Anthropic's own claude-api skill has a description of this kind of length.
     desc = "Build apps with the Claude API or Anthropic SDK. " * 25
@@ -256,6 +259,7 @@ SKILL = "---\nname: {n}\ndescription: Skill {n}.\n---\nBody.\n"
 COMMAND = "---\ndescription: A slash command.\nallowed-tools: Bash\n---\nRun it.\n"
 
 
+@pytest.mark.process
 def test_dir_with_claude_folder_finds_agents_and_skills(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write(repo / ".claude/agents/rev.md", AGENT.format(n="rev"))
@@ -267,6 +271,7 @@ def test_dir_with_claude_folder_finds_agents_and_skills(tmp_path: Path) -> None:
         assert show_json("rev", given_dir, cwd=tmp_path)["system_prompt"] == "Prompt rev.\n"
 
 
+@pytest.mark.process
 def test_dir_that_finds_nothing_says_so_and_names_nested_projects(tmp_path: Path) -> None:
     write(tmp_path / "mono/svc/.claude/agents/rev.md", AGENT.format(n="rev"))
     report = check_json(tmp_path / "mono", cwd=tmp_path)
@@ -323,6 +328,7 @@ def make_marketplace(root: Path) -> None:
     write(docs / "skills/style/SKILL.md", SKILL.format(n="style"))
 
 
+@pytest.mark.process
 def test_marketplace_root_loads_agents_and_skills_not_commands(tmp_path: Path) -> None:
     make_marketplace(tmp_path / "market")
     report = check_json(tmp_path / "market", cwd=tmp_path)
@@ -352,6 +358,7 @@ def test_marketplace_source_escaping_root_is_refused(tmp_path: Path) -> None:
     assert any("escapes" in e.message for e in cast.errors)
 
 
+@pytest.mark.process
 def test_cli_export_keeps_agent_and_multiedit(tmp_path: Path) -> None:
     write(
         tmp_path / "p/.claude/agents/lead.md",

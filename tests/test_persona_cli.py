@@ -229,6 +229,7 @@ def test_export_unknown_format(project: Path) -> None:
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o027])
+@pytest.mark.process
 def test_init_and_export_files_get_the_umask_mode(tmp_path: Path, umask: int) -> None:
     """New user files are 0666 & ~umask (not mkstemp's 0600); a replaced file keeps its mode."""
     script = (

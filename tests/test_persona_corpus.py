@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from personae.persona import Cast
 
 CORPUS = Path(__file__).parent / "data" / "claude_agents"
@@ -36,6 +38,7 @@ def test_corpus_loads_with_zero_errors(tmp_path: Path) -> None:
     assert cast.available_agents_xml().count("<agent>") == len(cast.personas)
 
 
+@pytest.mark.process
 def test_corpus_check_cli_exit_0(tmp_path: Path) -> None:
     args = [arg for d in DIRS for arg in ("--dir", str(d))]
     result = subprocess.run(

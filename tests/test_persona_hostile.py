@@ -70,6 +70,7 @@ def test_shared_aliases_that_stay_small_still_load(tmp_path: Path) -> None:
     assert cast.get("a").constraints.mandatory_steps == ["no secrets"]
 
 
+@pytest.mark.process
 def test_recursive_alias_cli_show_json_has_no_traceback(tmp_path: Path) -> None:
     write(tmp_path / "agents/rec.md", "---\nname: rec\ndescription: d\na: &a [1, *a]\n---\n")
     check = personae("personas", "check", "--dir", "agents", cwd=tmp_path)
@@ -84,6 +85,7 @@ def test_recursive_alias_cli_show_json_has_no_traceback(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("folder", [".personae/personas", ".claude/agents"])
+@pytest.mark.process
 def test_fifo_named_md_is_an_error_not_a_hang(tmp_path: Path, folder: str) -> None:
     write(tmp_path / ".personae/personas/good.md", GOOD)
     fifo = tmp_path / folder / "pipe.md"

@@ -89,6 +89,7 @@ def test_bad_environment_value_names_the_variable(  # noqa: PLR0917 (pytest para
     assert out == ""
 
 
+@pytest.mark.process
 def test_bad_environment_in_a_real_process_is_one_line(project: Path) -> None:
     proc = spawn("run", "hello", cwd=project, env={"PERSONAE_BUDGET_SHARE": "2"})
     assert proc.returncode == 1
@@ -200,6 +201,7 @@ def test_handover_schema_out_unwritable_is_one_line(
     assert out == ""
 
 
+@pytest.mark.process
 def test_os_error_from_a_command_is_one_line_not_a_traceback(
     tmp_path: Path, isolated_home: Path
 ) -> None:
@@ -235,6 +237,7 @@ def test_corrupt_state_db_is_one_line(
     assert left == []  # nothing half-written (filelock's empty .lock files may stay)
 
 
+@pytest.mark.process
 def test_store_path_under_a_file_is_one_line(tmp_path: Path, isolated_home: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x", encoding="utf-8")
@@ -319,6 +322,7 @@ def test_init_and_hosts_write_readable_files_and_keep_modes(
 # --- Ctrl-C ------------------------------------------------------------------------------
 
 
+@pytest.mark.process
 def test_interrupt_mid_run_prints_one_line_and_exits_130(tmp_path: Path) -> None:
     import shutil
 
@@ -378,6 +382,7 @@ def test_chain_state_dir_that_is_a_file_is_one_line(
     assert out == ""
 
 
+@pytest.mark.process
 def test_serve_http_on_a_taken_port_is_one_line(tmp_path: Path, isolated_home: Path) -> None:
     import socket
 
@@ -485,6 +490,7 @@ def test_demo_keep_that_is_a_file_names_the_flag(
     assert blocker.read_text() == "mine\n"
 
 
+@pytest.mark.process
 def test_runs_list_never_cuts_run_ids_when_piped(tmp_path: Path) -> None:
     kept = tmp_path / "kept"
     assert spawn("demo", "--keep", str(kept), cwd=tmp_path).returncode == 0

@@ -147,6 +147,7 @@ PERSONA = "---\nname: dev\ndescription: Works here.\ntools: [read_file]\n---\nYo
 SCENARIO = read_config_scenario("DONE", description="redaction test (scripted)")
 
 
+@pytest.mark.process
 def test_secrets_in_a_handover_file_reach_neither_state_db_nor_the_prompt(
     tmp_path: Path, isolated_home: Path
 ) -> None:

@@ -119,6 +119,7 @@ def test_a_fifo_as_the_store_is_refused_without_hanging(tmp_path: Path) -> None:
         Store(fifo)
 
 
+@pytest.mark.process
 def test_a_second_open_keeps_the_locks_this_process_holds(tmp_path: Path) -> None:
     # Closing any descriptor of a SQLite file drops every POSIX lock the process holds on
     # it: opening the store again (the ledger does) must never open and close its files.

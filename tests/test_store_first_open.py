@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from _pg import PgServer
 from personae.store.db import Store, _migrations, split_sql
 
@@ -128,6 +130,7 @@ def race_cli(project: Path, count: int, marks: Path) -> list[tuple[int, str]]:
     return failed
 
 
+@pytest.mark.process
 def test_parallel_cli_commands_on_a_fresh_project(tmp_path: Path, store_env: str | None) -> None:
     # On PostgreSQL the commands find the server through PERSONAE_DATABASE_URL.
     project = tmp_path / "project"

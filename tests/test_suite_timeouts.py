@@ -41,6 +41,7 @@ def test_the_bodys_own_timeout_error_passes_through() -> None:
     assert run_async(asyncio.sleep(0, result=7)) == 7
 
 
+@pytest.mark.process
 def test_a_hung_test_fails_with_a_clear_message_and_the_run_goes_on(tmp_path: Path) -> None:
     (tmp_path / "test_hang.py").write_text(
         "import time\n\ndef test_hangs():\n    time.sleep(60)\n\ndef test_after():\n    pass\n"

@@ -47,6 +47,7 @@ def personae(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedP
     return personae_cli(*args, cwd=cwd, check=check)
 
 
+@pytest.mark.process
 def test_run_end_to_end_over_loopback_http(project: Path) -> None:
     spec = f"scripted:{project.parent / 'one.yaml'}"
     done = personae(project, "run", "What port?", "--persona", "dev", "--model", spec,
@@ -107,6 +108,7 @@ def test_live_view_and_runs_show_text(project: Path) -> None:
     assert "5 model call(s)" in shown
 
 
+@pytest.mark.process
 def test_user_mistakes_are_one_line_errors(project: Path) -> None:
     no_model = personae(project, "run", "hi", check=False)
     assert no_model.returncode == 1
@@ -206,6 +208,7 @@ run_cli(sys.argv[1:])
 """
 
 
+@pytest.mark.process
 def test_start_event_comes_before_the_heavy_imports(project: Path) -> None:
     """The first line (the start event) is written before pydantic-ai and the team load."""
     spec = f"scripted:{project.parent / 'one.yaml'}"

@@ -113,6 +113,7 @@ def handover_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             and e["data"]["tool"] == "handover_to_persona"]  # fmt: skip
 
 
+@pytest.mark.process
 def test_persona_hands_work_to_another_and_waits(project: Path) -> None:
     spec = f"scripted:{project.parent / 'wait.yaml'}"
     events = run(project, "PARENTJOB get the report written", "--persona", "lead",
@@ -140,6 +141,7 @@ def test_persona_hands_work_to_another_and_waits(project: Path) -> None:
     assert shown.startswith('{"success": true') and '"status": "success"' in shown
 
 
+@pytest.mark.process
 def test_handover_without_waiting_returns_the_command(project: Path) -> None:
     spec = f"scripted:{project.parent / 'later.yaml'}"
     events = run(project, "PARENTJOB get the report written", "--persona", "lead",

@@ -30,6 +30,7 @@ def http_server(tmp_path: Path) -> Any:
         yield url, tmp_path / "mem"
 
 
+@pytest.mark.process
 def test_http_server_tools_are_renamed_granted_and_enforced_at_dispatch(
     http_server: tuple[str, Path],
 ) -> None:

@@ -93,6 +93,7 @@ You recall things from memory.
 """
 
 
+@pytest.mark.process
 def test_persona_mcp_tools_reach_the_model_and_are_narrowed_at_dispatch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -178,6 +179,7 @@ CHILD-LIBRARIAN: list the memory files.
 """
 
 
+@pytest.mark.process
 def test_sub_agent_gets_only_mcp_tools_its_parent_has(tmp_path: Path) -> None:
     # The server is configured for the project (.mcp.json); personas refer to it by name.
     personas = {"lead": LEAD, "librarian": CHILD}
@@ -230,6 +232,7 @@ BROKEN persona.
 """
 
 
+@pytest.mark.process
 def test_server_that_fails_to_start_is_a_warning_and_the_run_goes_on(tmp_path: Path) -> None:
     root = make_project(tmp_path, {"broken": BROKEN}, {})
     (root / "notes.txt").write_text("hello\n")
@@ -249,6 +252,7 @@ def test_server_that_fails_to_start_is_a_warning_and_the_run_goes_on(tmp_path: P
     assert "read_file" in offered and not any(n.startswith("mcp__") for n in offered)
 
 
+@pytest.mark.process
 def test_server_is_stopped_when_the_turn_fails(tmp_path: Path) -> None:
     root = make_project(
         tmp_path, {"recaller": RECALLER.format(entry=json.dumps(mind_entry(tmp_path)))}, {}
@@ -296,6 +300,7 @@ ARCHIVIST.
 """
 
 
+@pytest.mark.process
 def test_validator_sees_the_mcp_tools_and_enforces_a_required_one(tmp_path: Path) -> None:
     # The validator sees the persona's MCP tools and uses them in validation.
     folder = tmp_path / ".personae" / "personas"

@@ -12,6 +12,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from _helpers import events_of as events
 from _helpers import requests_with, run_async, run_personae, tool_results
 from _subagents import child, delegate, make_project, run, turn
@@ -82,6 +84,7 @@ def _personae(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.process
 def test_cast_check_names_both_files_when_a_child_has_tools_its_parent_lacks(
     tmp_path: Path,
 ) -> None:
@@ -151,6 +154,7 @@ def test_bundled_repo_researcher_clones_a_local_repo_into_a_temp_workspace(
     assert returned["final_message"].startswith("The README says the answer is 42")
 
 
+@pytest.mark.process
 def test_bundled_personas_run_in_a_project_without_any_persona(tmp_path: Path) -> None:
     root = tmp_path / "bare"
     root.mkdir()

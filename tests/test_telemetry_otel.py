@@ -132,6 +132,7 @@ def receiver() -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
         server.server_close()
 
 
+@pytest.mark.process
 def test_personae_run_exports_over_otlp_http_when_the_endpoint_is_set(
     demo: tuple[Path, str], receiver: tuple[str, list[tuple[str, bytes]]]
 ) -> None:
@@ -163,6 +164,7 @@ def test_personae_run_exports_over_otlp_http_when_the_endpoint_is_set(
     assert sum(n.startswith("chat ") for n in names) == 11
 
 
+@pytest.mark.process
 def test_no_opentelemetry_sdk_is_loaded_when_telemetry_is_off(demo: tuple[Path, str]) -> None:
     root, _ = demo
     code = (
@@ -183,6 +185,7 @@ def test_no_opentelemetry_sdk_is_loaded_when_telemetry_is_off(demo: tuple[Path, 
     assert last == "LOADED 0 []", proc.stdout + proc.stderr
 
 
+@pytest.mark.process
 def test_an_unreachable_endpoint_is_one_warning_and_the_run_still_succeeds(
     tmp_path: Path,
 ) -> None:

@@ -168,6 +168,7 @@ def test_counting_with_sockets_blocked(monkeypatch: pytest.MonkeyPatch) -> None:
         assert exact_counter(name).count("hello world") == 2
 
 
+@pytest.mark.process
 def test_fresh_process_counts_offline_from_a_clean_state(tmp_path: Path) -> None:
     """New interpreter, no tiktoken cache, empty temp dir, sockets refused."""
     script = textwrap.dedent(

@@ -21,6 +21,7 @@ from personae.tools.workspace import PathChangedError, Workspace
 
 @pytest.mark.parametrize(("kind", "attempts"), [("read", 5000), ("write", 5000),
                                                 ("list", 2000), ("grep", 2000)])  # fmt: skip
+@pytest.mark.process
 def test_no_escape_while_a_folder_flips_to_an_outside_link(
     tmp_path: Path, kind: str, attempts: int
 ) -> None:

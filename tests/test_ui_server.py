@@ -86,6 +86,7 @@ def hostile_project(tmp_path: Path) -> tuple[Path, str]:
     return root, rid
 
 
+@pytest.mark.process
 def test_pages_escape_markup_and_hide_secrets(hostile_project: tuple[Path, str]) -> None:
     root, rid = hostile_project
     with viewer(root) as base:
@@ -108,6 +109,7 @@ def test_pages_escape_markup_and_hide_secrets(hostile_project: tuple[Path, str])
         assert "p&lt;b&gt;" in run_page
 
 
+@pytest.mark.process
 def test_only_loopback_hosts_and_only_reads(hostile_project: tuple[Path, str]) -> None:
     root, rid = hostile_project
     with viewer(root) as base:
@@ -127,6 +129,7 @@ def test_only_loopback_hosts_and_only_reads(hostile_project: tuple[Path, str]) -
         assert httpx.get(base + "/static/app.js", timeout=10).status_code == 200
 
 
+@pytest.mark.process
 def test_an_empty_folder_shows_no_runs_and_creates_nothing(tmp_path: Path) -> None:
     with viewer(tmp_path) as base:
         assert "No runs match" in httpx.get(base + "/", timeout=10).text
@@ -134,6 +137,7 @@ def test_an_empty_folder_shows_no_runs_and_creates_nothing(tmp_path: Path) -> No
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.process
 def test_a_handover_that_is_a_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
     chain = tmp_path / ".personae" / "chains" / "c1"
     (chain / "handovers").mkdir(parents=True)
@@ -159,6 +163,7 @@ def test_a_handover_that_is_a_fifo_is_refused_without_hanging(tmp_path: Path) ->
 
 
 @pytest.mark.serial  # a time bound: run alone, not beside the parallel workers
+@pytest.mark.process
 def test_ctrl_c_with_a_live_stream_open_stops_at_once_and_quietly(tmp_path: Path) -> None:
     with Store(tmp_path / ".personae" / "state.db") as store:
         rid = RunStore(store).create(task="still running", model="scripted:x")
