@@ -180,10 +180,9 @@ def test_persona_becomes_agent_with_prompt_verbatim_and_narrowed_tools(tmp_path:
     result = agent.run_sync("Review the notes.")
     assert result.output == "Notes look fine."
     assert offered[0] == ["grep", "read_file"]  # narrowed: write_file is not offered
-    first = seen[0][0]
+    first = seen[0][-1]
     assert isinstance(first, ModelRequest)
-    assert isinstance(first.parts[0], SystemPromptPart)
-    assert first.parts[0].content == persona.system_prompt  # verbatim
+    assert first.instructions == persona.system_prompt.strip()  # pydantic-ai strips ends
     assert writes == []  # the hidden tool was refused at dispatch, never ran
     refused = [
         p
@@ -195,3 +194,40 @@ def test_persona_becomes_agent_with_prompt_verbatim_and_narrowed_tools(tmp_path:
     assert "Unknown tool name: 'write_file'" in str(refused[0].content)
     returns = [p for m in seen[2] for p in m.parts if isinstance(p, ToolReturnPart)]
     assert returns[-1].content == "contents of NOTES.md"
+
+
+TRIAGE = """---
+name: triage
+description: Routes questions.
+tools: []
+---
+You are TRIAGE. Route the question.
+"""
+
+
+def test_prompt_is_sent_with_a_stored_history_and_after_a_handoff(tmp_path: Path) -> None:
+    """pydantic-ai sends a system_prompt only when there is no message history; the
+    persona's prompt goes as instructions, so every request carries its own persona's."""
+    (tmp_path / ".claude/agents").mkdir(parents=True)
+    (tmp_path / ".claude/agents/reviewer.md").write_text(PERSONA, encoding="utf-8")
+    (tmp_path / ".claude/agents/triage.md").write_text(TRIAGE, encoding="utf-8")
+    cast = Cast.load(tmp_path)
+    sent: list[tuple[str | None, list[str]]] = []
+
+    def scripted(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        system = [p.content for m in messages for p in m.parts if isinstance(p, SystemPromptPart)]
+        sent.append((info.instructions, system))
+        return ModelResponse(parts=[TextPart("ok")])
+
+    model = FunctionModel(scripted)
+    triage = persona_agent(cast.get("triage"), model)
+    first = triage.run_sync("Is the release blocked?")
+    reviewer = persona_agent(cast.get("reviewer"), model)
+    # the handoff: the reviewer continues the triage's conversation
+    reviewer.run_sync("Review the notes.", message_history=first.all_messages())
+    # a stored history given again to the same persona
+    reviewer.run_sync("And the changelog?", message_history=first.all_messages())
+    assert sent[0] == (cast.get("triage").system_prompt.strip(), [])
+    for instructions, system in sent[1:]:
+        assert instructions == cast.get("reviewer").system_prompt.strip()
+        assert "You are TRIAGE" not in " ".join(system) + (instructions or "")

@@ -1,7 +1,7 @@
 """personae inside pydantic-ai (``pip install 'personae[pydantic-ai]'``).
 
 - :func:`persona_agent`: a persona becomes a pydantic-ai ``Agent`` whose
-  system prompt is the persona's prompt verbatim and whose tools are the
+  instructions are the persona's prompt verbatim and whose tools are the
   parent's toolset narrowed to the persona's tools (narrow only: a persona
   never gains a tool its parent lacks; a hidden tool cannot be called).
 - :class:`FitHistory`: a history processor (pydantic-ai's ``ProcessHistory``
@@ -149,7 +149,10 @@ def persona_agent(
 ) -> Agent[Any, Any]:
     """A pydantic-ai ``Agent`` for ``persona``.
 
-    The persona's prompt is the system prompt, verbatim. Each of the parent's
+    The persona's prompt is the agent's ``instructions``, verbatim: pydantic-ai
+    sends them with every request, also when a ``message_history`` is given (a
+    ``system_prompt`` is sent only when there is none, so a stored history or a
+    handoff from another persona would run without it). Each of the parent's
     ``toolsets`` is narrowed to the persona's tools (``persona.tools`` intersected
     with what the toolsets offer, minus ``disallowed_tools``; Claude Code names
     such as ``Read`` match ``read_file``); tools outside it are hidden from the
@@ -167,7 +170,7 @@ def persona_agent(
         capabilities.append(ProcessHistory(FitHistory(history_budget, model=name)))
     return Agent(
         model,
-        system_prompt=persona.system_prompt,
+        instructions=persona.system_prompt,
         name=persona.name,
         description=persona.description,
         toolsets=narrowed,
