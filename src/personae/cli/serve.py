@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +11,7 @@ from typing import Annotated
 import typer
 
 from personae.cli._options import MemoryDirOpt, MindPromptOpt, StoreOpt
+from personae.cli._ports import MIND_HTTP_PORT, VIEWER_PORT, pick_port, port_taken
 from personae.cli._root import project_root
 from personae.errors import UsageError
 
@@ -20,20 +20,9 @@ __all__ = ["register"]
 
 def _check_port_free(host: str, port: int) -> None:
     """Fail with one line when ``--port`` is already taken (before the server says hello)."""
-    if not 1 <= port <= 65535:  # the server reports an out-of-range port
-        return
-    try:
-        family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    except OSError:
-        return  # the server reports a bad host
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise UsageError(
-                f"cannot listen on {host}:{port}: {exc.strerror or exc}", field="--port"
-            ) from None
+    reason = port_taken(host, port)
+    if reason is not None:
+        raise UsageError(f"cannot listen on {host}:{port}: {reason}", field="--port")
 
 
 def _interactive_stdio(store: Path) -> None:
@@ -71,16 +60,24 @@ def register(app: typer.Typer) -> None:
         host: Annotated[str, typer.Option("--host", help="Loopback address for --http.")] = (
             "127.0.0.1"
         ),
-        port: Annotated[int, typer.Option("--port", help="Port for --http.")] = 8765,
+        port: Annotated[
+            int | None,
+            typer.Option(
+                "--port",
+                help=f"Port for --http (default {MIND_HTTP_PORT}, or the next free one when it "
+                f"is busy; personae ui defaults to {VIEWER_PORT}).",
+            ),
+        ] = None,
     ) -> None:
         """Run the mind MCP server (stdio by default; --http for streamable HTTP on loopback)."""
         # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.mind.server import default_paths, serve
 
-        if http:
+        if http and port is not None:
             _check_port_free(host, port)
+        chosen = pick_port(host, port, default=MIND_HTTP_PORT, command="personae serve --http")
 
         paths = default_paths(project_root(), memory_dir=memory_dir, prompt=prompt, store=store)
         if not http and sys.stdin.isatty():
             _interactive_stdio(paths.store)
-        serve(paths, http=http, host=host, port=port)
+        serve(paths, http=http, host=host, port=chosen)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from personae.cli._ports import MIND_HTTP_PORT, VIEWER_PORT, pick_port
 from personae.errors import UsageError
 
 __all__ = ["register"]
@@ -18,8 +19,13 @@ def register(app: typer.Typer) -> None:
     @app.command("ui")
     def ui(
         port: Annotated[
-            str, typer.Option(metavar="N", help="Port on 127.0.0.1 (0 picks a free one).")
-        ] = "8765",
+            str | None,
+            typer.Option(
+                metavar="N",
+                help=f"Port on 127.0.0.1 (default {VIEWER_PORT}, or the next free one when it is "
+                f"busy; 0 picks any free one; personae serve --http defaults to {MIND_HTTP_PORT}).",
+            ),
+        ] = None,
         root: Annotated[
             Path | None, typer.Option(help="Project folder (default: the current one).")
         ] = None,
@@ -29,8 +35,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Open a local web viewer of this project's runs, contexts, budgets and chains."""
         # local import: CLI start-up (only the command that runs loads what it needs)
-        from personae.ui.server import serve_viewer
+        from personae.ui.server import check_host, serve_viewer
 
-        if not port.strip().isdigit():
+        if port is not None and not port.strip().isdigit():
             raise UsageError(f"{port!r} is not a port number (0-65535)", field="--port")
-        serve_viewer(root if root is not None else Path.cwd(), port=int(port), host=host)
+        given = int(port) if port is not None else None
+        if given is None:
+            check_host(host)  # a non-loopback --host is refused before any port is probed
+        chosen = pick_port(host, given, default=VIEWER_PORT, command="personae ui")
+        serve_viewer(root if root is not None else Path.cwd(), port=chosen, host=host)

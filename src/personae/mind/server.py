@@ -75,7 +75,7 @@ def _loopback(host: str) -> bool:
 
 
 def serve(
-    paths: MindPaths, *, http: bool = False, host: str = "127.0.0.1", port: int = 8765
+    paths: MindPaths, *, http: bool = False, host: str = "127.0.0.1", port: int = 8766
 ) -> None:
     """Run the server: stdio by default, streamable HTTP on a loopback address with ``http``."""
     if http and not _loopback(host):
