@@ -63,9 +63,13 @@ def sections_of(budget: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _segments(budget: dict[str, Any]) -> str:
+    """The section bar, its full width the budget (or what was asked for, when more): kept
+    tokens solid, cut ones hatched, the budget left unused as a pale segment at the end."""
     sections = [s for s in sections_of(budget) if s["state"] != "absent"]
     overhead = _int(budget.get("overhead"))
-    scale = sum(max(s["kept"], s["requested"]) for s in sections) + overhead
+    limit = _int(budget.get("budget"))
+    asked = sum(max(s["kept"], s["requested"]) for s in sections) + overhead
+    scale = max(asked, limit)
     if scale == 0:
         return '<span class="seg empty" style="width:100%"></span>'
     parts = []
@@ -89,6 +93,13 @@ def _segments(budget: dict[str, Any]) -> str:
         tip = f"tags and separators: {overhead:,} tokens"
         parts.append(
             f'<span class="seg overhead" style="width:{100 * overhead / scale:.2f}%" '
+            f'title="{h(tip)}"></span>'
+        )
+    free = limit - sum(s["kept"] for s in sections) - overhead
+    if free > 0:
+        tip = f"{free:,} of the budget's {limit:,} tokens unused"
+        parts.append(
+            f'<span class="seg free" style="width:{100 * free / scale:.2f}%" '
             f'title="{h(tip)}"></span>'
         )
     return "".join(parts)
