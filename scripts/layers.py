@@ -58,6 +58,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "invocation",
             "layout",
             "limits",
+            "_version",
         ),
     ),
     ("counting and models", ("tokens", "models")),

@@ -12,6 +12,7 @@ import pytest
 
 from _helpers import personae_cli
 from personae.errors import UsageError
+from personae.hosts.adapters import ADAPTERS, Host
 from personae.hosts.render import INSTRUCTION_FILES, check, plan, write
 from personae.hosts.snippets import BEGIN, END, MAX_SNIPPET_CHARS, REQUIRED_MARKERS, snippet
 
@@ -30,6 +31,20 @@ def test_snippets_have_markers_and_fit(host: str) -> None:
     # Fallback order is stated in order.
     order = [text.index(n) for n in ("get_system_prompt", "context()", "list_memory_files")]
     assert order == sorted(order)
+
+
+@pytest.mark.parametrize("host", ["claude", "codex", "copilot"])
+def test_every_file_names_each_hosts_real_tool_names(host: str) -> None:
+    """Hosts read each other's files (Copilot CLI reads CLAUDE.md and AGENTS.md too): each
+    names every host's own tool name, and the way each host finds deferred MCP tools."""
+    text = snippet(host)
+    own = ADAPTERS[Host(host)].mcp_tool("bootstrap_session")
+    assert f"call `{own}()` once" in text
+    for other in Host:
+        assert f"`{ADAPTERS[other].mcp_tool('bootstrap_session')}`" in text
+    assert "`personae-bootstrap_session`" in text  # Copilot CLI's name
+    assert "`ToolSearch`" in text  # Claude Code defers MCP tools behind it
+    assert "`tool_search`" in text  # Codex with its own models hides them behind it
 
 
 def test_render_write_then_check_via_cli(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +16,7 @@ import anyio
 import pytest
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
+import personae
 from _helpers import mind_http_server
 from personae.hosts.adapters import MIND_TOOLS
 from personae.mind import ERROR_PREFIX, REQUIRED_KEYS
@@ -194,20 +196,31 @@ def test_stdio_client_session_against_a_real_subprocess(paths: MindPaths, tmp_pa
         command=sys.executable, args=_serve_args(paths), cwd=str(tmp_path), env=dict(os.environ)
     )
 
+    hello: dict[str, Any] = {}
+
     async def main() -> dict[str, Any]:
         with anyio.fail_after(90), open(tmp_path / "stderr.log", "w") as errlog:
             async with (
                 stdio_client(params, errlog=errlog) as (read, write),
                 ClientSession(read, write) as session,
             ):
-                await session.initialize()
+                init = await session.initialize()
+                hello.update(name=init.server_info.name, version=init.server_info.version)
                 result = await session.call_tool("bootstrap_session", {"session_id": "stdio-1"})
                 return _structured(result)
 
     packet = anyio.run(main)
+    # serverInfo names the server and its version (hosts show it; an empty one looks broken)
+    assert hello == {"name": "personae", "version": personae.__version__}
+    assert personae.__version__ == _pyproject_version()
     assert packet["schema_version"] == 1 and packet["mind_contract_available"] is True
     assert packet["session_id"] == "stdio-1"
     assert len(json.dumps(packet, indent=2)) <= 40_000
+
+
+def _pyproject_version() -> str:
+    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    return str(tomllib.loads(text)["project"]["version"])
 
 
 @contextmanager

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from personae._lazy import lazy_front
 
+from personae._version import VERSION
+
 if TYPE_CHECKING:
     from personae.api.context import Context, FittedMessages, assemble, fit_messages
     from personae.api.handover import (
@@ -64,7 +66,7 @@ __all__ = [
     "run_handover",
 ]
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 _HOMES: dict[str, str] = {
     "PersonaeError": "personae.errors",

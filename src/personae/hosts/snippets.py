@@ -76,6 +76,8 @@ Before the first substantive answer or any external tool call, call \
 `{p}bootstrap_session()` once and treat its packet as the live mind contract. \
 MCP server instructions are not reliably shown to the model; this file is.
 
+{names}
+
 - Tool missing? Fall back in order: `{p}get_system_prompt()`, `{p}context()`, \
 `{p}list_memory_files()`.
 - `mind_contract_available` false (or get_system_prompt text starts with "ERROR:"): \
@@ -106,11 +108,26 @@ _HOOK_LINES = {
 }
 
 
+def _names_line() -> str:
+    """Each host's own name of the bootstrap tool, and how each finds deferred MCP tools
+    (hosts read each other's files: Copilot CLI reads CLAUDE.md and AGENTS.md too)."""
+    tool = "bootstrap_session"
+    claude, codex, copilot = (ADAPTERS[h].mcp_tool(tool, SERVER_NAME) for h in Host)
+    return (
+        f"- Its name: Claude Code `{claude}` (deferred: call `ToolSearch` with "
+        f"`select:{claude}` first); Codex `{codex}` (if hidden, its `tool_search` "
+        f"finds it: query `{SERVER_NAME} {tool}`); Copilot CLI `{copilot}`."
+    )
+
+
 def snippet(host: Host | str) -> str:
-    """The instruction block for ``host`` (claude, codex or copilot)."""
+    """The instruction block for ``host`` (claude, codex or copilot): the mind tools under
+    the host's own names (``mcp__personae__...``, ``personae-...``)."""
     host = Host(host)
-    prefix = f"mcp__{SERVER_NAME}__" if host is Host.CLAUDE else ""
-    return _TEMPLATE.format(begin=BEGIN, end=END, p=prefix, hook_line=_HOOK_LINES[host])
+    prefix = ADAPTERS[host].mcp_tool("", SERVER_NAME)
+    return _TEMPLATE.format(
+        begin=BEGIN, end=END, p=prefix, hook_line=_HOOK_LINES[host], names=_names_line()
+    )
 
 
 def _command_hook(command: str, timeout: int) -> dict[str, Any]:

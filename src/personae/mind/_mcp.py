@@ -17,6 +17,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from personae._version import VERSION
 from personae.errors import PersonaeError
 from personae.mind._tooldocs import DESCRIPTIONS, INSTRUCTIONS
 from personae.mind.packet import BootstrapPacket, MindContext
@@ -56,7 +57,9 @@ async def tool_names(server: MCPServer) -> list[str]:
 
 def build_server(service: MindService, *, name: str = "personae") -> MCPServer:
     """An MCPServer exposing ``service`` as the mind tools."""
-    server: MCPServer = MCPServer(name, instructions=INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer = MCPServer(
+        name, instructions=INSTRUCTIONS, log_level="WARNING", version=VERSION
+    )
 
     async def bootstrap_session(session_id: str | None = None) -> BootstrapPacket:
         return _guard(service.bootstrap, session_id, await tool_names(server))
