@@ -313,11 +313,13 @@ def test_a_connection_error_names_the_url_and_runs_show_says_why(project: Path) 
     assert f"reason: run {run_id} failed" in text
 
 
-def test_a_run_without_a_model_is_stored_with_its_reason(project: Path) -> None:
+def test_a_run_without_a_model_is_one_line_and_no_run(project: Path) -> None:
     proc = personae("run", "Total March revenue", cwd=project)
-    assert proc.returncode == 1 and "no model configured" in proc.stderr
-    run = _show(project, proc.stdout.split()[1])
-    assert run["status"] == "failed" and "no model configured" in str(run["error"])
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.startswith("personae: error: no model configured")
+    assert len(proc.stderr.strip().splitlines()) == 1
+    listed = personae("runs", "list", "--json", cwd=project)
+    assert json.loads(listed.stdout) == []  # a mistake is not a run
 
 
 def _closed_reader(proc: subprocess.Popen[str], lines: int) -> tuple[int, str, list[str]]:

@@ -116,7 +116,7 @@ def test_user_mistakes_are_one_line_errors(project: Path) -> None:
     assert "Traceback" not in no_model.stderr
     spec = f"scripted:{project.parent / 'one.yaml'}"
     bad = personae(project, "run", "hi", "--persona", "deev", "--model", spec, check=False)
-    assert bad.returncode == 1 and "did you mean 'dev'" in bad.stderr
+    assert bad.returncode == 2 and "did you mean 'dev'" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
     missing = personae(project, "runs", "show", "nope", check=False)
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
@@ -127,6 +127,40 @@ def test_user_mistakes_are_one_line_errors(project: Path) -> None:
     bad_file = personae(project, "run", "hi", "--persona", "broken", "--model", spec, check=False)
     assert bad_file.returncode == 1
     assert bad_file.stderr.startswith(f"personae: error: {broken}:4: ")
+    # None of these mistakes became a run: nothing was stored, nothing was announced.
+    for done in (no_model, bad, wrong, bad_file):
+        assert "started" not in done.stdout
+    listed = personae(project, "runs", "list", "--json")
+    assert json.loads(listed.stdout) == []
+
+
+def test_usage_mistakes_exit_2_in_one_line_and_store_no_run(project: Path) -> None:
+    spec = f"scripted:{project.parent / 'one.yaml'}"
+    cases = {
+        ("run", "--persna", "dev", "hi"): "--persona",  # click's own usage error
+        ("run", "--max-retries", "-1", "hi"): "--max-retries",
+        ("run", "--model", spec): "give a TASK",  # no task, no terminal to ask on
+        ("run", "hi", "--model", "opnai:gpt-4o"): "did you mean 'openai'",
+        ("run", "hi", "--model", spec, "--profile", "buildr"): "did you mean 'builder'",
+        ("nosuch",): "No such command",
+    }
+    for args, text in cases.items():
+        done = personae(project, *args, check=False)
+        assert done.returncode == 2, (args, done.stderr)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("personae: error: "), done.stderr
+        assert text in lines[0] and "╭" not in done.stderr and done.stdout == ""
+    assert json.loads(personae(project, "runs", "list", "--json").stdout) == []
+
+
+def test_run_outside_a_project_writes_nothing(tmp_path: Path, offline_home: Path) -> None:
+    folder = tmp_path / "not-a-project"
+    folder.mkdir()
+    done = personae(folder, "run", "hi", "--model", "openai:gpt-4o", check=False)
+    assert done.returncode == 1
+    assert done.stderr.startswith("personae: error: no personae project in ")
+    assert "personae init" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert list(folder.iterdir()) == []
 
 
 def test_handover_round_trip(project: Path) -> None:

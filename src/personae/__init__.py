@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from personae._lazy import lazy_front
-
 from personae._version import VERSION
 
 if TYPE_CHECKING:

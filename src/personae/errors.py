@@ -16,6 +16,7 @@ from typing import Any, TypedDict, Unpack
 
 __all__ = [
     "BudgetExceededError",
+    "CommandLineError",
     "ConfigError",
     "ErrorPlace",
     "FrontmatterError",
@@ -83,6 +84,19 @@ class UsageError(PersonaeError):
         where = self.location()
         text = f"{self.field}: {self.message}" if self.field else self.message
         return f"{where}: {text}" if where else text
+
+
+class CommandLineError(UsageError):
+    """Bad command-line usage found after parsing: a flag or argument names something that
+    is not there (an unknown persona, a model spec that does not parse, a missing task).
+
+    The CLI prints it as one line and exits 2, like an unknown option.
+    """
+
+    @classmethod
+    def of(cls, error: UsageError) -> CommandLineError:
+        """``error`` as command-line usage (same message and place)."""
+        return cls(error.message, file=error.file, line=error.line, field=error.field)
 
 
 class ConfigError(UsageError):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +26,7 @@ __all__ = [
     "control_name",
     "find_root",
     "first_present",
+    "user_data_dir",
 ]
 
 DIR_NAME = ".personae"
@@ -40,18 +41,40 @@ SESSION_ID = re.compile(r"[\w.:@/-]{1,200}")
 """A session id a host or caller may give (use ``SESSION_ID.fullmatch``)."""
 
 
+def user_data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The user's personae data folder: ``PERSONAE_HOME``, else ``~/.personae``
+    (the same default as ``PersonaeSettings.home``). It is never a project's folder."""
+    env = os.environ if environ is None else environ
+    home = env.get("PERSONAE_HOME")
+    return Path(home).expanduser() if home else Path.home() / DIR_NAME
+
+
 def find_root(start: Path | str = ".") -> Path | None:
     """The nearest folder at or above ``start`` that holds a ``.personae/`` folder.
 
     ``None`` when no folder up to the file-system root has one (like git's search for
-    ``.git``). ``start`` is resolved first, so symlinked folders walk up their target.
+    ``.git``). The user's data folder (``~/.personae``, :func:`user_data_dir`) marks no
+    project: the home folder is never one, or every folder below it would be.
+    ``start`` is resolved first, so symlinked folders walk up their target.
     Standard library and a few stats only: the hook gate uses it on every tool call.
     """
     here = Path(start).resolve()
+    data: Path | None = None
     for folder in (here, *here.parents):
-        if Layout(folder).dir.is_dir():
-            return folder
+        marker = Layout(folder).dir
+        if marker.is_dir():
+            if data is None:
+                data = _resolved(user_data_dir())
+            if _resolved(marker) != data:
+                return folder
     return None
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a link loop: compare as written
+        return path.absolute()
 
 
 def first_present(candidates: Iterable[Path]) -> Path | None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from personae.errors import UsageError
 from personae.layout import find_root
 
-__all__ = ["ROOT_HELP", "project_root"]
+__all__ = ["ROOT_HELP", "NotInProjectError", "project_root"]
 
 ROOT_HELP = (
     "Project folder (default: the nearest folder holding .personae/, from the current one up; "
@@ -14,13 +15,28 @@ ROOT_HELP = (
 )
 
 
-def project_root(root: Path | None = None) -> Path:
+class NotInProjectError(UsageError):
+    """A command that stores something was run outside any project: it writes nothing."""
+
+    def __init__(self, here: Path) -> None:
+        super().__init__(
+            f"no personae project in {here} or any folder above it (no .personae/ folder); "
+            "run 'personae init' in the project's top folder first (nothing was written)"
+        )
+
+
+def project_root(root: Path | None = None, *, required: bool = False) -> Path:
     """``root`` resolved when given; else the project the current folder belongs to.
 
     Found like git finds its repository (:func:`personae.layout.find_root`); the
-    current folder when no folder up to ``/`` holds ``.personae/``.
+    current folder when no folder up to ``/`` holds ``.personae/``, or, when
+    ``required`` (a command that would store something there), :class:`NotInProjectError`:
+    a folder never becomes a project by accident.
     """
     if root is not None:
         return root.resolve()
     here = Path.cwd()
-    return find_root(here) or here
+    found = find_root(here)
+    if found is None and required:
+        raise NotInProjectError(here.resolve())
+    return found or here

@@ -1,7 +1,9 @@
 """The ``personae`` command: one Typer app, one module per noun.
 
 ``run_cli()`` maps every :class:`~personae.errors.PersonaeError` to one line on
-stderr and exit 1, and bad CLI usage to exit 2. No tracebacks for user mistakes.
+stderr and exit 1, and bad CLI usage (click's own usage errors, and
+:class:`~personae.errors.CommandLineError`) to one line and exit 2. No tracebacks and
+no usage boxes for user mistakes.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ import sys
 from typing import Annotated
 
 import typer
+from typer._click import exceptions as click_errors  # typer's own click (vendored)
+from typer.exceptions import TyperException
 
 from personae import __version__
 from personae.cli import batch, chain, context, handover, hosts, personas, project, run, serve, ui
 from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
-from personae.errors import PersonaeError
+from personae.errors import CommandLineError, PersonaeError
 
 __all__ = ["app", "run_cli"]
 
@@ -81,26 +85,49 @@ def _describe_os_error(exc: OSError) -> str:
     return f"{where}: {reason}"
 
 
+def _usage_line(exc: click_errors.UsageError) -> str:
+    """One line for bad command-line usage: the command, click's message, where help is."""
+    message = " ".join(exc.format_message().split()).rstrip(".")
+    path = exc.ctx.command_path if exc.ctx is not None else "personae"
+    command = path.removeprefix("personae").strip()
+    where = f"{command}: " if command else ""
+    return f"personae: error: {where}{message} (see '{path} --help')"
+
+
 def run_cli(argv: list[str] | None = None) -> int:
     """Run the CLI; returns (and, without ``argv``, exits with) the process exit code.
 
-    Typer handles bad usage itself (message and exit 2); every PersonaeError
-    (and any OSError about a file or folder) becomes one line on stderr and
-    exit 1; Ctrl-C prints ``personae: interrupted`` and exits 130.
+    Bad command-line usage (an unknown option, a missing argument, a bad value) is one
+    line on stderr and exit 2; every PersonaeError (and any OSError about a file or
+    folder) one line and exit 1, or 2 when it is :class:`CommandLineError`; Ctrl-C prints
+    ``personae: interrupted`` and exits 130.
     """
     args = sys.argv[1:] if argv is None else argv
     code: int
     try:
-        app(args=args, prog_name="personae", standalone_mode=True)
+        result = app(args=args, prog_name="personae", standalone_mode=False)
+        code = result if isinstance(result, int) else 0  # an Exit's code (--help: 0)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        if code == _INTERRUPTED:  # Typer turns Ctrl-C into a silent exit 130
-            print("personae: interrupted", file=sys.stderr)
+    except click_errors.NoArgsIsHelpError as exc:  # `personae runs`: its help
+        exc.show()
+        code = exc.exit_code
+    except click_errors.UsageError as exc:
+        print(_usage_line(exc), file=sys.stderr)
+        code = exc.exit_code
+    except TyperException as exc:
+        print(f"personae: error: {' '.join(exc.format_message().split())}", file=sys.stderr)
+        code = exc.exit_code
+    except typer.Abort:  # end of input or Ctrl-C at a prompt
+        print("personae: aborted", file=sys.stderr)
+        code = 1
+    except CommandLineError as exc:
+        print(f"personae: error: {exc}", file=sys.stderr)
+        code = 2
     except PersonaeError as exc:
         print(f"personae: error: {exc}", file=sys.stderr)
         code = 1
     except KeyboardInterrupt:
-        print("personae: interrupted", file=sys.stderr)
         code = _INTERRUPTED
     except BrokenPipeError:  # the reader went away (`personae ... | head`): stop quietly
         silence_stdout()
@@ -108,8 +135,8 @@ def run_cli(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a file or folder the user named is missing, unreadable, ...
         print(f"personae: error: {_describe_os_error(exc)}", file=sys.stderr)
         code = 1
-    else:
-        code = 0
+    if code == _INTERRUPTED:  # Typer turns Ctrl-C into a silent exit 130
+        print("personae: interrupted", file=sys.stderr)
     if argv is None:
         sys.exit(code)
     return code

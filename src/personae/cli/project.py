@@ -30,10 +30,17 @@ def register(app: typer.Typer) -> None:
         Safe to run again: existing files are never overwritten.
         """
         # local import: CLI start-up (only the command that runs loads what it needs)
-        from personae.layout import Layout
+        from personae.layout import Layout, user_data_dir
         from personae.persona.scaffold import init_project
 
         target = Layout(directory).dir
+        if target.resolve() == user_data_dir().resolve():
+            raise UsageError(
+                "is your personae data folder (PERSONAE_HOME), never a project: a project "
+                "there would take in every folder below it; run 'personae init' in the "
+                "project's own folder",
+                file=target,
+            )
         if target.exists() and not target.is_dir():
             raise UsageError("exists but is not a folder; move it away first", file=target)
         report = init_project(directory)

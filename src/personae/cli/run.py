@@ -22,7 +22,7 @@ import typer
 from personae.cli._options import JsonOpt
 from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
 from personae.cli._root import project_root
-from personae.errors import PersonaeError, RunError, UsageError
+from personae.errors import CommandLineError, PersonaeError, RunError, UsageError
 from personae.layout import Layout
 from personae.limits import DEFAULTS
 
@@ -380,6 +380,7 @@ def register(app: typer.Typer) -> None:
                 non_interactive=non_interactive, timeout=limit, settings=settings,
             )
         )  # fmt: skip
+        _check_request(request)
         db = Layout(request.cwd).state_db
         # Stored, then shown, before the heavy imports (pydantic-ai ...): a spawner sees
         # the run start, and its id works in `runs show` whatever happens next.
@@ -429,7 +430,7 @@ def _begin(request: _Request) -> _Request:
     """Pick the project folder; with ``--context-from``, begin the handover (its persona,
     task and working directory win)."""
     if request.context_from is None:
-        request.cwd = project_root()
+        request.cwd = project_root(required=True)  # outside a project: write nothing
         return request
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.handover import runflow
@@ -443,6 +444,35 @@ def _begin(request: _Request) -> _Request:
     request.task = request.task or handover.prompt or handover.task
     request.cwd = handover.workdir
     return request
+
+
+def _check_request(request: _Request) -> None:
+    """Check what the run was asked for before it is stored: a mistake is one line, and
+    no run. A flag or argument naming nothing valid (an unknown ``--persona`` or
+    ``--profile``, a ``--model`` that does not parse, no TASK) exits 2; a file that does
+    not load, a missing API key or scenario file exit 1. An interactive run without a
+    TASK asks for it here."""
+    if not request.task:
+        if request.non_interactive or not sys.stdin.isatty():
+            raise CommandLineError("give a TASK (or --context-from a handover)", field="TASK")
+        request.task = typer.prompt("Task")
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.persona.preflight import check_run
+    from personae.project import Project
+    from personae.settings import chosen_model
+
+    handover = request.handover
+    config = Project.open(request.cwd).config
+    try:
+        check_run(
+            request.cwd, persona=request.persona,
+            model=chosen_model(request.model, request.settings, config.model)[0],
+            profile=request.profile or (handover.profile if handover else None),
+        )  # fmt: skip
+    except UsageError as exc:
+        if exc.field is not None and exc.field.startswith("--"):
+            raise CommandLineError.of(exc) from None
+        raise
 
 
 @contextmanager

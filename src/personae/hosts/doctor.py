@@ -27,7 +27,7 @@ from personae.hosts.render import (
     installed_personae,
 )
 from personae.invocation import personae_argv
-from personae.layout import Layout
+from personae.layout import Layout, user_data_dir
 from personae.mind._mcp import probe_stdio
 from personae.mind.contract import load_contract
 from personae.mind.server import MindPaths
@@ -112,10 +112,17 @@ def _project(root: Path, found_from: Path | None) -> CheckItem:
             where += f" (found from {found_from.resolve()})"
         return CheckItem("project", "OK", f"{where}: .personae/ present")
     start = (found_from or root).resolve()
+    data = user_data_dir()
+    skipped = (
+        f" ({data} is your personae data folder, never a project)"
+        if data.is_dir() and data.resolve().parent in (start, *start.parents)
+        else ""
+    )
     return CheckItem(
         "project",
         "WARN",
-        f"no .personae/ in {start} or any folder above it",
+        f"no project: no .personae/ in {start} or any folder above it{skipped}; "
+        "`personae run` refuses to start here and writes nothing",
         "run `personae init` in the project's top folder (commands find it from any subfolder)",
     )
 

@@ -179,6 +179,40 @@ class ModelResolver:
             return self.fixed_label
         return str(self.spec_for(persona_model))
 
+    def check(self, persona_model: str | None = None) -> ModelSpec | None:
+        """Check the model a persona runs with, building nothing: the spec parses, a
+        ``scripted:`` scenario loads, a provider has its base URL and API key.
+
+        Raises the :class:`~personae.errors.ConfigError` a run would meet (``None``: a
+        fixed model, nothing to check).
+        """
+        if self.fixed is not None:
+            return None
+        spec = self.spec_for(persona_model)
+        if spec.provider == "scripted":
+            # local import: the scenario reader loads only for a `scripted:` spec
+            from personae.models.scenario import load_scenario
+
+            load_scenario(spec.scenario_path)
+        else:
+            self._server(spec)
+        return spec
+
+    def _server(self, spec: ModelSpec) -> tuple[str, str | None]:
+        """``(base URL, API key)`` a provider's spec talks to; a missing one is an error."""
+        endpoint = endpoint_for(spec, config_base_url=self.base_url)
+        if spec.provider == "anthropic" and endpoint.key is None:
+            raise ConfigError("set ANTHROPIC_API_KEY to use anthropic models", field="model")
+        if endpoint.base_url is None:  # openai-compatible without a URL
+            raise ConfigError(
+                "openai-compatible models need a base URL: set OPENAI_BASE_URL or "
+                "'base_url:' in .personae/config.yaml",
+                field="model",
+            )
+        if endpoint.key_required and endpoint.key is None:
+            raise ConfigError(f"set {endpoint.key_env} to use openai models", field="model")
+        return endpoint.base_url, endpoint.key
+
     def model(self, persona_model: str | None = None) -> Any:
         """The pydantic-ai model for a persona (or the default)."""
         if self.fixed is not None:
@@ -197,32 +231,21 @@ class ModelResolver:
             server = ScriptedServer(spec.scenario_path).start()
             self._servers.append(server)
             return server.model()
-        endpoint = endpoint_for(spec, config_base_url=self.base_url)
+        base_url, key = self._server(spec)
         if spec.provider == "anthropic":
             # local import: a provider's SDK loads only when that provider is used
             from pydantic_ai.models.anthropic import AnthropicModel
             from pydantic_ai.providers.anthropic import AnthropicProvider
 
-            if endpoint.key is None or endpoint.base_url is None:
-                raise ConfigError("set ANTHROPIC_API_KEY to use anthropic models", field="model")
             # the SDK adds /v1/... itself: ANTHROPIC_BASE_URL works with or without /v1
-            base = endpoint.base_url.removesuffix("/v1")
-            anthropic = AnthropicProvider(api_key=endpoint.key, base_url=base)
+            anthropic = AnthropicProvider(api_key=key, base_url=base_url.removesuffix("/v1"))
             return AnthropicModel(spec.name, provider=anthropic)
         # local import: a provider's SDK loads only when that provider is used
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        if endpoint.base_url is None:  # openai-compatible without a URL
-            raise ConfigError(
-                "openai-compatible models need a base URL: set OPENAI_BASE_URL or "
-                "'base_url:' in .personae/config.yaml",
-                field="model",
-            )
-        if endpoint.key_required and endpoint.key is None:
-            raise ConfigError(f"set {endpoint.key_env} to use openai models", field="model")
         # a server that takes no key (Ollama) is never sent one meant for another server
-        provider = OpenAIProvider(base_url=endpoint.base_url, api_key=endpoint.key or "not-needed")
+        provider = OpenAIProvider(base_url=base_url, api_key=key or "not-needed")
         return OpenAIChatModel(spec.name, provider=provider)
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Unpack
 
 from personae.errors import ErrorPlace, UsageError
+from personae.layout import user_data_dir
 from personae.security.redact import is_secret_name, looks_like_secret, marker, redact_value
 
 __all__ = [
@@ -112,14 +113,6 @@ _LOOKALIKES = frozenset("\u2215\u2044\u29f8\u2571\uff0f\u3033\u0338\u2024\u2025\
 
 SCRATCH_ROOT = Path("/scratch")
 """The HPC scratch space allowed by default (a root only when it exists)."""
-
-
-def user_data_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The user's personae data folder: ``PERSONAE_HOME``, else ``~/.personae``
-    (the same default as ``PersonaeSettings.home``; settings are read only by the CLI)."""
-    env = os.environ if environ is None else environ
-    home = env.get("PERSONAE_HOME")
-    return Path(home).expanduser() if home else Path.home() / ".personae"
 
 
 def default_roots(

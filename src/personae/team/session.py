@@ -23,14 +23,14 @@ from personae.context.profiles import load_profiles
 from personae.context.snapshot import SnapshotOptions, history_window
 from personae.context.summary import SummaryRefresh, refresh_summary
 from personae.context.window import ContextWindow
-from personae.errors import PersonaeError, RunError, UnknownNameError, UsageError
+from personae.errors import PersonaeError, RunError
 from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, handover_depth
 from personae.handover.tool import register_handover_tool
 from personae.limits import DEFAULTS
 from personae.models.resolve import ModelResolver
-from personae.persona.bundled import bundled_personas
-from personae.persona.cast import SPAWN_CHECK_MARK, Cast
+from personae.persona.cast import Cast
 from personae.persona.model import Persona
+from personae.persona.preflight import active_persona, profile_name, run_cast
 from personae.project import Project, SandboxConfig
 from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
@@ -154,22 +154,6 @@ def _persona_texts(cast: Cast, persona: Persona | None) -> tuple[str | None, str
     return cast.execution_block(persona.name), cast.validation_context(persona.name), agents
 
 
-def _profile_name(root: Path, options: RunOptions, persona: Persona | None) -> str | None:
-    """The worker's context profile (``--profile``, else the persona's), checked before
-    anything is stored: an unknown name names the flag or the persona file."""
-    where: dict[str, Any] = {"field": "--profile"}
-    name = options.profile
-    if name is None and persona is not None and persona.profile is not None:
-        where = {"file": persona.source, "field": "profile"}
-        name = persona.profile
-    if name is None:
-        return None
-    known = load_profiles(root).profiles
-    if name not in known:
-        raise UnknownNameError("profile", name, known, **where)
-    return name
-
-
 async def _refresh_summary(
     root: Path,
     conversations: ConversationStore,
@@ -245,37 +229,6 @@ def _registry(
             child=ChildOptions(timeout=options.handover_timeout, model=options.model),
         )
     return registry
-
-
-def _cast_for(project: Project, options: RunOptions) -> Cast:
-    """The run's cast: the caller's (copied) or the project's, with the bundled personas."""
-    if options.cast is not None:  # the caller's, copied: bundled personas are added below
-        given = options.cast
-        cast = Cast(personas=dict(given.personas), skills=dict(given.skills),
-                    problems=list(given.problems), mcp_servers=dict(given.mcp_servers))  # fmt: skip
-    else:
-        cast = Cast.load(project.root, options.extra_persona_dirs)
-    for name, bundled in bundled_personas().items():
-        cast.personas.setdefault(name, bundled)  # usable from any project; the project's wins
-    return cast
-
-
-def _active_persona(cast: Cast, name: str | None) -> Persona | None:
-    """The persona ``name`` of ``cast``; a persona file that did not load, or whose spawn
-    list the cast check rejects (tools beyond the parent's), stops the run before it starts."""
-    if name and name not in cast.personas:
-        broken = [p for p in cast.errors if name in str(p.file)]
-        if broken:  # the persona file exists but did not load: say why
-            raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
-    persona = cast.get(name) if name else None
-    if persona is not None and persona.source is not None:
-        spawn = [
-            p for p in cast.errors
-            if p.file == persona.source and SPAWN_CHECK_MARK in p.message
-        ]  # fmt: skip
-        if spawn:
-            raise UsageError(spawn[0].message, file=spawn[0].file, line=spawn[0].line)
-    return persona
 
 
 def _open_session(conversations: ConversationStore, options: RunOptions, task: str) -> str:
@@ -394,9 +347,9 @@ async def run_turn(
     Listeners get every event, the final answer's ``answer_delta`` pieces included.
     """
     project = Project.open(options.root)
-    cast = _cast_for(project, options)
-    persona = _active_persona(cast, options.persona)
-    profile = _profile_name(project.root, options, persona)
+    cast = run_cast(project.root, cast=options.cast, extra_dirs=options.extra_persona_dirs)
+    persona = active_persona(cast, options.persona)
+    profile = profile_name(project.root, options.profile, persona)
     models = resolver or ModelResolver(default=options.model, base_url=project.config.base_url)
     label = models.label(persona.model if persona else None)
     counter = counter_for_model(label)
