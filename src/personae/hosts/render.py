@@ -291,7 +291,8 @@ def check(root: Path) -> list[CheckItem]:
         if missing:
             items.append(CheckItem(rel, "FAIL", f"block lacks: {', '.join(missing)}", fix))
         elif len(block) > MAX_SNIPPET_CHARS:
-            items.append(CheckItem(rel, "FAIL", f"block is {len(block)} chars (> 1500)", fix))
+            too_long = f"block is {len(block)} chars (> {MAX_SNIPPET_CHARS})"
+            items.append(CheckItem(rel, "FAIL", too_long, fix))
         else:
             items.append(CheckItem(rel, "OK", f"bootstrap block complete ({len(block)} chars)"))
     try:

@@ -42,7 +42,9 @@ __all__ = [
 SERVER_NAME = "personae"
 BEGIN = "<!-- personae:bootstrap:begin (managed by `personae hosts render`) -->"
 END = "<!-- personae:bootstrap:end -->"
-MAX_SNIPPET_CHARS = 1_500
+MAX_SNIPPET_CHARS = 2_000
+"""Longest managed block: under 2,048, the shortest cut a host applies to text it shows
+(Claude Code's, for MCP server instructions and tool descriptions)."""
 HOOK_COMMAND = "hook pre-tool-use"
 """What every personae gate command contains (after the personae path)."""
 SESSION_START_COMMAND = "hook session-start"
@@ -114,9 +116,9 @@ def _names_line() -> str:
     tool = "bootstrap_session"
     claude, codex, copilot = (ADAPTERS[h].mcp_tool(tool, SERVER_NAME) for h in Host)
     return (
-        f"- Its name: Claude Code `{claude}` (deferred: call `ToolSearch` with "
-        f"`select:{claude}` first); Codex `{codex}` (if hidden, its `tool_search` "
-        f"finds it: query `{SERVER_NAME} {tool}`); Copilot CLI `{copilot}`."
+        f"- Its name: Copilot CLI `{copilot}`; Claude Code `{claude}` (deferred: "
+        f"`ToolSearch` with `select:{claude}` first); Codex `{codex}` (if hidden, "
+        f"find it with its `tool_search`: `{SERVER_NAME} {tool}`)."
     )
 
 
