@@ -173,7 +173,8 @@ def test_personae_session_round_trips_items_pop_and_clear(
 
 
 CAST = {
-    "triage.md": "---\nname: triage\ndescription: Routes CI questions.\ntools: [Read]\n---\n"
+    "triage.md": "---\nname: triage\ndescription: Routes CI questions.\n"
+    "tools: Read, Agent(fixer)\n---\n"
     "You route CI questions to the right specialist.\n",
     "fixer.md": "---\nname: fixer\ndescription: Fixes flaky tests.\ntools: Read, Bash\n"
     "disallowedTools: Bash\n---\nYou fix flaky tests. Never run commands.\n",
@@ -218,3 +219,20 @@ def test_cast_personas_become_agents_with_handoffs(tmp_path: Path) -> None:
     assert second[0] == {"role": "system", "content": cast.get("fixer").system_prompt}
     offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
     assert offered == {"read_file", "transfer_to_fixer"}
+
+
+def test_handoffs_follow_spawn_rights_and_the_tool_cap_is_named(tmp_path: Path) -> None:
+    agents_dir = tmp_path / ".claude/agents"
+    agents_dir.mkdir(parents=True)
+    for name, text in CAST.items():
+        (agents_dir / name).write_text(text, encoding="utf-8")
+    agents = cast_agents(Cast.load(tmp_path), "gpt-4o", tools=[read_file])
+    assert agents["fixer"].handoffs == []  # no agent tool: no handoffs
+    # 165 more personas without a tools list (every tool, so the agent tool; no spawn
+    # list): each would hand off to the 166 others, besides read_file
+    for i in range(165):
+        (agents_dir / f"p{i:03}.md").write_text(
+            f"---\nname: p{i:03}\ndescription: Persona {i}.\n---\nYou are p{i:03}.\n"
+        )
+    with pytest.raises(ValueError, match=r"persona 'p000' would offer 167 tools and handoffs"):
+        cast_agents(Cast.load(tmp_path), "gpt-4o", tools=[read_file])

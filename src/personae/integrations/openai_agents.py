@@ -245,6 +245,10 @@ class PersonaeSession(SessionABC):
             await self.add_items(items)
 
 
+MAX_TOOLS = 128
+"""Tools (handoffs included) one request may offer (the OpenAI API's limit)."""
+
+
 def cast_agents(
     cast: Cast,
     model: Any,
@@ -258,8 +262,10 @@ def cast_agents(
     Instructions are the persona's prompt verbatim; ``handoff_description`` is
     its description; its tools are those of ``tools`` it may use (narrow only:
     the persona's list intersected with ``tools``, minus its disallowed tools);
-    each agent can hand off to the others of the set its spawn list allows (all
-    of them when it has none).
+    each agent hands off to the others of the set it may spawn, as the team
+    runtime reads it (:meth:`Cast.spawnable`: only with the agent tool, narrowed by
+    its spawn list). More than :data:`MAX_TOOLS` tools and handoffs on one agent
+    raise ``ValueError`` naming the persona.
     """
     chosen = list(names) if names is not None else sorted(cast.personas)
     available = [t.name for t in tools]
@@ -276,12 +282,14 @@ def cast_agents(
             **agent_kwargs,
         )
     for name, agent in agents_by_name.items():
-        # The persona's spawn list (``subagents``, or ``Agent(a, b)`` in a Claude Code
-        # file) narrows its handoffs; ``None`` (or a personae without it): any other.
-        spawnable = getattr(cast.get(name), "subagents", None)
-        agent.handoffs = [
-            a
-            for other, a in agents_by_name.items()
-            if other != name and (spawnable is None or other in spawnable)
-        ]
+        # Spawn rights as the team runtime reads them (Cast.spawnable): the agent tool,
+        # narrowed by the spawn list; a persona without the agent tool hands off to none.
+        agent.handoffs = [agents_by_name[o] for o in cast.spawnable(name) if o in agents_by_name]
+        offered = len(agent.tools) + len(agent.handoffs)
+        if offered > MAX_TOOLS:
+            raise ValueError(
+                f"persona {name!r} would offer {offered} tools and handoffs; the API takes at "
+                f"most {MAX_TOOLS}: give it a spawn list (subagents, or Agent(a, b) in tools) "
+                "or fewer tools"
+            )
     return agents_by_name
