@@ -114,6 +114,10 @@ def test_show_text_json_and_unknown(project: Path) -> None:
     assert bad.returncode == 1
     assert "did you mean 'analyst'" in bad.stderr
     assert "Traceback" not in bad.stderr
+    # The bundled personas a run can use are shown too (and named among the valid ones).
+    bundled = runner.invoke(app, ["personas", "show", "repo-researcher", "--root", str(project)])
+    assert bundled.exit_code == 0 and "(bundled)" in bundled.stdout
+    assert "repo-researcher" in bad.stderr
 
 
 def test_check_exit_codes(project: Path) -> None:

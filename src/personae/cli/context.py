@@ -28,7 +28,13 @@ PersonaOpt = Annotated[str | None, typer.Option("--persona", "-p", help="Active 
 TaskOpt = Annotated[
     str | None,
     typer.Option(
-        "--task", "-t", help="Task text, or a task file name under .personae/project/tasks/."
+        "--task",
+        "-t",
+        help=(
+            "Task text, or the name of a task file (NAME or NAME.md) in "
+            ".personae/project/tasks/ or a goal step's folder "
+            "(.personae/project/goals/N/M/tasks/)."
+        ),
     ),
 ]
 SessionOpt = Annotated[

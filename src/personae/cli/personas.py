@@ -109,8 +109,12 @@ def show(
     root: RootOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show one persona: every field and its system prompt."""
-    cast = _load(root, dirs)
+    """Show one persona: every field and its system prompt (bundled ones too, as runs
+    see them: researcher, repo-researcher)."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.persona.preflight import run_cast
+
+    cast = run_cast(project_root(root), extra_dirs=dirs or [])
     persona = cast.get(name)
     if cast.problems:
         _problem_hint(cast)
