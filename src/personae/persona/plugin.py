@@ -1,8 +1,9 @@
 """Load Claude Code plugin folders and ``.mcp.json`` files.
 
-A plugin folder has ``.claude-plugin/plugin.json`` (``name``, ``description``
-and ``version`` required), ``agents/*.md``, ``skills/*/SKILL.md`` and an
-optional ``.mcp.json`` (``{"mcpServers": {...}}`` or a bare map of servers).
+A plugin folder has ``.claude-plugin/plugin.json`` (only ``name`` required, as
+Claude Code reads it; ``description`` and ``version`` optional), ``agents/*.md``,
+``skills/*/SKILL.md`` and an optional ``.mcp.json`` (``{"mcpServers": {...}}`` or a
+bare map of servers).
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ def load_plugin(
     elif isinstance(data, dict):
         for key in ("name", "description", "version"):
             value = data.get(key)
+            if key != "name" and value is None:
+                continue  # optional, as Claude Code reads a manifest: only `name` is required
             if not isinstance(value, str) or not value.strip():
                 problems.append(
                     Problem(
