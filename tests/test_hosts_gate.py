@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from personae.hosts.gate import (
     run,
     session_start,
 )
-from personae.mind.bootstraps import ProcessId, process_id
+from personae.mind.bootstraps import ProcessId, bootstrap_scope, nearest_host
 from personae.mind.index import MindIndex
 from personae.store.db import Store
 
@@ -145,9 +144,10 @@ def test_unreadable_transcript_blocks(tmp_path: Path) -> None:
 
 
 def _record(cwd: Path, session: str | None, host: ProcessId | None = None) -> None:
-    with Store(cwd / ".personae" / "state.db") as store:
+    path = cwd / ".personae" / "state.db"
+    with Store(path) as store:
         binding = None if host is None else (host.pid, host.started)
-        MindIndex(store).record_bootstrap(session, "hash", binding)
+        MindIndex(store).record_bootstrap(session, "hash", binding, bootstrap_scope(path))
 
 
 def test_store_record_rescues_a_lagging_transcript(tmp_path: Path) -> None:
@@ -197,12 +197,18 @@ def test_copilot_shape(tmp_path: Path) -> None:
     # A bootstrap recorded without a host process or session does not unlock Copilot.
     _record(tmp_path, None)
     assert json.loads(_run(json.dumps(payload).encode())[1])["permissionDecision"] == "deny"
-    # One recorded for a process this gate runs under does.
-    parent = process_id(os.getppid())
-    assert parent is not None
-    _record(tmp_path, None, host=parent)
+    # One recorded for the host process this gate runs under does (the payload has no
+    # session id: the nearest host process is the key).
+    host = nearest_host()
+    assert host is not None
+    _record(tmp_path, None, host=host)
     code, out, _ = _run(json.dumps(payload).encode())
     assert code == 0 and out == ""
+    # With a session id in the payload, only that session's bootstrap counts.
+    session = json.dumps({**payload, "sessionId": "copilot-2"}).encode()
+    assert json.loads(_run(session)[1])["permissionDecision"] == "deny"
+    _record(tmp_path, "copilot-2")
+    assert _run(session) == (0, "", "")
     hook = parse_hook_input(json.dumps(payload))
     assert hook.host == "copilot" and hook.tool_name == "bash"
     payload["toolName"] = "view"

@@ -15,7 +15,7 @@ import pytest
 from personae.hosts.adapters import ADAPTERS
 from personae.hosts.gate import run
 from personae.hosts.wrapper import hook_command
-from personae.mind.bootstraps import ancestors, find_bootstrap, process_id
+from personae.mind.bootstraps import bootstrap_scope, find_bootstrap, process_id
 from personae.mind.index import MindIndex
 from personae.store.db import Store
 
@@ -174,42 +174,53 @@ def test_oversized_and_endless_stdin_deny(tmp_path: Path) -> None:
         proc.wait()
 
 
-def test_binding_to_the_host_process(tmp_path: Path) -> None:
-    """A bootstrap recorded for a process unlocks gates running under that process only."""
+_HOST = (
+    "import os, subprocess, sys\n"
+    "while os.read(0, 1) not in (b'\\n', b''): pass\n"
+    "sys.exit(subprocess.run(sys.argv[1:]).returncode)\n"
+)
+"""A stand-in host process (not a shell): waits for a line, then runs its argv (the hook)."""
+
+
+def test_binding_to_the_nearest_host_process_only(tmp_path: Path) -> None:
+    """A bootstrap recorded for a host process unlocks that host's hooks, never the hooks of
+    a host started from its shell (a nested host), nor a process with a reused pid."""
     store = tmp_path / ".personae" / "state.db"
-    host = subprocess.Popen(
-        ["sh", "-c", f'read go; "{sys.executable}" -m personae hook pre-tool-use --host copilot'],
+    gate = [sys.executable, "-m", "personae", "hook", "pre-tool-use", "--host", "copilot"]
+    nested = [sys.executable, "-c", _HOST, *gate]
+    # outer host -> its shell tool -> nested host -> the nested host's hook
+    outer = subprocess.Popen(
+        [sys.executable, "-c", _HOST, "sh", "-c", 'read go; exec "$0" "$@" <&0', *nested],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env=os.environ,
     )
-    stranger = subprocess.Popen(["sleep", "30"])
+    payload = json.dumps({"cwd": str(tmp_path), "toolName": "bash"}).encode()
     try:
-        identity = process_id(host.pid)
-        other = process_id(stranger.pid)
-        assert identity is not None and other is not None
+        identity = process_id(outer.pid)
+        assert identity is not None
         with Store(store) as opened:
-            MindIndex(opened).record_bootstrap(None, "h", (other.pid, other.started))
-        payload = json.dumps({"sessionId": "x", "cwd": str(tmp_path), "toolName": "bash"})
-        # Only the stranger is recorded: denied.
-        assert find_bootstrap(store, hosts=ancestors())[0] is False
-        with Store(store) as opened:
-            MindIndex(opened).record_bootstrap(None, "h", (identity.pid, identity.started + 1))
-        out, _ = host.communicate(b"go\n" + payload.encode(), timeout=10)
-        assert json.loads(out)["permissionDecision"] == "deny"
+            index = MindIndex(opened)
+            scope = bootstrap_scope(store)
+            index.record_bootstrap(None, "h", (identity.pid, identity.started), scope)
+            index.record_bootstrap(None, "h", (identity.pid, identity.started + 1), scope)
+        out, _ = outer.communicate(b"go\ngo\ngo\n" + payload, timeout=30)
+        answer = json.loads(out)
+        assert answer["permissionDecision"] == "deny"
+        assert "no recorded bootstrap for this host process" in answer["permissionDecisionReason"]
     finally:
-        stranger.kill()
-        stranger.wait()
+        outer.kill()
+        outer.wait()
+    # The same chain, with the bootstrap recorded for the host that runs the hook.
     host = subprocess.Popen(
-        ["sh", "-c", f'read go; "{sys.executable}" -m personae hook pre-tool-use --host copilot'],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
+        [sys.executable, "-c", _HOST, *gate], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     identity = process_id(host.pid)
     assert identity is not None
     with Store(store) as opened:
-        MindIndex(opened).record_bootstrap(None, "h", (identity.pid, identity.started))
-    out, _ = host.communicate(b"go\n" + payload.encode(), timeout=10)
+        MindIndex(opened).record_bootstrap(
+            None, "h", (identity.pid, identity.started), bootstrap_scope(store)
+        )
+    out, _ = host.communicate(b"go\n" + payload, timeout=30)
     assert out == b""  # allowed: no denial printed
 
 
@@ -242,7 +253,8 @@ def test_the_stdio_mind_server_records_its_host_process(tmp_path: Path) -> None:
 
     (tmp_path / ".personae" / "memory").mkdir(parents=True)
     (tmp_path / ".personae" / "mind.md").write_text("You are Ada.\n", encoding="utf-8")
-    stdin = json.dumps({"sessionId": "x", "cwd": str(tmp_path), "toolName": "bash"}).encode()
+    # No session id in the payload: the host process is the key.
+    stdin = json.dumps({"cwd": str(tmp_path), "toolName": "bash"}).encode()
     before = _gate_process(stdin, "--host", "copilot")
     assert json.loads(before.stdout)["permissionDecision"] == "deny"
 
@@ -258,7 +270,11 @@ def test_the_stdio_mind_server_records_its_host_process(tmp_path: Path) -> None:
     assert (after.returncode, after.stdout) == (0, b""), after.stderr
     me = process_id(os.getpid())
     assert me is not None
-    assert find_bootstrap(tmp_path / ".personae" / "state.db", hosts=[me])[0] is True
+    assert find_bootstrap(tmp_path / ".personae" / "state.db", host=me)[0] is True
+    # A payload with a session id needs that session's bootstrap: this one named none.
+    session = json.dumps({"sessionId": "x", "cwd": str(tmp_path), "toolName": "bash"}).encode()
+    denied = _gate_process(session, "--host", "copilot")
+    assert json.loads(denied.stdout)["permissionDecision"] == "deny"
     # An orphaned gate (its parent exited, so this process is no longer an ancestor)
     # is not unlocked by this process's bootstrap.
     (tmp_path / "in.json").write_bytes(stdin)

@@ -117,7 +117,11 @@ def test_gate_patterns_are_carried_into_hook_commands(tmp_path: Path) -> None:
     codex = json.loads((tmp_path / ".codex/hooks.json").read_text(encoding="utf-8"))
     command = codex["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert command.endswith("hook pre-tool-use --host codex --gate Bash --gate 'mcp__github__.*'")
-    assert codex["hooks"]["PreToolUse"][0]["matcher"] == "^(?:Bash)$|^(?:mcp__github__.*)$"
+    # The unlock calls are matched too: the gate records which session makes them.
+    assert codex["hooks"]["PreToolUse"][0]["matcher"] == (
+        "^(?:Bash)$|^(?:mcp__github__.*)$"
+        "|^(?:mcp__personae__bootstrap_session|mcp__personae__get_system_prompt)$"
+    )
     write(tmp_path, plan(tmp_path, ["it's"]))
     claude = json.loads((tmp_path / ".claude/settings.json").read_text(encoding="utf-8"))
     assert claude["hooks"]["PreToolUse"][0]["hooks"][0]["command"].endswith("""--gate 'it'"'"'s'""")

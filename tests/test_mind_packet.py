@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from personae.mind import ERROR_PREFIX, REQUIRED_KEYS, MindService
+from personae.mind.bootstraps import HostCall
 from personae.mind.contract import Contract
 from personae.mind.packet import (
     MAX_PACKET_CHARS,
@@ -135,12 +136,17 @@ def test_packet_is_bounded_whatever_the_memory(tmp_path: Path) -> None:
 def test_successful_bootstrap_is_recorded(tmp_path: Path, prompt: Path) -> None:
     store = Store(tmp_path / "state.db")
     service = MindService(tmp_path / "memory", prompt, store)
-    service.bootstrap("sess-1", TOOLS)
+    # The host names the session (Codex: in the call's _meta); the model's argument binds
+    # nothing (it is only echoed when the host names none).
+    packet = service.bootstrap("sess-1", TOOLS, HostCall(meta={"sessionId": "host-1"}))
+    assert packet["session_id"] == "host-1"
+    assert service.bootstrap("model-says", TOOLS)["session_id"] == "model-says"
     rows = store.conn.execute("SELECT session_id, contract_hash FROM mind_bootstraps").fetchall()
-    assert [(r[0], r[1]) for r in rows] == [("sess-1", service.contract().hash)]
+    digest = service.contract().hash
+    assert [(r[0], r[1]) for r in rows] == [("host-1", digest), (None, digest)]
     prompt.unlink()
-    service.bootstrap("sess-2", TOOLS)  # degraded: not recorded
-    assert store.conn.execute("SELECT count(*) FROM mind_bootstraps").fetchone()[0] == 1
+    service.bootstrap("sess-2", TOOLS, HostCall(meta={"sessionId": "host-2"}))  # degraded
+    assert store.conn.execute("SELECT count(*) FROM mind_bootstraps").fetchone()[0] == 2
 
 
 @settings(max_examples=40, deadline=None)

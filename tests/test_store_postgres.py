@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from personae.errors import UnknownNameError
-from personae.mind.bootstraps import ProcessId, find_bootstrap
+from personae.mind.bootstraps import ProcessId, bootstrap_scope, find_bootstrap
 from personae.mind.index import MindIndex
 from personae.store import Store, StoreError
 from personae.store.conversations import ConversationStore, Message
@@ -110,18 +110,25 @@ def test_the_gate_reads_bootstraps_from_postgres_and_fails_closed(
     db = _project(tmp_path)
     monkeypatch.setenv("PERSONAE_DATABASE_URL", pg_database)
     host = ProcessId(pid=4242, started=123456789012)  # a start time past 32 bits
-    assert find_bootstrap(db, session_id="s1", hosts=[host])[0] is False
+    assert find_bootstrap(db, session_id="s1")[0] is False
+    scope = bootstrap_scope(db)
     with Store(db) as store:
-        MindIndex(store).record_bootstrap("s1", "hash", None)
-        MindIndex(store).record_bootstrap(None, "hash", (host.pid, host.started))
+        MindIndex(store).record_bootstrap("s1", "hash", None, scope)
+        MindIndex(store).record_bootstrap(None, "hash", (host.pid, host.started), scope)
     assert find_bootstrap(db, session_id="s1") == (
         True,
         "bootstrap_session succeeded (recorded for this session)",
     )
-    assert find_bootstrap(db, session_id="other", hosts=[host])[0] is True
+    assert find_bootstrap(db, host=host)[0] is True
+    # A session id is the only key when the host gives one: the host's row does not count.
+    assert find_bootstrap(db, session_id="other")[0] is False
+    # Another project on the same database: its gate finds none of these rows.
+    other = _project(tmp_path / "other")
+    assert find_bootstrap(other, session_id="s1")[0] is False
+    assert find_bootstrap(other, host=host)[0] is False
     assert not db.exists()
     monkeypatch.setenv("PERSONAE_DATABASE_URL", "postgresql://x@/gone?host=/nonexistent-dir")
-    ok, reason = find_bootstrap(db, session_id="s1", hosts=[host])
+    ok, reason = find_bootstrap(db, session_id="s1")
     assert ok is False and "PostgreSQL store unreachable" in reason
 
 
@@ -142,7 +149,7 @@ def test_the_hook_gate_process_on_a_postgres_project(tmp_path: Path, pg_database
     db = _project(tmp_path, f"database_url: '{pg_database}'\n")
     project = db.parent.parent
     with Store(db) as store:
-        MindIndex(store).record_bootstrap("s-pg", "hash", None)
+        MindIndex(store).record_bootstrap("s-pg", "hash", None, bootstrap_scope(db))
     cmd = [sys.executable, "-m", "personae", "hook", "pre-tool-use", "--gate", "Bash"]
     env = {k: v for k, v in os.environ.items() if k != "PERSONAE_DATABASE_URL"}
 
@@ -162,7 +169,7 @@ def test_the_hook_gate_process_on_a_postgres_project(tmp_path: Path, pg_database
     allowed = gate("s-pg")
     assert allowed.returncode == 0, allowed.stderr
     other = gate("s-other")
-    assert other.returncode == 2 and b"no recorded bootstrap" in other.stderr
+    assert other.returncode == 2 and b"no recorded bootstrap" in other.stderr, other.stderr
     # The server gone (a URL nobody answers): blocked, with the reason, within seconds.
     (db.parent / "config.yaml").write_text(
         "database_url: postgresql://x@/gone?host=/nonexistent-dir\n"

@@ -9,11 +9,16 @@ matches one of the host's gate patterns (:mod:`personae.hosts.adapters`, or
 
 1. (Claude Code) the latest completed call of the configured server's
    ``bootstrap_session`` (or the taught fallback ``get_system_prompt``) in an
-   assistant entry of the transcript succeeded, or
+   assistant entry of this session's transcript succeeded, or
 2. the transcript has no completed call (none, lagging, too big to scan in
    time, not Claude's format) and the mind server recorded a successful
-   bootstrap for this session id or for the host process running this hook
-   (the stdio server's parent is one of the hook's ancestors).
+   bootstrap of this project for the payload's session id; only when the payload
+   has none, for the nearest host process running this hook (never a further
+   ancestor: a host started from a bootstrapped host's shell is another host).
+
+When the host calls an unlock tool, the gate records a claim (the payload's session
+id and call id) before allowing it: the mind server binds the bootstrap to that
+session (:mod:`personae.mind.bootstraps`).
 
 Everything else is denied in the host's own contract (exit 2 + stderr, or
 Copilot's JSON ``permissionDecision``). The decision is bounded: stdin and
@@ -36,7 +41,7 @@ from typing import Any
 from personae.hosts._transcript import latest_bootstrap
 from personae.hosts.adapters import ADAPTERS, Host, HostAdapter
 from personae.layout import SESSION_ID, Layout
-from personae.mind.bootstraps import ancestors, find_bootstrap
+from personae.mind.bootstraps import find_bootstrap, nearest_host, record_claim
 
 __all__ = [
     "BUDGET_SECONDS",
@@ -80,6 +85,8 @@ class HookInput:
     session_id: str | None
     transcript_path: Path | None
     cwd: Path | None
+    call_id: str | None = None
+    """The host's id of this tool call (``tool_use_id``; Claude Code and Codex)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,7 @@ def parse_hook_input(raw: bytes | str, host: Host | None = None) -> HookInput:
             session_id=_text(data, "session_id"),
             transcript_path=Path(transcript) if transcript else None,
             cwd=Path(cwd) if cwd else None,
+            call_id=_text(data, "tool_use_id"),
         )
     if isinstance(data.get("toolName"), str) and data["toolName"]:
         cwd = _text(data, "cwd")
@@ -143,7 +151,11 @@ def decide(
     """The gate decision for one tool call (``gates``: default, the host's patterns)."""
     host = ADAPTERS[hook.host]
     name = hook.tool_name
+    if store is None and hook.cwd is not None:  # the project's, also from a subfolder
+        store = Layout.find(hook.cwd).state_db
     if name in host.own_tools(server):
+        if name in host.unlock_tools(server) and hook.call_id and hook.session_id and store:
+            _claim(store, hook)
         return Decision(True, f"{name} is a personae mind tool")
     patterns = gates if gates is not None else compile_gates(host.gated)
     if not any(g.fullmatch(name) for g in patterns):
@@ -161,14 +173,22 @@ def decide(
         why.append(reason)
     elif hook.host is Host.CLAUDE:
         why.append("no transcript_path in the hook input")
-    if store is None and hook.cwd is not None:  # the project's, also from a subfolder
-        store = Layout.find(hook.cwd).state_db
     if store is not None:
-        ok, reason = find_bootstrap(store, session_id=hook.session_id, hosts=ancestors())
+        if hook.session_id is not None:
+            ok, reason = find_bootstrap(store, session_id=hook.session_id)
+        else:
+            ok, reason = find_bootstrap(store, host=nearest_host())
         if ok:
             return Decision(True, reason)
         why.append(reason)
     return Decision(False, "; ".join(why) or "no successful bootstrap found")
+
+
+def _claim(store: Path, hook: HookInput) -> None:
+    """Record that the host's session is making unlock call ``hook.call_id`` (best effort:
+    without the claim the bootstrap binds to no session, and the session stays locked)."""
+    assert hook.session_id is not None
+    record_claim(store, session_id=hook.session_id, call_id=hook.call_id, host=nearest_host())
 
 
 def _message(tool: str, reason: str, server: str, host: HostAdapter) -> str:

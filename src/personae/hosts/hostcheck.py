@@ -182,6 +182,7 @@ def _ours(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
     if host.dialect is not None:
         matcher = str(entry.get("matcher", ""))
         literal = [g for g in host.gated if re.fullmatch(r"\w+", g)]
+        literal += sorted(host.unlock_tools(SERVER_NAME))
         try:
             missed = [g for g in literal if not re.search(matcher, g)]
         except re.error:
@@ -193,7 +194,8 @@ def _ours(rel: str, host: HostAdapter, entries: list[Any]) -> list[CheckItem]:
                 CheckItem(
                     f"{rel} matcher",
                     "OK",
-                    f"compiles as {host.dialect} regex and covers {len(literal)} gated tools",
+                    f"compiles as {host.dialect} regex and covers {len(literal) - 2} gated "
+                    "tools and the 2 unlock tools",
                 )
             )
     for command in _commands(entry, host.name):

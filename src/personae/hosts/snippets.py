@@ -150,7 +150,9 @@ def _gate_argv(host: Host, gates: list[str] | None) -> list[str]:
 
 def _matcher(host: Host, gates: list[str] | None) -> str:
     if gates:
-        return "|".join(f"^(?:{g})$" for g in gates)
+        # The unlock calls too: the gate records which session makes them.
+        unlock = "|".join(sorted(ADAPTERS[host].unlock_tools(SERVER_NAME)))
+        return "|".join(f"^(?:{g})$" for g in [*gates, unlock])
     matcher = ADAPTERS[host].matcher
     assert matcher is not None  # claude and codex have matchers
     return matcher

@@ -15,11 +15,13 @@ from typing import Any, Literal, TypeVar
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 
 from personae._version import VERSION
 from personae.errors import PersonaeError
 from personae.mind._tooldocs import DESCRIPTIONS, INSTRUCTIONS
+from personae.mind.bootstraps import HostCall
 from personae.mind.packet import BootstrapPacket, MindContext
 from personae.mind.results import (
     MemoryFile,
@@ -31,7 +33,7 @@ from personae.mind.results import (
 )
 from personae.mind.service import MindService
 
-__all__ = ["build_server", "probe_stdio", "run_http", "run_stdio", "tool_names"]
+__all__ = ["build_server", "host_call", "probe_stdio", "run_http", "run_stdio", "tool_names"]
 
 _T = TypeVar("_T")
 
@@ -50,6 +52,17 @@ def _guard(fn: Callable[..., _T], *args: Any) -> _T:
         raise ToolError(str(exc)) from exc
 
 
+def host_call(ctx: Context) -> HostCall:
+    """What the host sent with this tool call: its client name and the call's ``_meta``."""
+    try:
+        request = ctx.request_context
+    except ValueError:  # called outside a request (in-process tests)
+        return HostCall()
+    params = request.session.client_params
+    client = params.client_info.name if params is not None else None
+    return HostCall(client=client, meta=dict(request.meta or {}))
+
+
 async def tool_names(server: MCPServer) -> list[str]:
     """Names of the tools registered on ``server``."""
     return [tool.name for tool in await server.list_tools()]
@@ -61,11 +74,11 @@ def build_server(service: MindService, *, name: str = "personae") -> MCPServer:
         name, instructions=INSTRUCTIONS, log_level="WARNING", version=VERSION
     )
 
-    async def bootstrap_session(session_id: str | None = None) -> BootstrapPacket:
-        return _guard(service.bootstrap, session_id, await tool_names(server))
+    async def bootstrap_session(session_id: str | None = None, *, ctx: Context) -> BootstrapPacket:
+        return _guard(service.bootstrap, session_id, await tool_names(server), host_call(ctx))
 
-    def get_system_prompt() -> str:
-        return service.system_prompt()
+    def get_system_prompt(*, ctx: Context) -> str:
+        return service.system_prompt(host_call(ctx))
 
     def refresh_persona() -> RefreshResult:
         return _guard(service.refresh)

@@ -253,9 +253,15 @@ class MindIndex:
         session_id: str | None,
         contract_hash: str,
         host: tuple[int, int] | None = None,
+        scope: str | None = None,
     ) -> None:
-        """Record a successful bootstrap (``host``: pid and start time of the host process)."""
-        self.tables.record_bootstrap(session_id, contract_hash, host)
+        """Record a successful bootstrap (``host``: pid and start time of the host process;
+        ``scope``: the project, :func:`personae.store.bootstraps.bootstrap_scope`)."""
+        self.tables.record_bootstrap(session_id, contract_hash, host, scope)
+
+    def claimed_session(self, scope: str, call_id: str) -> str | None:
+        """The host session the hook gate saw making the unlock call ``call_id``."""
+        return self.tables.claimed_session(scope, call_id)
 
     def last_bootstrap(self, session_id: str | None = None) -> str | None:
         """Time of the latest recorded bootstrap (of ``session_id`` when given)."""

@@ -8,7 +8,6 @@ loopback address.
 from __future__ import annotations
 
 import ipaddress
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from mcp.server import MCPServer
 from personae.errors import UsageError
 from personae.layout import Layout
 from personae.mind import _mcp
-from personae.mind.bootstraps import process_id
+from personae.mind.bootstraps import bootstrap_scope, nearest_host
 from personae.mind.service import MindService
 from personae.store.db import Store
 
@@ -61,7 +60,13 @@ def create_server(
     ``host`` (pid, start time) is the process that started the server over stdio;
     bootstraps are recorded with it so that host's hook gate can find them.
     """
-    service = MindService(paths.memory_dir, paths.prompt, Store(paths.store), host=host)
+    service = MindService(
+        paths.memory_dir,
+        paths.prompt,
+        Store(paths.store),
+        host=host,
+        scope=bootstrap_scope(paths.store),
+    )
     return _mcp.build_server(service, name=name), service
 
 
@@ -88,9 +93,9 @@ def serve(
         raise UsageError(f"--port {port} is out of range (1-65535)", field="port")
     binding = None
     if not http:
-        # Over stdio the parent is the host (Claude Code, Codex, Copilot CLI) whose hooks
-        # run as its children: record bootstraps against it.
-        parent = process_id(os.getppid())
+        # Over stdio the host (Claude Code, Codex, Copilot CLI) started this server, past
+        # any shell or wrapper; its hooks run under the same process: bind bootstraps to it.
+        parent = nearest_host()
         if parent is not None and parent.started is not None:
             binding = (parent.pid, parent.started)
     server, _service = create_server(paths, host=binding)

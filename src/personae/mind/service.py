@@ -20,6 +20,7 @@ from personae.errors import UsageError
 from personae.layout import SESSION_ID
 from personae.mind._flags import cautionary_flags
 from personae.mind._tokens import count_tokens, counter_name, warm_up
+from personae.mind.bootstraps import HostCall, host_session
 from personae.mind.contract import Contract, load_contract
 from personae.mind.index import Hit, MindIndex
 from personae.mind.memory import INDEX_NAME, MemoryDir, parse_memory
@@ -76,10 +77,14 @@ class MindService:
         store: Store,
         *,
         host: tuple[int, int] | None = None,
+        scope: str | None = None,
     ) -> None:
         self.memory = MemoryDir(memory_dir)
         self.host = host
         """The host process (pid, start time) that started this server over stdio, if known."""
+        self.scope = scope
+        """The project bootstraps are recorded for (:func:`bootstrap_scope` of the store);
+        ``None``: recorded for no project, so they unlock no hook gate."""
         if self.memory.exists():
             with contextlib.suppress(OSError):  # memory may hold private notes: 0700
                 self.memory.make_private()
@@ -96,14 +101,15 @@ class MindService:
         """The assembled mind contract (re-read on every call)."""
         return load_contract(self.prompt)
 
-    def system_prompt(self) -> str:
+    def system_prompt(self, call: HostCall | None = None) -> str:
         """The contract text, or the error text when it does not assemble.
 
-        An available contract counts as a bootstrap (the fallback the host files teach).
+        An available contract counts as a bootstrap (the fallback the host files teach),
+        recorded for the host's session of ``call``.
         """
         contract = self.contract()
         if contract.available:
-            self.index.record_bootstrap(None, contract.hash, self.host)
+            self._record(contract, call)
         self._served_hash = contract.hash
         return contract.text
 
@@ -133,8 +139,32 @@ class MindService:
             reasons=reasons,
         )
 
-    def bootstrap(self, session_id: str | None, tool_names: Sequence[str]) -> BootstrapPacket:
-        """Build the schema v1 packet; records the bootstrap when the contract is available."""
+    def host_session(self, call: HostCall | None) -> str | None:
+        """The host's session id for ``call`` (:func:`personae.mind.bootstraps.host_session`)."""
+        if call is None:
+            return None
+        scope = self.scope
+
+        def claimed(call_id: str) -> str | None:
+            return None if scope is None else self.index.claimed_session(scope, call_id)
+
+        return host_session(call, claimed)
+
+    def _record(self, contract: Contract, call: HostCall | None) -> None:
+        session = self.host_session(call)
+        self.index.record_bootstrap(session, contract.hash, self.host, self.scope)
+
+    def bootstrap(
+        self,
+        session_id: str | None,
+        tool_names: Sequence[str],
+        call: HostCall | None = None,
+    ) -> BootstrapPacket:
+        """Build the schema v1 packet; records the bootstrap when the contract is available.
+
+        The bootstrap is recorded for the session the *host* names for ``call``, never for
+        ``session_id`` (the model's argument: echoed in the packet when the host names none).
+        """
         if session_id is not None and not SESSION_ID.fullmatch(session_id):
             raise UsageError(
                 "session_id must be 1-200 characters of letters, digits and . : @ / _ -",
@@ -146,8 +176,9 @@ class MindService:
             extra.append(f"memory directory not found: {self.memory.root}")
         self.sync(force=True)
         total, counts, index_present = self.index.catalog(self.memory)
+        session = self.host_session(call) if contract.available else None
         packet = build_packet(
-            session_id=session_id,
+            session_id=session or session_id,
             contract=contract,
             available_mind_tools=tool_names,
             context=self.context(sync=False),
@@ -158,7 +189,7 @@ class MindService:
             generated_at=_now(),
         )
         if contract.available:
-            self.index.record_bootstrap(session_id, contract.hash, self.host)
+            self.index.record_bootstrap(session, contract.hash, self.host, self.scope)
         self._served_hash = contract.hash
         if not self._tokenizer_warm:
             # Load the tokenizer for recall excerpts while the host reads the packet.

@@ -1,8 +1,10 @@
-"""Look up recorded bootstraps for the hook gate (the mind's store API, read side).
+"""Recorded bootstraps as the hook gate sees them (the mind's store API, gate side).
 
-The gate runs on every tool call: this module imports only the standard library and
-:mod:`personae.store.db` (no psycopg, no pydantic). A SQLite store is opened read-only
-(never created or migrated). A project on PostgreSQL (``PERSONAE_DATABASE_URL`` or
+The gate looks bootstraps up on every gated tool call, and records a *claim* (the host's
+session id for this call) when the host calls an unlock tool. This module imports only the
+standard library and :mod:`personae.store.db` (no psycopg, no pydantic). A SQLite store is
+opened read-only for a lookup and read-write for a claim, never created or migrated.
+A project on PostgreSQL (``PERSONAE_DATABASE_URL`` or
 ``database_url`` in its config) is queried with one short psycopg connection, imported
 only then. Every failure (no store, unreadable config, psycopg missing, server down) is a
 "no" with the reason: the gate fails closed.
@@ -13,83 +15,129 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from personae.procid import ProcessId
 from personae.store.db import StoreError, database_url_for
 
-__all__ = ["CONNECT_TIMEOUT", "find_bootstrap"]
+__all__ = ["CONNECT_TIMEOUT", "bootstrap_scope", "find_bootstrap", "record_claim"]
 
 CONNECT_TIMEOUT = 2
 """Seconds the gate waits for a PostgreSQL connection before denying."""
-_BY_SESSION = "SELECT 1 FROM mind_bootstraps WHERE session_id = ? LIMIT 1"
-_BY_HOST = "SELECT 1 FROM mind_bootstraps WHERE host_pid = ? AND host_started = ? LIMIT 1"
+_BY_SESSION = "SELECT 1 FROM mind_bootstraps WHERE scope = ? AND session_id = ? LIMIT 1"
+_BY_HOST = (
+    "SELECT 1 FROM mind_bootstraps WHERE scope = ? AND host_pid = ? AND host_started = ? LIMIT 1"
+)
+_CLAIM = (
+    "INSERT INTO mind_bootstrap_claims(scope, session_id, call_id, host_pid, host_started)"
+    " VALUES (?, ?, ?, ?, ?)"
+)
+
+
+def bootstrap_scope(store: Path | str) -> str:
+    """The project a bootstrap belongs to: this machine's name and the real path of the
+    project's store file (the same for the mind server and the gate of one project; rows of
+    another project on a shared PostgreSQL database never match)."""
+    return f"{os.uname().nodename}:{os.path.realpath(store)}"
 
 
 def find_bootstrap(
-    store: Path, *, session_id: str | None = None, hosts: Sequence[ProcessId] | None = None
+    store: Path, *, session_id: str | None = None, host: ProcessId | None = None
 ) -> tuple[bool, str]:
-    """Whether the store holds a successful bootstrap of ``session_id`` or of one of ``hosts``.
+    """Whether the store holds a successful bootstrap of this project for ``session_id``,
+    else (no session id) for the host process ``host``.
 
-    ``store`` is the project's SQLite path (``.personae/state.db``); a configured database
-    URL redirects the lookup to PostgreSQL. Any error is a "no" with the reason.
+    A session id, when the host gives one, is the only key: a bootstrap of another session
+    of the same host process (``/clear``, a second ACP session, a host started from a
+    bootstrapped host's shell) never counts. ``store`` is the project's SQLite path
+    (``.personae/state.db``); a configured database URL redirects the lookup to
+    PostgreSQL. Any error is a "no" with the reason.
     """
-    if session_id is None and not hosts:
+    if session_id is None and host is None:
         return False, "no session id or host process to look up in the store"
+    scope = bootstrap_scope(store)
+    args: tuple[Any, ...]
+    if session_id is not None:
+        query, args, found = _BY_SESSION, (scope, session_id), "this session"
+    else:
+        assert host is not None
+        query, args, found = _BY_HOST, (scope, host.pid, host.started), "this host process"
+    answer = _with_store(store, lambda one: one(query, args) is not None, write=False)
+    if isinstance(answer, str):
+        return False, answer
+    if answer:
+        return True, f"bootstrap_session succeeded (recorded for {found})"
+    return False, f"no recorded bootstrap for {found} in this project's store"
+
+
+def record_claim(
+    store: Path, *, session_id: str, call_id: str | None, host: ProcessId | None
+) -> str | None:
+    """Record that the host's session ``session_id`` is calling an unlock tool (``call_id``:
+    the host's id of that call). The mind server binds the bootstrap it records to this
+    session. Returns why it could not (``None``: recorded); never creates a store."""
+    args = (
+        bootstrap_scope(store),
+        session_id,
+        call_id,
+        None if host is None else host.pid,
+        None if host is None else host.started,
+    )
+    answer = _with_store(store, lambda one: one(_CLAIM, args), write=True)
+    return answer if isinstance(answer, str) else None
+
+
+_One = Callable[[str, tuple[Any, ...]], Any]
+
+
+def _with_store(store: Path, use: Callable[[_One], Any], *, write: bool) -> Any:
+    """``use(one)`` on the project's store, ``one(sql, args)`` giving the first row; a string
+    saying why when the store cannot be used (missing, unreadable, not migrated)."""
     try:
         url = database_url_for(store)
     except StoreError as exc:
-        return False, f"store unreadable: {exc}"
+        return f"store unreadable: {exc}"
     if url:
-        return _find_in_postgres(url, session_id, hosts or [])
+        return _in_postgres(url, use)
     try:
         info = os.stat(store)
     except (OSError, ValueError):
-        return False, f"no store at {store}"
+        return f"no store at {store}"
     if not stat.S_ISREG(info.st_mode):
-        return False, f"store {store} is not a regular file"
+        return f"store {store} is not a regular file"
+    mode = "rw" if write else "ro"
     try:
-        conn = sqlite3.connect(store.resolve().as_uri() + "?mode=ro", uri=True, timeout=0.5)
+        conn = sqlite3.connect(
+            Path(store).resolve().as_uri() + f"?mode={mode}", uri=True, timeout=0.5
+        )
     except (sqlite3.Error, OSError, ValueError) as exc:
-        return False, f"store unreadable: {exc}"
+        return f"store unreadable: {exc}"
     try:
-        return _lookup(lambda sql, args: conn.execute(sql, args).fetchone(), session_id, hosts)
+        with conn:
+            return use(lambda sql, args: conn.execute(sql, args).fetchone())
     except sqlite3.Error as exc:
-        return False, f"store has no bootstrap records ({exc})"
+        return f"store has no bootstrap records ({exc})"
     finally:
         conn.close()
 
 
-def _lookup(
-    one: Callable[[str, tuple[Any, ...]], Any],
-    session_id: str | None,
-    hosts: Sequence[ProcessId] | None,
-) -> tuple[bool, str]:
-    if session_id is not None and one(_BY_SESSION, (session_id,)) is not None:
-        return True, "bootstrap_session succeeded (recorded for this session)"
-    for host in hosts or []:
-        if one(_BY_HOST, (host.pid, host.started)) is not None:
-            return True, "bootstrap_session succeeded (recorded for this host process)"
-    return False, "no recorded bootstrap for this session or host process in the store"
-
-
-def _find_in_postgres(
-    url: str, session_id: str | None, hosts: Sequence[ProcessId]
-) -> tuple[bool, str]:
+def _in_postgres(url: str, use: Callable[[_One], Any]) -> Any:
     try:
         # local import: optional extra personae[postgres]: only for projects that configured a URL
         import psycopg  # the postgres extra: only for projects that configured a URL
     except ImportError:
-        return False, "a PostgreSQL store is configured but psycopg is not installed"
+        return "a PostgreSQL store is configured but psycopg is not installed"
+
     try:
         with psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT, autocommit=True) as conn:
-            return _lookup(
-                lambda sql, args: conn.execute(sql.replace("?", "%s"), args).fetchone(),  # type: ignore[arg-type]
-                session_id,
-                hosts,
-            )
+
+            def one(sql: str, args: tuple[Any, ...]) -> Any:
+                cursor = conn.execute(sql.replace("?", "%s"), args)  # type: ignore[arg-type]
+                return cursor.fetchone() if cursor.description else None
+
+            return use(one)
     except psycopg.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return False, f"PostgreSQL store unreachable or without bootstrap records ({reason})"
+        return f"PostgreSQL store unreachable or without bootstrap records ({reason})"

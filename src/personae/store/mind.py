@@ -13,6 +13,7 @@ lock does, so two processes syncing at once never leave duplicate rows.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -285,16 +286,36 @@ class MindTables:
     # -- bootstraps ------------------------------------------------------------------
 
     def record_bootstrap(
-        self, session_id: str | None, contract_hash: str, host: tuple[int, int] | None
+        self,
+        session_id: str | None,
+        contract_hash: str,
+        host: tuple[int, int] | None,
+        scope: str | None = None,
     ) -> None:
-        """Record a successful bootstrap (``host``: pid and start time of the host process)."""
+        """Record a successful bootstrap (``host``: pid and start time of the host process;
+        ``scope``: the project, :func:`personae.store.bootstraps.bootstrap_scope`)."""
         host_pid, host_started = host if host is not None else (None, None)
         with self.store.transaction() as conn:
             conn.execute(
-                "INSERT INTO mind_bootstraps(session_id, contract_hash, host_pid, host_started)"
-                " VALUES (?, ?, ?, ?)",
-                (session_id, contract_hash, host_pid, host_started),
+                "INSERT INTO mind_bootstraps(session_id, contract_hash, host_pid, host_started,"
+                " scope) VALUES (?, ?, ?, ?, ?)",
+                (session_id, contract_hash, host_pid, host_started, scope),
             )
+
+    def claimed_session(self, scope: str, call_id: str) -> str | None:
+        """The session the hook gate saw calling the unlock tool with host call id ``call_id``
+        (the newest such claim of this project; claims older than a day are dropped)."""
+        with self.store.transaction() as conn:
+            conn.execute(
+                "DELETE FROM mind_bootstrap_claims WHERE created_unix < ?",
+                (time.time() - 86_400,),
+            )
+            row = conn.execute(
+                "SELECT session_id FROM mind_bootstrap_claims WHERE scope = ? AND call_id = ?"
+                " ORDER BY id DESC LIMIT 1",
+                (scope, call_id),
+            ).fetchone()
+        return None if row is None else str(row[0])
 
     def last_bootstrap(self, session_id: str | None = None) -> str | None:
         """Time of the latest recorded bootstrap (of ``session_id`` when given)."""
