@@ -19,7 +19,7 @@ from pydantic_ai.models import override_allow_model_requests
 import personae
 from _helpers import DEV_PERSONA, dev_project, read_config_scenario, run_async
 from personae import AnswerDelta, CancelToken, Event, EventKind, Limits, RunEnd, Team
-from personae.team.events import RunStarted
+from personae.team.events import RunFinished, RunStarted
 
 ANSWER = "The service listens on port 8081, as config.yaml says."
 
@@ -151,7 +151,9 @@ def test_cancel_token_ends_the_run_as_cancelled(project: Path) -> None:
 
     result = run_async(go())
     assert result.status == "cancelled" and result.answer == ""
-    assert EventKind.FINAL not in [e.kind for e in result.events]
+    final = result.events[-1]  # a cancelled run ends with a final event too
+    assert isinstance(final, RunFinished) and final.status == "cancelled"
+    assert final.error == "cancelled (interrupted or out of time)"
     assert stored(project, result.run_id)[0] == "cancelled"
 
 
@@ -214,7 +216,11 @@ def _started(project: Path) -> list[Event]:
         return []
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT id FROM runs WHERE status='running'").fetchall()
-    return [RunStarted(run_id=r[0], seq=1, at="") for r in rows]
+    return [
+        RunStarted(run_id=r[0], seq=1, at="", task=None, persona=None, session=None,
+                   context_from=None, pid=0)
+        for r in rows
+    ]  # fmt: skip
 
 
 @pytest.mark.process

@@ -100,7 +100,7 @@ LOADED = (
 
 def test_a_leaf_module_loads_only_what_it_needs() -> None:
     loaded = _child("import personae.team.events\n" + LOADED)
-    assert loaded == ["personae.team.events"]
+    assert loaded == ["personae.store.status", "personae.team.events"]
 
 
 def test_help_loads_no_runtime() -> None:

@@ -102,8 +102,12 @@ def project(
     return project_factory(personas, scenarios=scenarios)
 
 
-def run(cwd: Path, *args: str, env: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    done = personae_cli("run", *args, "--json", cwd=cwd, env=env, timeout=180, check=True)
+def run(
+    cwd: Path, *args: str, env: dict[str, str] | None = None, code: int = 0
+) -> list[dict[str, Any]]:
+    """``personae run ARGS --json``'s events; it must exit ``code`` (5: partial)."""
+    done = personae_cli("run", *args, "--json", cwd=cwd, env=env, timeout=180)
+    assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 
@@ -176,7 +180,7 @@ def test_persona_without_the_tool_is_refused(project: Path) -> None:
     """Narrow-only: a persona that does not list the tool cannot hand over."""
     spec = f"scripted:{project.parent / 'wait.yaml'}"
     events = run(project, "PARENTJOB get the report written", "--persona", "plain",
-                 "--model", spec, "--max-retries", "0")  # fmt: skip
+                 "--model", spec, "--max-retries", "0", code=5)  # fmt: skip
     calls = handover_events(events)
     assert calls and not any(c["data"]["ok"] for c in calls)
     assert not (project / ".personae" / "handovers").exists()
@@ -188,7 +192,7 @@ def test_depth_cap_refuses_the_tool(project: Path) -> None:
     spec = f"scripted:{project.parent / 'wait.yaml'}"
     events = run(project, "PARENTJOB get the report written", "--persona", "lead",
                  "--model", spec, "--max-retries", "0",
-                 env={"PERSONAE_HANDOVER_DEPTH": "2"})  # fmt: skip
+                 env={"PERSONAE_HANDOVER_DEPTH": "2"}, code=5)  # fmt: skip
     calls = handover_events(events)
     assert calls and not any(c["data"]["ok"] for c in calls)
     assert "not available" in calls[0]["data"]["result"]

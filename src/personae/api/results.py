@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from personae.store.status import RunStatus
 from personae.team.events import AnswerStreamed, Event, Validated
 from personae.team.signals import CompletionSignal, SubtaskStatus
 
@@ -78,8 +79,9 @@ class TeamResult:
 
     answer: str
     """The final answer (validated work only; a code-written 'Not completed' list after it)."""
-    status: Literal["done", "partial", "cancelled"]
-    """done (every subtask validated), partial, or cancelled (cancel token or timeout)."""
+    status: RunStatus
+    """done (every subtask validated), partial, or cancelled (cancel token or timeout): the
+    run's status as stored, shown by ``personae runs`` and the viewer."""
     run_id: str
     """Stored run id (``personae runs show RUN_ID``)."""
     session_id: str

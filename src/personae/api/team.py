@@ -24,8 +24,10 @@ from personae.errors import UsageError
 from personae.project import Project
 from personae.settings import PersonaeSettings, chosen_model
 from personae.store.db import Store
-from personae.store.runs import RunStatus, RunStore
+from personae.store.runs import RunStore
+from personae.store.status import RunStatus
 from personae.team.events import AnswerStreamed, RunStarted
+from personae.team.runlog import end_run
 from personae.team.session import RunOptions, run_turn
 
 if TYPE_CHECKING:
@@ -305,8 +307,15 @@ class _Feed:
             outcome = await (asyncio.wait_for(coro, timeout) if timeout else coro)
             queue.put_nowait(RunEnd(result=TeamResult.of(outcome)))
         except (asyncio.CancelledError, TimeoutError) as exc:
-            if (cancel is not None and cancel.cancelled) or isinstance(exc, TimeoutError):
-                queue.put_nowait(RunEnd(result=_cancelled(options, self.seen)))
+            if isinstance(exc, TimeoutError):
+                reason = f"timed out (limits.timeout {timeout:g} s)" if timeout else "timed out"
+            elif cancel is not None and cancel.cancelled:
+                reason = "cancelled from the Python API"
+            else:
+                reason = "stopped by the caller (the stream was left or its task cancelled)"
+            result = _cancelled(options, self.seen, reason)
+            if isinstance(exc, TimeoutError) or (cancel is not None and cancel.cancelled):
+                queue.put_nowait(RunEnd(result=result))
             else:
                 queue.put_nowait(exc)
         except BaseException as exc:
@@ -315,8 +324,9 @@ class _Feed:
             queue.put_nowait(None)
 
 
-def _cancelled(options: RunOptions, seen: Sequence[Event]) -> TeamResult:
-    """The result of a run ended by a cancel token or its timeout (as stored)."""
+def _cancelled(options: RunOptions, seen: list[Event], reason: str) -> TeamResult:
+    """The result of a run ended by a cancel token or its timeout: the run is ended as
+    cancelled (its ``final`` event joins ``seen``)."""
     run_id = seen[0].run_id if seen else ""
     first = seen[0] if seen else None
     session = (first.session or "") if isinstance(first, RunStarted) else ""
@@ -325,10 +335,12 @@ def _cancelled(options: RunOptions, seen: Sequence[Event]) -> TeamResult:
     if run_id:
         with Store(Project.open(options.root).state_db) as store:
             runs = RunStore(store)
-            runs.settle(run_id, status=RunStatus.CANCELLED, error="cancelled from the Python API")
+            final = end_run(runs, run_id, status=RunStatus.CANCELLED, reason=reason)
+            if final is not None:
+                seen.append(final)
             record = runs.get(run_id)
             usage, model, session = dict(record.usage or {}), record.model, record.session_id or ""
     return TeamResult(
-        answer="", status="cancelled", run_id=run_id, session_id=session, model=model,
+        answer="", status=RunStatus.CANCELLED, run_id=run_id, session_id=session, model=model,
         usage=Usage.of(usage), events=list(seen),
     )  # fmt: skip

@@ -24,8 +24,12 @@ from personae.invocation import personae_argv
 from personae.layout import Layout
 from personae.store.db import Store
 from personae.store.runs import RunStore
+from personae.store.status import EXIT_PARTIAL
 from personae.team.events import EventKind
 from personae.workflow.executors import BaseJob, JobResult
+
+_FINISHED = frozenset({0, EXIT_PARTIAL})
+"""Exit codes of a ``personae run`` that reached its answer (done, or partial)."""
 
 __all__ = ["RunCommand", "RunJob", "final_event"]
 
@@ -92,7 +96,7 @@ class RunJob(BaseJob):
 
     def _answer(self, a: AttemptOutcome) -> tuple[dict[str, Any] | None, str | None]:
         final, run_id = final_event(a.stdout)
-        if final is None and run_id is not None and a.exit_code == 0:
+        if final is None and run_id is not None and a.exit_code in _FINISHED:
             final = _stored_answer(self.cwd, run_id)
         return final, run_id
 
@@ -111,7 +115,7 @@ class RunJob(BaseJob):
             final, run_id = self._answer(a)
             timed_out = a.timed_out
             detail = {"run_id": run_id, "exit_code": a.exit_code}
-            if final is not None and a.exit_code == 0 and not a.timed_out:
+            if final is not None and a.exit_code in _FINISHED and not a.timed_out:
                 data = final.get("data") or {}
                 detail |= {"run_status": data.get("status"), "usage": data.get("usage")}
                 answer = Results(status="success", output=str(final.get("message") or ""))

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import secrets
 import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -32,7 +29,7 @@ if TYPE_CHECKING:
     from personae.handover.runflow import HandoverSession, HandoverTurn
     from personae.settings import PersonaeSettings
     from personae.store.answers import ModelAnswer
-    from personae.team.events import Event, RunFinished
+    from personae.team.events import Event, RunFinished, RunStarted
     from personae.team.session import RunOptions, RunOutcome
 
 __all__ = ["register", "runs_app"]
@@ -211,41 +208,27 @@ def _announce(
     context_from: Path | None,
     db: Path,
     sandbox: str,
-) -> dict[str, Any]:
-    """Store the run and its ``start`` event in ``db``, then show it; returns it (JSON, seq 1).
+) -> RunStarted:
+    """Store the run and its ``start`` event in ``db``, then show it; returns the event.
 
     Stored first, so every id ever printed is one ``personae runs show`` knows, however
     the run ends (even killed in its first second).
     """
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.store.db import Store
-    from personae.store.runs import EventRow, RunStore
+    from personae.store.runs import RunStore
+    from personae.team.runlog import start_run
 
-    now = datetime.now(UTC)
-    run_id = f"run-{now:%Y%m%d-%H%M%S}-{secrets.token_hex(3)}"
-    event: dict[str, Any] = {
-        "run_id": run_id,
-        "seq": 1,
-        "kind": "start",
-        "at": now.isoformat(timespec="milliseconds"),
-        "message": f"run {run_id} started",
-        "subtask": None,
-        "data": {
-            "task": task,
-            "persona": persona,
-            "session": session,
-            "context_from": str(context_from) if context_from is not None else None,
-            "pid": os.getpid(),
-            "sandbox": sandbox,
-        },
-    }
-    row = EventRow(1, "start", event["at"], event["message"], None, event["data"])
     with Store(db) as store:
-        RunStore(store).create(
-            task=task or "", model="-", persona=persona, session_id=session, run_id=run_id,
-            events=[row], heartbeat=False,
+        event = start_run(
+            RunStore(store), task=task, persona=persona, session=session,
+            context_from=context_from, sandbox=sandbox,
         )  # fmt: skip
-    line = json.dumps(event) if as_json else f"Run {run_id} started; loading the team ..."
+    line = (
+        json.dumps(event.to_json_dict())
+        if as_json
+        else f"Run {event.run_id} started; loading the team ..."
+    )
     sys.stdout.write(line + "\n")
     sys.stdout.flush()
     return event
@@ -264,48 +247,33 @@ def _shell_mode(root: Path) -> str:
     return describe_mode(mode)
 
 
-def _connection_url(exc: BaseException) -> str | None:
-    """The URL a failed connection tried, from anywhere in the exception's chain."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        try:
-            request = getattr(current, "request", None)
-            url = getattr(request, "url", None)
-        except RuntimeError:  # httpx: an error without a request
-            url = None
-        if url is not None and "connect" in f"{type(current).__name__} {current}".lower():
-            return str(url)
-        current = current.__cause__ or current.__context__
-    return None
-
-
-def _failure(exc: BaseException) -> tuple[str, str]:
-    """``(status, reason)`` a run ended with, for the store."""
-    import asyncio  # local import: CLI start-up (asyncio loads only when a run does)
-
-    if isinstance(exc, KeyboardInterrupt | asyncio.CancelledError):
-        return "cancelled", "interrupted (Ctrl-C or a signal)"
-    if isinstance(exc, TimeoutError):
-        return "cancelled", "timed out"
-    if isinstance(exc, typer.BadParameter | typer.Abort):
-        return "failed", exc.format_message() if isinstance(exc, typer.BadParameter) else "aborted"
-    reason = str(exc) or type(exc).__name__
-    url = _connection_url(exc)
-    if url is not None and url not in reason:
-        reason += f" (connecting to {url})"
-    return "failed", reason
-
-
-def _settle(db: Path, run_id: str, status: str, reason: str) -> None:
-    """Record how the run ended, unless whatever finished it already did."""
+def _end(db: Path, run_id: str, view: _View, exc: BaseException | None) -> str | None:
+    """End the run ``run_id`` (if still running) for ``exc`` (``None``: a non-zero exit);
+    returns the reason recorded. In ``--json`` mode the ``final`` event written is shown."""
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.store.db import Store
     from personae.store.runs import RunStore
+    from personae.store.status import RunStatus
+    from personae.team.runlog import describe_failure, end_run
 
+    if view.closed:
+        status, reason = RunStatus.CANCELLED, "output closed (broken pipe)"
+    elif isinstance(exc, typer.BadParameter):
+        status, reason = RunStatus.FAILED, exc.format_message()
+    elif isinstance(exc, typer.Abort):
+        status, reason = RunStatus.FAILED, "aborted"
+    elif exc is None:
+        status, reason = RunStatus.FAILED, "stopped before the team ran"
+    else:
+        status, reason = describe_failure(exc)
     with Store(db) as store:
-        RunStore(store).settle(run_id, status=status, error=reason)
+        runs = RunStore(store)
+        if runs.get(run_id).status is not RunStatus.RUNNING:
+            return None  # ended by the run itself: its status and final event stand
+        final = end_run(runs, run_id, status=status, reason=reason)
+    if final is not None and view.as_json and not view.closed:
+        view(final)
+    return reason
 
 
 def register(app: typer.Typer) -> None:
@@ -389,7 +357,7 @@ def register(app: typer.Typer) -> None:
             context_from=context_from, db=db, sandbox=_shell_mode(request.cwd),
         )  # fmt: skip
         view = _View(as_json=as_json)
-        with _settled(db, str(announced["run_id"]), view):
+        with _settled(db, announced.run_id, view):
             _run_announced(request, view, announced)
 
     @app.command("demo")
@@ -477,30 +445,29 @@ def _check_request(request: _Request) -> None:
 
 @contextmanager
 def _settled(db: Path, run_id: str, view: _View) -> Iterator[None]:
-    """Record in ``db`` how the run ended when the body fails or exits non-zero."""
+    """End the run in ``db`` when the body fails or exits non-zero before the run did."""
     try:
         yield
     except (typer.Exit, SystemExit) as done:
         code = done.exit_code if isinstance(done, typer.Exit) else done.code
         if code not in (0, None):
-            _settle(db, run_id, "failed", f"exit code {code}")
+            _end(db, run_id, view, None)
         raise
     except BaseException as exc:
-        if view.closed:  # the reader of stdout went away: a clean, quiet end
-            _settle(db, run_id, "cancelled", "output closed (broken pipe)")
+        closed = view.closed
+        reason = _end(db, run_id, view, exc)
+        if closed:  # the reader of stdout went away: a clean, quiet end
             raise typer.Exit(BROKEN_PIPE_EXIT) from None
-        status, reason = _failure(exc)
-        _settle(db, run_id, status, reason)
         import asyncio  # local import: CLI start-up (asyncio loads only when a run does)
 
         if isinstance(exc, asyncio.CancelledError):
             raise KeyboardInterrupt from None
-        if isinstance(exc, Exception) and reason != str(exc):  # the URL was added
-            raise RunError(reason) from exc
+        if isinstance(exc, Exception) and reason is not None and reason != str(exc):
+            raise RunError(reason) from exc  # the URL was added
         raise
 
 
-def _run_options(request: _Request, task: str, announced: dict[str, Any]) -> RunOptions:
+def _run_options(request: _Request, task: str, announced: RunStarted) -> RunOptions:
     """The run's options: the Python API's defaults, so `personae run` and `Team.run`
     cannot drift."""
     # local import: CLI start-up (only the command that runs loads what it needs)
@@ -531,7 +498,7 @@ def _turn(outcome: RunOutcome) -> HandoverTurn:
     )  # fmt: skip
 
 
-def _run_announced(request: _Request, view: _View, announced: dict[str, Any]) -> None:
+def _run_announced(request: _Request, view: _View, announced: RunStarted) -> None:
     """Everything ``personae run`` does after its run is stored and shown."""
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.handover.runflow import working_on
@@ -558,14 +525,17 @@ def _run_announced(request: _Request, view: _View, announced: dict[str, Any]) ->
                 outcome = _execute(task, options, view, timeout)
             except BaseException as exc:
                 if endpoint and isinstance(exc, PersonaeError | TimeoutError):
-                    _export_trace(project.state_db, str(announced["run_id"]), endpoint)
+                    _export_trace(project.state_db, announced.run_id, endpoint)
                 raise
             _export_trace(project.state_db, outcome.run_id, endpoint)
             work.add(_turn(outcome))
+            code = outcome.result.status.exit_code
             if handover is not None and not request.non_interactive and sys.stdin.isatty():
                 for more in _follow_ups(outcome, options, view, timeout):
                     work.add(_turn(more))
-    except TimeoutError:
+                    code = max(code, more.result.status.exit_code)
+    except TimeoutError as exc:
+        _end(project.state_db, announced.run_id, view, exc)  # cancelled: timed out
         raise RunError(f"run took longer than {timeout} s") from None
     for warning in work.new_warnings:
         typer.echo(f"personae: warning: {warning}", err=True)
@@ -576,6 +546,8 @@ def _run_announced(request: _Request, view: _View, announced: dict[str, Any]) ->
             f"run {outcome.run_id} (session {outcome.session_id}, model "
             f"{outcome.model_label}); details: personae runs show {outcome.run_id}"
         )
+    if code:  # partial or not validated: the answer is printed, the exit code tells scripts
+        raise typer.Exit(code)
 
 
 def _run_demo(*, as_json: bool, keep: Path | None) -> None:

@@ -39,6 +39,7 @@ from personae.procs import (
     die_with_parent,
     lifeline,
 )
+from personae.store.status import EXIT_PARTIAL
 
 __all__ = [
     "DEPTH_ENV",
@@ -69,7 +70,6 @@ EXIT_SUCCESS = 0
 EXIT_INVALID = 1
 EXIT_FAILURE = 3
 EXIT_TIMEOUT = 4
-EXIT_PARTIAL = 5
 EXIT_CODES: dict[int, str] = {
     EXIT_SUCCESS: "success: the child wrote results with status success",
     EXIT_INVALID: "the handover file (or another input) is invalid or unsafe; nothing was run",

@@ -13,7 +13,6 @@ import json
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any, Literal, NamedTuple, NotRequired, TypedDict, TypeVar, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,6 +22,7 @@ from personae.security.policy import redact_secrets
 from personae.store._liveness import Heartbeat, process_alive, this_process
 from personae.store.answers import ModelAnswer
 from personae.store.db import Conn, Store
+from personae.store.status import RunStatus
 
 __all__ = [
     "STALE_SECONDS",
@@ -39,18 +39,6 @@ __all__ = [
 
 
 _R = TypeVar("_R", bound=BaseModel)
-
-
-class RunStatus(StrEnum):
-    """A stored run's state (the ``status`` column; a stored string equals its member)."""
-
-    RUNNING = "running"
-    DONE = "done"
-    PARTIAL = "partial"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    CRASHED = "crashed"
-    """Its process ended mid-run (marked by :meth:`RunStore.reconcile`)."""
 
 
 def _now() -> str:
@@ -72,7 +60,7 @@ class RunRecord(BaseModel):
     """Persona the run used."""
     model: str
     """Model label (``scripted:...`` for the scripted model)."""
-    status: str
+    status: RunStatus
     """running, done, partial, failed, cancelled, crashed (its process ended mid-run)."""
     started_at: str
     """Start time (UTC)."""
@@ -261,7 +249,7 @@ class RunStore:
         self,
         run_id: str,
         *,
-        status: str,
+        status: RunStatus,
         final_text: str,
         usage: dict[str, Any],
         error: str | None = None,
@@ -287,7 +275,7 @@ class RunStore:
         if beat is not None:
             beat.stop()
 
-    def settle(self, run_id: str, *, status: str, error: str) -> None:
+    def settle(self, run_id: str, *, status: RunStatus, error: str) -> None:
         """Record why a run ended early: sets ``status`` if still running, ``error`` if unset.
 
         For the process edge (the CLI), after whatever finished the run has had its say.

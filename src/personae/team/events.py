@@ -19,6 +19,8 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 from pydantic_core import to_jsonable_python
 
+from personae.store.status import RunStatus
+
 __all__ = [
     "AnswerStreamed",
     "Corrected",
@@ -111,27 +113,23 @@ class _EventBase:
 
 @dataclass(frozen=True, kw_only=True)
 class RunStarted(_EventBase):
-    """A run started (``personae run`` announces it before the team loads)."""
+    """A run started (stored and shown before the team loads: :mod:`personae.team.runlog`)."""
 
     kind: ClassVar[EventKind] = EventKind.START
-    task: str | None = None
-    """The task as given."""
-    persona: str | None = None
+    task: str | None
+    """The task as given (``None``: not known yet, asked for after the start)."""
+    persona: str | None
     """The persona asked for (``None``: the default)."""
-    session: str | None = None
-    """The conversation session."""
-    context_from: str | None = None
-    """The handover file the run starts from (``personae run`` only)."""
-    pid: int | None = None
-    """The process running it (``personae run`` only)."""
-    sandbox: str | None = None
-    """How its ``run_shell`` commands run: ``bwrap (...)``, ``off (...)``,
+    session: str | None
+    """The conversation session asked for (``None``: a new one)."""
+    context_from: str | None
+    """The handover file the run starts from (``None``: none)."""
+    pid: int | None
+    """The process running it (``None``: stored before the process was recorded)."""
+    sandbox: str | None
+    """``None``: stored before it was recorded. How its ``run_shell`` commands run: ``bwrap (...)``, ``off (...)``,
     ``unsandboxed (reason)`` or ``refused (reason)``
     (:func:`personae.tools.sandbox.describe_mode`)."""
-
-    def _omitted(self) -> frozenset[str]:
-        # Only `personae run` knows the process and the handover file.
-        return frozenset({"context_from", "pid"}) if self.pid is None else frozenset()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -304,19 +302,21 @@ class SubagentEnded(_SubagentEvent):
 
 @dataclass(frozen=True, kw_only=True)
 class RunFinished(_EventBase):
-    """The Manager's final answer (``message``)."""
+    """How a run ended: the final answer (``message``), or why it stopped."""
 
     kind: ClassVar[EventKind] = EventKind.FINAL
-    status: str = ""
-    """done or partial."""
-    validated: list[int] = field(default_factory=list)
+    status: RunStatus
+    """How the run ended (done, partial, failed, cancelled): every run ends with one."""
+    validated: list[int]
     """Numbers of the validated subtasks."""
-    not_validated: dict[int, str] = field(default_factory=dict)
+    not_validated: dict[int, str]
     """Number -> status of the others."""
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, Any]
     """Usage of the whole tree of agents."""
-    failure_count: int = 0
-    """Subtasks that did not validate."""
+    failure_count: int
+    """Rejected validations."""
+    error: str | None
+    """Why the run failed or was cancelled (``None``: it ran to its answer)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -373,8 +373,9 @@ _SUBAGENT_PHASES: dict[object, type[SubagentStarted | SubagentEnded]] = {
 def event_from_json(raw: Mapping[str, Any]) -> Event:
     """An event from its JSON form (``to_json_dict``, a stored row, a ``--json`` line).
 
-    Payload keys the class does not model are kept in ``extra``; missing ones take
-    their defaults. An unknown ``kind`` raises ``ValueError``.
+    Payload keys the class does not model are kept in ``extra``; a missing optional one
+    takes its default. An unknown ``kind``, or a payload without a field the event cannot
+    be without (a ``final`` event's ``status`` ...), raises ``ValueError``.
     """
     kind = EventKind(raw["kind"])
     data = dict(raw.get("data") or {})
@@ -387,6 +388,12 @@ def event_from_json(raw: Mapping[str, Any]) -> Event:
     else:
         names = {f.name for f in dataclasses.fields(cls)} - _ENVELOPE
         fields = {name: data.pop(name) for name in list(data) if name in names}
+        missing = sorted(n for n in _required(cls) if n not in fields)
+        if missing:
+            where = f"event {raw.get('seq', '?')} ({kind.value}) of run {raw.get('run_id', '?')}"
+            raise ValueError(f"{where} has no {', '.join(missing)}")
+        if cls is RunFinished:
+            fields["status"] = RunStatus(fields["status"])
     make: Callable[..., Event] = cls
     return make(
         run_id=str(raw.get("run_id", "")),
@@ -397,6 +404,15 @@ def event_from_json(raw: Mapping[str, Any]) -> Event:
         extra=data,
         **fields,
     )
+
+
+def _required(cls: type[Event]) -> list[str]:
+    """The payload fields of ``cls`` without a default."""
+    return [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
 
 
 Listener = Callable[[Event], None]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
@@ -13,6 +13,7 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 from personae.limits import DEFAULTS
 from personae.persona.model import Persona, Skill
 from personae.project import CommandsConfig, SandboxConfig
+from personae.store.status import RunStatus
 from personae.team.dispatch import StepAction, SubtaskBudget, next_step
 from personae.team.events import (
     Corrected,
@@ -80,7 +81,7 @@ class TurnResult:
     """The synthesized answer."""
     outcomes: list[SubtaskOutcome]
     """One per planned subtask."""
-    status: Literal["done", "partial"]
+    status: RunStatus
     """done (all validated) or partial."""
     warnings: list[str] = field(default_factory=list)
     """User-visible warnings."""
@@ -219,7 +220,7 @@ class TeamLoop:
                 turn.add_assistant(f"[subtask {number}] {outcome.result}")
         final = await synthesize(rt, turn, self.persona, outcomes)
         done = all(o.status is SubtaskStatus.VALIDATED for o in outcomes)
-        status: Literal["done", "partial"] = "done" if done else "partial"
+        status = RunStatus.DONE if done else RunStatus.PARTIAL
         rt.emit(
             RunFinished(
                 message=final,
@@ -230,6 +231,7 @@ class TeamLoop:
                 },
                 usage=rt.usage.as_dict(),
                 failure_count=run.failure_count,
+                error=None,
             )
         )
         return TurnResult(

@@ -145,9 +145,13 @@ def _validation(event: Validated) -> EventLines:
 
 
 def _final(event: RunFinished) -> EventLines:
-    usage = event.usage or {}
-    lines: EventLines = [("title", f"Answer ({event.status}):")]
-    lines.extend(("answer", f"  {line}") for line in event.message.splitlines())
+    usage = event.usage
+    lines: EventLines
+    if event.error is not None:  # failed or cancelled: no answer, the reason
+        lines = [("title", f"Run {event.status}: {event.error}")]
+    else:
+        lines = [("title", f"Answer ({event.status}):")]
+        lines.extend(("answer", f"  {line}") for line in event.message.splitlines())
     tokens = f"{usage.get('input_tokens', 0)} input + {usage.get('output_tokens', 0)} output"
     lines.append(
         (

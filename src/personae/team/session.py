@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,9 +34,11 @@ from personae.persona.preflight import active_persona, profile_name, run_cast
 from personae.project import Project, SandboxConfig
 from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
-from personae.store.runs import RunStatus, RunStore
-from personae.team.events import Event, EventBus, RunStarted, ToolCalled, event_from_json
+from personae.store.runs import RunStore
+from personae.store.status import RunStatus
+from personae.team.events import Event, EventBus, RunStarted, ToolCalled
 from personae.team.loop import TeamConfig, TeamLoop, TurnResult
+from personae.team.runlog import attach_run, describe_failure, end_run, start_run
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.summarizer import SummaryCalls, model_summarize
 from personae.team.toolbox import narrow_names, persona_limits
@@ -84,9 +86,9 @@ class RunOptions:
     """More persona folders to load."""
     handover_timeout: float = DEFAULTS.handover_timeout
     """Seconds a ``handover_to_persona`` child run may take (per attempt)."""
-    announced: Mapping[str, Any] | None = None
-    """The ``start`` event already shown for this run (JSON form, seq 1, its run id);
-    ``None``: the run emits its own ``start`` event."""
+    announced: RunStarted | None = None
+    """The ``start`` event already stored and shown for this run
+    (:func:`personae.team.runlog.start_run`); ``None``: the run starts its own."""
     cast: Cast | None = None
     """The cast to run with (``None``: loaded from ``root`` and ``extra_persona_dirs``);
     not changed by the run."""
@@ -248,6 +250,8 @@ class _Recording:
     bus: EventBus
     usage: TreeUsage
     runtime: Runtime
+    announced: bool
+    """The caller started the run (``RunOptions.announced``) and ends it when cancelled."""
 
 
 def _start_recording(
@@ -261,29 +265,29 @@ def _start_recording(
     listeners: Sequence[Callable[[Event], None]],
     sandbox: str,
 ) -> _Recording:
-    """Store the run, wire its event bus (store, then listeners) and emit (or adopt) ``start``."""
+    """Start (or take over the announced) run, wire its event bus (store, then listeners)
+    and emit ``start`` to whoever has not seen it."""
     runs = RunStore(store)
-    announced = options.announced
-    run_id = runs.create(
-        task=task, model=label, persona=options.persona, session_id=session,
-        run_id=str(announced["run_id"]) if announced else None,
-    )  # fmt: skip
-    bus = EventBus(run_id)
+    started = options.announced
+    if started is None:
+        started = start_run(
+            runs, task=task, persona=options.persona, session=session, sandbox=sandbox
+        )
+    attach_run(runs, started, task=task, model=label, session=session)
+    bus = EventBus(started.run_id)
     usage = TreeUsage(request_cap=options.request_cap)
     runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
     bus.subscribe(runtime.store_event)
-    if announced is not None:  # already shown: store it, don't show it again
-        bus.adopt(event_from_json(announced))
+    if options.announced is not None:  # already shown: don't show it again
+        bus.adopt(started)
     for listener in listeners:
         bus.subscribe(listener)
-    if announced is None:
-        bus.emit(
-            RunStarted(
-                message=f"run {run_id} started", task=task, persona=options.persona,
-                session=session, sandbox=sandbox,
-            )
-        )  # fmt: skip
-    return _Recording(runs=runs, run_id=run_id, bus=bus, usage=usage, runtime=runtime)
+    if options.announced is None:
+        bus.adopt(started)
+    return _Recording(
+        runs=runs, run_id=started.run_id, bus=bus, usage=usage, runtime=runtime,
+        announced=options.announced is not None,
+    )  # fmt: skip
 
 
 def _team(
@@ -313,25 +317,33 @@ def _team(
     )  # fmt: skip
 
 
-async def _run_team(team: TeamLoop, turn: TurnContext, rec: _Recording) -> TurnResult:
-    """Run the team on ``turn``; a failed or cancelled run is finished in the store first."""
+async def _run_team(
+    make_team: Callable[[], TeamLoop], turn: TurnContext, rec: _Recording
+) -> TurnResult:
+    """Run the team on ``turn``; a failed run is ended here (its ``final`` event says why).
+
+    A cancelled one (interrupted, out of time) is ended here too unless the caller started
+    it: the caller knows why (:func:`personae.team.runlog.end_run`)."""
     runtime, runs, run_id, usage = rec.runtime, rec.runs, rec.run_id, rec.usage
     try:
-        result = await team.run_turn(turn)
+        result = await make_team().run_turn(turn)
+    except asyncio.CancelledError:
+        if not rec.announced:
+            reason = "cancelled (interrupted or out of time)"
+            end_run(runs, run_id, status=RunStatus.CANCELLED, reason=reason,
+                    usage=usage.as_dict(), bus=rec.bus)  # fmt: skip
         runtime.flush()
-    except asyncio.CancelledError:  # timed out or interrupted
-        runtime.flush()
-        runs.finish(run_id, status=RunStatus.CANCELLED, final_text="", usage=usage.as_dict())
-        raise
-    except PersonaeError:
-        runtime.flush()
-        runs.finish(run_id, status=RunStatus.FAILED, final_text="", usage=usage.as_dict())
         raise
     except Exception as exc:
+        status, reason = describe_failure(exc)
+        if not isinstance(exc, PersonaeError):
+            reason = f"run {run_id} failed: {type(exc).__name__}: {reason}"
+        end_run(runs, run_id, status=status, reason=reason, usage=usage.as_dict(), bus=rec.bus)
         runtime.flush()
-        message = f"run {run_id} failed: {type(exc).__name__}: {exc}"
-        runs.finish(run_id, status=RunStatus.FAILED, final_text=message, usage=usage.as_dict())
-        raise RunError(message, run_id=run_id) from exc
+        if isinstance(exc, PersonaeError):
+            raise
+        raise RunError(reason, run_id=run_id) from exc
+    runtime.flush()
     return result
 
 
@@ -387,16 +399,17 @@ async def run_turn(
             listeners=listeners, sandbox=describe_mode(project.config.sandbox.mode),
         )  # fmt: skip
         summary_calls.adopt(rec.runtime)  # the summary's model call counts and is stored too
-        team = _team(project, cast, persona, options, session=session, runtime=rec.runtime)
+
+        def make_team() -> TeamLoop:
+            return _team(project, cast, persona, options, session=session, runtime=rec.runtime)
+
         try:
-            result = await _run_team(team, turn, rec)
+            result = await _run_team(make_team, turn, rec)
         finally:
             if resolver is None:
                 models.close()
         _store_turn(conversations, session, task, turn, result.final_text)
-        rec.runs.finish(
-            rec.run_id, status=result.status, final_text=result.final_text, usage=result.usage
-        )
+        end_run(rec.runs, rec.run_id, status=result.status, usage=result.usage, bus=rec.bus)
     return RunOutcome(
         run_id=rec.run_id, session_id=session, model_label=label, result=result,
         events=rec.bus.events, root=project.root,

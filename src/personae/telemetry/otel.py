@@ -41,6 +41,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from personae.errors import PersonaeError
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
+from personae.store.status import RunStatus
 from personae.team.events import RunStarted, SubagentEnded, SubagentStarted, ToolCalled, Validated
 from personae.telemetry.runtree import (
     NodeKind,
@@ -54,7 +55,7 @@ from personae.telemetry.runtree import (
 __all__ = ["TelemetryError", "export_run", "otlp_exporter", "run_to_spans"]
 
 _HANDOVER_TOOL = "handover_to_persona"
-_OK_STATUSES = frozenset({"done", "running"})
+_OK_STATUSES = frozenset({RunStatus.DONE, RunStatus.RUNNING})
 
 
 def otlp_exporter(endpoint: str) -> SpanExporter:
@@ -261,7 +262,7 @@ def run_to_spans(
         "gen_ai.provider.name": provider,
         "gen_ai.request.model": model,
         "personae.run.id": run.id,
-        "personae.run.status": run.status,
+        "personae.run.status": run.status.value,
         "personae.task": run.task,
     }
     if run.session_id:
@@ -281,7 +282,7 @@ def run_to_spans(
     )
     emitter.children(tree, root)
     if run.status not in _OK_STATUSES:
-        root.set_status(Status(StatusCode.ERROR, run.status))
+        root.set_status(Status(StatusCode.ERROR, run.status.value))
     end = _ns(run.finished_at, emitter.cursor)
     root.end(end_time=max(end, emitter.cursor))
 

@@ -74,7 +74,7 @@ def runs_page(reader: Reader, filters: Mapping[str, str]) -> str:
     """The runs list with its filters."""
     runs = reader.runs()
     chosen = {k: filters.get(k, "") for k in _FILTERS}
-    statuses = sorted({r.status for r in runs})
+    statuses = sorted({r.status.value for r in runs})
     personas = sorted({r.persona for r in runs if r.persona})
     models = sorted({r.model for r in runs})
     query = h(urlencode({k: v for k, v in chosen.items() if v}))
