@@ -218,7 +218,7 @@ def _started(project: Path) -> list[Event]:
         rows = conn.execute("SELECT id FROM runs WHERE status='running'").fetchall()
     return [
         RunStarted(run_id=r[0], seq=1, at="", task=None, persona=None, session=None,
-                   context_from=None, pid=0)
+                   context_from=None, pid=0, sandbox=None)
         for r in rows
     ]  # fmt: skip
 

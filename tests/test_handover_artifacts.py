@@ -36,8 +36,17 @@ def test_written_files_become_confined_result_artifacts(
         (root / name).write_text(name)
     (root / "leak.md").symlink_to(OUTSIDE)
     events = [
-        RunStarted(run_id="r", seq=1, at="t", task="t", persona=None, session=None,
-                   context_from=None, pid=1, sandbox="off"),  # fmt: skip
+        RunStarted(
+            run_id="r",
+            seq=1,
+            at="t",
+            task="t",
+            persona=None,
+            session=None,
+            context_from=None,
+            pid=1,
+            sandbox="off",
+        ),
         call(2, "write_file", "a.md"),
         call(3, "edit_file", "sub/b.md"),
         call(4, "write_file", "a.md"),  # twice: listed once

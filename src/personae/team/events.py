@@ -127,9 +127,9 @@ class RunStarted(_EventBase):
     pid: int | None
     """The process running it (``None``: stored before the process was recorded)."""
     sandbox: str | None
-    """``None``: stored before it was recorded. How its ``run_shell`` commands run: ``bwrap (...)``, ``off (...)``,
+    """How its ``run_shell`` commands run: ``bwrap (...)``, ``off (...)``,
     ``unsandboxed (reason)`` or ``refused (reason)``
-    (:func:`personae.tools.sandbox.describe_mode`)."""
+    (:func:`personae.tools.sandbox.describe_mode`); ``None``: stored before it was recorded."""
 
 
 @dataclass(frozen=True, kw_only=True)
