@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage
