@@ -1,6 +1,6 @@
 """One record of a run: one writer of its start and end (``personae.team.runlog``), one
 status (``RunStatus``) with one exit code each, and a ``final`` event for every ended run,
-a failed or cancelled one too; stores from before are upgraded (migration 0009) on SQLite
+a failed or cancelled one too; stores from before are upgraded (migration 0010) on SQLite
 and PostgreSQL."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_a_final_event_without_its_status_is_refused() -> None:
         event_from_json(raw)
 
 
-def test_migration_0009_gives_old_ended_runs_a_final_event(
+def test_migration_0010_gives_old_ended_runs_a_final_event(
     open_store: Callable[[], Store],
 ) -> None:
     with open_store() as store:
@@ -81,8 +81,8 @@ def test_migration_0009_gives_old_ended_runs_a_final_event(
         live = runs.create(task="t", model="m", heartbeat=False)
         with store.transaction() as conn:
             conn.execute("UPDATE runs SET status='error' WHERE id=?", (odd,))
-            conn.execute("DELETE FROM schema_migrations WHERE number = 9")
-    with open_store() as store:  # reopened: 0009 runs again
+            conn.execute("DELETE FROM schema_migrations WHERE number = 10")
+    with open_store() as store:  # reopened: 0010 runs again
         runs = RunStore(store)
         (start, final) = runs.events(old)
         assert start.data == dict.fromkeys(
@@ -99,7 +99,7 @@ def test_migration_0009_gives_old_ended_runs_a_final_event(
         assert [e.kind for e in runs.events(odd)] == ["final"]
         assert runs.events(live) == []  # still running: no end invented
         with store.transaction() as conn:  # applied twice: no second final event
-            conn.execute("DELETE FROM schema_migrations WHERE number = 9")
+            conn.execute("DELETE FROM schema_migrations WHERE number = 10")
     with open_store() as store:
         assert [e.kind for e in RunStore(store).events(old)] == ["start", "final"]
 

@@ -1,4 +1,4 @@
-"""Runs, their events and model calls in the project store (migrations 0002, 0005, 0007, 0009).
+"""Runs, their events and model calls in the project store (migrations 0002, 0005, 0007, 0010).
 
 A run row is written before its id is shown anywhere (:meth:`RunStore.create`), with the
 process that runs it; that process refreshes a heartbeat until :meth:`RunStore.finish`.
