@@ -108,8 +108,10 @@ def test_anthropic_provider_runs_a_whole_team_and_streams_the_answer(
 
         items = run_async(collect())
         routes = [route for route, _ in server.raw_requests]
-        # pydantic-ai streams every Messages request (its default max_tokens is large)
-        assert all(body.get("stream") for _, body in server.raw_requests)
+        # every Messages request carries the run's output cap (a quarter of the 200k window,
+        # at most 4,096 tokens); the final answer's request streams
+        assert all(body.get("max_tokens") == 4096 for _, body in server.raw_requests)
+        assert server.raw_requests[-1][1].get("stream")
     with ScriptedServer(project.parent / "one.yaml") as server:  # the blocking run too
         monkeypatch.setenv("ANTHROPIC_BASE_URL", server.root_url)
         plain = team.run("What port?")

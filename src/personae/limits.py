@@ -37,6 +37,14 @@ class Defaults:
     """Deepest chain of handover child processes that may hand over again."""
     subagent_depth_cap: int = 2
     """Deepest nesting of sub-agents (``agent`` tool) below a worker."""
+    manager_timeout: float = 300.0
+    """Seconds one Manager call (plan, decomposition, synthesis) may take."""
+    worker_timeout: float = 600.0
+    """Seconds one Worker call (all its steps) may take."""
+    validator_timeout: float = 120.0
+    """Seconds one Validator call may take (then: not validated, never approval)."""
+    run_deadline: float = 3600.0
+    """Seconds a run may take before no further model request starts."""
 
     @property
     def handover_attempts(self) -> int:

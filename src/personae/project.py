@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 from personae.errors import ConfigError, first_validation_error, yaml_error_line
 from personae.fsutil import read_regular
 from personae.layout import GRANTABLE, MAX_CONFIG_BYTES, Layout, find_root
+from personae.models.facts import ModelConfig
 from personae.models.resolve import parse_model_spec
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "Project",
     "ProjectConfig",
     "SandboxConfig",
+    "TimeoutsConfig",
     "find_root",
 ]
 
@@ -88,6 +90,26 @@ class SandboxConfig(BaseModel):
         return value
 
 
+class TimeoutsConfig(BaseModel):
+    """Seconds each role's model call may take, and the whole run (``timeouts:``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    manager: float | None = Field(default=None, gt=0, le=86_400)
+    """One Manager call (plan, decomposition, synthesis)."""
+    worker: float | None = Field(default=None, gt=0, le=86_400)
+    """One Worker call, all its steps."""
+    validator: float | None = Field(default=None, gt=0, le=86_400)
+    """One Validator call (past it: not validated, never approval)."""
+    run: float | None = Field(default=None, gt=0, le=604_800)
+    """The run's deadline: no model request starts after it."""
+
+    def per_role(self) -> dict[str, float]:
+        """The roles' timeouts that are set."""
+        roles = {"manager": self.manager, "worker": self.worker, "validator": self.validator}
+        return {role: value for role, value in roles.items() if value is not None}
+
+
 class ProjectConfig(BaseModel):
     """The contents of ``.personae/config.yaml``."""
 
@@ -101,6 +123,10 @@ class ProjectConfig(BaseModel):
     """OTLP/HTTP endpoint runs are exported to as traces; ``PERSONAE_OTEL_ENDPOINT`` wins."""
     database_url: str | None = None
     """PostgreSQL store (``postgresql://...``, docs/postgres.md); ``PERSONAE_DATABASE_URL`` wins."""
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    """Per model (``provider:name`` or name): ``context_window``, ``max_output``,
+    ``output_mode``, ``server`` (see docs/local-models.md)."""
+    timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
     commands: CommandsConfig = Field(default_factory=CommandsConfig)
     handover: HandoverConfig = Field(default_factory=HandoverConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)

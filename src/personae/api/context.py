@@ -75,16 +75,23 @@ def assemble(
         execution = cast.execution_block(persona)
         validation = cast.validation_context(persona)
         persona_model = cast.get(persona).model
+    resolver = ModelResolver(default=chosen, base_url=project.config.base_url,
+                             entries=dict(project.config.models))  # fmt: skip
     try:  # the model the persona runs with, as a run sizes its budget
-        label: str | None = ModelResolver(default=chosen).label(persona_model)
+        label: str | None = resolver.label(persona_model)
     except ModelNotConfiguredError:
         label = None  # no model anywhere: the default tokenizer and window
-    info = model_info(label)
     counter = counter_for_model(label)
     if budget is not None:
         plan = Budget.absolute(budget)
     else:
-        plan = Budget.of_window(window or info.context_window, settings.budget_share)
+        known = model_info(label).context_window
+        if window is None and label is not None:
+            try:  # as a run knows it: config entry, what the server tells, the table
+                known = resolver.facts(persona_model).window
+            finally:
+                resolver.close()
+        plan = Budget.of_window(window or known, settings.budget_share)
     conversations = None
     store = None
     if session is not None:

@@ -30,6 +30,15 @@ class Limits:
     """Share of the model's window the assembled context may use."""
     timeout: float | None = None
     """Seconds the run may take; past it the run is cancelled (status ``cancelled``)."""
+    window: int | None = None
+    """The model's context window in tokens (``--window``); ``None``: the config's
+    ``models:`` entry, what the server tells, else personae's table."""
+    call_timeout: float | None = None
+    """Seconds each model call may take, every role (``--call-timeout``); ``None``: the
+    config's ``timeouts:``, else the roles' defaults."""
+    deadline: float | None = None
+    """Seconds after which no model request starts; the run then ends with what is done
+    (``--deadline``); ``None``: the config's ``timeouts.run``, else one hour."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -26,7 +26,7 @@ from personae.settings import PersonaeSettings, chosen_model
 from personae.store.db import Store
 from personae.store.runs import RunStore
 from personae.store.status import RunStatus
-from personae.team.events import AnswerStreamed, RunStarted
+from personae.team.events import AnswerStreamed, CallProgress, RunStarted
 from personae.team.runlog import end_run
 from personae.team.session import RunOptions, run_turn
 
@@ -179,6 +179,7 @@ class Team:
 
         settings = self.settings or PersonaeSettings()
         chosen = limits or self.limits
+        _check_bounds(chosen)
         project = Project.open(self.root)
         return RunOptions(
             root=project.root,
@@ -195,7 +196,13 @@ class Team:
             extra_persona_dirs=tuple(self.persona_dirs),
             handover_timeout=settings.handover_timeout,
             cast=self.cast,
-        )
+            model_window=chosen.window,
+            call_timeouts=(
+                None if chosen.call_timeout is None
+                else dict.fromkeys(ROLES_WITH_TIMEOUTS, chosen.call_timeout)
+            ),
+            deadline=chosen.deadline,
+        )  # fmt: skip
 
     def run(self, task: str, **turn: Unpack[TurnArgs]) -> TeamResult:
         """Run one team turn on ``task`` and wait for it (blocking; not inside an event loop).
@@ -265,6 +272,21 @@ class Team:
             await asyncio.gather(runner, return_exceptions=True)
 
 
+ROLES_WITH_TIMEOUTS = ("manager", "worker", "validator", "subagent", "summarizer")
+"""Roles whose model calls ``Limits.call_timeout`` bounds."""
+
+
+def _check_bounds(limits: Limits) -> None:
+    """Refuse a window, call timeout or deadline the CLI would refuse, naming it."""
+    if limits.window is not None and limits.window < 256:
+        raise UsageError(f"window must be at least 256 tokens (got {limits.window})",
+                         field="window")  # fmt: skip
+    for name in ("call_timeout", "deadline"):
+        value = getattr(limits, name)
+        if value is not None and not value > 0:
+            raise UsageError(f"{name} must be above zero (got {value})", field=name)
+
+
 class _Feed:
     """The items of one streamed run, queued for the consumer as the run produces them.
 
@@ -289,6 +311,8 @@ class _Feed:
 
     def on_event(self, event: Event) -> None:
         """A bus listener: events as they are, answer pieces as typed deltas."""
+        if isinstance(event, CallProgress):  # for live views; the stored calls say it all
+            return
         if isinstance(event, AnswerStreamed):  # typed pieces, not bus events
             if self.answer_deltas:
                 self.put(AnswerDelta(run_id=event.run_id, index=self._deltas, text=event.text))

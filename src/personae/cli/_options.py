@@ -12,15 +12,21 @@ import typer
 
 from personae.cli._root import ROOT_HELP
 from personae.layout import Layout
+from personae.limits import DEFAULTS
 
 __all__ = [
     "AddressOpt",
+    "CallTimeoutOpt",
+    "DeadlineOpt",
     "ExecutorOpt",
     "JsonOpt",
     "MemoryDirOpt",
     "MindPromptOpt",
     "RootOpt",
     "StoreOpt",
+    "WindowOpt",
+    "call_line",
+    "show_call",
     "with_options",
 ]
 
@@ -113,3 +119,51 @@ def with_options(
         return call
 
     return widen
+
+
+WindowOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--window", min=256,
+        help="The model's context window in tokens (default: the config's models: entry, "
+        "what the server tells, else a guess with a warning).",
+    ),
+]  # fmt: skip
+CallTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--call-timeout", min=0.001,
+        help=f"Seconds each model call may take (defaults: Manager {DEFAULTS.manager_timeout:g}, "
+        f"Worker {DEFAULTS.worker_timeout:g}, Validator {DEFAULTS.validator_timeout:g}; config "
+        "timeouts:).",
+    ),
+]  # fmt: skip
+DeadlineOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--deadline", min=0.001,
+        help="Seconds after which no model request starts; the run ends with what is done "
+        f"(default {DEFAULTS.run_deadline:g}; config timeouts.run).",
+    ),
+]  # fmt: skip
+
+
+def show_call(status: Any, event: Any) -> None:
+    """Show a model call in progress on the live view's spinner (``None``: no spinner)."""
+    if status is not None:
+        status.update(call_line(event))
+
+
+def call_line(event: Any) -> str:
+    """The live view's line for a model call starting or ending (a ``call`` event)."""
+    data = event.data
+    where = f" (subtask {event.subtask})" if event.subtask else ""
+    if data.get("phase") == "start":
+        return (
+            f"{data.get('role')}{where}: waiting for {data.get('model')} (at most "
+            f"{data.get('max_tokens')} tokens, {float(data.get('timeout') or 0):g} s)"
+        )
+    return (
+        f"{data.get('role')}{where}: {data.get('model')} answered {data.get('output_tokens')} "
+        f"tokens in {float(data.get('seconds') or 0):.1f} s"
+    )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from personae.cli import _options
 from personae.cli._options import JsonOpt
 from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
 from personae.cli._root import project_root
@@ -89,6 +90,8 @@ class _View:
             self.task.cancel()
 
     def _show(self, event: Event) -> None:
+        if event.kind.value == "call":  # a model call starts or ends: the spinner says so
+            return _options.show_call(None if self.as_json else self.status, event)
         if self.as_json:
             sys.stdout.write(json.dumps(event.to_json_dict()) + "\n")
             sys.stdout.flush()
@@ -326,6 +329,9 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(help="Context profile of the worker (builder, verifier, ...)."),
         ] = None,
+        window: _options.WindowOpt = None,
+        call_timeout: _options.CallTimeoutOpt = None,
+        deadline: _options.DeadlineOpt = None,
     ) -> None:
         """One turn of the team (Manager, Worker, Validator) on the current project."""
         if context_return is not None and context_from is None:
@@ -344,6 +350,7 @@ def register(app: typer.Typer) -> None:
             _Request(
                 task=task, persona=persona, model=model, session=session,
                 max_retries=max_retries, max_requests=max_requests, profile=profile,
+                bounds=(window, call_timeout, deadline),
                 context_from=context_from, context_return=context_return,
                 non_interactive=non_interactive, timeout=limit, settings=settings,
             )
@@ -383,6 +390,7 @@ class _Request:
     max_requests: int | None
     profile: str | None
     context_from: Path | None
+    bounds: tuple[int | None, float | None, float | None] = (None, None, None)  # --window ...
     context_return: Path | None
     non_interactive: bool
     timeout: float | None
@@ -479,7 +487,9 @@ def _run_options(request: _Request, task: str, announced: RunStarted) -> RunOpti
         root=request.cwd, model=request.model, settings=request.settings,
         profile=request.profile or (handover.profile if handover else None),
     )  # fmt: skip
-    limits = Limits(max_retries=request.max_retries, max_requests=request.max_requests)
+    window, call_timeout, deadline = request.bounds
+    limits = Limits(max_retries=request.max_retries, max_requests=request.max_requests,
+                    window=window, call_timeout=call_timeout, deadline=deadline)  # fmt: skip
     return dataclasses.replace(
         team.options(persona=request.persona, session=request.session, limits=limits),
         handover_text=handover.section_text if handover else None,

@@ -13,11 +13,15 @@ means the default.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from personae.errors import ConfigError, ModelNotConfiguredError, closest_name
+from personae.models.facts import ModelConfig, ModelFacts, output_reserve
+from personae.models.output import OutputMode, default_output_mode
+from personae.models.servers import ServerFacts, ServerKind, discover
 
 __all__ = [
     "CLAUDE_ALIASES",
@@ -157,8 +161,16 @@ class ModelResolver:
     """A pydantic-ai model every persona uses (tests, benchmarks); overrides specs."""
     fixed_label: str = "fixed"
     """Label reported for ``fixed``."""
+    entries: Mapping[str, ModelConfig] = field(default_factory=dict)
+    """The project config's ``models:`` entries (by ``provider:name`` or name)."""
+    window: int | None = None
+    """The ``--window`` flag: every model's window (``None``: discovered or looked up)."""
+    discover: bool = True
+    """Ask servers the user runs for their window and kind (:func:`servers.discover`)."""
     _cache: dict[str, Any] = field(default_factory=dict)
+    _facts: dict[str, ModelFacts] = field(default_factory=dict)
     _servers: list[Any] = field(default_factory=list)
+    _scripted_urls: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def using(cls, model: Any, label: str) -> ModelResolver:
@@ -223,6 +235,81 @@ class ModelResolver:
             self._cache[key] = self._build(spec)
         return self._cache[key]
 
+    def entry_for(self, persona_model: str | None = None) -> ModelConfig:
+        """The ``models:`` entry of the model a persona runs with (empty when none)."""
+        if self.fixed is not None:
+            return self.entries.get(self.fixed_label) or ModelConfig()
+        spec = self.spec_for(persona_model)
+        return self.entries.get(str(spec)) or self.entries.get(spec.name) or ModelConfig()
+
+    def facts(self, persona_model: str | None = None) -> ModelFacts:
+        """Window, output cap, output mode and server of the model a persona runs with.
+
+        Asks the server once per model (see :mod:`personae.models.servers`)."""
+        label = self.label(persona_model)
+        if label not in self._facts:
+            self._facts[label] = self._learn(persona_model, label)
+        return self._facts[label]
+
+    def learned_window(self, label: str, window: int, source: str) -> None:
+        """Remember a window learned during the run (from an overflow error)."""
+        known = self._facts.get(label)
+        if known is not None:
+            self._facts[label] = ModelFacts(
+                label=label, window=window, window_source=source, guessed=False,
+                max_output=min(known.max_output, output_reserve(window)),
+                output_mode=known.output_mode, server=known.server, base_url=known.base_url,
+            )  # fmt: skip
+
+    def _learn(self, persona_model: str | None, label: str) -> ModelFacts:
+        # local import: the token registry loads tokenizers' tables
+        from personae.tokens.registry import model_info
+
+        entry = self.entry_for(persona_model)
+        provider, base_url, told = self._ask_server(persona_model)
+        info = model_info(label)
+        server: ServerKind | None = entry.server or told.kind
+        if self.window is not None:
+            window, source, guessed = self.window, "--window", False
+        elif entry.context_window is not None:
+            window, source, guessed = entry.context_window, "the config's models: entry", False
+        elif told.window is not None:
+            window, source, guessed = told.window, told.source, False
+        else:
+            hosted = provider in ("openai", "anthropic") and server in (None, "openai")
+            known = info.pattern not in ("*",) and not info.pattern.endswith(":*")
+            window, source = info.context_window, "personae's model table"
+            guessed = not (hosted and known) and provider not in ("scripted", "fixed")
+        mode: OutputMode = entry.output_mode or default_output_mode(provider, server)
+        return ModelFacts(
+            label=label, window=window, window_source=source, guessed=guessed,
+            max_output=min(entry.max_output or output_reserve(window), window),
+            output_mode=mode, server=server, base_url=base_url,
+        )  # fmt: skip
+
+    def _ask_server(self, persona_model: str | None) -> tuple[str, str | None, ServerFacts]:
+        """The provider, base URL and what the server told (nothing for hosted APIs)."""
+        nothing = ServerFacts(kind=None, window=None, source="")
+        if self.fixed is not None:
+            return "fixed", None, nothing
+        spec = self.spec_for(persona_model)
+        if spec.provider == "scripted":
+            self.model(persona_model)  # starts the server
+            url = self._scripted_urls.get(str(spec))
+            if url is None:
+                return "scripted", None, ServerFacts(kind="scripted", window=None, source="")
+            return "scripted", url, discover(url, "scripted", timeout=3.0)
+        endpoint = endpoint_for(spec, config_base_url=self.base_url)
+        custom = endpoint.base_url is not None and endpoint.base_url not in (
+            _OPENAI_URL, _ANTHROPIC_URL,
+        )  # fmt: skip
+        if not custom or not self.discover or endpoint.base_url is None:
+            kind: ServerKind | None = "openai" if spec.provider == "openai" and not custom else None
+            return spec.provider, endpoint.base_url, ServerFacts(kind=kind, window=None, source="")
+        return spec.provider, endpoint.base_url, discover(
+            endpoint.base_url, spec.name, key=endpoint.key
+        )
+
     def _build(self, spec: ModelSpec) -> Any:
         if spec.provider == "scripted":
             # local import: the scripted model server loads only for a `scripted:` spec
@@ -230,6 +317,9 @@ class ModelResolver:
 
             server = ScriptedServer(spec.scenario_path).start()
             self._servers.append(server)
+            if server.scenario.server is not None:  # it imitates a real server: ask it
+                self._scripted_urls[str(spec)] = server.base_url
+                return server.local_model()
             return server.model()
         base_url, key = self._server(spec)
         if spec.provider == "anthropic":
@@ -240,6 +330,11 @@ class ModelResolver:
             # the SDK adds /v1/... itself: ANTHROPIC_BASE_URL works with or without /v1
             anthropic = AnthropicProvider(api_key=key, base_url=base_url.removesuffix("/v1"))
             return AnthropicModel(spec.name, provider=anthropic)
+        if base_url != _OPENAI_URL:  # a server the user runs: its habits are handled
+            # local import: a provider's SDK loads only when that provider is used
+            from personae.models.quirks import local_chat_model
+
+            return local_chat_model(spec.name, base_url, key)
         # local import: a provider's SDK loads only when that provider is used
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
@@ -254,3 +349,5 @@ class ModelResolver:
             server.stop()
         self._servers.clear()
         self._cache.clear()
+        self._facts.clear()
+        self._scripted_urls.clear()

@@ -13,6 +13,14 @@ A scenario is YAML::
       - when: {role: validator}
         output: {approved: true, ...}
 
+A scenario may imitate a real server (``server: {kind: llama-cpp-python, window: 2048}``;
+kinds ``llama.cpp``, ``llama-cpp-python``, ``vllm``, ``ollama``): the scripted server
+then tells its window the way that server does (or does not), refuses a request longer
+than the window with that server's error, and keeps its habits (llama-cpp-python
+refuses ``content: null`` on assistant turns and OpenAI's ``json_schema`` response
+format with HTTP 500). Every scripted server cuts a text answer at the request's
+``max_tokens`` (4 characters a token) and says so (``finish_reason: length``).
+
 An answer has one of ``text``, ``tool_calls`` (optionally with ``text``),
 ``output`` or ``error`` (``{status: 429, message: ...}``). ``when`` keys:
 ``role`` (the ``personae-role: X`` marker of a team role), ``contains`` (text
@@ -24,7 +32,7 @@ real language model.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -39,6 +47,7 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "ScriptedToolCall",
+    "ServerImitation",
     "load_scenario",
 ]
 
@@ -96,6 +105,8 @@ class Answer(BaseModel):
     """An HTTP error instead of an answer: ``{status, message}``."""
     note: str = ""
     """What this step shows (for readers of the scenario)."""
+    delay: float = Field(default=0.0, ge=0.0, le=30.0)
+    """Seconds before the answer is sent (a slow model, for call timeouts)."""
     stream_pause: float = Field(default=0.0, ge=0.0, le=5.0)
     """Seconds between the pieces of a streamed text (``stream: true`` requests)."""
 
@@ -109,6 +120,17 @@ class Answer(BaseModel):
         return self
 
 
+class ServerImitation(BaseModel):
+    """The real server a scenario's scripted server behaves like."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["llama.cpp", "llama-cpp-python", "vllm", "ollama"]
+    """Which server it imitates."""
+    window: int = Field(ge=64, le=10_000_000)
+    """The window it has (prompt tokens counted as characters / 4)."""
+
+
 class Scenario(BaseModel):
     """An ordered list of steps plus reusable matched rules."""
 
@@ -120,6 +142,8 @@ class Scenario(BaseModel):
     """Answers consumed in order."""
     rules: list[Answer] = Field(default_factory=list)
     """Answers used whenever they match (checked after the next step)."""
+    server: ServerImitation | None = None
+    """The real server it imitates (``None``: none; it says it is scripted)."""
     source: Path | None = None
     """The file it came from."""
 

@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from personae.models import _anthropic, _responses
+from personae.models import _anthropic, _imitate, _responses
 from personae.models._pieces import text_pieces
 from personae.models.player import ScenarioPlayer, request_text
 from personae.models.scenario import Answer, Scenario, load_scenario
@@ -120,6 +120,14 @@ class ScriptedServer:
         provider = OpenAIProvider(base_url=self.base_url, api_key="scripted-no-key")
         return OpenAIChatModel(self.model_name, provider=provider)
 
+    def local_model(self) -> Any:
+        """A model talking to this server as to a server the user runs (the way
+        ``openai:`` models with a base URL are built, local servers' habits handled)."""
+        # local import: a provider's SDK (openai) loads only when that protocol is used
+        from personae.models.quirks import local_chat_model
+
+        return local_chat_model(self.model_name, self.base_url, None)
+
     @property
     def requests(self) -> list[dict[str, Any]]:
         """Every request body received."""
@@ -137,6 +145,9 @@ class ScriptedServer:
 
     def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """HTTP status and JSON payload for a chat-completions request body."""
+        refused = _imitate.refusal(self.scenario.server, body)
+        if refused is not None:
+            return refused
         answer = self.player.pick(body)
         if answer is None:
             return 500, {
@@ -145,6 +156,8 @@ class ScriptedServer:
                     "type": "scripted_scenario_exhausted",
                 }
             }
+        if answer.delay:
+            time.sleep(answer.delay)
         if answer.error is not None:
             status = int(answer.error.get("status", 500))
             return status, {"error": {"message": str(answer.error.get("message", "scripted"))}}
@@ -157,6 +170,10 @@ class ScriptedServer:
                 message["content"] = json.dumps(answer.output)
             else:
                 calls = [(tool, answer.output)]
+        cap = body.get("max_tokens") or body.get("max_completion_tokens")
+        if isinstance(cap, int) and message["content"] and len(message["content"]) > cap * 4:
+            message["content"] = message["content"][: cap * 4]  # 4 characters a token
+            finish = "length"
         if calls:
             message["tool_calls"] = [
                 {
@@ -219,10 +236,14 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return
 
-    def do_GET(self) -> None:  # the model list: what `personae doctor` asks for
+    def do_GET(self) -> None:  # the model list (what `personae doctor` asks for), /props
+        imitated = self.scripted.scenario.server
+        props = _imitate.props(imitated)
         if self.path.rstrip("/").endswith("/models"):
-            listed = {"id": self.scripted.model_name, "object": "model", "owned_by": "scripted"}
+            listed = _imitate.listed_model(imitated, self.scripted.model_name)
             self._send_json(200, {"object": "list", "data": [listed]})
+        elif self.path.rstrip("/") == "/props" and props is not None:
+            self._send_json(200, props)
         else:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -251,6 +272,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._messages(body)
         elif route.endswith("/responses"):
             self._responses(body)
+        elif route == "/api/show" and _imitate.show(self.scripted.scenario.server) is not None:
+            self._send_json(200, _imitate.show(self.scripted.scenario.server) or {})
         else:
             self._send_json(404, {"error": {"message": f"no route {self.path}"}})
 

@@ -22,7 +22,9 @@ from pydantic_core import to_jsonable_python
 from personae.store.status import RunStatus
 
 __all__ = [
+    "TRANSIENT",
     "AnswerStreamed",
+    "CallProgress",
     "Corrected",
     "Event",
     "EventBus",
@@ -57,6 +59,8 @@ class EventKind(StrEnum):
     ANSWER_DELTA = "answer_delta"
     """A piece of the final answer's text as the model streams it (:class:`AnswerStreamed`);
     not stored: the ``final`` event carries the whole answer."""
+    CALL = "call"
+    """A model call starts or ends (:class:`CallProgress`); for live views, not stored."""
 
 
 _ENVELOPE = frozenset({"run_id", "seq", "at", "message", "subtask", "extra"})
@@ -332,6 +336,33 @@ class AnswerStreamed(_EventBase):
     """The new text."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class CallProgress(_EventBase):
+    """A model call starts (``phase`` ``start``) or ends (``end``): what a live view shows
+    while the model works. Only broadcast, like :class:`AnswerStreamed`: not stored, not
+    numbered, not in ``--json`` output; the stored model call holds the rest."""
+
+    kind: ClassVar[EventKind] = EventKind.CALL
+    phase: str = "start"
+    """``start`` or ``end``."""
+    role: str = ""
+    """manager, worker, validator, subagent or summarizer."""
+    model: str = ""
+    """The model's label."""
+    max_tokens: int = 0
+    """The output cap the request carries."""
+    timeout: float = 0.0
+    """Seconds the call may take."""
+    seconds: float = 0.0
+    """How long it took (``end``)."""
+    output_tokens: int = 0
+    """Tokens the model wrote (``end``)."""
+
+
+TRANSIENT = (AnswerStreamed, CallProgress)
+"""Events only broadcast: not recorded or stored, numbered after the event before them."""
+
+
 Event: TypeAlias = (
     RunStarted
     | PlanMade
@@ -345,6 +376,7 @@ Event: TypeAlias = (
     | SubagentEnded
     | RunFinished
     | AnswerStreamed
+    | CallProgress
 )
 """One step of a run; match on the class (``case ToolCalled(): ...``)."""
 
@@ -360,6 +392,7 @@ _CLASSES: dict[EventKind, type[Event]] = {
     EventKind.SUBAGENT: SubagentStarted,
     EventKind.FINAL: RunFinished,
     EventKind.ANSWER_DELTA: AnswerStreamed,
+    EventKind.CALL: CallProgress,
 }
 
 
@@ -439,7 +472,7 @@ class EventBus:
         is not recorded and takes no number of its own (it carries the number of
         the event before it), so stored events stay numbered 1, 2, 3 ...
         """
-        transient = isinstance(event, AnswerStreamed)
+        transient = isinstance(event, TRANSIENT)
         if not transient:
             self._seq += 1
         event = dataclasses.replace(

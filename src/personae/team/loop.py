@@ -26,11 +26,18 @@ from personae.team.events import (
 )
 from personae.team.involvement import involvement_for
 from personae.team.loopdetect import LoopDetector
-from personae.team.manager import SubtaskOutcome, decompose, make_plan, synthesize
+from personae.team.manager import (
+    SubtaskOutcome,
+    decompose,
+    fallback_plan,
+    make_plan,
+    synthesize,
+)
 from personae.team.mcp_servers import McpHub
 from personae.team.runtime import Runtime
 from personae.team.signals import (
     InvolvementLevel,
+    Plan,
     Subtask,
     SubtaskStatus,
     ValidationResult,
@@ -43,6 +50,7 @@ from personae.team.skills import (
     load_skills,
     relevant_skills,
 )
+from personae.team.structured import StructuredOutputError
 from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
 from personae.team.turn_context import TurnContext
 from personae.team.validator import ValidationChecks, validate
@@ -187,7 +195,16 @@ class TeamLoop:
 
     async def _run_turn(self, turn: TurnContext, run: _Run) -> TurnResult:
         rt = self.runtime
-        plan = await make_plan(rt, turn, self.persona)
+        stopped: str | None = None  # a cap or the deadline was reached while planning
+        try:
+            plan = await make_plan(rt, turn, self.persona)
+        except (StructuredOutputError, TimeoutError) as exc:
+            reason = str(exc)
+            run.warnings.append(f"the plan did not parse; the task runs as one subtask: {reason}")
+            plan = fallback_plan(rt, Subtask(description=turn.task), reason, number=None)
+        except UsageLimitExceeded as exc:
+            stopped = str(exc)
+            plan = Plan(subtasks=[Subtask(description=turn.task)], rationale=stopped)
         rt.emit(
             PlanMade(
                 message=f"{len(plan.subtasks)} subtask(s)",
@@ -196,7 +213,9 @@ class TeamLoop:
             )
         )
         outcomes: list[SubtaskOutcome] = []
-        for number, subtask in enumerate(plan.subtasks, start=1):
+        if stopped is not None:
+            outcomes = self._stop_for_cap(run, plan.subtasks, 1, stopped)
+        for number, subtask in enumerate(plan.subtasks if stopped is None else [], start=1):
             job = _Job(
                 run=run, number=number, original=subtask,
                 detector=LoopDetector(self.config.loop_window),
@@ -409,9 +428,12 @@ class TeamLoop:
         attempts: int,
     ) -> tuple[SubtaskOutcome, SubtaskBudget]:
         number, original = job.number, job.original
-        steps = await decompose(
-            self.runtime, turn, self.persona, subtask=subtask, number=number, missing=missing
-        )
+        try:
+            steps = await decompose(
+                self.runtime, turn, self.persona, subtask=subtask, number=number, missing=missing
+            )
+        except (StructuredOutputError, TimeoutError) as exc:
+            steps = fallback_plan(self.runtime, subtask, str(exc), number=number)
         results: list[SubtaskOutcome] = []
         for step in steps.subtasks:  # the steps share the original subtask's budget
             result, budget = await self._run_subtask(turn, job, step, budget)

@@ -13,12 +13,20 @@ from typing import assert_never
 
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
-from personae.team.events import AnswerStreamed
+from personae.team.events import AnswerStreamed, RunWarning
 from personae.team.runtime import CallInfo, CallOptions, Runtime
 from personae.team.signals import Plan, Subtask, SubtaskStatus
+from personae.team.structured import ask_structured
 from personae.team.turn_context import ContextView, TurnContext
 
-__all__ = ["SubtaskOutcome", "decompose", "make_plan", "synthesize"]
+__all__ = [
+    "SubtaskOutcome",
+    "decompose",
+    "fallback_plan",
+    "make_plan",
+    "plan_instructions",
+    "synthesize",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,14 +60,19 @@ def _instructions(persona: Persona | None, job: str) -> str:
     return head
 
 
-async def make_plan(runtime: Runtime, turn: TurnContext, persona: Persona | None) -> Plan:
-    """Break the turn's task into subtasks (each with description and requirements)."""
-    view = turn.view("manager")
-    instructions = _instructions(
+def plan_instructions(persona: Persona | None) -> str:
+    """The Manager's instructions for planning a task."""
+    return _instructions(
         persona,
         "Break the user's task into a short ordered list of subtasks, each with a description "
         "and the requirements that show it is done. Use as few subtasks as the task needs.",
     )
+
+
+async def make_plan(runtime: Runtime, turn: TurnContext, persona: Persona | None) -> Plan:
+    """Break the turn's task into subtasks (each with description and requirements)."""
+    view = turn.view("manager")
+    instructions = plan_instructions(persona)
     return await _ask_for_plan(
         runtime, view, persona, instructions, [_task_part(view.text, turn.task)], subtask=None
     )
@@ -113,12 +126,23 @@ async def _ask_for_plan(
     """One structured Manager call: the role's context view, then ``parts``."""
     prompt = "\n\n".join(p for p in (view.text, *parts) if p)
     info = _call_info(view, persona, instructions, prompt, subtask)
-    output, _ = await runtime.call(
-        info, instructions=instructions, prompt=prompt, options=CallOptions(output_type=Plan)
+    return await ask_structured(
+        runtime, info, instructions=instructions, prompt=prompt, output_type=Plan
     )
-    if not isinstance(output, Plan):  # the runtime returns the requested output type
-        raise TypeError(f"manager call returned {type(output).__name__}, not Plan")
-    return output
+
+
+def fallback_plan(runtime: Runtime, what: Subtask, reason: str, *, number: int | None) -> Plan:
+    """The plan when the Manager's answer did not parse: ``what`` as the one subtask, with
+    a ``plan_unparsed`` warning (the run goes on; it never fails for a plan)."""
+    runtime.emit(
+        RunWarning(
+            message=f"the plan did not parse; the task runs as one subtask: {reason}",
+            subtask=number,
+            action="plan_unparsed",
+            details={"error": reason},
+        )
+    )
+    return Plan(subtasks=[what], rationale="the Manager's plan did not parse")
 
 
 def not_done_section(outcomes: list[SubtaskOutcome]) -> str:
@@ -151,10 +175,10 @@ async def synthesize(
     partial = [o for o in outcomes if o.status is SubtaskStatus.PARTIAL and o.result.strip()]
     not_done = not_done_section(outcomes)
     summary = ""
-    if (validated or partial) and runtime.usage.exhausted:
+    if (validated or partial) and runtime.stopped:
         # No model call left: report the results themselves.
         summary = (
-            "The run's usage cap was reached; results:\n"
+            "The run's usage cap or deadline was reached; results:\n"
             + "\n".join(f"- {o.subtask.description}: {o.result}" for o in validated)
             + "".join(f"\n- [partial] {o.subtask.description}: {o.result}" for o in partial)
         )

@@ -11,6 +11,7 @@ from typing import Any, assert_never
 
 from personae.team.events import (
     AnswerStreamed,
+    CallProgress,
     Corrected,
     Event,
     PlanMade,
@@ -42,6 +43,8 @@ EXPLANATIONS: dict[str, str] = {
     "naming the tools to use), within a per-subtask retry budget.",
     "subagent": "The agent tool starts a sub-agent with its own persona prompt only, its own "
     "tool subset and step budget; only its final message comes back.",
+    "call": "A model call starts or ends: each request carries its output cap (max_tokens) "
+    "and each role's call a timeout; the live view shows the call in progress.",
     "answer_delta": "The Manager's final answer arrives piece by piece as the model writes "
     "it; the final event carries it whole.",
     "warning": "Warnings are things you should know: skipped or escalated subtasks, an "
@@ -100,8 +103,8 @@ def describe(event: Event, *, explain: bool = False, seen: set[str] | None = Non
             lines.append(("tool", f"    {ended}"))
         case RunFinished():
             lines.extend(_final(event))
-        case AnswerStreamed():
-            pass  # the final event carries the whole answer
+        case AnswerStreamed() | CallProgress():
+            pass  # the final event carries the whole answer; the stored call, the call
         case _:
             assert_never(event)
     return lines

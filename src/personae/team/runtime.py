@@ -10,6 +10,7 @@ and capped by :meth:`~personae.store.answers.ModelAnswer.build`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -17,7 +18,7 @@ from typing import Any
 
 from pydantic_ai import Agent, capture_run_messages
 from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.exceptions import ModelHTTPError, UsageLimitExceeded
 from pydantic_ai.messages import (
     AgentStreamEvent,
     ModelMessage,
@@ -28,6 +29,7 @@ from pydantic_ai.messages import (
     TextPartDelta,
 )
 from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.tools import RunContext
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import UsageLimits
@@ -36,7 +38,8 @@ from personae.models.resolve import ModelResolver
 from personae.store.answers import ModelAnswer
 from personae.store.runs import CallRole, EventRow, ModelCallRow, RunStore
 from personae.team._request_tokens import count_request
-from personae.team.events import AnswerStreamed, Event, EventBus, RunWarning
+from personae.team.bounds import CallBounds, CallTimeoutError, server_error
+from personae.team.events import TRANSIENT, CallProgress, Event, EventBus, RunWarning
 from personae.tokens.registry import counter_for_model, model_info
 
 __all__ = ["CallInfo", "CallOptions", "Runtime", "TreeUsage", "call_row"]
@@ -122,7 +125,13 @@ class CallOptions:
     max_steps: int | None = None
     """Caps this call's own requests (a fresh budget per call)."""
     timeout: float | None = None
-    """Seconds for the whole call."""
+    """Seconds for the whole call (``None``: the role's timeout; never past the run's
+    deadline)."""
+    max_tokens: int | None = None
+    """Cap on each answer's tokens, below the model's output cap (``None``: that cap)."""
+    extra_body: dict[str, Any] | None = None
+    """Request fields the provider's SDK does not know (``response_format`` for a local
+    server)."""
     output_retries: int = 2
     """Retries when the output does not validate."""
     on_text: Callable[[str], object] | None = None
@@ -141,6 +150,7 @@ class _Recorder(AbstractCapability[Any]):
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         self.runtime.usage.check()
+        self.runtime.bounds.check()
         return request_context
 
     async def after_model_request(
@@ -237,8 +247,8 @@ class Runtime:
     """Model calls not written yet."""
     usage: TreeUsage = field(default_factory=TreeUsage)
     """Usage shared by the whole tree of agents."""
-    validator_timeout: float = 120.0
-    """Seconds a validator call may take before it counts as an infrastructure error."""
+    bounds: CallBounds = field(default_factory=CallBounds)
+    """Per-role call timeouts and the run's deadline."""
     _agents: dict[Any, Agent[None, Any]] = field(default_factory=dict, repr=False)
     _cuts_seen: set[tuple[Any, ...]] = field(default_factory=set, repr=False)
 
@@ -283,9 +293,10 @@ class Runtime:
     def store_event(self, event: Event) -> None:
         """Bus listener: queue an event for storage (written in batches).
 
-        ``answer_delta`` events are not stored: the ``final`` event holds the whole answer.
+        ``answer_delta`` events are not stored: the ``final`` event holds the whole answer;
+        nor are ``call`` events (the stored model calls hold what they say).
         """
-        if isinstance(event, AnswerStreamed):
+        if isinstance(event, TRANSIENT):
             return
         data = event.to_json_dict()["data"]
         self.pending.append(
@@ -298,6 +309,12 @@ class Runtime:
             events, self.pending = self.pending, []
             calls, self.pending_calls = self.pending_calls, []
             self.runs.write_batch(self.run_id, events=events, calls=calls)
+
+    @property
+    def stopped(self) -> bool:
+        """No further model request may start: a usage cap or the run's deadline is reached."""
+        left = self.bounds.left()
+        return self.usage.exhausted or (left is not None and left <= 0)
 
     @property
     def run_id(self) -> str:
@@ -339,6 +356,18 @@ class Runtime:
             self._agents[key] = agent
         limits = UsageLimits(request_limit=opts.max_steps)
         on_text = opts.on_text
+        facts = self.models.facts(opts.persona_model)
+        cap = min(opts.max_tokens or facts.max_output, facts.max_output)
+        settings = ModelSettings(max_tokens=cap)
+        if opts.extra_body:
+            settings["extra_body"] = opts.extra_body
+        timeout = self.bounds.timeout_for(info.role, opts.timeout)
+        start = time.monotonic()
+        self.emit(CallProgress(
+            message=f"{info.role} waiting for {label}", subtask=info.subtask, role=info.role,
+            model=label, max_tokens=cap, timeout=timeout,
+        ))  # fmt: skip
+        written = self.usage.output_tokens
         with capture_run_messages() as messages:
             try:
                 result = await agent.run(
@@ -347,14 +376,29 @@ class Runtime:
                     toolsets=list(opts.toolsets),
                     capabilities=[recorder],
                     usage_limits=limits,
-                    timeout=opts.timeout,
+                    model_settings=settings,
+                    timeout=timeout,
                     event_stream_handler=(
                         _text_pieces(on_text) if on_text and _streams(model) else None
                     ),
                 )
+            except ModelHTTPError as exc:
+                raise server_error(exc, info.role, facts) from None
+            except TimeoutError as exc:
+                self.bounds.check()  # the run's deadline, not this call's timeout
+                raise CallTimeoutError(
+                    f"the {info.role}'s call to {label} ({facts.where}) took longer than "
+                    f"{timeout:g} s"
+                ) from exc
             finally:
                 if messages_out is not None:
                     messages_out.extend(messages)
                 self.flush()
+                self.emit(CallProgress(
+                    message=f"{info.role} call to {label} ended", subtask=info.subtask,
+                    phase="end", role=info.role, model=label, max_tokens=cap, timeout=timeout,
+                    seconds=round(time.monotonic() - start, 3),
+                    output_tokens=self.usage.output_tokens - written,
+                ))  # fmt: skip
         self.usage.tool_calls += result.usage.tool_calls
         return result.output, recorder.local_requests

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +26,7 @@ from personae.errors import PersonaeError, RunError
 from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, handover_depth
 from personae.handover.tool import register_handover_tool
 from personae.limits import DEFAULTS
+from personae.models.facts import ModelFacts
 from personae.models.resolve import ModelResolver
 from personae.persona.cast import Cast
 from personae.persona.model import Persona
@@ -35,14 +36,15 @@ from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
 from personae.store.runs import RunStore
 from personae.store.status import RunStatus
-from personae.team.events import Event, EventBus, RunStarted, ToolCalled
+from personae.team.bounds import CallBounds
+from personae.team.events import Event, EventBus, RunStarted, RunWarning, ToolCalled
 from personae.team.loop import TeamConfig, TeamLoop, TurnResult
 from personae.team.runlog import attach_run, describe_failure, end_run, start_run
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.summarizer import SummaryCalls, model_summarize
 from personae.team.toolbox import narrow_names, persona_limits
 from personae.team.turn_context import TurnContext
-from personae.tokens.registry import counter_for_model, model_info
+from personae.tokens.registry import counter_for_model
 from personae.tools.registry import ToolRegistry
 from personae.tools.sandbox import describe_mode
 from personae.tools.workspace import Workspace
@@ -91,6 +93,15 @@ class RunOptions:
     cast: Cast | None = None
     """The cast to run with (``None``: loaded from ``root`` and ``extra_persona_dirs``);
     not changed by the run."""
+    model_window: int | None = None
+    """The model's window in tokens (``--window``); ``None``: the config's ``models:``
+    entry, what the server tells, else personae's table (then the run warns it guessed)."""
+    call_timeouts: Mapping[str, float] | None = None
+    """Seconds each role's call may take (``--call-timeout`` sets every role); ``None``:
+    the config's ``timeouts:``, else the defaults."""
+    deadline: float | None = None
+    """Seconds the run may take (``--deadline``); ``None``: the config's ``timeouts.run``,
+    else the default."""
     window: ContextWindow | None = None
     """The session's context window, kept by a caller that runs several turns of the
     session in one process (``personae.Team`` does): what earlier turns read and
@@ -263,6 +274,7 @@ def _start_recording(
     models: ModelResolver,
     listeners: Sequence[Callable[[Event], None]],
     sandbox: str,
+    bounds: CallBounds,
 ) -> _Recording:
     """Start (or take over the announced) run, wire its event bus (store, then listeners)
     and emit ``start`` to whoever has not seen it."""
@@ -275,7 +287,7 @@ def _start_recording(
     attach_run(runs, started, task=task, model=label, session=session)
     bus = EventBus(started.run_id)
     usage = TreeUsage(request_cap=options.request_cap)
-    runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage)
+    runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage, bounds=bounds)
     bus.subscribe(runtime.store_event)
     if options.announced is not None:  # already shown: don't show it again
         bus.adopt(started)
@@ -346,6 +358,35 @@ async def _run_team(
     return result
 
 
+def _configure(models: ModelResolver, project: Project, options: RunOptions) -> None:
+    """Give the resolver the config's ``models:`` entries and the ``--window`` flag (a
+    caller's resolver keeps what it was given)."""
+    if not models.entries:
+        models.entries = dict(project.config.models)
+    if options.model_window is not None:
+        models.window = options.model_window
+
+
+def _bounds(project: Project, options: RunOptions) -> CallBounds:
+    """The run's call timeouts (flag, else config) and deadline (flag, config, default)."""
+    config = project.config.timeouts
+    timeouts = dict(config.per_role())
+    timeouts.update(options.call_timeouts or {})
+    deadline = options.deadline or config.run or DEFAULTS.run_deadline
+    return CallBounds(timeouts=timeouts, deadline=deadline)
+
+
+def window_warning(facts: ModelFacts) -> RunWarning:
+    """The one warning a run gives when its model's window is a guess."""
+    return RunWarning(
+        message=f"the window of {facts.label} is a guess: {facts.window:,} tokens from "
+        f"{facts.window_source} ({facts.where} did not tell); pass --window N or set "
+        "context_window in the model's models: entry of .personae/config.yaml",
+        action="window_guessed",
+        details={"model": facts.label, "window": facts.window, "source": facts.window_source},
+    )
+
+
 async def run_turn(
     task: str,
     options: RunOptions,
@@ -362,9 +403,12 @@ async def run_turn(
     persona = active_persona(cast, options.persona)
     profile = profile_name(project.root, options.profile, persona)
     models = resolver or ModelResolver(default=options.model, base_url=project.config.base_url)
+    _configure(models, project, options)
     label = models.label(persona.model if persona else None)
     counter = counter_for_model(label)
-    budget = Budget.of_window(model_info(label).context_window, options.budget_share)
+    facts = models.facts(persona.model if persona else None)
+    budget = Budget.of_window(facts.window, options.budget_share)
+    bounds = _bounds(project, options)
     with Store(project.state_db) as store:
         conversations = ConversationStore(store, counter)
         session = _open_session(conversations, options, task)
@@ -396,7 +440,10 @@ async def run_turn(
         rec = _start_recording(
             store, options, task, label=label, session=session, models=models,
             listeners=listeners, sandbox=describe_mode(project.config.sandbox.mode),
+            bounds=bounds,
         )  # fmt: skip
+        if facts.guessed:
+            rec.runtime.emit(window_warning(facts))
         summary_calls.adopt(rec.runtime)  # the summary's model call counts and is stored too
 
         def make_team() -> TeamLoop:

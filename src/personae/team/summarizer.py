@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pydantic_ai import Agent
+from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import UsageLimits
 
 from personae.context.report import BudgetReport, SectionReport
@@ -110,6 +111,7 @@ async def model_summarize(
         request,
         instructions=instructions,
         usage_limits=UsageLimits(request_limit=1),
+        model_settings=ModelSettings(max_tokens=models.facts(persona_model).max_output),
         timeout=timeout,
     )
     if calls is not None:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
 
 from personae.models.scenario import ROLE_MARKER
-from personae.team.runtime import CallInfo, CallOptions, Runtime
+from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import (
     BlockerType,
     CompletionSignal,
@@ -29,6 +29,7 @@ from personae.team.signals import (
     ValidationResult,
     WorkerResult,
 )
+from personae.team.structured import ask_structured
 from personae.team.turn_context import TurnContext
 
 __all__ = [
@@ -340,12 +341,10 @@ async def validate(
         budget=view.report,
     )
     try:
-        verdict, _ = await runtime.call(
-            info,
-            instructions=instructions,
-            prompt=prompt,
-            options=CallOptions(output_type=Verdict, timeout=runtime.validator_timeout),
-        )
+        verdict = await ask_structured(
+            runtime, info, instructions=instructions, prompt=prompt, output_type=Verdict,
+            attempts=2,
+        )  # fmt: skip
     except UsageLimitExceeded:
         raise
     except (ModelAPIError, UnexpectedModelBehavior, TimeoutError, OSError) as exc:

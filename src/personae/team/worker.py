@@ -146,11 +146,13 @@ async def run_worker(
         )
         text = str(output)
     except UsageLimitExceeded as exc:
-        if runtime.usage.exhausted:
-            raise  # the whole run's cap, not this worker's step budget
+        if runtime.stopped:
+            raise  # the whole run's cap or deadline, not this worker's step budget
         error = f"step budget of {steps} used up: {exc}"
     except UnexpectedModelBehavior as exc:
         misbehaved = error = f"model misbehaved: {exc.message}"
+    except TimeoutError as exc:  # this call's timeout (the run's deadline raised above)
+        misbehaved = error = str(exc)
     finally:
         wrapped.record_refused(messages)
     if misbehaved is not None:

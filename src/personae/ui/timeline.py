@@ -15,6 +15,7 @@ from typing import Any, assert_never
 from personae.store.runs import ModelCallRecord, StoredEvent
 from personae.team.events import (
     AnswerStreamed,
+    CallProgress,
     Corrected,
     Event,
     PlanMade,
@@ -186,7 +187,10 @@ def _event(stored: StoredEvent, event: Event | None) -> str:
             return _warning(event)
         case RunFinished():
             return _final(event)
-        case SubtaskStarted() | SubagentStarted() | SubagentEnded() | AnswerStreamed() | None:
+        case (
+            SubtaskStarted() | SubagentStarted() | SubagentEnded() | AnswerStreamed()
+            | CallProgress() | None
+        ):  # fmt: skip
             return _other(stored)  # outside a tree position (or unknown): shown as stored
         case _:
             assert_never(event)

@@ -1,0 +1,123 @@
+"""One structured model call (a plan, a verdict) in the output mode that fits the model.
+
+``tool`` mode asks pydantic-ai for the output type (an output tool). ``native`` and
+``prompted`` ask for text: the JSON schema goes in the instructions, ``native`` also
+sends it as the request's ``response_format`` so the server constrains decoding; the
+answer is read leniently (:func:`personae.models.output.extract_json`) and checked
+against the type. An answer that does not parse is asked again (a fresh call, counted
+and stored like any other) up to ``attempts`` times; then
+:class:`StructuredOutputError` names the role, the model and the server.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+from personae.models.output import extract_json, response_format, schema_instructions
+from personae.team.runtime import CallInfo, CallOptions, Runtime
+
+__all__ = ["StructuredOutputError", "ask_structured", "wire_schema"]
+
+T = TypeVar("T", bound=BaseModel)
+
+_MAX_ITEMS = 5
+"""Most items of any array in a constrained answer (a plan of at most five subtasks)."""
+_MAX_LENGTH = 300
+"""Longest string in a constrained answer (a small model's runaway string stops here)."""
+
+
+class StructuredOutputError(UnexpectedModelBehavior):
+    """The model's answer did not parse as the structured output asked for."""
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with every ``$ref`` to ``#/$defs/...`` replaced by its definition."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline(defs[ref.removeprefix("#/$defs/")], defs)
+        return {k: _inline(v, defs) for k, v in node.items() if k not in ("$defs", "title")}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
+def _bound(node: Any) -> Any:
+    """Bounds on every string and array without one (constrained decoding then stops)."""
+    if isinstance(node, dict):
+        bounded = {k: _bound(v) for k, v in node.items()}
+        if bounded.get("type") == "string" and "enum" not in bounded:
+            bounded.setdefault("maxLength", _MAX_LENGTH)
+        if bounded.get("type") == "array":
+            bounded.setdefault("maxItems", _MAX_ITEMS)
+        return bounded
+    if isinstance(node, list):
+        return [_bound(v) for v in node]
+    return node
+
+
+def wire_schema(output_type: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema sent for ``output_type``: references inlined, strings and arrays
+    bounded, descriptions kept."""
+    schema = output_type.model_json_schema()
+    return dict(_bound(_inline(schema, schema.get("$defs", {}))))
+
+
+async def ask_structured(
+    runtime: Runtime,
+    info: CallInfo,
+    *,
+    instructions: str,
+    prompt: str,
+    output_type: type[T],
+    persona_model: str | None = None,
+    timeout: float | None = None,
+    attempts: int = 3,
+) -> T:
+    """Ask the model for one ``output_type`` object in its output mode."""
+    facts = runtime.models.facts(persona_model)
+    what = output_type.__name__.lower()
+    where = f"the {info.role} got no valid {what} from {facts.label} ({facts.where}"
+    if facts.output_mode == "tool":
+        try:
+            output, _ = await runtime.call(
+                info, instructions=instructions, prompt=prompt,
+                options=CallOptions(output_type=output_type, persona_model=persona_model,
+                                    timeout=timeout),
+            )  # fmt: skip
+        except UnexpectedModelBehavior as exc:
+            raise StructuredOutputError(
+                f"{where}, output mode tool): {exc.message}; try output_mode: prompted or "
+                "native in the model's models: entry of .personae/config.yaml"
+            ) from exc
+        if not isinstance(output, output_type):
+            raise TypeError(f"{info.role} call returned {type(output).__name__}, not {what}")
+        return output
+    schema = wire_schema(output_type)
+    extra = None
+    if facts.output_mode == "native":
+        extra = {"response_format": response_format(facts.server, what, schema)}
+    asked = f"{instructions}\n\n{schema_instructions(schema)}"
+    fields = frozenset(schema.get("properties", {}))
+    problem = ""
+    for _ in range(max(1, attempts)):
+        text, _ = await runtime.call(
+            info, instructions=asked, prompt=prompt,
+            options=CallOptions(persona_model=persona_model, timeout=timeout, extra_body=extra),
+        )  # fmt: skip
+        found = extract_json(str(text), fields)
+        if found is None:
+            problem = "no JSON object in the answer: " + " ".join(str(text).split())[:120]
+            continue
+        try:
+            return output_type.model_validate(found)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            place = ".".join(str(p) for p in first["loc"]) or what
+            problem = f"{place}: {first['msg']}"
+    raise StructuredOutputError(
+        f"{where}, output mode {facts.output_mode}) in {max(1, attempts)} tries: {problem}"
+    )
