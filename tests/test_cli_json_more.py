@@ -78,6 +78,7 @@ def test_handover_create_and_run_json(tmp_path: Path) -> None:
     assert outcome["attempts"][0]["exit_code"] == 0
 
 
+@pytest.mark.process
 def test_chain_run_and_status_json(tmp_path: Path) -> None:
     root = _example(tmp_path)
     before = _cli("chain", "status", "workflow.yaml", "--json", cwd=root)

@@ -59,6 +59,7 @@ def _runs(runs: Path) -> int:
     return len(runs.read_text().splitlines()) if runs.exists() else 0
 
 
+@pytest.mark.process
 def test_git_log_runs_only_for_a_role_that_shows_it(tmp_path: Path, counting_git: Path) -> None:
     root = tmp_path / "p"
     (root / ".personae").mkdir(parents=True)

@@ -250,6 +250,7 @@ def test_missing_files_are_skipped_silently(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+@pytest.mark.process
 def test_recent_changes_come_from_git_log(tmp_path: Path) -> None:
     env = {
         **os.environ,

@@ -8,6 +8,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from _helpers import run_personae
 from personae.handover import ContextHandover
 from personae.handover._render import render_section
@@ -93,6 +95,7 @@ def test_a_multi_gb_file_is_summarized_without_reading_it_whole(tmp_path: Path) 
     assert text is not None and "at least 1000 rows" in text and str(4 * 1024**3) in text
 
 
+@pytest.mark.process
 def test_handover_carries_format_and_summary_to_the_receiver(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     root.mkdir()

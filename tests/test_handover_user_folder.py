@@ -6,6 +6,8 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
 from _helpers import run_personae
 from personae.api.handover import HandoverSpec, create_handover, load_handover
 
@@ -18,6 +20,7 @@ def _project(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.mark.process
 def test_the_setting_and_the_flag_choose_the_folder(tmp_path: Path) -> None:
     root = _project(tmp_path)
     home = tmp_path / "home"
@@ -42,6 +45,7 @@ def test_the_setting_and_the_flag_choose_the_folder(tmp_path: Path) -> None:
     assert Path(flagged.stdout.strip()).parent == other
 
 
+@pytest.mark.process
 def test_api_folder_and_the_handover_loads_from_it(tmp_path: Path) -> None:
     root = _project(tmp_path)
     folder = tmp_path / "user-handovers"

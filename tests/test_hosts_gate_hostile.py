@@ -182,6 +182,7 @@ _HOST = (
 """A stand-in host process (not a shell): waits for a line, then runs its argv (the hook)."""
 
 
+@pytest.mark.process
 def test_binding_to_the_nearest_host_process_only(tmp_path: Path) -> None:
     """A bootstrap recorded for a host process unlocks that host's hooks, never the hooks of
     a host started from its shell (a nested host), nor a process with a reused pid."""

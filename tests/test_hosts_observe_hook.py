@@ -64,6 +64,7 @@ def _journal(root: Path) -> list[dict[str, Any]]:
     return [dict(r) for r in rows]
 
 
+@pytest.mark.process
 def test_claude_code_tool_call_is_recorded_redacted_and_bounded(tmp_path: Path) -> None:
     root = _project(tmp_path)
     command = _observe_command(root, Host.CLAUDE)
@@ -90,6 +91,7 @@ def test_claude_code_tool_call_is_recorded_redacted_and_bounded(tmp_path: Path) 
     assert "credential" in context and SECRET not in done.stdout
 
 
+@pytest.mark.process
 def test_a_failed_result_comes_back_to_claude_and_codex_as_context(tmp_path: Path) -> None:
     root = _project(tmp_path)
     for host in (Host.CLAUDE, Host.CODEX):
@@ -110,6 +112,7 @@ def test_a_failed_result_comes_back_to_claude_and_codex_as_context(tmp_path: Pat
     assert [e["tool_name"] for e in _journal(root)] == ["Bash", "Bash"]
 
 
+@pytest.mark.process
 def test_copilot_tool_call_is_recorded(tmp_path: Path) -> None:
     root = _project(tmp_path)
     payload = {
@@ -136,6 +139,7 @@ def test_copilot_tool_call_is_recorded(tmp_path: Path) -> None:
         {"cwd": "PROJECT", "tool_name": "", "tool_input": {}},
     ],
 )
+@pytest.mark.process
 def test_never_blocks_and_records_nothing_it_should_not(tmp_path: Path, payload: Any) -> None:
     root = _project(tmp_path)
     if isinstance(payload, dict) and payload["cwd"] == "PROJECT":
@@ -146,6 +150,7 @@ def test_never_blocks_and_records_nothing_it_should_not(tmp_path: Path, payload:
     assert not Path("/nonexistent/.personae").exists()
 
 
+@pytest.mark.process
 def test_outside_a_project_nothing_is_created(tmp_path: Path) -> None:
     payload = {"cwd": str(tmp_path), "tool_name": "Bash", "tool_input": {}, "tool_response": "x"}
     proc = subprocess.run(
@@ -172,6 +177,7 @@ def test_a_missing_binary_does_not_block_the_host(tmp_path: Path) -> None:
     assert done.returncode == 0  # the tool already ran; a broken recorder must not fail it
 
 
+@pytest.mark.process
 def test_rendering_keeps_the_gate_as_it_was(tmp_path: Path) -> None:
     root = _project(tmp_path)
     settings = json.loads((root / CLAUDE_SETTINGS).read_text(encoding="utf-8"))

@@ -111,6 +111,7 @@ def _extract_tests(sdist: Path, into: Path) -> Path:
 
 
 @pytest.mark.timeout(900)  # the first run downloads the sdist (pip builds its metadata)
+@pytest.mark.process
 def test_langchains_own_trim_messages_tests_pass_with_the_drop_in(tmp_path: Path) -> None:
     installed = version("langchain-core")
     if installed not in LANGCHAIN_CORE:

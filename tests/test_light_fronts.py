@@ -98,11 +98,13 @@ LOADED = (
 )
 
 
+@pytest.mark.process
 def test_a_leaf_module_loads_only_what_it_needs() -> None:
     loaded = _child("import personae.team.events\n" + LOADED)
     assert loaded == ["personae.store.status", "personae.team.events"]
 
 
+@pytest.mark.process
 def test_help_loads_no_runtime() -> None:
     code = (
         "import contextlib, io\n"

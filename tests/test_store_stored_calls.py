@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import yaml
 
 from personae.limits import ARG_KEEP_CHARS, cut_strings
@@ -77,6 +78,7 @@ You write files.
 """
 
 
+@pytest.mark.process
 def test_one_run_with_a_huge_argument_stays_small(tmp_path: Path) -> None:
     """`personae run`: a 3 MiB write_file argument, then the whole run's store is small."""
     root = tmp_path / "proj"

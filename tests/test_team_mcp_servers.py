@@ -346,6 +346,7 @@ LIBRARIAN.
 """
 
 
+@pytest.mark.process
 def test_validator_prompt_lists_the_tools_discovered_from_the_server(tmp_path: Path) -> None:
     # The persona declares only the whole server: the tool names are known once the server
     # answers at run time. The validator's prompt lists those, not the declared entry.

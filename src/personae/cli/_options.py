@@ -124,7 +124,7 @@ def with_options(
 WindowOpt = Annotated[
     int | None,
     typer.Option(
-        "--window", min=256,
+        "--window", min=256, metavar="TOKENS",
         help="The model's context window in tokens (default: the config's models: entry, "
         "what the server tells, else a guess with a warning).",
     ),
@@ -132,7 +132,7 @@ WindowOpt = Annotated[
 CallTimeoutOpt = Annotated[
     float | None,
     typer.Option(
-        "--call-timeout", min=0.001,
+        "--call-timeout", min=0.001, metavar="SECONDS",
         help=f"Seconds each model call may take (defaults: Manager {DEFAULTS.manager_timeout:g}, "
         f"Worker {DEFAULTS.worker_timeout:g}, Validator {DEFAULTS.validator_timeout:g}; config "
         "timeouts:).",
@@ -141,7 +141,7 @@ CallTimeoutOpt = Annotated[
 DeadlineOpt = Annotated[
     float | None,
     typer.Option(
-        "--deadline", min=0.001,
+        "--deadline", min=0.001, metavar="SECONDS",
         help="Seconds after which no model request starts; the run ends with what is done "
         f"(default {DEFAULTS.run_deadline:g}; config timeouts.run).",
     ),
