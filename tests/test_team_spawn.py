@@ -157,7 +157,7 @@ def test_bundled_repo_researcher_clones_a_local_repo_into_a_temp_workspace(
 @pytest.mark.process
 def test_bundled_personas_run_in_a_project_without_any_persona(tmp_path: Path) -> None:
     root = tmp_path / "bare"
-    root.mkdir()
+    (root / ".personae").mkdir(parents=True)  # a project (runs refuse to start outside one)
     (root / "notes.md").write_text("NOTE-MARK: the release is on Friday.\n")
     scenario = {
         "steps": [
@@ -172,10 +172,11 @@ def test_bundled_personas_run_in_a_project_without_any_persona(tmp_path: Path) -
         ]
     }  # fmt: skip
     (tmp_path / "s.json").write_text(json.dumps(scenario))
-    result = _personae(
-        root, "run", "When is the release?", "--persona", "researcher",
-        "--model", f"scripted:{tmp_path / 's.json'}",
-    )  # fmt: skip
+    result = run_personae(
+        "run", "When is the release?", "--persona", "researcher",
+        "--model", f"scripted:{tmp_path / 's.json'}", cwd=root,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(tmp_path)},
+    )  # fmt: skip  (HOME is not the project: the user's data folder never marks one)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "The release is on Friday." in result.stdout
 

@@ -32,8 +32,8 @@ TaskOpt = Annotated[
         "-t",
         help=(
             "Task text, or the name of a task file (NAME or NAME.md) in "
-            ".personae/project/tasks/ or a goal step's folder "
-            "(.personae/project/goals/N/M/tasks/)."
+            ".personae/project/tasks/ or in a goal step's tasks/ folder "
+            "(.personae/project/goals/N/M/)."
         ),
     ),
 ]
