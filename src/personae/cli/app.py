@@ -16,7 +16,19 @@ from typer._click import exceptions as click_errors  # typer's own click (vendor
 from typer.exceptions import TyperException
 
 from personae import __version__
-from personae.cli import batch, chain, context, handover, hosts, personas, project, run, serve, ui
+from personae.cli import (
+    batch,
+    chain,
+    context,
+    handover,
+    hosts,
+    personas,
+    project,
+    run,
+    runs,
+    serve,
+    ui,
+)
 from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
 from personae.errors import CommandLineError, PersonaeError
 
@@ -58,7 +70,7 @@ def _root(
 
 app.add_typer(personas.app, name="personas")
 app.add_typer(context.app, name="context")
-app.add_typer(run.runs_app, name="runs")
+app.add_typer(runs.runs_app, name="runs")
 app.add_typer(handover.app, name="handover")
 app.add_typer(chain.app, name="chain")
 app.add_typer(hosts.app, name="hosts")

@@ -1,4 +1,4 @@
-"""`personae run`, `personae demo` and `personae runs ...`."""
+"""`personae run` and `personae demo` (stored runs: :mod:`personae.cli.runs`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from personae.cli import _options
-from personae.cli._options import JsonOpt
 from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
 from personae.cli._root import project_root
 from personae.errors import CommandLineError, PersonaeError, RunError, UsageError
@@ -29,15 +28,12 @@ if TYPE_CHECKING:
 
     from personae.handover.runflow import HandoverSession, HandoverTurn
     from personae.settings import PersonaeSettings
-    from personae.store.answers import ModelAnswer
     from personae.team.events import Event, RunFinished, RunStarted
     from personae.team.session import RunOptions, RunOutcome
 
-__all__ = ["register", "runs_app"]
+__all__ = ["STYLES", "register"]
 
-runs_app = typer.Typer(help="Stored runs and their events.", no_args_is_help=True)
-
-_STYLES = {
+STYLES = {  # rich styles of the describe() kinds, shared with `runs show`
     "title": "bold",
     "plain": "",
     "tool": "cyan",
@@ -110,7 +106,7 @@ class _View:
             self._end_stream(event)
             return
         for style, text in describe(event, explain=self.explain, seen=self.seen):
-            self.console.print(Text(text, style=_STYLES.get(style, "")))
+            self.console.print(Text(text, style=STYLES.get(style, "")))
         if self.status is not None:
             where = f" (subtask {event.subtask})" if event.subtask else ""
             self.status.update(f"working{where}: last step {event.kind.value}")
@@ -121,7 +117,7 @@ class _View:
             self.status.stop()
             self.status = None
         if not self.streamed:
-            self.console.print("Answer:", style=_STYLES.get("title", ""))
+            self.console.print("Answer:", style=STYLES.get("title", ""))
             self.console.file.write("  ")
         self.streamed += piece
         self.console.file.write(piece.replace("\n", "\n  "))
@@ -139,11 +135,11 @@ class _View:
         rest = event.message.removeprefix(streamed) if streamed else event.message
         lines = describe(event, explain=self.explain, seen=self.seen)
         status = f"  status: {event.status}"
-        self.console.print(Text(status, style=_STYLES.get("note", "")))
+        self.console.print(Text(status, style=STYLES.get("note", "")))
         for line in rest.strip("\n").splitlines():
-            self.console.print(Text(f"  {line}", style=_STYLES.get("answer", "")))
+            self.console.print(Text(f"  {line}", style=STYLES.get("answer", "")))
         for style, text in lines[-1:]:  # the usage line
-            self.console.print(Text(text, style=_STYLES.get(style, "")))
+            self.console.print(Text(text, style=STYLES.get(style, "")))
 
 
 def _execute(
@@ -628,173 +624,3 @@ def _export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
             export_if_enabled(db, run_id, endpoint)
         except PersonaeError as exc:  # the run is stored; a lost trace is only a warning
             typer.echo(f"personae: warning: {exc}", err=True)
-
-
-def _store(root: Path) -> Any:
-    # local import: CLI start-up (only the command that runs loads what it needs)
-    from personae.project import Project
-    from personae.store.db import Store, store_present
-    from personae.store.runs import RunStore
-
-    project = Project.open(root)
-    if not store_present(project.state_db):  # a PostgreSQL store has no file
-        raise UsageError(
-            "no runs stored here yet (run 'personae run TASK' first)", file=project.state_db
-        )
-    return RunStore(Store(project.state_db))
-
-
-_TABLE_WIDTH = 120
-"""Narrower terminals get ``runs list`` as two lines a run instead of a table."""
-
-
-@runs_app.command("list")
-def list_runs(
-    limit: Annotated[int, typer.Option(min=1, help="How many runs.")] = 20,
-    session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Recent runs of this project, newest first."""
-    # local import: CLI start-up (only the command that runs loads what it needs)
-    from personae.store.db import store_present
-
-    project_db = Layout(project_root()).state_db
-    if not store_present(project_db):
-        # Nothing stored yet is an empty list, not an error (like `handover ledger`).
-        if as_json:
-            typer.echo("[]")
-        else:
-            typer.echo("no runs stored here yet (run 'personae run TASK' first)")
-        return
-    runs = _store(project_root())
-    runs.reconcile()
-    rows = runs.list_runs(limit=limit, session_id=session)
-    if as_json:
-        typer.echo(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
-        return
-    # local import: CLI start-up (rich's console loads only when this command prints)
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(width=160 if not sys.stdout.isatty() else None, highlight=False)
-    if console.width < _TABLE_WIDTH:  # a narrow terminal: two lines a run, nothing cut
-        # local import: CLI start-up (rich's console loads only when this command prints)
-        from rich.text import Text
-
-        for r in rows:
-            console.print(
-                Text(f"{r.id}  {r.status:<9} {r.started_at[:16].replace('T', ' ')}  "
-                     f"{r.persona or '-'}", style="bold"),
-                soft_wrap=True,
-            )  # fmt: skip
-            console.print(Text(f"    {r.task[:200]}  (model {r.model})"), soft_wrap=True)
-        return
-    table = Table()
-    for name in ("started", "status", "persona", "model", "task"):
-        table.add_column(name, overflow="fold")  # long paths wrap, never end in "…"
-    # Ids are what `runs show` takes: never cut them, whatever the terminal width.
-    table.add_column(
-        "id", no_wrap=True, overflow="ignore", min_width=len(rows[0].id) if rows else 2
-    )
-    table.columns.insert(0, table.columns.pop())
-    for r in rows:
-        table.add_row(r.id, r.started_at[:19], r.status, r.persona or "-", r.model, r.task[:60])
-    console.print(table)
-
-
-def _tokens_line(usage: dict[str, Any], model: str) -> str:
-    """Input tokens of one model call: the provider's figure, ours, and the drift."""
-    source = "scripted server (chars/4)" if model.startswith("scripted") else "provider"
-    reported = usage.get("input_tokens")
-    ours = usage.get("counted_input_tokens")
-    out = f"output {usage.get('output_tokens', '?')}"
-    if not isinstance(ours, int):  # stored before personae counted whole requests
-        return f"input tokens: {source} {reported}, ours not recorded; {out}"
-    kind = "exact" if usage.get("counter_exact") else "estimate"
-    line = f"input tokens: {source} {reported}, ours {ours} ({usage.get('counter')}, {kind})"
-    if isinstance(reported, int) and reported > 0:
-        drift = ours - reported
-        line += f", drift {drift:+d} ({100 * drift / reported:+.1f}%)"
-    return f"{line}; {out}"
-
-
-@runs_app.command("show")
-def show_run(
-    run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix works).")],
-    as_json: JsonOpt = False,
-    full: Annotated[bool, typer.Option(help="Print every assembled context in full.")] = False,
-) -> None:
-    """A run's events and every model call with its assembled context and budget report."""
-    runs = _store(project_root())
-    runs.reconcile()
-    record = runs.get(run_id)
-    events = runs.events(record.id)
-    calls = runs.model_calls(record.id)
-    if as_json:
-        payload = {
-            "run": record.model_dump(mode="json"),
-            "events": [e.model_dump(mode="json") for e in events],
-            "model_calls": [c.model_dump(mode="json") for c in calls],
-        }
-        typer.echo(json.dumps(payload, indent=2))
-        return
-    # local import: CLI start-up (rich's console loads only when this command prints)
-    from rich.console import Console
-    from rich.text import Text
-
-    from personae.context.report import BudgetReport
-    from personae.team.events import event_from_json
-    from personae.team.render import describe
-
-    console = Console(highlight=False, soft_wrap=True)
-    console.print(Text(f"run {record.id}: {record.status}, model {record.model}", style="bold"))
-    console.print(Text(f"task: {record.task}"))
-    if record.error:
-        console.print(Text(f"reason: {record.error}", style="red"))
-    if record.pid is not None:
-        console.print(
-            Text(
-                f"process: pid {record.pid} on {record.host or '?'}, started "
-                f"{record.started_at}, last heartbeat {record.heartbeat_at or '-'}, "
-                f"finished {record.finished_at or '-'}",
-                style="dim",
-            )
-        )
-    for e in events:
-        event = event_from_json({"run_id": record.id, **e.model_dump()})
-        for style, text in describe(event):
-            console.print(Text(text, style=_STYLES.get(style, "")))
-    console.print(Text(f"\n{len(calls)} model call(s):", style="bold"))
-    for c in calls:
-        where = f"subtask {c.subtask}" if c.subtask else "turn"
-        console.print(Text(f"\n#{c.seq} {c.role} ({c.persona or '-'}, {where})", style="bold"))
-        console.print(Text(_tokens_line(c.usage, c.model)))
-        try:
-            console.print(BudgetReport.model_validate(c.budget).to_text())
-        except ValueError:
-            console.print(json.dumps(c.budget))
-        text = (
-            c.context_text
-            if full
-            else c.context_text[:600] + ("…" if len(c.context_text) > 600 else "")
-        )
-        console.print(Text(text, style="dim"))
-        console.print(Text(_answer_text(c.answer, full=full)))
-
-
-def _answer_text(answer: ModelAnswer | None, *, full: bool) -> str:
-    """A model call's answer for ``runs show`` (``None``: stored before answers were kept)."""
-    if answer is None:
-        return "answer: not recorded (stored before answers were kept)"
-    head = f"answer ({answer.finish_reason or 'finish reason not reported'}"
-    head += f", {answer.chars} chars{', cut to the cap' if answer.cut else ''}):"
-    lines = [head]
-    if answer.text:
-        text = answer.text if full or len(answer.text) <= 600 else answer.text[:600] + "…"
-        lines.append(f"  text: {text}")
-    for call in answer.tool_calls:
-        args = call.args if full or len(call.args) <= 600 else call.args[:600] + "…"
-        lines.append(f"  tool call: {call.name}({args})")
-    if len(lines) == 1:
-        lines.append("  (empty)")
-    return "\n".join(lines)

@@ -1,0 +1,193 @@
+"""`personae runs ...`: the stored runs of a project and their events."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from personae.cli._options import JsonOpt
+from personae.cli._root import project_root
+from personae.cli.run import STYLES
+from personae.errors import UsageError
+from personae.layout import Layout
+
+if TYPE_CHECKING:
+    from personae.store.answers import ModelAnswer
+
+__all__ = ["runs_app"]
+
+runs_app = typer.Typer(help="Stored runs and their events.", no_args_is_help=True)
+
+
+def _store(root: Path) -> Any:
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.project import Project
+    from personae.store.db import Store, store_present
+    from personae.store.runs import RunStore
+
+    project = Project.open(root)
+    if not store_present(project.state_db):  # a PostgreSQL store has no file
+        raise UsageError(
+            "no runs stored here yet (run 'personae run TASK' first)", file=project.state_db
+        )
+    return RunStore(Store(project.state_db))
+
+
+_TABLE_WIDTH = 120
+"""Narrower terminals get ``runs list`` as two lines a run instead of a table."""
+
+
+@runs_app.command("list")
+def list_runs(
+    limit: Annotated[int, typer.Option(min=1, help="How many runs.")] = 20,
+    session: Annotated[str | None, typer.Option(help="Only this session.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recent runs of this project, newest first."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.store.db import store_present
+
+    project_db = Layout(project_root()).state_db
+    if not store_present(project_db):
+        # Nothing stored yet is an empty list, not an error (like `handover ledger`).
+        if as_json:
+            typer.echo("[]")
+        else:
+            typer.echo("no runs stored here yet (run 'personae run TASK' first)")
+        return
+    runs = _store(project_root())
+    runs.reconcile()
+    rows = runs.list_runs(limit=limit, session_id=session)
+    if as_json:
+        typer.echo(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+        return
+    # local import: CLI start-up (rich's console loads only when this command prints)
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=160 if not sys.stdout.isatty() else None, highlight=False)
+    if console.width < _TABLE_WIDTH:  # a narrow terminal: two lines a run, nothing cut
+        # local import: CLI start-up (rich's console loads only when this command prints)
+        from rich.text import Text
+
+        for r in rows:
+            console.print(
+                Text(f"{r.id}  {r.status:<9} {r.started_at[:16].replace('T', ' ')}  "
+                     f"{r.persona or '-'}", style="bold"),
+                soft_wrap=True,
+            )  # fmt: skip
+            console.print(Text(f"    {r.task[:200]}  (model {r.model})"), soft_wrap=True)
+        return
+    table = Table()
+    for name in ("started", "status", "persona", "model", "task"):
+        table.add_column(name, overflow="fold")  # long paths wrap, never end in "…"
+    # Ids are what `runs show` takes: never cut them, whatever the terminal width.
+    table.add_column(
+        "id", no_wrap=True, overflow="ignore", min_width=len(rows[0].id) if rows else 2
+    )
+    table.columns.insert(0, table.columns.pop())
+    for r in rows:
+        table.add_row(r.id, r.started_at[:19], r.status, r.persona or "-", r.model, r.task[:60])
+    console.print(table)
+
+
+def _tokens_line(usage: dict[str, Any], model: str) -> str:
+    """Input tokens of one model call: the provider's figure, ours, and the drift."""
+    source = "scripted server (chars/4)" if model.startswith("scripted") else "provider"
+    reported = usage.get("input_tokens")
+    ours = usage.get("counted_input_tokens")
+    out = f"output {usage.get('output_tokens', '?')}"
+    if not isinstance(ours, int):  # stored before personae counted whole requests
+        return f"input tokens: {source} {reported}, ours not recorded; {out}"
+    kind = "exact" if usage.get("counter_exact") else "estimate"
+    line = f"input tokens: {source} {reported}, ours {ours} ({usage.get('counter')}, {kind})"
+    if isinstance(reported, int) and reported > 0:
+        drift = ours - reported
+        line += f", drift {drift:+d} ({100 * drift / reported:+.1f}%)"
+    return f"{line}; {out}"
+
+
+@runs_app.command("show")
+def show_run(
+    run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix works).")],
+    as_json: JsonOpt = False,
+    full: Annotated[bool, typer.Option(help="Print every assembled context in full.")] = False,
+) -> None:
+    """A run's events and every model call with its assembled context and budget report."""
+    runs = _store(project_root())
+    runs.reconcile()
+    record = runs.get(run_id)
+    events = runs.events(record.id)
+    calls = runs.model_calls(record.id)
+    if as_json:
+        payload = {
+            "run": record.model_dump(mode="json"),
+            "events": [e.model_dump(mode="json") for e in events],
+            "model_calls": [c.model_dump(mode="json") for c in calls],
+        }
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    # local import: CLI start-up (rich's console loads only when this command prints)
+    from rich.console import Console
+    from rich.text import Text
+
+    from personae.context.report import BudgetReport
+    from personae.team.events import event_from_json
+    from personae.team.render import describe
+
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(Text(f"run {record.id}: {record.status}, model {record.model}", style="bold"))
+    console.print(Text(f"task: {record.task}"))
+    if record.error:
+        console.print(Text(f"reason: {record.error}", style="red"))
+    if record.pid is not None:
+        console.print(
+            Text(
+                f"process: pid {record.pid} on {record.host or '?'}, started "
+                f"{record.started_at}, last heartbeat {record.heartbeat_at or '-'}, "
+                f"finished {record.finished_at or '-'}",
+                style="dim",
+            )
+        )
+    for e in events:
+        event = event_from_json({"run_id": record.id, **e.model_dump()})
+        for style, text in describe(event):
+            console.print(Text(text, style=STYLES.get(style, "")))
+    console.print(Text(f"\n{len(calls)} model call(s):", style="bold"))
+    for c in calls:
+        where = f"subtask {c.subtask}" if c.subtask else "turn"
+        console.print(Text(f"\n#{c.seq} {c.role} ({c.persona or '-'}, {where})", style="bold"))
+        console.print(Text(_tokens_line(c.usage, c.model)))
+        try:
+            console.print(BudgetReport.model_validate(c.budget).to_text())
+        except ValueError:
+            console.print(json.dumps(c.budget))
+        text = (
+            c.context_text
+            if full
+            else c.context_text[:600] + ("…" if len(c.context_text) > 600 else "")
+        )
+        console.print(Text(text, style="dim"))
+        console.print(Text(_answer_text(c.answer, full=full)))
+
+
+def _answer_text(answer: ModelAnswer | None, *, full: bool) -> str:
+    """A model call's answer for ``runs show`` (``None``: stored before answers were kept)."""
+    if answer is None:
+        return "answer: not recorded (stored before answers were kept)"
+    head = f"answer ({answer.finish_reason or 'finish reason not reported'}"
+    head += f", {answer.chars} chars{', cut to the cap' if answer.cut else ''}):"
+    lines = [head]
+    if answer.text:
+        text = answer.text if full or len(answer.text) <= 600 else answer.text[:600] + "…"
+        lines.append(f"  text: {text}")
+    for call in answer.tool_calls:
+        args = call.args if full or len(call.args) <= 600 else call.args[:600] + "…"
+        lines.append(f"  tool call: {call.name}({args})")
+    if len(lines) == 1:
+        lines.append("  (empty)")
+    return "\n".join(lines)
