@@ -57,7 +57,7 @@ case "$lane" in
     echo "== ruff"
     .venv/bin/python -m ruff check src tests bench
     echo "== pytest: fast lane"
-    PERSONAE_LANE=fast .venv/bin/python -m pytest -n 2 -m "not ($integration)" "$@"
+    PERSONAE_LANE=fast .venv/bin/python -m pytest -n 2 --dist worksteal -m "not ($integration)" "$@"
     ;;
   all)
     setup
@@ -69,12 +69,12 @@ case "$lane" in
     echo "== pytest: serial tests"
     pytest_allow_empty -m serial "$@"
     echo "== pytest: every other test, every lane, two workers"
-    .venv/bin/python -m pytest -n 2 -m "not serial" "$@"
+    .venv/bin/python -m pytest -n 2 --dist worksteal -m "not serial" "$@"
     ;;
   *)
     setup
     echo "== pytest: $lane lane"
     pytest_allow_empty -m "$lane and serial" "$@"
-    .venv/bin/python -m pytest -n 2 -m "$lane and not serial" "$@"
+    .venv/bin/python -m pytest -n 2 --dist worksteal -m "$lane and not serial" "$@"
     ;;
 esac

@@ -95,6 +95,7 @@ def _terminal(argv: list[str], cwd: Path, timeout: float = 120) -> Iterator[_Ter
     assert os.waitstatus_to_exitcode(status) == 0, terminal.seen.decode(errors="replace")
 
 
+@pytest.mark.process  # a child attached to a real terminal
 def test_handover_run_interactive_attaches_the_child_to_the_terminal(project: Path) -> None:
     created = write_handover(
         build_handover(
@@ -121,6 +122,7 @@ def test_handover_run_interactive_attaches_the_child_to_the_terminal(project: Pa
     assert saved["target"]["interactive"] is False  # the flag chose the mode, not the file
 
 
+@pytest.mark.process  # a child attached to a real terminal
 def test_the_tool_interactive_flag_runs_the_target_on_the_terminal(project: Path) -> None:
     script = (
         "from pathlib import Path\n"
