@@ -132,3 +132,80 @@ def test_lazy_fronts_export_their_names_not_modules(package: str) -> None:
         assert not isinstance(value, types.ModuleType), f"{package}.{name} is a module"
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
         getattr(front, "nothing_here")  # noqa: B009
+
+
+@pytest.mark.process
+def test_help_converts_no_command_and_loads_no_markdown() -> None:
+    """``personae --help`` lists every command by its help: it converts none of them
+    (Typer reads each function's signature to do so), and loads neither rich's markdown
+    (markdown-it) nor its tracebacks (pygments); ``personae run --help`` converts ``run``."""
+    code = (
+        "import contextlib, io, sys\n"
+        "import typer.main\n"
+        "converted = []\n"
+        "real = typer.main.get_command_from_info\n"
+        "def spy(command_info, **kw):\n"
+        "    converted.append(command_info.callback.__name__)\n"
+        "    return real(command_info, **kw)\n"
+        "typer.main.get_command_from_info = spy\n"
+        "from personae.cli.app import run_cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    assert run_cli(sys.argv[1:]) == 0\n"
+        "assert 'Usage: personae' in out.getvalue(), out.getvalue()\n"
+        "heavy = ('rich.markdown', 'rich.traceback', 'markdown_it', 'pygments')\n"
+        "print(*converted, *(m for m in sys.modules if m.startswith(heavy)))\n"
+    )
+
+    def child(*args: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-c", code, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    assert child("--help") == []
+    assert child("run", "--help") == ["run"]
+
+
+def test_the_root_help_shows_each_command_as_converted() -> None:
+    """What the root's help lists without converting (name, help, panel, hidden) is
+    what the converted command has, for every command and noun group."""
+    import typer.main
+
+    from personae.cli._fast_help import LazyRoot
+    from personae.cli.app import app
+
+    root = typer.main.get_command(app)
+    assert isinstance(root, LazyRoot)
+    ctx = root.make_context("personae", ["--version"], resilient_parsing=True)
+    names = root.list_commands(ctx)
+    assert {"run", "demo", "runs", "handover", "hook"} <= set(names)
+
+    def shown(cmd: object) -> tuple[object, ...]:
+        keys = ("name", "help", "short_help", "hidden", "deprecated", "rich_help_panel")
+        return tuple(getattr(cmd, key) for key in keys)
+
+    root._listing = True
+    listed = [shown(root.get_command(ctx, name)) for name in names]
+    root._listing = False
+    assert listed == [shown(root.get_command(ctx, name)) for name in names]
+    assert list(root.commands) == names
+
+
+def test_the_stand_ins_make_rich_markdown_and_tracebacks() -> None:
+    """The stand-ins ``typer.rich_utils`` imports make the real rich objects."""
+    from rich.markdown import Markdown
+    from rich.traceback import Traceback
+
+    from personae.cli import _fast_help
+
+    assert isinstance(_fast_help._Markdown("# title"), Markdown)
+    try:
+        raise ValueError("boom")
+    except ValueError as exc:
+        trace = _fast_help._Traceback.from_exception(type(exc), exc, exc.__traceback__)
+    assert isinstance(trace, Traceback)

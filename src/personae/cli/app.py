@@ -29,6 +29,7 @@ from personae.cli import (
     serve,
     ui,
 )
+from personae.cli._fast_help import convert_lazily, prime_rich_help
 from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
 from personae.errors import CommandLineError, PersonaeError
 
@@ -81,6 +82,7 @@ serve.register(app)
 hosts.register(app)
 ui.register(app)
 batch.register(app)
+convert_lazily(app)  # `personae --help` converts none of them (personae.cli._fast_help)
 
 
 _INTERRUPTED = 130
@@ -115,6 +117,8 @@ def run_cli(argv: list[str] | None = None) -> int:
     ``personae: interrupted`` and exits 130.
     """
     args = sys.argv[1:] if argv is None else argv
+    if not args or "--help" in args:
+        prime_rich_help()
     code: int
     try:
         result = app(args=args, prog_name="personae", standalone_mode=False)
