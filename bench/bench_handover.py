@@ -9,7 +9,7 @@ the file whole once, what a copy, an upload or a checksum of the artifact costs.
 
 Run: ``PYTHONPATH=src python bench/bench_handover.py [--children 8] [--quick]``.
 Prints a table and writes ``bench/results/handover.json``. Children run the
-example project's personas on the SCRIPTED model (a loopback server replaying
+example project's personas on the SCRIPTED replay server (a loopback server replaying
 a scenario; not a real language model).
 """
 

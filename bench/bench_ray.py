@@ -7,7 +7,7 @@ Two measurements, each on the local executor (child processes on a thread pool)
 and on Ray (a private local cluster with ``--slots`` CPUs, one CPU per job):
 
 * **fan-out**: a chain whose one stage runs ``--steps`` real ``personae run``
-  children on the SCRIPTED model server (a loopback server replaying a scenario;
+  children on the SCRIPTED replay server (a loopback server replaying a scenario;
   not a real language model): wall time, CPU of this driver, and CPU of every
   process under it: local children (``getrusage``), or the Ray cluster's
   processes with what their workers' children used (``/proc``, just before the

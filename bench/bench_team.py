@@ -184,7 +184,8 @@ def main() -> None:
     wall_in = result["wall_ms_per_call_in_process"]
     wall_http = result["wall_ms_per_call_loopback_http"]
     ours, seed = v["this_design"], v["five_call_validator"]
-    print(f"personae team benchmark ({result['turns']} demo turns, scripted model, instant; "
+    print(f"personae team benchmark ({result['turns']} demo turns, "
+          "scripted replay server, instant; "
           f"load average {o['load_average_1m']:.1f} on {o['cpus']} CPUs)")  # fmt: skip
     print(f"{'metric':<52}{'value':>12}")
     print(f"{'own overhead per model call, median (ms)':<52}{o['median']:>12.3f}")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up a fresh virtual environment (.venv) and run the offline demo (scripted model, no provider needed).
+# Set up a fresh virtual environment (.venv) and run the offline demo (scripted replay server, no provider needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv

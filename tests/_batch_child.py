@@ -1,6 +1,6 @@
 """A stand-in for ``personae run --json`` in batch tests (run as a script only).
 
-A real child process that asks the scripted model server (a real loopback HTTP
+A real child process that asks the scripted replay server (a real loopback HTTP
 server started by the test, URL given as ``--model``) for its answer and prints
 the ``start`` and ``final`` events the way ``personae run --json`` does. It costs
 a few hundredths of a second of CPU where a full team run costs about two

@@ -1,4 +1,4 @@
-"""Shared parts of the batch tests: the scripted model server, task files, run counts."""
+"""Shared parts of the batch tests: the scripted replay server, task files, run counts."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ SCENARIO: dict[str, Any] = {
 
 
 def scripted_server(tmp_path: Path) -> ScriptedServer:
-    """A started scripted model server answering :data:`SCENARIO` (stop it when done)."""
+    """A started scripted replay server answering :data:`SCENARIO` (stop it when done)."""
     path = tmp_path / "batch.scenario.yaml"
     path.write_text(yaml.safe_dump(SCENARIO))
     return ScriptedServer(path).start()

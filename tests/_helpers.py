@@ -1,5 +1,5 @@
 """Shared parts of the tests: the CLI as a child process, a one-persona project whose team
-run reads ``config.yaml`` on the scripted model server, a team turn on the in-process
+run reads ``config.yaml`` on the scripted replay server, a team turn on the in-process
 scripted function model (scenario step builders down to whole attempts and one-subtask
 turns, the team-loop sample project) and the event and request helpers that read it, a
 cast that must load cleanly, async bodies run under a deadline, the built-in tools on a

@@ -1,7 +1,7 @@
 """Shared parts of the viewer tests: a project with stored runs, the server, Chromium.
 
 The project is made by the real CLI (``personae demo --keep`` and ``personae
-chain run`` on the bundled examples, both on the scripted model server); the
+chain run`` on the bundled examples, both on the scripted replay server); the
 viewer runs as a real ``personae ui`` subprocess; the browser is Debian's
 Chromium driven by Playwright (never a downloaded browser).
 """

@@ -1,6 +1,6 @@
 """Every python block of docs/api.md runs, in order, in one namespace, in a temp folder.
 
-The blocks use the scripted model server (``scripted:`` specs) only; the
+The blocks use the scripted replay server (``scripted:`` specs) only; the
 conftest makes any other model request fail. Each block's own asserts are
 the checks; this test also checks that every public name of ``personae`` is
 documented there and has a docstring.

@@ -1,4 +1,4 @@
-"""``personae.Team`` through the public API only, against the scripted model server.
+"""``personae.Team`` through the public API only, against the scripted replay server.
 
 Every model call crosses real loopback HTTP through pydantic-ai's provider code
 (OpenAI chat for ``scripted:``, Anthropic Messages for ``anthropic:`` pointed at

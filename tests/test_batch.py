@@ -1,7 +1,7 @@
 """Batches on the local executor: task files checked up front, result lines, resume, progress.
 
 Children are the stand-in program ``_batch_child.py`` (a real process asking the
-scripted model server over loopback HTTP), except in the last test, which runs
+scripted replay server over loopback HTTP), except in the last test, which runs
 the real ``personae run`` through the CLI.
 """
 
@@ -163,7 +163,7 @@ def test_ctrl_c_kills_every_child(tmp_path: Path, server: ScriptedServer) -> Non
 
 
 def test_cli_batch_runs_real_team_runs(tmp_path: Path, isolated_home: Path) -> None:
-    """Two real `personae run` children on the scripted model, through `personae batch`."""
+    """Two real `personae run` children on the scripted replay server, through `personae batch`."""
     root = dev_project(tmp_path, {"one": read_config_scenario("ANSWER port 8081", description="b")})
     spec = f"scripted:{tmp_path / 'one.yaml'}"
     tasks = tmp_path / "tasks.jsonl"

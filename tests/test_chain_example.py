@@ -1,4 +1,4 @@
-"""The two-persona chain example runs end to end through the CLI on the scripted model."""
+"""The two-persona chain example runs end to end through the CLI on the scripted replay server."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Fresh-context profiles in real runs: `personae run --profile`, a persona's `profile:`, a
 chain step's and a handover's profile; the project files reach the worker through
-the scripted model server, the stored per-call report shows them, a cut warns."""
+the scripted replay server, the stored per-call report shows them, a cut warns."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Path A's condensed summary through the scripted model server: only newly evicted
+"""Path A's condensed summary through the scripted replay server: only newly evicted
 messages are sent, the cap is enforced, the summary is stored, and any model error
 falls back to path B with the reason in the report."""
 

@@ -3,7 +3,7 @@
 ``personae.Team`` keeps each session's :class:`~personae.context.ContextWindow` and
 passes it to the next turn of that session (through ``RunOptions.window`` and
 ``TurnContext.build``), so the second turn reuses what the first read and prepared.
-Real runs against the scripted model server, the project's real SQLite store.
+Real runs against the scripted replay server, the project's real SQLite store.
 """
 
 from __future__ import annotations

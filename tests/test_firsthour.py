@@ -221,7 +221,7 @@ def test_doctor_starts_and_asks_the_scripted_model_server(project: Path) -> None
     done = personae("doctor", cwd=project, env=env)
     assert done.returncode == 0, done.stdout
     assert "OK   scenario:" in done.stdout
-    assert "OK   scripted model server: http://127.0.0.1:" in done.stdout
+    assert "OK   scripted replay server: http://127.0.0.1:" in done.stdout
 
 
 def test_doctor_store_that_cannot_be_written_fails(project: Path) -> None:

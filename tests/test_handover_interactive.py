@@ -1,7 +1,7 @@
 """Interactive handover (attached to the terminal): ``handover run
 --interactive`` runs the child attached to the terminal (a real pty here), the user answers
 its follow-up prompt, and the results of every turn are written back to the handover file.
-The model is the scripted model server (a loopback server replaying ``rules``)."""
+The model is the scripted replay server (a loopback server replaying ``rules``)."""
 
 from __future__ import annotations
 

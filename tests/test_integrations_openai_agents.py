@@ -1,6 +1,6 @@
-"""personae[openai-agents] against the real OpenAI Agents SDK and our scripted model server.
+"""personae[openai-agents] against the real OpenAI Agents SDK and our scripted replay server.
 
-The SDK speaks OpenAI chat completions to a loopback scripted model server
+The SDK speaks OpenAI chat completions to a loopback scripted replay server
 (``personae.models.ScriptedServer``); what it sends is read back from the server.
 """
 

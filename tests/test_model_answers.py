@@ -1,6 +1,6 @@
 """Each stored model call keeps the model's answer (migration 0007), redacted and capped.
 
-End to end through `personae run` / `runs show` on the scripted model server, and
+End to end through `personae run` / `runs show` on the scripted replay server, and
 through the store API on real SQLite files.
 """
 

@@ -1,7 +1,7 @@
 """Secrets never reach state.db or a prompt from a handover file or from memory.
 
 Real files, real SQLite, a real ``personae run`` subprocess against the
-scripted model server on loopback, and a real MCP client session for the mind.
+scripted replay server on loopback, and a real MCP client session for the mind.
 The checks read the database files' raw bytes (``state.db`` and its ``-wal``),
 so a secret stored anywhere, in any table or index, is found.
 """

@@ -181,7 +181,7 @@ def test_handover_round_trip(project: Path) -> None:
 def test_demo_runs_offline_and_says_scripted(isolated_home: Path, tmp_path: Path) -> None:
     done = personae(tmp_path, "demo")
     out = done.stdout
-    assert "Model: SCRIPTED" in out and "not a real language model" in out
+    assert "Answers: SCRIPTED" in out and "not a real language model" in out
     assert "Plan: 2 subtask(s)" in out
     assert "REJECTED: no tool was used" in out  # the hallucination is caught ...
     assert "Correction (1/2): retry" in out  # ... and corrected

@@ -1,6 +1,6 @@
 """`handover_to_persona` inside `personae run`, and result artifacts, as real subprocesses.
 
-The parent `personae run` and the child it spawns each start the SCRIPTED
+The parent `personae run` and the child it spawns each start the SCRIPTED replay
 OpenAI-compatible server on 127.0.0.1 (not a real language model): every
 model call crosses loopback HTTP. The child is a separate `personae run
 --context-from ...` process started by the tool.

@@ -1,5 +1,5 @@
 """Persona MCP servers end to end: the real mind server (`personae serve`,
-stdio) configured as a persona's mcpServers entry, driven by the scripted model through
+stdio) configured as a persona's mcpServers entry, driven by the scripted replay server through
 `run_turn`. Tool results reach the model, non-granted tools are refused at dispatch, the
 validator sees the MCP tools, the server process gets a clean environment and is gone
 after the turn; a server that cannot start is a warning and the run goes on."""

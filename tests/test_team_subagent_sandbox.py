@@ -1,7 +1,7 @@
 """A sub-agent's ``run_shell`` uses its own persona's sandbox grants, cut to its parent's.
 
 Real bubblewrap sandbox (config ``sandbox.mode: required``), real files under
-a test ``$HOME``, the team runtime driven by the scripted model server's
+a test ``$HOME``, the team runtime driven by the scripted replay server's
 function model: the parent persona may read ``~/shared`` and ``~/leadonly``;
 the child persona asks for ``~/shared`` and ``~/extra``. Inside the child's
 command only ``~/shared`` is visible: not the parent's other grant (the child's

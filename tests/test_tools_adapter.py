@@ -1,4 +1,4 @@
-"""The pydantic-ai adapter, driven by FunctionModel (a scripted model, not a real one)."""
+"""The pydantic-ai adapter, driven by FunctionModel (a scripted replay server, not a real one)."""
 
 from __future__ import annotations
 

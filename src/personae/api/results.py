@@ -96,7 +96,7 @@ class TeamResult:
     session_id: str
     """Conversation session (pass it as ``session=`` to continue)."""
     model: str
-    """Model label (``scripted:...`` for the scripted model server)."""
+    """Model label (``scripted:...`` for the scripted replay server)."""
     subtasks: list[SubtaskResult] = field(default_factory=list)
     """One per planned subtask."""
     usage: Usage = field(default_factory=Usage)

@@ -101,7 +101,7 @@ class Team:
 
     Build it with :meth:`from_project` (or directly). ``model`` is a
     ``provider:name`` spec (``openai:gpt-4o``, ``anthropic:claude-sonnet-4-5``,
-    ``scripted:scenario.yaml`` for the scripted model server); ``None`` takes
+    ``scripted:scenario.yaml`` for the scripted replay server); ``None`` takes
     ``PERSONAE_MODEL``, then the project config's ``model``, as ``personae run`` does.
     """
 

@@ -370,7 +370,7 @@ def register(app: typer.Typer) -> None:
             Path | None, typer.Option(help="Copy the sample project here and keep it.")
         ] = None,
     ) -> None:
-        """Run the team offline on a bundled sample project with the SCRIPTED model."""
+        """Run the team offline on a bundled sample project with the SCRIPTED replay server."""
         _run_demo(as_json=as_json, keep=keep)
 
 
@@ -578,8 +578,8 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
             view.console.print(
                 "[bold]personae demo[/bold]: a team of Manager, Worker and Validator on a "
                 f"sample project ({target}).\n"
-                "[yellow]Model: SCRIPTED[/yellow], a local OpenAI-compatible server on "
-                "127.0.0.1 that replays the answers in\n"
+                "[yellow]Answers: SCRIPTED[/yellow] by a replay server (local, OpenAI-compatible, "
+                "on 127.0.0.1) that replays the answers in\n"
                 f"  {scenario}\n"
                 "It is not a real language model; everything else (HTTP, provider code, tools, "
                 "validation, storage) is real.\n"

@@ -264,7 +264,7 @@ def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[CheckItem
         scenario = load_scenario(path)
     except PersonaeError as exc:
         return [CheckItem("scenario", "FAIL", str(exc), "fix the scenario file (docs/models.md)")]
-    items = [CheckItem("scenario", "OK", f"{path} loads (scripted model server, no network)")]
+    items = [CheckItem("scenario", "OK", f"{path} loads (scripted replay server, no network)")]
     if not probe:
         return items
     with ScriptedServer(scenario) as server:
@@ -272,7 +272,7 @@ def _scripted(spec: ModelSpec, *, probe: bool, timeout: float) -> list[CheckItem
             provider="scripted", base_url=server.base_url, key_env=None, key_required=False
         )
         item = _reach(endpoint, timeout)
-    return [*items, replace(item, name="scripted model server")]
+    return [*items, replace(item, name="scripted replay server")]
 
 
 def _store(root: Path) -> CheckItem:

@@ -47,7 +47,7 @@ _HOW_TO = (
     "no model configured: pass --model provider:name (e.g. openai:gpt-4o, "
     "anthropic:claude-sonnet-4-5, ollama:llama3), set PERSONAE_MODEL, or add "
     "'model: provider:name' to .personae/config.yaml; try 'personae demo' for an offline "
-    "run with the scripted model"
+    "run with the scripted replay server"
 )
 
 
@@ -312,7 +312,7 @@ class ModelResolver:
 
     def _build(self, spec: ModelSpec) -> Any:
         if spec.provider == "scripted":
-            # local import: the scripted model server loads only for a `scripted:` spec
+            # local import: the scripted replay server loads only for a `scripted:` spec
             from personae.models.scripted import ScriptedServer
 
             server = ScriptedServer(spec.scenario_path).start()

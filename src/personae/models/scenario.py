@@ -1,4 +1,4 @@
-"""Scenario files for the scripted model: what it answers, in order or by match.
+"""Scenario files for the scripted replay server: what it answers, in order or by match.
 
 A scenario is YAML::
 
@@ -78,7 +78,7 @@ class Match(BaseModel):
 
 
 class ScriptedToolCall(BaseModel):
-    """One tool call the scripted model makes."""
+    """One tool call the scripted replay server makes."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

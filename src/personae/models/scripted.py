@@ -1,4 +1,4 @@
-"""The scripted model: a real HTTP server on 127.0.0.1 replaying one scenario file.
+"""The scripted replay server: a real HTTP server on 127.0.0.1 replaying one scenario file.
 
 It answers, from one :class:`~personae.models.scenario.Scenario`, plain JSON
 or streamed SSE over three wire protocols: OpenAI chat completions
@@ -67,7 +67,7 @@ class ScriptedServer:
         self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, name="personae-scripted-model", daemon=True
+            target=self._httpd.serve_forever, name="personae-scripted-replay", daemon=True
         )
         self._thread.start()
         return self

@@ -59,7 +59,7 @@ class RunRecord(BaseModel):
     persona: str | None
     """Persona the run used."""
     model: str
-    """Model label (``scripted:...`` for the scripted model)."""
+    """Model label (``scripted:...`` for the scripted replay server)."""
     status: RunStatus
     """running, done, partial, failed, cancelled, crashed (its process ended mid-run)."""
     started_at: str

@@ -117,7 +117,7 @@ class RunOutcome:
     session_id: str
     """Conversation session used."""
     model_label: str
-    """Model label (says ``scripted`` for the scripted model)."""
+    """Model label (says ``scripted`` for the scripted replay server)."""
     result: TurnResult
     """The team's result."""
     events: list[Event] = field(default_factory=list)
