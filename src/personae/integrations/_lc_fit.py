@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Sequence
+from types import FunctionType
 from typing import Any, Literal, cast
 
 from langchain_core.messages import (
@@ -102,13 +103,27 @@ def per_message_counter(token_counter: Any) -> Callable[[BaseMessage], int] | No
     ``BaseMessage``, as LangChain reads it), else ``None``."""
     if not callable(token_counter) or hasattr(token_counter, "get_num_tokens_from_messages"):
         return None
-    try:
-        params = list(inspect.signature(token_counter).parameters.values())
-    except (TypeError, ValueError):  # a builtin without a signature: a list counter
-        return None
-    if params and params[0].annotation in (BaseMessage, "BaseMessage"):
+    if _first_annotation(token_counter) in (BaseMessage, "BaseMessage"):
         return cast(Callable[[BaseMessage], int], token_counter)
     return None
+
+
+def _first_annotation(fn: Any) -> Any:
+    """The annotation of ``fn``'s first parameter, as ``inspect.signature`` reads it
+    (read from the function itself when nothing can change it: a trim asks every call)."""
+    if (
+        type(fn) is FunctionType
+        and not hasattr(fn, "__wrapped__")
+        and (not hasattr(fn, "__signature__"))
+    ):
+        code = fn.__code__
+        if code.co_argcount:
+            return fn.__annotations__.get(code.co_varnames[0], inspect.Parameter.empty)
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # a builtin without a signature: a list counter
+        return None
+    return params[0].annotation if params else None
 
 
 def list_counter(token_counter: Any, model: str | None = None) -> ListCounter:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from itertools import compress, count
+from itertools import accumulate, compress
+from operator import attrgetter
 from typing import Any, Literal, cast, overload
 
 from langchain_core.messages import (
@@ -107,11 +108,23 @@ def _trim(
         raise ValueError("start_on parameter is only valid with strategy='last'")
     if include_system and strategy == "first":
         raise ValueError("include_system parameter is only valid with strategy='last'")
-    msgs = convert_to_messages(messages)
+    msgs, kinds = _messages(messages)
     trim = _Trim(token_counter, max_tokens, _splitter(text_splitter), allow_partial)
     if strategy == "first":
-        return trim.first(msgs, end_on)
-    return trim.last(msgs, end_on=end_on, start_on=start_on, include_system=include_system)
+        return trim.first(msgs, kinds, end_on)
+    return trim.last(msgs, kinds, end_on=end_on, start_on=start_on, include_system=include_system)
+
+
+def _messages(messages: Iterable[Any] | Any) -> tuple[list[BaseMessage], list[int]]:
+    """``messages`` as LangChain messages (``convert_to_messages``) and their :func:`_kind`s;
+    a list of messages of classes already seen is taken as it is, without a Python-level
+    loop (LangChain's conversion returns each message itself)."""
+    if isinstance(messages, list | tuple):
+        kinds = list(map(_KINDS.get, map(type, messages)))
+        if None not in kinds:
+            return list(messages), cast(list[int], kinds)
+    msgs = convert_to_messages(messages)
+    return msgs, [_kind(m) for m in msgs]
 
 
 def _splitter(text_splitter: Any) -> Splitter:
@@ -173,35 +186,72 @@ def _pop_until(msgs: list[BaseMessage], spec: TypeSpec) -> list[BaseMessage]:
     return msgs
 
 
-def _kinds(window: list[BaseMessage]) -> list[int]:
-    """:func:`_kind` of each message, looked up without a Python-level loop."""
-    kinds = list(map(_KINDS.get, map(type, window)))
-    if None in kinds:
-        return [_kind(m) for m in window]
-    return cast(list[int], kinds)
-
-
 _PAIRED = {_AI: True, _TOOL: True}
+_TOOL_CALL_ID = attrgetter("tool_call_id")
 
 
-def _drop_orphans(window: list[BaseMessage]) -> list[BaseMessage]:
-    """``window`` without tool results whose call is not before them in it."""
-    kinds = _kinds(window)
-    if _TOOL not in kinds:
-        return window
+def _pairing(window: list[BaseMessage], kinds: list[int], stop: int) -> tuple[set[str], list[int]]:
+    """In ``window[:stop]``: the calls without a result after them (open), and the indices
+    of the results without a call before them (orphans), in one pass over the assistant
+    messages and results only."""
     called: set[str] = set()
-    orphans: set[int] = set()
-    for i in compress(count(), map(_PAIRED.get, kinds)):  # only AI messages and results
+    answered: set[str] = set()
+    orphans: list[int] = []
+    for i in compress(range(stop), map(_PAIRED.get, kinds[:stop])):
         m = window[i]
         if kinds[i] == _AI:
             calls = m.tool_calls  # type: ignore[attr-defined]
             if calls:
                 called.update([str(c.get("id")) for c in calls])
-        elif m.tool_call_id not in called:  # type: ignore[attr-defined]
-            orphans.add(i)
-    if not orphans:
+        else:
+            call_id = m.tool_call_id  # type: ignore[attr-defined]
+            if call_id in called:
+                answered.add(call_id)
+            else:
+                orphans.append(i)
+    return called - answered, orphans
+
+
+def _without(window: list[BaseMessage], drop: list[int]) -> list[BaseMessage]:
+    """``window`` without the messages at the indices ``drop``."""
+    if not drop:
         return window
-    return [m for i, m in enumerate(window) if i not in orphans]
+    dropped = set(drop)
+    return [m for i, m in enumerate(window) if i not in dropped]
+
+
+def _safe_prefix(msgs: list[BaseMessage], kinds: list[int], idx: int) -> tuple[int, list[int]]:
+    """``idx`` moved back so that no assistant message before it has results at or after
+    it, and the orphaned results before that end (to drop)."""
+    n = len(msgs)
+    while True:
+        open_calls, orphans = _pairing(msgs, kinds, idx)
+        if not open_calls or idx == n:
+            return idx, orphans
+        after = compress(range(idx, n), map(_TOOL.__eq__, kinds[idx:]))
+        pending = open_calls.intersection(map(_TOOL_CALL_ID, map(msgs.__getitem__, after)))
+        if not pending:
+            return idx, orphans
+        i = end = idx
+        while pending and i > 0:  # back to the first assistant message with a cut call
+            i -= 1
+            if kinds[i] == _AI:
+                ids = set(_call_ids(msgs[i]))
+                if pending & ids:
+                    pending -= ids
+                    end = i
+        idx = end  # checked again: a call before the new end may be answered after it
+
+
+def _end_on(msgs: list[BaseMessage], kinds: list[int], spec: TypeSpec, end: int) -> int:
+    """The end of ``msgs[:end]`` once trailing messages are dropped until one of type
+    ``spec`` (LangChain's ``end_on``), moved back further while a call kept before it
+    has a result that went."""
+    while True:
+        kept = len(_pop_until(msgs[:end], spec))
+        if kept == end:
+            return end
+        end, _ = _safe_prefix(msgs, kinds, kept)
 
 
 def _search(n: int, fits: Callable[[int], bool]) -> int:
@@ -297,10 +347,7 @@ class _Trim:
         """
         n = len(ordered)
         if self.per is not None:
-            per = self.per
-            sums = [0]
-            for m in ordered:
-                sums.append(sums[-1] + per(m))
+            sums = list(accumulate(map(self.per, ordered), initial=0))
             if sums[-1] <= budget:
                 return n
             return _search(n, lambda mid: sums[mid] <= budget)
@@ -311,27 +358,32 @@ class _Trim:
             n, budget, _additive_guess(ordered, budget, count), lambda mid: count(ordered[:mid])
         )
 
-    def first(self, msgs: list[BaseMessage], end_on: TypeSpec) -> list[BaseMessage]:
+    def first(
+        self, msgs: list[BaseMessage], kinds: list[int], end_on: TypeSpec
+    ) -> list[BaseMessage]:
         """``strategy="first"``: the longest prefix that fits, never ending inside an exchange."""
         if not msgs:
             return []
         n = len(msgs)
         idx = self._longest(msgs, self.max_tokens)
-        cut = idx
-        if idx < n:
-            cut = _prefix_end(msgs, idx)
+        cut, orphans = _safe_prefix(msgs, kinds, idx)
         kept = msgs[:cut]
+        part = None
         if self.allow_partial and cut == idx < n and _splittable(msgs[idx]):
             part = self._partial(kept, msgs[idx], self.max_tokens, "first")
-            if part is not None:
-                kept.append(part)
-        if end_on:
-            kept = _pop_until(kept, end_on)
-        return _drop_orphans(kept)
+        if end_on and not (part is not None and _is(part, end_on)):
+            part = None
+            cut = _end_on(msgs, kinds, end_on, cut)  # only trailing messages go
+            kept = msgs[:cut]
+        kept = _without(kept, [i for i in orphans if i < cut])  # orphans stay orphans
+        if part is not None:
+            kept.append(part)  # neither a call nor a result: the pairing is unchanged
+        return kept
 
     def last(
         self,
         msgs: list[BaseMessage],
+        kinds: list[int],
         *,
         end_on: TypeSpec,
         start_on: TypeSpec,
@@ -341,23 +393,25 @@ class _Trim:
         if not msgs:
             return []
         if end_on:
-            msgs = _pop_until(msgs, end_on)
+            end = _end_on(msgs, kinds, end_on, len(msgs))
+            msgs, kinds = msgs[:end], kinds[:end]
         system: list[BaseMessage] = []
         if include_system and msgs and isinstance(msgs[0], SystemMessage):
-            system, msgs = msgs[:1], msgs[1:]
+            system, msgs, kinds = msgs[:1], msgs[1:], kinds[1:]
         budget = self.max_tokens
         if system:
             budget = max(0, budget - self.count(system))
         n = len(msgs)
-        latest = next((i for i in range(n - 1, -1, -1) if _kind(msgs[i]) == _HUMAN), None)
+        latest = n - 1 - kinds[::-1].index(_HUMAN) if _HUMAN in kinds else None
         reverse = msgs[::-1]
         idx = self._longest(reverse, budget)
         start = n - idx
-        window = msgs[start:]
+        window, window_kinds = msgs[start:], kinds[start:]
         if self.allow_partial and start > 0 and _splittable(msgs[start - 1]):
             part = self._partial(reverse[:idx], msgs[start - 1], budget, "last")
             if part is not None:
                 window.insert(0, part)
+                window_kinds.insert(0, _kind(part))
                 start -= 1
         if latest is not None and start > latest:
             return self._latest_turn(system, msgs[latest:])
@@ -367,13 +421,15 @@ class _Trim:
                 if _is(window[drop], start_on):
                     break
                 drop += 1
-            window = window[drop:]
-        return system + _drop_orphans(window)
+            window, window_kinds = window[drop:], window_kinds[drop:]
+        return system + _without(window, _pairing(window, window_kinds, len(window))[1])
 
     def _latest_turn(self, system: list[BaseMessage], turn: list[BaseMessage]) -> list[BaseMessage]:
         """The latest human turn alone is over: shorten its outputs, never drop it."""
-        fitted = fit_items([*system, *turn], Adapter(), self.count, self.max_tokens)
-        return _drop_orphans(fitted.items)
+        items, kinds = _messages(
+            fit_items([*system, *turn], Adapter(), self.count, self.max_tokens).items
+        )
+        return _without(items, _pairing(items, kinds, len(items))[1])
 
     def _partial(
         self,
@@ -434,23 +490,3 @@ def _first_text(content: Any) -> str | None:
 def _splittable(message: BaseMessage) -> bool:
     """A message that may be kept in part: not half of an exchange."""
     return _kind(message) != _TOOL and not _call_ids(message)
-
-
-def _prefix_end(msgs: list[BaseMessage], idx: int) -> int:
-    """``idx`` moved back so that no assistant message before it has results after it."""
-    pending: set[str] = set()
-    for i in range(len(msgs) - 1, idx - 1, -1):  # results after idx, their call not after it
-        m = msgs[i]
-        kind = _kind(m)
-        if kind == _TOOL:
-            pending.add(m.tool_call_id)  # type: ignore[attr-defined]
-        elif kind == _AI and m.tool_calls:  # type: ignore[attr-defined]
-            pending.difference_update(_call_ids(m))
-    end = i = idx
-    while pending and i > 0:
-        i -= 1
-        ids = set(_call_ids(msgs[i]))
-        if pending & ids:
-            pending -= ids
-            end = i
-    return end
