@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import tomllib
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -216,6 +217,85 @@ def test_stdio_client_session_against_a_real_subprocess(paths: MindPaths, tmp_pa
     assert packet["schema_version"] == 1 and packet["mind_contract_available"] is True
     assert packet["session_id"] == "stdio-1"
     assert len(json.dumps(packet, indent=2)) <= 40_000
+
+
+_DISCOVER = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "server/discover",
+    "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "copilot-cli", "version": "1.0.102"},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    },
+}
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "copilot-cli", "version": "1.0.102"},
+    },
+}
+
+
+def _stdio_exchange(paths: MindPaths, cwd: Path, messages: list[dict[str, Any]]) -> list[Any]:
+    """Write ``messages`` at once to a real ``personae serve`` and read its answers to the
+    requests among them (90 s bound)."""
+    wanted = sum(1 for m in messages if "id" in m)
+    with subprocess.Popen(
+        [sys.executable, *_serve_args(paths)],
+        cwd=cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        proc.stdin.flush()
+        answers: list[Any] = []
+        timer = threading.Timer(90, proc.kill)
+        timer.start()
+        try:
+            while len(answers) < wanted and (line := proc.stdout.readline()):
+                answers.append(json.loads(line))
+        finally:
+            timer.cancel()
+            proc.stdin.close()
+            proc.wait(timeout=30)
+    return answers
+
+
+@pytest.mark.process
+def test_a_client_that_fell_back_to_initialize_is_served(paths: MindPaths, tmp_path: Path) -> None:
+    """Copilot CLI opens with the 2026-07-28 ``server/discover`` and, when no answer comes
+    within about 10 s (a server starting on a loaded machine), sends ``initialize`` on the
+    same pipe. The server reads both at once: it serves the handshake the client now waits
+    for (the SDK alone let the abandoned opening pick the era, refused the ``initialize``
+    with -32022, and the host dropped the server: no bootstrap tool for the whole session)."""
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    tools = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    answers = _stdio_exchange(paths, tmp_path, [_DISCOVER, _INITIALIZE, initialized, tools])
+    assert [a.get("id") for a in answers] == [1, 2], answers
+    assert "error" not in answers[0], answers[0]
+    assert answers[0]["result"]["serverInfo"]["name"] == "personae"
+    names = {t["name"] for t in answers[1]["result"]["tools"]}
+    assert names == EXPECTED_TOOLS
+
+
+@pytest.mark.process
+def test_a_2026_client_is_still_served_in_its_era(paths: MindPaths, tmp_path: Path) -> None:
+    """Without a fallback behind it, ``server/discover`` is answered (the 2026-07-28 era)."""
+    answers = _stdio_exchange(paths, tmp_path, [_DISCOVER])
+    assert [a.get("id") for a in answers] == [0], answers
+    result = answers[0]["result"]
+    assert result["supportedVersions"] == ["2026-07-28"], result
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "personae", result
 
 
 def _pyproject_version() -> str:

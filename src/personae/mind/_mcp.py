@@ -13,10 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.stdio import stdio_server
+from mcp.shared._stream_protocols import ReadStream
+from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCRequest
 
 from personae._version import VERSION
 from personae.errors import PersonaeError
@@ -122,9 +128,85 @@ def build_server(service: MindService, *, name: str = "personae") -> MCPServer:
     return server
 
 
+FALLBACK_GRACE = 0.25
+"""Seconds the stdio server waits, after a first request of the 2026-07-28 protocol, for
+an ``initialize`` the client already sent behind it (see :func:`_drop_abandoned_opening`)."""
+_PROTOCOL_META = "io.modelcontextprotocol/protocolVersion"
+
+_Item = SessionMessage | Exception
+
+
+def _request(item: _Item) -> JSONRPCRequest | None:
+    if isinstance(item, SessionMessage) and isinstance(item.message, JSONRPCRequest):
+        return item.message
+    return None
+
+
+def _is_modern(item: _Item) -> bool:
+    request = _request(item)
+    meta = (request.params or {}).get("_meta") if request is not None else None
+    return (
+        request is not None
+        and request.method != "initialize"
+        and _PROTOCOL_META in (meta if isinstance(meta, dict) else {})
+    )
+
+
+def _is_initialize(item: _Item) -> bool:
+    request = _request(item)
+    return request is not None and request.method == "initialize"
+
+
+async def _drop_abandoned_opening(
+    source: ReadStream[_Item], sink: MemoryObjectSendStream[_Item]
+) -> None:
+    """Relay the client's messages, minus a 2026-07-28 opening the client gave up on.
+
+    A client that speaks both protocol eras (Copilot CLI 1.0) first sends
+    ``server/discover`` and, when no answer comes within about 10 s, falls back to the
+    ``initialize`` handshake on the same pipe. A server that starts slower than that (a
+    loaded machine) reads both; the SDK lets the first request choose the era and then
+    refuses the ``initialize``, and the host drops the server for the whole session (no
+    bootstrap tool, so the gate blocks every gated tool). When an ``initialize`` is already
+    waiting behind a 2026-07-28 opening, the opening requests are dropped and the
+    handshake the client now waits for is served.
+    """
+    async with sink:
+        held: list[_Item] = []
+        try:
+            held.append(await source.receive())
+            if _is_modern(held[0]):
+                with anyio.move_on_after(FALLBACK_GRACE):
+                    while not _is_initialize(held[-1]):
+                        held.append(await source.receive())
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            pass
+        if any(_is_initialize(item) for item in held):
+            held = [item for item in held if not _is_modern(item)]
+        for item in held:
+            await sink.send(item)
+        try:
+            async for item in source:
+                await sink.send(item)
+        except anyio.ClosedResourceError:
+            return
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    low = server._lowlevel_server
+    async with stdio_server() as (read_stream, write_stream):
+        sink, relayed = anyio.create_memory_object_stream[_Item](16)
+        async with anyio.create_task_group() as group:
+            group.start_soon(_drop_abandoned_opening, read_stream, sink)
+            async with relayed:
+                await low.run(relayed, write_stream, low.create_initialization_options())
+            group.cancel_scope.cancel()
+
+
 def run_stdio(server: MCPServer) -> None:
-    """Serve over stdio until the client closes the stream."""
-    server.run("stdio")
+    """Serve over stdio until the client closes the stream (a client's abandoned
+    2026-07-28 opening is dropped when it has fallen back to ``initialize``)."""
+    anyio.run(_serve_stdio, server)
 
 
 def run_http(server: MCPServer, host: str, port: int) -> None:
