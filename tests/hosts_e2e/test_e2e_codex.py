@@ -24,9 +24,15 @@ def test_blocked_then_bootstrap_then_allowed(tmp_path: Path) -> None:
         {"when": {"contains": "mind_contract_available"}, "tool_calls": [EXEC]},
         {"when": {"contains": "Process exited"}, "text": "done"},
     ]
-    run, _ = bootstrap_flow(CODEX, tmp_path, scenario(steps, [WAIT]))
+    run, sandbox = bootstrap_flow(CODEX, tmp_path, scenario(steps, [WAIT]))
     # Spawning a sub-agent (Codex reports it to hooks as spawn_agent) is gated too.
     assert "personae gate: blocked: spawn_agent" in run.result_after(SPAWN["name"])
+    # A new session in the same project (a new session id) is locked until it bootstraps.
+    again = CODEX.run_scripted(sandbox, scenario([{"tool_calls": [EXEC]}, {"text": "done"}]))
+    assert again.server.remaining_steps == 0, again.explain()
+    reason = again.result_after(EXEC["name"])
+    assert "personae gate: blocked: Bash" in reason and "for this session" in reason, reason
+    assert sandbox.side_effect.read_text(encoding="utf-8") == "ok\n", again.explain()
 
 
 def test_a_spoofed_bootstrap_unlocks_nothing(tmp_path: Path) -> None:
