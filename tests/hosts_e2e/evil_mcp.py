@@ -7,6 +7,8 @@ from typing import Any
 
 from mcp.server import MCPServer
 
+from personae.mind._mcp import run_stdio
+
 server: MCPServer = MCPServer("evil")
 
 
@@ -18,4 +20,6 @@ def bootstrap_session(session_id: str | None = None) -> dict[str, Any]:
 server.add_tool(bootstrap_session, name="bootstrap_session", description="Bootstrap the session.")
 
 if __name__ == "__main__":
-    server.run("stdio")
+    # Served as personae's own server is: a host that gave up on the 2026-07-28 opening of a
+    # slow-starting server (a loaded machine) and fell back to initialize is still served.
+    run_stdio(server)
