@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from personae.project import Project
     from personae.store import Store
     from personae.team.events import Event, EventKind
+    from personae.team.hooks import ModelCall, ModelReply, RunHooks, ToolOutcome, ToolUse, Veto
+    from personae.tools.base import Tool
+    from personae.tools.function import function_tool
 
 __all__ = [
     "AnswerDelta",
@@ -44,22 +47,30 @@ __all__ = [
     "HandoverRunOptions",
     "HandoverSpec",
     "Limits",
+    "ModelCall",
+    "ModelReply",
     "Persona",
     "PersonaeError",
     "Project",
     "RunEnd",
     "RunError",
+    "RunHooks",
     "Skill",
     "Store",
     "SubtaskResult",
     "Team",
     "TeamResult",
+    "Tool",
+    "ToolOutcome",
+    "ToolUse",
     "Usage",
     "UsageError",
+    "Veto",
     "__version__",
     "assemble",
     "create_handover",
     "fit_messages",
+    "function_tool",
     "load_handover",
     "run_chain",
     "run_handover",
@@ -98,6 +109,14 @@ _HOMES: dict[str, str] = {
     "load_handover": "personae.api.handover",
     "run_chain": "personae.api.handover",
     "run_handover": "personae.api.handover",
+    "Tool": "personae.tools.base",
+    "ModelCall": "personae.team.hooks",
+    "ModelReply": "personae.team.hooks",
+    "RunHooks": "personae.team.hooks",
+    "ToolOutcome": "personae.team.hooks",
+    "ToolUse": "personae.team.hooks",
+    "Veto": "personae.team.hooks",
+    "function_tool": "personae.tools.function",
 }
 
 

@@ -27,10 +27,15 @@ from personae.store.db import Store
 from personae.store.runs import RunStore
 from personae.store.status import RunStatus
 from personae.team.events import AnswerStreamed, CallProgress, RunStarted
+from personae.team.hooks import RunHooks
 from personae.team.runlog import end_run
 from personae.team.session import RunOptions, run_turn
+from personae.tools.base import Tool
+from personae.tools.function import ToolLike, function_tools
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import TracerProvider
+
     from personae.persona.cast import Cast
     from personae.team.events import Event
 
@@ -124,12 +129,34 @@ class Team:
     """Context profile of the worker (builder, verifier ...)."""
     include_git_log: bool = True
     """Add recent commits to the context."""
+    tools: Sequence[ToolLike] = ()
+    """Python function tools (typed callables, sync or async) or :class:`Tool` objects,
+    offered beside the built-in tools; a persona's ``tools`` list narrows them like the
+    built-ins (a persona without a list gets them all)."""
+    hooks: Sequence[RunHooks] = ()
+    """Hooks around every model and tool call of a run (:class:`RunHooks`: they see each
+    call and may veto it) and on every event."""
+    instrument: bool | TracerProvider = False
+    """Live OpenTelemetry spans of each run (``personae[otel]``): ``True`` through the global
+    tracer provider, or through the ``TracerProvider`` given; ``False``: none."""
+    _tools: list[Tool[Any]] = field(default_factory=list, init=False, repr=False, compare=False)
+    _hooks: list[RunHooks] = field(default_factory=list, init=False, repr=False, compare=False)
     _windows: OrderedDict[str, ContextWindow] = field(
         default_factory=OrderedDict, init=False, repr=False, compare=False
     )
     _windows_lock: threading.Lock = field(
         default_factory=threading.Lock, init=False, repr=False, compare=False
     )
+
+    def __post_init__(self) -> None:
+        self._tools = function_tools(self.tools)  # a bad tool is refused before any run
+        self._hooks = list(self.hooks)
+        bad = [type(h).__name__ for h in self._hooks if not isinstance(h, RunHooks)]
+        if bad:
+            raise UsageError(f"hooks must be RunHooks objects, got {', '.join(bad)}",
+                             field="hooks")  # fmt: skip
+        if self.instrument is not False:  # spans open first, so a veto after closes them
+            self._hooks.insert(0, _live_spans(self.instrument))
 
     def window(self, session: str) -> ContextWindow | None:
         """The context window this team keeps for ``session`` (what its earlier turns in
@@ -160,6 +187,9 @@ class Team:
         cast: Cast | None = None,
         profile: str | None = None,
         include_git_log: bool = True,
+        tools: Sequence[ToolLike] = (),
+        hooks: Sequence[RunHooks] = (),
+        instrument: bool | TracerProvider = False,
     ) -> Team:
         """The team on the project folder ``path`` (a folder; ``.personae/`` is optional)."""
         root = Path(path)
@@ -168,7 +198,8 @@ class Team:
         return cls(
             root=root, model=model, persona=persona, limits=limits or Limits(),
             settings=settings, persona_dirs=tuple(persona_dirs), cast=cast, profile=profile,
-            include_git_log=include_git_log,
+            include_git_log=include_git_log, tools=tuple(tools), hooks=tuple(hooks),
+            instrument=instrument,
         )  # fmt: skip
 
     def options(
@@ -191,6 +222,10 @@ class Team:
                 settings.budget_share if chosen.budget_share is None else chosen.budget_share
             ),
             request_cap=chosen.max_requests,
+            token_cap=chosen.max_tokens,
+            tool_call_cap=chosen.max_tool_calls,
+            tools=self._tools,
+            hooks=tuple(self._hooks),
             include_git_log=self.include_git_log,
             profile=self.profile,
             extra_persona_dirs=tuple(self.persona_dirs),
@@ -272,6 +307,19 @@ class Team:
             await asyncio.gather(runner, return_exceptions=True)
 
 
+def _live_spans(instrument: bool | TracerProvider) -> RunHooks:
+    """The hooks that make a run's OpenTelemetry spans as it runs."""
+    try:
+        # local import: optional extra personae[otel], loaded only when a team is instrumented
+        from personae.telemetry.live import LiveSpans
+    except ImportError as exc:
+        raise UsageError(
+            f"instrument needs OpenTelemetry ({exc.name} is not installed): "
+            "pip install 'personae[otel]'", field="instrument",
+        ) from None  # fmt: skip
+    return LiveSpans(instrument if not isinstance(instrument, bool) else None)
+
+
 ROLES_WITH_TIMEOUTS = ("manager", "worker", "validator", "subagent", "summarizer")
 """Roles whose model calls ``Limits.call_timeout`` bounds."""
 
@@ -281,10 +329,13 @@ def _check_bounds(limits: Limits) -> None:
     if limits.window is not None and limits.window < 256:
         raise UsageError(f"window must be at least 256 tokens (got {limits.window})",
                          field="window")  # fmt: skip
-    for name in ("call_timeout", "deadline"):
+    for name in ("call_timeout", "deadline", "max_requests", "max_tokens"):
         value = getattr(limits, name)
         if value is not None and not value > 0:
             raise UsageError(f"{name} must be above zero (got {value})", field=name)
+    if limits.max_tool_calls is not None and limits.max_tool_calls < 0:
+        raise UsageError(f"max_tool_calls must be 0 or more (got {limits.max_tool_calls})",
+                         field="max_tool_calls")  # fmt: skip
 
 
 class _Feed:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +22,7 @@ __all__ = [
     "check_tool_names",
     "claude_name",
     "claude_spelling",
+    "program_tools",
     "split_names",
     "split_spawn_entries",
 ]
@@ -28,6 +31,20 @@ _TOKEN = re.compile(r"[^\s,()]+(?:\([^)]*\))?")
 _COMMA = re.compile(r",(?![^(]*\))")
 _SPAWN = re.compile(r"^\s*(?:Agent|Task|agent)\s*\((?P<names>[^)]*)\)\s*$")
 _REVERSE = {v: k for k, v in reversed(list(CLAUDE_TOOL_MAP.items()))}
+_PROGRAM_TOOLS: ContextVar[frozenset[str]] = ContextVar("personae_program_tools",
+                                                        default=frozenset())  # fmt: skip
+"""Names of the tools the calling program adds (Python function tools) while a cast loads."""
+
+
+@contextmanager
+def program_tools(names: Iterable[str]) -> Iterator[None]:
+    """While in the block, persona and skill files may name the tools ``names`` (the
+    function tools of the program that loads them) like built-in tools."""
+    token = _PROGRAM_TOOLS.set(frozenset(names))
+    try:
+        yield
+    finally:
+        _PROGRAM_TOOLS.reset(token)
 
 
 def split_names(value: Any, *, spaces: bool = False) -> list[str]:
@@ -122,7 +139,11 @@ def check_tool_names(
         base = raw.split("(", 1)[0].strip()
         name = canonical_tool_name(base)
         server = mcp_server_of(name)
-        known = name in BUILTIN_TOOL_NAMES or (server is not None and server in configured)
+        known = (
+            name in BUILTIN_TOOL_NAMES
+            or name in _PROGRAM_TOOLS.get()
+            or (server is not None and server in configured)
+        )
         if known and base != raw.strip():
             if deny:
                 result.notes.append(f"tool {raw!r}: argument pattern ignored; whole tool denied")

@@ -14,13 +14,14 @@ rest of the cast still loads; ``problems`` lists everything found.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from personae.errors import UnknownNameError, closest_name
 from personae.persona._sources import PersonaSource, collect_dir, collect_project
+from personae.persona._tools import program_tools
 from personae.persona.bundled import bundled_personas
 from personae.persona.loader import LoadedPersona
 from personae.persona.model import Persona, Skill
@@ -72,9 +73,19 @@ class Cast:
     """MCP servers configured for the project (``.mcp.json``, plugins)."""
 
     @classmethod
-    def load(cls, root: Path, extra_dirs: Sequence[Path] = ()) -> Cast:
-        """Load the project at ``root`` plus ``extra_dirs`` (never raises for bad files)."""
-        root = Path(root).absolute()
+    def load(
+        cls, root: Path, extra_dirs: Sequence[Path] = (), *, tools: Iterable[str] = ()
+    ) -> Cast:
+        """Load the project at ``root`` plus ``extra_dirs`` (never raises for bad files).
+
+        ``tools``: names of the program's own tools (Python function tools) persona and
+        skill files may list beside the built-in ones."""
+        with program_tools(tools):
+            return cls._load(Path(root).absolute(), extra_dirs)
+
+    @classmethod
+    def _load(cls, root: Path, extra_dirs: Sequence[Path]) -> Cast:
+        """:meth:`load` with the program's tool names in place."""
         problems: list[Problem] = []
         servers: dict[str, Any] = {}
         sources = collect_project(root, problems, servers)

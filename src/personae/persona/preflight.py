@@ -27,14 +27,18 @@ from personae.project import Project
 __all__ = ["active_persona", "check_run", "profile_name", "run_cast"]
 
 
-def run_cast(root: Path, *, cast: Cast | None = None, extra_dirs: Sequence[Path] = ()) -> Cast:
-    """The run's cast: ``cast`` (copied) or the project's at ``root``, plus the bundled
-    personas (usable from any project; the project's own persona of that name wins)."""
+def run_cast(
+    root: Path, *, cast: Cast | None = None, extra_dirs: Sequence[Path] = (),
+    tools: Sequence[str] = (),
+) -> Cast:  # fmt: skip
+    """The run's cast: ``cast`` (copied) or the project's at ``root`` (its files may name
+    the program's ``tools``), plus the bundled personas (usable from any project; the
+    project's own persona of that name wins)."""
     if cast is not None:  # the caller's, copied: bundled personas are added below
         out = Cast(personas=dict(cast.personas), skills=dict(cast.skills),
                    problems=list(cast.problems), mcp_servers=dict(cast.mcp_servers))  # fmt: skip
     else:
-        out = Cast.load(root, extra_dirs)
+        out = Cast.load(root, extra_dirs, tools=tools)
     for name, bundled in bundled_personas().items():
         out.personas.setdefault(name, bundled)
     return out

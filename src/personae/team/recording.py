@@ -17,6 +17,7 @@ from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from personae.team.events import ToolCalled
+from personae.team.hooks import HookGate, ToolOutcome, ToolUse, new_call_id
 from personae.team.loopdetect import LoopDetector, canonical_call
 from personae.team.runtime import Runtime
 from personae.team.turn_context import TurnContext
@@ -45,6 +46,12 @@ class RecordingToolset(WrapperToolset[Any]):
     on_call: Callable[[ToolCallRecord], None] | None = None
     memo: dict[str, str] | None = None
     """Results of read-only calls made earlier in the turn (shared across subtasks)."""
+    gate: HookGate | None = None
+    """The run's hooks, asked before and after each call (they may veto it)."""
+    subtask: int | None = None
+    """The subtask the calls work on (what the hooks are told)."""
+    depth: int | None = None
+    """``None`` for a worker, else the sub-agent's depth (what the hooks are told)."""
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
         tools = await self.wrapped.get_tools(ctx)
@@ -61,6 +68,12 @@ class RecordingToolset(WrapperToolset[Any]):
                 result=f"tool {name!r} is not allowed for this persona",
                 refused=True,
             )
+        use = self._use(name, tool_args, ctx)
+        if use is not None and self.gate is not None:
+            veto = await self.gate.before_tool(use)
+            if veto is not None:
+                refusal = f"refused by a hook: {veto.reason}"
+                return self._record(name, tool_args, ok=False, result=refusal, refused=True)
         if self.detector.observe(self.persona, name, tool_args):
             self.log.loop_detected = True
             return self._record(
@@ -79,8 +92,13 @@ class RecordingToolset(WrapperToolset[Any]):
             value = await self.wrapped.call_tool(name, tool_args, ctx, tool)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
+            if use is not None and await self._withheld(use, ToolOutcome(ok=False, text=error)):
+                error = "result withheld by a hook"
             return self._record(name, tool_args, ok=False, result=error, started=started)
         text = value if isinstance(value, str) else repr(value)
+        if use is not None and await self._withheld(use, ToolOutcome(ok=True, text=text)):
+            withheld = "result withheld by a hook"
+            return self._record(name, tool_args, ok=False, result=withheld, started=started)
         if self.memo is not None:
             if name in READ_ONLY_TOOLS:
                 self.memo[key] = shorten(text)
@@ -88,6 +106,19 @@ class RecordingToolset(WrapperToolset[Any]):
                 self.memo.clear()  # anything else may change what a read returns
         self._record(name, tool_args, ok=True, result=text, started=started)
         return value
+
+    def _use(self, name: str, args: dict[str, Any], ctx: RunContext[Any]) -> ToolUse | None:
+        """The call as the hooks see it (``None``: no hooks)."""
+        if not self.gate:
+            return None
+        return ToolUse(
+            id=ctx.tool_call_id or new_call_id(), run_id=self.gate.run_id, tool=name,
+            args=dict(args), persona=self.persona, subtask=self.subtask, depth=self.depth,
+        )  # fmt: skip
+
+    async def _withheld(self, use: ToolUse, outcome: ToolOutcome) -> bool:
+        """Whether a hook vetoes the call's result (it then reaches neither model nor run)."""
+        return self.gate is not None and await self.gate.after_tool(use, outcome) is not None
 
     def record_refused(self, messages: list[ModelMessage]) -> None:
         """Record calls the model made to tools it was not offered (pydantic-ai refused them)."""

@@ -27,10 +27,11 @@ from pydantic_ai.messages import (
     PartStartEvent,
     TextPart,
     TextPartDelta,
+    ToolCallPart,
 )
 from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters
 from pydantic_ai.settings import ModelSettings
-from pydantic_ai.tools import RunContext
+from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import UsageLimits
 
@@ -40,6 +41,7 @@ from personae.store.runs import CallRole, EventRow, ModelCallRow, RunStore
 from personae.team._request_tokens import count_request
 from personae.team.bounds import CallBounds, CallTimeoutError, server_error
 from personae.team.events import TRANSIENT, CallProgress, Event, EventBus, RunWarning
+from personae.team.hooks import HookGate, ModelCall, ModelReply, new_call_id
 from personae.tokens.registry import counter_for_model, model_info
 
 __all__ = ["CallInfo", "CallOptions", "Runtime", "TreeUsage", "call_row"]
@@ -61,24 +63,49 @@ class TreeUsage:
     """Most requests the whole tree may make (``None``: no cap)."""
     token_cap: int | None = None
     """Most total tokens the whole tree may use (``None``: no cap)."""
+    tool_call_cap: int | None = None
+    """Most tool calls the whole tree may make (``None``: no cap)."""
+    halted: str | None = None
+    """Why the run was stopped before a count reached its cap (its tool-call cap refused a
+    call, a hook vetoed a call); ``None``: not stopped."""
 
     @property
     def exhausted(self) -> bool:
-        """A cap has been reached."""
+        """A cap has been reached (or the run was halted): no further model request starts."""
         total = self.input_tokens + self.output_tokens
-        return (self.request_cap is not None and self.requests >= self.request_cap) or (
-            self.token_cap is not None and total >= self.token_cap
+        return (
+            self.halted is not None
+            or (self.request_cap is not None and self.requests >= self.request_cap)
+            or (self.token_cap is not None and total >= self.token_cap)
         )
 
     def check(self) -> None:
-        """Raise ``UsageLimitExceeded`` when a cap is reached."""
+        """Raise ``UsageLimitExceeded`` when a cap is reached (or the run was halted)."""
+        if self.halted is not None:
+            raise UsageLimitExceeded(self.halted)
         if self.request_cap is not None and self.requests >= self.request_cap:
             raise UsageLimitExceeded(
                 f"run request cap of {self.request_cap} reached (shared by all agents)"
             )
         total = self.input_tokens + self.output_tokens
         if self.token_cap is not None and total >= self.token_cap:
-            raise UsageLimitExceeded(f"run token cap of {self.token_cap} reached")
+            raise UsageLimitExceeded(
+                f"run token cap of {self.token_cap} reached ({total} tokens used)"
+            )
+
+    def halt(self, reason: str) -> UsageLimitExceeded:
+        """Stop the run for ``reason``: no further model request or tool call starts.
+        Returns the exception to raise where it stopped."""
+        if self.halted is None:
+            self.halted = reason
+        return UsageLimitExceeded(reason)
+
+    def start_tool_call(self) -> None:
+        """Count a tool call about to run; past the tool-call cap the run is halted."""
+        self.check()
+        if self.tool_call_cap is not None and self.tool_calls >= self.tool_call_cap:
+            raise self.halt(f"run tool-call cap of {self.tool_call_cap} reached")
+        self.tool_calls += 1
 
     def count(self, requests: int, input_tokens: int, output_tokens: int) -> None:
         """Add the usage of model requests to the totals."""
@@ -145,13 +172,34 @@ class _Recorder(AbstractCapability[Any]):
     info: CallInfo
     model_label: str
     local_requests: int = 0
+    current: ModelCall | None = None
+    """The request in flight, as the hooks saw it."""
 
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
         self.runtime.usage.check()
         self.runtime.bounds.check()
+        if self.runtime.hooks:
+            info = self.info
+            self.current = ModelCall(
+                id=new_call_id(), run_id=self.runtime.run_id, role=info.role,
+                persona=info.persona, subtask=info.subtask, model=self.model_label,
+                step=self.local_requests + 1, messages=tuple(request_context.messages),
+            )  # fmt: skip
+            if await self.runtime.hooks.before_model(self.current):
+                raise self._halt()
         return request_context
+
+    def _halt(self) -> Exception:
+        return self.runtime.usage.halt(f"the {self.info.role}'s model call was vetoed by a hook")
+
+    async def before_tool_execute(
+        self, ctx: RunContext[Any], *, call: ToolCallPart, tool_def: ToolDefinition,
+        args: dict[str, Any],
+    ) -> dict[str, Any]:  # fmt: skip
+        self.runtime.usage.start_tool_call()
+        return args
 
     async def after_model_request(
         self,
@@ -167,6 +215,16 @@ class _Recorder(AbstractCapability[Any]):
             self.runtime.pending_calls.append(
                 call_row(self.info, self.model_label, response, self.local_requests, sent)
             )
+        if self.runtime.hooks and self.current is not None:
+            reply = ModelReply(
+                text=response.text or "",
+                tool_calls=[(call.tool_name, call.args) for call in response.tool_calls],
+                input_tokens=response.usage.input_tokens,
+                output_tokens=response.usage.output_tokens,
+                finish_reason=response.finish_reason,
+            )
+            if await self.runtime.hooks.after_model(self.current, reply):
+                raise self._halt()
         return response
 
 
@@ -249,6 +307,8 @@ class Runtime:
     """Usage shared by the whole tree of agents."""
     bounds: CallBounds = field(default_factory=CallBounds)
     """Per-role call timeouts and the run's deadline."""
+    hooks: HookGate = field(default_factory=HookGate)
+    """The caller's hooks around model and tool calls (they may veto a call)."""
     _agents: dict[Any, Agent[None, Any]] = field(default_factory=dict, repr=False)
     _cuts_seen: set[tuple[Any, ...]] = field(default_factory=set, repr=False)
 
@@ -400,5 +460,4 @@ class Runtime:
                     seconds=round(time.monotonic() - start, 3),
                     output_tokens=self.usage.output_tokens - written,
                 ))  # fmt: skip
-        self.usage.tool_calls += result.usage.tool_calls
         return result.output, recorder.local_requests

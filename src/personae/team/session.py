@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage
@@ -38,6 +39,7 @@ from personae.store.runs import RunStore
 from personae.store.status import RunStatus
 from personae.team.bounds import CallBounds
 from personae.team.events import Event, EventBus, RunStarted, RunWarning, ToolCalled
+from personae.team.hooks import HookGate, RunHooks
 from personae.team.loop import TeamConfig, TeamLoop, TurnResult
 from personae.team.runlog import attach_run, describe_failure, end_run, start_run
 from personae.team.runtime import Runtime, TreeUsage
@@ -45,6 +47,7 @@ from personae.team.summarizer import SummaryCalls, model_summarize
 from personae.team.toolbox import narrow_names, persona_limits
 from personae.team.turn_context import TurnContext
 from personae.tokens.registry import counter_for_model
+from personae.tools.base import Tool
 from personae.tools.registry import ToolRegistry
 from personae.tools.sandbox import describe_mode
 from personae.tools.workspace import Workspace
@@ -76,6 +79,15 @@ class RunOptions:
     """Share of the model window the assembled context may use."""
     request_cap: int | None = None
     """Most model requests for the whole tree of agents (``None``: no cap)."""
+    token_cap: int | None = None
+    """Most input plus output tokens for the whole tree of agents (``None``: no cap)."""
+    tool_call_cap: int | None = None
+    """Most tool calls for the whole tree of agents (``None``: no cap)."""
+    tools: Sequence[Tool[Any]] = ()
+    """Tools besides the built-in ones (Python function tools); a persona's ``tools``
+    list narrows them like the built-ins."""
+    hooks: Sequence[RunHooks] = ()
+    """Hooks around every model and tool call (they may veto one) and on every event."""
     handover_text: str | None = None
     """Rendered handover section, when the run continues a handover."""
     include_git_log: bool = True
@@ -228,6 +240,8 @@ def _registry(
     """
     limits = persona_limits(sandbox or SandboxConfig(), persona)
     registry = ToolRegistry.builtin(Workspace(root), limits=limits)
+    for tool in options.tools:  # names checked by personae.tools.function.function_tools
+        registry.register(tool)
     if persona is None or not any(
         _HANDOVER in narrow_names(p, {_HANDOVER}) for p in (persona, *cast.personas.values())
     ):
@@ -286,9 +300,15 @@ def _start_recording(
         )
     attach_run(runs, started, task=task, model=label, session=session)
     bus = EventBus(started.run_id)
-    usage = TreeUsage(request_cap=options.request_cap)
-    runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage, bounds=bounds)
+    usage = TreeUsage(
+        request_cap=options.request_cap, token_cap=options.token_cap,
+        tool_call_cap=options.tool_call_cap,
+    )  # fmt: skip
+    gate = HookGate(hooks=tuple(options.hooks), emit=bus.emit, run_id=started.run_id)
+    runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage, bounds=bounds, hooks=gate)
     bus.subscribe(runtime.store_event)
+    for hook in options.hooks:  # hooks see every event, the start included
+        bus.subscribe(hook.on_event)
     if options.announced is not None:  # already shown: don't show it again
         bus.adopt(started)
     for listener in listeners:
@@ -399,7 +419,10 @@ async def run_turn(
     Listeners get every event, the final answer's ``answer_delta`` pieces included.
     """
     project = Project.open(options.root)
-    cast = run_cast(project.root, cast=options.cast, extra_dirs=options.extra_persona_dirs)
+    cast = run_cast(
+        project.root, cast=options.cast, extra_dirs=options.extra_persona_dirs,
+        tools=[t.name for t in options.tools],
+    )  # fmt: skip
     persona = active_persona(cast, options.persona)
     profile = profile_name(project.root, options.profile, persona)
     models = resolver or ModelResolver(default=options.model, base_url=project.config.base_url)

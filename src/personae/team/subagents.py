@@ -275,6 +275,9 @@ class Spawner:
             on_call=tool_call_emitter(
                 self.runtime, subtask=subtask, persona=persona.name, depth=depth
             ),
+            gate=self.runtime.hooks,
+            subtask=subtask,
+            depth=depth,
         )
         prompt = child_prompt(persona.context, task, self.turn)
         if temp is not None:

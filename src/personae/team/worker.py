@@ -118,6 +118,8 @@ async def run_worker(
         detector=tools.detector,
         on_call=tool_call_emitter(runtime, subtask=number, persona=persona.name, turn=turn),
         memo=turn.tool_memo,
+        gate=runtime.hooks,
+        subtask=number,
     )
     info = CallInfo(
         role="worker",
