@@ -18,8 +18,9 @@ from personae.team.session import RunOutcome
 
 
 def call(seq: int, tool: str, path: str, *, ok: bool = True, **extra: Any) -> Event:
+    fields: dict[str, Any] = {"persona": "dev", "reused": False, "depth": None} | extra
     return ToolCalled(
-        run_id="r", seq=seq, at="t", tool=tool, args={"path": path}, ok=ok, result="", **extra
+        run_id="r", seq=seq, at="t", tool=tool, args={"path": path}, ok=ok, result="", **fields
     )
 
 

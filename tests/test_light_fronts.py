@@ -101,7 +101,13 @@ LOADED = (
 @pytest.mark.process
 def test_a_leaf_module_loads_only_what_it_needs() -> None:
     loaded = _child("import personae.team.events\n" + LOADED)
-    assert loaded == ["personae.store.status", "personae.team.events"]
+    # the events' payload types: the status, the plan and verdict models, dispatch's actions
+    assert loaded == [
+        "personae.store.status",
+        "personae.team.dispatch",
+        "personae.team.events",
+        "personae.team.signals",
+    ]
 
 
 @pytest.mark.process

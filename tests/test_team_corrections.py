@@ -37,7 +37,7 @@ def test_refused_tool_is_scope_drift_rephrased_with_the_allowed_tools(tmp_path: 
     refused = attempt(tool("run_shell", command="cat config.yaml"), "The port is 8081.")
     read_back = attempt(read("config.yaml"), "config.yaml: port 8081.", verdict(True))
     outcome, player = run_team(root, one_subtask("Find the port", refused, read_back))
-    first = kinds(outcome, "validation")[0].data
+    first = kinds(outcome, "validation")[0].to_json_dict()["data"]
     assert first["used_llm"] is False
     assert first["completion_signal"]["blocker_type"] == "scope_drift"
     assert first["completion_signal"]["suggested_strategy"] == "rephrase"
@@ -67,7 +67,7 @@ def test_claim_contradicted_by_a_refused_write_is_hallucination(tmp_path: Path) 
         verdict(True),
     )
     outcome, _ = run_team(root, one_subtask("Write the port to x.txt", claimed, read_back))
-    first = kinds(outcome, "validation")[0].data
+    first = kinds(outcome, "validation")[0].to_json_dict()["data"]
     assert first["completion_signal"]["blocker_type"] == "hallucination"
     assert "x.txt was written, but write_file(x.txt) was refused" in first["issues"][0]
     assert kinds(outcome, "correction")[0].data["action"] == "retry"

@@ -65,7 +65,7 @@ def test_failed_tool_is_decided_in_code_without_a_model_call(root: Path) -> None
     # Retry with the error: the worker reads an existing file instead.
     retried = attempt(read("notes.md"), "notes.md says Friday.", verdict(True))
     outcome, player = run_team(root, one_subtask("Read the missing file", failed, retried))
-    first = kinds(outcome, "validation")[0].data
+    first = kinds(outcome, "validation")[0].to_json_dict()["data"]
     assert first["used_llm"] is False
     assert first["completion_signal"] == {
         "confidence": "none",
@@ -157,7 +157,8 @@ def test_loop_detected_in_code_skips_after_two_detections(root: Path) -> None:
         ],
     )
     validations = kinds(outcome, "validation")
-    assert [v.data["completion_signal"]["blocker_type"] for v in validations] == ["loop", "loop"]
+    signals = [v.to_json_dict()["data"]["completion_signal"] for v in validations]
+    assert [s["blocker_type"] for s in signals] == ["loop", "loop"]
     assert all(v.data["used_llm"] is False for v in validations)
     assert [e.data["action"] for e in kinds(outcome, "correction")] == ["rephrase"]
     assert kinds(outcome, "warning")[0].data["action"] == "skip"

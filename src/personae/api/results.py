@@ -119,8 +119,8 @@ class TeamResult:
         """From a finished run (:func:`personae.team.session.run_turn`'s outcome)."""
         signals: dict[int, CompletionSignal] = {}
         for event in outcome.events:
-            if isinstance(event, Validated) and event.subtask and event.completion_signal:
-                signals[event.subtask] = CompletionSignal.model_validate(event.completion_signal)
+            if isinstance(event, Validated) and event.subtask:
+                signals[event.subtask] = event.completion_signal
         result = outcome.result
         status = result.status
         return cls(

@@ -496,10 +496,11 @@ def _run_options(request: _Request, task: str, announced: RunStarted) -> RunOpti
 def _turn(outcome: RunOutcome) -> HandoverTurn:
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.handover.runflow import HandoverTurn
+    from personae.store.status import RunStatus
 
     result = outcome.result
     return HandoverTurn(
-        done=result.status == "done", answer=result.final_text,
+        done=result.status is RunStatus.DONE, answer=result.final_text,
         files=outcome.files_written(), warnings=result.warnings,
     )  # fmt: skip
 

@@ -13,7 +13,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple, NotRequired, TypedDict, TypeVar, Unpack
+from typing import Any, NamedTuple, NotRequired, TypedDict, TypeVar, Unpack
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,7 +22,7 @@ from personae.security.policy import redact_secrets
 from personae.store._liveness import Heartbeat, process_alive, this_process
 from personae.store.answers import ModelAnswer
 from personae.store.db import Conn, Store
-from personae.store.status import RunStatus
+from personae.store.status import CallRole, RunStatus
 
 __all__ = [
     "STALE_SECONDS",
@@ -109,10 +109,6 @@ class StoredEvent(BaseModel):
     subtask: int | None
     message: str
     data: dict[str, Any]
-
-
-CallRole = Literal["manager", "worker", "validator", "subagent", "summarizer"]
-"""Who made a model call: a team role, a sub-agent, or the conversation summarizer."""
 
 
 class ModelCallRow(BaseModel):

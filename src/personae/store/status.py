@@ -8,8 +8,12 @@ API's :class:`personae.TeamResult`, the viewer and the OpenTelemetry export all 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal, TypeAlias
 
-__all__ = ["EXIT_PARTIAL", "EXIT_USAGE", "RunStatus"]
+__all__ = ["EXIT_PARTIAL", "EXIT_USAGE", "CallRole", "RunStatus"]
+
+CallRole: TypeAlias = Literal["manager", "worker", "validator", "subagent", "summarizer"]
+"""Who made a model call: a team role, a sub-agent, or the conversation summarizer."""
 
 
 class RunStatus(StrEnum):

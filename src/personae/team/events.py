@@ -17,9 +17,20 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, ClassVar, Literal, TypeAlias
 
+from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
-from personae.store.status import RunStatus
+from personae.store.status import CallRole, RunStatus
+from personae.team.dispatch import StepAction
+from personae.team.signals import (
+    BlockerType,
+    CompletionSignal,
+    InvolvementLevel,
+    SubagentStatus,
+    Subtask,
+    SubtaskStatus,
+)
+from personae.tools.records import ToolCallRecord
 
 __all__ = [
     "TRANSIENT",
@@ -87,18 +98,18 @@ class _EventBase:
     """Payload keys this version does not model (read from a stored or newer event),
     kept so that the JSON form round-trips unchanged."""
 
-    def _omitted(self) -> frozenset[str]:
-        """Payload fields left out of ``data`` (optional keys only some producers write)."""
-        return frozenset()
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset()
+    """Payload fields left out of ``data`` when ``None`` (only some producers have them);
+    an event read back without one has ``None`` there."""
 
     @property
     def data(self) -> dict[str, Any]:
         """The kind-specific payload as a dict (the ``data`` of the JSON form, not JSON-coerced)."""
-        omitted = self._omitted()
         payload = {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)
-            if f.name not in _ENVELOPE and f.name not in omitted
+            if f.name not in _ENVELOPE
+            and not (f.name in self.omitted_when_none and getattr(self, f.name) is None)
         }
         return payload | dict(self.extra)
 
@@ -141,10 +152,10 @@ class PlanMade(_EventBase):
     """The Manager broke the task into subtasks."""
 
     kind: ClassVar[EventKind] = EventKind.PLAN
-    subtasks: list[dict[str, Any]] = field(default_factory=list)
-    """Each subtask (``description``, ``requirements``, ``persona``)."""
-    rationale: str | None = None
-    """Why this plan."""
+    subtasks: list[Subtask]
+    """Each subtask (``description``, ``requirements``, ``persona``, ``required_tools``)."""
+    rationale: str
+    """Why this plan (may be empty)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -152,9 +163,9 @@ class SubtaskStarted(_EventBase):
     """A subtask went to a worker (``message`` is its description)."""
 
     kind: ClassVar[EventKind] = EventKind.SUBTASK_START
-    requirements: list[str] = field(default_factory=list)
+    requirements: list[str]
     """What the validator will check."""
-    persona: str | None = None
+    persona: str
     """The worker's persona."""
 
 
@@ -163,23 +174,22 @@ class ToolCalled(_EventBase):
     """A worker or sub-agent called a tool."""
 
     kind: ClassVar[EventKind] = EventKind.TOOL_CALL
-    tool: str = ""
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"reused", "depth"})
+    tool: str
     """Tool name."""
-    args: dict[str, Any] = field(default_factory=dict)
-    """Arguments as the model gave them."""
-    ok: bool = False
+    args: dict[str, Any]
+    """Arguments as the model gave them (JSON: their shape is the tool's)."""
+    ok: bool
     """Whether the call succeeded."""
-    result: str = ""
+    result: str
     """The result (its first 500 characters)."""
-    persona: str | None = None
+    persona: str | None
     """The persona that called it."""
-    reused: bool | None = None
-    """A worker's call answered from an earlier identical call (workers only)."""
-    depth: int | None = None
-    """Sub-agent depth (sub-agents only)."""
-
-    def _omitted(self) -> frozenset[str]:
-        return frozenset(n for n in ("reused", "depth") if getattr(self, n) is None)
+    reused: bool | None
+    """A worker's call answered from an earlier identical call (workers only; ``None``
+    for a sub-agent's)."""
+    depth: int | None
+    """Sub-agent depth (sub-agents only; ``None`` for a worker's)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -187,22 +197,28 @@ class WorkDone(_EventBase):
     """A worker attempt ended (``message`` is the start of its result)."""
 
     kind: ClassVar[EventKind] = EventKind.WORK_RESULT
-    attempt: int = 1
+    attempt: int
     """Attempt number (from 1)."""
-    success: bool = False
+    success: bool
     """The worker finished (not stopped by a limit or error)."""
-    tools_used: list[str] = field(default_factory=list)
+    tools_used: list[str]
     """Tools it called successfully."""
-    failed_tools: list[dict[str, Any]] = field(default_factory=list)
-    """Calls that failed (tool call records)."""
-    loop_detected: bool = False
+    failed_tools: list[ToolCallRecord]
+    """Calls that failed (the JSON form leaves out their dispatch details:
+    :meth:`ToolCallRecord.brief`)."""
+    loop_detected: bool
     """The loop detector fired."""
-    result: str = ""
+    result: str
     """The whole result."""
-    skills: list[str] = field(default_factory=list)
+    skills: list[str]
     """Skills loaded for the worker."""
-    skill_commands: list[Any] = field(default_factory=list)
+    skill_commands: list[tuple[str, str]]
     """``(command, reason)`` of skill commands run."""
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The payload, each failed call as :meth:`ToolCallRecord.brief` gives it."""
+        return super().data | {"failed_tools": [c.brief() for c in self.failed_tools]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -210,24 +226,24 @@ class Validated(_EventBase):
     """The validator judged a worker's result (``message``: approved or the issues)."""
 
     kind: ClassVar[EventKind] = EventKind.VALIDATION
-    used_llm: bool = False
+    used_llm: bool
     """A model call was made (else code checks decided)."""
-    skills: list[str] | None = None
+    skills: list[str] | None
     """Skills loaded for the validator (``None``: it loads none)."""
-    approved: bool = False
+    approved: bool
     """Approved."""
-    requirements_met: bool = False
+    requirements_met: bool
     """Every requirement met."""
-    issues: list[str] = field(default_factory=list)
+    issues: list[str]
     """What is wrong."""
-    next_action: str = ""
-    """What the validator suggests."""
-    involvement_level: str = ""
+    next_action: str
+    """What the validator suggests (free text, may be empty)."""
+    involvement_level: InvolvementLevel
     """minimal, standard or thorough."""
-    correction: str = ""
-    """The validator's correction instruction, if any."""
-    completion_signal: dict[str, Any] = field(default_factory=dict)
-    """The completion signal (JSON form)."""
+    correction: str
+    """The validator's correction instruction (may be empty)."""
+    completion_signal: CompletionSignal
+    """The validator's completion signal."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -235,13 +251,13 @@ class Corrected(_EventBase):
     """Not approved: dispatch chose a correction (``message``: action and instruction)."""
 
     kind: ClassVar[EventKind] = EventKind.CORRECTION
-    action: str = ""
+    action: StepAction
     """retry, rephrase or decompose."""
-    blocker: str | None = None
-    """The blocker type that chose it."""
-    retries_used: int = 0
+    blocker: BlockerType | None
+    """The blocker type that chose it (``None``: the validator named none)."""
+    retries_used: int
     """Corrections spent on the subtask so far."""
-    max_retries: int = 0
+    max_retries: int
     """The subtask's correction budget."""
 
 
@@ -250,11 +266,12 @@ class RunWarning(_EventBase):
     """Something the user should know (``message``); ``action`` names what it is about."""
 
     kind: ClassVar[EventKind] = EventKind.WARNING
-    action: str | None = None
+    action: str | None
     """``context_cut``, ``skills_cut``, ``usage_cap``, ``mcp_server``, ``spawn_refused``,
-    ``worker_stopped``, a dispatch action (``skip``, ``escalate``, ...), or ``None``."""
-    details: Mapping[str, Any] = field(default_factory=dict)
-    """The warning's own fields (flat in ``data``, after ``action``)."""
+    ``worker_stopped``, ``plan_unparsed``, a dispatch action (``skip``, ``escalate``, ...),
+    or ``None`` (a warning about nothing in particular)."""
+    details: Mapping[str, Any]
+    """The warning's own fields (flat in ``data``, after ``action``; may be empty)."""
 
     @property
     def data(self) -> dict[str, Any]:
@@ -268,12 +285,12 @@ class _SubagentEvent(_EventBase):
     """What a sub-agent's start and end events share (in this order in ``data``)."""
 
     kind: ClassVar[EventKind] = EventKind.SUBAGENT
-    persona: str = ""
+    persona: str
     """The sub-agent's persona."""
     phase: Literal["start", "end"] = "start"
-    """``start`` or ``end`` (fixed by the class)."""
-    context_mode: str = ""
-    """What context it inherits."""
+    """``start`` or ``end`` (fixed by the class, not data a producer gives)."""
+    context_mode: str
+    """What context it inherits (a :class:`personae.persona.model.ContextMode` value)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -282,9 +299,9 @@ class SubagentStarted(_SubagentEvent):
 
     phase: Literal["start"] = "start"
     """Always ``start``."""
-    depth: int = 0
+    depth: int
     """Sub-agent depth."""
-    task: str = ""
+    task: str
     """The task it got."""
 
 
@@ -294,13 +311,13 @@ class SubagentEnded(_SubagentEvent):
 
     phase: Literal["end"] = "end"
     """Always ``end``."""
-    status: str = ""
+    status: SubagentStatus
     """success, partial, limit or failed."""
-    progress_made: bool = False
+    progress_made: bool
     """It made measurable progress."""
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, int]
     """Its usage (requests, tokens, tool calls)."""
-    temp_workspace: str | None = None
+    temp_workspace: str | None
     """Its temporary workspace (removed by now), if it had one."""
 
 
@@ -313,10 +330,10 @@ class RunFinished(_EventBase):
     """How the run ended (done, partial, failed, cancelled): every run ends with one."""
     validated: list[int]
     """Numbers of the validated subtasks."""
-    not_validated: dict[int, str]
+    not_validated: dict[int, SubtaskStatus]
     """Number -> status of the others."""
-    usage: dict[str, Any]
-    """Usage of the whole tree of agents."""
+    usage: dict[str, int]
+    """Usage of the whole tree of agents (requests, input and output tokens, tool calls)."""
     failure_count: int
     """Rejected validations."""
     error: str | None
@@ -332,7 +349,7 @@ class AnswerStreamed(_EventBase):
     """
 
     kind: ClassVar[EventKind] = EventKind.ANSWER_DELTA
-    text: str = ""
+    text: str
     """The new text."""
 
 
@@ -343,20 +360,21 @@ class CallProgress(_EventBase):
     numbered, not in ``--json`` output; the stored model call holds the rest."""
 
     kind: ClassVar[EventKind] = EventKind.CALL
-    phase: str = "start"
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset({"seconds", "output_tokens"})
+    phase: Literal["start", "end"]
     """``start`` or ``end``."""
-    role: str = ""
+    role: CallRole
     """manager, worker, validator, subagent or summarizer."""
-    model: str = ""
+    model: str
     """The model's label."""
-    max_tokens: int = 0
+    max_tokens: int
     """The output cap the request carries."""
-    timeout: float = 0.0
+    timeout: float
     """Seconds the call may take."""
-    seconds: float = 0.0
-    """How long it took (``end``)."""
-    output_tokens: int = 0
-    """Tokens the model wrote (``end``)."""
+    seconds: float | None
+    """How long it took (``end``; ``None`` at the start)."""
+    output_tokens: int | None
+    """Tokens the model wrote (``end``; ``None`` at the start)."""
 
 
 TRANSIENT = (AnswerStreamed, CallProgress)
@@ -403,40 +421,68 @@ _SUBAGENT_PHASES: dict[object, type[SubagentStarted | SubagentEnded]] = {
 """A ``subagent`` event's class by its ``phase`` (an unknown phase reads as a start)."""
 
 
+_WRITTEN_LATER: dict[type[Event], dict[str, Any]] = {
+    WorkDone: {"skills": [], "skill_commands": []},
+    Validated: {"skills": None, "correction": ""},
+}
+"""Payload fields that events stored by earlier versions lack, and what such an event
+reads as (nothing loaded). The one place old stored rows are read tolerantly; every
+other missing field is an error."""
+
+
 def event_from_json(raw: Mapping[str, Any]) -> Event:
     """An event from its JSON form (``to_json_dict``, a stored row, a ``--json`` line).
 
-    Payload keys the class does not model are kept in ``extra``; a missing optional one
-    takes its default. An unknown ``kind``, or a payload without a field the event cannot
-    be without (a ``final`` event's ``status`` ...), raises ``ValueError``.
+    Each payload field is read into its type (a plan's subtasks into :class:`Subtask`,
+    a completion signal into :class:`CompletionSignal`, statuses into their enums ...).
+    Payload keys the class does not model are kept in ``extra``. An unknown ``kind``, a
+    payload without a field the event cannot be without (a ``final`` event's ``status``,
+    a tool call's ``tool`` ...) or a field of the wrong shape raises ``ValueError``
+    naming the event and the field.
     """
     kind = EventKind(raw["kind"])
     data = dict(raw.get("data") or {})
     cls: type[Event] = _CLASSES[kind]
     if kind is EventKind.SUBAGENT:
         cls = _SUBAGENT_PHASES.get(data.get("phase"), SubagentStarted)
+    where = f"event {raw.get('seq', '?')} ({kind.value}) of run {raw.get('run_id', '?')}"
     fields: dict[str, Any]
     if cls is RunWarning:  # its payload is open: every key but ``action`` is a detail
         fields, data = {"action": data.pop("action", None), "details": data}, {}
     else:
         names = {f.name for f in dataclasses.fields(cls)} - _ENVELOPE
         fields = {name: data.pop(name) for name in list(data) if name in names}
+        fields = _WRITTEN_LATER.get(cls, {}) | fields
+        fields |= {n: None for n in cls.omitted_when_none if n not in fields}
         missing = sorted(n for n in _required(cls) if n not in fields)
         if missing:
-            where = f"event {raw.get('seq', '?')} ({kind.value}) of run {raw.get('run_id', '?')}"
             raise ValueError(f"{where} has no {', '.join(missing)}")
-        if cls is RunFinished:
-            fields["status"] = RunStatus(fields["status"])
-    make: Callable[..., Event] = cls
-    return make(
-        run_id=str(raw.get("run_id", "")),
-        seq=int(raw.get("seq", 0)),
-        at=str(raw.get("at", "")),
-        message=str(raw.get("message", "")),
-        subtask=raw.get("subtask"),
-        extra=data,
-        **fields,
-    )
+    envelope = {
+        "run_id": str(raw.get("run_id", "")),
+        "seq": int(raw.get("seq", 0)),
+        "at": str(raw.get("at", "")),
+        "message": str(raw.get("message", "")),
+        "subtask": raw.get("subtask"),
+        "extra": data,
+    }
+    try:
+        event: Event = _reader(cls).validate_python(envelope | fields)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)
+        )
+        raise ValueError(f"{where}: {problems}") from None
+    return event
+
+
+_READERS: dict[type[Event], TypeAdapter[Any]] = {}
+
+
+def _reader(cls: type[Event]) -> TypeAdapter[Any]:
+    """Reads an event class's fields (JSON values) into their types (made once per class)."""
+    if cls not in _READERS:
+        _READERS[cls] = TypeAdapter(cls)
+    return _READERS[cls]
 
 
 def _required(cls: type[Event]) -> list[str]:
@@ -444,7 +490,9 @@ def _required(cls: type[Event]) -> list[str]:
     return [
         f.name
         for f in dataclasses.fields(cls)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        if f.name not in _ENVELOPE
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
     ]
 
 

@@ -208,7 +208,7 @@ class TeamLoop:
         rt.emit(
             PlanMade(
                 message=f"{len(plan.subtasks)} subtask(s)",
-                subtasks=[s.model_dump() for s in plan.subtasks],
+                subtasks=plan.subtasks,
                 rationale=plan.rationale,
             )
         )
@@ -267,7 +267,9 @@ class TeamLoop:
     ) -> list[SubtaskOutcome]:
         warning = f"stopped at subtask {number}: {reason}"
         run.warnings.append(warning)
-        self.runtime.emit(RunWarning(message=warning, subtask=number, action="usage_cap"))
+        self.runtime.emit(
+            RunWarning(message=warning, subtask=number, action="usage_cap", details={})
+        )
         return [
             SubtaskOutcome(
                 number=n, subtask=s, status=SubtaskStatus.SKIPPED, result="", reason=reason
@@ -349,7 +351,7 @@ class TeamLoop:
                     attempt=attempts,
                     success=work.success,
                     tools_used=work.tools_used,
-                    failed_tools=[c.brief() for c in work.failed_tools],
+                    failed_tools=work.failed_tools,
                     loop_detected=work.loop_detected,
                     result=work.result,
                     skills=for_worker.names,
@@ -389,7 +391,12 @@ class TeamLoop:
             if decision.warning:
                 job.run.warnings.append(decision.warning)
                 rt.emit(
-                    RunWarning(message=decision.warning, subtask=number, action=decision.action)
+                    RunWarning(
+                        message=decision.warning,
+                        subtask=number,
+                        action=decision.action,
+                        details={},
+                    )
                 )
             if decision.action in (StepAction.SKIP, StepAction.ESCALATE, StepAction.CONTINUE):
                 status = {
@@ -405,8 +412,8 @@ class TeamLoop:
                 Corrected(
                     message=f"{decision.action.value}: {decision.instruction}",
                     subtask=number,
-                    action=decision.action.value,
-                    blocker=decision.blocker.value if decision.blocker else None,
+                    action=decision.action,
+                    blocker=decision.blocker,
                     retries_used=budget.retries_used,
                     max_retries=budget.max_retries,
                 )
@@ -473,7 +480,13 @@ class TeamLoop:
                         subtask=number,
                         used_llm=outcome.used_llm,
                         skills=skill_names,
-                        **r.model_dump(mode="json"),  # the verdict's fields, in JSON form
+                        approved=r.approved,
+                        requirements_met=r.requirements_met,
+                        issues=r.issues,
+                        next_action=r.next_action,
+                        involvement_level=r.involvement_level,
+                        correction=r.correction,
+                        completion_signal=r.completion_signal,
                     )
                 )
                 return r
@@ -483,7 +496,10 @@ class TeamLoop:
             )
             rt.emit(
                 RunWarning(
-                    message=warning, subtask=number, details={"infra_error": outcome.infra_error}
+                    message=warning,
+                    subtask=number,
+                    action=None,
+                    details={"infra_error": outcome.infra_error},
                 )
             )
         return None

@@ -114,9 +114,9 @@ def _plan(event: PlanMade) -> EventLines:
     subs = event.subtasks
     lines: EventLines = [("title", f"Plan: {len(subs)} subtask(s)")]
     for i, sub in enumerate(subs, start=1):
-        reqs = "; ".join(sub.get("requirements") or [])
+        reqs = "; ".join(sub.requirements)
         tail = f"  [{reqs}]" if reqs else ""
-        lines.append(("plain", f"  {i}. {sub.get('description')}{tail}"))
+        lines.append(("plain", f"  {i}. {sub.description}{tail}"))
     return lines
 
 
@@ -134,15 +134,15 @@ def _tool(event: ToolCalled) -> EventLines:
 
 
 def _validation(event: Validated) -> EventLines:
-    signal = event.completion_signal or {}
+    signal = event.completion_signal
     how = "model check" if event.used_llm else "code check"
     head = f"  Validator ({how}, {event.involvement_level})"
     if event.approved:
-        return [("good", f"{head}: approved, confidence {signal.get('confidence')}")]
+        return [("good", f"{head}: approved, confidence {signal.confidence}")]
     issues = _short("; ".join(event.issues))
     detail = (
-        f"    blocker={signal.get('blocker_type')} progress={signal.get('progress_made')} "
-        f"confidence={signal.get('confidence')}"
+        f"    blocker={signal.blocker_type} progress={signal.progress_made} "
+        f"confidence={signal.confidence}"
     )
     return [("bad", f"{head}: REJECTED: {issues}"), ("plain", detail)]
 

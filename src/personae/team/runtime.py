@@ -424,8 +424,9 @@ class Runtime:
         timeout = self.bounds.timeout_for(info.role, opts.timeout)
         start = time.monotonic()
         self.emit(CallProgress(
-            message=f"{info.role} waiting for {label}", subtask=info.subtask, role=info.role,
-            model=label, max_tokens=cap, timeout=timeout,
+            message=f"{info.role} waiting for {label}", subtask=info.subtask, phase="start",
+            role=info.role, model=label, max_tokens=cap, timeout=timeout, seconds=None,
+            output_tokens=None,
         ))  # fmt: skip
         written = self.usage.output_tokens
         with capture_run_messages() as messages:

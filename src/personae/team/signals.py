@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,6 +16,7 @@ __all__ = [
     "InvolvementLevel",
     "Plan",
     "Strategy",
+    "SubagentStatus",
     "Subtask",
     "SubtaskStatus",
     "ValidationResult",
@@ -73,6 +75,10 @@ class SubtaskStatus(StrEnum):
     """Dispatch (or the request cap) skipped it."""
     ESCALATED = "escalated"
     """Dispatch handed it back to the user."""
+
+
+SubagentStatus: TypeAlias = Literal["success", "partial", "failed", "limit"]
+"""How a sub-agent ended: its task done, part of it, an error, or a limit (steps, requests)."""
 
 
 class CompletionSignal(BaseModel):

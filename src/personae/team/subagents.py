@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
@@ -31,6 +31,7 @@ from personae.team.loopdetect import LoopDetector
 from personae.team.mcp_servers import McpHub
 from personae.team.recording import RecordingToolset, tool_call_emitter
 from personae.team.runtime import CallInfo, CallOptions, Runtime
+from personae.team.signals import SubagentStatus
 from personae.team.toolbox import narrow_names, narrow_sandbox, persona_limits
 from personae.team.turn_context import TurnContext
 from personae.team.worker import DEFAULT_MAX_STEPS
@@ -48,7 +49,7 @@ class SubagentOutcome(BaseModel):
 
     persona: str
     """The persona that ran."""
-    status: Literal["success", "partial", "failed", "limit"]
+    status: SubagentStatus
     """success; partial (finished with failed tool calls); failed; limit (budget hit)."""
     final_message: str
     """The child's final message (only this, not its transcript)."""
@@ -296,7 +297,7 @@ class Spawner:
         )
         steps = persona.max_steps or DEFAULT_MAX_STEPS
         before = self.runtime.usage.requests
-        status: Literal["success", "partial", "failed", "limit"] = "success"
+        status: SubagentStatus = "success"
         messages: list[ModelMessage] = []
         final, error = "", None
         try:

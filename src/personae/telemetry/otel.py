@@ -86,13 +86,12 @@ def _split_model(label: str) -> tuple[str, str]:
 def _signal_attrs(event: Validated) -> dict[str, Any]:
     attrs: dict[str, Any] = {"personae.validation.approved": bool(event.approved)}
     signal = event.completion_signal
-    if isinstance(signal, dict):
-        for key in ("confidence", "blocker_type", "suggested_strategy", "progress_made"):
-            value = signal.get(key)
-            if value is not None:
-                attrs[f"personae.completion_signal.{key}"] = (
-                    value if isinstance(value, bool) else str(value)
-                )
+    for key in ("confidence", "blocker_type", "suggested_strategy", "progress_made"):
+        value = getattr(signal, key)
+        if value is not None:
+            attrs[f"personae.completion_signal.{key}"] = (
+                value if isinstance(value, bool) else str(value)
+            )
     return attrs
 
 
@@ -172,22 +171,21 @@ class _Emitter:
         else:
             name = f"invoke_agent {node.persona}"
             begin = node.typed_event
-            started = begin if isinstance(begin, SubagentStarted) else SubagentStarted()
             attrs = {
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.name": node.persona or "",
-                "personae.subagent.context_mode": str(started.context_mode or ""),
-                "personae.subagent.depth": int(started.depth or 0),
             }
+            if isinstance(begin, SubagentStarted):  # else its start event did not read
+                attrs["personae.subagent.context_mode"] = begin.context_mode
+                attrs["personae.subagent.depth"] = begin.depth
             kind = SpanKind.INTERNAL
         span = self.span(name, parent, start, attrs, kind)
         self.children(node, span)
         ended = node.typed_end
         if isinstance(ended, SubagentEnded):
-            status = str(ended.status or "")
-            span.set_attribute("personae.subagent.status", status)
-            if status not in ("success", ""):
-                span.set_status(Status(StatusCode.ERROR, status))
+            span.set_attribute("personae.subagent.status", ended.status)
+            if ended.status != "success":
+                span.set_status(Status(StatusCode.ERROR, ended.status))
         end = _ns(node.end, self.cursor)
         self.cursor = max(self.cursor, end)
         span.end(end_time=max(end, start))

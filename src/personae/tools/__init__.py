@@ -1,7 +1,8 @@
 """Tools: registry, workspace-confined built-ins, narrow-only subsets as pydantic-ai toolsets.
 
-The registry and subsets import pydantic-ai, so they load on first use
-(``personae.tools.names`` stays light for the persona loader and hook gate).
+Every name loads its module on first use: the registry and subsets import pydantic-ai,
+the tool base asyncio, and a leaf (``personae.tools.names`` for the persona loader and
+hook gate, ``personae.tools.records`` for the run's events) loads only itself.
 """
 
 from __future__ import annotations
@@ -9,18 +10,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from personae._lazy import lazy_front
-from personae.tools.base import Tool, ToolContext, ToolLimits
-from personae.tools.canonical import canonical_args
-from personae.tools.names import BUILTIN_TOOL_NAMES, CLAUDE_TOOL_MAP, canonical_tool_name
-from personae.tools.records import CallLog, ToolCallRecord
-from personae.tools.workspace import Workspace
 
 if TYPE_CHECKING:
+    from personae.tools.base import Tool, ToolContext, ToolLimits
+    from personae.tools.canonical import canonical_args
     from personae.tools.grants import effective_tool_names, unavailable_tool_names
+    from personae.tools.names import BUILTIN_TOOL_NAMES, CLAUDE_TOOL_MAP, canonical_tool_name
+    from personae.tools.records import CallLog, ToolCallRecord
     from personae.tools.registry import ToolRegistry
     from personae.tools.subset import ToolRefusedError, ToolSubset
+    from personae.tools.workspace import Workspace
 
 _LAZY = {
+    "Tool": "personae.tools.base",
+    "ToolContext": "personae.tools.base",
+    "ToolLimits": "personae.tools.base",
+    "canonical_args": "personae.tools.canonical",
+    "BUILTIN_TOOL_NAMES": "personae.tools.names",
+    "CLAUDE_TOOL_MAP": "personae.tools.names",
+    "canonical_tool_name": "personae.tools.names",
+    "CallLog": "personae.tools.records",
+    "ToolCallRecord": "personae.tools.records",
+    "Workspace": "personae.tools.workspace",
     "ToolRegistry": "personae.tools.registry",
     "ToolRefusedError": "personae.tools.subset",
     "ToolSubset": "personae.tools.subset",

@@ -11,15 +11,28 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
+from personae.store.status import RunStatus
 from personae.telemetry.runtree import parse_time
 
 __all__ = ["badge", "duration", "h", "layout", "short", "tokens", "url"]
 
-_GOOD = frozenset({"done", "success", "approved", "full", "pinned", "ok", "high"})
-_BAD = frozenset(
-    {"failed", "failure", "crashed", "cancelled", "rejected", "dropped", "removed", "none"}
-)
-_WARN = frozenset({"partial", "running", "pending", "medium", "low", "evicted", "skipped"})
+RUN_TONES: dict[RunStatus, str] = {
+    RunStatus.DONE: "good",
+    RunStatus.PARTIAL: "warn",
+    RunStatus.RUNNING: "warn",
+    RunStatus.FAILED: "bad",
+    RunStatus.CRASHED: "bad",
+    RunStatus.CANCELLED: "bad",
+}
+"""The tone of each run status (every member: a new one must be given its tone)."""
+
+_GOOD = frozenset({"success", "approved", "full", "pinned", "ok", "high"})
+_BAD = frozenset({"failure", "rejected", "dropped", "removed", "none"})
+_WARN = frozenset({"pending", "medium", "low", "evicted", "skipped"})
+"""The tones of the other words a badge shows (a sub-agent's or handover's status,
+a verdict, a section's fate, a confidence)."""
+
+_RUN_WORDS: dict[str, str] = {status.value: tone for status, tone in RUN_TONES.items()}
 
 
 def h(value: Any) -> str:
@@ -43,7 +56,9 @@ def badge(text: Any, tone: str | None = None) -> str:
     word = str(text)
     if tone is None:
         low = word.lower()
-        if low in _GOOD:
+        if low in _RUN_WORDS:
+            tone = _RUN_WORDS[low]
+        elif low in _GOOD:
             tone = "good"
         elif low in _BAD:
             tone = "bad"

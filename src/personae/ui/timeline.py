@@ -9,10 +9,10 @@ kinds render as a plain line with their payload as stored, so a newer store stil
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any, assert_never
 
 from personae.store.runs import ModelCallRecord, StoredEvent
+from personae.store.status import RunStatus
 from personae.team.events import (
     AnswerStreamed,
     CallProgress,
@@ -29,6 +29,7 @@ from personae.team.events import (
     Validated,
     WorkDone,
 )
+from personae.team.signals import CompletionSignal
 from personae.telemetry.runtree import NodeKind, RunNode, typed
 from personae.ui._html import badge, h, short, tokens, url
 from personae.ui.budget import mini_bar
@@ -65,13 +66,11 @@ def _call(call: ModelCallRecord, run_id: str) -> str:
 
 
 def _plan(event: PlanMade) -> str:
-    subs = event.subtasks
     rows = []
-    for i, item in enumerate(subs if isinstance(subs, list) else [], start=1):
-        sub = item if isinstance(item, dict) else {"description": item}
-        reqs = "".join(f"<li>{h(r)}</li>" for r in sub.get("requirements") or [])
+    for i, sub in enumerate(event.subtasks, start=1):
+        reqs = "".join(f"<li>{h(r)}</li>" for r in sub.requirements)
         rows.append(
-            f"<li><b>{i}.</b> {h(sub.get('description'))}"
+            f"<li><b>{i}.</b> {h(sub.description)}"
             + (f'<ul class="reqs">{reqs}</ul>' if reqs else "")
             + "</li>"
         )
@@ -105,13 +104,11 @@ def _work(event: WorkDone) -> str:
     )
 
 
-def signal_chips(d: Mapping[str, Any]) -> str:
-    """The completion signal of a validation (its ``completion_signal`` mapping) as chips."""
-    signal = d.get("completion_signal") if isinstance(d.get("completion_signal"), dict) else {}
-    assert isinstance(signal, dict)
+def signal_chips(signal: CompletionSignal) -> str:
+    """The completion signal of a validation as chips."""
     parts = []
     for key in ("confidence", "progress_made", "blocker_type", "suggested_strategy"):
-        value = signal.get(key)
+        value = getattr(signal, key)
         if value is None:
             parts.append(f'<span class="chip">{h(key)}: -</span>')
             continue
@@ -125,7 +122,7 @@ def _validation(event: Validated) -> str:
     verdict = badge("approved") if event.approved else badge("rejected")
     issues = "".join(f"<li>{h(i)}</li>" for i in event.issues or [])
     cls = "ok" if event.approved else "rejected"
-    chips = signal_chips({"completion_signal": event.completion_signal})
+    chips = signal_chips(event.completion_signal)
     return (
         f'<li class="item validation {cls}" data-kind="validation"><b>Validator</b> '
         f"({h(how)}, {h(event.involvement_level)}): {verdict} {chips}"
@@ -198,9 +195,10 @@ def _event(stored: StoredEvent, event: Event | None) -> str:
 
 def _subagent(node: RunNode, run_id: str) -> str:
     begin = node.typed_event
-    start = begin if isinstance(begin, SubagentStarted) else SubagentStarted()
+    start = begin if isinstance(begin, SubagentStarted) else None
+    mode, depth, task = (start.context_mode, start.depth, start.task) if start else ("?", "?", "?")
     end = node.typed_end
-    state = badge(end.status) if end is not None else badge("running")
+    state = badge(end.status) if end is not None else badge(RunStatus.RUNNING)
     usage = end.usage if end is not None else {}
     counts = (
         f"{h(usage.get('requests', 0))} requests, {h(usage.get('tool_calls', 0))} tool calls"
@@ -210,9 +208,9 @@ def _subagent(node: RunNode, run_id: str) -> str:
     inner = "".join(render_item(child, run_id) for child in node.children)
     return (
         f'<li class="item subagent" data-kind="subagent"><div class="agenthead">'
-        f"sub-agent <b>{h(node.persona)}</b> (context mode {h(start.context_mode)}, "
-        f"depth {h(start.depth)}) {state} <span class='muted'>{counts}</span>"
-        f'<div class="muted">task: {h(start.task)}</div></div>'
+        f"sub-agent <b>{h(node.persona)}</b> (context mode {h(mode)}, "
+        f"depth {h(depth)}) {state} <span class='muted'>{counts}</span>"
+        f'<div class="muted">task: {h(task)}</div></div>'
         f'<ul class="tree">{inner}</ul></li>'
     )
 
@@ -274,7 +272,7 @@ def agent_tree(root: RunNode, persona: str | None) -> str:
         for child in node.children:
             if child.kind is NodeKind.SUBAGENT:
                 ended = child.typed_end
-                end = ended.status if ended is not None else "running"
+                end = ended.status if ended is not None else RunStatus.RUNNING
                 where = f"subtask {child.subtask}" if child.subtask else "turn"
                 items.append(
                     f"<li>{h(child.persona)} {badge(end)} <span class='muted'>"

@@ -1,0 +1,125 @@
+"""One status, five surfaces: a run's status is the same ``RunStatus`` in ``personae run
+--json`` (its ``final`` event and exit code), the Python API's ``TeamResult``, the store,
+the viewer and the OpenTelemetry export, for a run that answered (done) and one that
+validated nothing (partial). Scripted model server, real SQLite store."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic_ai.models import override_allow_model_requests
+
+from _helpers import dev_project, personae_cli, read_config_scenario
+from personae import Limits, Team
+from personae.store.db import Store
+from personae.store.runs import RunStore
+from personae.store.status import RunStatus
+from personae.ui._html import RUN_TONES
+from personae.ui.data import Reader
+from personae.ui.pages import run_body
+
+REFUSING = {
+    "description": "a worker that only ever calls run_shell, which dev may not use (scripted)",
+    "steps": [{"when": {"role": "manager"},
+               "output": {"subtasks": [{"description": "Read config"}]}}],
+    "rules": [
+        {"when": {"role": "worker"},
+         "tool_calls": [{"name": "run_shell", "args": {"command": "true"}}]},
+        {"when": {"role": "manager"}, "text": "SYNTHESIS"},
+    ],
+}  # fmt: skip
+"""Nothing validated: the run ends ``partial``."""
+
+CASES = [("answers", RunStatus.DONE), ("refuses", RunStatus.PARTIAL)]
+
+
+@pytest.fixture(autouse=True)
+def scripted_requests() -> Iterator[None]:
+    """The conftest forbids model requests; these go to the scripted server only."""
+    with override_allow_model_requests(True):
+        yield
+
+
+@pytest.fixture
+def project(tmp_path: Path, offline_home: Path) -> Path:
+    answers = read_config_scenario("Port 8081.", description="answers (scripted)")
+    return dev_project(tmp_path, {"answers": answers, "refuses": REFUSING})
+
+
+def _stored(root: Path, run_id: str) -> RunStatus:
+    with Store(root / ".personae" / "state.db") as store:
+        return RunStore(store).get(run_id).status
+
+
+def _viewer(root: Path, run_id: str) -> str:
+    """The status the viewer's run page shows: in its facts and on its answer (the same)."""
+    reader = Reader(root)
+    try:
+        body = run_body(reader.run(run_id))
+    finally:
+        reader.close()
+    badge = r'<span class="badge ([a-z]+)">([a-z]+)</span>'
+    facts = re.search(f"<dt>status</dt><dd>{badge}</dd>", body)
+    answer = re.search(f'data-kind="final"><b>Answer</b> {badge}', body)
+    assert facts is not None and answer is not None, body
+    assert facts.groups() == answer.groups()
+    tone, word = facts.groups()
+    assert tone == RUN_TONES[RunStatus(word)]
+    return word
+
+
+def _exported(root: Path, run_id: str) -> str:
+    """The ``personae.run.status`` of the run's root span in the OpenTelemetry export."""
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from personae.telemetry.otel import export_run
+
+    exporter = InMemorySpanExporter()
+    export_run(root / ".personae" / "state.db", run_id, exporter=exporter)
+    (top,) = [s for s in exporter.get_finished_spans() if s.parent is None]
+    return str(top.attributes["personae.run.status"])
+
+
+@pytest.mark.parametrize(("scenario", "status"), CASES)
+def test_the_cli_json_the_store_the_viewer_and_otel_agree(
+    project: Path, scenario: str, status: RunStatus
+) -> None:
+    spec = f"scripted:{project.parent / scenario}.yaml"
+    done = personae_cli(
+        "run", "What port?", "--persona", "dev", "--model", spec, "--json",
+        "--max-retries", "1", cwd=project,
+    )  # fmt: skip
+    events: list[dict[str, Any]] = [json.loads(line) for line in done.stdout.splitlines()]
+    final = events[-1]
+    assert final["kind"] == "final", done.stderr
+    run_id = final["run_id"]
+    assert final["data"]["status"] == status.value
+    assert done.returncode == status.exit_code
+    assert _stored(project, run_id) is status
+    assert _viewer(project, run_id) == status.value
+    assert _exported(project, run_id) == status.value
+
+
+@pytest.mark.parametrize(("scenario", "status"), CASES)
+def test_the_python_api_the_store_the_viewer_and_otel_agree(
+    project: Path, scenario: str, status: RunStatus
+) -> None:
+    team = Team.from_project(
+        project, model=f"scripted:{project.parent / scenario}.yaml", limits=Limits(max_retries=1)
+    )
+    result = team.run("What port?", persona="dev")
+    assert result.status is status
+    final = result.events[-1]
+    assert final.kind.value == "final" and final.to_json_dict()["data"]["status"] == status.value
+    assert _stored(project, result.run_id) is status
+    assert _viewer(project, result.run_id) == status.value
+    assert _exported(project, result.run_id) == status.value
+
+
+def test_every_run_status_has_a_tone_in_the_viewer() -> None:
+    assert set(RUN_TONES) == set(RunStatus)
