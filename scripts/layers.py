@@ -53,6 +53,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "security",
             "procs",
             "procid",
+            "lineage",
+            "pricing",
             "_reaper",
             "_tie",
             "invocation",

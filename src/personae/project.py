@@ -22,10 +22,13 @@ from personae.fsutil import read_regular
 from personae.layout import GRANTABLE, MAX_CONFIG_BYTES, Layout, find_root
 from personae.models.facts import ModelConfig
 from personae.models.resolve import parse_model_spec
+from personae.pricing import Price, PriceTable
 
 __all__ = [
     "CommandsConfig",
     "HandoverConfig",
+    "LimitsConfig",
+    "PriceConfig",
     "Project",
     "ProjectConfig",
     "SandboxConfig",
@@ -110,6 +113,30 @@ class TimeoutsConfig(BaseModel):
         return {role: value for role, value in roles.items() if value is not None}
 
 
+class PriceConfig(BaseModel):
+    """The price of one model (``prices:``), per million tokens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    """Per million input tokens."""
+    output: float = Field(ge=0, allow_inf_nan=False)
+    """Per million output tokens."""
+
+
+class LimitsConfig(BaseModel):
+    """Caps on a run and every run it starts (``limits:``); the flags win when tighter."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_tokens_total: int | None = Field(default=None, gt=0)
+    """Most tokens (input plus output) the whole tree of runs may use."""
+    max_cost: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Most cost the whole tree may spend (needs a price for every model it calls)."""
+    max_requests: int | None = Field(default=None, gt=0)
+    """Most model calls the whole tree may make."""
+
+
 class ProjectConfig(BaseModel):
     """The contents of ``.personae/config.yaml``."""
 
@@ -127,6 +154,10 @@ class ProjectConfig(BaseModel):
     """Per model (``provider:name`` or name): ``context_window``, ``max_output``,
     ``output_mode``, ``server`` (see docs/local-models.md)."""
     timeouts: TimeoutsConfig = Field(default_factory=TimeoutsConfig)
+    prices: dict[str, PriceConfig] = Field(default_factory=dict)
+    """Per model (``provider:name`` or name): ``input`` and ``output`` price per million
+    tokens; a model without one has an unknown cost (``runs show --tree``, ``--max-cost``)."""
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
     commands: CommandsConfig = Field(default_factory=CommandsConfig)
     handover: HandoverConfig = Field(default_factory=HandoverConfig)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
@@ -174,6 +205,12 @@ class Project:
         """Open the project at ``root``, reading its config if present."""
         resolved = Path(root).resolve()
         return cls(root=resolved, config=load_config(Layout(resolved)))
+
+    def price_table(self) -> PriceTable:
+        """The config's ``prices:`` as a :class:`~personae.pricing.PriceTable`."""
+        return PriceTable(
+            {name: Price(input=p.input, output=p.output) for name, p in self.config.prices.items()}
+        )
 
     @classmethod
     def discover(cls, start: Path | str = ".") -> Project:

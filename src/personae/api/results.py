@@ -25,13 +25,18 @@ class Limits:
     max_retries: int | None = None
     """Corrections per subtask (``personae run --max-retries``)."""
     max_requests: int | None = None
-    """Most model requests for the whole run, all agents (``--max-requests``; ``None``: no cap)."""
+    """Most model requests for the whole run, all agents and the runs it starts in other
+    processes (``--max-requests``; ``None``: the config's ``limits:``, else no cap)."""
     max_tokens: int | None = None
     """Most tokens (input plus output, as the model reports them) for the whole run, all
-    agents; no request starts once they are used (``None``: no cap)."""
+    agents and the runs it starts in other processes; no request starts once they are used
+    (``--max-tokens-total``; ``None``: the config's ``limits:``, else no cap)."""
     max_tool_calls: int | None = None
     """Most tool calls for the whole run, all agents; the call past it is refused and the
     run stops (``None``: no cap)."""
+    max_cost: float | None = None
+    """Most cost for the whole tree of runs, by the config's ``prices:`` (``--max-cost``;
+    ``None``: the config's ``limits:``, else no cap)."""
     budget_share: float | None = None
     """Share of the model's window the assembled context may use."""
     timeout: float | None = None

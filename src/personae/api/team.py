@@ -32,6 +32,7 @@ from personae.team.runlog import end_run
 from personae.team.session import RunOptions, run_turn
 from personae.tools.base import Tool
 from personae.tools.function import ToolLike, function_tools
+from personae.team.treelink import check_cost_cap
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -212,10 +213,13 @@ class Team:
         chosen = limits or self.limits
         _check_bounds(chosen)
         project = Project.open(self.root)
+        model = chosen_model(self.model, settings, project.config.model)[0]
+        cost = chosen.max_cost if chosen.max_cost is not None else project.config.limits.max_cost
+        check_cost_cap(project.price_table(), model, cost, field="max_cost")
         return RunOptions(
             root=project.root,
             persona=persona or self.persona,
-            model=chosen_model(self.model, settings, project.config.model)[0],
+            model=model,
             session=session,
             max_retries=settings.max_retries if chosen.max_retries is None else chosen.max_retries,
             budget_share=(
@@ -224,6 +228,7 @@ class Team:
             request_cap=chosen.max_requests,
             token_cap=chosen.max_tokens,
             tool_call_cap=chosen.max_tool_calls,
+            cost_cap=chosen.max_cost,
             tools=self._tools,
             hooks=tuple(self._hooks),
             include_git_log=self.include_git_log,

@@ -69,6 +69,18 @@ def register(app: typer.Typer) -> None:
             cwd=project_root(root), out=out, concurrency=concurrency, timeout=timeout,
             retries=retries, num_cpus=num_cpus,
         )  # fmt: skip
-        with open_executor(executor, address=address, tie=True) as runner:
-            outcome = run_batch(tasks, options, executor=runner, progress=progress)
+        # local import: CLI start-up (only the command that runs loads what it needs)
+        from personae.store.status import RunStatus
+        from personae.team.grouprun import group_run
+
+        # The batch is a run of its own: its tasks' runs link to it (`runs show RUN --tree`).
+        with group_run(options.cwd, f"batch {tasks.name}") as group:
+            with open_executor(executor, address=address, tie=True) as runner:
+                outcome = run_batch(tasks, options, executor=runner, progress=progress)
+            group.status = RunStatus.DONE if outcome.failed == 0 else (
+                RunStatus.PARTIAL if outcome.ok else RunStatus.FAILED
+            )  # fmt: skip
+        if not as_json:
+            typer.echo(f"batch run {group.run_id}; its tree: personae runs show "
+                       f"{group.run_id} --tree", err=True)  # fmt: skip
         raise typer.Exit(outcome.exit_code)

@@ -39,6 +39,19 @@ def _state_dir(path: Path | None) -> Path | None:
     return path
 
 
+def _export_group(root: Path, run_id: str) -> None:
+    """Export the chain's own run (the root span of its steps' trace) when telemetry is on;
+    each step's run exports itself from its own process."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.cli.run import export_trace
+    from personae.project import Project
+    from personae.settings import PersonaeSettings
+
+    project = Project.open(root)
+    endpoint = PersonaeSettings().otel_endpoint or project.config.otel_endpoint
+    export_trace(project.state_db, run_id, endpoint)
+
+
 app = typer.Typer(
     help="Chains: multi-step persona workflows with fan-out and resume.", no_args_is_help=True
 )
@@ -86,10 +99,23 @@ def run(  # noqa: PLR0917
         resume=resume, concurrency=concurrency, state_dir=state_dir, on_event=say,
         executor="ray" if executor == "ray" else "local", address=address,
     )  # fmt: skip
-    outcome = run_chain(wf, options)
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.store.status import RunStatus
+    from personae.team.grouprun import group_run
+
+    # The chain is a run of its own: its steps' runs link to it (`runs show RUN --tree`).
+    with group_run(wf.path.parent, f"chain {wf.name}") as group:
+        outcome = run_chain(wf, options)
+        group.status = {"success": RunStatus.DONE, "partial": RunStatus.PARTIAL}.get(
+            outcome.status, RunStatus.FAILED
+        )
+    _export_group(wf.path.parent, group.run_id)
+    if not as_json:
+        typer.echo(f"chain run {group.run_id}; its tree: personae runs show {group.run_id} "
+                   "--tree", err=True)  # fmt: skip
     if as_json:
         done = {
-            "event": "done", "workflow": wf.name, "status": outcome.status,
+            "event": "done", "workflow": wf.name, "run": group.run_id, "status": outcome.status,
             "exit_code": outcome.exit_code, "report": str(outcome.report_path),
             "steps": _steps_json(wf, {k: asdict(v) for k, v in outcome.steps.items()}),
             "resumed": outcome.resumed,

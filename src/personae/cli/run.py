@@ -27,11 +27,12 @@ if TYPE_CHECKING:
     import asyncio
 
     from personae.handover.runflow import HandoverSession, HandoverTurn
+    from personae.lineage import Link
     from personae.settings import PersonaeSettings
     from personae.team.events import Event, RunFinished, RunStarted
     from personae.team.session import RunOptions, RunOutcome
 
-__all__ = ["STYLES", "register"]
+__all__ = ["STYLES", "export_trace", "register"]
 
 STYLES = {  # rich styles of the describe() kinds, shared with `runs show`
     "title": "bold",
@@ -319,7 +320,24 @@ def register(app: typer.Typer) -> None:
         ] = None,
         max_requests: Annotated[
             int | None,
-            typer.Option(min=1, help="Most model requests for the whole run (all agents)."),
+            typer.Option(
+                min=1, metavar="CALLS",
+                help="Most model requests for the whole run (all agents and child runs).",
+            ),
+        ] = None,
+        max_tokens_total: Annotated[
+            int | None,
+            typer.Option(
+                min=1, metavar="TOKENS",
+                help="Most tokens (in + out) for the run and every run it starts.",
+            ),
+        ] = None,
+        max_cost: Annotated[
+            float | None,
+            typer.Option(
+                metavar="COST",
+                help="Most cost for the run and every run it starts (needs prices: in config).",
+            ),
         ] = None,
         profile: Annotated[
             str | None,
@@ -346,7 +364,7 @@ def register(app: typer.Typer) -> None:
             _Request(
                 task=task, persona=persona, model=model, session=session,
                 max_retries=max_retries, max_requests=max_requests, profile=profile,
-                bounds=(window, call_timeout, deadline),
+                bounds=(window, call_timeout, deadline), caps=(max_tokens_total, max_cost),
                 context_from=context_from, context_return=context_return,
                 non_interactive=non_interactive, timeout=limit, settings=settings,
             )
@@ -387,6 +405,9 @@ class _Request:
     profile: str | None
     context_from: Path | None
     bounds: tuple[int | None, float | None, float | None] = (None, None, None)  # --window ...
+    caps: tuple[int | None, float | None] = (None, None)  # --max-tokens-total, --max-cost
+    link: Link | None = None
+    """The run that started this one, from the environment and the handover file."""
     context_return: Path | None
     non_interactive: bool
     timeout: float | None
@@ -432,19 +453,44 @@ def _check_request(request: _Request) -> None:
     from personae.persona.preflight import check_run
     from personae.project import Project
     from personae.settings import chosen_model
+    from personae.team.treelink import check_cost_cap
 
     handover = request.handover
-    config = Project.open(request.cwd).config
+    project = Project.open(request.cwd)
+    config = project.config
+    model = chosen_model(request.model, request.settings, config.model)[0]
+    request.link = _link(request)
     try:
         check_run(
-            request.cwd, persona=request.persona,
-            model=chosen_model(request.model, request.settings, config.model)[0],
+            request.cwd, persona=request.persona, model=model,
             profile=request.profile or (handover.profile if handover else None),
         )  # fmt: skip
+        cost, field = request.caps[1], "--max-cost"
+        if cost is None:
+            cost, field = config.limits.max_cost, "limits.max_cost"
+        check_cost_cap(project.price_table(), model, cost, field=field)
     except UsageError as exc:
         if exc.field is not None and exc.field.startswith("--"):
             raise CommandLineError.of(exc) from None
         raise
+
+
+def _link(request: _Request) -> Link:
+    """The run that started this one: the environment (``PERSONAE_PARENT_RUN``,
+    ``TRACEPARENT``, ``PERSONAE_BUDGET``), else the handover file's ``lineage``; the tighter
+    budget of both. A malformed value is one line naming it."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.lineage import Link, inherited
+
+    try:
+        link = inherited()
+        lineage = request.handover.handover.lineage if request.handover else None
+        if lineage is not None:
+            wire = lineage.model_dump(mode="json", by_alias=True)
+            link = link.merged(Link.from_wire(wire, source=f"{request.context_from}: lineage"))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return link
 
 
 @contextmanager
@@ -484,12 +530,14 @@ def _run_options(request: _Request, task: str, announced: RunStarted) -> RunOpti
         profile=request.profile or (handover.profile if handover else None),
     )  # fmt: skip
     window, call_timeout, deadline = request.bounds
+    tokens, cost = request.caps
     limits = Limits(max_retries=request.max_retries, max_requests=request.max_requests,
+                    max_tokens=tokens, max_cost=cost,
                     window=window, call_timeout=call_timeout, deadline=deadline)  # fmt: skip
     return dataclasses.replace(
         team.options(persona=request.persona, session=request.session, limits=limits),
         handover_text=handover.section_text if handover else None,
-        announced=announced,
+        announced=announced, link=request.link,
     )  # fmt: skip
 
 
@@ -532,9 +580,9 @@ def _run_announced(request: _Request, view: _View, announced: RunStarted) -> Non
                 outcome = _execute(task, options, view, timeout)
             except BaseException as exc:
                 if endpoint and isinstance(exc, PersonaeError | TimeoutError):
-                    _export_trace(project.state_db, announced.run_id, endpoint)
+                    export_trace(project.state_db, announced.run_id, endpoint)
                 raise
-            _export_trace(project.state_db, outcome.run_id, endpoint)
+            export_trace(project.state_db, outcome.run_id, endpoint)
             work.add(_turn(outcome))
             code = outcome.result.status.exit_code
             if handover is not None and not request.non_interactive and sys.stdin.isatty():
@@ -599,7 +647,7 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
         # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.settings import PersonaeSettings
 
-        _export_trace(Layout(target).state_db, outcome.run_id,
+        export_trace(Layout(target).state_db, outcome.run_id,
                       PersonaeSettings().otel_endpoint)  # fmt: skip
         if not as_json:
             where = (
@@ -615,7 +663,7 @@ def _run_demo(*, as_json: bool, keep: Path | None) -> None:
             holder.cleanup()
 
 
-def _export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
+def export_trace(db: Path, run_id: str, endpoint: str | None) -> None:
     """Send the stored run to the OpenTelemetry endpoint, when one is set (else nothing)."""
     if endpoint:
         # local import: CLI start-up (only the command that runs loads what it needs)

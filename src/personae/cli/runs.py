@@ -116,10 +116,17 @@ def show_run(
     run_id: Annotated[str, typer.Argument(help="Run id (a unique prefix works).")],
     as_json: JsonOpt = False,
     full: Annotated[bool, typer.Option(help="Print every assembled context in full.")] = False,
+    tree: Annotated[
+        bool,
+        typer.Option(help="The run and every run it started: calls, tokens, time, cost."),
+    ] = False,
 ) -> None:
     """A run's events and every model call with its assembled context and budget report."""
     runs = _store(project_root())
     runs.reconcile()
+    if tree:
+        _show_tree(runs, run_id, as_json=as_json)
+        return
     record = runs.get(run_id)
     events = runs.events(record.id)
     calls = runs.model_calls(record.id)
@@ -173,6 +180,20 @@ def show_run(
         )
         console.print(Text(text, style="dim"))
         console.print(Text(_answer_text(c.answer, full=full)))
+
+
+def _show_tree(runs: Any, run_id: str, *, as_json: bool) -> None:
+    """``runs show RUN --tree``: the usage tree below the run (prices from the config)."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.project import Project
+    from personae.telemetry.usagetree import render_tree, usage_tree
+
+    node = usage_tree(runs, run_id, Project.open(project_root()).price_table())
+    if as_json:
+        typer.echo(json.dumps(node.as_json(), indent=2))
+        return
+    for line in render_tree(node):
+        typer.echo(line)
 
 
 def _answer_text(answer: ModelAnswer | None, *, full: bool) -> str:

@@ -32,6 +32,7 @@ from personae.handover.schema import ContextHandover, Results, ResultStatus
 from personae.invocation import personae_argv
 from personae.layout import Layout
 from personae.limits import DEFAULTS
+from personae.lineage import child_environment as with_lineage
 from personae.procs import (
     LIFELINE_ENV,
     RUN_PROCESSES,
@@ -271,10 +272,12 @@ def _tail(fh: IO[bytes]) -> str:
 
 def child_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """``env`` (default ``os.environ``) for a handover child: handover mode on, one
-    handover deeper than this process."""
+    handover deeper than this process, linked to the run this process is running
+    (:func:`personae.lineage.child_environment`)."""
     child_env = dict(os.environ if env is None else env)
     child_env["PERSONAE_HANDOVER_MODE"] = "1"
     child_env[DEPTH_ENV] = str(handover_depth() + 1)
+    with_lineage(child_env)  # the running run's id, trace and budget left
     return child_env
 
 

@@ -24,10 +24,12 @@ from personae.handover.schema import (
     ContextHandover,
     ExecutionContext,
     HistoryEntry,
+    Lineage,
     Source,
     Target,
 )
 from personae.layout import Layout
+from personae.lineage import current
 from personae.project import Project
 from personae.security.policy import capture_environment, redact_secrets
 from personae.security.redact import redact_text
@@ -179,10 +181,17 @@ def build_handover(
                 mcp_servers=list(c.mcp_servers) if c.mcp_servers is not None else None,
                 memory_snapshot=memory_snapshot,
             ),
+            lineage=_lineage(),
         )
     except ValidationError as exc:
         message, where = first_validation_error(exc)
         raise UsageError(f"{where}: {message}") from None
+
+
+def _lineage() -> Lineage | None:
+    """The running run's link for the handover's reader (``None`` outside a run)."""
+    run = current()
+    return None if run is None else Lineage.model_validate(run.link().as_wire())
 
 
 def describe_artifacts(handover: ContextHandover, resolved: Sequence[str]) -> ContextHandover:

@@ -23,6 +23,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from personae.lineage import Budget
+
 __all__ = [
     "MAX_ARTIFACTS",
     "MAX_FILE_BYTES",
@@ -34,6 +36,7 @@ __all__ = [
     "ContextHandover",
     "ExecutionContext",
     "HistoryEntry",
+    "Lineage",
     "ResultStatus",
     "Results",
     "Source",
@@ -42,8 +45,8 @@ __all__ = [
     "now_iso",
 ]
 
-SCHEMA_VERSION = "1.0.0"
-"""The version this code writes."""
+SCHEMA_VERSION = "1.1.0"
+"""The version this code writes (1.1 adds ``lineage``; 1.0 files load unchanged)."""
 SUPPORTED_MAJOR = 1
 """The newest major version this code reads."""
 
@@ -210,6 +213,33 @@ class Results(_Wire):
     """Suggested next steps."""
 
 
+class Lineage(_Wire):
+    """Where the run that reads the handover sits in its tree of runs (schema 1.1).
+
+    Written by a run that hands work over; the child's run links to ``parentRun``,
+    joins the trace of ``traceparent`` and runs under ``budget`` (it cannot raise it:
+    its own caps are the tighter of this and its flags)."""
+
+    parent_run: Annotated[
+        str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+    ] | None = Field(default=None, exclude_if=_is_none)
+    """The id of the run that wrote the handover."""
+    traceparent: Annotated[
+        str, StringConstraints(pattern=r"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
+    ] | None = Field(default=None, exclude_if=_is_none)
+    """W3C trace context of that run (``00-<trace id>-<span id>-01``)."""
+    budget: dict[str, Any] | None = Field(default=None, exclude_if=_is_none)
+    """What was left of the tree's caps: ``tokens``, ``cost``, ``calls`` (each optional)."""
+
+    @field_validator("budget")
+    @classmethod
+    def _check_budget(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A budget with known caps only, each a number >= 0."""
+        if value is not None:
+            Budget.parse(value, source="budget")
+        return value
+
+
 class ContextHandover(_Wire):
     """A handover file (``ContextHandover`` on the wire), version 1.x."""
 
@@ -229,6 +259,8 @@ class ContextHandover(_Wire):
     """History, MCP servers, memory."""
     results: Results | None = Field(default=None, exclude_if=_is_none)
     """Results written back by the target (absent until then)."""
+    lineage: Lineage | None = Field(default=None, exclude_if=_is_none)
+    """The run that wrote the handover and the budget it passes down (schema 1.1)."""
 
     _ts = field_validator("timestamp")(_check_timestamp)
 

@@ -1,4 +1,5 @@
-"""Runs, their events and model calls in the project store (migrations 0002, 0005, 0007, 0010).
+"""Runs, their events and model calls in the project store (migrations 0002, 0005, 0007, 0010,
+0012).
 
 A run row is written before its id is shown anywhere (:meth:`RunStore.create`), with the
 process that runs it; that process refreshes a heartbeat until :meth:`RunStore.finish`.
@@ -27,6 +28,7 @@ from personae.store.status import CallRole, RunStatus
 __all__ = [
     "STALE_SECONDS",
     "CallRole",
+    "CallUsage",
     "EventRow",
     "ModelCallRecord",
     "ModelCallRow",
@@ -78,6 +80,16 @@ class RunRecord(BaseModel):
     """Host name of that process."""
     heartbeat_at: str | None = None
     """When the process last said it was alive (UTC)."""
+    parent_run_id: str | None = None
+    """The run that started this one in another process (``None``: a user started it)."""
+    trace_id: str | None = None
+    """The W3C trace the run belongs to (shared by its whole tree)."""
+    span_id: str | None = None
+    """The run's own span id (its children's parent span)."""
+    parent_span_id: str | None = None
+    """The span the run's spans go under (its parent run's span)."""
+    budget: dict[str, Any] | None = None
+    """The caps the run ran under (``tokens``, ``cost``, ``calls``; ``None``: not recorded)."""
 
 
 class NewRun(TypedDict):
@@ -109,6 +121,21 @@ class StoredEvent(BaseModel):
     subtask: int | None
     message: str
     data: dict[str, Any]
+
+
+class CallUsage(NamedTuple):
+    """The usage of one stored model call, as the usage tree sums it."""
+
+    run_id: str
+    role: str
+    persona: str | None
+    model: str
+    input_tokens: int
+    """Input tokens the provider reported."""
+    output_tokens: int
+    """Output tokens the provider reported."""
+    counted_input_tokens: int | None
+    """Input tokens personae counted itself for the whole request (``None``: not counted)."""
 
 
 class ModelCallRow(BaseModel):
@@ -347,6 +374,53 @@ class RunStore:
             )
         raise UnknownNameError("run", run_id, [r.id for r in self.list_runs(limit=10)])
 
+    def link(
+        self, run_id: str, *, trace_id: str, span_id: str, parent_run_id: str | None = None,
+        parent_span_id: str | None = None, budget: dict[str, Any] | None = None,
+    ) -> None:  # fmt: skip
+        """Record where the run sits in its tree: its parent run, trace, spans and caps."""
+        with self.store.transaction() as conn:
+            conn.execute(
+                "UPDATE runs SET parent_run_id=?, trace_id=?, span_id=?, parent_span_id=?,"
+                " budget_json=? WHERE id=?",
+                (parent_run_id, trace_id, span_id, parent_span_id,
+                 None if budget is None else json.dumps(budget), run_id),
+            )  # fmt: skip
+
+    def descendants(self, run_id: str) -> list[RunRecord]:
+        """Every run below ``run_id`` (children, their children ...), oldest first."""
+        rows = self.store.fetchall(
+            "WITH RECURSIVE tree(id, depth) AS (SELECT id, 1 FROM runs WHERE parent_run_id = ?"
+            " UNION ALL SELECT r.id, t.depth + 1 FROM runs r JOIN tree t"
+            " ON r.parent_run_id = t.id WHERE t.depth < 64)"
+            " SELECT runs.* FROM runs JOIN tree ON runs.id = tree.id"
+            " ORDER BY runs.started_at, runs.id",
+            (run_id,),
+        )
+        return [RunRecord.model_validate(_fields(r)) for r in rows]
+
+    def call_usage(self, run_ids: Sequence[str]) -> list[CallUsage]:
+        """The usage of every model call of the runs ``run_ids``, in order."""
+        out: list[CallUsage] = []
+        ids = list(dict.fromkeys(run_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ", ".join("?" for _ in chunk)
+            rows = self.store.fetchall(
+                "SELECT run_id, role, persona, model, usage_json FROM model_calls"
+                f" WHERE run_id IN ({marks}) ORDER BY run_id, seq",
+                tuple(chunk),
+            )
+            for row in rows:
+                usage = json.loads(row["usage_json"] or "{}")
+                counted = usage.get("counted_input_tokens")
+                out.append(CallUsage(
+                    row["run_id"], row["role"], row["persona"], row["model"],
+                    _int(usage.get("input_tokens")), _int(usage.get("output_tokens")),
+                    counted if isinstance(counted, int) else None,
+                ))  # fmt: skip
+        return out
+
     def events(self, run_id: str) -> list[StoredEvent]:
         """The run's events in order."""
         return self._of_run(StoredEvent, "run_events", run_id)
@@ -392,6 +466,10 @@ def _insert_events(conn: Conn, run_id: str, rows: Sequence[EventRow]) -> None:
             for r in rows
         ],
     )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _fields(row: Any) -> dict[str, Any]:

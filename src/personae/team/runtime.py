@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic_ai import Agent, capture_run_messages
 from pydantic_ai.capabilities import AbstractCapability
@@ -35,7 +35,9 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import UsageLimits
 
+from personae.lineage import Budget
 from personae.models.resolve import ModelResolver
+from personae.pricing import PriceTable
 from personae.store.answers import ModelAnswer
 from personae.store.runs import CallRole, EventRow, ModelCallRow, RunStore
 from personae.team._request_tokens import count_request
@@ -44,12 +46,29 @@ from personae.team.events import TRANSIENT, CallProgress, Event, EventBus, RunWa
 from personae.team.hooks import HookGate, ModelCall, ModelReply, new_call_id
 from personae.tokens.registry import counter_for_model, model_info
 
-__all__ = ["CallInfo", "CallOptions", "Runtime", "TreeUsage", "call_row"]
+__all__ = ["CallInfo", "CallOptions", "Runtime", "Spent", "TreeUsage", "call_row"]
+
+
+class Spent(NamedTuple):
+    """Usage summed over runs: model calls, tokens (input plus output) and cost."""
+
+    calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    """What the priced calls cost."""
+    unpriced: tuple[str, ...] = ()
+    """Models called without a price (their cost is unknown)."""
+
+    def __add__(self, other: tuple[Any, ...]) -> Spent:  # type: ignore[override]
+        o = Spent(*other)
+        return Spent(self.calls + o.calls, self.tokens + o.tokens, round(self.cost + o.cost, 9),
+                     tuple(dict.fromkeys((*self.unpriced, *o.unpriced))))  # fmt: skip
 
 
 @dataclass(kw_only=True)
 class TreeUsage:
-    """Usage shared by every agent of a run (parents and sub-agents), optionally capped."""
+    """Usage shared by every agent of a run (parents and sub-agents) and the runs it started
+    in other processes, optionally capped."""
 
     requests: int = 0
     """Model requests made."""
@@ -68,30 +87,61 @@ class TreeUsage:
     halted: str | None = None
     """Why the run was stopped before a count reached its cap (its tool-call cap refused a
     call, a hook vetoed a call); ``None``: not stopped."""
+    cost_cap: float | None = None
+    """Most cost the whole tree may spend, by :attr:`prices` (``None``: no cap)."""
+    prices: PriceTable = field(default_factory=PriceTable)
+    """What each model's tokens cost."""
+    cost: float = 0.0
+    """What this run's priced calls cost."""
+    unpriced: dict[str, None] = field(default_factory=dict)
+    """Models this run called that have no price."""
+    outside: Callable[[], Spent] | None = None
+    """Usage of the runs this run started in other processes (handover children, chain
+    steps), read from the store when a cap is checked (``None``: none counted)."""
+
+    @property
+    def caps(self) -> Budget:
+        """The caps on model calls, tokens and cost of the tree below this run."""
+        return Budget(tokens=self.token_cap, cost=self.cost_cap, calls=self.request_cap)
+
+    def spent(self) -> Spent:
+        """What the tree below this run used: this run and (with caps) its child runs."""
+        own = Spent(self.requests, self.input_tokens + self.output_tokens, round(self.cost, 9),
+                    tuple(self.unpriced))  # fmt: skip
+        if self.outside is None or self.caps.empty:
+            return own
+        return own + self.outside()
+
+    def left(self) -> Budget:
+        """What is left of the caps (what a child run started now gets)."""
+        spent = self.spent()
+        return self.caps.left_after(tokens=spent.tokens, cost=spent.cost, calls=spent.calls)
+
+    def reason(self) -> str | None:
+        """Why no further request may start (the run was halted, a cap reached), or ``None``."""
+        if self.halted is not None:
+            return self.halted
+        if self.caps.empty:
+            return None
+        spent = self.spent()
+        if self.request_cap is not None and spent.calls >= self.request_cap:
+            return f"run request cap of {self.request_cap} reached (shared by all agents)"
+        if self.token_cap is not None and spent.tokens >= self.token_cap:
+            return f"run token cap of {self.token_cap} reached ({spent.tokens} tokens used)"
+        if self.cost_cap is not None and spent.cost >= self.cost_cap:
+            return f"run cost cap of {self.cost_cap:g} reached ({spent.cost:.6g} spent)"
+        return None
 
     @property
     def exhausted(self) -> bool:
         """A cap has been reached (or the run was halted): no further model request starts."""
-        total = self.input_tokens + self.output_tokens
-        return (
-            self.halted is not None
-            or (self.request_cap is not None and self.requests >= self.request_cap)
-            or (self.token_cap is not None and total >= self.token_cap)
-        )
+        return self.reason() is not None
 
     def check(self) -> None:
         """Raise ``UsageLimitExceeded`` when a cap is reached (or the run was halted)."""
-        if self.halted is not None:
-            raise UsageLimitExceeded(self.halted)
-        if self.request_cap is not None and self.requests >= self.request_cap:
-            raise UsageLimitExceeded(
-                f"run request cap of {self.request_cap} reached (shared by all agents)"
-            )
-        total = self.input_tokens + self.output_tokens
-        if self.token_cap is not None and total >= self.token_cap:
-            raise UsageLimitExceeded(
-                f"run token cap of {self.token_cap} reached ({total} tokens used)"
-            )
+        why = self.reason()
+        if why is not None:
+            raise UsageLimitExceeded(why)
 
     def halt(self, reason: str) -> UsageLimitExceeded:
         """Stop the run for ``reason``: no further model request or tool call starts.
@@ -107,11 +157,23 @@ class TreeUsage:
             raise self.halt(f"run tool-call cap of {self.tool_call_cap} reached")
         self.tool_calls += 1
 
-    def count(self, requests: int, input_tokens: int, output_tokens: int) -> None:
-        """Add the usage of model requests to the totals."""
+    def count(
+        self, requests: int, input_tokens: int, output_tokens: int, model: str | None = None
+    ) -> None:
+        """Add the usage of model requests (of ``model``, priced by :attr:`prices`)."""
         self.requests += requests
         self.input_tokens += input_tokens
         self.output_tokens += output_tokens
+        if model is not None:
+            self.price(model, input_tokens, output_tokens)
+
+    def price(self, model: str, input_tokens: int, output_tokens: int) -> None:
+        """Add the cost of tokens of ``model`` (counted already) by :attr:`prices`."""
+        cost = self.prices.cost(model, input_tokens, output_tokens)
+        if cost is None:
+            self.unpriced[model] = None
+        else:
+            self.cost += cost
 
     def as_dict(self) -> dict[str, int]:
         """JSON-safe totals."""
@@ -208,7 +270,8 @@ class _Recorder(AbstractCapability[Any]):
         request_context: ModelRequestContext,
         response: ModelResponse,
     ) -> ModelResponse:
-        self.runtime.usage.count(1, response.usage.input_tokens, response.usage.output_tokens)
+        usage = response.usage
+        self.runtime.usage.count(1, usage.input_tokens, usage.output_tokens, self.model_label)
         self.local_requests += 1
         if self.runtime.runs is not None:
             sent = (request_context.messages, request_context.model_request_parameters)

@@ -10,6 +10,7 @@ the run and its events.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -27,6 +28,9 @@ from personae.errors import PersonaeError, RunError
 from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, handover_depth
 from personae.handover.tool import register_handover_tool
 from personae.limits import DEFAULTS
+from personae.lineage import Budget as Caps
+from personae.lineage import Link, Running, running
+from personae.lineage import inherited as inherited_link
 from personae.models.facts import ModelFacts
 from personae.models.resolve import ModelResolver
 from personae.persona.cast import Cast
@@ -45,6 +49,7 @@ from personae.team.runlog import attach_run, describe_failure, end_run, start_ru
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.summarizer import SummaryCalls, model_summarize
 from personae.team.toolbox import narrow_names, persona_limits
+from personae.team.treelink import child_usage, link_run, tree_caps
 from personae.team.turn_context import TurnContext
 from personae.tokens.registry import counter_for_model
 from personae.tools.base import Tool
@@ -78,16 +83,25 @@ class RunOptions:
     budget_share: float = DEFAULTS.budget_share
     """Share of the model window the assembled context may use."""
     request_cap: int | None = None
-    """Most model requests for the whole tree of agents (``None``: no cap)."""
+    """Most model requests for the whole tree of agents and child runs (``None``: the
+    config's ``limits.max_requests``, else no cap)."""
     token_cap: int | None = None
-    """Most input plus output tokens for the whole tree of agents (``None``: no cap)."""
+    """Most input plus output tokens for the whole tree of agents and child runs
+    (``--max-tokens-total``; ``None``: the config's ``limits.max_tokens_total``, else no
+    cap)."""
     tool_call_cap: int | None = None
     """Most tool calls for the whole tree of agents (``None``: no cap)."""
+    cost_cap: float | None = None
+    """Most cost for the whole tree, by the config's ``prices:`` (``--max-cost``; ``None``:
+    the config's ``limits.max_cost``, else no cap)."""
     tools: Sequence[Tool[Any]] = ()
     """Tools besides the built-in ones (Python function tools); a persona's ``tools``
     list narrows them like the built-ins."""
     hooks: Sequence[RunHooks] = ()
     """Hooks around every model and tool call (they may veto one) and on every event."""
+    link: Link | None = None
+    """The run that started this one and the caps it passed down (``None``: read from the
+    environment, :func:`personae.lineage.inherited`)."""
     handover_text: str | None = None
     """Rendered handover section, when the run continues a handover."""
     include_git_log: bool = True
@@ -276,10 +290,13 @@ class _Recording:
     runtime: Runtime
     announced: bool
     """The caller started the run (``RunOptions.announced``) and ends it when cancelled."""
+    me: Running
+    """The run as the runs it starts link to it (id, trace, span, budget left)."""
 
 
 def _start_recording(
     store: Store,
+    project: Project,
     options: RunOptions,
     task: str,
     *,
@@ -300,10 +317,15 @@ def _start_recording(
         )
     attach_run(runs, started, task=task, model=label, session=session)
     bus = EventBus(started.run_id)
+    link = options.link if options.link is not None else inherited_link()
+    asked = Caps(tokens=options.token_cap, cost=options.cost_cap, calls=options.request_cap)
+    caps = tree_caps(asked, project.config.limits, link.budget)
+    prices = project.price_table()
     usage = TreeUsage(
-        request_cap=options.request_cap, token_cap=options.token_cap,
-        tool_call_cap=options.tool_call_cap,
+        request_cap=caps.calls, token_cap=caps.tokens, cost_cap=caps.cost, prices=prices,
+        tool_call_cap=options.tool_call_cap, outside=child_usage(runs, started.run_id, prices),
     )  # fmt: skip
+    me = link_run(runs, started.run_id, link, caps)
     gate = HookGate(hooks=tuple(options.hooks), emit=bus.emit, run_id=started.run_id)
     runtime = Runtime(models=models, bus=bus, runs=runs, usage=usage, bounds=bounds, hooks=gate)
     bus.subscribe(runtime.store_event)
@@ -318,6 +340,7 @@ def _start_recording(
     return _Recording(
         runs=runs, run_id=started.run_id, bus=bus, usage=usage, runtime=runtime,
         announced=options.announced is not None,
+        me=dataclasses.replace(me, budget_left=usage.left),
     )  # fmt: skip
 
 
@@ -461,7 +484,7 @@ async def run_turn(
             profile=profile,
         )
         rec = _start_recording(
-            store, options, task, label=label, session=session, models=models,
+            store, project, options, task, label=label, session=session, models=models,
             listeners=listeners, sandbox=describe_mode(project.config.sandbox.mode),
             bounds=bounds,
         )  # fmt: skip
@@ -473,7 +496,8 @@ async def run_turn(
             return _team(project, cast, persona, options, session=session, runtime=rec.runtime)
 
         try:
-            result = await _run_team(make_team, turn, rec)
+            with running(rec.me):  # child runs started meanwhile link to this one
+                result = await _run_team(make_team, turn, rec)
         finally:
             if resolver is None:
                 models.close()

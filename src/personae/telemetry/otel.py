@@ -20,6 +20,12 @@ Spans (GenAI semantic conventions where one applies, ``personae.*`` for the rest
 
 Times come from the store. A model call's start is the previous recorded step
 (the store keeps when each call returned, not when it was sent).
+
+One trace across processes: a run's root span takes the trace id and span id stored
+with the run, and a run started by another run (a handover child, a chain step, a batch
+task) goes under its parent run's span (W3C trace context passed down as
+``TRACEPARENT``), so the runs of one job, each exported by its own process, make one
+trace. :func:`export_tree` exports a run and every run below it at once.
 """
 
 from __future__ import annotations
@@ -36,7 +42,17 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    Tracer,
+)
 
 from personae.errors import PersonaeError
 from personae.store.db import Store
@@ -52,7 +68,7 @@ from personae.telemetry.runtree import (
     typed,
 )
 
-__all__ = ["TelemetryError", "export_run", "otlp_exporter", "run_to_spans"]
+__all__ = ["TelemetryError", "export_run", "export_tree", "otlp_exporter", "run_to_spans"]
 
 _HANDOVER_TOOL = "handover_to_persona"
 _OK_STATUSES = frozenset({RunStatus.DONE, RunStatus.RUNNING})
@@ -243,6 +259,40 @@ class _Emitter:
         self.cursor = max(self.cursor, end)
 
 
+class _StoredIds(IdGenerator):
+    """Ids for one run's spans: its stored trace id, and its stored span id for the first
+    span (its root); random ids after that."""
+
+    def __init__(self, run: RunRecord) -> None:
+        self._random = RandomIdGenerator()
+        self._trace = _hex(run.trace_id)
+        self._first = _hex(run.span_id)
+
+    def generate_span_id(self) -> int:
+        first, self._first = self._first, None
+        return first if first else self._random.generate_span_id()
+
+    def generate_trace_id(self) -> int:
+        return self._trace or self._random.generate_trace_id()
+
+
+def _hex(text: str | None) -> int | None:
+    try:
+        return int(text, 16) or None if text else None
+    except ValueError:
+        return None
+
+
+def _parent_context(run: RunRecord) -> Context:
+    """Where the run's root span goes: under its parent run's span (same trace), else a
+    trace of its own."""
+    trace_id, span_id = _hex(run.trace_id), _hex(run.parent_span_id)
+    if trace_id is None or span_id is None:
+        return Context()
+    parent = SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(1))
+    return trace.set_span_in_context(NonRecordingSpan(parent), Context())
+
+
 def run_to_spans(
     tracer: Tracer,
     run: RunRecord,
@@ -265,6 +315,8 @@ def run_to_spans(
     }
     if run.session_id:
         attrs["gen_ai.conversation.id"] = run.session_id
+    if run.parent_run_id:
+        attrs["personae.parent_run.id"] = run.parent_run_id
     for key in ("input_tokens", "output_tokens"):
         if isinstance(run.usage.get(key), int):
             attrs[f"gen_ai.usage.{key}"] = run.usage[key]
@@ -273,7 +325,7 @@ def run_to_spans(
         attrs["personae.handover.from"] = str(begin.context_from)
     root = tracer.start_span(
         f"invoke_agent {run.persona or 'personae'}",
-        context=Context(),
+        context=_parent_context(run),
         kind=SpanKind.INTERNAL,
         attributes=attrs,
         start_time=start,
@@ -294,20 +346,37 @@ def export_run(
     exporter), else to an OTLP/HTTP exporter for ``endpoint``. The spans are
     built first and sent in one export; a failed export is a
     :class:`TelemetryError` (the exporter's own retry warnings are kept quiet).
+    A run started by another run joins its parent's trace, under its span.
     """
+    return _export(db, run_id, endpoint=endpoint, exporter=exporter, tree=False)
+
+
+def export_tree(
+    db: Path, run_id: str, *, endpoint: str | None = None, exporter: SpanExporter | None = None
+) -> int:
+    """:func:`export_run` for run ``run_id`` and every run below it (one trace)."""
+    return _export(db, run_id, endpoint=endpoint, exporter=exporter, tree=True)
+
+
+def _export(
+    db: Path, run_id: str, *, endpoint: str | None, exporter: SpanExporter | None, tree: bool
+) -> int:
     if exporter is None and not endpoint:
         raise ValueError("export_run needs an endpoint or an exporter")
     with Store(db) as store:
         runs = RunStore(store)
         run = runs.get(run_id)
-        events, calls = runs.events(run.id), runs.model_calls(run.id)
+        chosen = [run, *(runs.descendants(run.id) if tree else [])]
+        loaded = [(r, runs.events(r.id), runs.model_calls(r.id)) for r in chosen]
     memory = InMemorySpanExporter()
-    provider = TracerProvider(
-        resource=Resource.create({"service.name": "personae"}), shutdown_on_exit=False
-    )
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    run_to_spans(provider.get_tracer("personae"), run, events, calls)
-    provider.shutdown()
+    for record, events, calls in loaded:
+        provider = TracerProvider(
+            resource=Resource.create({"service.name": "personae"}), shutdown_on_exit=False,
+            id_generator=_StoredIds(record),
+        )  # fmt: skip
+        provider.add_span_processor(SimpleSpanProcessor(memory))
+        run_to_spans(provider.get_tracer("personae"), record, events, calls)
+        provider.shutdown()
     spans = memory.get_finished_spans()
     target = exporter if exporter is not None else otlp_exporter(str(endpoint))
     quiet = logging.getLogger("opentelemetry.exporter")
