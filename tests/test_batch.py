@@ -189,8 +189,13 @@ def test_cli_batch_runs_real_team_runs(tmp_path: Path, isolated_home: Path) -> N
         "r1": "ANSWER port 8081",
     }
     listed = json.loads(run_personae("runs", "list", "--json", cwd=root, env=env).stdout)
-    assert {r["id"] for r in listed} == {r["run_id"] for r in got}
-    assert {r["session_id"] for r in listed} == {"s0", "s1"}
+    # The batch is a run of its own; the tasks' runs link to it (one usage tree).
+    (batch,) = [r for r in listed if r["task"] == "batch tasks.jsonl"]
+    assert f"batch run {batch['id']}" in done.stderr and batch["status"] == "done"
+    tasks_runs = [r for r in listed if r["id"] != batch["id"]]
+    assert {r["id"] for r in tasks_runs} == {r["run_id"] for r in got}
+    assert {r["session_id"] for r in tasks_runs} == {"s0", "s1"}
+    assert {r["parent_run_id"] for r in tasks_runs} == {batch["id"]}
 
 
 def test_personae_imports_no_ray() -> None:

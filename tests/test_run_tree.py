@@ -10,6 +10,7 @@ child gets what is left and cannot raise it; reaching a cap ends the run ``parti
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -37,6 +38,15 @@ def _example(tmp_path: Path, config: dict[str, Any] | None = None) -> Path:
     return root
 
 
+def _documented_config() -> dict[str, Any]:
+    """The config of the usage-tree example in docs/runtime.md."""
+    doc = Path(__file__).resolve().parents[1] / "docs" / "runtime.md"
+    blocks = re.findall(r"^```yaml\n(.*?)^```", doc.read_text(encoding="utf-8"), re.M | re.S)
+    (block,) = [b for b in blocks if "(usage-tree example)" in b]
+    config: dict[str, Any] = yaml.safe_load(block)
+    return config
+
+
 def _runs(root: Path) -> list[RunRecord]:
     with Store(root / ".personae" / "state.db") as store:
         return RunStore(store).list_runs(limit=50)
@@ -61,9 +71,11 @@ def test_a_chain_is_one_tree_in_one_trace_and_its_steps_share_one_token_cap(
     """Two chain steps run as real `personae run` processes under the chain's own run: each
     links to it and to its trace; the first step leaves what is left of the cap to the
     second (exactly), which stops at it; the chain ends partial (exit 5)."""
-    prices = {"scripted:analysis.scenario.yaml": {"input": 1.0, "output": 2.0},
-              "report.scenario.yaml": {"input": 3.0, "output": 4.0}}  # fmt: skip
-    root = _example(tmp_path, {"prices": prices, "limits": {"max_tokens_total": 4000}})
+    config = _documented_config()  # the worked example of docs/runtime.md
+    assert config["limits"] == {"max_tokens_total": 4000}
+    assert config["prices"] == {"scripted:analysis.scenario.yaml": {"input": 1.0, "output": 2.0},
+                                "report.scenario.yaml": {"input": 3.0, "output": 4.0}}  # fmt: skip
+    root = _example(tmp_path, config)
     ran = cli("chain", "run", "workflow.yaml", cwd=root, process=True, timeout=300)
     assert ran.returncode == 5, ran.stdout + ran.stderr
     chain = next(r for r in _runs(root) if r.task == "chain sales-report")
@@ -206,3 +218,51 @@ def test_the_link_and_budget_read_from_the_environment_and_the_handover_file() -
     assert inherited({"TRACEPARENT": "00-" + "0" * 32 + "-" + "cd" * 8 + "-01"}).trace_id is None
     with pytest.raises(ValueError, match=r"file: lineage.budget: unknown field 'money'"):
         Link.from_wire({"budget": {"money": 1}}, source="file: lineage")
+
+
+def test_the_opentelemetry_export_of_a_tree_is_one_trace_with_the_child_under_its_parent(
+    tmp_path: Path, cli: Cli
+) -> None:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from personae.telemetry.otel import export_run, export_tree
+
+    root = _example(tmp_path)
+    assert cli("run", TASK, *ANALYST, cwd=root).returncode == 0
+    parent = _runs(root)[0]
+    assert parent.trace_id and parent.span_id
+    link = traceparent(parent.trace_id, parent.span_id)
+    env = {"PERSONAE_PARENT_RUN": parent.id, "TRACEPARENT": link}
+    assert cli("run", TASK, *ANALYST, cwd=root, env=env).returncode == 0
+    child = _runs(root)[0]
+    assert child.parent_run_id == parent.id
+    db = root / ".personae" / "state.db"
+    exporter = InMemorySpanExporter()
+    count = export_tree(db, parent.id, exporter=exporter)
+    spans = list(exporter.get_finished_spans())
+    assert count == len(spans) > 4
+    assert {s.context.trace_id for s in spans} == {int(parent.trace_id, 16)}
+    tops = {s.attributes["personae.run.id"]: s for s in spans if "personae.run.id" in s.attributes}
+    assert tops[parent.id].parent is None
+    assert tops[parent.id].context.span_id == int(parent.span_id, 16)
+    assert tops[child.id].parent.span_id == int(parent.span_id, 16)
+    assert tops[child.id].attributes["personae.parent_run.id"] == parent.id
+    by_id = {s.context.span_id for s in spans}
+    assert all(s.parent is None or s.parent.span_id in by_id for s in spans)  # one tree
+    alone = InMemorySpanExporter()  # the child exported by its own process joins the trace
+    export_run(db, child.id, exporter=alone)
+    (top,) = [s for s in alone.get_finished_spans() if s.attributes.get("personae.run.id")]
+    assert top.context.trace_id == int(parent.trace_id, 16)
+    assert top.parent.span_id == int(parent.span_id, 16)
+    # The viewer shows the same tree on both runs' pages, linked both ways.
+    from personae.ui.data import Reader
+    from personae.ui.pages import run_page
+
+    reader = Reader(root)
+    try:
+        top_page, child_page = run_page(reader.run(parent.id)), run_page(reader.run(child.id))
+    finally:
+        reader.close()
+    assert "<h2>Run tree</h2>" in top_page and f'href="/runs/{child.id}"' in top_page
+    assert "Total (2 run(s)):" in top_page and "cost unknown" in top_page
+    assert f'started by run <a href="/runs/{parent.id}">' in child_page

@@ -24,7 +24,7 @@ from personae.context.profiles import load_profiles
 from personae.context.snapshot import SnapshotOptions, history_window
 from personae.context.summary import SummaryRefresh, refresh_summary
 from personae.context.window import ContextWindow
-from personae.errors import PersonaeError, RunError
+from personae.errors import PersonaeError, RunError, UsageError
 from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, handover_depth
 from personae.handover.tool import register_handover_tool
 from personae.limits import DEFAULTS
@@ -310,6 +310,7 @@ def _start_recording(
     """Start (or take over the announced) run, wire its event bus (store, then listeners)
     and emit ``start`` to whoever has not seen it."""
     runs = RunStore(store)
+    link = options.link if options.link is not None else _inherited()  # before anything is stored
     started = options.announced
     if started is None:
         started = start_run(
@@ -317,7 +318,6 @@ def _start_recording(
         )
     attach_run(runs, started, task=task, model=label, session=session)
     bus = EventBus(started.run_id)
-    link = options.link if options.link is not None else inherited_link()
     asked = Caps(tokens=options.token_cap, cost=options.cost_cap, calls=options.request_cap)
     caps = tree_caps(asked, project.config.limits, link.budget)
     prices = project.price_table()
@@ -342,6 +342,14 @@ def _start_recording(
         announced=options.announced is not None,
         me=dataclasses.replace(me, budget_left=usage.left),
     )  # fmt: skip
+
+
+def _inherited() -> Link:
+    """The link this process was started with (one line naming a malformed variable)."""
+    try:
+        return inherited_link()
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _team(

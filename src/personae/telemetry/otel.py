@@ -39,7 +39,7 @@ from typing import Any, assert_never
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
@@ -368,8 +368,9 @@ def _export(
         run = runs.get(run_id)
         chosen = [run, *(runs.descendants(run.id) if tree else [])]
         loaded = [(r, runs.events(r.id), runs.model_calls(r.id)) for r in chosen]
-    memory = InMemorySpanExporter()
-    for record, events, calls in loaded:
+    spans: list[ReadableSpan] = []
+    for record, events, calls in loaded:  # one provider a run: its own stored ids
+        memory = InMemorySpanExporter()  # (a provider's shutdown stops its exporter)
         provider = TracerProvider(
             resource=Resource.create({"service.name": "personae"}), shutdown_on_exit=False,
             id_generator=_StoredIds(record),
@@ -377,7 +378,7 @@ def _export(
         provider.add_span_processor(SimpleSpanProcessor(memory))
         run_to_spans(provider.get_tracer("personae"), record, events, calls)
         provider.shutdown()
-    spans = memory.get_finished_spans()
+        spans.extend(memory.get_finished_spans())
     target = exporter if exporter is not None else otlp_exporter(str(endpoint))
     quiet = logging.getLogger("opentelemetry.exporter")
     level = quiet.level

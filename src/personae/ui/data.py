@@ -21,12 +21,15 @@ from personae.errors import PersonaeError, UnknownNameError, UsageError
 from personae.layout import Layout
 from personae.persona._files import read_confined
 from personae.persona.problems import Problem
+from personae.pricing import PriceTable
+from personae.project import Project
 from personae.security.policy import redact_secrets
 from personae.store.answers import ModelAnswer
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStatus, RunStore, StoredEvent
 from personae.team.events import RunStarted
 from personae.telemetry.runtree import parse_time, typed
+from personae.telemetry.usagetree import UsageNode, usage_tree
 from personae.workflow.spec import load_workflow
 
 __all__ = ["ChainStep", "ChainView", "Reader", "RunView"]
@@ -65,11 +68,17 @@ class RunView:
     run: RunRecord
     events: list[StoredEvent]
     calls: list[ModelCallRecord]
+    usage: UsageNode | None = None
+    """The run and the runs it started in other processes, with their usage."""
 
     @property
     def signature(self) -> tuple[str, int, int]:
-        """Changes whenever the run does (status, events, calls): drives live updates."""
-        return (self.run.status, len(self.events), len(self.calls))
+        """Changes whenever the run does (status, events, calls; the calls of the runs it
+        started counted too): drives live updates."""
+        calls = len(self.calls) if self.usage is None else max(
+            len(self.calls), self.usage.total.calls
+        )  # fmt: skip
+        return (self.run.status, len(self.events), calls)
 
     @property
     def context_from(self) -> str | None:
@@ -156,10 +165,18 @@ class Reader:
         if runs is None:
             raise UsageError("no runs stored here yet", file=self.db)
         record = runs.get(run_id)
+        try:
+            prices = Project.open(self.root).price_table()
+        except PersonaeError:  # a bad config: costs unknown, the run is still shown
+            prices = PriceTable()
+        node = usage_tree(runs, record.id, prices)
+        for item in node.walk():
+            item.run = _clean_run(item.run)
         return RunView(
             run=_clean_run(record),
             events=[_clean_event(e) for e in runs.events(record.id)],
             calls=[_clean_call(c) for c in runs.model_calls(record.id)],
+            usage=node,
         )
 
     def run_tokens(self, run: RunRecord) -> dict[str, Any]:

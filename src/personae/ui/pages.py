@@ -14,6 +14,7 @@ from personae.ui._html import badge, duration, h, layout, short, tokens, url
 from personae.ui.budget import budget_panel, notices, section_blocks
 from personae.ui.data import Reader, RunView
 from personae.ui.timeline import agent_tree, render_event, render_timeline
+from personae.ui.usage import usage_panel
 
 __all__ = ["call_page", "run_body", "run_page", "runs_page", "runs_table"]
 
@@ -121,7 +122,7 @@ def run_body(view: RunView) -> str:
         final = f'<section class="final"><h2>Result</h2><pre>{h(run.final_text)}</pre></section>'
     return (
         f'<div class="summary"><dl class="facts">{dl}</dl>{agent_tree(tree, run.persona)}</div>'
-        f'<p class="task"><b>Task:</b> {h(run.task)}</p>'
+        f'<p class="task"><b>Task:</b> {h(run.task)}</p>{usage_panel(view.usage, run.id)}'
         f"<h2>Timeline</h2>{render_timeline(tree, run.id)}{final}"
     )
 
