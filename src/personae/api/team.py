@@ -30,9 +30,9 @@ from personae.team.events import AnswerStreamed, CallProgress, RunStarted
 from personae.team.hooks import RunHooks
 from personae.team.runlog import end_run
 from personae.team.session import RunOptions, run_turn
+from personae.team.treelink import check_cost_cap
 from personae.tools.base import Tool
 from personae.tools.function import ToolLike, function_tools
-from personae.team.treelink import check_cost_cap
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
