@@ -10,8 +10,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from personae.errors import UnknownNameError
 from personae.mind.bootstraps import ProcessId, bootstrap_scope, find_bootstrap
@@ -144,39 +147,80 @@ def _hook_input(cwd: Path, session: str) -> bytes:
     return json.dumps(payload).encode()
 
 
+_GATE = [sys.executable, "-m", "personae", "hook", "pre-tool-use", "--gate", "Bash"]
+
+
+def _gate(project: Path, session: str) -> subprocess.CompletedProcess[bytes]:
+    """The real hook gate process in ``project`` for a Bash call of ``session``.
+
+    The gate's 0.6 s budget includes importing psycopg (~0.12 s idle; several times that on
+    a loaded machine): out of time it denies, fail-closed, saying so. Only that denial is
+    retried; any other answer counts."""
+    env = {k: v for k, v in os.environ.items() if k != "PERSONAE_DATABASE_URL"}
+    for _ in range(5):
+        done = subprocess.run(
+            _GATE, input=_hook_input(project, session), capture_output=True, env=env,
+            timeout=60, check=False,
+        )  # fmt: skip
+        if b"could not decide within" not in done.stderr:
+            break
+    return done
+
+
 def test_the_hook_gate_process_on_a_postgres_project(tmp_path: Path, pg_database: str) -> None:
     # The project's config names the database; the hook process reads it from there.
     db = _project(tmp_path, f"database_url: '{pg_database}'\n")
     project = db.parent.parent
     with Store(db) as store:
         MindIndex(store).record_bootstrap("s-pg", "hash", None, bootstrap_scope(db))
-    cmd = [sys.executable, "-m", "personae", "hook", "pre-tool-use", "--gate", "Bash"]
-    env = {k: v for k, v in os.environ.items() if k != "PERSONAE_DATABASE_URL"}
-
-    def gate(session: str) -> subprocess.CompletedProcess[bytes]:
-        # The gate's 0.6 s budget includes importing psycopg (~0.12 s idle; several times
-        # that on a loaded machine): out of time it denies, fail-closed, saying so. Only
-        # that denial is retried; any other answer counts.
-        for _ in range(5):
-            done = subprocess.run(
-                cmd, input=_hook_input(project, session), capture_output=True, env=env,
-                timeout=60, check=False,
-            )  # fmt: skip
-            if b"could not decide within" not in done.stderr:
-                break
-        return done
-
-    allowed = gate("s-pg")
+    allowed = _gate(project, "s-pg")
     assert allowed.returncode == 0, allowed.stderr
-    other = gate("s-other")
+    other = _gate(project, "s-other")
     assert other.returncode == 2 and b"no recorded bootstrap" in other.stderr, other.stderr
     # The server gone (a URL nobody answers): blocked, with the reason, within seconds.
     (db.parent / "config.yaml").write_text(
         "database_url: postgresql://x@/gone?host=/nonexistent-dir\n"
     )
-    down = gate("s-pg")
+    down = _gate(project, "s-pg")
     assert down.returncode == 2 and b"PostgreSQL store unreachable" in down.stderr
     assert not db.exists()
+
+
+def test_a_bootstrap_in_one_project_unlocks_nothing_in_another_on_the_same_database(
+    tmp_path: Path, pg_database: str
+) -> None:
+    """Two projects share one PostgreSQL database (both configs name it). A session
+    bootstraps through project A's real mind server (``personae serve`` over stdio; the
+    session id comes as Codex sends it, in the call's ``_meta``); the gate of project B
+    blocks the same session id, project A's gate allows it."""
+    config = f"database_url: '{pg_database}'\n"
+    a, b = (_project(tmp_path / name, config).parent.parent for name in ("a", "b"))
+    (a / ".personae" / "mind.md").write_text("# Ada\n\nYou are Ada.\n", encoding="utf-8")
+    (a / ".personae" / "memory").mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PERSONAE_DATABASE_URL"}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "personae", "serve"], cwd=str(a), env=env
+    )
+
+    async def bootstrap() -> dict[str, Any]:
+        with anyio.fail_after(120), open(tmp_path / "serve.log", "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                meta = {"sessionId": "s-shared"}
+                result = await session.call_tool("bootstrap_session", {}, meta=meta)
+                return dict(result.structured_content or {})
+
+    packet = anyio.run(bootstrap)
+    assert packet.get("mind_contract_available") is True, packet
+    allowed = _gate(a, "s-shared")
+    assert allowed.returncode == 0, allowed.stderr
+    blocked = _gate(b, "s-shared")
+    assert blocked.returncode == 2, blocked.stderr
+    assert b"no recorded bootstrap for this session" in blocked.stderr, blocked.stderr
+    assert not (a / ".personae" / "state.db").exists()  # the rows are in PostgreSQL
 
 
 def test_cli_commands_read_a_postgres_store_without_a_file(

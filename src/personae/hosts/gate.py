@@ -71,8 +71,15 @@ class HookInputError(ValueError):
     """The hook's stdin is not a hook payload we understand."""
 
 
-class _OutOfTimeError(Exception):
-    pass
+class _OutOfTimeError(BaseException):
+    """The gate's budget ran out. A BaseException, so that code which turns any Exception into
+    an answer of its own does not swallow it: psycopg's import caught it and raised
+    ImportError, and the gate said "psycopg is not installed" on a loaded machine."""
+
+
+_timed_out: list[bool] = []
+"""Set when the budget ran out, even where the alarm was caught and turned into another
+error: any denial of such a run names the budget, not the error."""
 
 
 @dataclass(frozen=True)
@@ -234,6 +241,7 @@ def _parse_args(argv: list[str]) -> _Args:
 
 
 def _on_alarm(signum: int, frame: object) -> None:
+    _timed_out.append(True)
     raise _OutOfTimeError
 
 
@@ -250,6 +258,7 @@ def run(argv: list[str], stdin: Any = None, stdout: Any = None, stderr: Any = No
     tool = "this tool"
     server = "personae"
     timer = hasattr(signal, "setitimer")
+    _timed_out.clear()
     if timer:
         previous = signal.signal(signal.SIGALRM, _on_alarm)
         signal.setitimer(signal.ITIMER_REAL, BUDGET_SECONDS)
@@ -271,13 +280,15 @@ def run(argv: list[str], stdin: Any = None, stdout: Any = None, stderr: Any = No
             hook, gates, store=args.store, server=server, deadline=started + BUDGET_SECONDS
         )
     except _OutOfTimeError:
-        decision = Decision(False, f"the gate could not decide within {BUDGET_SECONDS} s")
+        decision = Decision(False, "")
     except (HookInputError, OSError) as exc:
         decision = Decision(False, str(exc))
     finally:
         if timer:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+    if not decision.allow and (_timed_out or not decision.reason):
+        decision = Decision(False, f"the gate could not decide within {BUDGET_SECONDS} s")
     if decision.allow:
         return 0
     code, out, err = host.deny(_message(tool, decision.reason, server, host))
