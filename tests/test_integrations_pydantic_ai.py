@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic_ai import Agent
+import pytest
+from pydantic_ai import Agent, UsageLimitExceeded
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
     ModelMessage,
@@ -19,10 +23,12 @@ from pydantic_ai.messages import (
     UserPromptPart,
     repair_messages,
 )
+from pydantic_ai.models import override_allow_model_requests
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import FunctionToolset
 
 from personae.integrations.pydantic_ai import FitHistory, count_model_messages, persona_agent
+from personae.models import Scenario, ScriptedServer
 from personae.persona import Cast
 
 SYSTEM = "You are the release assistant."
@@ -231,3 +237,111 @@ def test_prompt_is_sent_with_a_stored_history_and_after_a_handoff(tmp_path: Path
     for instructions, system in sent[1:]:
         assert instructions == cast.get("reviewer").system_prompt.strip()
         assert "You are TRIAGE" not in " ".join(system) + (instructions or "")
+
+
+# --- What the persona file says about running, against the scripted replay server ---
+
+ECHO_SERVER = Path(__file__).resolve().parent / "_mcp_echo_server.py"
+CHECKER = """---
+name: checker
+description: Checks the build.
+model: openai-compatible:checker-model
+maxTurns: 2
+tools: [mcp__echo__ping]
+mcpServers: [echo]
+---
+You are CHECKER.
+"""
+WRITER = """---
+name: writer
+description: Writes the release notes.
+model: inherit
+---
+You are WRITER.
+"""
+
+
+def replay_project(root: Path) -> Cast:
+    (root / ".claude/agents").mkdir(parents=True)
+    (root / ".claude/agents/checker.md").write_text(CHECKER, encoding="utf-8")
+    (root / ".claude/agents/writer.md").write_text(WRITER, encoding="utf-8")
+    servers = {"echo": {"command": sys.executable, "args": [str(ECHO_SERVER)]}}
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    return Cast.load(root)
+
+
+@pytest.fixture
+def replay_allowed() -> Iterator[None]:
+    """Requests may go out: only to the scripted replay server on 127.0.0.1."""
+    with override_allow_model_requests(True):
+        yield
+
+
+def ping_steps(calls: int) -> list[dict[str, Any]]:
+    call = {"tool_calls": [{"name": "mcp__echo__ping", "args": {}}]}
+    return [call] * calls + [{"text": "The build is green."}]
+
+
+@pytest.mark.process  # the persona's MCP server is a Python child
+def test_persona_model_max_turns_and_mcp_servers_reach_pydantic_ai(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay_allowed: None
+) -> None:
+    """checker's own model answers (not the default), its MCP server's granted tool is
+    offered and called (wipe is not offered), and maxTurns: 2 stops the third request."""
+    cast = replay_project(tmp_path)
+    with ScriptedServer(Scenario.model_validate({"steps": ping_steps(1)})) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        default = server.model()
+        checker = persona_agent(cast.get("checker"), default, mcp_servers=cast.mcp_servers)
+        result = checker.run_sync("Is the build green?")
+        assert result.output == "The build is green."
+        assert [r["model"] for r in server.requests] == ["checker-model", "checker-model"]
+        offered = {t["function"]["name"] for t in server.requests[0]["tools"]}
+        assert offered == {"mcp__echo__ping"}  # wipe is not granted
+        results = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+        assert [m["content"] for m in results] == ["pong"]  # the real server answered
+    with ScriptedServer(Scenario.model_validate({"steps": ping_steps(3)})) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        checker = persona_agent(cast.get("checker"), server.model(), mcp_servers=cast.mcp_servers)
+        with pytest.raises(UsageLimitExceeded, match="request_limit of 2"):
+            checker.run_sync("Is the build green?")
+        assert len(server.requests) == 2  # maxTurns: 2, not the 4 the scenario would take
+
+
+@pytest.mark.process  # the persona's MCP server is a Python child
+def test_max_turns_and_models_hold_with_message_history_and_a_handoff(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replay_allowed: None
+) -> None:
+    """checker runs, writer continues its conversation (message_history: the handoff) with
+    the default model, then checker runs again on the stored history: each run keeps its
+    persona's model, prompt and request limit (counted per run)."""
+    cast = replay_project(tmp_path)
+    steps = [*ping_steps(1), {"text": "Notes written."}, *ping_steps(1)]
+    with ScriptedServer(Scenario.model_validate({"steps": steps})) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        default = server.model()
+        checker = persona_agent(cast.get("checker"), default, mcp_servers=cast.mcp_servers)
+        writer = persona_agent(cast.get("writer"), default, mcp_servers=cast.mcp_servers)
+        first = checker.run_sync("Is the build green?")
+        handed = writer.run_sync("Write the notes.", message_history=first.all_messages())
+        assert handed.output == "Notes written."
+        again = checker.run_sync("Still green?", message_history=handed.all_messages())
+        assert again.output == "The build is green."
+        models = [r["model"] for r in server.requests]
+        assert models == ["checker-model"] * 2 + [server.model_name] + ["checker-model"] * 2
+        systems = [r["messages"][0]["content"] for r in server.requests]
+        assert [s.split(".")[0] for s in systems] == ["You are CHECKER"] * 2 + [
+            "You are WRITER"
+        ] + ["You are CHECKER"] * 2
+        assert "tools" not in server.requests[2]  # writer has no MCP server of its own
+
+
+def test_a_persona_server_that_is_not_configured_is_named(tmp_path: Path) -> None:
+    cast = replay_project(tmp_path)
+    with pytest.raises(ValueError, match=r"persona 'checker': MCP server 'echo' is not configured"):
+        persona_agent(cast.get("checker"), "test")
+    (tmp_path / ".claude/agents/bad.md").write_text(
+        "---\nname: bad\ndescription: d\nmodel: gpt4\n---\nx\n", encoding="utf-8"
+    )
+    with pytest.raises(ValueError, match=r"persona 'bad': .*provider:name"):
+        persona_agent(Cast.load(tmp_path).get("bad"))

@@ -4,6 +4,8 @@
   instructions are the persona's prompt verbatim and whose tools are the
   parent's toolset narrowed to the persona's tools (narrow only: a persona
   never gains a tool its parent lacks; a hidden tool cannot be called).
+- :class:`RunLimits`: usage limits every run of an agent keeps (pydantic-ai takes
+  them per run); :func:`persona_agent` adds the persona's ``maxTurns`` as one.
 - :class:`FitHistory`: a history processor (pydantic-ai's ``ProcessHistory``
   capability) that fits the message
   history to a token budget with personae's exchange rules (a tool call is
@@ -15,11 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from pydantic_ai import Agent
-from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.capabilities import AbstractCapability, ProcessHistory
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -30,18 +33,24 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import Model
+from pydantic_ai.models import Model, ModelRequestContext
 from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.usage import UsageLimits
 
 from personae.context.fit_items import Fitted, fit_items
 from personae.context.messages import ChatMessage, ChatToolCall
+from personae.errors import ConfigError
+from personae.integrations._persona_parts import own_model_spec, server_specs
+from personae.models.resolve import ModelResolver
 from personae.persona import Persona
+from personae.team._mcp_config import McpServerSpec, tool_granted
+from personae.team.mcp_servers import DEFAULT_START_TIMEOUT
 from personae.tokens import TokenCounter, counter_for_model
 from personae.tools.grants import effective_tool_names
-from personae.tools.names import canonical_tool_name
+from personae.tools.names import canonical_tool_name, mcp_tool_name
 
-__all__ = ["FitHistory", "count_model_messages", "persona_agent"]
+__all__ = ["FitHistory", "RunLimits", "count_model_messages", "persona_agent"]
 
 
 def _text(content: Any) -> str:
@@ -139,12 +148,36 @@ class FitHistory:
         return fitted.items
 
 
+@dataclass
+class RunLimits(AbstractCapability[Any]):
+    """``Agent(..., capabilities=[RunLimits(UsageLimits(request_limit=5))])``: usage limits
+    checked before every model request of every run of the agent, as pydantic-ai checks
+    the ``usage_limits`` given to one run (the same ``UsageLimitExceeded``); a run's own
+    limits still apply beside them."""
+
+    limits: UsageLimits
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        """Raise ``UsageLimitExceeded`` when the next request would go over the limits."""
+        self.limits.check_before_request(ctx.usage)
+        return request_context
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        """Not written into agent specs (it is built from a persona)."""
+        return None
+
+
 def persona_agent(
     persona: Persona,
     model: Model | str | None = None,
     *,
     toolsets: Sequence[AbstractToolset[Any]] = (),
     history_budget: int | None = None,
+    mcp_servers: Mapping[str, Any] | None = None,
+    use_persona_model: bool = True,
     **agent_kwargs: Any,
 ) -> Agent[Any, Any]:
     """A pydantic-ai ``Agent`` for ``persona``.
@@ -157,19 +190,39 @@ def persona_agent(
     with what the toolsets offer, minus ``disallowed_tools``; Claude Code names
     such as ``Read`` match ``read_file``); tools outside it are hidden from the
     model and refused if called. ``history_budget`` adds a :class:`FitHistory`.
+
+    What the persona file says about running, as a team run reads it:
+
+    - ``model:`` its own model (``provider:name``, or ``sonnet``/``opus``/``haiku``),
+      used instead of ``model``, which serves personas that name none or say
+      ``inherit`` (``None``: pydantic-ai then wants one per run);
+      ``use_persona_model=False`` always uses ``model``;
+    - ``maxTurns:`` a :class:`RunLimits` with ``UsageLimits(request_limit=maxTurns)``:
+      a run that would make one more request raises ``UsageLimitExceeded``;
+    - its MCP servers (``mcpServers``, or the servers of ``mcp_servers``, the
+      project's, e.g. ``cast.mcp_servers``, that its ``tools`` name) as pydantic-ai
+      ``MCPToolset`` toolsets, started for each run and stopped after it, each tool named
+      ``mcp__<server>__<tool>`` and offered only when the persona grants it.
+
+    Raises ``ValueError`` naming the persona for a model or MCP server it cannot use.
     """
 
     def allowed(ctx: RunContext[Any], tool: ToolDefinition) -> bool:
         del ctx
         return canonical_tool_name(tool.name) in effective_tool_names(persona, [tool.name])
 
-    narrowed = [ts.filtered(allowed) for ts in toolsets]
+    narrowed: list[AbstractToolset[Any]] = [ts.filtered(allowed) for ts in toolsets]
+    narrowed += [_mcp_toolset(persona, spec) for spec in server_specs(persona, mcp_servers)]
+    own = _own_model(persona) if use_persona_model else None
+    chosen = own if own is not None else model
     capabilities = list(agent_kwargs.pop("capabilities", None) or [])
+    if persona.max_steps is not None:
+        capabilities.append(RunLimits(UsageLimits(request_limit=persona.max_steps)))
     if history_budget is not None:
-        name = model if isinstance(model, str) else getattr(model, "model_name", None)
+        name = chosen if isinstance(chosen, str) else getattr(chosen, "model_name", None)
         capabilities.append(ProcessHistory(FitHistory(history_budget, model=name)))
     return Agent(
-        model,
+        chosen,
         instructions=persona.system_prompt,
         name=persona.name,
         description=persona.description,
@@ -177,3 +230,41 @@ def persona_agent(
         capabilities=capabilities,
         **agent_kwargs,
     )
+
+
+def _own_model(persona: Persona) -> Model | None:
+    """The pydantic-ai model of the persona's own ``model:`` (``None``: it names none),
+    built by personae's rules (base URLs and keys from the environment)."""
+    spec = own_model_spec(persona)
+    if spec is None:
+        return None
+    try:
+        return cast(Model, ModelResolver(discover=False).model(str(spec)))
+    except ConfigError as exc:
+        raise ValueError(f"persona {persona.name!r}: model {persona.model!r}: {exc}") from exc
+
+
+def _mcp_toolset(persona: Persona, spec: McpServerSpec) -> AbstractToolset[Any]:
+    """One MCP server as a pydantic-ai ``MCPToolset``: the tools the persona grants,
+    named ``mcp__<server>__<tool>`` (a stdio server gets only the variables its entry
+    sets over the MCP SDK's safe base environment)."""
+    # local import: fastmcp loads only when a persona has MCP servers
+    from fastmcp.client.transports import SSETransport, StdioTransport, StreamableHttpTransport
+    from pydantic_ai.mcp import MCPToolset
+
+    transport: Any
+    if spec.transport == "stdio":
+        transport = StdioTransport(
+            spec.command, list(spec.args), env=dict(spec.env), cwd=spec.cwd, keep_alive=False
+        )
+    elif spec.transport == "sse":
+        transport = SSETransport(spec.url, headers=dict(spec.headers) or None)
+    else:
+        transport = StreamableHttpTransport(spec.url, headers=dict(spec.headers) or None)
+
+    def granted(ctx: RunContext[Any], tool: ToolDefinition) -> bool:
+        del ctx
+        return tool_granted(persona, spec.name, tool.name)
+
+    server = MCPToolset(transport, id=f"mcp_{spec.name}", init_timeout=DEFAULT_START_TIMEOUT)
+    return server.filtered(granted).prefixed(mcp_tool_name(spec.name, "").removesuffix("_"))
