@@ -143,6 +143,15 @@ def test_persona_hands_work_to_another_and_waits(project: Path) -> None:
     # The worker got the child's outcome as the tool result (the event keeps its start).
     shown = calls[0]["data"]["result"]
     assert shown.startswith('{"success": true') and '"status": "success"' in shown
+    # One usage tree: the child's run (its own process) links to the parent's run and trace.
+    parent = events[0]["run_id"]
+    assert body["lineage"]["parentRun"] == parent
+    shown_tree = personae_cli("runs", "show", parent, "--tree", "--json", cwd=project)
+    tree = json.loads(shown_tree.stdout)
+    (child,) = tree["children"]
+    assert child["persona"] == "writer" and child["parent_run"] == parent
+    assert child["trace_id"] == tree["trace_id"] and child["own"]["calls"] >= 3
+    assert tree["total"]["calls"] == tree["own"]["calls"] + child["own"]["calls"]
 
 
 @pytest.mark.process
