@@ -1,6 +1,7 @@
 """One status, five surfaces: a run's status is the same ``RunStatus`` in ``personae run
 --json`` (its ``final`` event and exit code), the Python API's ``TeamResult``, the store,
-the viewer and the OpenTelemetry export, for a run that answered (done) and one that
+the viewer and the OpenTelemetry export (stored runs, and an instrumented team's live
+spans), for a run that answered (done) and one that
 validated nothing (partial). Scripted model server, real SQLite store."""
 
 from __future__ import annotations
@@ -109,11 +110,23 @@ def test_the_cli_json_the_store_the_viewer_and_otel_agree(
 def test_the_python_api_the_store_the_viewer_and_otel_agree(
     project: Path, scenario: str, status: RunStatus
 ) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    live = InMemorySpanExporter()  # the spans an instrumented team opens as the run goes
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(live))
     team = Team.from_project(
-        project, model=f"scripted:{project.parent / scenario}.yaml", limits=Limits(max_retries=1)
+        project,
+        model=f"scripted:{project.parent / scenario}.yaml",
+        limits=Limits(max_retries=1),
+        instrument=provider,
     )
     result = team.run("What port?", persona="dev")
     assert result.status is status
+    (top,) = [s for s in live.get_finished_spans() if s.parent is None]
+    assert top.attributes is not None and top.attributes["personae.run.status"] == status.value
     final = result.events[-1]
     assert final.kind.value == "final" and final.to_json_dict()["data"]["status"] == status.value
     assert _stored(project, result.run_id) is status

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal, TypeAlias
 
-__all__ = ["EXIT_PARTIAL", "EXIT_USAGE", "CallRole", "RunStatus"]
+__all__ = ["EXIT_PARTIAL", "EXIT_USAGE", "OK_STATUSES", "CallRole", "RunStatus"]
 
 CallRole: TypeAlias = Literal["manager", "worker", "validator", "subagent", "summarizer"]
 """Who made a model call: a team role, a sub-agent, or the conversation summarizer."""
@@ -40,6 +40,10 @@ class RunStatus(StrEnum):
         cancelled 130 (2 is bad usage, before any run)."""
         return _EXIT_CODES[self]
 
+
+OK_STATUSES = frozenset({RunStatus.DONE, RunStatus.RUNNING})
+"""The statuses that are no error (an OpenTelemetry trace marks every other one ERROR,
+a partial run too: work was left undone)."""
 
 EXIT_USAGE = 2
 """Exit code of bad usage (a wrong flag or argument): nothing ran."""

@@ -20,7 +20,7 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 
-from personae.store.status import RunStatus
+from personae.store.status import OK_STATUSES
 from personae.team.events import (
     Event,
     RunFinished,
@@ -35,7 +35,6 @@ from personae.team.hooks import HookAnswer, ModelCall, ModelReply, RunHooks, Too
 
 __all__ = ["LiveSpans"]
 
-_OK = frozenset({RunStatus.DONE.value, RunStatus.RUNNING.value})
 
 
 def _split_model(label: str) -> tuple[str, str]:
@@ -97,15 +96,14 @@ class LiveSpans(RunHooks):
                 spans.agents.append(self._start(f"invoke_agent {event.persona}", spans.parent(), {
                     "gen_ai.operation.name": "invoke_agent",
                     "gen_ai.agent.name": event.persona,
-                    "personae.subagent.context_mode": str(event.context_mode or ""),
+                    "personae.subagent.context_mode": event.context_mode,
                 }))  # fmt: skip
             case SubagentEnded():
                 if spans.agents:
                     span = spans.agents.pop()
-                    status = str(event.status or "")
-                    span.set_attribute("personae.subagent.status", status)
-                    if status not in ("success", ""):
-                        span.set_status(Status(StatusCode.ERROR, status))
+                    span.set_attribute("personae.subagent.status", event.status)
+                    if event.status != "success":
+                        span.set_status(Status(StatusCode.ERROR, event.status))
                     span.end()
             case Validated():
                 approved = {"personae.validation.approved": bool(event.approved)}
@@ -140,13 +138,12 @@ class LiveSpans(RunHooks):
             span.end()
         if spans.subtask is not None:
             spans.subtask.end()
-        status = str(event.status or "")
-        spans.root.set_attribute("personae.run.status", status)
-        for key, value in (event.usage or {}).items():
+        spans.root.set_attribute("personae.run.status", event.status.value)
+        for key, value in event.usage.items():
             if key in ("input_tokens", "output_tokens"):
                 spans.root.set_attribute(f"gen_ai.usage.{key}", int(value))
-        if status not in _OK:
-            spans.root.set_status(Status(StatusCode.ERROR, status))
+        if event.status not in OK_STATUSES:
+            spans.root.set_status(Status(StatusCode.ERROR, event.status.value))
         spans.root.end()
 
     def before_model(self, call: ModelCall) -> HookAnswer:

@@ -57,7 +57,7 @@ from opentelemetry.trace import (
 from personae.errors import PersonaeError
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
-from personae.store.status import RunStatus
+from personae.store.status import OK_STATUSES
 from personae.team.events import RunStarted, SubagentEnded, SubagentStarted, ToolCalled, Validated
 from personae.telemetry.runtree import (
     NodeKind,
@@ -71,7 +71,6 @@ from personae.telemetry.runtree import (
 __all__ = ["TelemetryError", "export_run", "export_tree", "otlp_exporter", "run_to_spans"]
 
 _HANDOVER_TOOL = "handover_to_persona"
-_OK_STATUSES = frozenset({RunStatus.DONE, RunStatus.RUNNING})
 
 
 def otlp_exporter(endpoint: str) -> SpanExporter:
@@ -331,7 +330,7 @@ def run_to_spans(
         start_time=start,
     )
     emitter.children(tree, root)
-    if run.status not in _OK_STATUSES:
+    if run.status not in OK_STATUSES:
         root.set_status(Status(StatusCode.ERROR, run.status.value))
     end = _ns(run.finished_at, emitter.cursor)
     root.end(end_time=max(end, emitter.cursor))
