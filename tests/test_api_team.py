@@ -155,7 +155,7 @@ def test_cancel_token_ends_the_run_as_cancelled(project: Path) -> None:
     assert result.status == "cancelled" and result.answer == ""
     final = result.events[-1]  # a cancelled run ends with a final event too
     assert isinstance(final, RunFinished) and final.status == "cancelled"
-    assert final.error == "cancelled (interrupted or out of time)"
+    assert final.error == "cancelled from the Python API"  # the token, not a guess
     assert stored(project, result.run_id)[0] == "cancelled"
 
 
@@ -193,6 +193,8 @@ def test_timeout_limit_cancels_the_run(project: Path) -> None:
     result = team.run("What port?", limits=Limits(timeout=0.05))
     assert result.status == "cancelled" and result.run_id
     assert stored(project, result.run_id)[0] == "cancelled"
+    final = result.events[-1]
+    assert isinstance(final, RunFinished) and final.error == "timed out (limits.timeout 0.05 s)"
 
 
 def test_cancelling_the_awaiting_task_cancels_the_run(project: Path) -> None:

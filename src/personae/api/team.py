@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -382,18 +383,22 @@ class _Feed:
     ) -> None:
         """Run the turn; queue its end (a result, a cancelled result, or the error)."""
         queue = self.queue
+        deadline = None if not timeout else time.monotonic() + timeout
+
+        def why() -> str:  # asked by the run as it is cancelled, and below
+            if cancel is not None and cancel.cancelled:
+                return "cancelled from the Python API"
+            if timeout and deadline is not None and time.monotonic() >= deadline:
+                return f"timed out (limits.timeout {timeout:g} s)"
+            return "stopped by the caller (the stream was left or its task cancelled)"
+
+        options = dataclasses.replace(options, cancel_reason=why)
         try:
             coro = run_turn(task, options, listeners=[self.on_event])
             outcome = await (asyncio.wait_for(coro, timeout) if timeout else coro)
             queue.put_nowait(RunEnd(result=TeamResult.of(outcome)))
         except (asyncio.CancelledError, TimeoutError) as exc:
-            if isinstance(exc, TimeoutError):
-                reason = f"timed out (limits.timeout {timeout:g} s)" if timeout else "timed out"
-            elif cancel is not None and cancel.cancelled:
-                reason = "cancelled from the Python API"
-            else:
-                reason = "stopped by the caller (the stream was left or its task cancelled)"
-            result = _cancelled(options, self.seen, reason)
+            result = _cancelled(options, self.seen, why())
             if isinstance(exc, TimeoutError) or (cancel is not None and cancel.cancelled):
                 queue.put_nowait(RunEnd(result=result))
             else:

@@ -116,6 +116,10 @@ class RunOptions:
     announced: RunStarted | None = None
     """The ``start`` event already stored and shown for this run
     (:func:`personae.team.runlog.start_run`); ``None``: the run starts its own."""
+    cancel_reason: Callable[[], str] | None = None
+    """Asked why, when a run that started itself is cancelled (the Python API: its cancel
+    token, ``limits.timeout``, or the caller left); ``None``: "cancelled (interrupted or
+    out of time)". The run's ``final`` event and stored error carry the answer."""
     cast: Cast | None = None
     """The cast to run with (``None``: loaded from ``root`` and ``extra_persona_dirs``);
     not changed by the run."""
@@ -292,6 +296,8 @@ class _Recording:
     """The caller started the run (``RunOptions.announced``) and ends it when cancelled."""
     me: Running
     """The run as the runs it starts link to it (id, trace, span, budget left)."""
+    cancel_reason: Callable[[], str] | None
+    """Why the run was cancelled, when it ends it (``RunOptions.cancel_reason``)."""
 
 
 def _start_recording(
@@ -339,7 +345,7 @@ def _start_recording(
         bus.adopt(started)
     return _Recording(
         runs=runs, run_id=started.run_id, bus=bus, usage=usage, runtime=runtime,
-        announced=options.announced is not None,
+        announced=options.announced is not None, cancel_reason=options.cancel_reason,
         me=dataclasses.replace(me, budget_left=usage.left),
     )  # fmt: skip
 
@@ -391,7 +397,8 @@ async def _run_team(
         result = await make_team().run_turn(turn)
     except asyncio.CancelledError:
         if not rec.announced:
-            reason = "cancelled (interrupted or out of time)"
+            asked = rec.cancel_reason
+            reason = asked() if asked is not None else "cancelled (interrupted or out of time)"
             end_run(runs, run_id, status=RunStatus.CANCELLED, reason=reason,
                     usage=usage.as_dict(), bus=rec.bus)  # fmt: skip
         runtime.flush()
