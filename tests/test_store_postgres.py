@@ -153,8 +153,8 @@ _GATE = [sys.executable, "-m", "personae", "hook", "pre-tool-use", "--gate", "Ba
 def _gate(project: Path, session: str) -> subprocess.CompletedProcess[bytes]:
     """The real hook gate process in ``project`` for a Bash call of ``session``.
 
-    The gate's 0.6 s budget includes importing psycopg (~0.12 s idle; several times that on
-    a loaded machine): out of time it denies, fail-closed, saying so. Only that denial is
+    The gate's budget on PostgreSQL (4 s) includes importing psycopg (~0.12 s idle; 1.2-1.6 s
+    at load 10): out of time it denies, fail-closed, saying so. Only that denial is
     retried; any other answer counts."""
     env = {k: v for k, v in os.environ.items() if k != "PERSONAE_DATABASE_URL"}
     for _ in range(5):

@@ -23,7 +23,8 @@ session (:mod:`personae.mind.bootstraps`).
 Everything else is denied in the host's own contract (exit 2 + stderr, or
 Copilot's JSON ``permissionDecision``). The decision is bounded: stdin and
 files are read with limits and without blocking opens, and a timer denies
-when the gate has not decided within :data:`BUDGET_SECONDS`. Kept free of
+when the gate has not decided within :data:`BUDGET_SECONDS` (a project whose store is
+on PostgreSQL gets :data:`~personae.store.bootstraps.POSTGRES_BUDGET`). Kept free of
 heavy imports: it runs on every tool call.
 """
 
@@ -41,7 +42,7 @@ from typing import Any
 from personae.hosts._transcript import latest_bootstrap
 from personae.hosts.adapters import ADAPTERS, Host, HostAdapter
 from personae.layout import SESSION_ID, Layout
-from personae.mind.bootstraps import find_bootstrap, nearest_host, record_claim
+from personae.mind.bootstraps import find_bootstrap, lookup_budget, nearest_host, record_claim
 
 __all__ = [
     "BUDGET_SECONDS",
@@ -240,6 +241,14 @@ def _parse_args(argv: list[str]) -> _Args:
     return parsed
 
 
+def _store_and_budget(store: Path | None, hook: HookInput) -> tuple[Path | None, float]:
+    """The store to look bootstraps up in (``--store``, else the project's of the payload's
+    ``cwd``) and the gate's time budget for it (longer on PostgreSQL)."""
+    if store is None and hook.cwd is not None:  # the project's, also from a subfolder
+        store = Layout.find(hook.cwd).state_db
+    return store, BUDGET_SECONDS if store is None else lookup_budget(store, BUDGET_SECONDS)
+
+
 def _on_alarm(signum: int, frame: object) -> None:
     _timed_out.append(True)
     raise _OutOfTimeError
@@ -258,6 +267,7 @@ def run(argv: list[str], stdin: Any = None, stdout: Any = None, stderr: Any = No
     tool = "this tool"
     server = "personae"
     timer = hasattr(signal, "setitimer")
+    budget = BUDGET_SECONDS
     _timed_out.clear()
     if timer:
         previous = signal.signal(signal.SIGALRM, _on_alarm)
@@ -276,8 +286,11 @@ def run(argv: list[str], stdin: Any = None, stdout: Any = None, stderr: Any = No
             raise HookInputError("hook input is too large")
         hook = parse_hook_input(raw, args.host)
         host, tool = ADAPTERS[hook.host], hook.tool_name
+        store, budget = _store_and_budget(args.store, hook)
+        if timer and budget > BUDGET_SECONDS:  # PostgreSQL: psycopg and a connection
+            signal.setitimer(signal.ITIMER_REAL, max(0.01, started + budget - time.monotonic()))
         decision = decide(
-            hook, gates, store=args.store, server=server, deadline=started + BUDGET_SECONDS
+            hook, gates, store=store, server=server, deadline=started + BUDGET_SECONDS
         )
     except _OutOfTimeError:
         decision = Decision(False, "")
@@ -288,7 +301,7 @@ def run(argv: list[str], stdin: Any = None, stdout: Any = None, stderr: Any = No
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
     if not decision.allow and (_timed_out or not decision.reason):
-        decision = Decision(False, f"the gate could not decide within {BUDGET_SECONDS} s")
+        decision = Decision(False, f"the gate could not decide within {budget} s")
     if decision.allow:
         return 0
     code, out, err = host.deny(_message(tool, decision.reason, server, host))

@@ -23,7 +23,12 @@ from typing import Any
 
 from personae.layout import SESSION_ID
 from personae.procid import ProcessId, proc_stat, process_id
-from personae.store.bootstraps import bootstrap_scope, find_bootstrap, record_claim
+from personae.store.bootstraps import (
+    bootstrap_scope,
+    find_bootstrap,
+    lookup_budget,
+    record_claim,
+)
 
 __all__ = [
     "PASS_THROUGH",
@@ -32,6 +37,7 @@ __all__ = [
     "bootstrap_scope",
     "find_bootstrap",
     "host_session",
+    "lookup_budget",
     "nearest_host",
     "process_id",
     "record_claim",

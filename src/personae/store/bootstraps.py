@@ -22,7 +22,14 @@ from typing import Any
 from personae.procid import ProcessId
 from personae.store.db import StoreError, database_url_for
 
-__all__ = ["CONNECT_TIMEOUT", "bootstrap_scope", "find_bootstrap", "record_claim"]
+__all__ = [
+    "CONNECT_TIMEOUT",
+    "POSTGRES_BUDGET",
+    "bootstrap_scope",
+    "find_bootstrap",
+    "lookup_budget",
+    "record_claim",
+]
 
 CONNECT_TIMEOUT = 2
 """Seconds the gate waits for a PostgreSQL connection before denying."""
@@ -34,6 +41,24 @@ _CLAIM = (
     "INSERT INTO mind_bootstrap_claims(scope, session_id, call_id, host_pid, host_started)"
     " VALUES (?, ?, ?, ?, ?)"
 )
+
+
+POSTGRES_BUDGET = 4.0
+"""Seconds the gate may take to decide when the project's store is on PostgreSQL: importing
+psycopg and connecting take ~0.15 s on an idle machine and 1.2-1.6 s measured at load
+average 10, past the 0.6 s a SQLite lookup gets (still under the hook command's 7 s
+watchdog and the hosts' 10 s hook timeout)."""
+
+
+def lookup_budget(store: Path, default: float) -> float:
+    """The gate's time budget for a lookup in ``store``: :data:`POSTGRES_BUDGET` when a
+    database URL redirects it to PostgreSQL, else ``default`` (also when the config cannot
+    be read: the lookup then fails closed at once)."""
+    try:
+        url = database_url_for(store)
+    except StoreError:
+        return default
+    return max(default, POSTGRES_BUDGET) if url else default
 
 
 def bootstrap_scope(store: Path | str) -> str:
