@@ -8,6 +8,7 @@ It is not a real model: tests/test_real_model.py runs the same paths on one.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from pydantic_ai.models import override_allow_model_requests
 
 from _helpers import run_async, team_project
 from conftest import flat
-from personae.models import ModelResolver
+from personae.models import ModelResolver, learned
 from personae.models.output import extract_json, response_format
 from personae.models.scripted import ScriptedServer
 from personae.models.servers import discover, overflow_window
@@ -32,6 +33,14 @@ def scripted_requests() -> Any:
     """The conftest forbids model requests; these go to the scripted server only."""
     with override_allow_model_requests(True):
         yield
+
+
+@pytest.fixture(autouse=True)
+def private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A data folder per test: windows learned from a server are remembered there."""
+    home = tmp_path / "personae-home"
+    monkeypatch.setenv("PERSONAE_HOME", str(home))
+    return home
 
 
 PLAN = {"subtasks": [{"description": "Read config.yaml", "requirements": ["port found"]}]}
@@ -323,3 +332,124 @@ def test_the_local_models_doc_holds(cli: Any) -> None:
     helped = flat(cli("run", "--help", check=True).stdout)
     for flag in ("--window", "--call-timeout", "--deadline"):
         assert flag in helped and flag in doc
+
+
+LONG_ANSWER = "The service reads config.yaml, where the port is set: it listens on 8081."
+
+
+def test_the_live_view_counts_the_tokens_of_a_call_as_they_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any
+) -> None:
+    """Every call streams (``stream: true``, as to a real server); while the worker's answer
+    arrives piece by piece, ``call`` events say how many tokens have arrived so far. This
+    imitation (like llama-cpp-python) sends no usage in a stream: the run counts it."""
+    from personae.cli._options import call_line
+    from personae.team.events import CallProgress
+
+    root = team_project(tmp_path / "proj")
+    steps = _read_steps(json.dumps(PLAN), json.dumps(VERDICT))
+    steps[2] = {**steps[2], "text": LONG_ANSWER, "stream_pause": 0.15}
+    spec = _scenario(tmp_path, steps, kind="llama-cpp-python", window=4096)
+    seen: list[CallProgress] = []
+
+    def listen(event: Any) -> None:
+        if isinstance(event, CallProgress):
+            seen.append(event)
+
+    with ScriptedServer(Path(spec.removeprefix("scripted:"))) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        resolver = ModelResolver(default="openai:smollm2")
+        options = RunOptions(root=root, persona="dev", include_git_log=False)
+        try:
+            outcome = run_async(run_turn("What port does the service use?", options,
+                                         listeners=[listen], resolver=resolver))  # fmt: skip
+        finally:
+            resolver.close()
+        chat = [b for route, b in server.raw_requests if route.endswith("/chat/completions")]
+    assert outcome.result.status == "done", outcome.result.final_text
+    asked = [b for b in chat if b.get("max_tokens") != 1]  # not the window probe
+    assert asked and all(b.get("stream") is True for b in asked)
+    worker = [e for e in seen if e.role == "worker"]
+    phases = [e.phase for e in worker]
+    assert phases[0] == "start" and phases[-1] == "end", phases
+    streamed = [e for e in worker if e.phase == "tokens"]
+    assert len(streamed) >= 4, phases  # the answer took 14 pieces (words) 0.15 s apart
+    counts = [e.output_tokens for e in streamed]
+    assert counts == sorted(counts) and counts[0] < counts[-1], counts
+    assert all(a.seconds < b.seconds for a, b in itertools.pairwise(streamed))
+    end = worker[-1]
+    assert 0 < counts[-1] <= end.output_tokens  # the last pieces may come after the last count
+    assert all(e.max_tokens == 1024 and e.timeout > 0 for e in streamed)
+    line = call_line(streamed[-1])
+    assert line.startswith("worker (subtask 1): openai:smollm2 writing, ") and (
+        f"{counts[-1]} of at most 1024 tokens so far" in line
+    ), line
+    # no usage came with the streams: the stored calls carry our own count, marked as ours
+    assert outcome.result.usage["output_tokens"] >= end.output_tokens > 0
+    assert outcome.result.usage["input_tokens"] > 0
+    shown = json.loads(cli("runs", "show", outcome.run_id, "--json", cwd=root).stdout)
+    usages = [c["usage"] for c in shown["model_calls"]]
+    assert usages and all(u["reported"] is False and u["output_tokens"] > 0 for u in usages)
+
+
+def test_a_client_that_hangs_up_mid_answer_prints_nothing(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A call's timeout or the run's deadline hangs up on the server mid-answer: the
+    scripted server ends that request quietly (no traceback in the user's terminal)."""
+    import socket
+    import time
+
+    spec = _scenario(tmp_path, [{"text": LONG_ANSWER, "stream_pause": 0.05, "delay": 0.3}])
+    with ScriptedServer(Path(spec.removeprefix("scripted:"))) as server:
+        body = json.dumps({"model": "m", "stream": True,
+                           "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
+        port = int(server.base_url.split(":")[-1].split("/")[0])
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                         b"Content-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+        time.sleep(1.5)  # the answer is written (14 pieces) to a client that is gone
+        assert len(server.requests) == 1
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception occurred" not in err, err
+
+
+def test_a_window_learned_from_an_overflow_error_is_remembered_for_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_home: Path, cli: Any
+) -> None:
+    """llama-cpp-python states its window only when it refuses a too-long prompt: that
+    probe is sent once, and the window kept in the data folder; the next run against the
+    same server and model sends no probe. A request that overflows during a run (the
+    window kept is wrong: the server was restarted smaller) rewrites what is kept."""
+    root = team_project(tmp_path / "proj")
+    (root / ".personae").mkdir(exist_ok=True)
+    spec = _scenario(tmp_path, _read_steps(json.dumps(PLAN), json.dumps(VERDICT)),
+                     kind="llama-cpp-python", window=300)  # fmt: skip
+    with ScriptedServer(Path(spec.removeprefix("scripted:"))) as server:
+        url = server.base_url
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+
+        def probes() -> int:
+            return sum(1 for _, body in server.raw_requests if body.get("max_tokens") == 1)
+
+        first = ModelResolver(default="openai:smollm2")
+        facts = first.facts()
+        first.close()
+        assert (facts.window, facts.guessed, probes()) == (300, False, 1)
+        assert learned.windows_file() == private_home / "cache" / "windows.json"
+        assert learned.recall(server.base_url, "smollm2") == (300, "llama-cpp-python")
+        second = ModelResolver(default="openai:smollm2")
+        again = second.facts()
+        second.close()
+        assert (again.window, again.guessed, probes()) == (300, False, 1)  # no second probe
+        assert "remembered" in again.window_source and again.server == "llama-cpp-python"
+
+        learned.remember(server.base_url, "smollm2", 100_000, "llama-cpp-python")
+        done = cli("run", "What port?", "--persona", "dev", "--model", "openai:smollm2",
+                   cwd=root)  # fmt: skip
+        assert probes() == 1
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "does not fit the 300-token window" in flat(done.stderr), done.stderr
+    assert learned.recall(url, "smollm2") == (300, "llama-cpp-python")
+    assert learned.recall(url, "smollm2", now=10**12) is None  # kept a day

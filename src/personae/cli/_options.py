@@ -155,13 +155,20 @@ def show_call(status: Any, event: Any) -> None:
 
 
 def call_line(event: Any) -> str:
-    """The live view's line for a model call starting or ending (a ``call`` event)."""
+    """The live view's line for a model call starting, streaming or ending (a ``call``
+    event)."""
     data = event.data
     where = f" (subtask {event.subtask})" if event.subtask else ""
     if data.get("phase") == "start":
         return (
             f"{data.get('role')}{where}: waiting for {data.get('model')} (at most "
             f"{data.get('max_tokens')} tokens, {float(data.get('timeout') or 0):g} s)"
+        )
+    if data.get("phase") == "tokens":
+        return (
+            f"{data.get('role')}{where}: {data.get('model')} writing, "
+            f"{data.get('output_tokens')} of at most {data.get('max_tokens')} tokens so far "
+            f"({float(data.get('seconds') or 0):.1f} of {float(data.get('timeout') or 0):g} s)"
         )
     return (
         f"{data.get('role')}{where}: {data.get('model')} answered {data.get('output_tokens')} "

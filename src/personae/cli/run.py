@@ -87,7 +87,7 @@ class _View:
             self.task.cancel()
 
     def _show(self, event: Event) -> None:
-        if event.kind.value == "call":  # a model call starts or ends: the spinner says so
+        if event.kind.value == "call":  # a model call starts, streams or ends: the spinner says so
             return _options.show_call(None if self.as_json else self.status, event)
         if self.as_json:
             sys.stdout.write(json.dumps(event.to_json_dict()) + "\n")

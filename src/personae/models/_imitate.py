@@ -4,7 +4,8 @@ What each server tells about its window, and what it refuses, as the real ones d
 llama.cpp's ``llama-server`` has ``/props``; vLLM lists ``max_model_len``; Ollama answers
 ``/api/show``; llama-cpp-python tells nothing (``owned_by: me``), refuses a prompt over
 its window with "This model's maximum context length is ..." and refuses (HTTP 500)
-``content: null`` on assistant turns and the ``json_schema`` response format.
+``content: null`` on assistant turns and the ``json_schema`` response format, and sends
+no usage in a streamed answer (``stream_options`` is not read).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from personae.models.scenario import ServerImitation
 
-__all__ = ["listed_model", "props", "refusal", "show"]
+__all__ = ["listed_model", "props", "refusal", "show", "streams_usage"]
 
 
 def listed_model(server: ServerImitation | None, name: str) -> dict[str, Any]:
@@ -43,6 +44,11 @@ def show(server: ServerImitation | None) -> dict[str, Any] | None:
     if server is None or server.kind != "ollama":
         return None
     return {"model_info": {"llama.context_length": server.window}, "parameters": ""}
+
+
+def streams_usage(server: ServerImitation | None) -> bool:
+    """Whether a streamed answer ends with the usage (``stream_options.include_usage``)."""
+    return server is None or server.kind != "llama-cpp-python"
 
 
 def _error(status: int, message: str) -> tuple[int, dict[str, Any]]:

@@ -19,9 +19,16 @@ from pathlib import Path
 from typing import Any
 
 from personae.errors import ConfigError, ModelNotConfiguredError, closest_name
+from personae.models import learned
 from personae.models.facts import ModelConfig, ModelFacts, output_reserve
 from personae.models.output import OutputMode, default_output_mode
-from personae.models.servers import ServerFacts, ServerKind, discover
+from personae.models.servers import (
+    OVERFLOW_SOURCE,
+    SERVER_KINDS,
+    ServerFacts,
+    ServerKind,
+    discover,
+)
 
 __all__ = [
     "CLAUDE_ALIASES",
@@ -251,15 +258,22 @@ class ModelResolver:
             self._facts[label] = self._learn(persona_model, label)
         return self._facts[label]
 
-    def learned_window(self, label: str, window: int, source: str) -> None:
-        """Remember a window learned during the run (from an overflow error)."""
+    def learned_window(self, persona_model: str | None, window: int) -> None:
+        """Use a window learned during the run (from an overflow error) from now on, and
+        remember it for the next run against the same server and model
+        (:mod:`personae.models.learned`)."""
+        label = self.label(persona_model)
         known = self._facts.get(label)
         if known is not None:
             self._facts[label] = ModelFacts(
-                label=label, window=window, window_source=source, guessed=False,
+                label=label, window=window, window_source=OVERFLOW_SOURCE, guessed=False,
                 max_output=min(known.max_output, output_reserve(window)),
                 output_mode=known.output_mode, server=known.server, base_url=known.base_url,
             )  # fmt: skip
+        spec = self.spec_for(persona_model)
+        url = known.base_url if known is not None else None
+        if url is not None and spec.provider != "scripted":
+            learned.remember(url, spec.name, window, known.server if known else None)
 
     def _learn(self, persona_model: str | None, label: str) -> ModelFacts:
         # local import: the token registry loads tokenizers' tables
@@ -306,9 +320,17 @@ class ModelResolver:
         if not custom or not self.discover or endpoint.base_url is None:
             kind: ServerKind | None = "openai" if spec.provider == "openai" and not custom else None
             return spec.provider, endpoint.base_url, ServerFacts(kind=kind, window=None, source="")
-        return spec.provider, endpoint.base_url, discover(
-            endpoint.base_url, spec.name, key=endpoint.key
-        )
+        remembered = learned.recall(endpoint.base_url, spec.name)
+        if remembered is not None:  # learned from this server's overflow error lately
+            window, told_kind = remembered
+            kind = told_kind if told_kind in SERVER_KINDS else None  # type: ignore[assignment]
+            source = f"{OVERFLOW_SOURCE}, remembered"
+            return spec.provider, endpoint.base_url, ServerFacts(kind=kind, window=window,
+                                                                  source=source)  # fmt: skip
+        told = discover(endpoint.base_url, spec.name, key=endpoint.key)
+        if told.window is not None and told.source == OVERFLOW_SOURCE:
+            learned.remember(endpoint.base_url, spec.name, told.window, told.kind)
+        return spec.provider, endpoint.base_url, told
 
     def _build(self, spec: ModelSpec) -> Any:
         if spec.provider == "scripted":

@@ -14,6 +14,7 @@ real language model; its model name is always ``scripted`` or
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 import uuid
@@ -35,6 +36,18 @@ def _output_tool(body: dict[str, Any]) -> str | None:
         if name.startswith("final_result"):
             return name
     return None
+
+
+class _Server(ThreadingHTTPServer):
+    """The HTTP server: a client that hangs up mid-answer (a call's timeout, the run's
+    deadline, a cancelled run) is a normal end of that request, not an error to print."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
 
 class ScriptedServer:
@@ -64,8 +77,7 @@ class ScriptedServer:
         if self._httpd is not None:
             return self
         handler = type("Handler", (_Handler,), {"scripted": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
-        self._httpd.daemon_threads = True
+        self._httpd = _Server(("127.0.0.1", self.port), handler)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name="personae-scripted-replay", daemon=True
         )
@@ -202,9 +214,10 @@ class ScriptedServer:
         } | extra
 
 
-def _stream_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """The chunks of a streamed answer equivalent to ``payload``: text arrives in pieces
-    (at most 8, cut between words), tool calls whole."""
+def _stream_chunks(payload: dict[str, Any], *, usage: bool = True) -> list[dict[str, Any]]:
+    """The chunks of a streamed answer equivalent to ``payload``: text arrives word by
+    word, tool calls whole; the last chunk has the usage unless
+    the imitated server sends none."""
     choice = payload["choices"][0]
     message = choice["message"]
     base = {k: payload[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
@@ -222,8 +235,8 @@ def _stream_chunks(payload: dict[str, Any]) -> list[dict[str, Any]]:
         {
             **base,
             "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}],
-            "usage": payload["usage"],
-        },
+        }
+        | ({"usage": payload["usage"]} if usage else {}),
     ]
 
 
@@ -313,7 +326,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.end_headers()
-        for n, chunk in enumerate(_stream_chunks(payload)):
+        usage = _imitate.streams_usage(self.scripted.scenario.server)
+        for n, chunk in enumerate(_stream_chunks(payload, usage=usage)):
             if n and pause:
                 time.sleep(pause)
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())

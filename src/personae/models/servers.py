@@ -25,6 +25,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 __all__ = [
+    "OVERFLOW_SOURCE",
     "SERVER_KINDS",
     "ServerFacts",
     "ServerKind",
@@ -47,9 +48,17 @@ _OVERFLOW = (
     re.compile(r"n_ctx(?:_slot)?\s*[=:]\s*(\d+)"),  # llama.cpp's server
 )
 
+OVERFLOW_SOURCE = "the server's overflow error"
+"""Where a window read from an overflow error came from (for messages)."""
+
 PROBE_TOKENS = 1_100_000
 """Words in the overflow probe: more than any local model's window, so a server refuses it
 before reading it (the request never reaches the model)."""
+PROBE_TIMEOUT = 30.0
+"""Seconds the overflow probe may take: the server reads (tokenizes) the whole prompt
+before refusing it, about 3 s for llama-cpp-python on a quiet machine and over 10 s on a
+busy one. It is sent once; the window it tells is remembered
+(:mod:`personae.models.learned`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,10 +182,10 @@ def discover(
                 window = _ollama_window(show)
                 return ServerFacts(kind="ollama", window=window, source="the server's /api/show")
         if probe and is_local_url(base_url) and models is not None:
-            probe_timeout = httpx.Timeout(timeout * 4, connect=timeout)
+            probe_timeout = httpx.Timeout(max(PROBE_TIMEOUT, timeout), connect=timeout)
             with httpx.Client(timeout=probe_timeout, trust_env=False) as slow:
                 window = _probe_overflow(slow, base_url, name, headers)
             if window is not None:
                 return ServerFacts(kind=kind, window=window,
-                                   source="the server's overflow error")  # fmt: skip
+                                   source=OVERFLOW_SOURCE)  # fmt: skip
         return ServerFacts(kind=kind, window=None, source="")

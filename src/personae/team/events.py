@@ -71,7 +71,7 @@ class EventKind(StrEnum):
     """A piece of the final answer's text as the model streams it (:class:`AnswerStreamed`);
     not stored: the ``final`` event carries the whole answer."""
     CALL = "call"
-    """A model call starts or ends (:class:`CallProgress`); for live views, not stored."""
+    """A model call starts, streams or ends (:class:`CallProgress`); for live views, not stored."""
 
 
 _ENVELOPE = frozenset({"run_id", "seq", "at", "message", "subtask", "extra"})
@@ -355,14 +355,15 @@ class AnswerStreamed(_EventBase):
 
 @dataclass(frozen=True, kw_only=True)
 class CallProgress(_EventBase):
-    """A model call starts (``phase`` ``start``) or ends (``end``): what a live view shows
-    while the model works. Only broadcast, like :class:`AnswerStreamed`: not stored, not
-    numbered, not in ``--json`` output; the stored model call holds the rest."""
+    """A model call starts (``phase`` ``start``), streams (``tokens``: the tokens arrived so
+    far, a few times a second) or ends (``end``): what a live view shows while the model
+    works. Only broadcast, like :class:`AnswerStreamed`: not stored, not numbered, not in
+    ``--json`` output; the stored model call holds the rest."""
 
     kind: ClassVar[EventKind] = EventKind.CALL
     omitted_when_none: ClassVar[frozenset[str]] = frozenset({"seconds", "output_tokens"})
-    phase: Literal["start", "end"]
-    """``start`` or ``end``."""
+    phase: Literal["start", "tokens", "end"]
+    """``start``, ``tokens`` or ``end``."""
     role: CallRole
     """manager, worker, validator, subagent or summarizer."""
     model: str
@@ -372,9 +373,10 @@ class CallProgress(_EventBase):
     timeout: float
     """Seconds the call may take."""
     seconds: float | None
-    """How long it took (``end``; ``None`` at the start)."""
+    """How long it has taken so far (``tokens``) or took (``end``; ``None`` at the start)."""
     output_tokens: int | None
-    """Tokens the model wrote (``end``; ``None`` at the start)."""
+    """Tokens the model has written so far (``tokens``: our count of what streamed) or wrote
+    (``end``; ``None`` at the start)."""
 
 
 TRANSIENT = (AnswerStreamed, CallProgress)

@@ -43,8 +43,9 @@ EXPLANATIONS: dict[str, str] = {
     "naming the tools to use), within a per-subtask retry budget.",
     "subagent": "The agent tool starts a sub-agent with its own persona prompt only, its own "
     "tool subset and step budget; only its final message comes back.",
-    "call": "A model call starts or ends: each request carries its output cap (max_tokens) "
-    "and each role's call a timeout; the live view shows the call in progress.",
+    "call": "A model call starts, streams or ends: each request carries its output cap "
+    "(max_tokens) and each role's call a timeout; the live view shows the call in progress "
+    "with the tokens streamed so far.",
     "answer_delta": "The Manager's final answer arrives piece by piece as the model writes "
     "it; the final event carries it whole.",
     "warning": "Warnings are things you should know: skipped or escalated subtasks, an "

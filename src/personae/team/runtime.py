@@ -11,7 +11,7 @@ and capped by :meth:`~personae.store.answers.ModelAnswer.build`).
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -20,13 +20,8 @@ from pydantic_ai import Agent, capture_run_messages
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import ModelHTTPError, UsageLimitExceeded
 from pydantic_ai.messages import (
-    AgentStreamEvent,
     ModelMessage,
     ModelResponse,
-    PartDeltaEvent,
-    PartStartEvent,
-    TextPart,
-    TextPartDelta,
     ToolCallPart,
 )
 from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters
@@ -40,8 +35,14 @@ from personae.models.resolve import ModelResolver
 from personae.pricing import PriceTable
 from personae.store.answers import ModelAnswer
 from personae.store.runs import CallRole, EventRow, ModelCallRow, RunStore
+from personae.team._progress import CallStream, counted_usage
 from personae.team._request_tokens import count_request
-from personae.team.bounds import CallBounds, CallTimeoutError, server_error
+from personae.team.bounds import (
+    CallBounds,
+    CallTimeoutError,
+    ContextOverflowError,
+    server_error,
+)
 from personae.team.events import TRANSIENT, CallProgress, Event, EventBus, RunWarning
 from personae.team.hooks import HookGate, ModelCall, ModelReply, new_call_id
 from personae.tokens.registry import counter_for_model, model_info
@@ -270,14 +271,18 @@ class _Recorder(AbstractCapability[Any]):
         request_context: ModelRequestContext,
         response: ModelResponse,
     ) -> ModelResponse:
+        sent = (request_context.messages, request_context.model_request_parameters)
+        counted = counted_usage(response, sent, counter_for_model(self.model_label))
+        if counted is not None:  # a stream without usage (llama-cpp-python): our own count
+            response.usage = counted
         usage = response.usage
         self.runtime.usage.count(1, usage.input_tokens, usage.output_tokens, self.model_label)
         self.local_requests += 1
         if self.runtime.runs is not None:
-            sent = (request_context.messages, request_context.model_request_parameters)
-            self.runtime.pending_calls.append(
-                call_row(self.info, self.model_label, response, self.local_requests, sent)
-            )
+            row = call_row(self.info, self.model_label, response, self.local_requests, sent)
+            if counted is not None:
+                row.usage["reported"] = False  # the server reported none: ours, not its
+            self.runtime.pending_calls.append(row)
         if self.runtime.hooks and self.current is not None:
             reply = ModelReply(
                 text=response.text or "",
@@ -331,25 +336,6 @@ def _streams(model: Any) -> bool:
     """Whether ``model`` can stream (a ``FunctionModel`` only with a ``stream_function``)."""
     implemented = type(model).request_stream is not Model.request_stream
     return implemented and getattr(model, "stream_function", True) is not None
-
-
-def _text_pieces(
-    on_text: Callable[[str], object],
-) -> Callable[[RunContext[Any], AsyncIterable[AgentStreamEvent]], Any]:
-    """A pydantic-ai event stream handler handing each piece of response text to ``on_text``."""
-
-    async def handle(_: RunContext[Any], events: AsyncIterable[AgentStreamEvent]) -> None:
-        async for event in events:
-            if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
-                piece = event.part.content
-            elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
-                piece = event.delta.content_delta
-            else:
-                continue
-            if piece:
-                on_text(piece)
-
-    return handle
 
 
 @dataclass(kw_only=True)
@@ -478,7 +464,6 @@ class Runtime:
             )
             self._agents[key] = agent
         limits = UsageLimits(request_limit=opts.max_steps)
-        on_text = opts.on_text
         facts = self.models.facts(opts.persona_model)
         cap = min(opts.max_tokens or facts.max_output, facts.max_output)
         settings = ModelSettings(max_tokens=cap)
@@ -486,11 +471,14 @@ class Runtime:
             settings["extra_body"] = opts.extra_body
         timeout = self.bounds.timeout_for(info.role, opts.timeout)
         start = time.monotonic()
-        self.emit(CallProgress(
+        begun = CallProgress(
             message=f"{info.role} waiting for {label}", subtask=info.subtask, phase="start",
             role=info.role, model=label, max_tokens=cap, timeout=timeout, seconds=None,
             output_tokens=None,
-        ))  # fmt: skip
+        )  # fmt: skip
+        self.emit(begun)
+        stream = CallStream(emit=self.emit, start=begun, counter=counter_for_model(label),
+                            on_text=opts.on_text, started=start)  # fmt: skip
         written = self.usage.output_tokens
         with capture_run_messages() as messages:
             try:
@@ -502,12 +490,13 @@ class Runtime:
                     usage_limits=limits,
                     model_settings=settings,
                     timeout=timeout,
-                    event_stream_handler=(
-                        _text_pieces(on_text) if on_text and _streams(model) else None
-                    ),
+                    event_stream_handler=stream.handle if _streams(model) else None,
                 )
             except ModelHTTPError as exc:
-                raise server_error(exc, info.role, facts) from None
+                error = server_error(exc, info.role, facts)
+                if isinstance(error, ContextOverflowError):  # the server said its window
+                    self.models.learned_window(opts.persona_model, error.data["window"])
+                raise error from None
             except TimeoutError as exc:
                 self.bounds.check()  # the run's deadline, not this call's timeout
                 raise CallTimeoutError(
