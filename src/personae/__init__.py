@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         run_handover,
     )
     from personae.api.results import AnswerDelta, Limits, RunEnd, SubtaskResult, TeamResult, Usage
+    from personae.api.runs import areplay_run, compare_runs, diff_calls, replay_run
     from personae.api.team import CancelToken, Team
     from personae.errors import PersonaeError, RunError, UsageError
     from personae.persona import Cast, ContextMode, Persona, Skill
@@ -67,11 +68,15 @@ __all__ = [
     "UsageError",
     "Veto",
     "__version__",
+    "areplay_run",
     "assemble",
+    "compare_runs",
     "create_handover",
+    "diff_calls",
     "fit_messages",
     "function_tool",
     "load_handover",
+    "replay_run",
     "run_chain",
     "run_handover",
 ]
@@ -117,6 +122,10 @@ _HOMES: dict[str, str] = {
     "ToolUse": "personae.team.hooks",
     "Veto": "personae.team.hooks",
     "function_tool": "personae.tools.function",
+    "replay_run": "personae.api.runs",
+    "areplay_run": "personae.api.runs",
+    "compare_runs": "personae.api.runs",
+    "diff_calls": "personae.api.runs",
 }
 
 

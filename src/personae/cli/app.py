@@ -26,6 +26,7 @@ from personae.cli import (
     project,
     run,
     runs,
+    runs_replay,  # noqa: F401 (registers replay, compare and diff on runs_app)
     serve,
     ui,
 )
@@ -71,7 +72,7 @@ def _root(
 
 app.add_typer(personas.app, name="personas")
 app.add_typer(context.app, name="context")
-app.add_typer(runs.runs_app, name="runs")
+app.add_typer(runs.runs_app, name="runs")  # with runs_replay's replay, compare, diff
 app.add_typer(handover.app, name="handover")
 app.add_typer(chain.app, name="chain")
 app.add_typer(hosts.app, name="hosts")

@@ -80,7 +80,8 @@ def list_runs(
                      f"{r.persona or '-'}", style="bold"),
                 soft_wrap=True,
             )  # fmt: skip
-            console.print(Text(f"    {r.task[:200]}  (model {r.model})"), soft_wrap=True)
+            console.print(Text(f"    {r.task[:200]}  (model {r.model}){_replay_note(r)}"),
+                          soft_wrap=True)  # fmt: skip
         return
     table = Table()
     for name in ("started", "status", "persona", "model", "task"):
@@ -91,8 +92,14 @@ def list_runs(
     )
     table.columns.insert(0, table.columns.pop())
     for r in rows:
-        table.add_row(r.id, r.started_at[:19], r.status, r.persona or "-", r.model, r.task[:60])
+        task = r.task[:60] + _replay_note(r)
+        table.add_row(r.id, r.started_at[:19], r.status, r.persona or "-", r.model, task)
     console.print(table)
+
+
+def _replay_note(record: Any) -> str:
+    """`` (replay of RUN)`` for a replay run, else nothing."""
+    return f" (replay of {record.replay_of})" if record.replay_of else ""
 
 
 def _tokens_line(usage: dict[str, Any], model: str) -> str:
@@ -149,6 +156,8 @@ def show_run(
     console = Console(highlight=False, soft_wrap=True)
     console.print(Text(f"run {record.id}: {record.status}, model {record.model}", style="bold"))
     console.print(Text(f"task: {record.task}"))
+    for line in _replay_lines(runs, record.id, record.replay_of):
+        console.print(Text(line))
     if record.error:
         console.print(Text(f"reason: {record.error}", style="red"))
     if record.pid is not None:
@@ -194,6 +203,24 @@ def _show_tree(runs: Any, run_id: str, *, as_json: bool) -> None:
         return
     for line in render_tree(node):
         typer.echo(line)
+
+
+def _replay_lines(runs: Any, run_id: str, replay_of: str | None) -> list[str]:
+    """Which run a replay re-ran (and how), and which runs replayed this one."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.store.replays import ReplayStore
+
+    replays = ReplayStore(runs.store)
+    lines = []
+    link = replays.link_of(run_id) if replay_of else None
+    if link is not None:
+        how = f"live from call {link.from_call} against {link.model or 'the same model'}"
+        if link.persona_prompt:
+            how += f", persona prompt {link.persona_prompt}"
+        lines.append(f"replay of {link.of} ({how}; {link.recorded_calls} call(s) from the record)")
+        lines += [f"  project: {d}" for d in link.project_drift]
+    lines += [f"replayed by {other}" for other in replays.replays_of(run_id)]
+    return lines
 
 
 def _answer_text(answer: ModelAnswer | None, *, full: bool) -> str:

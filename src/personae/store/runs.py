@@ -90,6 +90,8 @@ class RunRecord(BaseModel):
     """The span the run's spans go under (its parent run's span)."""
     budget: dict[str, Any] | None = None
     """The caps the run ran under (``tokens``, ``cost``, ``calls``; ``None``: not recorded)."""
+    replay_of: str | None = None
+    """The run this run replays (``personae runs replay``; ``None``: not a replay)."""
 
 
 class NewRun(TypedDict):

@@ -39,12 +39,14 @@ from personae.persona.preflight import active_persona, profile_name, run_cast
 from personae.project import Project, SandboxConfig
 from personae.store.conversations import ConversationStore, Message, ToolCall
 from personae.store.db import Store
+from personae.store.replays import ReplayStore
 from personae.store.runs import RunStore
 from personae.store.status import RunStatus
 from personae.team.bounds import CallBounds
 from personae.team.events import Event, EventBus, RunStarted, RunWarning, ToolCalled
 from personae.team.hooks import HookGate, RunHooks
 from personae.team.loop import TeamConfig, TeamLoop, TurnResult
+from personae.team.run_inputs import capture_inputs
 from personae.team.runlog import attach_run, describe_failure, end_run, start_run
 from personae.team.runtime import Runtime, TreeUsage
 from personae.team.summarizer import SummaryCalls, model_summarize
@@ -132,6 +134,9 @@ class RunOptions:
     deadline: float | None = None
     """Seconds the run may take (``--deadline``); ``None``: the config's ``timeouts.run``,
     else the default."""
+    workspace: Path | None = None
+    """The folder the run's context is read from and its tools act on (``None``: the
+    project root); a replay works on a copy of the project as the replayed run saw it."""
     window: ContextWindow | None = None
     """The session's context window, kept by a caller that runs several turns of the
     session in one process (``personae.Team`` does): what earlier turns read and
@@ -366,17 +371,17 @@ def _team(
     *,
     session: str,
     runtime: Runtime,
+    workspace: Path,
 ) -> TeamLoop:
-    """The Manager, Worker and Validator of the run, with the project's tools and config."""
-    registry = _registry(
-        project.root, cast, persona, options, session, sandbox=project.config.sandbox
-    )
+    """The Manager, Worker and Validator of the run, with the project's tools and config
+    (the tools act on ``workspace``)."""
+    registry = _registry(workspace, cast, persona, options, session, sandbox=project.config.sandbox)
     return TeamLoop(
         runtime=runtime,
         persona=persona,
         personas=cast.personas,
         box=registry.subset(record=False),  # the team's recording wrapper logs the calls
-        workspace=project.root,
+        workspace=workspace,
         config=TeamConfig(max_retries=options.max_retries),
         mcp_servers=cast.mcp_servers,
         skills=cast.skills,
@@ -473,13 +478,15 @@ async def run_turn(
     with Store(project.state_db) as store:
         conversations = ConversationStore(store, counter)
         session = _open_session(conversations, options, task)
+        history_seq = conversations.position(session)[1]
+        work = options.workspace or project.root
         execution, validation, agents = _persona_texts(cast, persona)
         summary_calls = SummaryCalls(persona=options.persona)
         refresh = await _refresh_summary(
             project.root, conversations, session, models, persona, calls=summary_calls
         )
         turn = TurnContext.build(
-            project.root,
+            work,
             SnapshotOptions(
                 task=task,
                 conversations=conversations,
@@ -503,12 +510,17 @@ async def run_turn(
             listeners=listeners, sandbox=describe_mode(project.config.sandbox.mode),
             bounds=bounds,
         )  # fmt: skip
+        ReplayStore(store).save_inputs(
+            rec.run_id,
+            capture_inputs(vars(options), root=work, session=session, history_seq=history_seq),
+        )
         if facts.guessed:
             rec.runtime.emit(window_warning(facts))
         summary_calls.adopt(rec.runtime)  # the summary's model call counts and is stored too
 
         def make_team() -> TeamLoop:
-            return _team(project, cast, persona, options, session=session, runtime=rec.runtime)
+            return _team(project, cast, persona, options, session=session, runtime=rec.runtime,
+                         workspace=work)  # fmt: skip
 
         try:
             with running(rec.me):  # child runs started meanwhile link to this one
@@ -520,5 +532,5 @@ async def run_turn(
         end_run(rec.runs, rec.run_id, status=result.status, usage=result.usage, bus=rec.bus)
     return RunOutcome(
         run_id=rec.run_id, session_id=session, model_label=label, result=result,
-        events=rec.bus.events, root=project.root,
+        events=rec.bus.events, root=work,
     )  # fmt: skip
