@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from personae.errors import PersonaeError, UnknownNameError, UsageError
 from personae.store.runs import RunStatus
-from personae.ui import chains, pages
+from personae.ui import chains, compare, pages
 from personae.ui._html import h, layout
 from personae.ui.data import Reader
 
@@ -169,6 +169,18 @@ def create_app(root: Path, *, stopping: threading.Event | None = None) -> Starle
         Route(
             "/runs/{run_id}/calls/{seq:int}",
             page(lambda r: pages.call_page(reader.run(run_id(r)), int(r.path_params["seq"]))),
+        ),
+        Route(
+            "/runs/{run_id}/calls/{seq:int}/diff",
+            page(
+                lambda r: compare.diff_page(
+                    reader, run_id(r), int(r.path_params["seq"]), r.query_params.get("with")
+                )
+            ),
+        ),
+        Route(
+            "/compare/{a}/{b}",
+            page(lambda r: compare.compare_page(reader, r.path_params["a"], r.path_params["b"])),
         ),
         Route("/chains", page(lambda r: chains.chains_page(reader))),
         Route("/chains/{name}", page(lambda r: chains.chain_page(reader, r.path_params["name"]))),

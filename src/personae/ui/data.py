@@ -152,6 +152,10 @@ class Reader:
                 self._store.close()
                 self._store = None
 
+    def run_store(self) -> RunStore | None:
+        """The project's runs table access (``None`` before the first run)."""
+        return self._runs()
+
     def runs(self) -> list[RunRecord]:
         """Recent runs, newest first (empty before the first run)."""
         runs = self._runs()

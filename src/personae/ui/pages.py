@@ -116,6 +116,10 @@ def run_body(view: RunView) -> str:
     ]
     if source:
         facts.append(("continues", f"<code>{h(source)}</code>"))
+    if run.replay_of:
+        original = f'<a href="{url("runs", run.replay_of)}">{h(run.replay_of)}</a>'
+        side = f'<a href="{url("compare", run.replay_of, run.id)}">compare</a>'
+        facts.append(("replay of", f"{original} ({side})"))
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
     final = ""
     if run.final_text and not any(e.kind == EventKind.FINAL for e in view.events):
@@ -187,6 +191,9 @@ def call_page(view: RunView, seq: int) -> str:
         nav.append(f'<a href="{url("runs", view.run.id, "calls", seq - 1)}">&larr; #{seq - 1}</a>')
     if seq + 1 in calls:
         nav.append(f'<a href="{url("runs", view.run.id, "calls", seq + 1)}">#{seq + 1} &rarr;</a>')
+    if seq - 1 in calls:
+        nav.append(f'<a href="{url("runs", view.run.id, "calls", seq, "diff")}">what changed '
+                   f"since #{seq - 1}</a>")  # fmt: skip
     found = notices(call.context_text)
     notice_list = (
         "<ul class='notices'>" + "".join(f"<li><mark>{h(n)}</mark></li>" for n in found) + "</ul>"
