@@ -7,6 +7,7 @@ The SDK speaks OpenAI chat completions to a loopback scripted replay server
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 from agents import (
     Agent,
+    MaxTurnsExceeded,
     OpenAIChatCompletionsModel,
     RunConfig,
     Runner,
@@ -21,11 +23,12 @@ from agents import (
     function_tool,
     set_tracing_disabled,
 )
+from agents.mcp import MCPServerManager
 from agents.memory import SessionSettings
 from openai import AsyncOpenAI
 
 from _helpers import run_async
-from personae.integrations.openai_agents import PersonaeSession, cast_agents
+from personae.integrations.openai_agents import PersonaeSession, cast_agents, mcp_servers
 from personae.models import Scenario, ScriptedServer
 from personae.persona import Cast
 from personae.store import Store
@@ -236,3 +239,92 @@ def test_handoffs_follow_spawn_rights_and_the_tool_cap_is_named(tmp_path: Path) 
         )
     with pytest.raises(ValueError, match=r"persona 'p000' would offer 167 tools and handoffs"):
         cast_agents(Cast.load(tmp_path), "gpt-4o", tools=[read_file])
+
+
+# --- What the persona file says about running, against the scripted replay server ---
+
+ECHO_SERVER = Path(__file__).resolve().parent / "_mcp_echo_server.py"
+RUNNING_CAST = {
+    "triage.md": "---\nname: triage\ndescription: Routes.\nmodel: inherit\n"
+    "tools: Agent(checker)\n---\nYou are TRIAGE.\n",
+    "checker.md": "---\nname: checker\ndescription: Checks the build.\n"
+    "model: openai-compatible:checker-model\nmaxTurns: 2\ntools: [mcp__echo__ping]\n---\n"
+    "You are CHECKER.\n",
+}
+
+
+def running_cast(root: Path) -> Cast:
+    (root / ".claude/agents").mkdir(parents=True)
+    for name, text in RUNNING_CAST.items():
+        (root / ".claude/agents" / name).write_text(text, encoding="utf-8")
+    servers = {"echo": {"command": sys.executable, "args": [str(ECHO_SERVER)]}}
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    return Cast.load(root)
+
+
+async def run_connected(agents: dict[str, Any], text: str) -> Any:
+    async with MCPServerManager(mcp_servers(agents), strict=True):
+        return await Runner.run(agents["triage"], text)
+
+
+HANDOFF = {"tool_calls": [{"name": "transfer_to_checker", "args": {}}]}
+PING = {"tool_calls": [{"name": "ping", "args": {}}]}
+
+
+@pytest.mark.process  # the persona's MCP server is a Python child
+def test_persona_model_max_turns_and_mcp_servers_reach_the_agents_sdk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After the handoff checker answers with its own model and its MCP server's granted
+    tool (wipe is not offered); maxTurns: 2 stops its third call."""
+    cast = running_cast(tmp_path)
+    steps = [HANDOFF, PING, {"text": "The build is green."}]
+    with ScriptedServer(Scenario.model_validate({"steps": steps})) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        agents = cast_agents(cast, chat_model(server))
+        result = run_async(run_connected(agents, "Is the build green?"))
+        assert result.final_output == "The build is green."
+        assert result.last_agent.name == "checker"
+        models = [r["model"] for r in server.requests]
+        assert models == [server.model_name, "checker-model", "checker-model"]
+        offered = {t["function"]["name"] for t in server.requests[1]["tools"]}
+        assert offered == {"ping"}  # wipe is not granted; checker hands off to none
+        results = [m for m in server.requests[2]["messages"] if m["role"] == "tool"]
+        assert results[-1]["content"] == "pong" or "pong" in json.dumps(results[-1]["content"])
+    steps = [HANDOFF, PING, PING, PING, {"text": "never"}]
+    with ScriptedServer(Scenario.model_validate({"steps": steps})) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        agents = cast_agents(cast, chat_model(server))
+        with pytest.raises(MaxTurnsExceeded, match="persona 'checker' has maxTurns: 2"):
+            run_async(run_connected(agents, "Is the build green?"))
+        assert len(server.requests) == 3  # triage's one, then checker's two
+
+
+def test_a_large_cast_prints_handoffs_by_name(tmp_path: Path) -> None:
+    """165 personas handing off to each other (a router to 120, a reviewer and every
+    fourth specialist in a cycle): each agent prints in a few kilobytes."""
+    write_large_cast(tmp_path)
+    agents = cast_agents(Cast.load(tmp_path), "gpt-4o")
+    assert len(agents) == 165
+    router = agents["router"]
+    assert len(router.handoffs) == 120
+    printed = repr(router)
+    assert printed == str(router)
+    assert printed.startswith("PersonaAgent(name='router', ")
+    assert "handoffs=[<handoff to 's000'>, <handoff to 's001'>," in printed
+    assert max(len(repr(a)) for a in agents.values()) < 10_000
+
+
+def write_large_cast(root: Path) -> None:
+    folder = root / ".claude/agents"
+    folder.mkdir(parents=True)
+    specialists = [f"s{i:03}" for i in range(163)]
+    spawn = ", ".join(specialists[:120])
+    head = "---\nname: {}\ndescription: {}.\ntools: {}\n---\nYou are {}.\n"
+    (folder / "router.md").write_text(head.format("router", "Routes", f"Read, Agent({spawn})", "R"))
+    (folder / "reviewer.md").write_text(
+        head.format("reviewer", "Reviews", f"Read, Agent({', '.join(specialists[:40])})", "V")
+    )
+    for i, name in enumerate(specialists):
+        tools = "Read, Grep" if i % 4 else f"Read, Agent(reviewer, {specialists[(i + 1) % 163]})"
+        (folder / f"{name}.md").write_text(head.format(name, f"Specialist {i}", tools, name))

@@ -6,28 +6,43 @@
   ``function_call`` is kept or dropped with its ``function_call_output``, the
   latest user message is always kept, counts are the store's exact counts.
 - :func:`cast_agents`: the personas of a cast as ``agents.Agent``\\s, prompts
-  verbatim, tools narrowed to each persona's, with handoffs between them.
+  verbatim, tools narrowed to each persona's, with handoffs between them, each
+  with its persona's model, ``maxTurns`` and MCP servers (:func:`mcp_servers`
+  lists the servers to connect).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable, Sequence
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from agents import Agent, Tool
+from agents import Agent, AgentHooks, MaxTurnsExceeded, Tool
 from agents.memory import SessionABC, SessionSettings
 
 from personae.context.fit_items import fit_items
 from personae.context.messages import ChatMessage, ChatToolCall
 from personae.errors import UnknownNameError
-from personae.persona import Cast
+from personae.integrations._persona_parts import own_model_spec, server_specs
+from personae.models.resolve import _OPENAI_URL, endpoint_for
+from personae.persona import Cast, Persona
 from personae.store.conversations import ConversationStore, Message, Role, ToolCall, token_text
+from personae.team._mcp_config import McpServerSpec, tool_granted
+from personae.team.mcp_servers import DEFAULT_START_TIMEOUT
 from personae.tools.grants import effective_tool_names
 from personae.tools.names import canonical_tool_name
 
-__all__ = ["PersonaeSession", "cast_agents", "items_to_messages", "messages_to_items"]
+__all__ = [
+    "PersonaAgent",
+    "PersonaeSession",
+    "cast_agents",
+    "items_to_messages",
+    "mcp_servers",
+    "messages_to_items",
+]
 
 _RAW = "[openai-agents item]\n"  # content prefix of items stored verbatim as JSON
 _PER_MESSAGE = 3
@@ -249,12 +264,89 @@ MAX_TOOLS = 128
 """Tools (handoffs included) one request may offer (the OpenAI API's limit)."""
 
 
+@dataclass(repr=False)
+class PersonaAgent(Agent[Any]):
+    """An ``agents.Agent`` made from a persona; printed with its handoffs by name.
+
+    The SDK prints an agent as a dataclass, each handoff in full with its own
+    handoffs: on a cast where agents hand off to each other the printed form grows
+    with every agent it reaches (hundreds of megabytes at nine). This one prints the
+    same fields, handoffs as ``<handoff to 'name'>``.
+    """
+
+    def __repr__(self) -> str:
+        shown = []
+        for f in dataclasses.fields(self):
+            if not f.repr:
+                continue
+            value = getattr(self, f.name)
+            if f.name == "handoffs":
+                names = [getattr(h, "name", None) or getattr(h, "agent_name", "?") for h in value]
+                shown.append("handoffs=[" + ", ".join(f"<handoff to {n!r}>" for n in names) + "]")
+            else:
+                shown.append(f"{f.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    __str__ = __repr__
+
+
+class _TurnLimit(AgentHooks[Any]):
+    """The persona's ``maxTurns``: at most ``limit`` model calls each time the run hands
+    the conversation to this agent (the SDK's ``MaxTurnsExceeded`` past it); other hook
+    calls go to ``inner``, the hooks the caller gave."""
+
+    def __init__(self, persona: str, limit: int, inner: AgentHooks[Any] | None) -> None:
+        self.persona = persona
+        self.limit = limit
+        self.inner = inner
+        self.started: dict[int, int] = {}  # by the run's usage object: requests at start
+
+    async def on_start(self, context: Any, agent: Any) -> None:
+        usage = context.usage  # one per run, shared by its contexts (not hashable)
+        if id(usage) not in self.started:
+            weakref.finalize(usage, self.started.pop, id(usage), None)
+        self.started[id(usage)] = usage.requests
+        if self.inner is not None:
+            await self.inner.on_start(context, agent)
+
+    async def on_llm_start(self, context: Any, agent: Any, *args: Any, **kwargs: Any) -> None:
+        made = context.usage.requests - self.started.get(id(context.usage), 0)
+        if made >= self.limit:
+            raise MaxTurnsExceeded(
+                f"Max turns ({self.limit}) exceeded: persona {self.persona!r} has maxTurns: "
+                f"{self.limit}"
+            )
+        if self.inner is not None:
+            await self.inner.on_llm_start(context, agent, *args, **kwargs)
+
+    async def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_llm_end(*args, **kwargs)
+
+    async def on_end(self, *args: Any, **kwargs: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_end(*args, **kwargs)
+
+    async def on_handoff(self, *args: Any, **kwargs: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_handoff(*args, **kwargs)
+
+    async def on_tool_start(self, *args: Any, **kwargs: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_start(*args, **kwargs)
+
+    async def on_tool_end(self, *args: Any, **kwargs: Any) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_end(*args, **kwargs)
+
+
 def cast_agents(
     cast: Cast,
-    model: Any,
+    model: Any = None,
     *,
     tools: Sequence[Tool] = (),
     names: Sequence[str] | None = None,
+    use_persona_model: bool = True,
     **agent_kwargs: Any,
 ) -> dict[str, Agent[Any]]:
     """``agents.Agent`` for each persona of ``cast`` (default: all), by name.
@@ -265,20 +357,49 @@ def cast_agents(
     each agent hands off to the others of the set it may spawn, as the team
     runtime reads it (:meth:`Cast.spawnable`: only with the agent tool, narrowed by
     its spawn list). More than :data:`MAX_TOOLS` tools and handoffs on one agent
-    raise ``ValueError`` naming the persona.
+    raise ``ValueError`` naming the persona. Agents print their handoffs by name
+    (:class:`PersonaAgent`).
+
+    From the persona file, as a team run reads it:
+
+    - ``model:`` its own model (``provider:name``, or ``sonnet``/``opus``/``haiku``)
+      instead of ``model``, which serves personas that name none or say ``inherit``
+      (``use_persona_model=False``: always ``model``); ``openai:`` without a base URL
+      is the SDK's own model name, any other as chat completions on its server
+      (``OPENAI_BASE_URL``, Ollama, Anthropic's OpenAI-compatible endpoint);
+    - ``maxTurns:`` at most that many model calls each time the run hands it the
+      conversation (``MaxTurnsExceeded``, as the SDK's ``max_turns`` raises for a run);
+    - its MCP servers (its ``mcpServers``, or the project's ``cast.mcp_servers`` its
+      ``tools`` name) as the SDK's ``MCPServerStdio``/``MCPServerStreamableHttp``/
+      ``MCPServerSse``, one per server shared by the personas using it, each
+      persona seeing only the tools it grants; connect them before running
+      (``async with MCPServerManager(mcp_servers(agents), strict=True)``).
+
+    A model or server a persona cannot use is a ``ValueError`` naming it.
     """
     chosen = list(names) if names is not None else sorted(cast.personas)
     available = [t.name for t in tools]
+    models = _Models()
+    servers = _Servers()
+    user_hooks = agent_kwargs.pop("hooks", None)
     agents_by_name: dict[str, Agent[Any]] = {}
     for name in chosen:
         persona = cast.get(name)
         allowed = set(effective_tool_names(persona, available))
-        agents_by_name[name] = Agent(
+        own = models.of(persona) if use_persona_model else None
+        hooks = user_hooks
+        if persona.max_steps is not None:
+            hooks = _TurnLimit(name, persona.max_steps, user_hooks)
+        agents_by_name[name] = PersonaAgent(
             name=name,
             instructions=persona.system_prompt,
             handoff_description=persona.description,
             tools=[t for t in tools if canonical_tool_name(t.name) in allowed],
-            model=model,
+            model=own if own is not None else model,
+            mcp_servers=[
+                servers.of(persona, spec) for spec in server_specs(persona, cast.mcp_servers)
+            ],
+            hooks=hooks,
             **agent_kwargs,
         )
     for name, agent in agents_by_name.items():
@@ -293,3 +414,89 @@ def cast_agents(
                 "or fewer tools"
             )
     return agents_by_name
+
+
+def mcp_servers(agents: Mapping[str, Agent[Any]] | Iterable[Agent[Any]]) -> list[Any]:
+    """The MCP servers of ``agents`` (as :func:`cast_agents` returns them), each once,
+    to connect before a run (``MCPServerManager(mcp_servers(agents), strict=True)``)."""
+    listed = agents.values() if isinstance(agents, Mapping) else agents
+    unique: dict[int, Any] = {}
+    for agent in listed:
+        for server in agent.mcp_servers:
+            unique.setdefault(id(server), server)
+    return list(unique.values())
+
+
+class _Models:
+    """Persona models for the SDK, one chat-completions client per server."""
+
+    def __init__(self) -> None:
+        self.clients: dict[tuple[str, str], Any] = {}
+
+    def of(self, persona: Persona) -> Any:
+        spec = own_model_spec(persona)
+        if spec is None:
+            return None
+        endpoint = endpoint_for(spec)
+        key = endpoint.key
+        if spec.provider == "openai" and endpoint.base_url == _OPENAI_URL:
+            return spec.name  # the SDK's own default provider (OPENAI_API_KEY)
+        if endpoint.base_url is None:
+            raise ValueError(
+                f"persona {persona.name!r}: model {persona.model!r} needs a base URL: set "
+                "OPENAI_BASE_URL"
+            )
+        if key is None and (endpoint.key_required or spec.provider == "anthropic"):
+            raise ValueError(
+                f"persona {persona.name!r}: model {persona.model!r}: set {endpoint.key_env}"
+            )
+        # local import: the OpenAI client loads only when a persona names a model
+        from agents import OpenAIChatCompletionsModel
+        from openai import AsyncOpenAI
+
+        slot = (endpoint.base_url, key or "not-needed")
+        if slot not in self.clients:
+            self.clients[slot] = AsyncOpenAI(base_url=slot[0], api_key=slot[1])
+        return OpenAIChatCompletionsModel(model=spec.name, openai_client=self.clients[slot])
+
+
+class _Servers:
+    """One SDK MCP server per server entry, shared by the personas that use it; each
+    agent sees only the tools its persona grants (a filter by the asking agent)."""
+
+    def __init__(self) -> None:
+        self.by_entry: dict[str, Any] = {}
+        self.personas: dict[str, dict[str, Persona]] = {}
+
+    def of(self, persona: Persona, spec: McpServerSpec) -> Any:
+        self.personas.setdefault(spec.name, {})[persona.name] = persona
+        key = json.dumps(dataclasses.asdict(spec), sort_keys=True)
+        if key not in self.by_entry:
+            self.by_entry[key] = self._make(spec)
+        return self.by_entry[key]
+
+    def _make(self, spec: McpServerSpec) -> Any:
+        # local import: the MCP client loads only when a persona has MCP servers
+        from agents.mcp import MCPServerSse, MCPServerStdio, MCPServerStreamableHttp
+
+        users = self.personas[spec.name]
+
+        def granted(context: Any, tool: Any) -> bool:
+            persona = users.get(context.agent.name)
+            return persona is not None and tool_granted(persona, spec.name, tool.name)
+
+        common: dict[str, Any] = {
+            "name": spec.name, "cache_tools_list": True, "tool_filter": granted,
+            "client_session_timeout_seconds": DEFAULT_START_TIMEOUT,
+        }  # fmt: skip
+        if spec.transport == "stdio":
+            params: dict[str, Any] = {"command": spec.command, "args": list(spec.args)}
+            if spec.env:
+                params["env"] = dict(spec.env)  # merged over the MCP SDK's safe base set
+            if spec.cwd:
+                params["cwd"] = spec.cwd
+            return MCPServerStdio(params, **common)  # type: ignore[arg-type]
+        remote = {"url": spec.url, "headers": dict(spec.headers)}
+        if spec.transport == "sse":
+            return MCPServerSse(remote, **common)  # type: ignore[arg-type]
+        return MCPServerStreamableHttp(remote, **common)  # type: ignore[arg-type]
