@@ -136,3 +136,27 @@ def test_the_python_api_the_store_the_viewer_and_otel_agree(
 
 def test_every_run_status_has_a_tone_in_the_viewer() -> None:
     assert set(RUN_TONES) == set(RunStatus)
+
+
+def test_the_budget_report_stays_a_model_from_the_turn_to_the_store(project: Path) -> None:
+    """Each team call's stored budget is a whole ``BudgetReport`` (the team passes the
+    model, never a dict it reads back); nothing in the team reads it as a dict."""
+    from personae.context.report import BudgetReport
+
+    team = Team.from_project(project, model=f"scripted:{project.parent / 'answers'}.yaml")
+    result = team.run("What port?", persona="dev")
+    with Store(project / ".personae" / "state.db") as store:
+        calls = RunStore(store).model_calls(result.run_id)
+    roles = {c.role for c in calls}
+    assert {"manager", "worker", "validator"} <= roles
+    for call in calls:
+        report = BudgetReport.model_validate(call.budget)
+        assert report.role == call.role and report.sections
+    team_code = Path(__file__).resolve().parents[1] / "src" / "personae" / "team"
+    as_dicts = [
+        f"{path.name}:{n}"
+        for path in sorted(team_code.glob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        if '.get("sections")' in line or '["sections"]' in line
+    ]
+    assert as_dicts == []

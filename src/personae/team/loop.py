@@ -297,7 +297,7 @@ class TeamLoop:
         if not chosen:
             return LoadedSkills()
         view = turn.view("worker" if role == "worker" else "validator")
-        room = max(0, turn.budget.tokens - int(view.report.get("total", 0)))
+        room = max(0, turn.budget.tokens - view.report.total)
         loaded = load_skills(
             chosen, counter=turn.counter, root=turn.snapshot.root, commands=self.commands,
             budget=min(DEFAULT_SKILL_BUDGET, room),

@@ -10,6 +10,7 @@ and capped by :meth:`~personae.store.answers.ModelAnswer.build`).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import UsageLimits
 
+from personae.context.report import BudgetReport
 from personae.lineage import Budget
 from personae.models.resolve import ModelResolver
 from personae.pricing import PriceTable
@@ -47,7 +49,7 @@ from personae.team.events import TRANSIENT, CallProgress, Event, EventBus, RunWa
 from personae.team.hooks import HookGate, ModelCall, ModelReply, new_call_id
 from personae.tokens.registry import counter_for_model, model_info
 
-__all__ = ["CallInfo", "CallOptions", "Runtime", "Spent", "TreeUsage", "call_row"]
+__all__ = ["CallInfo", "CallOptions", "Runtime", "Spent", "SubagentBrief", "TreeUsage", "call_row"]
 
 
 class Spent(NamedTuple):
@@ -187,6 +189,21 @@ class TreeUsage:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SubagentBrief:
+    """What a sub-agent's call is sent instead of a fitted context: its task in the
+    persona's context mode (stored where a budget report is, shown by the viewer)."""
+
+    context_mode: str
+    """What context it inherits (a :class:`personae.persona.model.ContextMode` value)."""
+    depth: int
+    """Sub-agent depth."""
+    tokens: int | None
+    """Tokens of its prompt (``None``: no turn to count with)."""
+    counter: str | None
+    """The token counter's name (``None``: no turn)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class CallInfo:
     """Who makes a model call and with which assembled context."""
 
@@ -198,8 +215,8 @@ class CallInfo:
     """Subtask number."""
     context_text: str
     """The assembled context (instructions + prompt) sent."""
-    budget: dict[str, Any]
-    """Budget report of the assembled context."""
+    budget: BudgetReport | SubagentBrief
+    """Budget report of the assembled context (a sub-agent's call: its brief)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -296,6 +313,13 @@ class _Recorder(AbstractCapability[Any]):
         return response
 
 
+def _stored_budget(budget: BudgetReport | SubagentBrief) -> dict[str, Any]:
+    """The budget (or brief) as the store's JSON column holds it."""
+    if isinstance(budget, BudgetReport):
+        return budget.model_dump(mode="json")
+    return dataclasses.asdict(budget)
+
+
 def call_row(
     info: CallInfo,
     model_label: str,
@@ -314,7 +338,7 @@ def call_row(
         subtask=info.subtask,
         model=model_label,
         context_text=info.context_text,
-        budget=info.budget,
+        budget=_stored_budget(info.budget),
         usage={
             "input_tokens": response.usage.input_tokens,
             "output_tokens": response.usage.output_tokens,
@@ -365,35 +389,35 @@ class Runtime:
         """Emit a ``context_cut`` warning when the call's context was cut to fit its budget
         (once per role, snapshot and set of cut sections)."""
         report = info.budget
+        if not isinstance(report, BudgetReport):  # a sub-agent's call: nothing was fitted
+            return
         cut = [
             s
-            for s in report.get("sections") or ()
-            if str(s.get("rule", "")).startswith("budget:")
-            or s.get("rule") in ("removed", "shrunk latest turn")
+            for s in report.sections
+            if s.rule.startswith("budget:") or s.rule in ("removed", "shrunk latest turn")
         ]
         if not cut:
             return
-        key = (info.role, report.get("snapshot_id"), tuple(s.get("tag") for s in cut))
+        key = (info.role, report.snapshot_id, tuple(s.tag for s in cut))
         if key in self._cuts_seen:
             return
         self._cuts_seen.add(key)
         parts = ", ".join(
-            f"{s.get('tag')} {str(s.get('rule')).removeprefix('budget: ')}"
-            f" ({s.get('kept')} of {s.get('requested')} tokens)"
+            f"{s.tag} {s.rule.removeprefix('budget: ')} ({s.kept} of {s.requested} tokens)"
             for s in cut
         )
         self.emit(
             RunWarning(
-                message=f"context cut to fit the {report.get('budget')}-token budget of the "
+                message=f"context cut to fit the {report.budget}-token budget of the "
                 f"{info.role}: " + parts,
                 subtask=info.subtask,
                 action="context_cut",
                 details={
                     "role": info.role,
-                    "budget": report.get("budget"),
-                    "total": report.get("total"),
+                    "budget": report.budget,
+                    "total": report.total,
                     "sections": [
-                        {k: s.get(k) for k in ("tag", "rule", "kept", "requested")} for s in cut
+                        s.model_dump(include={"tag", "rule", "kept", "requested"}) for s in cut
                     ],
                 },
             )

@@ -30,7 +30,7 @@ from personae.team.events import RunWarning, SubagentEnded, SubagentStarted
 from personae.team.loopdetect import LoopDetector
 from personae.team.mcp_servers import McpHub
 from personae.team.recording import RecordingToolset, tool_call_emitter
-from personae.team.runtime import CallInfo, CallOptions, Runtime
+from personae.team.runtime import CallInfo, CallOptions, Runtime, SubagentBrief
 from personae.team.signals import SubagentStatus
 from personae.team.toolbox import narrow_names, narrow_sandbox, persona_limits
 from personae.team.turn_context import TurnContext
@@ -288,12 +288,12 @@ class Spawner:
             persona=persona.name,
             subtask=subtask,
             context_text=f"{persona.system_prompt}\n\n{prompt}",
-            budget={
-                "context_mode": persona.context.value,
-                "depth": depth,
-                "tokens": self.turn.counter.count(prompt) if self.turn is not None else None,
-                "counter": self.turn.counter.name if self.turn is not None else None,
-            },
+            budget=SubagentBrief(
+                context_mode=persona.context.value,
+                depth=depth,
+                tokens=self.turn.counter.count(prompt) if self.turn is not None else None,
+                counter=self.turn.counter.name if self.turn is not None else None,
+            ),
         )
         steps = persona.max_steps or DEFAULT_MAX_STEPS
         before = self.runtime.usage.requests

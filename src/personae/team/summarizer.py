@@ -65,7 +65,7 @@ class SummaryCalls:
         self.rows, self.usage = [], TreeUsage()
 
 
-def _report(label: str, context_text: str, request: str) -> dict[str, Any]:
+def _report(label: str, context_text: str, request: str) -> BudgetReport:
     """A budget report of the summary request: its instructions and the evicted messages."""
     counter = counter_for_model(label)
     total = counter.count(context_text)
@@ -89,7 +89,7 @@ def _report(label: str, context_text: str, request: str) -> dict[str, Any]:
         total=total,
         overhead=total - kept,
         sections=[section],
-    ).model_dump(mode="json")
+    )
 
 
 async def model_summarize(

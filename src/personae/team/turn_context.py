@@ -22,6 +22,7 @@ from personae.context.assemble import assemble_snapshot
 from personae.context.budget import Budget
 from personae.context.messages import ChatMessage, ChatToolCall
 from personae.context.profiles import ProfileSet, load_profiles
+from personae.context.report import BudgetReport
 from personae.context.snapshot import Snapshot, SnapshotOptions
 from personae.context.spec import Profile, SectionSource
 from personae.tokens.base import TokenCounter
@@ -48,8 +49,8 @@ class ContextView:
     """manager, worker or validator."""
     text: str
     """The rendered context (XML boundary tags)."""
-    report: dict[str, Any]
-    """The budget report (``BudgetReport.model_dump()``; ``BudgetReport.to_text()`` renders it)."""
+    report: BudgetReport
+    """The budget report (``BudgetReport.to_text()`` renders it)."""
 
 
 @dataclass(kw_only=True)
@@ -193,7 +194,7 @@ class TurnContext:
         return ContextView(
             role=FORK_ROLE,
             text=assembled.render(),
-            report=assembled.report().model_dump(mode="json"),
+            report=assembled.report(),
         )
 
     def _profile(self, role: str) -> Profile | None:
@@ -234,8 +235,6 @@ class TurnContext:
         assembled = assemble_snapshot(
             self._view_snapshot, role, self.budget, self.counter, profile=self._profile(role)
         )
-        view = ContextView(
-            role=role, text=assembled.render(), report=assembled.report().model_dump(mode="json")
-        )
+        view = ContextView(role=role, text=assembled.render(), report=assembled.report())
         self._views[role] = view
         return view

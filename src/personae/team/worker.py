@@ -102,10 +102,7 @@ async def run_worker(
     agents = turn.available_agents if "agent" in allowed else ""
     # The persona prompt once: in the context's <active_persona> section when the
     # worker's profile has one (whole), else in the instructions.
-    has_block = any(
-        s.get("tag") == "active_persona" and s.get("rule") == "full"
-        for s in view.report.get("sections") or ()
-    )
+    has_block = any(s.tag == "active_persona" and s.rule == "full" for s in view.report.sections)
     instructions = worker_instructions(persona, agents, with_prompt=not has_block)
     prompt = worker_prompt(view.text, subtask, correction, skills_text)
 
