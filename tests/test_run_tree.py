@@ -266,3 +266,47 @@ def test_the_opentelemetry_export_of_a_tree_is_one_trace_with_the_child_under_it
     assert "<h2>Run tree</h2>" in top_page and f'href="/runs/{child.id}"' in top_page
     assert "Total (2 run(s)):" in top_page and "cost unknown" in top_page
     assert f'started by run <a href="/runs/{parent.id}">' in child_page
+
+
+@pytest.mark.process
+def test_chain_flags_cap_all_its_steps_together(tmp_path: Path, cli: Cli) -> None:
+    root = _example(tmp_path)
+    spec = yaml.safe_load((root / "workflow.yaml").read_text())
+    spec["steps"] = spec["steps"][:1]
+    (root / "workflow.yaml").write_text(yaml.safe_dump(spec))
+    ran = cli("chain", "run", "workflow.yaml", "--max-requests", "2", "--json", cwd=root,
+              process=True, timeout=300)  # fmt: skip
+    assert ran.returncode == 5, ran.stdout + ran.stderr
+    done = json.loads(ran.stdout.splitlines()[-1])
+    assert done["event"] == "done" and done["status"] == "partial"
+    tree = _tree(cli, root, done["run"])
+    assert tree["budget"] == {"calls": 2} and tree["status"] == "partial"
+    (step,) = tree["children"]
+    assert step["budget"] == {"calls": 2} and step["own"]["calls"] == 2
+    assert step["status"] == "partial"
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (("chain", "run", "workflow.yaml", "--max-cost", "1"),
+         "--max-cost needs a price for scripted:analysis.scenario.yaml"),
+        (("chain", "run", "workflow.yaml", "--max-cost", "-1"),
+         "--max-cost must be a number above zero"),
+        (("batch", "tasks.jsonl", "--max-cost", "0.5"),
+         "--max-cost needs a price for scripted:report.scenario.yaml"),
+        (("chain", "run", "workflow.yaml", "--max-tokens-total", "0"), "--max-tokens-total"),
+    ],
+)  # fmt: skip
+def test_bad_chain_and_batch_caps_are_one_line_and_nothing_runs(
+    tmp_path: Path, cli: Cli, command: tuple[str, ...], message: str
+) -> None:
+    root = _example(tmp_path)
+    task = {"task": "Write the report.", "persona": "report-writer",
+            "model": "scripted:report.scenario.yaml"}  # fmt: skip
+    (root / "tasks.jsonl").write_text(json.dumps(task) + "\n")
+    ran = cli(*command, cwd=root)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert message in ran.stderr and len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+    assert not (root / ".personae" / "state.db").exists()
+    assert not (root / ".personae" / "chains").exists()

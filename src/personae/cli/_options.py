@@ -20,6 +20,9 @@ __all__ = [
     "DeadlineOpt",
     "ExecutorOpt",
     "JsonOpt",
+    "MaxCostOpt",
+    "MaxRequestsOpt",
+    "MaxTokensTotalOpt",
     "MemoryDirOpt",
     "MindPromptOpt",
     "RootOpt",
@@ -136,6 +139,27 @@ CallTimeoutOpt = Annotated[
         help=f"Seconds each model call may take (defaults: Manager {DEFAULTS.manager_timeout:g}, "
         f"Worker {DEFAULTS.worker_timeout:g}, Validator {DEFAULTS.validator_timeout:g}; config "
         "timeouts:).",
+    ),
+]  # fmt: skip
+MaxRequestsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-requests", min=1, metavar="CALLS",
+        help="Most model requests for the run and every run it starts (config limits:).",
+    ),
+]  # fmt: skip
+MaxTokensTotalOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens-total", min=1, metavar="TOKENS",
+        help="Most tokens (in + out) for the run and every run it starts (config limits:).",
+    ),
+]  # fmt: skip
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost", metavar="COST",
+        help="Most cost for the run and every run it starts (needs prices: in config).",
     ),
 ]  # fmt: skip
 DeadlineOpt = Annotated[

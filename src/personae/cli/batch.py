@@ -4,14 +4,46 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from personae.cli._options import AddressOpt, ExecutorOpt
+from personae.cli._options import (
+    AddressOpt,
+    ExecutorOpt,
+    MaxCostOpt,
+    MaxRequestsOpt,
+    MaxTokensTotalOpt,
+)
 from personae.limits import DEFAULTS
 
+if TYPE_CHECKING:
+    from personae.lineage import Budget
+
 __all__ = ["register"]
+
+
+def _caps(
+    root: Path, models: list[str | None], flags: tuple[int | None, int | None, float | None]
+) -> Budget:
+    """The batch's caps from its flags, checked before any task runs (a cost cap needs a
+    price for every task's model; a task without one runs on the default model)."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.errors import CommandLineError, UsageError
+    from personae.lineage import Budget
+    from personae.project import Project
+    from personae.settings import PersonaeSettings, chosen_model
+    from personae.team.grouprun import group_caps
+
+    calls, tokens, cost = flags
+    default = chosen_model(None, PersonaeSettings(), Project.open(root).config.model)[0]
+    try:
+        return group_caps(root, Budget(tokens=tokens, cost=cost, calls=calls),
+                          [m or default for m in models])  # fmt: skip
+    except UsageError as exc:
+        if exc.field is not None and exc.field.startswith("--"):
+            raise CommandLineError.of(exc) from None
+        raise
 
 
 def register(app: typer.Typer) -> None:
@@ -45,6 +77,9 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[
             bool, typer.Option("--json", help="JSON events on stdout (begin, start, done, end).")
         ] = False,
+        max_requests: MaxRequestsOpt = None,
+        max_tokens_total: MaxTokensTotalOpt = None,
+        max_cost: MaxCostOpt = None,
     ) -> None:
         """Run every task of TASKS.jsonl as its own team run (a child `personae run`).
 
@@ -60,7 +95,7 @@ def register(app: typer.Typer) -> None:
         from personae.cli._root import project_root
         from personae.workflow.engines import open_executor
 
-        load_tasks(tasks)  # a bad line is an error before any cluster starts
+        loaded = load_tasks(tasks)  # a bad line is an error before any cluster starts
         progress = Progress(
             "json" if as_json else ("tty" if sys.stderr.isatty() else "plain"),
             sys.stderr, sys.stdout,
@@ -74,7 +109,9 @@ def register(app: typer.Typer) -> None:
         from personae.team.grouprun import group_run
 
         # The batch is a run of its own: its tasks' runs link to it (`runs show RUN --tree`).
-        with group_run(options.cwd, f"batch {tasks.name}") as group:
+        caps = _caps(options.cwd, [t.model for t in loaded],
+                     (max_requests, max_tokens_total, max_cost))  # fmt: skip
+        with group_run(options.cwd, f"batch {tasks.name}", asked=caps) as group:
             with open_executor(executor, address=address, tie=True) as runner:
                 outcome = run_batch(tasks, options, executor=runner, progress=progress)
             group.status = RunStatus.DONE if outcome.failed == 0 else (

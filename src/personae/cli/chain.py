@@ -10,10 +10,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from personae.api.handover import MAX_CONCURRENCY
-from personae.cli._options import AddressOpt, ExecutorOpt
+from personae.cli._options import (
+    AddressOpt,
+    ExecutorOpt,
+    MaxCostOpt,
+    MaxRequestsOpt,
+    MaxTokensTotalOpt,
+)
 from personae.errors import UsageError
 
 if TYPE_CHECKING:
+    from personae.lineage import Budget
     from personae.workflow.spec import Workflow
 
 __all__ = ["app"]
@@ -37,6 +44,27 @@ def _state_dir(path: Path | None) -> Path | None:
     if path is not None and path.exists() and not path.is_dir():
         raise UsageError("not a folder", file=path, field="--state-dir")
     return path
+
+
+def _caps(wf: Workflow, flags: tuple[int | None, int | None, float | None]) -> Budget:
+    """The chain's caps from its flags, checked before any step runs (a cost cap needs a
+    price for every step's model)."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.errors import CommandLineError
+    from personae.lineage import Budget
+    from personae.project import Project
+    from personae.settings import PersonaeSettings, chosen_model
+    from personae.team.grouprun import group_caps
+
+    calls, tokens, cost = flags
+    default = chosen_model(wf.model, PersonaeSettings(), Project.open(wf.path.parent).config.model)
+    models = [step.model or default[0] for step in wf.steps()]
+    try:
+        return group_caps(wf.path.parent, Budget(tokens=tokens, cost=cost, calls=calls), models)
+    except UsageError as exc:
+        if exc.field is not None and exc.field.startswith("--"):
+            raise CommandLineError.of(exc) from None
+        raise
 
 
 def _export_group(root: Path, run_id: str) -> None:
@@ -78,8 +106,14 @@ def run(  # noqa: PLR0917
     ] = False,
     executor: ExecutorOpt = "local",
     address: AddressOpt = None,
+    max_requests: MaxRequestsOpt = None,
+    max_tokens_total: MaxTokensTotalOpt = None,
+    max_cost: MaxCostOpt = None,
 ) -> None:
-    """Run a workflow; prints the aggregated report. Exit codes as `handover run`."""
+    """Run a workflow; prints the aggregated report. Exit codes as `handover run`.
+
+    The chain is a run of its own (`personae runs show RUN --tree`); the caps (flags, else
+    the config's limits:) bound all its steps together."""
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.handover import ChainOptions, run_chain
     from personae.workflow.spec import load_workflow
@@ -95,6 +129,7 @@ def run(  # noqa: PLR0917
 
     if executor not in ("local", "ray"):
         raise UsageError(f"unknown executor {executor!r}: use local or ray", field="--executor")
+    caps = _caps(wf, (max_requests, max_tokens_total, max_cost))
     options = ChainOptions(
         resume=resume, concurrency=concurrency, state_dir=state_dir, on_event=say,
         executor="ray" if executor == "ray" else "local", address=address,
@@ -104,7 +139,7 @@ def run(  # noqa: PLR0917
     from personae.team.grouprun import group_run
 
     # The chain is a run of its own: its steps' runs link to it (`runs show RUN --tree`).
-    with group_run(wf.path.parent, f"chain {wf.name}") as group:
+    with group_run(wf.path.parent, f"chain {wf.name}", asked=caps) as group:
         outcome = run_chain(wf, options)
         group.status = {"success": RunStatus.DONE, "partial": RunStatus.PARTIAL}.get(
             outcome.status, RunStatus.FAILED

@@ -318,27 +318,9 @@ def register(app: typer.Typer) -> None:
                 "--context-from (PERSONAE_HANDOVER_TIMEOUT)."
             ),
         ] = None,
-        max_requests: Annotated[
-            int | None,
-            typer.Option(
-                min=1, metavar="CALLS",
-                help="Most model requests for the whole run (all agents and child runs).",
-            ),
-        ] = None,
-        max_tokens_total: Annotated[
-            int | None,
-            typer.Option(
-                min=1, metavar="TOKENS",
-                help="Most tokens (in + out) for the run and every run it starts.",
-            ),
-        ] = None,
-        max_cost: Annotated[
-            float | None,
-            typer.Option(
-                metavar="COST",
-                help="Most cost for the run and every run it starts (needs prices: in config).",
-            ),
-        ] = None,
+        max_requests: _options.MaxRequestsOpt = None,
+        max_tokens_total: _options.MaxTokensTotalOpt = None,
+        max_cost: _options.MaxCostOpt = None,
         profile: Annotated[
             str | None,
             typer.Option(help="Context profile of the worker (builder, verifier, ...)."),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from personae.errors import UsageError
@@ -23,9 +23,9 @@ from personae.store.db import Store
 from personae.store.runs import RunStore
 from personae.store.status import RunStatus
 from personae.team.runlog import end_run, start_run
-from personae.team.treelink import child_usage, link_run, tree_caps
+from personae.team.treelink import check_cost_cap, child_usage, link_run, tree_caps
 
-__all__ = ["GroupRun", "group_run"]
+__all__ = ["GroupRun", "group_caps", "group_run"]
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -38,17 +38,35 @@ class GroupRun:
     """How it ends (set by the command before the block ends)."""
 
 
+def group_caps(root: Path, asked: Budget, models: Iterable[str | None]) -> Budget:
+    """Check the caps a chain or batch was asked for (its flags) before anything runs: a
+    cost cap needs a price for every model its children use (``models``; ``None``: a
+    model not known here, not checked). One :class:`~personae.errors.UsageError` naming
+    the flag or config field."""
+    project = Project.open(root)
+    cost, field = asked.cost, "--max-cost"
+    if cost is None:
+        cost, field = project.config.limits.max_cost, "limits.max_cost"
+    for model in dict.fromkeys(models):
+        check_cost_cap(project.price_table(), model, cost, field=field)
+    check_cost_cap(project.price_table(), None, cost, field=field)  # the value itself
+    return asked
+
+
 @contextlib.contextmanager
-def group_run(root: Path, task: str, *, persona: str | None = None) -> Iterator[GroupRun]:
+def group_run(
+    root: Path, task: str, *, persona: str | None = None, asked: Budget | None = None
+) -> Iterator[GroupRun]:
     """Store a run for ``task`` in the project at ``root`` and make it the parent of every
     child run started in the block (any thread); ends it with the block (an exception:
-    ``failed``, an interrupt: ``cancelled``)."""
+    ``failed``, an interrupt: ``cancelled``). ``asked``: the command's caps (its flags),
+    else the config's ``limits:``; tightened by what this process inherited."""
     project = Project.open(root)
     try:
         link = inherited()
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    caps = tree_caps(Budget(), project.config.limits, link.budget)
+    caps = tree_caps(asked or Budget(), project.config.limits, link.budget)
     prices = project.price_table()
     with Store(project.state_db) as store:
         runs = RunStore(store)
