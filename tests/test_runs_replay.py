@@ -308,3 +308,43 @@ def test_the_viewer_compares_runs_and_shows_a_diff_beside_the_budget_bars(
         bad = client.get(f"/runs/{new}/calls/2/diff", params={"with": "nonsense"})
         assert bad.status_code == 404 and "not RUN:CALL" in bad.text
         assert client.get(f"/compare/{run_id}/run-nope").status_code == 404
+
+
+def _budget(*sections: tuple[str, str, int]) -> dict[str, Any]:
+    return {
+        "total": sum(kept for _, _, kept in sections),
+        "budget": 1000,
+        "sections": [{"tag": t, "rule": r, "kept": k, "requested": k} for t, r, k in sections],
+    }
+
+
+def test_each_kind_of_section_change_is_named() -> None:
+    from personae.context.diff import diff_contexts, render_diff
+
+    before = (
+        "personae-role: worker\nDo the work.\n\n<notes>\na\nb\nc\nd\n</notes>\n\n"
+        "<conversation_summary>\n- user: hello\n</conversation_summary>\n\n"
+        "<recent_messages>\n### user\nhello\n### user\nagain\n</recent_messages>\n\n"
+        "<old>\ngone soon\n</old>"
+    )
+    after = (
+        "personae-role: worker\nDo the work.\n\n<notes>\na\nb\n[… 2 lines cut]\n</notes>\n\n"
+        "<conversation_summary>\n- user: hello\n- user: again\n</conversation_summary>\n\n"
+        "<recent_messages>\n### user\nagain\n</recent_messages>\n\n<new>\nfresh\n</new>"
+    )
+    a = _budget(("notes", "full", 8), ("conversation_summary", "full", 5),
+                ("recent_messages", "full", 9), ("old", "full", 4))  # fmt: skip
+    b = _budget(("notes", "budget: cut", 6), ("conversation_summary", "full", 9),
+                ("recent_messages", "evicted", 5), ("new", "full", 3))  # fmt: skip
+    diff = diff_contexts(("A:1", before, a), ("B:1", after, b))
+    changes = {s.tag: s.change for s in diff.sections}
+    assert changes == {
+        "(instructions)": "same", "notes": "cut", "conversation_summary": "summarized",
+        "recent_messages": "summarized", "old": "removed", "new": "added",
+    }  # fmt: skip
+    notes = next(s for s in diff.sections if s.tag == "notes")
+    assert notes.delta == -2
+    assert notes.lines == ["@@ -3,4 +3,3 @@", " b", "-c", "-d", "+[… 2 lines cut]", " </notes>"]
+    text = render_diff(diff, width=40)
+    assert max(len(line) for line in text.splitlines()) <= 40
+    assert "@@ old: removed (-4 tokens) @@" in text and "+fresh" in text

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import textwrap
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -214,24 +215,33 @@ def _estimate(body: str) -> int:
 def render_diff(diff: ContextDiff, *, width: int = 80, max_lines: int | None = 40) -> str:
     """The diff as text: a line per section (change, tokens, delta, rules), then each
     changed section's lines (``max_lines`` per section; ``None``: all). Lines longer than
-    ``width`` wrap."""
-    out = [f"--- {diff.a}  ({diff.total_a} tokens of {diff.budget_a or '?'})",
-           f"+++ {diff.b}  ({diff.total_b} tokens of {diff.budget_b or '?'})",
-           f"total {diff.total_b - diff.total_a:+d} tokens; "
-           f"{len(diff.changed)} of {len(diff.sections)} sections changed", ""]  # fmt: skip
+    ``width`` wrap (nothing is cut)."""
+    head = [f"--- {diff.a}  ({diff.total_a} tokens of {diff.budget_a or '?'})",
+            f"+++ {diff.b}  ({diff.total_b} tokens of {diff.budget_b or '?'})",
+            f"total {diff.total_b - diff.total_a:+d} tokens; "
+            f"{len(diff.changed)} of {len(diff.sections)} sections changed"]  # fmt: skip
     for s in diff.sections:
         rules = s.rule_a if s.rule_a == s.rule_b else f"{s.rule_a} -> {s.rule_b}"
         estimate = " (estimate)" if s.tag == INSTRUCTIONS else ""
-        out.append(f"{s.tag:<22} {s.change:<10} {s.tokens_a:>6} -> {s.tokens_b:<6} "
-                   f"{s.delta:+d}{estimate}  {rules}"[:width])  # fmt: skip
+        head.append(f"{s.tag:<22} {s.change:<10} {s.tokens_a:>6} -> {s.tokens_b:<6} "
+                    f"{s.delta:+d}{estimate}  {rules}")  # fmt: skip
+    out = [piece for line in head for piece in _fold(line, width)]
     for s in diff.changed:
-        out += ["", f"@@ {s.tag}: {s.change} ({s.delta:+d} tokens) @@"]
+        out += ["", *_fold(f"@@ {s.tag}: {s.change} ({s.delta:+d} tokens) @@", width)]
         shown = s.lines if max_lines is None else s.lines[:max_lines]
         for line in shown:
             out += _wrap(line, width)
         if len(shown) < len(s.lines):
-            out.append(f"  … {len(s.lines) - len(shown)} more line(s) (--full shows them)")
+            more = f"  … {len(s.lines) - len(shown)} more line(s) (--full shows them)"
+            out += _fold(more, width)
     return "\n".join(out)
+
+
+def _fold(line: str, width: int) -> list[str]:
+    """A line of the summary, wrapped at ``width`` (continuations indented)."""
+    if len(line) <= width:
+        return [line]
+    return textwrap.wrap(line, width, subsequent_indent="    ", break_long_words=True) or [""]
 
 
 def _wrap(line: str, width: int) -> list[str]:
