@@ -15,7 +15,15 @@ import pytest
 from pydantic import BaseModel
 from pydantic_ai.models import override_allow_model_requests
 
-from _helpers import attempt, dev_project, one_subtask, requests_with, tool, verdict
+from _helpers import (
+    attempt,
+    dev_project,
+    one_subtask,
+    read_config_scenario,
+    requests_with,
+    tool,
+    verdict,
+)
 from personae import Limits, PersonaeError, Team, UsageError, function_tool
 from personae.team.events import RunWarning, ToolCalled
 from personae.team.hooks import ModelCall, ModelReply, RunHooks, ToolOutcome, ToolUse, Veto
@@ -440,3 +448,213 @@ def test_a_vetoed_call_ends_its_span_with_an_error(tmp_path: Path) -> None:
 
 def _model(result: Any) -> str:
     return str(result.model).partition(":")[2]
+
+
+class Forecast(BaseModel):
+    """The final answer as a typed object."""
+
+    city: str
+    sky: str
+    days: int
+
+
+def _typed_scenario(*answers: Any) -> dict[str, Any]:
+    """The forecast subtask validated, then each of ``answers`` as the manager's final
+    structured output (one per synthesis try)."""
+    steps = _tool_scenario()["steps"][:-1]
+    steps += [{"when": {"role": "manager"}, "output": a} for a in answers]
+    return {"steps": steps}
+
+
+def test_the_answer_comes_back_typed_as_the_output_type(tmp_path: Path) -> None:
+    answer = {"city": "Utrecht", "sky": "sunny", "days": 3}
+    team = _desk(tmp_path, _typed_scenario(answer), tools=[forecast])
+    result = team.run("Weather?", output_type=Forecast)
+    assert result.status == "done"
+    assert result.output == Forecast(city="Utrecht", sky="sunny", days=3)
+    assert isinstance(result.output, Forecast)
+    assert json.loads(result.answer) == answer
+    plain = _desk(tmp_path / "plain", _tool_scenario(), tools=[forecast]).run("Weather?")
+    assert plain.output == plain.answer == "Sunny in Utrecht."
+
+
+def test_any_type_pydantic_validates_is_an_output_type(tmp_path: Path) -> None:
+    team = _desk(tmp_path, _typed_scenario({"answer": ["sunny", "dry"]}), tools=[forecast])
+    result = team.run("Weather?", output_type=list[str])
+    assert result.output == ["sunny", "dry"]
+
+
+def test_an_answer_that_does_not_parse_is_a_clear_error(tmp_path: Path) -> None:
+    from personae import AnswerTypeError
+
+    bad = {"city": "Utrecht", "sky": "sunny", "days": "many"}
+    scenario = _typed_scenario()  # the manager answers badly however often it is asked
+    scenario["rules"] = [{"when": {"role": "manager"}, "output": bad}]
+    team = _desk(tmp_path, scenario, tools=[forecast])
+    with pytest.raises(AnswerTypeError) as caught:
+        team.run("Weather?", output_type=Forecast)
+    message = str(caught.value)
+    assert message.startswith("the final answer did not parse as Forecast:")
+    assert "days" in message and "\n" not in message
+    run_id = caught.value.data["run_id"]
+    from personae.store.db import Store
+
+    with Store(team.root / ".personae" / "state.db") as store:
+        (status,) = store.conn.execute("SELECT status FROM runs WHERE id=?", (run_id,)).fetchone()
+    assert status == "failed"
+
+
+def test_a_type_pydantic_cannot_validate_is_refused_before_the_run(tmp_path: Path) -> None:
+    team = _desk(tmp_path, _tool_scenario(), tools=[forecast])
+    with pytest.raises(UsageError, match="output_type"):
+        team.run("Weather?", output_type=Team)
+    assert not (team.root / ".personae" / "state.db").exists()
+
+
+def _server_routes(server: Any) -> list[str]:
+    return [route for route, _ in server.raw_requests]
+
+
+def test_a_pydantic_ai_model_object_answers_every_role(tmp_path: Path) -> None:
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    from personae.models.scripted import ScriptedServer
+
+    team_root = dev_project(tmp_path, {"s": _tool_scenario()}, persona=TOOLED_PERSONA)
+    with ScriptedServer(tmp_path / "s.yaml") as server:
+        model = OpenAIChatModel(
+            "gpt-4o", provider=OpenAIProvider(base_url=server.base_url, api_key="k")
+        )
+        team = Team.from_project(team_root, model=model, persona="dev", tools=[forecast],
+                                 include_git_log=False)  # fmt: skip
+        result = team.run("Weather?")
+        routes = _server_routes(server)
+    assert result.status == "done" and result.model == "openai:gpt-4o"
+    assert routes == ["/v1/chat/completions"] * 5
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "base_url"])
+def test_a_client_or_base_url_carries_the_named_model(tmp_path: Path, kind: str) -> None:
+    from anthropic import AsyncAnthropic
+    from openai import AsyncOpenAI
+
+    from personae.models.scripted import ScriptedServer
+
+    team_root = dev_project(tmp_path, {"s": _tool_scenario()}, persona=TOOLED_PERSONA)
+    with ScriptedServer(tmp_path / "s.yaml") as server:
+        given: dict[str, Any] = {
+            "openai": {"client": AsyncOpenAI(base_url=server.base_url, api_key="k")},
+            "anthropic": {"client": AsyncAnthropic(base_url=server.root_url, api_key="k")},
+            "base_url": {"base_url": server.base_url},
+        }[kind]
+        name = "claude-haiku-4-5" if kind == "anthropic" else "gpt-4o-mini"
+        team = Team.from_project(team_root, model=name, persona="dev", tools=[forecast],
+                                 include_git_log=False, **given)  # fmt: skip
+        result = team.run("Weather?")
+        routes = _server_routes(server)
+    assert result.status == "done" and result.answer == "Sunny in Utrecht."
+    provider = "anthropic" if kind == "anthropic" else "openai"
+    assert result.model == f"{provider}:{name}"
+    route = "/v1/messages" if kind == "anthropic" else "/v1/chat/completions"
+    assert routes == [route] * 5
+
+
+@pytest.mark.parametrize(
+    ("given", "field"),
+    [
+        ({"model": 42}, "model"),
+        ({"model": "gpt-4o", "client": object()}, "client"),
+        ({"model": "gpt-4o", "client": None, "base_url": "http://127.0.0.1:9/v1",
+          "api_key": "k"}, None),
+        ({"model": None, "base_url": "http://127.0.0.1:9/v1"}, "model"),
+    ],
+)  # fmt: skip
+def test_a_model_given_wrongly_is_refused_naming_the_field(
+    tmp_path: Path, given: dict[str, Any], field: str | None
+) -> None:
+    if field is None:  # a valid combination: built, nothing sent yet
+        assert Team(root=tmp_path, **given).options().model == "openai:gpt-4o"
+        return
+    with pytest.raises(UsageError) as caught:
+        Team(root=tmp_path, **given)
+    assert caught.value.field == field
+
+
+def _forecaster() -> Any:
+    from personae import Persona
+
+    return Persona(
+        name="forecaster", description="Answers weather questions.",
+        tools=["forecast", "read_file"], system_prompt="You are the forecaster.",
+    )  # fmt: skip
+
+
+def test_a_team_built_in_memory_runs_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from personae.models.scripted import ScriptedServer
+
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    two_turns = {"steps": _tool_scenario()["steps"] * 2}
+    (scenarios / "s.yaml").write_text(json.dumps(two_turns))
+    work_dir = tmp_path / "cwd"
+    work_dir.mkdir()
+    monkeypatch.chdir(work_dir)
+    with ScriptedServer(scenarios / "s.yaml") as server:
+        team = Team.from_personas([_forecaster()], model="gpt-4o", base_url=server.base_url,
+                                  tools=[forecast])  # fmt: skip
+        first = team.run("Weather?")
+        assert first.status == "done" and first.answer == "Sunny in Utrecht."
+        assert [e.tool for e in first.events if isinstance(e, ToolCalled)] == ["forecast"]
+        before = len(server.raw_requests)
+        # the conversation goes on in memory: the next turn's worker sees the first turn
+        again = team.run("And tomorrow?", session=first.session_id)
+        later = json.dumps([body for _, body in server.raw_requests[before:]])
+    assert again.session_id == first.session_id and "Weather?" in later
+    assert not team.root.exists() and list(work_dir.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cwd", "scenarios"]
+    assert team.store is not None
+    stored = dict(team.store.conn.execute("SELECT id, status FROM runs").fetchall())
+    assert stored == {first.run_id: "done", again.run_id: "done"}
+
+
+def test_an_in_memory_team_without_a_workspace_offers_no_built_in_tools(tmp_path: Path) -> None:
+    from personae.models.scripted import ScriptedServer
+
+    (tmp_path / "s.yaml").write_text(json.dumps(_tool_scenario()))
+    with ScriptedServer(tmp_path / "s.yaml") as server:
+        team = Team.from_personas([_forecaster()], model="gpt-4o", base_url=server.base_url,
+                                  tools=[forecast])  # fmt: skip
+        team.run("Weather?")
+        offered = {
+            t["function"]["name"] for _, body in server.raw_requests for t in body.get("tools", [])
+        }
+    assert "forecast" in offered and "read_file" not in offered
+
+
+def test_an_in_memory_team_with_a_workspace_acts_there(tmp_path: Path) -> None:
+    from personae.models.scripted import ScriptedServer
+
+    (tmp_path / "config.yaml").write_text("port: 8081\n")
+    (tmp_path / "s.yaml").write_text(json.dumps(read_config_scenario("8081", description="ws")))
+    with ScriptedServer(tmp_path / "s.yaml") as server:
+        team = Team.from_personas([_forecaster()], model="gpt-4o", base_url=server.base_url,
+                                  workspace=tmp_path)  # fmt: skip
+        result = team.run("Port?")
+    [read] = [e for e in result.events if isinstance(e, ToolCalled)]
+    assert read.ok and "8081" in read.result
+    assert not (tmp_path / ".personae").exists()
+
+
+@pytest.mark.parametrize(
+    ("personas", "needle"),
+    [([], "at least one persona"), (["forecaster"], "Persona objects"),
+     ("twice", "two personas are named 'forecaster'")],
+)  # fmt: skip
+def test_bad_personas_are_refused(personas: Any, needle: str) -> None:
+    if personas == "twice":
+        personas = [_forecaster(), _forecaster()]
+    with pytest.raises(UsageError, match=needle):
+        Team.from_personas(personas, model="scripted:x.yaml")

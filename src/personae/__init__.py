@@ -32,11 +32,13 @@ if TYPE_CHECKING:
     from personae.store import Store
     from personae.team.events import Event, EventKind
     from personae.team.hooks import ModelCall, ModelReply, RunHooks, ToolOutcome, ToolUse, Veto
+    from personae.team.structured import AnswerTypeError
     from personae.tools.base import Tool
     from personae.tools.function import function_tool
 
 __all__ = [
     "AnswerDelta",
+    "AnswerTypeError",
     "CancelToken",
     "Cast",
     "ChainOptions",
@@ -115,6 +117,7 @@ _HOMES: dict[str, str] = {
     "run_chain": "personae.api.handover",
     "run_handover": "personae.api.handover",
     "Tool": "personae.tools.base",
+    "AnswerTypeError": "personae.team.structured",
     "ModelCall": "personae.team.hooks",
     "ModelReply": "personae.team.hooks",
     "RunHooks": "personae.team.hooks",

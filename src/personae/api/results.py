@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic
+
+from typing_extensions import TypeVar
 
 from personae.store.status import RunStatus
 from personae.team.events import AnswerStreamed, Event, Validated
@@ -93,12 +95,23 @@ class SubtaskResult:
     """The validator's completion signal on the last attempt (``None``: never validated)."""
 
 
+OutputT = TypeVar("OutputT", default=str)
+"""The type of a run's typed answer (``TeamResult.output``): ``str`` unless an
+``output_type`` was asked for."""
+
+
 @dataclass(frozen=True, kw_only=True)
-class TeamResult:
-    """What :meth:`personae.Team.run` returns."""
+class TeamResult(Generic[OutputT]):
+    """What :meth:`personae.Team.run` returns (``TeamResult[Answer]`` for
+    ``run(..., output_type=Answer)``)."""
 
     answer: str
-    """The final answer (validated work only; a code-written 'Not completed' list after it)."""
+    """The final answer (validated work only; a code-written 'Not completed' list after it;
+    with an ``output_type``, the typed answer as JSON)."""
+    output: OutputT | None = None
+    """The answer as the ``output_type`` asked for, validated (without one: the answer's
+    text). ``None`` when no model wrote an answer (nothing was validated, a cap, a veto or
+    the deadline stopped the run, or it was cancelled)."""
     status: RunStatus
     """done (every subtask validated), partial, or cancelled (cancel token or timeout): the
     run's status as stored, shown by ``personae runs`` and the viewer."""
@@ -120,7 +133,7 @@ class TeamResult:
     """Files the run's tools wrote or edited that still exist."""
 
     @classmethod
-    def of(cls, outcome: RunOutcome) -> TeamResult:
+    def of(cls, outcome: RunOutcome) -> TeamResult[Any]:
         """From a finished run (:func:`personae.team.session.run_turn`'s outcome)."""
         signals: dict[int, CompletionSignal] = {}
         for event in outcome.events:
@@ -128,8 +141,9 @@ class TeamResult:
                 signals[event.subtask] = event.completion_signal
         result = outcome.result
         status = result.status
+        typed: Any = result.output if outcome.typed else result.final_text
         return cls(
-            answer=result.final_text, status=status, run_id=outcome.run_id,
+            answer=result.final_text, output=typed, status=status, run_id=outcome.run_id,
             session_id=outcome.session_id, model=outcome.model_label,
             subtasks=[
                 SubtaskResult(
@@ -165,7 +179,7 @@ class AnswerDelta:
 class RunEnd:
     """The last item ``run_stream`` yields: the run's typed result."""
 
-    result: TeamResult
+    result: TeamResult[Any]
     """The same result :meth:`personae.Team.arun` returns."""
 
 

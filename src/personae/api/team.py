@@ -11,17 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import tempfile
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack, overload
 
 from personae.api.results import AnswerDelta, Limits, RunEnd, StreamItem, TeamResult, Usage
 from personae.context.window import ContextWindow
 from personae.errors import UsageError
+from personae.models.given import given_resolver
+from personae.models.resolve import ModelResolver
+from personae.persona.cast import Cast
+from personae.persona.model import Persona
 from personae.project import Project
 from personae.settings import PersonaeSettings, chosen_model
 from personae.store.db import Store
@@ -30,18 +36,21 @@ from personae.store.status import RunStatus
 from personae.team.events import AnswerStreamed, CallProgress, RunStarted
 from personae.team.hooks import RunHooks
 from personae.team.runlog import end_run
-from personae.team.session import RunOptions, run_turn
+from personae.team.session import RunOptions, run_store, run_turn
+from personae.team.structured import AnswerType
 from personae.team.treelink import check_cost_cap
 from personae.tools.base import Tool
 from personae.tools.function import ToolLike, function_tools
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
+    from pydantic_ai.models import Model
 
-    from personae.persona.cast import Cast
     from personae.team.events import Event
 
 __all__ = ["CancelToken", "Team", "TurnArgs"]
+
+T = TypeVar("T")
 
 _WINDOWS_KEPT = 64
 """Sessions whose context windows a :class:`Team` keeps (least recently used go first)."""
@@ -114,8 +123,18 @@ class Team:
 
     root: Path
     """Project folder (tools act inside it; runs are stored in ``.personae/state.db``)."""
-    model: str | None = None
-    """Default model spec; personas with their own ``model`` keep it."""
+    model: str | Model | None = None
+    """Default model: a ``provider:name`` spec (personas with their own ``model`` keep
+    theirs), a model name with ``client`` or ``base_url``, or a pydantic-ai ``Model``
+    object; a model given as an object or client answers every persona."""
+    client: object = None
+    """An ``openai.AsyncOpenAI`` or ``anthropic.AsyncAnthropic`` client the ``model`` (a
+    name) is called over (``None``: the provider's from the environment)."""
+    base_url: str | None = None
+    """An OpenAI-compatible server the ``model`` (a name) is called on (with ``api_key``
+    when it needs one)."""
+    api_key: str | None = None
+    """The key for ``base_url`` (``None``: none sent)."""
     persona: str | None = None
     """Default active persona (``run(persona=...)`` overrides it)."""
     limits: Limits = field(default_factory=Limits)
@@ -141,8 +160,15 @@ class Team:
     instrument: bool | TracerProvider = False
     """Live OpenTelemetry spans of each run (``personae[otel]``): ``True`` through the global
     tracer provider, or through the ``TracerProvider`` given; ``False``: none."""
+    store: Store | None = None
+    """An open store the runs are recorded in, left open (:meth:`from_personas` keeps one
+    in memory); ``None``: the project's ``.personae/state.db``."""
+    builtin_tools: bool = True
+    """Offer the built-in tools (files, shell, web) acting on ``root`` (off for a team
+    from :meth:`from_personas` without a workspace)."""
     _tools: list[Tool[Any]] = field(default_factory=list, init=False, repr=False, compare=False)
     _hooks: list[RunHooks] = field(default_factory=list, init=False, repr=False, compare=False)
+    _resolver: ModelResolver | None = field(default=None, init=False, repr=False, compare=False)
     _windows: OrderedDict[str, ContextWindow] = field(
         default_factory=OrderedDict, init=False, repr=False, compare=False
     )
@@ -152,6 +178,9 @@ class Team:
 
     def __post_init__(self) -> None:
         self._tools = function_tools(self.tools)  # a bad tool is refused before any run
+        self._resolver = given_resolver(
+            self.model, client=self.client, base_url=self.base_url, api_key=self.api_key
+        )
         self._hooks = list(self.hooks)
         bad = [type(h).__name__ for h in self._hooks if not isinstance(h, RunHooks)]
         if bad:
@@ -181,7 +210,7 @@ class Team:
         cls,
         path: str | Path,
         *,
-        model: str | None = None,
+        model: str | Model | None = None,
         persona: str | None = None,
         limits: Limits | None = None,
         settings: PersonaeSettings | None = None,
@@ -192,6 +221,9 @@ class Team:
         tools: Sequence[ToolLike] = (),
         hooks: Sequence[RunHooks] = (),
         instrument: bool | TracerProvider = False,
+        client: object = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
     ) -> Team:
         """The team on the project folder ``path`` (a folder; ``.personae/`` is optional)."""
         root = Path(path)
@@ -201,7 +233,55 @@ class Team:
             root=root, model=model, persona=persona, limits=limits or Limits(),
             settings=settings, persona_dirs=tuple(persona_dirs), cast=cast, profile=profile,
             include_git_log=include_git_log, tools=tuple(tools), hooks=tuple(hooks),
-            instrument=instrument,
+            instrument=instrument, client=client, base_url=base_url, api_key=api_key,
+        )  # fmt: skip
+
+    @classmethod
+    def from_personas(
+        cls,
+        personas: Sequence[Persona],
+        *,
+        model: str | Model | None = None,
+        workspace: str | Path | None = None,
+        persona: str | None = None,
+        tools: Sequence[ToolLike] = (),
+        hooks: Sequence[RunHooks] = (),
+        limits: Limits | None = None,
+        settings: PersonaeSettings | None = None,
+        instrument: bool | TracerProvider = False,
+        client: object = None,
+        base_url: str | None = None,
+        api_key: str | None = None,
+    ) -> Team:
+        """A team of ``personas`` built in code, without a project folder: nothing is
+        written anywhere. Its runs and conversations are kept in an in-memory store for
+        the team's life (``team.store``; ``session=`` continues one). Without a
+        ``workspace`` it reads no folder and offers only its function ``tools``; with one,
+        the built-in tools act there (and may write there) and its files are read as a
+        project's are. ``persona`` defaults to the first of ``personas``."""
+        cast = Cast()
+        for one in personas:
+            if not isinstance(one, Persona):
+                raise UsageError(f"personas must be Persona objects, got {type(one).__name__}",
+                                 field="personas")  # fmt: skip
+            if one.name in cast.personas:
+                raise UsageError(f"two personas are named {one.name!r}", field="personas")
+            cast.personas[one.name] = one
+        if not cast.personas:
+            raise UsageError("give at least one persona", field="personas")
+        if workspace is not None and not Path(workspace).is_dir():
+            raise UsageError("not a folder", file=workspace, field="workspace")
+        # no folder: a path that does not exist and that nothing creates (no built-in
+        # tools act on it, the store is in memory)
+        root = Path(workspace) if workspace is not None else (
+            Path(tempfile.gettempdir()) / f"personae-no-folder-{uuid.uuid4().hex}"
+        )  # fmt: skip
+        return cls(
+            root=root, model=model, persona=persona or next(iter(cast.personas)),
+            limits=limits or Limits(), settings=settings, cast=cast, tools=tuple(tools),
+            hooks=tuple(hooks), instrument=instrument, client=client, base_url=base_url,
+            api_key=api_key, include_git_log=workspace is not None,
+            store=Store(":memory:", url=""), builtin_tools=workspace is not None,
         )  # fmt: skip
 
     def options(
@@ -214,7 +294,10 @@ class Team:
         chosen = limits or self.limits
         _check_bounds(chosen)
         project = Project.open(self.root)
-        model = chosen_model(self.model, settings, project.config.model)[0]
+        model = (
+            self._resolver.fixed_label if self._resolver is not None
+            else chosen_model(_spec(self.model), settings, project.config.model)[0]
+        )  # fmt: skip
         cost = chosen.max_cost if chosen.max_cost is not None else project.config.limits.max_cost
         check_cost_cap(project.price_table(), model, cost, field="max_cost")
         return RunOptions(
@@ -232,6 +315,8 @@ class Team:
             cost_cap=chosen.max_cost,
             tools=self._tools,
             hooks=tuple(self._hooks),
+            store=self.store,
+            builtin_tools=self.builtin_tools,
             include_git_log=self.include_git_log,
             profile=self.profile,
             extra_persona_dirs=tuple(self.persona_dirs),
@@ -245,25 +330,51 @@ class Team:
             deadline=chosen.deadline,
         )  # fmt: skip
 
-    def run(self, task: str, **turn: Unpack[TurnArgs]) -> TeamResult:
+    @overload
+    def run(self, task: str, *, output_type: type[T], **turn: Unpack[TurnArgs]) -> TeamResult[T]:
+        ...
+
+    @overload
+    def run(self, task: str, *, output_type: None = None,
+            **turn: Unpack[TurnArgs]) -> TeamResult[str]: ...  # fmt: skip
+
+    def run(
+        self, task: str, *, output_type: Any = None, **turn: Unpack[TurnArgs]
+    ) -> TeamResult[Any]:
         """Run one team turn on ``task`` and wait for it (blocking; not inside an event loop).
 
         Keywords (:class:`TurnArgs`): ``persona``, ``session`` (continues a
-        conversation: ``result.session_id``), ``limits`` and ``cancel``. Errors are
+        conversation: ``result.session_id``), ``limits`` and ``cancel``.
+        ``output_type`` (a pydantic model, or any type pydantic validates) asks for the
+        final answer as that type: ``result.output`` is the validated value; an answer
+        that does not parse (after one retry) is a :class:`AnswerTypeError`. Errors are
         :class:`personae.PersonaeError` (bad config, unknown persona, model failures).
         """
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(task, **turn))
+            return asyncio.run(self.arun(task, output_type=output_type, **turn))
         raise UsageError("Team.run blocks; inside an event loop use 'await team.arun(...)'")
 
-    async def arun(self, task: str, **turn: Unpack[TurnArgs]) -> TeamResult:
+    @overload
+    async def arun(
+        self, task: str, *, output_type: type[T], **turn: Unpack[TurnArgs]
+    ) -> TeamResult[T]: ...
+
+    @overload
+    async def arun(self, task: str, *, output_type: None = None,
+                   **turn: Unpack[TurnArgs]) -> TeamResult[str]: ...  # fmt: skip
+
+    async def arun(
+        self, task: str, *, output_type: Any = None, **turn: Unpack[TurnArgs]
+    ) -> TeamResult[Any]:
         """Async :meth:`run`. Cancelling the awaiting task cancels the run (and raises
         ``CancelledError``); a ``cancel`` token or the ``limits.timeout`` returns a result
         with status ``cancelled``."""
-        result: TeamResult | None = None
-        async for item in self.run_stream(task, answer_deltas=False, **turn):
+        result: TeamResult[Any] | None = None
+        async for item in self.run_stream(
+            task, answer_deltas=False, output_type=output_type, **turn
+        ):
             if isinstance(item, RunEnd):
                 result = item.result
         if result is None:  # run_stream always ends with RunEnd or raises
@@ -271,15 +382,17 @@ class Team:
         return result
 
     async def run_stream(
-        self, task: str, *, answer_deltas: bool = True, **turn: Unpack[TurnArgs]
-    ) -> AsyncIterator[StreamItem]:
+        self, task: str, *, answer_deltas: bool = True, output_type: Any = None,
+        **turn: Unpack[TurnArgs],
+    ) -> AsyncIterator[StreamItem]:  # fmt: skip
         """Run one turn, yielding its events as they happen.
 
         Yields :class:`personae.Event` objects in ``seq`` order (the ones
         ``personae run --json`` prints, from ``start`` to ``final``),
         :class:`AnswerDelta` pieces of the final answer while the model streams
         it (``answer_deltas``), and last one :class:`RunEnd` with the result.
-        Leaving the loop early (``break``) cancels the run.
+        Leaving the loop early (``break``) cancels the run. ``output_type`` as in
+        :meth:`run` (the typed answer is not streamed: no deltas then).
         """
         unknown = sorted(set(turn) - TurnArgs.__optional_keys__)
         if unknown:  # what a keyword-only signature would refuse
@@ -289,10 +402,11 @@ class Team:
         options = self.options(persona=turn.get("persona"), session=session, limits=limits)
         kept = self.window(session) if session else None
         window = kept if kept is not None else ContextWindow()  # an empty window is falsy
-        options = dataclasses.replace(options, window=window)
+        answer = None if output_type in (None, str) else AnswerType.of(output_type)
+        options = dataclasses.replace(options, window=window, answer=answer)
         feed = _Feed(answer_deltas=answer_deltas)
         timeout = (limits or self.limits).timeout
-        runner = asyncio.create_task(feed.run(task, options, timeout, cancel))
+        runner = asyncio.create_task(feed.run(task, options, timeout, cancel, self._resolver))
         if cancel is not None:
             cancel._attach(runner)
         try:
@@ -311,6 +425,11 @@ class Team:
             if not runner.done():
                 runner.cancel()
             await asyncio.gather(runner, return_exceptions=True)
+
+
+def _spec(model: str | Model | None) -> str | None:
+    """The spec of a model given as a string (a model object has a resolver instead)."""
+    return model if isinstance(model, str) else None
 
 
 def _live_spans(instrument: bool | TracerProvider) -> RunHooks:
@@ -379,9 +498,11 @@ class _Feed:
         self.put(event)
 
     async def run(
-        self, task: str, options: RunOptions, timeout: float | None, cancel: CancelToken | None
-    ) -> None:
-        """Run the turn; queue its end (a result, a cancelled result, or the error)."""
+        self, task: str, options: RunOptions, timeout: float | None, cancel: CancelToken | None,
+        resolver: ModelResolver | None = None,
+    ) -> None:  # fmt: skip
+        """Run the turn (with the caller's model when ``resolver`` is given); queue its end
+        (a result, a cancelled result, or the error)."""
         queue = self.queue
         deadline = None if not timeout else time.monotonic() + timeout
 
@@ -394,7 +515,7 @@ class _Feed:
 
         options = dataclasses.replace(options, cancel_reason=why)
         try:
-            coro = run_turn(task, options, listeners=[self.on_event])
+            coro = run_turn(task, options, listeners=[self.on_event], resolver=resolver)
             outcome = await (asyncio.wait_for(coro, timeout) if timeout else coro)
             queue.put_nowait(RunEnd(result=TeamResult.of(outcome)))
         except (asyncio.CancelledError, TimeoutError) as exc:
@@ -409,7 +530,7 @@ class _Feed:
             queue.put_nowait(None)
 
 
-def _cancelled(options: RunOptions, seen: list[Event], reason: str) -> TeamResult:
+def _cancelled(options: RunOptions, seen: list[Event], reason: str) -> TeamResult[Any]:
     """The result of a run ended by a cancel token or its timeout: the run is ended as
     cancelled (its ``final`` event joins ``seen``)."""
     run_id = seen[0].run_id if seen else ""
@@ -418,7 +539,7 @@ def _cancelled(options: RunOptions, seen: list[Event], reason: str) -> TeamResul
     usage: dict[str, int] = {}
     model = options.model or ""
     if run_id:
-        with Store(Project.open(options.root).state_db) as store:
+        with run_store(Project.open(options.root), options) as store:
             runs = RunStore(store)
             final = end_run(runs, run_id, status=RunStatus.CANCELLED, reason=reason)
             if final is not None:

@@ -50,7 +50,7 @@ from personae.team.skills import (
     load_skills,
     relevant_skills,
 )
-from personae.team.structured import StructuredOutputError
+from personae.team.structured import AnswerType, StructuredOutputError
 from personae.team.subagents import DEFAULT_DEPTH_CAP, Spawner
 from personae.team.turn_context import TurnContext
 from personae.team.validator import ValidationChecks, validate
@@ -87,6 +87,9 @@ class TurnResult:
 
     final_text: str
     """The synthesized answer."""
+    output: Any = None
+    """The answer as the ``output_type`` asked for (``None``: none asked, or no model
+    wrote the answer: nothing was validated, or a cap or the deadline was reached)."""
     outcomes: list[SubtaskOutcome]
     """One per planned subtask."""
     status: RunStatus
@@ -170,6 +173,8 @@ class TeamLoop:
     sandbox: SandboxConfig | None = None
     """The project's ``run_shell`` sandbox settings: sub-agents then run their shell with
     their own persona's grants, cut to their parent's (``None``: the parent's as they are)."""
+    answer: AnswerType | None = None
+    """The type the final answer is asked for (``None``: text)."""
 
     async def run_turn(self, turn: TurnContext) -> TurnResult:
         """Plan, execute and validate every subtask, then synthesize.
@@ -237,7 +242,7 @@ class TeamLoop:
             outcomes.append(outcome)
             if outcome.status is SubtaskStatus.VALIDATED:
                 turn.add_assistant(f"[subtask {number}] {outcome.result}")
-        final = await synthesize(rt, turn, self.persona, outcomes)
+        final, output = await synthesize(rt, turn, self.persona, outcomes, answer=self.answer)
         done = all(o.status is SubtaskStatus.VALIDATED for o in outcomes)
         status = RunStatus.DONE if done else RunStatus.PARTIAL
         rt.emit(
@@ -255,6 +260,7 @@ class TeamLoop:
         )
         return TurnResult(
             final_text=final,
+            output=output,
             outcomes=outcomes,
             status=status,
             warnings=list(run.warnings),

@@ -9,14 +9,21 @@ it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import assert_never
+from typing import Any, assert_never
+
+from pydantic import BaseModel
 
 from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
 from personae.team.events import AnswerStreamed, RunWarning
 from personae.team.runtime import CallInfo, CallOptions, Runtime
 from personae.team.signals import Plan, Subtask, SubtaskStatus
-from personae.team.structured import ask_structured
+from personae.team.structured import (
+    AnswerType,
+    AnswerTypeError,
+    StructuredOutputError,
+    ask_structured,
+)
 from personae.team.turn_context import ContextView, TurnContext
 
 __all__ = [
@@ -167,10 +174,18 @@ def not_done_section(outcomes: list[SubtaskOutcome]) -> str:
 
 
 async def synthesize(
-    runtime: Runtime, turn: TurnContext, persona: Persona | None, outcomes: list[SubtaskOutcome]
-) -> str:
+    runtime: Runtime,
+    turn: TurnContext,
+    persona: Persona | None,
+    outcomes: list[SubtaskOutcome],
+    *,
+    answer: AnswerType | None = None,
+) -> tuple[str, Any]:
     """The final answer: the model's summary of validated work (and of partial work, marked
-    partial) + a code-written 'not done' list."""
+    partial) + a code-written 'not done' list, and, when the caller asked for an ``answer``
+    type, the summary as that type (``None`` when no model wrote one).
+
+    Raises :class:`AnswerTypeError` when the model's answer does not parse as the type."""
     validated = [o for o in outcomes if o.status is SubtaskStatus.VALIDATED]
     partial = [o for o in outcomes if o.status is SubtaskStatus.PARTIAL and o.result.strip()]
     not_done = not_done_section(outcomes)
@@ -203,6 +218,12 @@ async def synthesize(
         task_part = _task_part(view.text, turn.task)
         prompt = "\n\n".join(p for p in (view.text, task_part, work) if p)
         info = _call_info(view, persona, instructions, prompt, None)
+        if answer is not None:
+            typed = await _typed_answer(runtime, info, instructions, prompt, answer)
+            summary = typed.model_dump_json(indent=2)
+            if not_done:
+                summary += "\n\nNot completed:\n" + not_done
+            return summary, answer.unwrap(typed)
         output, _ = await runtime.call(
             info,
             instructions=instructions,
@@ -214,4 +235,21 @@ async def synthesize(
         summary = "No part of the task could be validated."
     if not_done:
         summary += "\n\nNot completed:\n" + not_done
-    return summary
+    return summary, None
+
+
+async def _typed_answer(
+    runtime: Runtime, info: CallInfo, instructions: str, prompt: str, answer: AnswerType
+) -> BaseModel:
+    """The final answer as ``answer``'s model (asked again when it does not parse)."""
+    asked = f"{instructions}\n\nGive the final answer as one {answer.name} object."
+    try:
+        return await ask_structured(
+            runtime, info, instructions=asked, prompt=prompt, output_type=answer.model,
+            attempts=2,
+        )  # fmt: skip
+    except StructuredOutputError as exc:
+        raise AnswerTypeError(
+            f"the final answer did not parse as {answer.name}: {exc.message}",
+            run_id=runtime.run_id, output_type=answer.name,
+        ) from exc  # fmt: skip

@@ -13,7 +13,8 @@ import asyncio
 import dataclasses
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,7 @@ from personae.team.loop import TeamConfig, TeamLoop, TurnResult
 from personae.team.run_inputs import capture_inputs
 from personae.team.runlog import attach_run, describe_failure, end_run, start_run
 from personae.team.runtime import Runtime, TreeUsage
+from personae.team.structured import AnswerType
 from personae.team.summarizer import SummaryCalls, model_summarize
 from personae.team.toolbox import narrow_names, persona_limits
 from personae.team.treelink import child_usage, link_run, tree_caps
@@ -59,7 +61,7 @@ from personae.tools.registry import ToolRegistry
 from personae.tools.sandbox import describe_mode
 from personae.tools.workspace import Workspace
 
-__all__ = ["RunOptions", "RunOutcome", "extractive_summary", "run_turn"]
+__all__ = ["RunOptions", "RunOutcome", "extractive_summary", "run_store", "run_turn"]
 
 _WRITERS = frozenset({"write_file", "edit_file"})
 """Tools whose ``path`` argument names a file the run produced."""
@@ -104,6 +106,14 @@ class RunOptions:
     link: Link | None = None
     """The run that started this one and the caps it passed down (``None``: read from the
     environment, :func:`personae.lineage.inherited`)."""
+    answer: AnswerType | None = None
+    """The type the final answer is asked for and validated as (``None``: text)."""
+    store: Store | None = None
+    """An open store the run is recorded in, left open (a team kept in memory);
+    ``None``: the project's ``.personae/state.db``."""
+    builtin_tools: bool = True
+    """Offer the built-in tools (files, shell, web) acting on ``root``; off for a team
+    without a folder (only its function tools then)."""
     handover_text: str | None = None
     """Rendered handover section, when the run continues a handover."""
     include_git_log: bool = True
@@ -159,6 +169,8 @@ class RunOutcome:
     """Every event of the run."""
     root: Path | None = None
     """The workspace root the run's tools acted on."""
+    typed: bool = False
+    """The answer was asked for as a type (``result.output`` holds it)."""
 
     def files_written(self) -> list[str]:
         """Files the run's tools wrote or edited that still exist, in first-write order.
@@ -262,6 +274,12 @@ def _registry(
     refuses it there.
     """
     limits = persona_limits(sandbox or SandboxConfig(), persona)
+    if not options.builtin_tools:  # no folder to act on: the caller's tools only
+        place = Workspace(root) if root.is_dir() else Workspace.absent(root)
+        registry = ToolRegistry(place, limits=limits)
+        for tool in options.tools:
+            registry.register(tool)
+        return registry
     registry = ToolRegistry.builtin(Workspace(root), limits=limits)
     for tool in options.tools:  # names checked by personae.tools.function.function_tools
         registry.register(tool)
@@ -278,6 +296,16 @@ def _registry(
             child=ChildOptions(timeout=options.handover_timeout, model=options.model),
         )
     return registry
+
+
+@contextmanager
+def run_store(project: Project, options: RunOptions) -> Iterator[Store]:
+    """The caller's open store (left open), else the project's (closed after the run)."""
+    if options.store is not None:
+        yield options.store
+        return
+    with Store(project.state_db) as store:
+        yield store
 
 
 def _open_session(conversations: ConversationStore, options: RunOptions, task: str) -> str:
@@ -387,6 +415,7 @@ def _team(
         skills=cast.skills,
         commands=project.config.commands,
         sandbox=project.config.sandbox,
+        answer=options.answer,
     )  # fmt: skip
 
 
@@ -475,7 +504,7 @@ async def run_turn(
     facts = models.facts(persona.model if persona else None)
     budget = Budget.of_window(facts.window, options.budget_share)
     bounds = _bounds(project, options)
-    with Store(project.state_db) as store:
+    with run_store(project, options) as store:
         conversations = ConversationStore(store, counter)
         session = _open_session(conversations, options, task)
         history_seq = conversations.position(session)[1]
@@ -532,5 +561,5 @@ async def run_turn(
         end_run(rec.runs, rec.run_id, status=result.status, usage=result.usage, bus=rec.bus)
     return RunOutcome(
         run_id=rec.run_id, session_id=session, model_label=label, result=result,
-        events=rec.bus.events, root=work,
+        events=rec.bus.events, root=work, typed=options.answer is not None,
     )  # fmt: skip

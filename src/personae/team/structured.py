@@ -11,15 +11,20 @@ and stored like any other) up to ``attempts`` times; then
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ValidationError, create_model
+from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.messages import ModelMessage
 
+from personae.errors import RunError, UsageError
 from personae.models.output import extract_json, response_format, schema_instructions
 from personae.team.runtime import CallInfo, CallOptions, Runtime
 
-__all__ = ["StructuredOutputError", "ask_structured", "wire_schema"]
+__all__ = ["AnswerType", "AnswerTypeError", "StructuredOutputError", "ask_structured",
+           "wire_schema"]  # fmt: skip
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -31,6 +36,49 @@ _MAX_LENGTH = 300
 
 class StructuredOutputError(UnexpectedModelBehavior):
     """The model's answer did not parse as the structured output asked for."""
+
+
+class AnswerTypeError(RunError):
+    """The run's final answer did not parse as the ``output_type`` asked for (after a
+    retry); the message names the type and the first problem, ``data`` the run id."""
+
+
+@dataclass(frozen=True)
+class AnswerType:
+    """The type a caller wants a run's final answer as (a pydantic model, or any type
+    pydantic validates: ``int``, ``list[str]``, a dataclass ... wrapped in a model)."""
+
+    wanted: Any
+    """The type as the caller gave it."""
+    model: type[BaseModel]
+    """The pydantic model asked of the model (``wanted`` itself, or one ``answer`` field)."""
+
+    @classmethod
+    def of(cls, wanted: Any) -> AnswerType:
+        """The answer type for ``wanted``; a type pydantic cannot validate is a
+        :class:`UsageError` naming ``output_type``."""
+        try:
+            if isinstance(wanted, type) and issubclass(wanted, BaseModel):
+                wanted.model_json_schema()  # a model that is not fully defined fails here
+                return cls(wanted, wanted)
+            model: type[BaseModel] = create_model("Answer", answer=(wanted, ...))
+            model.model_json_schema()
+        except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
+            raise UsageError(
+                f"output_type {wanted!r} is not a type pydantic can validate: "
+                f"{str(exc).splitlines()[0]}",
+                field="output_type",
+            ) from None
+        return cls(wanted, model)
+
+    @property
+    def name(self) -> str:
+        """The type's name, for messages."""
+        return str(getattr(self.wanted, "__name__", None) or self.wanted)
+
+    def unwrap(self, value: BaseModel) -> Any:
+        """The caller's value from the model's (the ``answer`` field of a wrapped type)."""
+        return value if self.model is self.wanted else value.__dict__["answer"]
 
 
 def _inline(node: Any, defs: dict[str, Any]) -> Any:
@@ -66,6 +114,19 @@ def wire_schema(output_type: type[BaseModel]) -> dict[str, Any]:
     return dict(_bound(_inline(schema, schema.get("$defs", {}))))
 
 
+def _last_problem(messages: list[ModelMessage]) -> str:
+    """The first validation problem of the last output retry in ``messages`` (``""``: none;
+    pydantic-ai returns the errors to the model as the output tool's result)."""
+    for message in reversed(messages):
+        for part in getattr(message, "parts", ()):
+            errors = getattr(part, "content", None)  # a retry: the validation errors
+            if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+                first = errors[0]
+                place = ".".join(str(p) for p in first.get("loc", ())) or "(answer)"
+                return f"{place}: {first.get('msg', '')}"
+    return ""
+
+
 async def ask_structured(
     runtime: Runtime,
     info: CallInfo,
@@ -82,16 +143,21 @@ async def ask_structured(
     what = output_type.__name__.lower()
     where = f"the {info.role} got no valid {what} from {facts.label} ({facts.where}"
     if facts.output_mode == "tool":
+        sent: list[ModelMessage] = []
         try:
             output, _ = await runtime.call(
                 info, instructions=instructions, prompt=prompt,
                 options=CallOptions(output_type=output_type, persona_model=persona_model,
                                     timeout=timeout),
+                messages_out=sent,
             )  # fmt: skip
         except UnexpectedModelBehavior as exc:
+            problem = _last_problem(sent)
             raise StructuredOutputError(
-                f"{where}, output mode tool): {exc.message}; try output_mode: prompted or "
-                "native in the model's models: entry of .personae/config.yaml"
+                f"{where}, output mode tool): {exc.message}"
+                + (f" (last problem: {problem})" if problem else "")
+                + "; try output_mode: prompted or native in the model's models: entry of "
+                ".personae/config.yaml"
             ) from exc
         if not isinstance(output, output_type):
             raise TypeError(f"{info.role} call returned {type(output).__name__}, not {what}")

@@ -66,6 +66,17 @@ class Workspace:
             raise UsageError(f"workspace root {str(root)!r} is not a directory")
         self._root = resolved
 
+    @classmethod
+    def absent(cls, root: str | os.PathLike[str]) -> Workspace:
+        """A workspace on ``root``, a folder that does not exist and is never created (a
+        team built in memory without one): no built-in tool is offered on it, and a
+        path in it does not resolve, so nothing reads or writes through it."""
+        if os.path.lexists(root):
+            raise UsageError(f"workspace root {str(root)!r} exists; use Workspace(root)")
+        workspace = cls.__new__(cls)
+        workspace._root = Path(os.path.abspath(root))
+        return workspace
+
     @property
     def root(self) -> Path:
         """The resolved root directory."""
