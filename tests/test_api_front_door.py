@@ -658,3 +658,32 @@ def test_bad_personas_are_refused(personas: Any, needle: str) -> None:
         personas = [_forecaster(), _forecaster()]
     with pytest.raises(UsageError, match=needle):
         Team.from_personas(personas, model="scripted:x.yaml")
+
+
+def test_a_cancelled_run_ends_its_open_spans(tmp_path: Path) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import StatusCode
+
+    from personae import CancelToken
+    from personae.team.events import Event, SubtaskStarted
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    token = CancelToken()
+
+    class CancelAtSubtask(RunHooks):
+        def on_event(self, event: Event) -> None:
+            if isinstance(event, SubtaskStarted):
+                token.cancel()
+
+    team = _desk(tmp_path, _tool_scenario(), tools=[forecast], instrument=provider,
+                 hooks=[CancelAtSubtask()])  # fmt: skip
+    result = team.run("Weather?", cancel=token)
+    assert result.status == "cancelled"
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    root = spans["invoke_agent dev"]
+    assert root.status.status_code is StatusCode.ERROR and "subtask 1" in spans
+    assert root.attributes is not None and root.attributes["personae.run.status"] == "cancelled"
