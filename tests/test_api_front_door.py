@@ -687,3 +687,42 @@ def test_a_cancelled_run_ends_its_open_spans(tmp_path: Path) -> None:
     root = spans["invoke_agent dev"]
     assert root.status.status_code is StatusCode.ERROR and "subtask 1" in spans
     assert root.attributes is not None and root.attributes["personae.run.status"] == "cancelled"
+
+
+def test_hooks_and_spans_reach_into_sub_agents(tmp_path: Path) -> None:
+    import shutil
+    from importlib import resources
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    demo = Path(str(resources.files("personae.examples") / "demo"))
+    root = tmp_path / "weather-service"
+    shutil.copytree(demo / "project", root)
+    seen: list[tuple[str, str, int | None]] = []
+    roles: list[str] = []
+
+    class Watch(RunHooks):
+        def before_model(self, call: ModelCall) -> Veto | None:
+            roles.append(call.role)
+            return None
+
+        def before_tool(self, call: ToolUse) -> Veto | None:
+            seen.append((call.persona, call.tool, call.depth))
+            return None
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    team = Team.from_project(root, model=f"scripted:{demo / 'scenario.yaml'}",
+                             persona="maintainer", include_git_log=False, hooks=[Watch()],
+                             instrument=provider)  # fmt: skip
+    result = team.run("Give me the port the service listens on and the setup steps.")
+    assert result.status == "done"
+    assert ("scout", "read_file", 1) in seen and ("maintainer", "agent", None) in seen
+    assert "subagent" in roles
+    spans = exporter.get_finished_spans()
+    [scout] = [s for s in spans if s.name == "invoke_agent scout"]
+    [read] = [s for s in spans if s.name == "execute_tool read_file"]
+    assert read.parent is not None and read.parent.span_id == scout.context.span_id
