@@ -323,3 +323,29 @@ def test_executor_options_checked(tmp_path: Path, args: list[str], needle: str) 
     done = run_personae(*args, cwd=tmp_path, timeout=60)
     assert done.returncode == 1 and needle in done.stderr, done.stderr
     assert not (tmp_path / "tasks.results.jsonl").exists()
+
+
+def test_chain_steps_on_ray_link_to_the_run_that_started_them(
+    ray_cluster: str, tmp_path: Path
+) -> None:
+    """A step run by a Ray task links to the driver's run and gets what it had left."""
+    from personae.lineage import Budget, Running, running
+
+    root = dev_project(tmp_path, {"one": read_config_scenario("ONE-ANSWER", description="1")})
+    step = {"id": "one", "persona": "dev", "task": "Report on one",
+            "model": f"scripted:{tmp_path / 'one.yaml'}"}  # fmt: skip
+    (root / "workflow.yaml").write_text(
+        yaml.safe_dump(
+            {"name": "solo", "defaults": {"timeout": 120, "retries": 0}, "steps": [step]}
+        )
+    )
+    driver = Running(run_id="run-20260101-000000-d71e00", trace_id="ab" * 16,
+                     span_id="cd" * 8, budget_left=lambda: Budget(calls=40))  # fmt: skip
+    with RayExecutor() as ray_executor, running(driver, process_wide=True):
+        done = execute_chain(load_workflow(root / "workflow.yaml"), executor=ray_executor,
+                             state_dir=tmp_path / "ray")  # fmt: skip
+    assert done.status == "success", done.steps
+    (run,) = json.loads(run_personae("runs", "list", "--json", cwd=root).stdout)
+    assert run["parent_run_id"] == driver.run_id
+    assert (run["trace_id"], run["parent_span_id"]) == (driver.trace_id, driver.span_id)
+    assert run["budget"] == {"calls": 40}

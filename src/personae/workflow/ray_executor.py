@@ -18,6 +18,8 @@ interface (dashboard and usage reporting off) and shuts it down on
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import queue
 import socket
@@ -29,6 +31,7 @@ from typing import Any
 
 from personae.errors import UsageError
 from personae.handover.child import CommandBuilder
+from personae.lineage import Budget, Running, current, running
 from personae.workflow.executors import (
     Executor,
     Job,
@@ -68,8 +71,11 @@ def import_ray(*, local: bool) -> Any:
     return ray
 
 
-def _job_stream(job: Work) -> Iterator[tuple[str, Any]]:
-    """The Ray task body: run ``job`` in a thread, yield its start(s), then its result."""
+def _job_stream(job: Work, parent: Running | None = None) -> Iterator[tuple[str, Any]]:
+    """The Ray task body: run ``job`` in a thread, yield its start(s), then its result.
+
+    ``parent``: the driver's running run when the job was submitted (its budget left then),
+    so the job's child run links to it as on the local executor."""
     events: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
     stopper = Stopper()
     host = socket.gethostname()
@@ -77,7 +83,8 @@ def _job_stream(job: Work) -> Iterator[tuple[str, Any]]:
     def body() -> None:
         try:
             tell = Report(on_start=lambda _key, pid: events.put(("start", (pid, host))))
-            result = run_supervised(job, stopper, tell, tie=True)
+            with running(parent) if parent is not None else contextlib.nullcontext():
+                result = run_supervised(job, stopper, tell, tie=True)
             events.put(("done", result))
         except BaseException as exc:  # reported to the driver, never lost
             events.put(("error", f"{type(exc).__name__}: {exc}"))
@@ -168,7 +175,11 @@ class RayExecutor(Executor):
         }
         if job.resources:
             options["resources"] = dict(job.resources)
-        return self._remote.options(**options).remote(job)
+        parent = current()  # the chain's or batch's run: what it has left now travels along
+        if parent is not None:
+            left = functools.partial(Budget, **parent.budget_left().as_dict())
+            parent = replace(parent, budget_left=left)
+        return self._remote.options(**options).remote(job, parent)
 
     def _infeasible(self, job: Work, nodes: list[dict[str, float]]) -> str | None:
         """Why no node of the cluster can ever run ``job`` (Ray would wait forever)."""
