@@ -11,6 +11,7 @@ what differs: the host's tool names, its scenario steps and its extra checks.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -96,6 +97,14 @@ def _claude_configure(sandbox: Sandbox, server: ScriptedServer, evil: bool) -> d
     }
 
 
+_CODEX_PASS_PYTHONPATH = """
+[mcp_servers.personae]
+env_vars = ["PYTHONPATH"]
+"""
+"""Codex gives MCP servers only a few variables of its own environment: this passes the
+test's PYTHONPATH on, so the mind server runs the checkout under test (as the hooks do)."""
+
+
 def _codex_configure(sandbox: Sandbox, server: ScriptedServer, evil: bool) -> dict[str, str]:
     codex_home = sandbox.home / ".codex"
     codex_home.mkdir(parents=True, exist_ok=True)
@@ -113,6 +122,7 @@ env_key = "SCRIPTED_API_KEY"
 
 [projects.{json.dumps(str(sandbox.root))}]
 trust_level = "trusted"
+{_CODEX_PASS_PYTHONPATH if "PYTHONPATH" in os.environ else ""}
 {extra if evil else ""}""",
         encoding="utf-8",
     )
