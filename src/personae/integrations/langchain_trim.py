@@ -172,16 +172,9 @@ def _call_ids(message: BaseMessage) -> list[str]:
 
 
 def _pop_until(msgs: list[BaseMessage], spec: TypeSpec) -> list[BaseMessage]:
-    """Drop trailing messages until one of type ``spec`` (LangChain's ``end_on``); an
-    assistant message whose tool results were dropped here is dropped too."""
+    """Drop trailing messages until one of type ``spec`` (LangChain's ``end_on``)."""
     msgs = list(msgs)
-    popped: set[str] = set()
-    while msgs:
-        last = msgs[-1]
-        if _is(last, spec) and not popped.intersection(_call_ids(last)):
-            break
-        if _kind(last) == _TOOL:
-            popped.add(last.tool_call_id)  # type: ignore[attr-defined]
+    while msgs and not _is(msgs[-1], spec):
         msgs.pop()
     return msgs
 
@@ -248,10 +241,11 @@ def _end_on(msgs: list[BaseMessage], kinds: list[int], spec: TypeSpec, end: int)
     ``spec`` (LangChain's ``end_on``), moved back further while a call kept before it
     has a result that went."""
     while True:
-        kept = len(_pop_until(msgs[:end], spec))
-        if kept == end:
+        end = len(_pop_until(msgs[:end], spec))
+        safe, _ = _safe_prefix(msgs, kinds, end)
+        if safe == end:
             return end
-        end, _ = _safe_prefix(msgs, kinds, kept)
+        end = safe
 
 
 def _search(n: int, fits: Callable[[int], bool]) -> int:
@@ -389,15 +383,32 @@ class _Trim:
         start_on: TypeSpec,
         include_system: bool,
     ) -> list[BaseMessage]:
-        """``strategy="last"``: the longest suffix that fits, whole exchanges, latest turn kept."""
+        """``strategy="last"``: the longest suffix that fits, whole exchanges, latest turn
+        kept. ``end_on`` ends where LangChain's does unless a call kept before that end
+        lost its result to it; then it ends before that call."""
         if not msgs:
             return []
-        if end_on:
-            end = _end_on(msgs, kinds, end_on, len(msgs))
-            msgs, kinds = msgs[:end], kinds[:end]
+        if not end_on:
+            return self._suffix(msgs, kinds, start_on, include_system)[0]
+        end = len(_pop_until(msgs, end_on))
+        kept, first = self._suffix(msgs[:end], kinds[:end], start_on, include_system)
+        cut = {m.tool_call_id for m in msgs[end:] if _kind(m) == _TOOL}  # type: ignore[attr-defined]
+        if cut and cut & _pairing(msgs[first:end], kinds[first:end], end - first)[0]:
+            end = _end_on(msgs, kinds, end_on, end)
+            kept = self._suffix(msgs[:end], kinds[:end], start_on, include_system)[0]
+        return kept
+
+    def _suffix(
+        self, msgs: list[BaseMessage], kinds: list[int], start_on: TypeSpec, include_system: bool
+    ) -> tuple[list[BaseMessage], int]:
+        """:meth:`last` after ``end_on``, and where in ``msgs`` the kept messages after
+        the system message start."""
+        if not msgs:
+            return [], 0
         system: list[BaseMessage] = []
-        if include_system and msgs and isinstance(msgs[0], SystemMessage):
+        if include_system and isinstance(msgs[0], SystemMessage):
             system, msgs, kinds = msgs[:1], msgs[1:], kinds[1:]
+        offset = len(system)
         budget = self.max_tokens
         if system:
             budget = max(0, budget - self.count(system))
@@ -414,7 +425,7 @@ class _Trim:
                 window_kinds.insert(0, _kind(part))
                 start -= 1
         if latest is not None and start > latest:
-            return self._latest_turn(system, msgs[latest:])
+            return self._latest_turn(system, msgs[latest:]), offset + latest
         if start_on:
             drop = 0
             while drop < len(window) and start + drop != latest:
@@ -422,7 +433,9 @@ class _Trim:
                     break
                 drop += 1
             window, window_kinds = window[drop:], window_kinds[drop:]
-        return system + _without(window, _pairing(window, window_kinds, len(window))[1])
+            start += drop
+        kept = _without(window, _pairing(window, window_kinds, len(window))[1])
+        return system + kept, offset + start
 
     def _latest_turn(self, system: list[BaseMessage], turn: list[BaseMessage]) -> list[BaseMessage]:
         """The latest human turn alone is over: shorten its outputs, never drop it."""
