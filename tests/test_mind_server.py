@@ -387,6 +387,10 @@ def _inspector(args: list[str], paths: MindPaths, tmp_path: Path) -> str:
     cmd = [
         str(_inspector_bin()),
         "--cli",
+        # The server starts a Python interpreter: on a busy machine that takes longer than
+        # the Inspector's default 15 s to answer the opening message.
+        "--connect-timeout",
+        "90000",
         "-e",
         f"PYTHONPATH={os.environ['PYTHONPATH']}",
         "--cwd",
