@@ -136,7 +136,9 @@ def _measure(name: str, proxy: RecordingProxy, env: dict[str, str]) -> dict[str,
         chained = _chain_status(root) if chain else None
     events = [json.loads(ln) for ln in done.stdout.splitlines() if ln.startswith("{")]
     sent = zip(proxy.requests[first:], proxy.times[first:], strict=True)
-    calls = [(body, t) for (path, body), t in sent if path.endswith("/chat/completions")]
+    calls = [(body, t) for (path, body), t in sent
+             if path.endswith("/chat/completions") and t[0] >= started]  # fmt: skip
+    # (a request an earlier journey hung up on may end now: it is not this journey's)
     real = [(b, t) for b, t in calls if b.get("max_tokens") != 1]  # not the window probe
     model_s = sum(end - start for _, (start, end) in calls)
     gaps = [b[0] - a[1] for (_, a), (_, b) in itertools.pairwise(real)]

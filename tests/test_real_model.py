@@ -45,7 +45,7 @@ pytestmark = pytest.mark.real_model
 MODEL = "openai:smollm2"
 MAX_REQUESTS = 8
 """Model requests a journey may make (all roles)."""
-DEADLINE = 60
+DEADLINE = 45
 """Seconds after which a journey starts no model request."""
 BOUNDS = ["--max-requests", str(MAX_REQUESTS), "--deadline", str(DEADLINE), "--max-retries", "0"]
 CAP = WINDOW // 4
@@ -99,7 +99,9 @@ def _ended_clearly(done: Any, started: float, server: RecordingProxy, before: in
     assert time.monotonic() - started < DEADLINE + 60
     usage = events[-1]["data"]["usage"]
     assert usage["requests"] <= MAX_REQUESTS
-    assert usage["output_tokens"] > 0  # streamed without usage: counted by personae
+    # answers streamed without usage are counted by personae (a call cut at the deadline
+    # has no answer and counts no request)
+    assert usage["output_tokens"] > 0 or usage["requests"] == 0, usage
     warned = [e for e in events if e["data"].get("action") == "window_guessed"]
     assert not warned, warned  # the window was discovered
     _all_capped(server.chat()[before:])
