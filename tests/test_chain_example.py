@@ -73,7 +73,7 @@ def test_handover_run_end_to_end_with_personae_run(tmp_path: Path) -> None:
     assert (root / "report.md").exists()
     # A wrong persona name fails cleanly; the error is saved in the file, exit code 3.
     refused = cli("handover", "create", "--to", "no-such-persona", "--task", "x")
-    assert refused.returncode == 1 and "not in this project's cast" in refused.stderr
+    assert refused.returncode == 2 and "not in this project's cast" in refused.stderr
     other = cli("handover", "create", "--to", "no-such-persona", "--task", "x", "--no-target-check")
     bad = cli("handover", "run", other.stdout.strip(), "--retries", "0", "--timeout", "60",
               "--model", "scripted:report.scenario.yaml")  # fmt: skip

@@ -48,6 +48,7 @@ def test_every_file_names_each_hosts_real_tool_names(host: str) -> None:
 
 
 def test_render_write_then_check_via_cli(tmp_path: Path) -> None:
+    (tmp_path / ".personae").mkdir()  # --write needs a project (outside one it writes nothing)
     (tmp_path / "CLAUDE.md").write_text("# Mine\n\nKeep this line.\n", encoding="utf-8")
     (tmp_path / ".claude").mkdir()
     settings = {
@@ -129,6 +130,7 @@ def test_gate_patterns_are_carried_into_hook_commands(tmp_path: Path) -> None:
 
 
 def test_broken_files_are_reported_not_overwritten(tmp_path: Path) -> None:
+    (tmp_path / ".personae").mkdir()
     (tmp_path / ".codex").mkdir()
     (tmp_path / ".codex" / "hooks.json").write_text("{not json", encoding="utf-8")
     with pytest.raises(UsageError, match=r"\.codex/hooks\.json:1: not valid JSON"):

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from _claude_layout import CLAUDE_AGENTS, CLAUDE_SKILLS, plugin_folders, write_marketplace
 from personae.persona import Cast
 
 LONG = "Build apps with the Claude API or the Anthropic SDK. " * 25
@@ -57,8 +58,9 @@ def claude_binary() -> Path:
     return path
 
 
-def claude_init(project: Path, home: Path) -> dict[str, Any]:
-    """Claude Code's first stream-json event for ``project`` (then the process is stopped)."""
+def claude_init(project: Path, home: Path, *extra: str) -> dict[str, Any]:
+    """Claude Code's ``system/init`` stream-json event for ``project`` (then the process is
+    stopped); ``extra`` are more command-line arguments (``--plugin-dir DIR``)."""
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": str(home),
@@ -71,6 +73,7 @@ def claude_init(project: Path, home: Path) -> dict[str, Any]:
         "ANTHROPIC_BASE_URL": "http://127.0.0.1:9",  # nothing listens: no model is reached
     }
     args = [str(claude_binary()), "-p", "hi", "--output-format", "stream-json", "--verbose"]
+    args += extra
     proc = subprocess.Popen(
         args,
         cwd=project,
@@ -86,6 +89,8 @@ def claude_init(project: Path, home: Path) -> dict[str, Any]:
             sel.register(proc.stdout, selectors.EVENT_READ)
             assert sel.select(timeout=120), "Claude Code printed nothing within 120 s"
         line = proc.stdout.readline()
+        while line and json.loads(line).get("subtype") != "init":  # hook events come first
+            line = proc.stdout.readline()
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -118,3 +123,24 @@ def test_claude_code_and_personae_load_the_same_files(tmp_path: Path) -> None:
     assert any("Claude Code does not load this file" in w.message for w in crlf_warnings)
     assert set(cast.skills) == claude_skills
     assert cast.get("tools").claude_tools == ["Agent", "MultiEdit", "Read"]
+
+
+def test_plugins_load_under_the_names_claude_code_lists(tmp_path: Path) -> None:
+    """Anthropic's marketplace layout: the binary's ``plugin:name`` agents and skills are
+    the ones personae loads (and answers to), file-named fallbacks included."""
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    market = write_marketplace(tmp_path / "market")
+    dirs = [arg for folder in plugin_folders(market) for arg in ("--plugin-dir", str(folder))]
+    init = claude_init(project, home, *dirs)
+    claude_agents = {a for a in init["agents"] if ":" in a}
+    claude_skills = {s for s in init["skills"] if ":" in s}
+    assert claude_agents == CLAUDE_AGENTS
+    assert claude_skills == CLAUDE_SKILLS
+
+    cast = Cast.load(project, [market])
+    assert cast.errors == []
+    assert set(cast.aliases) == claude_agents | claude_skills
+    assert {cast.get(a).name for a in claude_agents} == set(cast.personas)
+    assert {cast.skill(s).name for s in claude_skills} == set(cast.skills)

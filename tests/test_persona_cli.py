@@ -111,7 +111,7 @@ def test_show_text_json_and_unknown(project: Path) -> None:
     assert "context:           isolated: only the task" in text.stdout
     assert data["skill_details"][0]["name"] == "csv-insights"
     bad = personae("personas", "show", "analist", cwd=project)
-    assert bad.returncode == 1
+    assert bad.returncode == 2  # an argument naming no persona is usage
     assert "did you mean 'analyst'" in bad.stderr
     assert "Traceback" not in bad.stderr
     # The bundled personas a run can use are shown too (and named among the valid ones).
@@ -228,7 +228,7 @@ def test_export_shape_is_claude_code(project: Path) -> None:
 
 def test_export_unknown_format(project: Path) -> None:
     result = personae("personas", "export", "analyst", "--format", "yaml", cwd=project)
-    assert result.returncode == 1
+    assert result.returncode == 2  # usage: one line naming the closest format
     assert "unknown export format 'yaml'" in result.stderr
 
 

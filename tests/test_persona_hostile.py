@@ -79,7 +79,9 @@ def test_recursive_alias_cli_show_json_has_no_traceback(tmp_path: Path) -> None:
     show = personae("personas", "show", "rec", "--dir", "agents", "--json", cwd=tmp_path)
     assert show.returncode == 1
     assert "Traceback" not in show.stderr
-    assert show.stderr.startswith("personae: error: unknown persona 'rec'")
+    # the persona's file is there but did not load: show says why, in one line
+    assert show.stderr.startswith(f"personae: error: {tmp_path / 'agents/rec.md'}:4: ")
+    assert "recursive YAML alias" in show.stderr and len(show.stderr.splitlines()) == 1
     listed = personae("personas", "list", "--dir", "agents", "--json", cwd=tmp_path)
     assert json.loads(listed.stdout) == []
 

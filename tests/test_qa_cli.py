@@ -440,11 +440,12 @@ def test_version_flag(capsys: pytest.CaptureFixture[str]) -> None:
 def test_hosts_commands_on_a_non_utf8_instruction_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], isolated_home: Path
 ) -> None:
+    (tmp_path / ".personae").mkdir()
     (tmp_path / "CLAUDE.md").write_bytes(b"\xff\xfe not text")
     code, out, err = cli(capsys, "hosts", "render", "--write", "--root", str(tmp_path))
     assert code == 1
     assert one_error_line(err) == "personae: error: CLAUDE.md: not UTF-8 text (byte 0)"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["CLAUDE.md"]  # nothing written
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".personae", "CLAUDE.md"]  # nothing new
     code, out, err = cli(capsys, "hosts", "check", "--root", str(tmp_path))
     assert code == 1
     assert "FAIL CLAUDE.md: CLAUDE.md: not UTF-8 text (byte 0)" in out

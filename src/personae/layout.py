@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
@@ -125,6 +125,9 @@ class Layout:
 
     root: Path
     """The working directory (as given; not resolved)."""
+    data_dir: Path | None = field(default=None, kw_only=True)
+    """The folder that holds the files instead of ``root/.personae`` (the user's data
+    folder, for :meth:`for_mind` outside any project); ``None``: ``root/.personae``."""
 
     @classmethod
     def find(cls, start: Path | str) -> Layout:
@@ -132,10 +135,21 @@ class Layout:
         ``start`` itself: where a command run in a subfolder keeps its files."""
         return cls(find_root(start) or Path(start))
 
+    @classmethod
+    def for_mind(cls, start: Path | str) -> Layout:
+        """Where the mind (``personae serve``, the hook gate) keeps its store, memory and
+        prompt for a host working in ``start``: the project's ``.personae/`` when ``start``
+        is in one, else the user's data folder (:func:`user_data_dir`), which never marks a
+        project: a host started in any folder gets a mind without making that folder one."""
+        root = find_root(start)
+        if root is not None:
+            return cls(root)
+        return cls(Path(start), data_dir=user_data_dir())
+
     @property
     def dir(self) -> Path:
         """The ``.personae/`` folder (may not exist)."""
-        return self.root / DIR_NAME
+        return self.data_dir if self.data_dir is not None else self.root / DIR_NAME
 
     @property
     def state_db(self) -> Path:

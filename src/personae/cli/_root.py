@@ -30,10 +30,12 @@ def project_root(root: Path | None = None, *, required: bool = False) -> Path:
 
     Found like git finds its repository (:func:`personae.layout.find_root`); the
     current folder when no folder up to ``/`` holds ``.personae/``, or, when
-    ``required`` (a command that would store something there), :class:`NotInProjectError`:
-    a folder never becomes a project by accident.
+    ``required`` (a command that would store something there), :class:`NotInProjectError`
+    (also for a ``root`` that is in no project): a folder never becomes a project by accident.
     """
     if root is not None:
+        if required and find_root(root) is None:
+            raise NotInProjectError(root.resolve())
         return root.resolve()
     here = Path.cwd()
     found = find_root(here)

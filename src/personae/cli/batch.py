@@ -93,15 +93,20 @@ def register(app: typer.Typer) -> None:
         from personae.batch.progress import Progress
         from personae.batch.tasks import load_tasks
         from personae.cli._root import project_root
+        from personae.persona.preflight import check_personas
         from personae.workflow.engines import open_executor
 
         loaded = load_tasks(tasks)  # a bad line is an error before any cluster starts
+        cwd = project_root(root, required=True)  # runs store nothing outside a project
+        check_personas(
+            cwd, [(t.persona, tasks, f"task {t.id!r} persona") for t in loaded if t.persona]
+        )
         progress = Progress(
             "json" if as_json else ("tty" if sys.stderr.isatty() else "plain"),
             sys.stderr, sys.stdout,
         )  # fmt: skip
         options = BatchOptions(
-            cwd=project_root(root), out=out, concurrency=concurrency, timeout=timeout,
+            cwd=cwd, out=out, concurrency=concurrency, timeout=timeout,
             retries=retries, num_cpus=num_cpus,
         )  # fmt: skip
         # local import: CLI start-up (only the command that runs loads what it needs)

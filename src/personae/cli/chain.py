@@ -80,6 +80,22 @@ def _export_group(root: Path, run_id: str) -> None:
     export_trace(project.state_db, run_id, endpoint)
 
 
+def _check_steps(wf: Workflow) -> None:
+    """Before any checkpoint or child: the workflow's folder is in a project (its steps run
+    there; a folder never becomes a project by accident) and every step's persona is one
+    a run there can use (an unknown name is one line naming the closest)."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.cli._root import NotInProjectError
+    from personae.layout import find_root
+    from personae.persona.preflight import check_personas
+
+    folder = wf.path.parent.resolve()
+    root = find_root(folder)
+    if root is None:
+        raise NotInProjectError(folder)
+    check_personas(root, [(s.persona, wf.path, f"step {s.id!r} persona") for s in wf.steps()])
+
+
 app = typer.Typer(
     help="Chains: multi-step persona workflows with fan-out and resume.", no_args_is_help=True
 )
@@ -119,6 +135,7 @@ def run(  # noqa: PLR0917
     from personae.workflow.spec import load_workflow
 
     wf = load_workflow(workflow)
+    _check_steps(wf)
     state_dir = _state_dir(state_dir)
 
     def say(key: str, message: str) -> None:
@@ -177,6 +194,7 @@ def status(
     from personae.workflow.spec import load_workflow
 
     wf = load_workflow(workflow)
+    _check_steps(wf)
     state_dir = _state_dir(state_dir)
     cp = (state_dir or state_dir_for(wf)) / "checkpoint.json"
     if not cp.exists():

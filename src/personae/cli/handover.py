@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from personae.errors import UsageError
+from personae.errors import CommandLineError, UsageError
 from personae.limits import DEFAULTS
 
 if TYPE_CHECKING:
@@ -121,9 +121,11 @@ def create(  # noqa: PLR0917 (typer options)
     ``--no-target-check``."""
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.handover import HandoverSpec, create_handover
+    from personae.cli._root import project_root
     from personae.handover.create import parse_data, parse_file_spec
     from personae.settings import PersonaeSettings
 
+    project_root(required=True)  # outside a project: write nothing (no file, no ledger)
     _check_persona_name(to, "--to")
     _check_persona_name(source, "--from")
     _check_texts(task, list(insight or []))
@@ -134,9 +136,16 @@ def create(  # noqa: PLR0917 (typer options)
         format=_fmt(context_format), check_target=not no_target_check, profile=profile,
         folder=handover_dir if handover_dir is not None else PersonaeSettings().handover_dir,
     )  # fmt: skip
-    created = create_handover(
-        spec, cwd=Path.cwd(), on_warning=lambda w: typer.echo(f"personae: warning: {w}", err=True)
-    )
+    try:
+        created = create_handover(
+            spec, cwd=Path.cwd(),
+            on_warning=lambda w: typer.echo(f"personae: warning: {w}", err=True),
+        )  # fmt: skip
+    except UsageError as exc:  # a flag naming no persona or profile: usage (exit 2)
+        flag = {"--to": "--to", "profile": "--profile"}.get(exc.field or "")
+        if flag is not None:
+            raise CommandLineError(exc.message, field=flag) from None
+        raise
     if as_json:
         h = created.handover
         summary = {

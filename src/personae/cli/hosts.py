@@ -42,7 +42,8 @@ def render_command(
     exe = personae or installed_personae()
     if not Path(exe).is_absolute():
         raise typer.BadParameter(f"{exe!r} is not an absolute path", param_hint="--personae")
-    base = project_root(root)
+    # printing works anywhere; --write only in a project (outside one it writes nothing)
+    base = project_root(root, required=write)
     changes = plan(base, list(gate or []), personae=exe)
     written = write_files(base, changes) if write else []
     home = home_instructions(exe, str(base)).rstrip("\n")

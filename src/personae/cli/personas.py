@@ -12,7 +12,7 @@ import typer
 
 from personae.cli._options import JsonOpt, RootOpt
 from personae.cli._root import project_root
-from personae.errors import UnknownNameError
+from personae.errors import CommandLineError, UnknownNameError, UsageError
 
 if TYPE_CHECKING:
     from personae.persona import Cast, Persona
@@ -46,6 +46,18 @@ def _load(root: Path | None, dirs: list[Path] | None) -> Cast:
     from personae.persona import Cast
 
     return Cast.load(project_root(root), dirs or [])
+
+
+def _named(cast: Cast, name: str) -> Persona:
+    """The persona ``name`` of ``cast``; an unknown NAME is usage (exit 2) naming the closest,
+    a persona file that did not load says why (exit 1)."""
+    found = cast.find(name)
+    if found is not None:
+        return found
+    broken = [p for p in cast.errors if name in str(p.file)]
+    if broken:  # the persona file exists but did not load: say why
+        raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
+    raise CommandLineError.of(UnknownNameError("persona", name, cast.personas))
 
 
 def _summary(persona: Persona) -> dict[str, Any]:
@@ -115,7 +127,7 @@ def show(
     from personae.persona.preflight import run_cast
 
     cast = run_cast(project_root(root), extra_dirs=dirs or [])
-    persona = cast.get(name)
+    persona = _named(cast, name)
     if cast.problems:
         _problem_hint(cast)
     if as_json:
@@ -195,11 +207,14 @@ def export(
     """Export a persona as a Claude Code agent file (to --out, or stdout)."""
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.persona.export import to_claude_code
+    from personae.persona.preflight import run_cast
 
     if fmt != "claude-code":
-        raise UnknownNameError("export format", fmt, ["claude-code"], field="--format")
-    cast = _load(root, dirs)
-    text = to_claude_code(cast.get(name))
+        raise CommandLineError.of(
+            UnknownNameError("export format", fmt, ["claude-code"], field="--format")
+        )
+    cast = run_cast(project_root(root), extra_dirs=dirs or [])
+    text = to_claude_code(_named(cast, name))
     if out is None:
         typer.echo(text, nl=False)
         return

@@ -12,8 +12,8 @@ import typer
 
 from personae.cli._options import MemoryDirOpt, MindPromptOpt, StoreOpt
 from personae.cli._ports import MIND_HTTP_PORT, VIEWER_PORT, pick_port, port_taken
-from personae.cli._root import project_root
 from personae.errors import UsageError
+from personae.layout import Layout
 
 __all__ = ["register"]
 
@@ -77,7 +77,11 @@ def register(app: typer.Typer) -> None:
             _check_port_free(host, port)
         chosen = pick_port(host, port, default=MIND_HTTP_PORT, command="personae serve --http")
 
-        paths = default_paths(project_root(), memory_dir=memory_dir, prompt=prompt, store=store)
+        # outside any project the mind lives in the user's data folder: the folder a host
+        # was started in never becomes a project (the hook gate looks in the same place)
+        paths = default_paths(
+            Layout.for_mind(Path.cwd()), memory_dir=memory_dir, prompt=prompt, store=store
+        )
         if not http and sys.stdin.isatty():
             _interactive_stdio(paths.store)
         serve(paths, http=http, host=host, port=chosen)

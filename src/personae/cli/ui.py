@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from personae.cli._ports import MIND_HTTP_PORT, VIEWER_PORT, pick_port
+from personae.cli._root import ROOT_HELP, project_root
 from personae.errors import UsageError
 
 __all__ = ["register"]
@@ -26,9 +27,7 @@ def register(app: typer.Typer) -> None:
                 f"busy; 0 picks any free one; personae serve --http defaults to {MIND_HTTP_PORT}).",
             ),
         ] = None,
-        root: Annotated[
-            Path | None, typer.Option(help="Project folder (default: the current one).")
-        ] = None,
+        root: Annotated[Path | None, typer.Option(help=ROOT_HELP)] = None,
         host: Annotated[
             str, typer.Option(help="Loopback address to bind (other hosts are refused).")
         ] = "127.0.0.1",
@@ -43,4 +42,5 @@ def register(app: typer.Typer) -> None:
         if given is None:
             check_host(host)  # a non-loopback --host is refused before any port is probed
         chosen = pick_port(host, given, default=VIEWER_PORT, command="personae ui")
-        serve_viewer(root if root is not None else Path.cwd(), port=chosen, host=host)
+        # read-only: outside any project it shows an empty store and writes nothing
+        serve_viewer(root if root is not None else project_root(), port=chosen, host=host)

@@ -25,7 +25,7 @@ def persona_facts(
     cast = Cast.load(root)
     known = {**bundled_personas(), **cast.personas}
     warnings: list[str] = []
-    if target not in known:
+    if target not in known and cast.find(target) is None:
         near = closest_name(target, known)
         hint = f"; did you mean {near!r}?" if near else ""
         message = f"target persona {target!r} is not in this project's cast{hint}"
@@ -33,6 +33,6 @@ def persona_facts(
             valid = ", ".join(sorted(known))
             raise UsageError(f"{message} (valid: {valid})", field="--to")
         warnings.append(message)
-    persona = cast.personas.get(source)
+    persona = cast.find(source)
     servers = sorted(persona.mcp_servers) if persona is not None else None
     return servers, warnings

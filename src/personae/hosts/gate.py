@@ -159,8 +159,8 @@ def decide(
     """The gate decision for one tool call (``gates``: default, the host's patterns)."""
     host = ADAPTERS[hook.host]
     name = hook.tool_name
-    if store is None and hook.cwd is not None:  # the project's, also from a subfolder
-        store = Layout.find(hook.cwd).state_db
+    if store is None and hook.cwd is not None:  # the project's (also from a subfolder), or
+        store = Layout.for_mind(hook.cwd).state_db  # outside one the user's, as `serve` uses
     if name in host.own_tools(server):
         if name in host.unlock_tools(server) and hook.call_id and hook.session_id and store:
             _claim(store, hook)

@@ -36,15 +36,16 @@ class MindPaths:
 
 
 def default_paths(
-    root: Path,
+    root: Path | Layout,
     *,
     memory_dir: Path | None = None,
     prompt: Path | None = None,
     store: Path | None = None,
 ) -> MindPaths:
     """The mind's paths: each one given, else the project's default (``.personae/memory``,
-    ``.personae/mind.md``, ``.personae/state.db``)."""
-    layout = Layout(root)
+    ``.personae/mind.md``, ``.personae/state.db``; ``root`` may be a :class:`Layout`, such
+    as :meth:`Layout.for_mind`'s user-level one outside any project)."""
+    layout = root if isinstance(root, Layout) else Layout(root)
     return MindPaths(
         memory_dir=memory_dir or layout.memory,
         prompt=prompt or layout.mind_prompt,

@@ -26,6 +26,21 @@ class PersonaSource:
     """Human label (the folder)."""
     personas: list[LoadedPersona] = field(default_factory=list)
     skills: list[Skill] = field(default_factory=list)
+    plugin: str | None = None
+    """The plugin's name when this source is a plugin (Claude Code lists its agents and
+    skills as ``plugin:name``)."""
+    folder: Path | None = None
+    """The plugin's folder (agents in ``agents/sub/`` are ``plugin:sub:name``)."""
+
+    def namespaced(self, name: str, path: Path) -> str | None:
+        """How Claude Code names ``name`` (from ``path``) of this plugin, else ``None``."""
+        if self.plugin is None or self.folder is None:
+            return None
+        try:
+            subs = path.parent.relative_to(self.folder / "agents").parts
+        except ValueError:
+            subs = ()
+        return ":".join((self.plugin, *subs, name))
 
 
 def _folder_source(
@@ -40,12 +55,20 @@ def _folder_source(
 ) -> PersonaSource:
     source = PersonaSource(label=str(folder))
     if confined_dir(folder, root, problems):
-        for path in iter_files(folder, root, problems):
+        files = list(iter_files(folder, root, problems))
+        # A skill's folder holds its references, examples and scripts: never personas.
+        skill_dirs = {p.parent for p in files if p.name == "SKILL.md"}
+        for path in files:
+            if path.name != "SKILL.md" and not skill_dirs.isdisjoint(path.parents):
+                continue
             if commands and "commands" in path.relative_to(folder).parts[:-1]:
                 problems.append(_command_skipped(path))
                 continue
             if path.name == "SKILL.md":
-                skill = load_skill_file(path, root=root, problems=problems, servers=servers)
+                skill = load_skill_file(
+                    path, root=root, problems=problems, servers=servers,
+                    by_folder=kind is not PersonaFileKind.PERSONAE,
+                )  # fmt: skip
                 if skill is not None:
                     source.skills.append(skill)
                 continue
@@ -56,7 +79,10 @@ def _folder_source(
                 source.personas.append(loaded)
     if skills_folder is not None and confined_dir(skills_folder, root, problems):
         for path in iter_files(skills_folder, root, problems, pattern="SKILL.md"):
-            skill = load_skill_file(path, root=root, problems=problems, servers=servers)
+            skill = load_skill_file(
+                path, root=root, problems=problems, servers=servers,
+                by_folder=kind is not PersonaFileKind.PERSONAE,
+            )  # fmt: skip
             if skill is not None:
                 source.skills.append(skill)
     return source
@@ -114,7 +140,10 @@ def _plugin_source(
 ) -> PersonaSource:
     plugin = load_plugin(folder, problems, root=root)
     servers.update(plugin.mcp_servers)
-    return PersonaSource(label=str(folder), personas=plugin.personas, skills=plugin.skills)
+    return PersonaSource(
+        label=str(folder), personas=plugin.personas, skills=plugin.skills,
+        plugin=plugin.name, folder=folder,
+    )  # fmt: skip
 
 
 def collect_dir(
@@ -126,7 +155,8 @@ def collect_dir(
     local plugins; a plugin folder loads as a plugin; a folder with
     ``.personae/`` or ``.claude/`` loads as a project; a ``.personae`` folder
     loads its ``personas/`` and ``skills/`` (not ``directive.md``); a
-    ``.claude`` folder its ``agents/`` and ``skills/`` (not ``commands/``);
+    ``.claude`` folder its ``agents/`` and ``skills/`` (not ``commands/``); a folder
+    of plugin folders loads each plugin (as Claude Code's ``--plugin-dir`` does);
     any other folder is a folder of persona files (personae files when it is
     named ``personas`` or lies inside ``.personae/``, otherwise Claude Code
     agent files; files in a ``commands`` folder are slash commands, skipped
@@ -160,7 +190,11 @@ def _dir_sources(
             servers.update(plugin.mcp_servers)
             sources.append(
                 PersonaSource(
-                    label=str(plugin.folder), personas=plugin.personas, skills=plugin.skills
+                    label=str(plugin.folder),
+                    personas=plugin.personas,
+                    skills=plugin.skills,
+                    plugin=plugin.name,
+                    folder=plugin.folder,
                 )
             )
         return sources
@@ -186,6 +220,9 @@ def _dir_sources(
                 skills_folder=folder / "skills",
             )
         ]
+    plugins = sorted(p for p in folder.iterdir() if p.is_dir() and is_plugin_dir(p))
+    if plugins:  # a folder of plugins loads each one, as Claude Code's --plugin-dir does
+        return [_plugin_source(p, folder, problems, servers) for p in plugins]
     resolved = folder.resolve()
     kind = (
         PersonaFileKind.PERSONAE

@@ -41,6 +41,8 @@ SPAWN_CHECK_MARK = "may spawn"
 
 
 _Item = TypeVar("_Item")
+_LISTED = 8
+"""Children named in one grouped spawn warning (the rest are counted)."""
 
 
 def _chosen(
@@ -71,6 +73,9 @@ class Cast:
     """Every error and warning found while loading."""
     mcp_servers: dict[str, Any] = field(default_factory=dict)
     """MCP servers configured for the project (``.mcp.json``, plugins)."""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """Claude Code's names of plugin agents and skills (``plugin:agent``, ``plugin:skill``)
+    to their names here: spawn lists, ``skills`` and lookups may use either."""
 
     @classmethod
     def load(
@@ -95,6 +100,7 @@ class Cast:
         winners: dict[str, LoadedPersona] = {}
         for source in sources:
             cast._merge_source(source, winners)
+        cast._resolve_namespaced(winners)
         cast._check_skill_refs(winners)
         cast._check_spawn(winners)
         # A --dir that is also part of the project loads the same files twice:
@@ -124,10 +130,14 @@ class Cast:
                     loaded.path,
                     line,
                     "warning",
-                    f"persona {name!r} overrides the one from {winners[name].path}",
+                    f"persona {name!r} overrides the one from {winners[name].path}"
+                    + self._still_reachable(name),
                 )
             winners[name] = loaded
             self.personas[name] = loaded.persona
+            spaced = source.namespaced(name, loaded.path)
+            if spaced is not None:
+                self.aliases[spaced] = name
         seen: dict[str, Skill] = {}
         for skill in source.skills:
             if skill.name in seen:
@@ -150,6 +160,39 @@ class Cast:
                     f"skill {skill.name!r} overrides the one from {self.skills[skill.name].path}",
                 )
             self.skills[skill.name] = skill
+            if source.plugin is not None:
+                self.aliases[f"{source.plugin}:{skill.name}"] = skill.name
+
+    def _still_reachable(self, name: str) -> str:
+        """For an override warning: the overridden plugin agent's Claude Code name stops
+        naming it (personae has one persona per name)."""
+        lost = [alias for alias, target in self.aliases.items() if target == name]
+        for alias in lost:
+            del self.aliases[alias]
+        return f" ({', '.join(lost)} no longer names it)" if lost else ""
+
+    def _resolve_namespaced(self, winners: dict[str, LoadedPersona]) -> None:
+        """Spawn lists and ``skills`` that use Claude Code's ``plugin:name`` names are
+        rewritten to the names here (a persona stays one persona, whichever name is used)."""
+        for key, loaded in winners.items():
+            persona = loaded.persona
+            update: dict[str, Any] = {}
+            if persona.subagents and any(n in self.aliases for n in persona.subagents):
+                update["subagents"] = [self.resolve(n) for n in persona.subagents]
+            if any(n in self.aliases for n in persona.skills):
+                update["skills"] = [self.resolve(n) for n in persona.skills]
+            if update:
+                loaded.persona = persona.model_copy(update=update)
+                if self.personas.get(key) is persona:
+                    self.personas[key] = loaded.persona
+
+    def resolve(self, name: str) -> str:
+        """``name``, or the name here of Claude Code's ``plugin:name`` it is."""
+        return self.aliases.get(name, name)
+
+    def find(self, name: str) -> Persona | None:
+        """The persona called ``name`` (or Claude Code's ``plugin:agent`` name of it)."""
+        return self.personas.get(self.resolve(name))
 
     def _check_skill_refs(self, winners: dict[str, LoadedPersona]) -> None:
         for loaded in winners.values():
@@ -169,7 +212,8 @@ class Cast:
         """Every persona a parent may spawn must have tools within the parent's.
 
         An explicit spawn list (``subagents`` or ``Agent(a, b)``) makes a mismatch or an
-        unknown name an error; a parent that may spawn any persona gets warnings.
+        unknown name an error; a parent that may spawn any persona gets one warning naming
+        the children whose tools reach beyond its own.
         """
         known = {**bundled_personas(), **self.personas}
         for loaded in winners.values():
@@ -182,6 +226,7 @@ class Cast:
             names = parent.subagents if parent.subagents is not None else sorted(self.personas)
             mine = set(parent.tools) - set(parent.disallowed_tools)
             line = loaded.lines.get("subagents") or loaded.lines.get("tools")
+            wider: list[str] = []  # implicit: children with tools outside the parent's
             for name in names:
                 child = known.get(name)
                 if child is None:
@@ -193,18 +238,32 @@ class Cast:
                 if name == parent.name or child.tools is None:
                     continue
                 extra = sorted(set(child.tools) - set(child.disallowed_tools) - mine)
-                if extra:
+                if extra and not explicit:
+                    wider.append(f"{name} ({', '.join(extra)})")
+                elif extra:
                     where = child.source or "bundled"
                     self._add(
                         loaded.path,
                         line,
-                        "error" if explicit else "warning",
+                        "error",
                         f"persona {parent.name!r} ({loaded.path}) {SPAWN_CHECK_MARK} {name!r} "
                         f"({where}), "
                         f"whose tools {', '.join(extra)} are not in {parent.name!r}'s tools; a "
-                        "sub-agent's tools must be within its parent's"
-                        + ("" if explicit else " (give a spawn list: subagents or Agent(...))"),
+                        "sub-agent's tools must be within its parent's",
                     )
+            if wider:  # one warning per parent, not one per child
+                shown = ", ".join(wider[:_LISTED]) + (
+                    f" and {len(wider) - _LISTED} more" if len(wider) > _LISTED else ""
+                )
+                self._add(
+                    loaded.path,
+                    line,
+                    "warning",
+                    f"persona {parent.name!r} {SPAWN_CHECK_MARK} any persona of the cast; "
+                    f"{len(wider)} of them have tools not in its own: {shown}; a sub-agent's "
+                    "tools must be within its parent's (give a spawn list: subagents or "
+                    "Agent(...))",
+                )
 
     def _add(self, file: Path, line: int | None, severity: Severity, message: str) -> None:
         self.problems.append(Problem(file=file, line=line, severity=severity, message=message))
@@ -221,15 +280,15 @@ class Cast:
 
     def get(self, name: str) -> Persona:
         """The persona called ``name``; :class:`UnknownNameError` (with the closest) if none."""
-        try:
-            return self.personas[name]
-        except KeyError:
+        found = self.find(name)
+        if found is None:
             raise UnknownNameError("persona", name, self.personas) from None
+        return found
 
     def skill(self, name: str) -> Skill:
         """The skill called ``name``; :class:`UnknownNameError` if none."""
         try:
-            return self.skills[name]
+            return self.skills[self.resolve(name)]
         except KeyError:
             raise UnknownNameError("skill", name, self.skills) from None
 

@@ -151,14 +151,8 @@ def persona_from_text(
     kind = PersonaFileKind(kind)
     sink = _Sink(path, problems)
     strict = kind is PersonaFileKind.PERSONAE
-    try:
-        doc = parse_document(text, lenient=not strict)
-    except FrontmatterError as exc:
-        if exc.missing and not strict:
-            # Claude Code skips Markdown files without frontmatter in agent folders.
-            sink.add(exc.line, "warning", f"{exc.message}; not an agent file, skipped")
-        else:
-            sink.add(exc.line, "error", exc.message)
+    doc = _parse(text, path, kind, sink)
+    if doc is None:
         return None
     if doc.repaired is not None:
         sink.add(
@@ -173,6 +167,10 @@ def persona_from_text(
     line = doc.line_of
     values: dict[str, Any] = {"system_prompt": doc.body, "source": path, "source_kind": kind}
 
+    if kind is PersonaFileKind.PLUGIN:  # Claude Code names a plugin agent by its file
+        meta.setdefault("name", path.stem)
+        name = meta["name"]
+        meta.setdefault("description", name if isinstance(name, str) else path.stem)
     name = meta.get("name")
     if name is None:
         sink.add(1, "error", "missing required field 'name'")
@@ -453,3 +451,36 @@ def _modes(
             values["version"] = str(version)
         else:
             sink.add(line("version"), "error", "version must be a string")
+
+
+def _body_after_frontmatter(text: str) -> str:
+    """The text after a closing ``---`` line (all of it when there is none)."""
+    lines = text.splitlines(keepends=True)
+    if lines and lines[0].strip() == "---":
+        for index in range(1, len(lines)):
+            if lines[index].rstrip() in ("---", "..."):
+                return "".join(lines[index + 1 :]).lstrip("\r\n")
+    return text
+
+
+def _parse(text: str, path: Path, kind: PersonaFileKind, sink: _Sink) -> Document | None:
+    """The file's document (leniently read unless a personae file); ``None`` when it cannot
+    load. Claude Code loads every Markdown file of a plugin's ``agents/`` folder: with no
+    frontmatter, or one that does not parse even leniently, it is named by its file."""
+    strict = kind is PersonaFileKind.PERSONAE
+    try:
+        return parse_document(text, lenient=not strict)
+    except FrontmatterError as exc:
+        if kind is PersonaFileKind.PLUGIN:
+            sink.add(
+                exc.line, "warning",
+                f"{exc.message}; loaded as Claude Code loads a plugin agent: named "
+                f"{path.stem!r} by its file, no other field read",
+            )  # fmt: skip
+            return Document(meta={}, body=_body_after_frontmatter(text))
+        if exc.missing and not strict:
+            # Claude Code skips Markdown files without frontmatter in agent folders.
+            sink.add(exc.line, "warning", f"{exc.message}; not an agent file, skipped")
+        else:
+            sink.add(exc.line, "error", exc.message)
+        return None

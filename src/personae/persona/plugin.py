@@ -144,7 +144,9 @@ def load_plugin(
         if loaded is not None:
             plugin.personas.append(loaded)
     for path in _component_files(folder, "skills", listed, confine, problems, pattern="SKILL.md"):
-        skill = load_skill_file(path, root=confine, problems=problems, servers=servers)
+        skill = load_skill_file(
+            path, root=confine, problems=problems, servers=servers, by_folder=True
+        )
         if skill is not None:
             plugin.skills.append(skill)
     return plugin

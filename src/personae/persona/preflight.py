@@ -24,7 +24,7 @@ from personae.persona.cast import SPAWN_CHECK_MARK, Cast
 from personae.persona.model import Persona
 from personae.project import Project
 
-__all__ = ["active_persona", "check_run", "profile_name", "run_cast"]
+__all__ = ["active_persona", "check_personas", "check_run", "profile_name", "run_cast"]
 
 
 def run_cast(
@@ -36,7 +36,8 @@ def run_cast(
     project's own persona of that name wins)."""
     if cast is not None:  # the caller's, copied: bundled personas are added below
         out = Cast(personas=dict(cast.personas), skills=dict(cast.skills),
-                   problems=list(cast.problems), mcp_servers=dict(cast.mcp_servers))  # fmt: skip
+                   problems=list(cast.problems), mcp_servers=dict(cast.mcp_servers),
+                   aliases=dict(cast.aliases))  # fmt: skip
     else:
         out = Cast.load(root, extra_dirs, tools=tools)
     for name, bundled in bundled_personas().items():
@@ -49,7 +50,7 @@ def active_persona(cast: Cast, name: str | None, *, flag: str | None = None) -> 
     closest one (and ``flag``, the option it came from), a persona file that did not load
     says why, and a persona whose spawn list the cast check rejects stops the run before
     it starts."""
-    if name and name not in cast.personas:
+    if name and cast.find(name) is None:
         broken = [p for p in cast.errors if name in str(p.file)]
         if broken:  # the persona file exists but did not load: say why
             raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
@@ -100,3 +101,21 @@ def check_run(
     profile_name(project.root, profile, chosen)
     resolver = ModelResolver(default=model, base_url=project.config.base_url)
     resolver.check(chosen.model if chosen else None)
+
+
+def check_personas(root: Path, wanted: Sequence[tuple[str, Path, str]]) -> None:
+    """Check that each ``(name, file, field)`` (a chain step's or batch task's persona, as
+    written in ``file``) is one a run at ``root`` can use, storing nothing.
+
+    The first unknown name is an :class:`~personae.errors.UnknownNameError` naming the file,
+    the field and the closest valid persona; a persona whose file does not load says why.
+    """
+    cast = run_cast(root)
+    for name, file, field in wanted:
+        if cast.find(name) is not None:
+            active_persona(cast, name)
+            continue
+        broken = [p for p in cast.errors if name in str(p.file)]
+        if broken:
+            raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
+        raise UnknownNameError("persona", name, cast.personas, file=file, field=field)

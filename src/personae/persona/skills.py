@@ -44,13 +44,24 @@ _KEPT = frozenset(
 
 
 def load_skill_file(
-    path: Path, *, root: Path, problems: list[Problem], servers: Iterable[str] = ()
+    path: Path,
+    *,
+    root: Path,
+    problems: list[Problem],
+    servers: Iterable[str] = (),
+    by_folder: bool = False,
 ) -> Skill | None:
-    """Load one ``SKILL.md``; problems are appended; ``None`` when it cannot load."""
+    """Load one ``SKILL.md``; problems are appended; ``None`` when it cannot load.
+
+    ``by_folder``: a Claude Code skill (``.claude/skills``, a plugin, a ``--dir`` of
+    Claude Code files), named by its folder as Claude Code names it (the frontmatter
+    ``name`` may be missing, Title Case or another name); personae's own skills follow
+    the Agent Skills name rules.
+    """
     text = read_confined(path, root, problems)
     if text is None:
         return None
-    return skill_from_text(text, path=path, problems=problems, servers=servers)
+    return skill_from_text(text, path=path, problems=problems, servers=servers, by_folder=by_folder)
 
 
 class _Report:
@@ -72,9 +83,15 @@ class _Report:
 
 
 def skill_from_text(
-    text: str, *, path: Path, problems: list[Problem], servers: Iterable[str] = ()
+    text: str,
+    *,
+    path: Path,
+    problems: list[Problem],
+    servers: Iterable[str] = (),
+    by_folder: bool = False,
 ) -> Skill | None:
-    """Parse ``SKILL.md`` text (only the frontmatter: L1)."""
+    """Parse ``SKILL.md`` text (only the frontmatter: L1); ``by_folder`` as in
+    :func:`load_skill_file`."""
     before = len(problems)
     add = _Report(path, problems)
     try:
@@ -92,7 +109,10 @@ def skill_from_text(
         if has_crlf(path):
             add(doc.repaired.line, CRLF_NOTE, "warning")
     values: dict[str, Any] = {"path": path}
-    _name(doc, path, add, values)
+    if by_folder:
+        values["name"] = path.parent.name  # as Claude Code lists and invokes it
+    else:
+        _name(doc, path, add, values)
     _description(doc, add, values)
     _fields(doc, add, values, servers)
     failed = any(p.severity == "error" for p in problems[before:])
