@@ -30,15 +30,13 @@ MARKETPLACE = {
     ],
 }
 
-LENIENT = """---
-name: comment-checker
-description: Use this agent to check code comments. This includes: (1) after writing docs, (2) before a pull request. Examples: <example>Context: the user wrote docs\\nuser: "check them"</example>
-model: inherit
-color: green
----
-
-You check that comments say what the code does.
-"""
+LENIENT = (
+    "---\nname: comment-checker\n"
+    "description: Use this agent to check code comments. This includes: (1) after writing "
+    "docs, (2) before a pull request. Examples: <example>Context: the user wrote docs"
+    '\\nuser: "check them"</example>\n'
+    "model: inherit\ncolor: green\n---\n\nYou check that comments say what the code does.\n"
+)
 
 UNREADABLE = """---
 name: simplifier
@@ -54,22 +52,14 @@ model: opus
 You simplify code without changing what it does.
 """
 
-MAKER = """---
-name: agent-maker
-description: Use this agent when the user asks to "create an agent", "make me an agent that...". Trigger when user wants a new agent.
-
-<example>
-Context: the user wants a reviewer
-user: "Create an agent that reviews code"
-</example>
-
-model: sonnet
-color: magenta
-tools: ["Write", "Read"]
----
-
-You write agent files.
-"""
+MAKER = (
+    "---\nname: agent-maker\n"
+    'description: Use this agent when the user asks to "create an agent", "make me an agent '
+    'that...". Trigger when user wants a new agent.\n\n'
+    "<example>\nContext: the user wants a reviewer\n"
+    'user: "Create an agent that reviews code"\n</example>\n\n'
+    'model: sonnet\ncolor: magenta\ntools: ["Write", "Read"]\n---\n\nYou write agent files.\n'
+)
 
 FILES: dict[str, str] = {
     ".claude-plugin/marketplace.json": json.dumps(MARKETPLACE, indent=2),

@@ -155,7 +155,7 @@ def test_scratch_and_the_user_data_folder_are_default_roots(
 
 def test_unknown_target_is_an_error_at_create(project: Path) -> None:
     out = cli(project, "handover", "create", "--to", "vis", "--task", "t")
-    assert out.returncode == 1 and out.stdout == ""
+    assert out.returncode == 2 and out.stdout == ""  # usage: --to names no persona
     assert "target persona 'vis'" in out.stderr and "did you mean 'viz'" in out.stderr
     assert not list(project.glob(".personae/handovers/*"))
     bundled = cli(project, "handover", "create", "--to", "researcher", "--task", "t")

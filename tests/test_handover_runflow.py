@@ -340,7 +340,7 @@ def test_cli_create_uses_the_cast_for_mcp_servers_and_target_check(project: Path
         project, "handover", "create", "--from", "data-analyst", "--to", "report-writr",
         "--task", "t",
     )  # fmt: skip
-    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.returncode == 2 and refused.stdout == ""  # usage
     assert "--to" in refused.stderr and "did you mean 'report-writer'" in refused.stderr
     assert not list(project.glob(".personae/handovers/*.json"))
     out = cli(

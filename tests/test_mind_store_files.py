@@ -123,6 +123,7 @@ def test_memory_writes_leave_no_temp_or_lock_file_on_any_path(tmp_path: Path) ->
 
 @pytest.mark.process
 def test_handover_writes_leave_no_lock_or_temp_file(tmp_path: Path) -> None:
+    (tmp_path / ".personae").mkdir()  # handovers are written only in a project
     env = {**os.environ, "COLUMNS": "120"}
     created = subprocess.run(
         [sys.executable, "-m", "personae", "handover", "create",

@@ -134,7 +134,7 @@ def race_cli(project: Path, count: int, marks: Path) -> list[tuple[int, str]]:
 def test_parallel_cli_commands_on_a_fresh_project(tmp_path: Path, store_env: str | None) -> None:
     # On PostgreSQL the commands find the server through PERSONAE_DATABASE_URL.
     project = tmp_path / "project"
-    project.mkdir()
+    (project / ".personae").mkdir(parents=True)  # a project whose store does not exist yet
     assert race_cli(project, CLI_PROCESSES, tmp_path / "marks") == []
     with Store(project / ".personae" / "state.db") as store, store.read() as conn:
         rows = conn.execute("SELECT count(*) FROM handover_ledger").fetchone()[0]

@@ -135,8 +135,8 @@ def run(  # noqa: PLR0917
     from personae.workflow.spec import load_workflow
 
     wf = load_workflow(workflow)
-    _check_steps(wf)
     state_dir = _state_dir(state_dir)
+    _check_steps(wf)
 
     def say(key: str, message: str) -> None:
         if as_json:
@@ -194,7 +194,6 @@ def status(
     from personae.workflow.spec import load_workflow
 
     wf = load_workflow(workflow)
-    _check_steps(wf)
     state_dir = _state_dir(state_dir)
     cp = (state_dir or state_dir_for(wf)) / "checkpoint.json"
     if not cp.exists():

@@ -21,9 +21,11 @@ __all__ = ["to_claude_code"]
 
 def to_claude_code(persona: Persona) -> str:
     """The Claude Code agent file text for ``persona``."""
-    meta: dict[str, Any] = {"name": persona.name, "description": persona.description}
+    meta: dict[str, Any] = {"name": persona.name, "description": _description(persona)}
     if persona.tools is not None:
         meta["tools"] = ", ".join(_tool_names(persona))
+    elif persona.claude_tools == ["*"]:  # `tools: '*'` (every tool) as it was written
+        meta["tools"] = "*"
     if persona.disallowed_tools:
         meta["disallowedTools"] = ", ".join(_disallowed_names(persona))
     if persona.model is not None:
@@ -54,6 +56,15 @@ def to_claude_code(persona: Persona) -> str:
     head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=10_000)
     body = persona.system_prompt
     return f"---\n{head}---\n\n{body}" if body else f"---\n{head}---\n"
+
+
+def _description(persona: Persona) -> str:
+    """The description as the file wrote it (a folded value's final newline) while it is
+    still the same text."""
+    written = persona.description_as_written
+    if written is not None and written.split() == persona.description.split():
+        return written
+    return persona.description
 
 
 def _tool_names(persona: Persona) -> list[str]:

@@ -167,10 +167,8 @@ def persona_from_text(
     line = doc.line_of
     values: dict[str, Any] = {"system_prompt": doc.body, "source": path, "source_kind": kind}
 
-    if kind is PersonaFileKind.PLUGIN:  # Claude Code names a plugin agent by its file
-        meta.setdefault("name", path.stem)
-        name = meta["name"]
-        meta.setdefault("description", name if isinstance(name, str) else path.stem)
+    if kind is PersonaFileKind.PLUGIN:
+        _plugin_defaults(meta, path)
     name = meta.get("name")
     if name is None:
         sink.add(1, "error", "missing required field 'name'")
@@ -190,6 +188,8 @@ def persona_from_text(
         sink.add(line("description"), "error", "description must be a string")
     else:
         values["description"] = full_description(doc, sink.add)
+        if desc != values["description"] and desc.split() == values["description"].split():
+            values["description_as_written"] = desc
 
     mcp = _mcp_servers(meta, sink, line)
     values["mcp_servers"] = mcp
@@ -348,6 +348,8 @@ def _allowed_tools(
     strict: bool,
 ) -> None:  # fmt: skip
     names = _split_names(raw, "tools", sink, line)
+    if names == ["*"]:  # every tool, as no list; kept for the export
+        values["claude_tools"] = names
     if names is None or names == ["*"]:
         return
     written = names
@@ -360,9 +362,11 @@ def _allowed_tools(
     values["tools"] = check.tools
     values["unavailable_tools"] = check.unavailable
     default = [claude_name(t) for t in check.tools] + check.unavailable
-    # Agent(a, b) / Task(a, b) entries are kept as written for the export.
-    as_written = [*check.unavailable, *(n for n in written if n not in names)]
-    values["claude_tools"] = claude_spelling(written, default, as_written)
+    # A Claude Code file's entries are kept as written for the export (`agent` stays
+    # `agent`); a personae file's are written in Claude Code's names, but for the spawn
+    # entries and the tools personae does not provide. None: what the export writes anyway.
+    keep = [*check.unavailable, *(n for n in written if n not in names)]
+    values["claude_tools"] = claude_spelling(written, default, keep if strict else written)
 
 
 def _disallowed_tools(
@@ -484,3 +488,11 @@ def _parse(text: str, path: Path, kind: PersonaFileKind, sink: _Sink) -> Documen
         else:
             sink.add(exc.line, "error", exc.message)
         return None
+
+
+def _plugin_defaults(meta: dict[str, Any], path: Path) -> None:
+    """Claude Code names a plugin agent without a ``name`` by its file, and loads it
+    without a ``description`` (its name stands in for one here)."""
+    meta.setdefault("name", path.stem)
+    name = meta["name"]
+    meta.setdefault("description", name if isinstance(name, str) else path.stem)

@@ -156,6 +156,9 @@ class Persona(BaseModel):
     ``MultiEdit`` beside ``Edit``), so that an export gives the host the same list."""
     claude_disallowed_tools: list[str] | None = None
     """The same for ``disallowedTools``."""
+    description_as_written: str | None = None
+    """The file's ``description`` when it differs from ``description`` only in white space
+    (a folded ``>`` value ends in a newline), so that an export writes it as it was."""
     model: str | None = None
     """Model override (``provider:name``, or ``sonnet|opus|haiku|inherit`` from Claude Code)."""
     max_steps: int | None = None
