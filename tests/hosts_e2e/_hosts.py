@@ -130,8 +130,8 @@ trust_level = "trusted"
 
 
 def _copilot_configure(sandbox: Sandbox, server: ScriptedServer, evil: bool) -> dict[str, str]:
-    # Copilot reads MCP servers only from ~/.copilot/mcp-config.json (printed by
-    # `personae hosts render`); the hook file .github/hooks/personae.json is in the project.
+    # Copilot reads MCP servers from ~/.copilot/mcp-config.json and from the project's
+    # .mcp.json (its entry wins); the hook file .github/hooks/personae.json is in the project.
     personae = sandbox.personae
     servers: dict[str, Any] = {
         "personae": {"type": "local", "command": personae, "args": ["serve"], "tools": ["*"]}

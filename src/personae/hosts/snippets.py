@@ -268,7 +268,8 @@ Files in your home directory are never edited by personae. What each host still 
      trust_level = "trusted"
    and review the hook once with /hooks in an interactive session (or run
    `codex exec --dangerously-bypass-hook-trust` for throwaway runs).
-3. Copilot CLI: MCP servers live only in ~/.copilot/mcp-config.json; add under "mcpServers":
+3. Copilot CLI: reads the project's .mcp.json (the personae entry is there; it wins over a
+   user entry of the same name). Elsewhere, add to ~/.copilot/mcp-config.json under "mcpServers":
      "{SERVER_NAME}": {entry}
    The hook file .github/hooks/personae.json loads once the folder is trusted.
 """
