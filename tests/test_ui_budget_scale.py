@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Any
 
+from personae.context.report import BudgetReport
 from personae.ui.budget import budget_panel, mini_bar
 
 
@@ -22,15 +22,17 @@ def _widths(html: str) -> dict[str, float]:
     return out
 
 
-def _report(budget: int, kept: int, requested: int, overhead: int = 0) -> dict[str, Any]:
-    return {
-        "budget": budget, "total": kept + overhead, "overhead": overhead,
+def _report(budget: int, kept: int, requested: int, overhead: int = 0) -> BudgetReport:
+    return BudgetReport.model_validate({
+        "role": "worker", "snapshot_id": "s", "counter": "chars", "counter_exact": False,
+        "history_path": "none", "budget": budget, "total": kept + overhead, "overhead": overhead,
         "sections": [
-            {"tag": "task", "kept": kept // 2, "requested": kept // 2, "rule": "kept"},
-            {"tag": "history", "kept": kept - kept // 2,
-             "requested": requested - kept // 2, "rule": "cut"},
+            {"tag": "task", "source": "task", "kept": kept // 2, "requested": kept // 2,
+             "allotted": kept // 2, "rule": "kept"},
+            {"tag": "history", "source": "session", "kept": kept - kept // 2,
+             "requested": requested - kept // 2, "allotted": kept - kept // 2, "rule": "cut"},
         ],
-    }  # fmt: skip
+    })  # fmt: skip
 
 
 def test_a_small_context_fills_a_small_part_of_the_budget_bar() -> None:

@@ -70,7 +70,9 @@ def hostile_project(tmp_path: Path) -> tuple[Path, str]:
         runs.add_model_call(
             rid, role="worker", model="scripted:x",
             context_text=f"<task>\n{HOSTILE} {SECRET}\n</task>",
-            budget={"budget": 100, "total": 20, "overhead": 4, "sections": [
+            budget={"role": "worker", "snapshot_id": "s", "counter": "chars",
+                    "counter_exact": False, "history_path": "none",
+                    "budget": 100, "total": 20, "overhead": 4, "sections": [
                 {"tag": "task", "source": "task", "requested": 16, "allotted": 16,
                  "kept": 16, "rule": "pinned", "detail": HOSTILE}]},
             usage={"input_tokens": 20, "output_tokens": 3},

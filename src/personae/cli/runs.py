@@ -149,7 +149,7 @@ def show_run(
     from rich.console import Console
     from rich.text import Text
 
-    from personae.context.report import BudgetReport
+    from personae.context.report import BudgetReport, read_stored_budget
     from personae.team.events import event_from_json
     from personae.team.render import describe
 
@@ -178,9 +178,10 @@ def show_run(
         where = f"subtask {c.subtask}" if c.subtask else "turn"
         console.print(Text(f"\n#{c.seq} {c.role} ({c.persona or '-'}, {where})", style="bold"))
         console.print(Text(_tokens_line(c.usage, c.model)))
-        try:
-            console.print(BudgetReport.model_validate(c.budget).to_text())
-        except ValueError:
+        report = read_stored_budget(c.budget)
+        if isinstance(report, BudgetReport):
+            console.print(report.to_text())
+        else:
             console.print(json.dumps(c.budget))
         text = (
             c.context_text

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-__all__ = ["BudgetReport", "HistoryPath", "SectionReport"]
+__all__ = [
+    "BudgetReport",
+    "HistoryPath",
+    "SectionReport",
+    "StoredBudget",
+    "SubagentBrief",
+    "read_stored_budget",
+]
 
 HistoryPath = Literal["A", "B", "none"]
 
@@ -106,3 +114,42 @@ class BudgetReport(BaseModel):
         lines.append(f"  {'History:':<22}{_PATHS[self.history_path]}")
         lines.extend(f"  {'Warning:':<22}{w}" for w in self.warnings)
         return "\n".join(lines)
+
+
+class SubagentBrief(BaseModel):
+    """What a sub-agent's call is sent instead of a fitted context: its task in the
+    persona's context mode (stored where a budget report is, shown by the viewer)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    context_mode: str
+    """What context it inherits (a :class:`personae.persona.model.ContextMode` value)."""
+    depth: int
+    """Sub-agent depth."""
+    tokens: int | None
+    """Tokens of its prompt (``None``: no turn to count with)."""
+    counter: str | None
+    """The token counter's name (``None``: no turn)."""
+
+
+StoredBudget = BudgetReport | SubagentBrief
+"""What a stored model call's budget column holds: a fitted context's report, or a
+sub-agent's brief."""
+
+
+def read_stored_budget(raw: Mapping[str, Any] | None) -> StoredBudget | None:
+    """A stored model call's budget column read back into its model.
+
+    The one reader of that column (the viewer and the OpenTelemetry export use it).
+    ``None`` when nothing was recorded or the row does not validate (an older version
+    stored another form): the caller says "not recorded in this form", never fails.
+    """
+    if not raw:
+        return None
+    model: type[StoredBudget] = (
+        SubagentBrief if "context_mode" in raw and "sections" not in raw else BudgetReport
+    )
+    try:
+        return model.model_validate(dict(raw))
+    except ValidationError:
+        return None

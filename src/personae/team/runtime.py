@@ -10,7 +10,6 @@ and capped by :meth:`~personae.store.answers.ModelAnswer.build`).
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from pydantic_ai.tools import RunContext, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import UsageLimits
 
-from personae.context.report import BudgetReport
+from personae.context.report import BudgetReport, SubagentBrief
 from personae.lineage import Budget
 from personae.models.resolve import ModelResolver
 from personae.pricing import PriceTable
@@ -189,21 +188,6 @@ class TreeUsage:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SubagentBrief:
-    """What a sub-agent's call is sent instead of a fitted context: its task in the
-    persona's context mode (stored where a budget report is, shown by the viewer)."""
-
-    context_mode: str
-    """What context it inherits (a :class:`personae.persona.model.ContextMode` value)."""
-    depth: int
-    """Sub-agent depth."""
-    tokens: int | None
-    """Tokens of its prompt (``None``: no turn to count with)."""
-    counter: str | None
-    """The token counter's name (``None``: no turn)."""
-
-
-@dataclass(frozen=True, kw_only=True)
 class CallInfo:
     """Who makes a model call and with which assembled context."""
 
@@ -313,13 +297,6 @@ class _Recorder(AbstractCapability[Any]):
         return response
 
 
-def _stored_budget(budget: BudgetReport | SubagentBrief) -> dict[str, Any]:
-    """The budget (or brief) as the store's JSON column holds it."""
-    if isinstance(budget, BudgetReport):
-        return budget.model_dump(mode="json")
-    return dataclasses.asdict(budget)
-
-
 def call_row(
     info: CallInfo,
     model_label: str,
@@ -338,7 +315,7 @@ def call_row(
         subtask=info.subtask,
         model=model_label,
         context_text=info.context_text,
-        budget=_stored_budget(info.budget),
+        budget=info.budget.model_dump(mode="json"),
         usage={
             "input_tokens": response.usage.input_tokens,
             "output_tokens": response.usage.output_tokens,

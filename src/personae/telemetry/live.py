@@ -33,11 +33,11 @@ from personae.team.events import (
 )
 from personae.team.hooks import HookAnswer, ModelCall, ModelReply, RunHooks, ToolOutcome, ToolUse
 
-__all__ = ["LiveSpans"]
+__all__ = ["LiveSpans", "split_model"]
 
 
-
-def _split_model(label: str) -> tuple[str, str]:
+def split_model(label: str) -> tuple[str, str]:
+    """``provider:name`` split for the gen_ai attributes (``unknown`` without a provider)."""
     provider, sep, name = label.partition(":")
     return (provider, name) if sep else ("unknown", label)
 
@@ -150,7 +150,7 @@ class LiveSpans(RunHooks):
         """Open the request's ``chat <model>`` span."""
         spans = self._runs.get(call.run_id)
         if spans is not None:
-            provider, model = _split_model(call.model)
+            provider, model = split_model(call.model)
             attrs: dict[str, Any] = {
                 "gen_ai.operation.name": "chat", "gen_ai.provider.name": provider,
                 "gen_ai.request.model": model, "personae.role": call.role,

@@ -54,11 +54,13 @@ from opentelemetry.trace import (
     Tracer,
 )
 
+from personae.context.report import BudgetReport, StoredBudget, read_stored_budget
 from personae.errors import PersonaeError
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
 from personae.store.status import OK_STATUSES
 from personae.team.events import RunStarted, SubagentEnded, SubagentStarted, ToolCalled, Validated
+from personae.telemetry.live import split_model
 from personae.telemetry.runtree import (
     NodeKind,
     RunNode,
@@ -93,11 +95,6 @@ def _ns(text: str | None, fallback: int) -> int:
     return int(when.timestamp() * 1_000_000_000) if when is not None else fallback
 
 
-def _split_model(label: str) -> tuple[str, str]:
-    provider, sep, name = label.partition(":")
-    return (provider, name) if sep else ("unknown", label)
-
-
 def _signal_attrs(event: Validated) -> dict[str, Any]:
     attrs: dict[str, Any] = {"personae.validation.approved": bool(event.approved)}
     signal = event.completion_signal
@@ -110,21 +107,25 @@ def _signal_attrs(event: Validated) -> dict[str, Any]:
     return attrs
 
 
-def _budget_attrs(budget: dict[str, Any]) -> dict[str, Any]:
-    attrs: dict[str, Any] = {}
-    for key in ("total", "budget", "window", "overhead"):
-        if isinstance(budget.get(key), int):
-            attrs[f"personae.budget.{key}"] = budget[key]
+def _budget_attrs(budget: StoredBudget | None) -> dict[str, Any]:
+    """A fitted context's totals and per-section tokens (nothing for a sub-agent's brief or
+    a budget not recorded in this form)."""
+    if not isinstance(budget, BudgetReport):
+        return {}
+    attrs: dict[str, Any] = {
+        "personae.budget.total": budget.total,
+        "personae.budget.budget": budget.budget,
+        "personae.budget.overhead": budget.overhead,
+    }
+    if budget.window is not None:
+        attrs["personae.budget.window"] = budget.window
     summary: list[str] = []
-    for section in budget.get("sections") or []:
-        if not isinstance(section, dict) or not isinstance(section.get("tag"), str):
-            continue
-        tag = section["tag"]
-        kept, requested = section.get("kept", 0), section.get("requested", 0)
-        attrs[f"personae.section.{tag}.kept"] = kept if isinstance(kept, int) else 0
-        attrs[f"personae.section.{tag}.requested"] = requested if isinstance(requested, int) else 0
-        attrs[f"personae.section.{tag}.rule"] = str(section.get("rule", ""))
-        summary.append(f"{tag}={kept}/{requested} {section.get('rule', '')}")
+    for section in budget.sections:
+        tag = section.tag
+        attrs[f"personae.section.{tag}.kept"] = section.kept
+        attrs[f"personae.section.{tag}.requested"] = section.requested
+        attrs[f"personae.section.{tag}.rule"] = section.rule
+        summary.append(f"{tag}={section.kept}/{section.requested} {section.rule}")
     if summary:
         attrs["personae.budget.sections"] = summary
     return attrs
@@ -206,7 +207,7 @@ class _Emitter:
         span.end(end_time=max(end, start))
 
     def model_call(self, call: ModelCallRecord, parent: Span) -> None:
-        provider, model = _split_model(call.model)
+        provider, model = split_model(call.model)
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider,
@@ -220,7 +221,7 @@ class _Emitter:
                 attrs[f"gen_ai.usage.{key}"] = call.usage[key]
         if call.subtask is not None:
             attrs["personae.subtask"] = call.subtask
-        attrs |= _budget_attrs(call.budget)
+        attrs |= _budget_attrs(read_stored_budget(call.budget))
         if call.answer is not None:  # sizes and finish reason only, never the answer's text
             if call.answer.finish_reason:
                 attrs["gen_ai.response.finish_reasons"] = [call.answer.finish_reason]
@@ -302,7 +303,7 @@ def run_to_spans(
     tree = build_tree(events, calls, started_at=run.started_at)
     start = _ns(run.started_at, 0)
     emitter = _Emitter(tracer, run, call_outcomes(events, calls), start)
-    provider, model = _split_model(run.model)
+    provider, model = split_model(run.model)
     attrs: dict[str, Any] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": run.persona or "",

@@ -4,6 +4,7 @@ budget bars of both calls (``personae runs compare`` and ``personae runs diff`` 
 from __future__ import annotations
 
 from personae.context.diff import ContextDiff, diff_calls
+from personae.context.report import read_stored_budget
 from personae.errors import UsageError
 from personae.team.compare import CallSide, Comparison, compare_runs
 from personae.ui._html import badge, h, layout, url
@@ -105,8 +106,8 @@ def diff_page(reader: Reader, run_id: str, seq: int, other: str | None) -> str:
     mine = {c.seq: c for c in runs.model_calls(runs.get(run_id).id)}
     bars = (
         f'<div class="side-by-side"><div><h2>A: {h(d.a)}</h2>'
-        f"{budget_panel(calls[other_ref[1]].budget)}</div>"
-        f"<div><h2>B: {h(d.b)}</h2>{budget_panel(mine[seq].budget)}</div></div>"
+        f"{budget_panel(read_stored_budget(calls[other_ref[1]].budget))}</div>"
+        f"<div><h2>B: {h(d.b)}</h2>{budget_panel(read_stored_budget(mine[seq].budget))}</div></div>"
     )
     return layout(
         f"Context diff: {d.a} → {d.b}",

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from personae.context.report import read_stored_budget
 from personae.errors import UnknownNameError
 from personae.store.runs import RunRecord, RunStatus
 from personae.team.events import EventKind
@@ -201,6 +202,7 @@ def call_page(view: RunView, seq: int) -> str:
         else '<p class="muted">No truncation notice: every present section was kept whole.</p>'
     )
     usage: dict[str, Any] = call.usage
+    report = read_stored_budget(call.budget)
     body = (
         f'<p class="nav">{" · ".join(nav)}</p>'
         f'<dl class="facts"><dt>role</dt><dd>{badge(call.role, "role")}</dd>'
@@ -208,8 +210,8 @@ def call_page(view: RunView, seq: int) -> str:
         f"<dt>model</dt><dd><code>{h(call.model)}</code></dd>"
         f"<dt>tokens</dt><dd>{h(tokens(usage))} (reported by the model server)</dd>"
         f"<dt>at</dt><dd>{h(call.at)}</dd></dl>"
-        f"{budget_panel(call.budget)}<h2>Notices</h2>{notice_list}"
-        f'<h2>Rendered prompt</h2><div class="prompt">{section_blocks(call.context_text, call.budget)}</div>'  # noqa: E501
+        f"{budget_panel(report)}<h2>Notices</h2>{notice_list}"
+        f'<h2>Rendered prompt</h2><div class="prompt">{section_blocks(call.context_text, report)}</div>'  # noqa: E501
         f"<h2>The model's answer</h2>{_answer(view, seq)}"
     )
     return layout(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, assert_never
 
+from personae.context.report import read_stored_budget
 from personae.store.runs import ModelCallRecord, StoredEvent
 from personae.store.status import RunStatus
 from personae.team.events import (
@@ -61,7 +62,7 @@ def _call(call: ModelCallRecord, run_id: str) -> str:
         f'<a class="calllink" href="{url("runs", run_id, "calls", call.seq)}">'
         f"model call #{call.seq}</a> {badge(call.role, 'role')} "
         f'<span class="muted">{h(call.persona or "-")} · {h(where)}{step_text} · '
-        f"{h(tokens(call.usage))}</span>{mini_bar(call.budget)}</li>"
+        f"{h(tokens(call.usage))}</span>{mini_bar(read_stored_budget(call.budget))}</li>"
     )
 
 
