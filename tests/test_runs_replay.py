@@ -19,6 +19,7 @@ import yaml
 from pydantic_ai.models import override_allow_model_requests
 
 from _helpers import team_project
+from personae.context.report import BudgetReport
 
 PLAN = {
     "rationale": "One subtask.",
@@ -310,12 +311,14 @@ def test_the_viewer_compares_runs_and_shows_a_diff_beside_the_budget_bars(
         assert client.get(f"/compare/{run_id}/run-nope").status_code == 404
 
 
-def _budget(*sections: tuple[str, str, int]) -> dict[str, Any]:
-    return {
-        "total": sum(kept for _, _, kept in sections),
-        "budget": 1000,
-        "sections": [{"tag": t, "rule": r, "kept": k, "requested": k} for t, r, k in sections],
-    }
+def _budget(*sections: tuple[str, str, int]) -> BudgetReport:
+    return BudgetReport.model_validate({
+        "role": "worker", "snapshot_id": "s", "counter": "chars", "counter_exact": False,
+        "history_path": "A", "total": sum(kept for _, _, kept in sections), "budget": 1000,
+        "overhead": 0,
+        "sections": [{"tag": t, "source": t, "rule": r, "kept": k, "requested": k,
+                      "allotted": k} for t, r, k in sections],
+    })  # fmt: skip
 
 
 def test_each_kind_of_section_change_is_named() -> None:

@@ -103,9 +103,7 @@ def test_no_module_reads_a_stored_budget_as_a_dict() -> None:
     """The budget column is read by ``read_stored_budget`` only: a ``.get("sections")`` or
     ``["sections"]`` anywhere in the package is a dict-reading path come back.
 
-    Named exceptions: a profile file's ``[sections]`` tables are not a budget; and
-    ``context/diff.py`` (``personae runs diff``) still compares the stored JSON as given,
-    synthetic partial reports included (the one budget reader left)."""
+    A profile file's ``[sections]`` tables are not a budget (``context/profiles.py``)."""
     pattern = re.compile(r"""\.get\(\s*["']sections["']|\[\s*["']sections["']\s*\]""")
     readers = [
         f"{path.relative_to(SRC)}:{n}"
@@ -113,5 +111,5 @@ def test_no_module_reads_a_stored_budget_as_a_dict() -> None:
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if pattern.search(line)
     ]
-    others = ("context/profiles.py:", "context/diff.py:")
+    others = ("context/profiles.py:",)
     assert [r for r in readers if not r.startswith(others)] == []

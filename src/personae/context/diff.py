@@ -15,10 +15,11 @@ from __future__ import annotations
 import difflib
 import re
 import textwrap
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from personae.context.report import BudgetReport, SectionReport, StoredBudget, read_stored_budget
 from personae.errors import UsageError
 from personae.store.runs import RunStore
 
@@ -115,18 +116,17 @@ def split_sections(text: str, tags: list[str]) -> dict[str, str]:
     return {tag: "\n".join(lines) for tag, lines in bodies.items()}
 
 
-def _sections(budget: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {str(s.get("tag")): s for s in budget.get("sections") or () if s.get("tag")}
+def _sections(budget: StoredBudget | None) -> dict[str, SectionReport]:
+    """The report's sections by tag (none for a sub-agent's brief or no report)."""
+    if not isinstance(budget, BudgetReport):
+        return {}
+    return {s.tag: s for s in budget.sections if s.tag}
 
 
-def _kept(report: dict[str, Any] | None) -> int:
-    return int(report.get("kept") or 0) if report else 0
-
-
-def _rule(report: dict[str, Any] | None, present: bool) -> str:
+def _rule(report: SectionReport | None, present: bool) -> str:
     if report is None:
         return "present" if present else "absent"
-    return str(report.get("rule") or "")
+    return report.rule
 
 
 def _classify(
@@ -156,10 +156,12 @@ def _lines(body_a: str, body_b: str) -> list[str]:
 
 
 def diff_contexts(
-    a: tuple[str, str, dict[str, Any]], b: tuple[str, str, dict[str, Any]]
+    a: tuple[str, str, StoredBudget | None], b: tuple[str, str, StoredBudget | None]
 ) -> ContextDiff:
     """Compare two assembled contexts, each given as ``(label, context_text, budget)``
-    (the budget report as stored). Sections come in A's order, then B's new ones."""
+    (the stored budget as :func:`~personae.context.report.read_stored_budget` reads it;
+    without a report every section's tokens are estimated). Sections come in A's order,
+    then B's new ones."""
     label_a, text_a, budget_a = a
     label_b, text_b, budget_b = b
     reports_a, reports_b = _sections(budget_a), _sections(budget_b)
@@ -175,18 +177,21 @@ def diff_contexts(
         report_a, report_b = reports_a.get(tag), reports_b.get(tag)
         rule_a = _rule(report_a, bool(body_a.strip()))
         rule_b = _rule(report_b, bool(body_b.strip()))
-        kept_a = _kept(report_a) if report_a else _estimate(body_a)
-        kept_b = _kept(report_b) if report_b else _estimate(body_b)
+        kept_a = report_a.kept if report_a else _estimate(body_a)
+        kept_b = report_b.kept if report_b else _estimate(body_b)
         change = _classify(tag, (body_a, body_b), (rule_a, rule_b), (kept_a, kept_b))
         sections.append(SectionDiff(
             tag=tag, change=change, rule_a=rule_a, rule_b=rule_b, tokens_a=kept_a,
             tokens_b=kept_b, delta=kept_b - kept_a,
             lines=[] if change == "same" else _lines(body_a, body_b),
         ))  # fmt: skip
+    whole_a = budget_a if isinstance(budget_a, BudgetReport) else None
+    whole_b = budget_b if isinstance(budget_b, BudgetReport) else None
     return ContextDiff(
-        a=label_a, b=label_b, total_a=int(budget_a.get("total") or 0),
-        total_b=int(budget_b.get("total") or 0), budget_a=budget_a.get("budget"),
-        budget_b=budget_b.get("budget"), sections=sections,
+        a=label_a, b=label_b, total_a=whole_a.total if whole_a else 0,
+        total_b=whole_b.total if whole_b else 0,
+        budget_a=whole_a.budget if whole_a else None,
+        budget_b=whole_b.budget if whole_b else None, sections=sections,
     )  # fmt: skip
 
 
@@ -202,7 +207,8 @@ def diff_calls(runs: RunStore, a: tuple[str, int], b: tuple[str, int]) -> Contex
                 f"run {record.id} has {len(calls)} model call(s): no call {seq}", field="CALL"
             )
         call = calls[seq - 1]
-        sides.append((f"{record.id}:{seq} ({call.role})", call.context_text, call.budget))
+        budget = read_stored_budget(call.budget)
+        sides.append((f"{record.id}:{seq} ({call.role})", call.context_text, budget))
     return diff_contexts(sides[0], sides[1])
 
 
