@@ -34,7 +34,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 __all__ = [
     "BUDGET_ENV",
@@ -43,6 +43,7 @@ __all__ = [
     "Budget",
     "Link",
     "Running",
+    "Spent",
     "child_environment",
     "current",
     "inherited",
@@ -312,3 +313,19 @@ def child_environment(env: dict[str, str]) -> dict[str, str]:
     else:
         env[BUDGET_ENV] = json.dumps(link.budget.as_dict())
     return env
+
+
+class Spent(NamedTuple):
+    """Usage summed over runs: model calls, tokens (input plus output) and cost."""
+
+    calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    """What the priced calls cost."""
+    unpriced: tuple[str, ...] = ()
+    """Models called without a price (their cost is unknown)."""
+
+    def __add__(self, other: tuple[Any, ...]) -> Spent:  # type: ignore[override]
+        o = Spent(*other)
+        return Spent(self.calls + o.calls, self.tokens + o.tokens, round(self.cost + o.cost, 9),
+                     tuple(dict.fromkeys((*self.unpriced, *o.unpriced))))  # fmt: skip

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic_ai import Agent, capture_run_messages
 from pydantic_ai.capabilities import AbstractCapability
@@ -31,7 +31,7 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.usage import UsageLimits
 
 from personae.context.report import BudgetReport, SubagentBrief
-from personae.lineage import Budget
+from personae.lineage import Budget, Spent
 from personae.models.resolve import ModelResolver
 from personae.pricing import PriceTable
 from personae.store.answers import ModelAnswer
@@ -48,23 +48,7 @@ from personae.team.events import TRANSIENT, CallProgress, Event, EventBus, RunWa
 from personae.team.hooks import HookGate, ModelCall, ModelReply, new_call_id
 from personae.tokens.registry import counter_for_model, model_info
 
-__all__ = ["CallInfo", "CallOptions", "Runtime", "Spent", "SubagentBrief", "TreeUsage", "call_row"]
-
-
-class Spent(NamedTuple):
-    """Usage summed over runs: model calls, tokens (input plus output) and cost."""
-
-    calls: int = 0
-    tokens: int = 0
-    cost: float = 0.0
-    """What the priced calls cost."""
-    unpriced: tuple[str, ...] = ()
-    """Models called without a price (their cost is unknown)."""
-
-    def __add__(self, other: tuple[Any, ...]) -> Spent:  # type: ignore[override]
-        o = Spent(*other)
-        return Spent(self.calls + o.calls, self.tokens + o.tokens, round(self.cost + o.cost, 9),
-                     tuple(dict.fromkeys((*self.unpriced, *o.unpriced))))  # fmt: skip
+__all__ = ["CallInfo", "CallOptions", "Runtime", "SubagentBrief", "TreeUsage", "call_row"]
 
 
 @dataclass(kw_only=True)

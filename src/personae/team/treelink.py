@@ -14,11 +14,10 @@ import math
 from collections.abc import Callable
 
 from personae.errors import UsageError
-from personae.lineage import Budget, Link, Running, new_span_id, new_trace_id
+from personae.lineage import Budget, Link, Running, Spent, new_span_id, new_trace_id
 from personae.pricing import PriceTable, TreeCost
 from personae.project import LimitsConfig
 from personae.store.runs import RunStore
-from personae.team.runtime import Spent
 
 __all__ = ["check_cost_cap", "child_usage", "link_run", "tree_caps"]
 
