@@ -342,9 +342,7 @@ def test_a_tool_result_vetoed_after_the_call_is_withheld_from_the_run(tmp_path: 
 
 
 @pytest.mark.parametrize("when", ["before_model", "after_model"])
-def test_a_vetoed_model_call_stops_the_run_and_the_run_says_why(
-    tmp_path: Path, when: str
-) -> None:
+def test_a_vetoed_model_call_stops_the_run_and_the_run_says_why(tmp_path: Path, when: str) -> None:
     class WorkerOnce(_Refuse):
         def __init__(self) -> None:
             super().__init__()

@@ -173,8 +173,13 @@ def test_bundled_personas_run_in_a_project_without_any_persona(tmp_path: Path) -
     }  # fmt: skip
     (tmp_path / "s.json").write_text(json.dumps(scenario))
     result = run_personae(
-        "run", "When is the release?", "--persona", "researcher",
-        "--model", f"scripted:{tmp_path / 's.json'}", cwd=root,
+        "run",
+        "When is the release?",
+        "--persona",
+        "researcher",
+        "--model",
+        f"scripted:{tmp_path / 's.json'}",
+        cwd=root,
         env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(tmp_path)},
     )  # fmt: skip  (HOME is not the project: the user's data folder never marks one)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -331,8 +331,9 @@ class Team:
         )  # fmt: skip
 
     @overload
-    def run(self, task: str, *, output_type: type[T], **turn: Unpack[TurnArgs]) -> TeamResult[T]:
-        ...
+    def run(
+        self, task: str, *, output_type: type[T], **turn: Unpack[TurnArgs]
+    ) -> TeamResult[T]: ...
 
     @overload
     def run(self, task: str, *, output_type: None = None,

@@ -220,13 +220,14 @@ class Lineage(_Wire):
     joins the trace of ``traceparent`` and runs under ``budget`` (it cannot raise it:
     its own caps are the tighter of this and its flags)."""
 
-    parent_run: Annotated[
-        str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
-    ] | None = Field(default=None, exclude_if=_is_none)
+    parent_run: (
+        Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")] | None
+    ) = Field(default=None, exclude_if=_is_none)
     """The id of the run that wrote the handover."""
-    traceparent: Annotated[
-        str, StringConstraints(pattern=r"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
-    ] | None = Field(default=None, exclude_if=_is_none)
+    traceparent: (
+        Annotated[str, StringConstraints(pattern=r"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")]
+        | None
+    ) = Field(default=None, exclude_if=_is_none)
     """W3C trace context of that run (``00-<trace id>-<span id>-01``)."""
     budget: dict[str, Any] | None = Field(default=None, exclude_if=_is_none)
     """What was left of the tree's caps: ``tokens``, ``cost``, ``calls`` (each optional)."""
