@@ -2,7 +2,8 @@
 
 llama-cpp-python's OpenAI-compatible server runs SmolLM2-135M-Instruct (Q4_1, 2,048-token
 window, one thread) behind a recording proxy. Each journey (init + the sample task, the
-demo project, ``Team.run``, a handover, a chain) must end with a clear status within a
+demo project, ``Team.run``, a handover, a chain, a replay of a stored run, a run tree
+under a shared token cap) must end with a clear status within a
 bounded number of calls and seconds, with no traceback; the window is discovered (no
 guess warning); every request carries ``max_tokens``; plans parse in at least 9 of 10
 tries. A 135M model answers badly: the lane checks that personae stays in control of a
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic_ai.models import override_allow_model_requests
 
 from _helpers import personae_cli, run_async
@@ -227,3 +229,107 @@ def test_plans_parse_on_a_real_small_model(
             assert plan.subtasks
     resolver.close()
     assert parsed >= 9, errors
+
+
+REPLAY_EXIT = {"done": 0, "partial": 5, "failed": 1, "cancelled": 130}
+"""A replay's exit code by the status it ended with (``personae run``'s)."""
+SMALL = ["--max-requests", "2", "--deadline", "150", "--max-retries", "0"]
+"""Bounds of the replayed run: two calls (the plan and a worker's first step; a call on
+the 135M model takes 20-40 s on two busy cores), so the run ends partial at its cap."""
+
+
+def _asked(sent: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The chat requests that asked for an answer (not the window probe, capped at 1)."""
+    return [b for b in sent if b.get("max_tokens") != 1]
+
+
+def test_a_replay_of_a_real_run(tmp_path: Path, env: dict[str, str],
+                                server: RecordingProxy) -> None:  # fmt: skip
+    """A stored real-model run replayed from call 2 against the same model: a new run
+    linked to it, a clear status and exit code, call 1 answered from the record (no request
+    reaches the server for it), then compare and diff on the two runs' calls."""
+    root = _init_project(tmp_path, env)
+    ran = personae_cli("run", "Total March revenue", "--persona", "analyst", "--json", *SMALL,
+                       cwd=root, env=env, timeout=300, process=True)  # fmt: skip
+    assert "Traceback" not in ran.stderr + ran.stdout, ran.stderr
+    original = json.loads(ran.stdout.splitlines()[0])["run_id"]
+    old = json.loads(personae_cli("runs", "show", original, "--json", cwd=root, env=env,
+                                  check=True).stdout)  # fmt: skip
+    assert len(old["model_calls"]) >= 2, (ran.stdout[-3000:], ran.stderr[-1500:])
+    before, started = len(server.chat()), time.monotonic()
+    done = personae_cli("runs", "replay", original, "--from", "2", "--json", cwd=root, env=env,
+                        timeout=300, process=True)  # fmt: skip
+    assert "Traceback" not in done.stderr + done.stdout, (done.stdout, done.stderr)
+    assert time.monotonic() - started < 150 + 60
+    result = json.loads(done.stdout)
+    assert result["replay_of"] == original and result["status"] in REPLAY_EXIT, result
+    assert done.returncode == REPLAY_EXIT[result["status"]], done.stderr
+    assert result["replay"]["from_call"] == 2 and result["replay"]["recorded_calls"] == 1
+    new = result["run_id"]
+    shown = json.loads(personae_cli("runs", "show", new, "--json", cwd=root, env=env,
+                                    check=True).stdout)  # fmt: skip
+    assert shown["run"]["replay_of"] == original
+    calls = shown["model_calls"]
+    first = calls[0]
+    assert first["usage"]["recorded_from"] == 1
+    assert first["answer"] == old["model_calls"][0]["answer"]
+    live = [c for c in calls if "recorded_from" not in c["usage"]]
+    assert len(live) == len(calls) - 1
+    # The recorded plan (a structured answer) parsed in the replay's agent: the run went on
+    # to the same worker call as the original, live, and stopped at the same request cap.
+    assert [c["role"] for c in calls] == [c["role"] for c in old["model_calls"]]
+    assert len(calls) == 2 and live[0]["model"] == MODEL
+    # Only the live calls reached the server: call 1 came from the record.
+    sent = _asked(server.chat()[before:])
+    assert len(sent) == len(live), (len(sent), [c["role"] for c in calls])
+    if sent:
+        _all_capped(sent)
+    compared = json.loads(personae_cli("runs", "compare", original, new, "--json", cwd=root,
+                                       env=env, check=True).stdout)  # fmt: skip
+    assert compared["pairs"][0]["same"] and compared["a"]["calls"] == len(old["model_calls"])
+    assert compared["b"]["calls"] == len(calls)
+    diff = personae_cli("runs", "diff", f"{original}:1", f"{new}:1", "--json", cwd=root,
+                        env=env, check=True)  # fmt: skip
+    sections = json.loads(diff.stdout)["sections"]
+    assert sections and all(s["change"] == "same" for s in sections), sections
+    if len(calls) >= 2:
+        inner = personae_cli("runs", "diff", new, "1", "2", cwd=root, env=env, check=True)
+        assert "Traceback" not in inner.stdout + inner.stderr and inner.stdout.strip()
+
+
+def test_a_run_tree_on_the_real_model_stops_at_the_cap_its_child_shares(
+    tmp_path: Path, env: dict[str, str], server: RecordingProxy
+) -> None:
+    """A one-step chain is a run with one child run (a real `personae run` process): the
+    tree shows the child under its parent with the provider's tokens and ours, and a token
+    cap the child inherits stops it and the tree as partial (exit 5)."""
+    root = tmp_path / "chain"
+    real_chain(root, DEADLINE)
+    workflow = root / "workflow.yaml"
+    spec = yaml.safe_load(workflow.read_text())
+    spec["steps"] = spec["steps"][:1]
+    workflow.write_text(yaml.safe_dump(spec))
+    cap = 600  # below one call's context on the analyst step: the first call crosses it
+    before, started = len(server.chat()), time.monotonic()
+    done = personae_cli("chain", "run", "workflow.yaml", "--max-tokens-total", str(cap), "--json",
+                        cwd=root, env=env, timeout=DEADLINE + 120, process=True)  # fmt: skip
+    assert "Traceback" not in done.stderr + done.stdout, (done.stdout, done.stderr)
+    assert time.monotonic() - started < DEADLINE + 60
+    assert done.returncode == 5, (done.stdout[-2000:], done.stderr[-2000:])
+    last = json.loads(done.stdout.splitlines()[-1])
+    assert last["event"] == "done" and last["status"] == "partial", last
+    shown = personae_cli("runs", "show", last["run"], "--tree", "--json", cwd=root, env=env,
+                         check=True)  # fmt: skip
+    tree = json.loads(shown.stdout)
+    assert tree["status"] == "partial" and tree["budget"] == {"tokens": cap}, tree
+    (child,) = tree["children"]
+    assert child["parent_run"] == last["run"] and child["trace_id"] == tree["trace_id"]
+    assert child["status"] == "partial" and child["budget"] == {"tokens": cap}
+    own = child["own"]
+    assert own["calls"] >= 1 and own["tokens"] >= cap  # stopped by the cap, not before it
+    assert own["input_tokens"] > 0 and own["output_tokens"] > 0  # the provider's figures
+    assert own["counted_input_tokens"] > 0  # ours
+    assert tree["total"]["calls"] == own["calls"] and tree["total"]["tokens"] == own["tokens"]
+    assert len(_asked(server.chat()[before:])) == own["calls"]
+    text = personae_cli("runs", "show", last["run"], "--tree", cwd=root, env=env, check=True)
+    assert f"└─ {child['run']} [partial]" in text.stdout
