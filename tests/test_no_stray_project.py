@@ -127,6 +127,7 @@ def test_a_named_root_outside_any_project_is_refused_too(home: Path, folder: Pat
     assert _tree(home) == before
 
 
+@pytest.mark.process  # the gate runs as the host runs it: a child process
 def test_the_hook_gate_claims_in_the_data_folder(home: Path, folder: Path) -> None:
     """The gate outside a project looks for its store in ``~/.personae`` (where ``serve``
     keeps it there) and never creates one in the folder the host works in."""
