@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import io
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -246,6 +249,19 @@ def test_wrapper_denies_when_the_gate_cannot_run(host: str, failure: str, tmp_pa
 
 
 @pytest.mark.process
+@contextlib.contextmanager
+def _not_a_subreaper() -> Iterator[None]:
+    """This process is no child subreaper inside the block (restored after)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    was = ctypes.c_int(0)
+    assert libc.prctl(37, ctypes.byref(was), 0, 0, 0) == 0  # PR_GET_CHILD_SUBREAPER
+    assert libc.prctl(36, 0, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    try:
+        yield
+    finally:
+        libc.prctl(36, was.value, 0, 0, 0)
+
+
 def test_the_stdio_mind_server_records_its_host_process(tmp_path: Path) -> None:
     """A real stdio server started by this process binds its bootstraps to it."""
     import anyio
@@ -284,8 +300,12 @@ def test_the_stdio_mind_server_records_its_host_process(tmp_path: Path) -> None:
         f'("{sys.executable}" -m personae hook pre-tool-use --host copilot '
         f'< "{tmp_path / "in.json"}" > "{out}.part"; mv "{out}.part" "{out}") &'
     )
-    subprocess.run(["sh", "-c", script], timeout=30, check=True)
-    deadline = time.monotonic() + 30
-    while not out.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # An orphan goes to the nearest child subreaper: when an earlier run in this test
+    # process made it one, the orphan would come back under this process (a real
+    # descendant again). Not a subreaper while the orphan starts, as a host is not.
+    with _not_a_subreaper():
+        subprocess.run(["sh", "-c", script], timeout=30, check=True)
+        deadline = time.monotonic() + 30
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
     assert json.loads(out.read_bytes())["permissionDecision"] == "deny"

@@ -298,13 +298,17 @@ def test_ray_batch_ctrl_c_cancels_and_leaves_no_process(
 
 def test_private_cluster_started_and_shut_down_by_the_cli(tmp_path: Path) -> None:
     """Without --address the CLI starts its own loopback cluster and stops it at the end."""
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(json.dumps({"task": "x", "persona": "no-such-persona"}) + "\n")
+    # A task that fails when it runs: its scenario answers nothing (the persona and the
+    # model are valid, so the batch's checks before the start let it through).
+    root = dev_project(tmp_path, {"silent": {"description": "answers nothing", "steps": []}})
+    tasks = root / "tasks.jsonl"
+    task = {"task": "x", "persona": "dev", "model": f"scripted:{tmp_path / 'silent.yaml'}"}
+    tasks.write_text(json.dumps(task) + "\n")
     env = {k: v for k, v in os.environ.items() if k != "PWD"}
     done = run_personae("batch", str(tasks), "--executor", "ray", "--retries", "0",
-                        cwd=tmp_path, env=env, timeout=180)  # fmt: skip
-    assert done.returncode == 3, done.stderr  # the task failed (no such persona), no crash
-    row = rows(tmp_path / "tasks.results.jsonl")[0]
+                        cwd=root, env=env, timeout=180)  # fmt: skip
+    assert done.returncode == 3, done.stderr  # the task failed, no crash
+    row = rows(root / "tasks.results.jsonl")[0]
     assert row["status"] == "failure" and "exited with code" in row["error"]
     assert processes_mentioning(str(tmp_path)) == []
 
@@ -318,7 +322,8 @@ def test_private_cluster_started_and_shut_down_by_the_cli(tmp_path: Path) -> Non
     ],
 )
 def test_executor_options_checked(tmp_path: Path, args: list[str], needle: str) -> None:
-    (tmp_path / "w.yaml").write_text("name: x\nsteps:\n  - {id: a, persona: p, task: t}\n")
+    (tmp_path / ".personae").mkdir()  # a project: outside one, batch and chain refuse first
+    (tmp_path / "w.yaml").write_text("name: x\nsteps:\n  - {id: a, persona: researcher, task: t}\n")
     (tmp_path / "tasks.jsonl").write_text('{"task": "t"}\n')
     done = run_personae(*args, cwd=tmp_path, timeout=60)
     assert done.returncode == 1 and needle in done.stderr, done.stderr

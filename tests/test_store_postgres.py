@@ -227,7 +227,7 @@ def test_cli_commands_read_a_postgres_store_without_a_file(
     tmp_path: Path, pg_database: str
 ) -> None:
     project = tmp_path / "project"
-    project.mkdir()
+    (project / ".personae").mkdir(parents=True)  # a project whose store is on PostgreSQL
     env = {**os.environ, "PERSONAE_DATABASE_URL": pg_database, "COLUMNS": "120"}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:

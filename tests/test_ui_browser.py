@@ -70,7 +70,8 @@ def test_runs_list_shows_every_run_with_its_facts(
     run_id = project[1]
     page.goto(base + "/")
     rows = page.locator("table.runs tbody tr")
-    assert rows.count() == 4  # the demo run, the tight-budget run, the chain's two steps
+    # the demo run, the tight-budget run, the chain's own run and its two steps
+    assert rows.count() == 5
     demo = page.locator(f'tr[data-run="{run_id}"]')
     text = demo.inner_text()
     assert "done" in text and "maintainer" in text and "scripted:" in text
