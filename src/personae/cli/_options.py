@@ -141,27 +141,23 @@ CallTimeoutOpt = Annotated[
         "timeouts:).",
     ),
 ]  # fmt: skip
-MaxRequestsOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--max-requests", min=1, metavar="CALLS",
-        help="Most model requests for the run and every run it starts (config limits:).",
-    ),
-]  # fmt: skip
+
+
+def _run_cap(
+    flag: str, metavar: str, what: str, source: str = "config limits:", least: int | None = 1
+) -> Any:
+    """A cap on a run and every run it starts (the tree shares it)."""
+    help_text = f"Most {what} for the run and every run it starts ({source})."
+    return typer.Option(flag, min=least, metavar=metavar, help=help_text)
+
+
+MaxRequestsOpt = Annotated[int | None, _run_cap("--max-requests", "CALLS", "model requests")]
 MaxTokensTotalOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--max-tokens-total", min=1, metavar="TOKENS",
-        help="Most tokens (in + out) for the run and every run it starts (config limits:).",
-    ),
-]  # fmt: skip
+    int | None, _run_cap("--max-tokens-total", "TOKENS", "tokens (in + out)")
+]
 MaxCostOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--max-cost", metavar="COST",
-        help="Most cost for the run and every run it starts (needs prices: in config).",
-    ),
-]  # fmt: skip
+    float | None, _run_cap("--max-cost", "COST", "cost", "needs prices: in config", None)
+]
 DeadlineOpt = Annotated[
     float | None,
     typer.Option(

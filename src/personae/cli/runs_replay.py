@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
@@ -17,7 +18,11 @@ from personae.cli.runs import runs_app
 from personae.errors import CommandLineError, UsageError
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from personae.store.runs import RunStore
+
+    _Found = TypeVar("_Found", bound=BaseModel)
 
 __all__ = ["parse_call_refs"]
 
@@ -36,6 +41,18 @@ def _runs() -> RunStore:
     store: RunStore = _store(project_root())
     store.reconcile()
     return store
+
+
+def _print_result(
+    find: Callable[[RunStore], _Found], render: Callable[[_Found], str], as_json: bool
+) -> None:
+    """Find something in the project's runs and print it as JSON or as text; a run or
+    call that is not there is a one-line usage error."""
+    try:
+        found = find(_runs())
+    except UsageError as exc:
+        raise CommandLineError.of(exc) from None
+    typer.echo(found.model_dump_json(indent=2) if as_json else render(found))
 
 
 @runs_app.command("replay")
@@ -120,15 +137,8 @@ def compare(
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.team.compare import compare_runs, render_comparison
 
-    runs = _runs()
-    try:
-        comparison = compare_runs(runs, run_a, run_b)
-    except UsageError as exc:
-        raise CommandLineError.of(exc) from None
-    if as_json:
-        typer.echo(comparison.model_dump_json(indent=2))
-    else:
-        typer.echo(render_comparison(comparison, width=_width()))
+    _print_result(lambda runs: compare_runs(runs, run_a, run_b),
+                  lambda found: render_comparison(found, width=_width()), as_json)  # fmt: skip
 
 
 _DIFF_FORMS = "give RUN CALL_A CALL_B (two calls of one run) or RUN_A:CALL RUN_B:CALL"
@@ -171,12 +181,6 @@ def diff(
     from personae.context.diff import diff_calls, render_diff
 
     a, b = parse_call_refs(refs)
-    runs = _runs()
-    try:
-        result = diff_calls(runs, a, b)
-    except UsageError as exc:
-        raise CommandLineError.of(exc) from None
-    if as_json:
-        typer.echo(result.model_dump_json(indent=2))
-    else:
-        typer.echo(render_diff(result, width=_width(), max_lines=None if full else 40))
+    _print_result(lambda runs: diff_calls(runs, a, b),
+                  lambda found: render_diff(found, width=_width(), max_lines=None if full else 40),
+                  as_json)  # fmt: skip
