@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -212,3 +213,42 @@ def assert_gate_failed_closed(run: HostRun, sandbox: Sandbox, *, shell: str) -> 
     assert run.server.remaining_steps == 0, run.explain()
     assert "the gate could not decide" in run.result_after(shell), run.explain()
     assert not sandbox.side_effect.exists(), run.explain()
+
+
+class JsonLinesHost:
+    """A host process speaking JSON lines on stdin and stdout; its stdout is read on a
+    thread into :attr:`seen` (lines that are not JSON are skipped)."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.proc = proc
+        self.seen: list[dict[str, Any]] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            self.seen.append(message)
+            self.received(message)
+
+    def received(self, message: dict[str, Any]) -> None:
+        """Called on the reader thread for each message (after it is in :attr:`seen`)."""
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one JSON line to the host's stdin."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def close(self) -> None:
+        """Close stdin and wait for the host to end (killed after 30 s)."""
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()

@@ -12,13 +12,20 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _harness import RUN_TIMEOUT, Sandbox, clean_env, host_binary, make_sandbox, scenario
+from _harness import (
+    RUN_TIMEOUT,
+    JsonLinesHost,
+    Sandbox,
+    clean_env,
+    host_binary,
+    make_sandbox,
+    scenario,
+)
 from _hosts import COPILOT, MARKER
 
 from personae.models import ScriptedServer
@@ -32,38 +39,24 @@ def _bash(name: str) -> dict[str, Any]:
     return {"name": "bash", "args": {"command": f"echo ok >> {name}", "description": "append"}}
 
 
-class _Acp:
+class _Acp(JsonLinesHost):
     """A minimal ACP client: requests with ids, the agent's notifications kept in order."""
 
     def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.proc = proc
-        self.seen: list[dict[str, Any]] = []
         self._next = 0
-        threading.Thread(target=self._read, daemon=True).start()
+        super().__init__(proc)
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            self.seen.append(message)
-            if message.get("method") == "session/request_permission" and "id" in message:
-                # --allow-all answers these itself; should one come, allow it once.
-                option = message["params"]["options"][0]["optionId"]
-                outcome = {"outcome": "selected", "optionId": option}
-                self._send({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}})
-
-    def _send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
+    def received(self, message: dict[str, Any]) -> None:
+        if message.get("method") == "session/request_permission" and "id" in message:
+            # --allow-all answers these itself; should one come, allow it once.
+            option = message["params"]["options"][0]["optionId"]
+            outcome = {"outcome": "selected", "optionId": option}
+            self.send({"jsonrpc": "2.0", "id": message["id"], "result": {"outcome": outcome}})
 
     def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         self._next += 1
         ident = self._next
-        self._send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
+        self.send({"jsonrpc": "2.0", "id": ident, "method": method, "params": params})
         deadline = time.monotonic() + RUN_TIMEOUT
         while time.monotonic() < deadline and self.proc.poll() is None:
             for message in list(self.seen):
@@ -86,15 +79,6 @@ class _Acp:
             ):
                 found.append(update)
         return found
-
-    def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def _copilot_log(sandbox: Sandbox) -> str:

@@ -8,16 +8,14 @@ Each run drives the real binary against the scripted loopback server, with the h
 
 from __future__ import annotations
 
-import json
 import shlex
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _harness import RUN_TIMEOUT, clean_env, host_binary, make_sandbox, scenario
+from _harness import RUN_TIMEOUT, JsonLinesHost, clean_env, host_binary, make_sandbox, scenario
 from _hosts import CLAUDE, MARKER
 
 from personae.models import ScriptedServer
@@ -52,26 +50,8 @@ def _tool_results(server: ScriptedServer) -> list[str]:
     return list(seen.values())
 
 
-class _Lines:
+class _Lines(JsonLinesHost):
     """A host speaking JSON lines on stdout, read on a thread."""
-
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.proc = proc
-        self.seen: list[dict[str, Any]] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                self.seen.append(json.loads(line))
-            except ValueError:
-                continue
-
-    def send(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message) + "\n")
-        self.proc.stdin.flush()
 
     def wait_for(self, found: Any, what: str) -> dict[str, Any]:
         deadline = time.monotonic() + RUN_TIMEOUT
@@ -87,15 +67,6 @@ class _Lines:
     def results(self) -> list[dict[str, Any]]:
         """The ``result`` lines so far (one per finished turn)."""
         return [m for m in list(self.seen) if m.get("type") == "result"]
-
-    def close(self) -> None:
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def test_claude_clear_starts_a_locked_session(tmp_path: Path) -> None:
