@@ -45,7 +45,9 @@ def test_build_shows_a_real_assembled_context(example: Path, isolated_home: Path
     done = analyst_context(example, "worker", "Which product sold best in March?", "--report")
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert out.startswith("<active_persona>\n")
+    # The project's vision reaches the worker too, first (the most stable section).
+    assert out.startswith("<vision>\n# Shop sales insights\n")
+    assert "</vision>\n\n<active_persona>\n" in out
     assert "<directive>\n# Project directive" in out
     assert "<task>\nWhich product sold best in March?\n</task>" in out
     assert "Context Budget Report (role: worker" in done.stderr

@@ -1,7 +1,8 @@
 """The designed truncation order, in every profile: lower priority is cut first.
 
 Git log first, reference docs second, step context third (as an outline); task,
-vision and decisions never. For deep context the summary file stands in for the
+vision and decisions never (a vision over its share of the budget is held to its
+share, outlined, and never dropped). For deep context the summary file stands in for the
 specifics first, and research goes before codebase, except research while
 planning and codebase while building.
 """
@@ -35,7 +36,7 @@ def _priorities(project: Path, role: str) -> dict[str, tuple[int, bool]]:
 def test_lower_priority_is_cut_first_in_every_profile(project: Path) -> None:
     snap = Snapshot.build(project, task="profile-page")
     rng = random.Random(29)
-    checked = 0
+    checked = held = 0
     for role in load_profiles(project).roles:
         prio = _priorities(project, role)
         need = assemble_snapshot(snap, role, Budget.absolute(10**6), COUNTER).total
@@ -46,10 +47,17 @@ def test_lower_priority_is_cut_first_in_every_profile(project: Path) -> None:
             ctx = assemble_snapshot(snap, role, Budget.absolute(budget), COUNTER)
             assert ctx.total == COUNTER.count(ctx.render()) <= budget
             rows = [r for r in ctx.report().sections if r.tag != "context_warning"]
-            for r in rows:
-                if prio[r.tag][1]:
-                    assert r.rule in ("pinned", "absent"), (role, r)
             cut = [r for r in rows if r.rule.startswith("budget:") and not prio[r.tag][1]]
+            for r in rows:
+                if prio[r.tag][1] and r.rule.startswith("share "):
+                    # Pinned with a share (vision): held to its share, never dropped;
+                    # above it only by room the cut sections' coarser forms left over.
+                    assert r.target is not None and r.requested > r.target, (role, r)
+                    assert r.kept > 0, (role, budget, r)
+                    assert r.kept <= r.target + FLOOR or not cut, (role, budget, r)
+                    held += 1
+                elif prio[r.tag][1]:
+                    assert r.rule in ("pinned", "absent"), (role, r)
             for b in cut:
                 for a in rows:
                     if a.rule == "absent" or prio[a.tag][1] or prio[a.tag][0] >= prio[b.tag][0]:
@@ -59,6 +67,7 @@ def test_lower_priority_is_cut_first_in_every_profile(project: Path) -> None:
                     assert a.kept <= FLOOR + 0.05 * budget, (role, budget, b.tag, a)
                     checked += 1
     assert checked > 100
+    assert held > 0  # the sized project's vision is over its share at small budgets
 
 
 def test_designed_order_of_the_builder_and_the_planner(project: Path) -> None:

@@ -87,8 +87,12 @@ def test_refill_invariants(contents: list[SectionContent], budget: int) -> None:
     sep = count_small(COUNTER, SEPARATOR)
     shown = sum(1 for s in result.sections if s.text is not None)
     for c, s in zip(contents, result.sections, strict=True):
-        if c.spec.pinned and c.text:
-            assert s.text == c.text, "pinned content is never cut"
+        if c.spec.pinned and c.text and s.rule.startswith("share "):
+            # A pinned section with a share, over it: held to its share (never dropped).
+            assert c.spec.share is not None and s.requested > int(c.spec.share * budget)
+            assert s.text and s.kept < s.requested and "dropped" not in s.rule, s.rule
+        elif c.spec.pinned and c.text:
+            assert s.text == c.text, "pinned content is never cut (but for its share)"
         if c.spec.pinned or not c.text or c.spec.truncation is Truncation.DROP:
             continue
         if s.rule == "removed" or s.rule.endswith("dropped"):

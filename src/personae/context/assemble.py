@@ -167,7 +167,10 @@ def _cut_tags(outcomes: list[tuple[str, Rule]]) -> list[str]:
         tag
         for tag, rule in outcomes
         if tag != WARNING_TAG
-        and (rule.bound == "budget" or (rule.bound is None and rule.action in _CUT_ACTIONS))
+        and (
+            rule.bound in ("budget", "share")
+            or (rule.bound is None and rule.action in _CUT_ACTIONS)
+        )
     ]
 
 

@@ -141,6 +141,8 @@ class _State:
     """The conversation prepared for fitting (messages only)."""
     frame: int = 0
     """Tokens of the section's opening and closing tags (set by ``_Plan``)."""
+    held: int = 0
+    """A pinned section over its share: its share in tokens (0: whole, not held)."""
     forms: dict[tuple[int, int], _Form] = field(default_factory=dict)
     """Messages: the form at each limit tried, shared by the fittings of one
     assembly (``(id(content), limit)``: the same content fits the same way)."""
@@ -336,7 +338,7 @@ def _apply(st: _State, res: _Form | None, limit: int, bound: Bound | None) -> No
         return
     st.show(res)
     st.allotted = max(0, limit)
-    st.rule = res.rule.bounded(bound, st.spec.cap)
+    st.rule = res.rule.bounded(bound, st.held if bound == "share" else st.spec.cap)
 
 
 def _start(st: _State, budget: int, counter: TokenCounter) -> None:
@@ -430,13 +432,49 @@ def _refill(plan: _Plan, movable: list[_State], counter: TokenCounter) -> None:
             _apply(st, res, limit, st.bound(limit))
 
 
+def _hold_shares(plan: _Plan, live: list[_State], counter: TokenCounter) -> list[_State]:
+    """Pass 0 for pinned sections with a ``share`` (vision): one larger than its share of
+    the budget is held to it (outlined, or cut, with a notice; never dropped), so it
+    never crowds out the rest; it gets its excess back only in the last refill."""
+    held = []
+    for st in live:
+        share = st.spec.share
+        if not st.spec.pinned or share is None or st.is_history:
+            continue
+        limit = int(share * plan.budget)
+        if st.requested <= limit:
+            continue
+        got = _form(st, limit, counter)
+        if got is None or got.rule.action is Action.DROPPED:
+            continue  # pinned: not even a cut form fits its share, so it stays whole
+        st.held = limit
+        _apply(st, got, limit, "share")
+        held.append(st)
+    return held
+
+
+def _regrow(plan: _Plan, held: list[_State], counter: TokenCounter) -> None:
+    """Last refill: what every other section left goes back to held pinned sections."""
+    for st in held:
+        limit = min(st.requested, plan.room_for(st))
+        if limit <= st.tokens:
+            continue
+        got = _form(st, limit, counter)
+        if got is not None and got.tokens > st.tokens and got.rule.action is not Action.DROPPED:
+            if got.rule.action is Action.FULL:
+                st.show(got)
+                st.allotted, st.rule = st.requested, Rule(Action.PINNED)
+            else:
+                _apply(st, got, limit, "share")
+
+
 def _fit_once(
     contents: Sequence[SectionContent],
     budget: int,
     counter: TokenCounter,
     forms: dict[tuple[int, int], _Form],
 ) -> list[_State]:
-    """Two passes: targets by priority (floors reserved for the rest), then refill."""
+    """Pinned sections held to their shares, floors, then by priority, then refill."""
     states = [_State(c, i, forms=forms) for i, c in enumerate(contents)]
     live: list[_State] = []
     for st in states:
@@ -448,6 +486,7 @@ def _fit_once(
     plan = _Plan(live, budget, counter)
     if _fits_whole(plan, counter):
         return states
+    held = _hold_shares(plan, live, counter)
     movable = sorted(
         (s for s in live if not s.spec.pinned), key=lambda s: (-s.spec.priority, s.index)
     )
@@ -455,6 +494,7 @@ def _fit_once(
     _to_targets(plan, movable, kept, counter)
     for _ in range(2):
         _refill(plan, movable, counter)
+    _regrow(plan, held, counter)
     plan.check()
     return states
 

@@ -34,8 +34,9 @@ class Action(StrEnum):
     """A one-line notice in its place."""
 
 
-Bound = Literal["cap", "budget"]
-"""What made the section smaller: its own cap or the budget."""
+Bound = Literal["cap", "budget", "share"]
+"""What made the section smaller: its own cap, the budget, or (a pinned section) its
+share of the budget."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,20 +48,23 @@ class Rule:
     of_summary: bool = False
     """The outline or cut is of the section's summary file (not of the whole)."""
     bound: Bound | None = None
-    """``cap`` or ``budget`` when the section was made smaller; ``None`` otherwise."""
+    """``cap``, ``budget`` or ``share`` when the section was made smaller; ``None``
+    otherwise."""
     cap: int | None = None
-    """The cap, when ``bound`` is ``cap``."""
+    """The cap, when ``bound`` is ``cap``; the share in tokens, when it is ``share``."""
 
     def bounded(self, bound: Bound | None, cap: int | None = None) -> Rule:
         """This rule bounded by ``bound`` (a whole form stays unbounded)."""
         if self.action is Action.FULL or bound is None:
             return Rule(self.action, self.of_summary)
-        return Rule(self.action, self.of_summary, bound, cap if bound == "cap" else None)
+        return Rule(self.action, self.of_summary, bound, cap if bound != "budget" else None)
 
     def __str__(self) -> str:
         what = f"summary file {self.action}" if self.of_summary else str(self.action)
         if self.bound == "cap":
             return f"cap {self.cap}: {what}"
+        if self.bound == "share":
+            return f"share {self.cap}: {what}"
         if self.bound == "budget":
             return f"budget: {what}"
         return what

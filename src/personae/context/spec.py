@@ -113,12 +113,16 @@ class SectionSpec(BaseModel):
     """Truncation order when over budget: lower is cut first."""
     share: float | None = Field(default=None, gt=0, le=1)
     """Target share of the budget (the design's allocation table), reported per section
-    as ``target`` in the budget report. Fitting does not enforce it: when the budget
-    is short, sections are cut strictly by ``priority`` (lower first), so a target
-    never keeps a less important section whole while a more important one is cut.
-    ``None``: no target."""
+    as ``target`` in the budget report. A pinned section's share bounds it: when the
+    context does not fit whole, a pinned section larger than its share is held to it
+    (outlined or cut, never dropped) and gets the rest back only from room every other
+    section left. Other sections are cut strictly by ``priority`` (lower first), so a
+    target never keeps a less important section whole while a more important one is
+    cut. ``None``: no target."""
     pinned: bool = False
-    """Never truncated (nor capped); fitting fails loudly if pinned content does not fit."""
+    """Never dropped, never cut by priority, never capped; with a ``share``, held to it
+    when the context does not fit whole. Fitting fails loudly if pinned content does
+    not fit."""
     truncation: Truncation = Truncation.TAIL
     """How the section shrinks."""
     notice: str = DEFAULT_NOTICE
