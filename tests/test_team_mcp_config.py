@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from personae.errors import ConfigError
 from personae.persona.cast import Cast
+from personae.persona.mcp_config import parse_server, servers_for, tool_granted
 from personae.persona.model import Persona
-from personae.team._mcp_config import parse_server, servers_for, tool_granted
 from personae.tools.grants import effective_tool_names
 
 MIND = {"command": "python", "args": ["-m", "personae", "serve"]}

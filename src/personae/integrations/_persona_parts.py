@@ -10,7 +10,7 @@ from typing import Any
 from personae.errors import ConfigError
 from personae.models.resolve import ModelSpec, parse_model_spec
 from personae.persona import Persona
-from personae.team._mcp_config import McpServerSpec, parse_server, servers_for
+from personae.persona.mcp_config import McpServerSpec, parse_server, servers_for
 
 __all__ = ["own_model_spec", "server_specs"]
 

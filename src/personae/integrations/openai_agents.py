@@ -29,8 +29,8 @@ from personae.errors import UnknownNameError
 from personae.integrations._persona_parts import own_model_spec, server_specs
 from personae.models.resolve import _OPENAI_URL, endpoint_for
 from personae.persona import Cast, Persona
+from personae.persona.mcp_config import McpServerSpec, tool_granted
 from personae.store.conversations import ConversationStore, Message, Role, ToolCall, token_text
-from personae.team._mcp_config import McpServerSpec, tool_granted
 from personae.team.mcp_servers import DEFAULT_START_TIMEOUT
 from personae.tools.grants import effective_tool_names
 from personae.tools.names import canonical_tool_name

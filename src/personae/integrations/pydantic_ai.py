@@ -44,7 +44,7 @@ from personae.errors import ConfigError
 from personae.integrations._persona_parts import own_model_spec, server_specs
 from personae.models.resolve import ModelResolver
 from personae.persona import Persona
-from personae.team._mcp_config import McpServerSpec, tool_granted
+from personae.persona.mcp_config import McpServerSpec, tool_granted
 from personae.team.mcp_servers import DEFAULT_START_TIMEOUT
 from personae.tokens import TokenCounter, counter_for_model
 from personae.tools.grants import effective_tool_names

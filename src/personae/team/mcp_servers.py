@@ -40,14 +40,14 @@ from pydantic_ai.toolsets import AbstractToolset, CombinedToolset, WrapperToolse
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from personae.errors import ConfigError
-from personae.persona.model import Persona
-from personae.procs import RUN_PROCESSES, tied_argv
-from personae.team._mcp_config import (
+from personae.persona.mcp_config import (
     McpServerSpec,
     parse_server,
     servers_for,
     tool_granted,
 )
+from personae.persona.model import Persona
+from personae.procs import RUN_PROCESSES, tied_argv
 from personae.tools.names import mcp_tool_name
 
 __all__ = [
