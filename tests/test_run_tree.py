@@ -111,7 +111,7 @@ def test_a_chain_is_one_tree_in_one_trace_and_its_steps_share_one_token_cap(
     # The second step's handover file carries the link (schema 1.1).
     saved = root / ".personae" / "chains" / "sales-report" / "handovers" / "report.json"
     handover = json.loads(saved.read_text())
-    assert handover["version"] == "1.1.0" and handover["lineage"]["parentRun"] == chain.id
+    assert handover["version"] == "1.2.0" and handover["lineage"]["parentRun"] == chain.id
     assert parse_traceparent(handover["lineage"]["traceparent"]) == (chain.trace_id, chain.span_id)
     text = cli("runs", "show", chain.id, "--tree", cwd=root)
     assert text.stdout.splitlines()[0].startswith(f"{chain.id} [partial]")

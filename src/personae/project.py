@@ -61,6 +61,10 @@ class HandoverConfig(BaseModel):
     """Extra roots artifact paths may live in (besides cwd, the handover dir and temp)."""
     env_allow: list[str] = Field(default_factory=list)
     """Extra environment variables a handover may capture and carry."""
+    mcp_reconnect: Literal["project", "handover", "none"] = "project"
+    """Which of the source's MCP servers a receiving run starts (its persona must allow
+    each): ``project`` those configured here, with this project's entry; ``handover``
+    also those configured only in the handover file (its command runs); ``none``."""
 
 
 class SandboxConfig(BaseModel):

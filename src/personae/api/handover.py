@@ -176,7 +176,8 @@ def create_handover(
     content = HandoverContent(
         session_id=spec.session, files=files, data=dict(spec.data),
         insights=list(spec.insights), interactive=spec.interactive, profile=spec.profile,
-        history=history_for(project.state_db, spec.session or None), mcp_servers=servers,
+        history=history_for(project.state_db, spec.session or None),
+        mcp_server_configs=servers,
     )  # fmt: skip
     handover = build_handover(
         source_persona=spec.source, target_persona=spec.to, task=spec.task, cwd=where,

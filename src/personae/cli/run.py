@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from personae.handover.runflow import HandoverSession, HandoverTurn
     from personae.lineage import Link
+    from personae.persona.cast import Cast
     from personae.settings import PersonaeSettings
     from personae.team.events import Event, RunFinished, RunStarted
     from personae.team.session import RunOptions, RunOutcome
@@ -516,11 +517,33 @@ def _run_options(request: _Request, task: str, announced: RunStarted) -> RunOpti
     limits = Limits(max_retries=request.max_retries, max_requests=request.max_requests,
                     max_tokens=tokens, max_cost=cost,
                     window=window, call_timeout=call_timeout, deadline=deadline)  # fmt: skip
-    return dataclasses.replace(
+    options = dataclasses.replace(
         team.options(persona=request.persona, session=request.session, limits=limits),
         handover_text=handover.section_text if handover else None,
         announced=announced, link=request.link,
     )  # fmt: skip
+    if handover is not None:
+        options = dataclasses.replace(options, cast=_reconnected(request, handover, options.cast))
+    return options
+
+
+def _reconnected(request: _Request, handover: HandoverSession, cast: Cast | None) -> Cast | None:
+    """The run's cast with the handover source's MCP servers its persona and project allow
+    added to the persona (one stderr line per server: reconnected, or why not)."""
+    context = handover.handover.context
+    if not context.mcp_servers and not context.mcp_server_configs:
+        return cast
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.handover.mcp_carry import reconnect_cast
+    from personae.persona.preflight import run_cast
+    from personae.project import Project
+
+    mode = Project.open(request.cwd).config.handover.mcp_reconnect
+    full = run_cast(request.cwd, cast=cast)
+    updated, plan = reconnect_cast(full, request.persona, handover.handover, mode)
+    for line in plan.notes():
+        typer.echo(f"personae: {line}", err=True)
+    return updated
 
 
 def _turn(outcome: RunOutcome) -> HandoverTurn:

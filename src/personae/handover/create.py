@@ -16,6 +16,7 @@ from personae.fsutil import private_dir
 from personae.handover._memory import memory_snapshot as summarise_memory
 from personae.handover.artifact_formats import detect_format, summarize
 from personae.handover.files import ContextFormat, save_handover, validate_safety
+from personae.handover.mcp_carry import carried_configs
 from personae.handover.runflow import load_policy
 from personae.handover.schema import (
     ArtifactFile,
@@ -83,7 +84,12 @@ class HandoverContent:
     given (:func:`~personae.handover.tool.handover_to_persona` then reads it from the
     project's conversation store; :func:`build_handover` writes none)."""
     mcp_servers: Sequence[str] | None = None
-    """The source persona's MCP servers."""
+    """The source persona's MCP servers (names; default: the keys of
+    :attr:`mcp_server_configs`)."""
+    mcp_server_configs: Mapping[str, Any] | None = None
+    """Their entries as configured (name -> ``.mcp.json`` entry, ``${VAR}`` references
+    unexpanded; ``None`` for a name with no entry): written with every secret replaced by
+    a ``${NAME}`` reference (:func:`personae.handover.mcp_carry.carried_configs`)."""
     memory_snapshot: str | None = None
     """The memory summary (``None``: summarised from the project's mind memory)."""
 
@@ -154,6 +160,11 @@ def build_handover(
     counts by type and one line per file, never a file's body or a secret.
     """
     c = content or HandoverContent()
+    names = c.mcp_servers
+    configs: dict[str, dict[str, Any]] | None = None
+    if c.mcp_server_configs is not None:
+        configs = carried_configs(c.mcp_server_configs, environ)[0] or None
+        names = sorted(c.mcp_server_configs) if names is None else names
     memory_snapshot = c.memory_snapshot
     if memory_snapshot is None:
         memory_snapshot = summarise_memory(Path(cwd))
@@ -178,7 +189,8 @@ def build_handover(
             ),
             context=ExecutionContext(
                 history=list(c.history or ()),
-                mcp_servers=list(c.mcp_servers) if c.mcp_servers is not None else None,
+                mcp_servers=list(names) if names is not None else None,
+                mcp_server_configs=configs,
                 memory_snapshot=memory_snapshot,
             ),
             lineage=_lineage(),

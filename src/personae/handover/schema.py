@@ -45,8 +45,9 @@ __all__ = [
     "now_iso",
 ]
 
-SCHEMA_VERSION = "1.1.0"
-"""The version this code writes (1.1 adds ``lineage``; 1.0 files load unchanged)."""
+SCHEMA_VERSION = "1.2.0"
+"""The version this code writes (1.1 adds ``lineage``, 1.2 ``context.mcpServerConfigs``;
+1.0 and 1.1 files load unchanged)."""
 SUPPORTED_MAJOR = 1
 """The newest major version this code reads."""
 
@@ -69,6 +70,7 @@ Text200k = Annotated[str, StringConstraints(max_length=200_000)]
 PersonaName = Annotated[
     str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.:@-]*$")
 ]
+ServerName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,48}$")]
 HandoverId = Annotated[
     str, StringConstraints(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 ]
@@ -194,6 +196,13 @@ class ExecutionContext(_Wire):
     """Earlier personas' work, oldest first."""
     mcp_servers: list[ShortText] | None = Field(default=None, exclude_if=_is_none)
     """Names of the source persona's MCP servers."""
+    mcp_server_configs: dict[ServerName, dict[str, Any]] | None = Field(
+        default=None, exclude_if=_is_none, max_length=100
+    )
+    """Their entries (schema 1.2), in the ``.mcp.json`` shape (``type``, ``command``,
+    ``args``, ``env``, ``cwd``; ``url``, ``headers``), secrets replaced by ``${NAME}``
+    references to the receiver's environment. The receiving persona and project decide
+    which the child starts (:mod:`personae.handover.mcp_carry`)."""
     memory_snapshot: Text200k | None = Field(default=None, exclude_if=_is_none)
     """Optional memory state as text."""
 

@@ -111,11 +111,9 @@ def handover_to_persona(
         stored = history_for(Layout.find(cwd).state_db, content.session_id or None)
         content = replace(content, history=stored)
     if from_project:
-        mcp_servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
-        content = replace(
-            content,
-            mcp_servers=content.mcp_servers if content.mcp_servers is not None else mcp_servers,
-        )
+        servers, warnings = persona_facts(Path(cwd), source_persona, target_persona)
+        if content.mcp_servers is None and content.mcp_server_configs is None:
+            content = replace(content, mcp_server_configs=servers)
     handover = build_handover(
         source_persona=source_persona,
         target_persona=target_persona,

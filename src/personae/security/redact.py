@@ -42,6 +42,7 @@ __all__ = [
     "is_secret_name",
     "looks_like_secret",
     "marker",
+    "only_references",
     "redact",
     "redact_text",
     "redact_value",
@@ -134,6 +135,19 @@ _SECRET_NAME = re.compile(
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _ENV_SECRET = re.compile(r"(_KEY|_TOKEN|_SECRET|_PAT)$|PASSWORD|PASSWD|SECRET|CREDENTIAL")
 _SHELL_ENV = frozenset({"PWD", "OLDPWD"})  # kept by the shell: the working directories
+
+
+_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+_AUTH_SCHEMES = frozenset({"bearer", "basic", "token"})
+
+
+def only_references(value: str) -> bool:
+    """Whether ``value`` holds ``${NAME}`` references to environment variables and at most
+    an auth scheme word (``${GITHUB_TOKEN}``, ``Bearer ${GITHUB_TOKEN}``): a name, never a
+    secret, so it is kept even under a secret-named key."""
+    if "${" not in value or not _REFERENCE.search(value):
+        return False
+    return all(word.lower() in _AUTH_SCHEMES for word in _REFERENCE.sub(" ", value).split())
 
 
 def marker(kind: str) -> str:
@@ -261,7 +275,7 @@ _SCALARS = (int, float, bool)
 def _secret_field(key: Any, item: Any) -> bool:
     if not (isinstance(item, str) and item and isinstance(key, str)):
         return False
-    return is_secret_name(key)
+    return is_secret_name(key) and not only_references(item)
 
 
 def redact_value(value: Any, *, environ: Mapping[str, str] | None = None) -> Any:
