@@ -38,7 +38,7 @@ def test_builtin_roles_and_their_default_sections() -> None:
         assert tags[-1] == "recent_messages"  # most volatile last
     caps = {s.tag: s for s in ps.get("client").sections}
     assert caps["directive"].cap == 500
-    assert caps["conversation_summary"].cap == 300
+    assert caps["conversation_summary"].cap == 1800  # the condensed rest plus pinned items
     assert caps["recent_messages"].cap == 800 and caps["recent_messages"].max_messages == 6
     assert caps["validation_context"].cap == 400
     builder = {s.tag: s for s in ps.get("builder").sections}

@@ -6,6 +6,15 @@ model call made by the caller, with :data:`SUMMARY_INSTRUCTIONS`) to fold
 them into the previous summary, cuts the answer to the cap and stores it. On
 any error it stores nothing and says so: the turn then takes path B (trim
 only) and the report carries the reason.
+
+Pinned items (:mod:`personae.context.pinned`: rules, user decisions, sub-agent
+results, the assistant's commitments) never go through the summarizer: they are
+found in the new messages, added to the previous summary's pinned items and
+written verbatim ahead of the condensed rest. :data:`SUMMARY_CAP` bounds the
+condensed rest only; pinned items are never cut or dropped, and when they take
+more than :data:`PINNED_CAP` tokens the refresh says so in a warning (the run's
+report carries it). Each refresh reads only the previous summary and the newly
+evicted messages: nothing older is read again.
 """
 
 from __future__ import annotations
@@ -17,28 +26,40 @@ from typing import TYPE_CHECKING
 from personae.context._conversation import pending_summary
 from personae.context._textcut import count_small, cut_text
 from personae.context.messages import ChatMessage
+from personae.context.pinned import find_pinned, join_summary, merge_pinned, split_summary
 from personae.tokens.base import TokenCounter
 
 if TYPE_CHECKING:
     from personae.store.conversations import ConversationStore
 
 __all__ = [
+    "EXTRACTIVE_LINES",
+    "PINNED_CAP",
     "SUMMARY_CAP",
     "SUMMARY_INSTRUCTIONS",
     "SummaryRefresh",
     "cap_summary",
+    "extractive_summary",
+    "fold_summary",
+    "pinned_warning",
     "refresh_summary",
     "summary_request",
 ]
 
 SUMMARY_CAP = 300
-"""Most tokens a stored summary may take."""
+"""Most tokens the condensed rest of a stored summary may take (pinned items come on top)."""
+PINNED_CAP = 1500
+"""Pinned tokens past which a refresh warns (the items are still all kept)."""
+EXTRACTIVE_LINES = 40
+"""Most lines of condensed rest :func:`extractive_summary` keeps (newest kept)."""
 
 SUMMARY_INSTRUCTIONS = (
     "You condense a conversation between a user and an AI team into a running summary. "
     "Keep decisions, facts found (with file names and figures), open questions and what "
-    "the user asked for; drop greetings and repetition. Write plain sentences or short "
-    "bullets, at most {cap} tokens. Answer with the summary only."
+    "the user asked for; drop greetings and repetition. Rules, the user's decisions, "
+    "sub-agent results and the assistant's commitments are kept word for word beside your "
+    "summary: you need not repeat them. Write plain sentences or short bullets, at most "
+    "{cap} tokens. Answer with the summary only."
 )
 """The summarizer's own small prompt (``{cap}`` is filled in)."""
 
@@ -92,6 +113,50 @@ def cap_summary(text: str, counter: TokenCounter, cap: int = SUMMARY_CAP) -> str
     return cut.text if cut is not None else ""
 
 
+def pinned_warning(summary: str | None, counter: TokenCounter) -> str | None:
+    """A warning when ``summary``'s pinned items take more than :data:`PINNED_CAP` tokens."""
+    pinned, _ = split_summary(summary)
+    if not pinned:
+        return None
+    size = counter.count("\n".join(p.entry() for p in pinned))
+    if size <= PINNED_CAP:
+        return None
+    return (
+        f"the conversation summary's {len(pinned)} pinned items take {size} tokens, over "
+        f"the pinned cap of {PINNED_CAP}; all are kept (pinned items are never dropped)"
+    )
+
+
+def fold_summary(
+    previous: str | None,
+    new: Sequence[ChatMessage],
+    rest: str,
+    counter: TokenCounter,
+    cap: int = SUMMARY_CAP,
+) -> str:
+    """The next summary: ``previous``'s pinned items, those of ``new``, then ``rest``
+    (the condensed rest, cut to ``cap`` tokens)."""
+    pinned = merge_pinned(split_summary(previous)[0], find_pinned(new))
+    return join_summary(pinned, cap_summary(rest, counter, cap))
+
+
+def extractive_summary(previous: str | None, messages: Sequence[ChatMessage]) -> str:
+    """Fold messages into a running summary without a model call.
+
+    Pinned items are carried verbatim (:func:`fold_summary`); the condensed rest keeps
+    the first line of each user and assistant message (200 characters at most) and
+    only the newest :data:`EXTRACTIVE_LINES` lines.
+    """
+    pinned, rest = split_summary(previous)
+    lines = rest.splitlines() if rest else []
+    for message in messages:
+        text = message.content.strip().splitlines()
+        if message.role in ("user", "assistant") and text:
+            lines.append(f"- {message.role}: {text[0][:200]}")
+    pinned = merge_pinned(pinned, find_pinned(messages))
+    return join_summary(pinned, "\n".join(lines[-EXTRACTIVE_LINES:]))
+
+
 @dataclass(frozen=True)
 class SummaryRefresh:
     """What :func:`refresh_summary` did."""
@@ -104,6 +169,8 @@ class SummaryRefresh:
     """The summary now stored (``None``: none)."""
     warning: str | None = None
     """Why the turn falls back to path B, when it does."""
+    notice: str | None = None
+    """When the pinned items are over :data:`PINNED_CAP` (the summary still has them all)."""
 
 
 async def refresh_summary(
@@ -117,15 +184,17 @@ async def refresh_summary(
 ) -> SummaryRefresh:
     """Fold the messages evicted since the stored summary into it (one call, capped, stored).
 
-    ``summarize(request)`` gets :func:`summary_request` text and returns the new
-    summary; anything it raises (or a blank answer) leaves the store unchanged
-    and returns ``ok=False`` with the reason.
+    ``summarize(request)`` gets :func:`summary_request` text (the previous summary's
+    condensed rest and the new messages) and returns the new condensed rest; the
+    stored summary is :func:`fold_summary` of it. Anything ``summarize`` raises (or a
+    blank answer) leaves the store unchanged and returns ``ok=False`` with the reason.
     """
     pending = pending_summary(conv, session, counter, recent=recent)
     if pending is None or not pending.new:
-        return SummaryRefresh(True, 0, pending.previous if pending else None)
+        previous = pending.previous if pending else None
+        return SummaryRefresh(True, 0, previous, notice=pinned_warning(previous, counter))
     try:
-        answer = await summarize(summary_request(pending.previous, pending.new))
+        answer = await summarize(summary_request(split_summary(pending.previous)[1], pending.new))
         if not isinstance(answer, str) or not answer.strip():
             raise ValueError("the summarizer answered with no text")
     except Exception as exc:  # any model error: trim instead (path B)
@@ -134,6 +203,6 @@ async def refresh_summary(
             "used path B (trim only)"
         )
         return SummaryRefresh(False, 0, pending.previous, why)
-    text = cap_summary(answer, counter, cap)
+    text = fold_summary(pending.previous, pending.new, answer, counter, cap)
     conv.save_summary(session, pending.start_seq - 1, text)
-    return SummaryRefresh(True, len(pending.new), text)
+    return SummaryRefresh(True, len(pending.new), text, notice=pinned_warning(text, counter))

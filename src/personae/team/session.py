@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from personae.context.budget import Budget
-from personae.context.messages import ChatMessage
 from personae.context.profiles import load_profiles
 from personae.context.snapshot import SnapshotOptions, history_window
-from personae.context.summary import SummaryRefresh, refresh_summary
+from personae.context.summary import SummaryRefresh, extractive_summary, refresh_summary
 from personae.context.window import ContextWindow
 from personae.errors import PersonaeError, RunError, UsageError
 from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, handover_depth
@@ -192,16 +191,6 @@ class RunOutcome:
                 if full.is_file():
                     found.setdefault(path, None)
         return list(found)
-
-
-def extractive_summary(previous: str | None, messages: Sequence[ChatMessage]) -> str:
-    """Fold messages into a running summary by keeping each one's first line (no model call)."""
-    lines = [previous.strip()] if previous and previous.strip() else []
-    for message in messages:
-        text = message.content.strip().splitlines()
-        if message.role in ("user", "assistant") and text:
-            lines.append(f"- {message.role}: {text[0][:200]}")
-    return "\n".join(lines[-40:])
 
 
 def _persona_texts(cast: Cast, persona: Persona | None) -> tuple[str | None, str | None, str]:
@@ -521,7 +510,7 @@ async def run_turn(
                 conversations=conversations,
                 session=session,
                 summarizer=extractive_summary if refresh.ok else None,
-                warnings=[refresh.warning] if refresh.warning else [],
+                warnings=[w for w in (refresh.warning, refresh.notice) if w],
                 persona=persona.name if persona else None,
                 execution_block=execution,
                 validation_context=validation,
