@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack, overload
 
 from personae.api.results import AnswerDelta, Limits, RunEnd, StreamItem, TeamResult, Usage
+from personae.context.profiles import ProfileSet
 from personae.context.window import ContextWindow
 from personae.errors import UsageError
 from personae.models.given import given_resolver
@@ -148,6 +149,9 @@ class Team:
     ``persona_dirs`` at each run)."""
     profile: str | None = None
     """Context profile of the worker (builder, verifier ...)."""
+    profiles: ProfileSet | None = None
+    """The context profiles every role is assembled with (``None``: the built-in ones
+    with the project's ``.personae/profiles.yaml``; see :func:`personae.load_profiles`)."""
     include_git_log: bool = True
     """Add recent commits to the context."""
     tools: Sequence[ToolLike] = ()
@@ -319,6 +323,7 @@ class Team:
             builtin_tools=self.builtin_tools,
             include_git_log=self.include_git_log,
             profile=self.profile,
+            profiles=self.profiles,
             extra_persona_dirs=tuple(self.persona_dirs),
             handover_timeout=settings.handover_timeout,
             cast=self.cast,

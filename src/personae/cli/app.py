@@ -28,6 +28,7 @@ from personae.cli import (
     runs,
     runs_replay,  # noqa: F401 (registers replay, compare and diff on runs_app)
     serve,
+    step,
     ui,
 )
 from personae.cli._fast_help import convert_lazily, prime_rich_help
@@ -83,6 +84,7 @@ serve.register(app)
 hosts.register(app)
 ui.register(app)
 batch.register(app)
+step.register(app)
 convert_lazily(app)  # `personae --help` converts none of them (personae.cli._fast_help)
 
 

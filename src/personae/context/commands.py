@@ -22,7 +22,7 @@ from pathlib import Path
 from personae.procs import run_tied
 from personae.project import CommandsConfig
 
-__all__ = ["CommandRun", "expand_commands", "has_commands"]
+__all__ = ["CommandRun", "defuse_commands", "expand_commands", "has_commands"]
 
 _PATTERN = re.compile(r"!`(?P<tick>[^`\n]+)`|(?:^|(?<=: ))!(?P<line>[A-Za-z./][^\n`]*)", re.M)
 
@@ -40,6 +40,12 @@ class CommandRun:
 def has_commands(text: str) -> bool:
     """True when ``text`` contains a ``!command`` form."""
     return bool(_PATTERN.search(text))
+
+
+def defuse_commands(text: str) -> str:
+    """``text`` with every ``!command`` form made inert (a space after its ``!``): for
+    file content quoted into a profile's own text, where such a form would run."""
+    return _PATTERN.sub(lambda m: "! " + m.group(0)[1:], text)
 
 
 def _run(command: str, config: CommandsConfig, cwd: Path) -> tuple[str, CommandRun]:

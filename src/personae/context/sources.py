@@ -34,6 +34,7 @@ __all__ = [
     "read_named",
     "read_project",
     "split_decisions",
+    "step_file",
 ]
 
 DIRECTIVE_FILES = (Layout(Path()).directive.as_posix(), "AGENTS.md", "CLAUDE.md")
@@ -272,6 +273,17 @@ def _current_step(base: Path, step: str | None, state: str | None) -> Path | Non
         if not re.search(r"(?im)^\**status\**:\s*(done|complete|completed)\b", text):
             return p
     return steps[-1] if steps else None
+
+
+def step_file(root: Path, step: str | None = None) -> Path | None:
+    """The current step's ``STEP.md`` under ``.personae/project/goals/`` (the one the
+    step and step research sections read): ``step`` names one (``NN-goal/NN-step`` or
+    the step folder's name; an unknown name is a :class:`ConfigError`), else the one
+    STATE.md names as current, else the first not done. ``None``: no steps."""
+    base = Layout(root).docs
+    if not _is_dir(base):
+        return None
+    return _current_step(base, step, _read(base / "STATE.md"))
 
 
 def _docs(folder: Path, names: tuple[str, ...]) -> tuple[str | None, list[str]]:

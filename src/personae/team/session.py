@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.context.budget import Budget
-from personae.context.profiles import load_profiles
+from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.snapshot import SnapshotOptions, history_window
 from personae.context.summary import SummaryRefresh, extractive_summary, refresh_summary
 from personae.context.window import ContextWindow
@@ -120,6 +120,9 @@ class RunOptions:
     profile: str | None = None
     """Context profile of the worker (builder, verifier ...); ``None``: the persona's
     ``profile``, else the ``worker`` profile."""
+    profiles: ProfileSet | None = None
+    """The context profiles the run's roles are assembled with (``None``: the built-in
+    ones with the project's ``.personae/profiles.yaml``)."""
     extra_persona_dirs: Sequence[Path] = ()
     """More persona folders to load."""
     handover_timeout: float = DEFAULTS.handover_timeout
@@ -517,6 +520,7 @@ async def run_turn(
                 handover=options.handover_text,
                 include_git_log=options.include_git_log,
                 window=options.window,
+                profiles=options.profiles,
             ),
             counter=counter,
             budget=budget,
