@@ -23,6 +23,7 @@ from personae.tokens.exact import exact_counter
 
 COUNTER = exact_counter("o200k_base")
 STEP = "01-feed/02-profile"
+VISION = "<vision>\n# Vision\n\nCreators share short videos with friends.\n</vision>"
 NOTES = (
     "# Research: profile page\n\n- Store avatars in SQLite as BLOBs under 256 KB (locked).\n"
     "- Resize with Pillow before storing.\n- Open question: image moderation."
@@ -63,10 +64,11 @@ def _scenario(tmp_path: Path, *, worker_sees: str = "## The user's decisions for
         # and the decisions (the deep researcher's profile has no step section).
         {"when": {"role": "worker", "contains": worker_sees},
          "tool_calls": [{"name": "read_file", "args": {"path": "config.yaml"}}]},
-        {"when": {"role": "worker", "contains": "<vision>\n# Vision\n\nCreators share short"},
+        {"when": {"role": "worker", "contains": VISION},
          "text": NOTES},
-        {"when": {"role": "validator"}, "output": VALIDATOR_OK},
-        {"when": {"role": "manager"}, "text": NOTES},
+        # The manager and the validator see the project's vision too.
+        {"when": {"role": "validator", "contains": VISION}, "output": VALIDATOR_OK},
+        {"when": {"role": "manager", "contains": VISION}, "text": NOTES},
     ]  # fmt: skip
     write_scenarios(tmp_path, {"research": {"description": "step research", "steps": steps}})
     return f"scripted:{tmp_path / 'research.yaml'}"
