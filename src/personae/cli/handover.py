@@ -190,7 +190,11 @@ def show(
         if f.summary:
             lines.append(f"         {f.summary}")
     lines += [f"insight  {i}" for i in h.artifacts.insights]
+    lines += [f"env      {k}={v}" for k, v in sorted(h.source.environment.items())]
     lines += [f"history  {e.persona}: {e.summary}" for e in h.context.history]
+    if h.context.mcp_servers or h.context.mcp_server_configs:
+        names = h.context.mcp_servers or sorted(h.context.mcp_server_configs or {})
+        lines.append(f"mcp      {', '.join(names)}")
     if h.artifacts.data:
         lines.append(f"data     {json.dumps(h.artifacts.data, sort_keys=True)[:500]}")
     if h.results is None:

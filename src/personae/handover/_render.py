@@ -18,7 +18,8 @@ def _clip(text: str, limit: int) -> str:
 
 
 def render_section(h: ContextHandover) -> str:
-    """The handover section: task first, then source, insights, artifacts, history, data.
+    """The handover section: task first, then source, insights, artifacts, history, data,
+    the source's job environment (``SLURM_JOB_ID`` ...), MCP servers and memory.
 
     Most important first, so a budget cut from the end loses the least. The text
     is marked as data from another persona, not instructions to the system.
@@ -55,6 +56,10 @@ def render_section(h: ContextHandover) -> str:
     if h.artifacts.data:
         text = json.dumps(h.artifacts.data, ensure_ascii=False, sort_keys=True)
         lines += ["", "Structured data:", _clip(text, MAX_DATA_CHARS)]
+    if h.source.environment:
+        lines += ["", "Job environment at the source (batch system, threads, devices):"]
+        pairs = sorted(h.source.environment.items())[:MAX_ITEMS]
+        lines += [f"- {name}={_clip(value, 300)}" for name, value in pairs]
     if h.context.mcp_servers:
         lines += ["", "MCP servers active at the source: " + ", ".join(h.context.mcp_servers)]
     if h.context.memory_snapshot:
