@@ -105,7 +105,7 @@ def overhead(turns: int) -> dict[str, Any]:
                 run_turn(TASK, options, resolver=ModelResolver.using(model, "scripted:bench"))
             )
             wall = time.perf_counter() - start
-            calls = outcome.result.usage["requests"]
+            calls = outcome.usage.requests
             per_call.append((timer.total - before) / calls)
             cpu_per_call.append((timer.cpu - cpu_before) / calls)
             wall_per_call.append(wall / calls)
@@ -115,7 +115,7 @@ def overhead(turns: int) -> dict[str, Any]:
                     text = "\n".join(str(m.get("content")) for m in body["messages"])
                     if marker in text:
                         validator_prompts.append(text)
-                validated = sum(o.status == "validated" for o in outcome.result.outcomes)
+                validated = sum(o.status == "validated" for o in outcome.subtasks)
                 validator_calls = len(validator_prompts)
                 total_calls = calls
                 validations = [e for e in outcome.events if e.kind.value == "validation"]
@@ -169,7 +169,7 @@ def loopback(turns: int) -> float:
             )  # fmt: skip
             start = time.perf_counter()
             outcome = asyncio.run(run_turn(TASK, options))
-            samples.append((time.perf_counter() - start) / outcome.result.usage["requests"])
+            samples.append((time.perf_counter() - start) / outcome.usage.requests)
     return statistics.median(samples) * 1000
 
 

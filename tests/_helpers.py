@@ -29,7 +29,8 @@ from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.models.scenario import ROLE_MARKER
 from personae.persona import Cast
 from personae.team.events import Event
-from personae.team.session import RunOptions, RunOutcome, run_turn
+from personae.team.result import RunResult
+from personae.team.session import RunOptions, run_turn
 from personae.tools import ToolLimits, ToolRegistry, ToolSubset, Workspace
 
 T = TypeVar("T")
@@ -382,7 +383,7 @@ def run_team(
     steps: list[dict[str, Any]],
     task: str = "Give me the port and the release day.",
     **options: Any,
-) -> tuple[RunOutcome, Any]:
+) -> tuple[RunResult[Any], Any]:
     """:func:`run_scenario` on the sample project's default task."""
     return run_scenario(root, steps, task, **options)
 
@@ -397,7 +398,7 @@ def run_scenario(
     listeners: Sequence[Callable[[Event], None]] = (),
     model_name: str = "scripted:test",
     **options: Any,
-) -> tuple[RunOutcome, Any]:
+) -> tuple[RunResult[Any], Any]:
     """One team turn on ``root`` with the in-process scripted function model replaying
     ``steps`` (and ``rules``); returns the outcome and the scripted player.
 
@@ -413,7 +414,7 @@ def run_scenario(
     return outcome, model.player
 
 
-def events_of(outcome: RunOutcome, kind: str) -> list[Event]:
+def events_of(outcome: RunResult[Any], kind: str) -> list[Event]:
     """The events of ``kind`` (its string value) the run emitted, in order."""
     return [e for e in outcome.events if e.kind.value == kind]
 

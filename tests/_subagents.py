@@ -9,7 +9,7 @@ from typing import Any
 from _helpers import VALIDATOR_OK as OK
 from _helpers import build_project, run_scenario
 from _helpers import events_of as events
-from personae.team.session import RunOutcome
+from personae.team.result import RunResult
 
 LEAD = """---
 name: lead
@@ -83,7 +83,7 @@ def delegation(
     ]
 
 
-def subagent_end(outcome: RunOutcome) -> Any:
+def subagent_end(outcome: RunResult[Any]) -> Any:
     """The first sub-agent ``end`` event of the run."""
     return next(e for e in events(outcome, "subagent") if e.data["phase"] == "end")
 
@@ -100,7 +100,7 @@ def turn(*middle: dict[str, Any], final_worker: str = "done") -> list[dict[str, 
 
 def run(
     root: Path, steps: list[dict[str, Any]], rules: list[dict[str, Any]] | None = None
-) -> tuple[RunOutcome, Any]:
+) -> tuple[RunResult[Any], Any]:
     return run_scenario(
         root, steps, "Delegate the reading.", persona="lead", rules=rules, model_name="scripted:t"
     )

@@ -22,6 +22,7 @@ from personae.team.signals import (
     InvolvementLevel,
     Strategy,
     Subtask,
+    SubtaskResult,
     SubtaskStatus,
 )
 from personae.tools.records import ToolCallRecord
@@ -58,9 +59,13 @@ SAMPLES: list[ev.Event] = [
     ev.SubagentStarted(**ENVELOPE, persona="helper", context_mode="brief", depth=1, task="t"),
     ev.SubagentEnded(**ENVELOPE, persona="helper", context_mode="brief", status="partial",
                      progress_made=True, usage={"requests": 2}, temp_workspace=None),
-    ev.RunFinished(**ENVELOPE, status=RunStatus.PARTIAL, validated=[1],
-                   not_validated={2: SubtaskStatus.SKIPPED}, usage={"requests": 4},
-                   failure_count=1, error=None),
+    ev.RunFinished(**ENVELOPE, status=RunStatus.PARTIAL, subtasks=[
+                       SubtaskResult(number=1, description="d", status=SubtaskStatus.VALIDATED,
+                                     result="r", reason="", attempts=1, signal=SIGNAL),
+                       SubtaskResult(number=2, description="e", status=SubtaskStatus.SKIPPED,
+                                     result="", reason="cap", attempts=0, signal=None)],
+                   usage={"requests": 4}, failure_count=1, warnings=["w"],
+                   files_written=["a.md"], error=None),
     ev.AnswerStreamed(**ENVELOPE, text="pie"),
     ev.CallProgress(**ENVELOPE, phase="end", role="worker", model="scripted:x", max_tokens=9,
                     timeout=5.0, seconds=0.5, output_tokens=3),
@@ -115,7 +120,11 @@ def test_the_models_and_enums_come_back_typed() -> None:
     assert work.skill_commands == [("ls", "see")]
     final = by_class[ev.RunFinished]
     assert isinstance(final, ev.RunFinished)
-    assert final.not_validated == {2: SubtaskStatus.SKIPPED}
+    assert [(t.status, t.signal) for t in final.subtasks] == [
+        (SubtaskStatus.VALIDATED, SIGNAL),
+        (SubtaskStatus.SKIPPED, None),
+    ]
+    assert isinstance(final.subtasks[0], SubtaskResult) and final.files_written == ["a.md"]
     assert final.status is RunStatus.PARTIAL
     # the JSON form of a failed call leaves out its dispatch details, as before
     assert set(work.to_json_dict()["data"]["failed_tools"][0]) == set(
@@ -182,3 +191,17 @@ def test_old_stored_events_read_as_stated_once() -> None:
     }  # fmt: skip
     call = ev.event_from_json(old_call)
     assert isinstance(call, ev.ToolCalled) and (call.reused, call.depth) == (None, None)
+
+
+def test_an_old_final_event_reads_with_its_numbers_kept() -> None:
+    """A ``final`` event stored before it carried the subtasks, warnings and files: those
+    read as empty, and its ``validated``/``not_validated`` numbers stay in ``extra``."""
+    old_final = {
+        "kind": "final", "run_id": "r", "seq": 9, "at": "t", "message": "answer",
+        "data": {"status": "partial", "validated": [1], "not_validated": {"2": "skipped"},
+                 "usage": {"requests": 3}, "failure_count": 0, "error": None},
+    }  # fmt: skip
+    final = ev.event_from_json(old_final)
+    assert isinstance(final, ev.RunFinished) and final.status is RunStatus.PARTIAL
+    assert (final.subtasks, final.warnings, final.files_written) == ([], [], [])
+    assert final.extra == {"validated": [1], "not_validated": {"2": "skipped"}}

@@ -13,8 +13,7 @@ from typing import Any
 from personae.handover import runflow
 from personae.handover.create import build_handover, write_handover
 from personae.team.events import Event, RunStarted, ToolCalled
-from personae.team.loop import TurnResult
-from personae.team.session import RunOutcome
+from personae.team.result import files_written
 
 
 def call(seq: int, tool: str, path: str, *, ok: bool = True, **extra: Any) -> Event:
@@ -56,12 +55,7 @@ def test_written_files_become_confined_result_artifacts(
         call(7, "write_file", "gone.md", depth=1),  # a sub-agent's temp file, gone now
         call(8, "write_file", "leak.md"),  # resolves outside the allowed roots
     ]
-    outcome = RunOutcome(
-        run_id="r", session_id="s", model_label="scripted",
-        result=TurnResult(final_text="done", outcomes=[], status="done"),
-        events=events, root=root,
-    )  # fmt: skip
-    written = outcome.files_written()
+    written = files_written(events, root)
     assert written == ["a.md", "sub/b.md", "leak.md"]
 
     h = build_handover(source_persona="a", target_persona="b", task="t", cwd=root)

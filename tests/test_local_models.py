@@ -23,7 +23,8 @@ from personae.models import ModelResolver, learned
 from personae.models.output import extract_json, response_format
 from personae.models.scripted import ScriptedServer
 from personae.models.servers import discover, overflow_window
-from personae.team.session import RunOptions, RunOutcome, run_turn
+from personae.team.result import RunResult
+from personae.team.session import RunOptions, run_turn
 from personae.team.signals import Plan
 from personae.team.structured import wire_schema
 
@@ -73,7 +74,7 @@ def _read_steps(plan_text: str, verdict_text: str) -> list[dict[str, Any]]:
 
 def _run(
     root: Path, spec: str, monkeypatch: pytest.MonkeyPatch, **options: Any
-) -> tuple[RunOutcome, list[dict[str, Any]]]:
+) -> tuple[RunResult[Any], list[dict[str, Any]]]:
     """One run of ``openai:smollm2`` against the scripted server of ``spec`` (as a user
     runs a local server: OPENAI_BASE_URL); returns the outcome and the chat requests."""
     with ScriptedServer(Path(spec.removeprefix("scripted:"))) as server:
@@ -89,7 +90,7 @@ def _run(
     return outcome, [b for b in chat if b.get("max_tokens") != 1]  # not the window probe
 
 
-def _warnings(outcome: RunOutcome, action: str) -> list[Any]:
+def _warnings(outcome: RunResult[Any], action: str) -> list[Any]:
     return [
         e for e in outcome.events if e.kind.value == "warning" and e.data.get("action") == action
     ]
@@ -165,8 +166,8 @@ def test_a_llama_cpp_python_run_discovers_the_window_caps_every_request_and_pars
     fenced = f"Verdict:\n```json\n{json.dumps(VERDICT)}\n```"
     spec = _scenario(tmp_path, _read_steps(wrapped, fenced), kind="llama-cpp-python", window=4096)
     outcome, requests = _run(root, spec, monkeypatch)
-    assert outcome.result.status == "done", outcome.result.final_text
-    assert outcome.result.final_text.startswith("The port is 8081.")
+    assert outcome.status == "done", outcome.answer
+    assert outcome.answer.startswith("The port is 8081.")
     # every request caps its output at a quarter of the discovered window
     assert requests and all(body.get("max_tokens") == 1024 for body in requests)
     assert not any("max_completion_tokens" in body for body in requests)
@@ -211,10 +212,8 @@ def test_a_plan_that_never_parses_runs_the_task_as_one_subtask(
         and "llama-cpp-python at http://127.0.0.1" in warned[0].message
     )
     assert "in 3 tries" in warned[0].message
-    assert outcome.result.status == "done"
-    assert [o.subtask.description for o in outcome.result.outcomes] == [
-        "What port does the service use?"
-    ]
+    assert outcome.status == "done"
+    assert [o.description for o in outcome.subtasks] == ["What port does the service use?"]
 
 
 def test_a_verdict_that_never_parses_is_not_validated_never_approved(
@@ -226,8 +225,8 @@ def test_a_verdict_that_never_parses_is_not_validated_never_approved(
     steps = [*steps[:3], *[garbled] * 4, steps[4]]
     spec = _scenario(tmp_path, steps, kind="llama-cpp-python", window=4096)
     outcome, _ = _run(root, spec, monkeypatch)
-    assert outcome.result.status == "partial"
-    assert [o.status for o in outcome.result.outcomes] == ["unvalidated"]
+    assert outcome.status == "partial"
+    assert [o.status for o in outcome.subtasks] == ["unvalidated"]
     assert not [e for e in outcome.events if e.kind.value == "validation"]
 
 
@@ -239,7 +238,7 @@ def test_the_window_flag_and_config_win_over_the_server(
     spec = _scenario(tmp_path, steps, kind="vllm", window=100_000)
     outcome, requests = _run(root, spec, monkeypatch, model_window=2048)
     assert all(body["max_tokens"] == 512 for body in requests)
-    assert outcome.result.status == "done"
+    assert outcome.status == "done"
 
 
 def test_an_unknown_window_is_guessed_once_with_a_warning(
@@ -256,7 +255,7 @@ def test_an_unknown_window_is_guessed_once_with_a_warning(
     assert len(warned) == 1 and "--window" in warned[0].message
     assert "128,000" in warned[0].message and "openai:smollm2" in warned[0].message
     assert all(body["max_tokens"] == 4096 for body in requests)
-    assert outcome.result.status == "done"
+    assert outcome.status == "done"
 
 
 def test_an_overflow_is_one_line_naming_the_window_and_the_fix(tmp_path: Path, cli: Any) -> None:
@@ -301,8 +300,8 @@ def test_the_deadline_stops_the_run_before_the_next_request(
     assert len(requests) <= 2  # the plan and the worker's first call at most
     warned = _warnings(outcome, "usage_cap")
     assert warned and "deadline of 2 s" in warned[0].message
-    assert outcome.result.status == "partial"
-    assert [o.status for o in outcome.result.outcomes] == ["skipped"] or len(requests) == 2
+    assert outcome.status == "partial"
+    assert [o.status for o in outcome.subtasks] == ["skipped"] or len(requests) == 2
     assert outcome.events[-1].kind.value == "final"
 
 
@@ -366,7 +365,7 @@ def test_the_live_view_counts_the_tokens_of_a_call_as_they_stream(
         finally:
             resolver.close()
         chat = [b for route, b in server.raw_requests if route.endswith("/chat/completions")]
-    assert outcome.result.status == "done", outcome.result.final_text
+    assert outcome.status == "done", outcome.answer
     asked = [b for b in chat if b.get("max_tokens") != 1]  # not the window probe
     assert asked and all(b.get("stream") is True for b in asked)
     worker = [e for e in seen if e.role == "worker"]
@@ -385,8 +384,8 @@ def test_the_live_view_counts_the_tokens_of_a_call_as_they_stream(
         f"{counts[-1]} of at most 1024 tokens so far" in line
     ), line
     # no usage came with the streams: the stored calls carry our own count, marked as ours
-    assert outcome.result.usage["output_tokens"] >= end.output_tokens > 0
-    assert outcome.result.usage["input_tokens"] > 0
+    assert outcome.usage.output_tokens >= end.output_tokens > 0
+    assert outcome.usage.input_tokens > 0
     shown = json.loads(cli("runs", "show", outcome.run_id, "--json", cwd=root).stdout)
     usages = [c["usage"] for c in shown["model_calls"]]
     assert usages and all(u["reported"] is False and u["output_tokens"] > 0 for u in usages)

@@ -54,8 +54,8 @@ def test_a_run_that_answered_keeps_its_final_event(open_store: Callable[[], Stor
         bus = EventBus(started.run_id)
         bus.adopt(started)
         answer = RunFinished(
-            message="42", status=RunStatus.PARTIAL, validated=[], not_validated={1: "skipped"},
-            usage={"requests": 2}, failure_count=0, error=None,
+            message="42", status=RunStatus.PARTIAL, subtasks=[], usage={"requests": 2},
+            failure_count=0, warnings=[], files_written=[], error=None,
         )  # fmt: skip
         bus.emit(answer)
         assert end_run(runs, started.run_id, status=RunStatus.PARTIAL, bus=bus) is None

@@ -221,7 +221,7 @@ def test_repeated_disallowed_tool_is_a_worker_failure(project: Path) -> None:
     assert {e["data"]["tool"] for e in refused} == {"run_shell"}
     final = events[-1]
     assert final["kind"] == "final" and final["data"]["status"] == "partial"
-    assert final["data"]["not_validated"] == {"1": "skipped"}
+    assert [(t["number"], t["status"]) for t in final["data"]["subtasks"]] == [(1, "skipped")]
     assert not (project / "PWNED").exists()  # the refused tool never ran
     listed = json.loads(personae(project, "runs", "list", "--json").stdout)
     assert listed[0]["status"] == "partial"

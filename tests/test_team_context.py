@@ -11,7 +11,7 @@ from typing import Any
 
 from _helpers import build_project, run_scenario
 from personae.models.scenario import ROLE_MARKER
-from personae.team.session import RunOutcome
+from personae.team.result import RunResult
 
 PERSONA = """---
 name: dev
@@ -49,7 +49,7 @@ def one_subtask(fact: str, *, final: str) -> list[dict[str, Any]]:
 
 def run(
     root: Path, steps: list[dict[str, Any]], task: str, session: str = "s1"
-) -> tuple[RunOutcome, Any]:
+) -> tuple[RunResult[Any], Any]:
     summarize = {"when": {"role": "summarizer"}, "text": "MODEL-SUMMARY of earlier turns"}
     return run_scenario(root, steps, task, rules=[summarize], session=session)
 
@@ -113,7 +113,7 @@ def test_tool_results_of_earlier_subtasks_are_visible_and_not_repeated(tmp_path:
     assert "port: 8081" in second_worker  # subtask 1's tool result is in subtask 2's context
     calls = [e for e in outcome.events if e.kind.value == "tool_call"]
     assert [c.data["reused"] for c in calls] == [False, True]  # not run a second time
-    assert outcome.result.status == "done"
+    assert outcome.status == "done"
 
 
 def test_validation_context_reaches_the_validator_only(tmp_path: Path) -> None:

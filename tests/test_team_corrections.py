@@ -49,7 +49,7 @@ def test_refused_tool_is_scope_drift_rephrased_with_the_allowed_tools(tmp_path: 
     assert "DIRECTIVE-7" in correction.message  # built with the shared context
     retried = role_requests(player, "worker")[2]
     assert any("Use only these tools" in str(m["content"]) for m in retried["messages"])
-    assert outcome.result.outcomes[0].status == "validated"
+    assert outcome.subtasks[0].status == "validated"
 
 
 def test_claim_contradicted_by_a_refused_write_is_hallucination(tmp_path: Path) -> None:
@@ -90,15 +90,15 @@ def test_exhausted_budget_with_progress_goes_to_the_synthesis_marked_partial(
     outcome, player = run_team(
         root, one_subtask("Find the port and host", _rejected(3), answer="Port 8081 (partial).")
     )
-    assert outcome.result.outcomes[0].status == "partial"
+    assert outcome.subtasks[0].status == "partial"
     synthesis = role_requests(player, "manager")[-1]
     text = "\n".join(str(m["content"]) for m in synthesis["messages"])
     assert "<partial_work subtask='1' status='partial, not validated'>" in text
     assert "PARTIAL-RESULT attempt 2" in text
     assert "<validated_work" not in text
-    assert outcome.result.final_text.startswith("Port 8081 (partial).")
-    assert "[partial, not validated] Find the port and host" in outcome.result.final_text
-    assert outcome.result.status == "partial"
+    assert outcome.answer.startswith("Port 8081 (partial).")
+    assert "[partial, not validated] Find the port and host" in outcome.answer
+    assert outcome.status == "partial"
 
 
 def test_validator_correction_written_with_shared_context_reaches_the_worker(
@@ -115,4 +115,4 @@ def test_validator_correction_written_with_shared_context_reaches_the_worker(
     assert any(DIRECTIVE in str(m["content"]) for m in validator_request["messages"])
     retried = role_requests(player, "worker")[2]
     assert any("Validator: CORR-9" in str(m["content"]) for m in retried["messages"])
-    assert outcome.result.outcomes[0].status == "validated"
+    assert outcome.subtasks[0].status == "validated"

@@ -48,16 +48,16 @@ def test_zero_failure_session_validates_each_subtask_once(root: Path) -> None:
             synth("Port 8081, release on Friday."),
         ],
     )
-    result = outcome.result
+    result = outcome
     assert result.status == "done"
-    assert [o.status for o in result.outcomes] == ["validated", "validated"]
+    assert [o.status for o in result.subtasks] == ["validated", "validated"]
     assert result.failure_count == 0
     assert not kinds(outcome, "correction") and not kinds(outcome, "warning")
     # One structured validator call per subtask, no more.
     assert len(role_requests(player, "validator")) == 2
     levels = [e.data["involvement_level"] for e in kinds(outcome, "validation")]
     assert levels == ["standard", "standard"]
-    assert result.final_text == "Port 8081, release on Friday."
+    assert result.answer == "Port 8081, release on Friday."
 
 
 def test_failed_tool_is_decided_in_code_without_a_model_call(root: Path) -> None:
@@ -77,7 +77,7 @@ def test_failed_tool_is_decided_in_code_without_a_model_call(root: Path) -> None
     assert correction.data["blocker"] == "tool_failure"
     assert "missing.txt" in correction.message  # the retry carries the tool's error
     assert len(role_requests(player, "validator")) == 1  # only the second attempt used the model
-    assert outcome.result.outcomes[0].status == "validated"
+    assert outcome.subtasks[0].status == "validated"
 
 
 def test_hallucination_retry_names_the_tools(root: Path) -> None:
@@ -123,7 +123,7 @@ def test_partial_is_decomposed_by_the_manager(root: Path) -> None:
     assert kinds(outcome, "correction")[0].data["action"] == "decompose"
     decompose_request = role_requests(player, "manager")[1]
     assert any("host missing" in str(m["content"]) for m in decompose_request["messages"])
-    assert outcome.result.outcomes[0].status == "validated"
+    assert outcome.subtasks[0].status == "validated"
 
 
 def test_capability_gap_escalates_at_once_without_retry(root: Path) -> None:
@@ -140,9 +140,9 @@ def test_capability_gap_escalates_at_once_without_retry(root: Path) -> None:
     assert not kinds(outcome, "correction")
     warning = kinds(outcome, "warning")[0]
     assert warning.data["action"] == "escalate"
-    assert outcome.result.outcomes[0].status == "escalated"
-    assert "Not completed" in outcome.result.final_text
-    assert "needs you" in outcome.result.final_text
+    assert outcome.subtasks[0].status == "escalated"
+    assert "Not completed" in outcome.answer
+    assert "needs you" in outcome.answer
 
 
 def test_loop_detected_in_code_skips_after_two_detections(root: Path) -> None:
@@ -162,7 +162,7 @@ def test_loop_detected_in_code_skips_after_two_detections(root: Path) -> None:
     assert all(v.data["used_llm"] is False for v in validations)
     assert [e.data["action"] for e in kinds(outcome, "correction")] == ["rephrase"]
     assert kinds(outcome, "warning")[0].data["action"] == "skip"
-    assert outcome.result.outcomes[0].status == "skipped"
+    assert outcome.subtasks[0].status == "skipped"
     # Nothing was validated, so the manager is not asked to synthesize anything.
     assert len(role_requests(player, "manager")) == 1
 
@@ -186,11 +186,11 @@ def test_retry_budget_resets_for_each_subtask(root: Path) -> None:
             synth(),
         ],
     )
-    assert [o.status for o in outcome.result.outcomes] == ["validated", "validated"]
-    assert [o.attempts for o in outcome.result.outcomes] == [3, 3]
+    assert [o.status for o in outcome.subtasks] == ["validated", "validated"]
+    assert [o.attempts for o in outcome.subtasks] == [3, 3]
     budgets = [(e.subtask, e.data["retries_used"]) for e in kinds(outcome, "correction")]
     assert budgets == [(1, 1), (1, 2), (2, 1), (2, 2)]
-    assert outcome.result.failure_count == 4  # telemetry only
+    assert outcome.failure_count == 4  # telemetry only
 
 
 def _rejected_three_times(progress: bool) -> list[dict[str, Any]]:
@@ -204,20 +204,20 @@ def _rejected_three_times(progress: bool) -> list[dict[str, Any]]:
 
 def test_exhausted_budget_with_progress_continues_to_synthesis(root: Path) -> None:
     outcome, _ = run_team(root, one_subtask("Find the port", _rejected_three_times(True)))
-    assert outcome.result.outcomes[0].status == "partial"
+    assert outcome.subtasks[0].status == "partial"
     assert "partial work" in kinds(outcome, "warning")[0].message
-    assert "partial, not validated" in outcome.result.final_text
-    assert outcome.result.status == "partial"
+    assert "partial, not validated" in outcome.answer
+    assert outcome.status == "partial"
 
 
 def test_exhausted_budget_without_progress_skips_with_warning(root: Path) -> None:
     outcome, _ = run_team(
         root, one_subtask("Find the port", _rejected_three_times(False), answer=None)
     )
-    assert outcome.result.outcomes[0].status == "skipped"
+    assert outcome.subtasks[0].status == "skipped"
     warning = kinds(outcome, "warning")[0]
     assert "skipped" in warning.message and "no progress" in warning.message
-    assert warning.message in outcome.result.warnings
+    assert warning.message in outcome.warnings
 
 
 def test_failure_in_subtask_one_does_not_raise_involvement_of_subtask_two(root: Path) -> None:
@@ -268,8 +268,8 @@ def test_validator_infrastructure_error_is_neither_approval_nor_rejection(root: 
     outcome, _ = run_team(root, one_subtask("Find the port", reported))
     assert not kinds(outcome, "correction")  # no retry budget spent
     assert "not counted as approval or rejection" in kinds(outcome, "warning")[0].message
-    assert outcome.result.outcomes[0].status == "validated"
-    assert outcome.result.failure_count == 0
+    assert outcome.subtasks[0].status == "validated"
+    assert outcome.failure_count == 0
 
 
 def test_validator_down_keeps_work_unvalidated(root: Path) -> None:
@@ -278,10 +278,10 @@ def test_validator_down_keeps_work_unvalidated(root: Path) -> None:
         one_subtask("Find the port", attempt(read("config.yaml"), "port 8081"), answer=None),
         rules=[{"when": {"role": "validator"}, "error": {"status": 503, "message": "down"}}],
     )
-    assert outcome.result.outcomes[0].status == "unvalidated"
+    assert outcome.subtasks[0].status == "unvalidated"
     assert not kinds(outcome, "correction")
-    assert outcome.result.failure_count == 0
-    assert "validator unavailable" in outcome.result.final_text
+    assert outcome.failure_count == 0
+    assert "validator unavailable" in outcome.answer
 
 
 def test_synthesis_never_claims_failed_work(root: Path) -> None:
@@ -299,7 +299,7 @@ def test_synthesis_never_claims_failed_work(root: Path) -> None:
     text = "\n".join(str(m["content"]) for m in synthesis["messages"])
     assert "port 8081" in text
     assert "DEPLOYED-SUCCESSFULLY" not in text  # failed work never reaches the synthesis
-    final = outcome.result.final_text
+    final = outcome.answer
     assert final.startswith("The port is 8081.")
     assert "Not completed:\n- [needs you] Deploy it" in final
 
@@ -327,10 +327,10 @@ def test_run_usage_cap_stops_cleanly(root: Path) -> None:
         request_cap=3,
     )
     assert len(player.requests) == 3  # the validator call was never sent
-    assert [o.status for o in outcome.result.outcomes] == ["skipped", "skipped"]
+    assert [o.status for o in outcome.subtasks] == ["skipped", "skipped"]
     assert "request cap of 3" in kinds(outcome, "warning")[0].message
-    assert "Not completed" in outcome.result.final_text
-    assert outcome.result.usage["requests"] == 3
+    assert "Not completed" in outcome.answer
+    assert outcome.usage.requests == 3
 
 
 def test_without_a_persona_the_worker_only_gets_read_only_tools(root: Path) -> None:
@@ -340,6 +340,6 @@ def test_without_a_persona_the_worker_only_gets_read_only_tools(root: Path) -> N
     outcome = run_async(
         run_turn("Give me the files.", options, resolver=ModelResolver.using(model, "scripted:t"))
     )
-    assert outcome.result.status == "done"
+    assert outcome.status == "done"
     offered = {t["function"]["name"] for t in role_requests(model.player, "worker")[0]["tools"]}
     assert offered == {"read_file", "list_dir", "glob", "grep"}

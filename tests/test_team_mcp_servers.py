@@ -21,7 +21,8 @@ from personae.errors import RunError
 from personae.models import ModelResolver, Scenario, scripted_function_model
 from personae.models.scenario import ROLE_MARKER
 from personae.team.events import Event
-from personae.team.session import RunOptions, RunOutcome, run_turn
+from personae.team.result import RunResult
+from personae.team.session import RunOptions, run_turn
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 MEMORY = "---\nname: Brandon\ndescription: sponsor of the portal\ntype: user\n---\nLikes tea.\n"
@@ -70,7 +71,7 @@ def server_pids(marker: str) -> dict[int, dict[str, str]]:
 
 def run(
     root: Path, persona: str, steps: list[dict[str, Any]], seen: dict[int, dict[str, str]]
-) -> tuple[RunOutcome, Any]:
+) -> tuple[RunResult[Any], Any]:
     def listener(event: Event) -> None:
         # While the turn runs, look for the server process (real /proc, real pid).
         if event.kind.value == "tool_call" and str(event.data.get("tool", "")).startswith("mcp__"):
@@ -151,7 +152,7 @@ def test_persona_mcp_tools_reach_the_model_and_are_narrowed_at_dispatch(
     # The validator sees the MCP tools among the tools available.
     validator_calls = requests_with(player, ROLE_MARKER.format(role="validator"))
     assert "mcp__mind__recall" in json.dumps(validator_calls[0]["messages"])
-    assert outcome.result.status == "done"
+    assert outcome.status == "done"
     # The server ran during the turn with only a safe base environment plus its own entries.
     assert len(seen) == 1, seen
     env = next(iter(seen.values()))
@@ -246,8 +247,8 @@ def test_server_that_fails_to_start_is_a_warning_and_the_run_goes_on(tmp_path: P
     assert "'typo'" in text and "unknown type" in text
     assert "Traceback" not in text
     assert len(warnings) == 2  # once per server, not once per attempt
-    assert outcome.result.status == "done"
-    assert any("failed to start" in w for w in outcome.result.warnings)
+    assert outcome.status == "done"
+    assert any("failed to start" in w for w in outcome.warnings)
     offered = {t["function"]["name"] for t in player.requests[1]["tools"]}
     assert "read_file" in offered and not any(n.startswith("mcp__") for n in offered)
 
@@ -332,7 +333,7 @@ def test_validator_sees_the_mcp_tools_and_enforces_a_required_one(tmp_path: Path
     validator_call = requests_with(player, ROLE_MARKER.format(role="validator"))[0]
     sent = json.dumps(validator_call["messages"])
     assert "mcp__mind__recall" in sent and "Every claim must come from" in sent
-    assert outcome.result.status == "done"
+    assert outcome.status == "done"
 
 
 WHOLE_SERVER = """---
@@ -367,7 +368,7 @@ def test_validator_prompt_lists_the_tools_discovered_from_the_server(tmp_path: P
         {"when": {"role": "manager"}, "text": "One memory."},
     ]
     outcome, player = run(root, "librarian", steps, {})
-    assert outcome.result.status == "done"
+    assert outcome.status == "done"
     validator_call = requests_with(player, ROLE_MARKER.format(role="validator"))[0]
     sent = "\n".join(str(m.get("content")) for m in validator_call["messages"])
     listed = sent.split("<worker_tools>", 1)[1].split("</worker_tools>", 1)[0]

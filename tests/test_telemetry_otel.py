@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import pytest
 
 from _ui_support import DEMO_TASK, cli
+from personae.context.report import BudgetReport, SubagentBrief, read_stored_budget
 from personae.store.db import Store
 from personae.store.runs import RunStore
 
@@ -76,8 +77,13 @@ def test_a_demo_run_becomes_one_trace_with_genai_attributes(demo: tuple[Path, st
         assert span.attributes["personae.answer.tool_calls"] == len(call.answer.tool_calls)
         shown = [str(v) for v in span.attributes.values()]
         assert call.answer.text == "" or not any(call.answer.text in v for v in shown)
-        if call.budget.get("sections"):
-            assert span.attributes["personae.budget.total"] == call.budget["total"]
+        report = read_stored_budget(call.budget)  # the model, never the stored dict
+        if call.role == "subagent":  # a sub-agent's call records its brief, no sections
+            assert isinstance(report, SubagentBrief)
+            assert "personae.budget.total" not in span.attributes
+        else:
+            assert isinstance(report, BudgetReport)
+            assert span.attributes["personae.budget.total"] == report.total
             assert "personae.section.task.kept" in span.attributes
 
     subtasks = {s.name: s for s in spans if s.name.startswith("subtask ")}

@@ -23,7 +23,15 @@ if TYPE_CHECKING:
         run_chain,
         run_handover,
     )
-    from personae.api.results import AnswerDelta, Limits, RunEnd, SubtaskResult, TeamResult, Usage
+    from personae.api.results import (
+        AnswerDelta,
+        Limits,
+        RunEnd,
+        RunResult,
+        SubtaskResult,
+        TeamResult,
+        Usage,
+    )
     from personae.api.runs import areplay_run, compare_runs, diff_calls, replay_run
     from personae.api.team import CancelToken, Team
     from personae.errors import PersonaeError, RunError, UsageError
@@ -58,6 +66,7 @@ __all__ = [
     "RunEnd",
     "RunError",
     "RunHooks",
+    "RunResult",
     "Skill",
     "Store",
     "SubtaskResult",
@@ -102,6 +111,7 @@ _HOMES: dict[str, str] = {
     "AnswerDelta": "personae.api.results",
     "Limits": "personae.api.results",
     "RunEnd": "personae.api.results",
+    "RunResult": "personae.api.results",
     "SubtaskResult": "personae.api.results",
     "TeamResult": "personae.api.results",
     "Usage": "personae.api.results",

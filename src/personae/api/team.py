@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack, overload
 
-from personae.api.results import AnswerDelta, Limits, RunEnd, StreamItem, TeamResult, Usage
+from personae.api.results import AnswerDelta, Limits, RunEnd, StreamItem, TeamResult
 from personae.context.profiles import ProfileSet
 from personae.context.window import ContextWindow
-from personae.errors import UsageError
+from personae.errors import RunError, UsageError
 from personae.models.given import given_resolver
 from personae.models.resolve import ModelResolver
 from personae.persona.cast import Cast
@@ -34,8 +34,9 @@ from personae.settings import PersonaeSettings, chosen_model
 from personae.store.db import Store
 from personae.store.runs import RunStore
 from personae.store.status import RunStatus
-from personae.team.events import AnswerStreamed, CallProgress, RunStarted
+from personae.team.events import AnswerStreamed, CallProgress
 from personae.team.hooks import RunHooks
+from personae.team.result import stored_result
 from personae.team.runlog import end_run
 from personae.team.session import RunOptions, run_store, run_turn
 from personae.team.structured import AnswerType
@@ -200,7 +201,7 @@ class Team:
         with self._windows_lock:
             return self._windows.get(session)
 
-    def _keep_window(self, session: str, window: ContextWindow) -> None:
+    def _keep_window(self, session: str | None, window: ContextWindow) -> None:
         if not session:
             return
         with self._windows_lock:
@@ -522,8 +523,8 @@ class _Feed:
         options = dataclasses.replace(options, cancel_reason=why)
         try:
             coro = run_turn(task, options, listeners=[self.on_event], resolver=resolver)
-            outcome = await (asyncio.wait_for(coro, timeout) if timeout else coro)
-            queue.put_nowait(RunEnd(result=TeamResult.of(outcome)))
+            result = await (asyncio.wait_for(coro, timeout) if timeout else coro)
+            queue.put_nowait(RunEnd(result=result))
         except (asyncio.CancelledError, TimeoutError) as exc:
             result = _cancelled(options, self.seen, why())
             if isinstance(exc, TimeoutError) or (cancel is not None and cancel.cancelled):
@@ -538,21 +539,17 @@ class _Feed:
 
 def _cancelled(options: RunOptions, seen: list[Event], reason: str) -> TeamResult[Any]:
     """The result of a run ended by a cancel token or its timeout: the run is ended as
-    cancelled (its ``final`` event joins ``seen``)."""
-    run_id = seen[0].run_id if seen else ""
-    first = seen[0] if seen else None
-    session = (first.session or "") if isinstance(first, RunStarted) else ""
-    usage: dict[str, int] = {}
-    model = options.model or ""
-    if run_id:
-        with run_store(Project.open(options.root), options) as store:
-            runs = RunStore(store)
-            final = end_run(runs, run_id, status=RunStatus.CANCELLED, reason=reason)
-            if final is not None:
-                seen.append(final)
-            record = runs.get(run_id)
-            usage, model, session = dict(record.usage or {}), record.model, record.session_id or ""
-    return TeamResult(
-        answer="", status=RunStatus.CANCELLED, run_id=run_id, session_id=session, model=model,
-        usage=Usage.of(usage), events=list(seen),
-    )  # fmt: skip
+    cancelled and its result read back as stored (its ``final`` event joins ``seen``, the
+    events the caller was given). A run stopped before it was stored has no result: that
+    raises :class:`~personae.errors.RunError` with the reason."""
+    if not seen:
+        raise RunError(f"{reason}: the run stopped before it was stored")
+    with run_store(Project.open(options.root), options) as store:
+        runs = RunStore(store)
+        final = end_run(runs, seen[0].run_id, status=RunStatus.CANCELLED, reason=reason)
+        if final is not None:
+            seen.append(final)
+        result = stored_result(runs, seen[0].run_id)
+    if result is None:  # end_run gives every run it ends a final event
+        raise RunError(f"run {seen[0].run_id} ended ({reason}) without a final event")
+    return result

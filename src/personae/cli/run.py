@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from personae.persona.cast import Cast
     from personae.settings import PersonaeSettings
     from personae.team.events import Event, RunFinished, RunStarted
-    from personae.team.session import RunOptions, RunOutcome
+    from personae.team.result import RunResult
+    from personae.team.session import RunOptions
 
 __all__ = ["STYLES", "export_trace", "register"]
 
@@ -146,7 +147,7 @@ class _View:
 
 def _execute(
     task: str, options: RunOptions, view: _View, timeout: float | None = None
-) -> RunOutcome:
+) -> RunResult[Any]:
     # local import: CLI start-up (only the command that runs loads what it needs)
     import asyncio
 
@@ -157,7 +158,7 @@ def _execute(
     # process and die with the run like everything else it starts.
     RUN_PROCESSES.capture_orphans()
 
-    async def go() -> RunOutcome:
+    async def go() -> RunResult[Any]:
         view.task = asyncio.current_task()
         coro = run_turn(task, options, listeners=[view])
         return await (asyncio.wait_for(coro, timeout) if timeout is not None else coro)
@@ -176,14 +177,14 @@ def _execute(
 
 
 def _follow_ups(
-    first: RunOutcome, options: RunOptions, view: _View, timeout: float | None
-) -> list[RunOutcome]:
+    first: RunResult[Any], options: RunOptions, view: _View, timeout: float | None
+) -> list[RunResult[Any]]:
     """Interactive handover: ask for follow-up tasks until an empty line (or end of input).
 
     Each follow-up is one more turn in the same conversation session; the
     handover's results hold every turn's answer.
     """
-    done: list[RunOutcome] = []
+    done: list[RunResult[Any]] = []
     session = first.session_id
     while True:
         try:
@@ -196,7 +197,7 @@ def _follow_ups(
         outcome = _execute(text.strip(), more, view, timeout)
         done.append(outcome)
         if not view.as_json:
-            typer.echo(f"run {outcome.run_id} done ({outcome.result.status})")
+            typer.echo(f"run {outcome.run_id} done ({outcome.status})")
     return done
 
 
@@ -546,15 +547,14 @@ def _reconnected(request: _Request, handover: HandoverSession, cast: Cast | None
     return updated
 
 
-def _turn(outcome: RunOutcome) -> HandoverTurn:
+def _turn(outcome: RunResult[Any]) -> HandoverTurn:
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.handover.runflow import HandoverTurn
     from personae.store.status import RunStatus
 
-    result = outcome.result
     return HandoverTurn(
-        done=result.status is RunStatus.DONE, answer=result.final_text,
-        files=outcome.files_written(), warnings=result.warnings,
+        done=outcome.status is RunStatus.DONE, answer=outcome.answer,
+        files=outcome.files_written, warnings=outcome.warnings,
     )  # fmt: skip
 
 
@@ -589,11 +589,11 @@ def _run_announced(request: _Request, view: _View, announced: RunStarted) -> Non
                 raise
             export_trace(project.state_db, outcome.run_id, endpoint)
             work.add(_turn(outcome))
-            code = outcome.result.status.exit_code
+            code = outcome.status.exit_code
             if handover is not None and not request.non_interactive and sys.stdin.isatty():
                 for more in _follow_ups(outcome, options, view, timeout):
                     work.add(_turn(more))
-                    code = max(code, more.result.status.exit_code)
+                    code = max(code, more.status.exit_code)
     except TimeoutError as exc:
         _end(project.state_db, announced.run_id, view, exc)  # cancelled: timed out
         raise RunError(f"run took longer than {timeout} s") from None
@@ -604,7 +604,7 @@ def _run_announced(request: _Request, view: _View, announced: RunStarted) -> Non
             typer.echo(f"handover results written to {work.written}")
         typer.echo(
             f"run {outcome.run_id} (session {outcome.session_id}, model "
-            f"{outcome.model_label}); details: personae runs show {outcome.run_id}"
+            f"{outcome.model}); details: personae runs show {outcome.run_id}"
         )
     if code:  # partial or not validated: the answer is printed, the exit code tells scripts
         raise typer.Exit(code)

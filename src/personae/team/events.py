@@ -28,7 +28,7 @@ from personae.team.signals import (
     InvolvementLevel,
     SubagentStatus,
     Subtask,
-    SubtaskStatus,
+    SubtaskResult,
 )
 from personae.tools.records import ToolCallRecord
 
@@ -328,16 +328,18 @@ class RunFinished(_EventBase):
     kind: ClassVar[EventKind] = EventKind.FINAL
     status: RunStatus
     """How the run ended (done, partial, failed, cancelled): every run ends with one."""
-    validated: list[int]
-    """Numbers of the validated subtasks."""
-    not_validated: dict[int, SubtaskStatus]
-    """Number -> status of the others."""
+    subtasks: list[SubtaskResult]
+    """How each planned subtask ended (empty: the run stopped before it had a plan)."""
     usage: dict[str, int]
     """Usage of the whole tree of agents (requests, input and output tokens, tool calls)."""
     failure_count: int
     """Rejected validations."""
+    warnings: list[str]
+    """User-visible warnings of the run."""
+    files_written: list[str]
+    """Files the run's tools wrote or edited that still existed when it ended."""
     error: str | None
-    """Why the run failed or was cancelled (``None``: it ran to its answer)."""
+    """Why the run failed or was cancelled (``None``: it ran to its answer, ``message``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -426,9 +428,11 @@ _SUBAGENT_PHASES: dict[object, type[SubagentStarted | SubagentEnded]] = {
 _WRITTEN_LATER: dict[type[Event], dict[str, Any]] = {
     WorkDone: {"skills": [], "skill_commands": []},
     Validated: {"skills": None, "correction": ""},
+    RunFinished: {"subtasks": [], "warnings": [], "files_written": []},
 }
 """Payload fields that events stored by earlier versions lack, and what such an event
-reads as (nothing loaded). The one place old stored rows are read tolerantly; every
+reads as (nothing loaded; an older ``final`` event's ``validated``/``not_validated``
+numbers stay in its ``extra``). The one place old stored rows are read tolerantly; every
 other missing field is an error."""
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from pydantic import BaseModel
 from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.toolsets import AbstractToolset, CombinedToolset
 
@@ -34,11 +36,13 @@ from personae.team.manager import (
     synthesize,
 )
 from personae.team.mcp_servers import McpHub
+from personae.team.result import files_written
 from personae.team.runtime import Runtime
 from personae.team.signals import (
     InvolvementLevel,
     Plan,
     Subtask,
+    SubtaskResult,
     SubtaskStatus,
     ValidationResult,
     WorkerResult,
@@ -57,7 +61,7 @@ from personae.team.validator import ValidationChecks, validate
 from personae.team.worker import WorkerTools, run_worker
 from personae.tools.subset import ToolSubset
 
-__all__ = ["TeamConfig", "TeamLoop", "TurnResult", "involvement_for_subtask"]
+__all__ = ["TeamConfig", "TeamLoop", "involvement_for_subtask"]
 
 _DEFAULT_PERSONA = Persona(
     name="default",
@@ -81,27 +85,6 @@ class TeamConfig:
     """Validator calls tried before its infrastructure error is reported."""
 
 
-@dataclass(kw_only=True)
-class TurnResult:
-    """What a turn produced."""
-
-    final_text: str
-    """The synthesized answer."""
-    output: Any = None
-    """The answer as the ``output_type`` asked for (``None``: none asked, or no model
-    wrote the answer: nothing was validated, or a cap or the deadline was reached)."""
-    outcomes: list[SubtaskOutcome]
-    """One per planned subtask."""
-    status: RunStatus
-    """done (all validated) or partial."""
-    warnings: list[str] = field(default_factory=list)
-    """User-visible warnings."""
-    failure_count: int = 0
-    """Rejected validations (telemetry only)."""
-    usage: dict[str, int] = field(default_factory=dict)
-    """Total usage of the whole tree."""
-
-
 def _merged_status(statuses: set[SubtaskStatus]) -> SubtaskStatus:
     """The status of a decomposed subtask from its parts' statuses."""
     if statuses == {SubtaskStatus.VALIDATED}:
@@ -111,6 +94,13 @@ def _merged_status(statuses: set[SubtaskStatus]) -> SubtaskStatus:
     if statuses & {SubtaskStatus.PARTIAL, SubtaskStatus.VALIDATED}:
         return SubtaskStatus.PARTIAL
     return SubtaskStatus.UNVALIDATED
+
+
+def _carried(source: BaseModel, event: type[WorkDone | Validated]) -> dict[str, Any]:
+    """The payload fields an event takes over from the model it reports (a worker's
+    result, a verdict): every field both have, by name, so neither list is kept by hand."""
+    names = {f.name for f in dataclasses.fields(event)}
+    return {n: getattr(source, n) for n in type(source).model_fields if n in names}
 
 
 def involvement_for_subtask(task: str, subtask: str) -> InvolvementLevel:
@@ -176,8 +166,10 @@ class TeamLoop:
     answer: AnswerType | None = None
     """The type the final answer is asked for (``None``: text)."""
 
-    async def run_turn(self, turn: TurnContext) -> TurnResult:
-        """Plan, execute and validate every subtask, then synthesize.
+    async def run_turn(self, turn: TurnContext) -> tuple[RunFinished, Any]:
+        """Plan, execute and validate every subtask, then synthesize; returns the run's
+        ``final`` event as emitted (the result's record: :class:`~personae.team.result.RunResult`
+        is made from it) and the typed answer (``None``: none asked, or no model wrote it).
 
         MCP servers of the personas used are started on first use and all
         stopped when the turn ends, also on error.
@@ -185,8 +177,7 @@ class TeamLoop:
         warnings: list[str] = []
 
         def mcp_warning(message: str, data: dict[str, Any]) -> None:
-            warnings.append(message)
-            self.runtime.emit(RunWarning(message=message, action="mcp_server", details=data))
+            self._warn(warnings, message, subtask=None, action="mcp_server", details=data)
 
         hub = McpHub(project_servers=self.mcp_servers, cwd=self.workspace, on_warning=mcp_warning)
         agents = Spawner(
@@ -198,7 +189,7 @@ class TeamLoop:
         finally:
             await hub.aclose()
 
-    async def _run_turn(self, turn: TurnContext, run: _Run) -> TurnResult:
+    async def _run_turn(self, turn: TurnContext, run: _Run) -> tuple[RunFinished, Any]:
         rt = self.runtime
         stopped: str | None = None  # a cap or the deadline was reached while planning
         try:
@@ -245,37 +236,58 @@ class TeamLoop:
         final, output = await synthesize(rt, turn, self.persona, outcomes, answer=self.answer)
         done = all(o.status is SubtaskStatus.VALIDATED for o in outcomes)
         status = RunStatus.DONE if done else RunStatus.PARTIAL
-        rt.emit(
+        signals = {
+            e.subtask: e.completion_signal
+            for e in rt.bus.events
+            if isinstance(e, Validated) and e.subtask
+        }
+        ended = rt.emit(
             RunFinished(
                 message=final,
                 status=status,
-                validated=[o.number for o in outcomes if o.status is SubtaskStatus.VALIDATED],
-                not_validated={
-                    o.number: o.status for o in outcomes if o.status is not SubtaskStatus.VALIDATED
-                },
+                subtasks=[
+                    SubtaskResult(
+                        number=o.number,
+                        description=o.subtask.description,
+                        status=o.status,
+                        result=o.result,
+                        reason=o.reason,
+                        attempts=o.attempts,
+                        signal=signals.get(o.number),
+                    )
+                    for o in outcomes
+                ],
                 usage=rt.usage.as_dict(),
                 failure_count=run.failure_count,
+                warnings=list(run.warnings),
+                files_written=files_written(rt.bus.events, self.workspace or Path()),
                 error=None,
             )
         )
-        return TurnResult(
-            final_text=final,
-            output=output,
-            outcomes=outcomes,
-            status=status,
-            warnings=list(run.warnings),
-            failure_count=run.failure_count,
-            usage=rt.usage.as_dict(),
+        return cast(RunFinished, ended), output  # the bus returns the event given, numbered
+
+    def _warn(
+        self,
+        kept: list[str] | None,
+        message: str,
+        *,
+        subtask: int | None,
+        action: str | None,
+        details: dict[str, Any],
+    ) -> None:
+        """A user-visible warning: emitted as a ``warning`` event, and kept in ``kept`` (the
+        turn's warnings, which the result lists) when given."""
+        if kept is not None:
+            kept.append(message)
+        self.runtime.emit(
+            RunWarning(message=message, subtask=subtask, action=action, details=details)
         )
 
     def _stop_for_cap(
         self, run: _Run, subtasks: list[Subtask], number: int, reason: str
     ) -> list[SubtaskOutcome]:
         warning = f"stopped at subtask {number}: {reason}"
-        run.warnings.append(warning)
-        self.runtime.emit(
-            RunWarning(message=warning, subtask=number, action="usage_cap", details={})
-        )
+        self._warn(run.warnings, warning, subtask=number, action="usage_cap", details={})
         return [
             SubtaskOutcome(
                 number=n, subtask=s, status=SubtaskStatus.SKIPPED, result="", reason=reason
@@ -310,15 +322,11 @@ class TeamLoop:
             tag="skills" if role == "worker" else "skills_for_validation",
         )  # fmt: skip
         if loaded.cut:
-            self.runtime.emit(
-                RunWarning(
-                    message=f"skill bodies for the {role} cut to fit the budget: "
-                    f"{', '.join(loaded.cut)}",
-                    subtask=number,
-                    action="skills_cut",
-                    details={"role": role, "skills": loaded.names, "cut": loaded.cut},
-                )
-            )
+            self._warn(
+                None, f"skill bodies for the {role} cut to fit the budget: {', '.join(loaded.cut)}",
+                subtask=number, action="skills_cut",
+                details={"role": role, "skills": loaded.names, "cut": loaded.cut},
+            )  # fmt: skip
         return loaded
 
     async def _run_subtask(
@@ -355,13 +363,9 @@ class TeamLoop:
                     message=work.result[:300],
                     subtask=number,
                     attempt=attempts,
-                    success=work.success,
-                    tools_used=work.tools_used,
-                    failed_tools=work.failed_tools,
-                    loop_detected=work.loop_detected,
-                    result=work.result,
                     skills=for_worker.names,
                     skill_commands=[(c.command, c.reason) for c in for_worker.commands],
+                    **_carried(work, WorkDone),
                 )
             )
             loaded = [self.skills[n] for n in for_worker.names]
@@ -395,15 +399,10 @@ class TeamLoop:
                     result=work.result, attempts=attempts,
                 ), budget  # fmt: skip
             if decision.warning:
-                job.run.warnings.append(decision.warning)
-                rt.emit(
-                    RunWarning(
-                        message=decision.warning,
-                        subtask=number,
-                        action=decision.action,
-                        details={},
-                    )
-                )
+                self._warn(
+                    job.run.warnings, decision.warning, subtask=number,
+                    action=decision.action, details={},
+                )  # fmt: skip
             if decision.action in (StepAction.SKIP, StepAction.ESCALATE, StepAction.CONTINUE):
                 status = {
                     StepAction.SKIP: SubtaskStatus.SKIPPED,
@@ -486,13 +485,7 @@ class TeamLoop:
                         subtask=number,
                         used_llm=outcome.used_llm,
                         skills=skill_names,
-                        approved=r.approved,
-                        requirements_met=r.requirements_met,
-                        issues=r.issues,
-                        next_action=r.next_action,
-                        involvement_level=r.involvement_level,
-                        correction=r.correction,
-                        completion_signal=r.completion_signal,
+                        **_carried(r, Validated),
                     )
                 )
                 return r
@@ -500,12 +493,6 @@ class TeamLoop:
                 f"validator unavailable for subtask {number} (attempt {attempt}): "
                 f"{outcome.infra_error}; not counted as approval or rejection"
             )
-            rt.emit(
-                RunWarning(
-                    message=warning,
-                    subtask=number,
-                    action=None,
-                    details={"infra_error": outcome.infra_error},
-                )
-            )
+            self._warn(None, warning, subtask=number, action=None,
+                       details={"infra_error": outcome.infra_error})  # fmt: skip
         return None

@@ -48,8 +48,9 @@ from personae.store.replays import RecordedCall, ReplayLink, ReplayStore, RunInp
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore
 from personae.store.status import RunStatus
 from personae.team.events import Event, RunStarted
+from personae.team.result import RunResult
 from personae.team.run_inputs import prepare_workspace
-from personae.team.session import RunOptions, RunOutcome, run_turn
+from personae.team.session import RunOptions, run_turn
 from personae.tokens.registry import counter_for_model
 
 __all__ = ["PROMPT_MAX_BYTES", "ReplayRequest", "ReplayResult", "check_replay", "replay_run"]
@@ -320,7 +321,7 @@ async def replay_run(
 
             options = _options(plan, workspace=workspace / "project", session=session)
             try:
-                outcome: RunOutcome = await run_turn(
+                outcome: RunResult[Any] = await run_turn(
                     plan.original.task, options, listeners=[linker, *listeners],
                     resolver=resolver,
                 )  # fmt: skip
@@ -339,5 +340,5 @@ async def replay_run(
             ])  # fmt: skip
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
-    return ReplayResult(run_id=outcome.run_id, link=link, status=outcome.result.status,
-                        final_text=outcome.result.final_text)  # fmt: skip
+    return ReplayResult(run_id=outcome.run_id, link=link, status=outcome.status,
+                        final_text=outcome.answer)  # fmt: skip

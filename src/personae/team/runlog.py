@@ -146,9 +146,9 @@ def end_run(
         status, answer = ended
         runs.finish(run_id, status=status, final_text=answer, usage=totals, error=reason)
         return None
-    made = RunFinished(
-        message=reason or status.value, status=status, validated=[], not_validated={},
-        usage=totals, failure_count=0, error=reason,
+    made = RunFinished(  # no answer: its subtasks, warnings and files are in its events
+        message=reason or status.value, status=status, subtasks=[], usage=totals,
+        failure_count=0, warnings=[], files_written=[], error=reason,
     )  # fmt: skip
     if bus is not None:
         bus.emit(made)

@@ -15,7 +15,7 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +43,10 @@ from personae.store.replays import ReplayStore
 from personae.store.runs import RunStore
 from personae.store.status import RunStatus
 from personae.team.bounds import CallBounds
-from personae.team.events import Event, EventBus, RunStarted, RunWarning, ToolCalled
+from personae.team.events import Event, EventBus, RunFinished, RunStarted, RunWarning
 from personae.team.hooks import HookGate, RunHooks
-from personae.team.loop import TeamConfig, TeamLoop, TurnResult
+from personae.team.loop import TeamConfig, TeamLoop
+from personae.team.result import RunResult
 from personae.team.run_inputs import capture_inputs
 from personae.team.runlog import attach_run, describe_failure, end_run, start_run
 from personae.team.runtime import Runtime, TreeUsage
@@ -60,10 +61,7 @@ from personae.tools.registry import ToolRegistry
 from personae.tools.sandbox import describe_mode
 from personae.tools.workspace import Workspace
 
-__all__ = ["RunOptions", "RunOutcome", "extractive_summary", "run_store", "run_turn"]
-
-_WRITERS = frozenset({"write_file", "edit_file"})
-"""Tools whose ``path`` argument names a file the run produced."""
+__all__ = ["RunOptions", "extractive_summary", "run_store", "run_turn"]
 
 _HANDOVER = "handover_to_persona"
 """The handover tool's name (personae.handover.tool is imported only when it is used)."""
@@ -153,47 +151,6 @@ class RunOptions:
     """The session's context window, kept by a caller that runs several turns of the
     session in one process (``personae.Team`` does): what earlier turns read and
     prepared is reused. ``None``: a fresh one (same result, prepared from scratch)."""
-
-
-@dataclass(kw_only=True)
-class RunOutcome:
-    """A finished run."""
-
-    run_id: str
-    """Stored run id."""
-    session_id: str
-    """Conversation session used."""
-    model_label: str
-    """Model label (says ``scripted`` for the scripted replay server)."""
-    result: TurnResult
-    """The team's result."""
-    events: list[Event] = field(default_factory=list)
-    """Every event of the run."""
-    root: Path | None = None
-    """The workspace root the run's tools acted on."""
-    typed: bool = False
-    """The answer was asked for as a type (``result.output`` holds it)."""
-
-    def files_written(self) -> list[str]:
-        """Files the run's tools wrote or edited that still exist, in first-write order.
-
-        Taken from the successful ``write_file``/``edit_file`` tool-call events
-        (workers and sub-agents); paths as the tools got them (relative to
-        :attr:`root`). Files gone by the end (a sub-agent's temporary
-        workspace) are left out.
-        """
-        found: dict[str, None] = {}
-        for event in self.events:
-            if not isinstance(event, ToolCalled) or not event.ok or event.reused:
-                continue
-            path = (event.args or {}).get("path") if event.tool in _WRITERS else None
-            if isinstance(path, str) and path.strip():
-                full = Path(path) if Path(path).is_absolute() or self.root is None else (
-                    self.root / path
-                )  # fmt: skip
-                if full.is_file():
-                    found.setdefault(path, None)
-        return list(found)
 
 
 def _persona_texts(cast: Cast, persona: Persona | None) -> tuple[str | None, str | None, str]:
@@ -413,14 +370,14 @@ def _team(
 
 async def _run_team(
     make_team: Callable[[], TeamLoop], turn: TurnContext, rec: _Recording
-) -> TurnResult:
+) -> tuple[RunFinished, Any]:
     """Run the team on ``turn``; a failed run is ended here (its ``final`` event says why).
 
     A cancelled one (interrupted, out of time) is ended here too unless the caller started
     it: the caller knows why (:func:`personae.team.runlog.end_run`)."""
     runtime, runs, run_id, usage = rec.runtime, rec.runs, rec.run_id, rec.usage
     try:
-        result = await make_team().run_turn(turn)
+        ended = await make_team().run_turn(turn)
     except asyncio.CancelledError:
         if not rec.announced:
             asked = rec.cancel_reason
@@ -439,7 +396,7 @@ async def _run_team(
             raise
         raise RunError(reason, run_id=run_id) from exc
     runtime.flush()
-    return result
+    return ended
 
 
 def _configure(models: ModelResolver, project: Project, options: RunOptions) -> None:
@@ -477,8 +434,9 @@ async def run_turn(
     *,
     listeners: Sequence[Callable[[Event], None]] = (),
     resolver: ModelResolver | None = None,
-) -> RunOutcome:
-    """Run one team turn on the project at ``options.root``.
+) -> RunResult[Any]:
+    """Run one team turn on the project at ``options.root``; returns its result (as stored:
+    :func:`personae.team.result.stored_result` reads the same back).
 
     Listeners get every event, the final answer's ``answer_delta`` pieces included.
     """
@@ -546,13 +504,13 @@ async def run_turn(
 
         try:
             with running(rec.me):  # child runs started meanwhile link to this one
-                result = await _run_team(make_team, turn, rec)
+                final, output = await _run_team(make_team, turn, rec)
         finally:
             if resolver is None:
                 models.close()
-        _store_turn(conversations, session, task, turn, result.final_text)
-        end_run(rec.runs, rec.run_id, status=result.status, usage=result.usage, bus=rec.bus)
-    return RunOutcome(
-        run_id=rec.run_id, session_id=session, model_label=label, result=result,
-        events=rec.bus.events, root=work, typed=options.answer is not None,
+        _store_turn(conversations, session, task, turn, final.message)
+        end_run(rec.runs, rec.run_id, status=final.status, usage=final.usage, bus=rec.bus)
+    return RunResult.of(
+        final, session_id=session, model=label, events=rec.bus.events, output=output,
+        typed=options.answer is not None,
     )  # fmt: skip

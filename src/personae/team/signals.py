@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal, TypeAlias
 
@@ -18,6 +19,7 @@ __all__ = [
     "Strategy",
     "SubagentStatus",
     "Subtask",
+    "SubtaskResult",
     "SubtaskStatus",
     "ValidationResult",
     "WorkerResult",
@@ -94,6 +96,27 @@ class CompletionSignal(BaseModel):
     """What blocks completion, if anything."""
     suggested_strategy: Strategy | None = None
     """What the validator suggests doing next."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubtaskResult:
+    """How one planned subtask of a run ended (part of the run's result and of its
+    ``final`` event)."""
+
+    number: int
+    """Subtask number (from 1)."""
+    description: str
+    """What the Manager asked for."""
+    status: SubtaskStatus
+    """validated, partial, unvalidated, skipped or escalated."""
+    result: str
+    """The accepted (or last) worker result (empty: no worker ran it)."""
+    reason: str
+    """Why it was not validated (empty: it was)."""
+    attempts: int
+    """Worker attempts made (0: it was skipped before any)."""
+    signal: CompletionSignal | None
+    """The validator's completion signal on the last attempt (``None``: never validated)."""
 
 
 class ValidationResult(BaseModel):
