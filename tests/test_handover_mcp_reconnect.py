@@ -169,9 +169,25 @@ You analyse.
 MEMORY = "---\nname: Brandon\ndescription: sponsor of the portal\ntype: user\n---\nLikes tea.\n"
 
 
-@pytest.mark.process
-def test_the_child_process_reconnects_to_the_source_server(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
+# What the receiver's scripted answers need: the source's servers named in its context,
+# the mind server's tool offered (only when the child started it again) and its answer.
+RECEIVER = [
+    {"when": {"role": "manager", "contains": "MCP servers active at the source: echo, mind"},
+     "output": {"subtasks": [{"description": "Recall what Brandon likes"}]}},
+    # Offered only when the child started the mind server again from the handover.
+    {"when": {"role": "worker", "tool": "mcp__mind__recall"},
+     "tool_calls": [{"name": "mcp__mind__recall", "args": {"query": "tea"}}]},
+    # The real server's answer (read from the memory folder) reached the model.
+    {"when": {"role": "worker", "contains": "Likes tea"},
+     "text": "Brandon likes tea (user_brandon.md, recalled through the mind server)."},
+    {"when": {"role": "validator"}, "output": VALIDATOR_OK},
+    {"when": {"role": "manager"}, "text": "Brandon likes tea."},
+]  # fmt: skip
+
+
+def memory_project(root: Path) -> Path:
+    """The librarian (mind and echo servers of its own), the analyst (none; echo denied),
+    the project's echo server and a config that trusts handover files' entries."""
     echo = {"command": sys.executable, "args": [str(Path(__file__).parent / "_mcp_echo_server.py")]}
     build_project(
         root,
@@ -183,21 +199,16 @@ def test_the_child_process_reconnects_to_the_source_server(tmp_path: Path) -> No
             "mem/user_brandon.md": MEMORY,
             ".personae/config.yaml": "handover:\n  mcp_reconnect: handover\n",
             ".mcp.json": json.dumps({"mcpServers": {"echo": echo}}),
+            "scenario.yaml": yaml.safe_dump({"steps": RECEIVER}),
         },
     )
-    steps = [
-        {"when": {"role": "manager", "contains": "MCP servers active at the source: echo, mind"},
-         "output": {"subtasks": [{"description": "Recall what Brandon likes"}]}},
-        # Offered only when the child started the mind server again from the handover.
-        {"when": {"role": "worker", "tool": "mcp__mind__recall"},
-         "tool_calls": [{"name": "mcp__mind__recall", "args": {"query": "tea"}}]},
-        # The real server's answer (read from the memory folder) reached the model.
-        {"when": {"role": "worker", "contains": "Likes tea"},
-         "text": "Brandon likes tea (user_brandon.md, recalled through the mind server)."},
-        {"when": {"role": "validator"}, "output": VALIDATOR_OK},
-        {"when": {"role": "manager"}, "text": "Brandon likes tea."},
-    ]  # fmt: skip
-    (root / "scenario.yaml").write_text(yaml.safe_dump({"steps": steps}))
+    return root
+
+
+@pytest.mark.process
+def test_the_child_process_reconnects_to_the_source_server(tmp_path: Path) -> None:
+    root = memory_project(tmp_path / "proj")
+    steps = RECEIVER
     created = run_personae(
         "handover", "create", "--from", "librarian", "--to", "analyst",
         "--task", "What does Brandon like?", cwd=root, timeout=120,
@@ -238,3 +249,45 @@ def test_the_child_process_reconnects_to_the_source_server(tmp_path: Path) -> No
     assert bare.returncode == 0, bare.stdout + bare.stderr
     said = bare.stdout + bare.stderr  # the run's warning event
     assert "MCP server 'mind'" in said and "'MIND_TOKEN' is not set" in said, said
+
+
+KEEPER = [
+    {"when": {"role": "manager"}, "output": {"subtasks": [{"description": "Find Brandon"}]}},
+    {"when": {"role": "worker", "tool": "mcp__mind__recall"},
+     "tool_calls": [{"name": "mcp__mind__recall", "args": {"query": "Brandon"}}]},
+    {"when": {"role": "worker", "contains": "user_brandon.md"},
+     "text": "Brandon is the portal's sponsor (user_brandon.md)."},
+    {"when": {"role": "validator"}, "output": VALIDATOR_OK},
+    {"when": {"role": "manager"}, "text": "Brandon sponsors the portal; ask the analyst."},
+]  # fmt: skip
+
+
+@pytest.mark.process
+def test_a_chain_step_reconnects_to_the_previous_step_persona_server(tmp_path: Path) -> None:
+    root = memory_project(tmp_path / "proj")
+    (root / "keep.yaml").write_text(yaml.safe_dump({"steps": KEEPER}))
+    workflow = {
+        "name": "memory",
+        "steps": [
+            {"id": "keep", "persona": "librarian", "task": "Who is Brandon?",
+             "model": "scripted:keep.yaml"},
+            {"id": "use", "persona": "analyst", "task": "What does Brandon like?",
+             "model": "scripted:scenario.yaml"},
+        ],
+    }  # fmt: skip
+    (root / "workflow.yaml").write_text(yaml.safe_dump(workflow))
+    out = run_personae(
+        "chain", "run", "workflow.yaml", cwd=root, timeout=400,
+        env=child_env({"MIND_TOKEN": TOKEN}),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "| use | analyst | success | 1 |" in out.stdout, out.stdout
+    saved = root / ".personae" / "chains" / "memory" / "handovers" / "use.json"
+    text = saved.read_text()
+    assert TOKEN not in text
+    handover = json.loads(text)
+    assert handover["source"]["persona"] == "librarian"
+    assert handover["context"]["mcpServers"] == ["echo", "mind"]
+    assert handover["context"]["mcpServerConfigs"]["mind"]["env"]["MIND_TOKEN"] == "${MIND_TOKEN}"
+    assert handover["results"]["status"] == "success"
+    assert handover["results"]["output"].strip() == "Brandon likes tea."

@@ -20,6 +20,7 @@ from typing import Any
 
 from personae.errors import UsageError
 from personae.fsutil import read_regular, write_atomic
+from personae.handover._cast import persona_facts
 from personae.handover.create import HandoverContent, build_handover, write_handover
 from personae.handover.files import read_handover
 from personae.handover.schema import ArtifactFile, HistoryEntry, now_iso
@@ -142,6 +143,11 @@ def _make_handover(wf: Workflow, step: Step, states: dict[str, StepState], sdir:
         passed[key] = {"status": st.status, "output": output, "nextSteps": st.next_steps}
     data = {**step.data, "chain": {"workflow": wf.name, "step": step.id}, "inputs": passed}
     source = by_id[inputs[0]].persona if inputs else "chain"
+    # The source step's persona's MCP servers travel as in any handover (names, entries
+    # without secrets); the step's own run decides which it starts.
+    servers = None
+    if inputs:
+        servers = persona_facts(wf.path.parent, source, step.persona, check_target=False)[0]
     handover = build_handover(
         source_persona=source,
         target_persona=step.persona,
@@ -153,6 +159,7 @@ def _make_handover(wf: Workflow, step: Step, states: dict[str, StepState], sdir:
             data=data,
             insights=step.insights,
             history=history,
+            mcp_server_configs=servers or None,
         ),
     )
     if step.profile is not None:
