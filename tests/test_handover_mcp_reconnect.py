@@ -214,6 +214,8 @@ def test_the_child_process_reconnects_to_the_source_server(tmp_path: Path) -> No
         "--task", "What does Brandon like?", cwd=root, timeout=120,
     )  # fmt: skip
     assert created.returncode == 0, created.stderr
+    # The writer is told which variables the receiver needs.
+    assert "mind.env.MIND_TOKEN -> ${MIND_TOKEN}" in created.stderr, created.stderr
     path = Path(created.stdout.strip())
     text = path.read_text()
     assert TOKEN not in text  # the secret stayed behind: only its name travels

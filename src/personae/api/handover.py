@@ -163,6 +163,16 @@ def create_handover(
     servers, warnings = persona_facts(
         project.root, spec.source, spec.to, check_target=spec.check_target
     )
+    if servers:
+        # local import: each call loads only its own engine (`personae handover create` start-up)
+        from personae.handover.mcp_carry import carried_configs
+
+        replaced = carried_configs(servers)[1]
+        if replaced:
+            warnings.append(
+                "MCP server entries carry references, not secrets: " + "; ".join(replaced)
+                + " (set these variables where the handover runs)"
+            )  # fmt: skip
     for warning in warnings:
         if on_warning is not None:
             on_warning(warning)
