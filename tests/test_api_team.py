@@ -19,7 +19,10 @@ from pydantic_ai.models import override_allow_model_requests
 import personae
 from _helpers import DEV_PERSONA, dev_project, read_config_scenario, run_async
 from personae import AnswerDelta, CancelToken, Event, EventKind, Limits, RunEnd, Team
+from personae.store.db import Store
+from personae.store.runs import RunStore
 from personae.team.events import RunFinished, RunStarted
+from personae.team.result import stored_result
 
 ANSWER = "The service listens on port 8081, as config.yaml says."
 
@@ -195,6 +198,10 @@ def test_timeout_limit_cancels_the_run(project: Path) -> None:
     assert stored(project, result.run_id)[0] == "cancelled"
     final = result.events[-1]
     assert isinstance(final, RunFinished) and final.error == "timed out (limits.timeout 0.05 s)"
+    # the cancelled run's result is the stored one (no result made up beside the store)
+    assert (result.answer, result.output, result.error) == ("", None, final.error)
+    with Store(project / ".personae" / "state.db") as store:
+        assert stored_result(RunStore(store), result.run_id) == result
 
 
 def test_cancelling_the_awaiting_task_cancels_the_run(project: Path) -> None:

@@ -1,8 +1,9 @@
-"""One status, five surfaces: a run's status is the same ``RunStatus`` in ``personae run
---json`` (its ``final`` event and exit code), the Python API's ``TeamResult``, the store,
-the viewer and the OpenTelemetry export (stored runs, and an instrumented team's live
-spans), for a run that answered (done) and one that
-validated nothing (partial). Scripted model server, real SQLite store."""
+"""One status and one result, five surfaces: a run's status is the same ``RunStatus`` in
+``personae run --json`` (its ``final`` event and exit code), the Python API's
+``TeamResult``, the store, the viewer and the OpenTelemetry export (stored runs, and an
+instrumented team's live spans), and its whole result is one ``RunResult``, equal field
+by field on each, for a run that answered (done) and one that validated nothing
+(partial). Scripted model server, real SQLite store."""
 
 from __future__ import annotations
 
@@ -16,13 +17,16 @@ import pytest
 from pydantic_ai.models import override_allow_model_requests
 
 from _helpers import dev_project, personae_cli, read_config_scenario
-from personae import Limits, Team
+from personae import Limits, RunResult, Team, TeamResult
 from personae.store.db import Store
 from personae.store.runs import RunStore
 from personae.store.status import RunStatus
+from personae.team.events import RunFinished, event_from_json
+from personae.team.result import stored_result
+from personae.team.signals import SubtaskStatus
 from personae.ui._html import RUN_TONES
 from personae.ui.data import Reader
-from personae.ui.pages import run_body
+from personae.ui.pages import result_section, run_body
 
 REFUSING = {
     "description": "a worker that only ever calls run_shell, which dev may not use (scripted)",
@@ -160,3 +164,95 @@ def test_the_budget_report_stays_a_model_from_the_turn_to_the_store(project: Pat
         if '.get("sections")' in line or '["sections"]' in line
     ]
     assert as_dicts == []
+
+
+def _result_via_viewer(root: Path, run_id: str) -> tuple[RunResult[str] | None, str]:
+    """The result the viewer holds for the run, and the result section its page shows."""
+    reader = Reader(root)
+    try:
+        view = reader.run(run_id)
+    finally:
+        reader.close()
+    return view.result, result_section(view)
+
+
+def _root_span_attributes(root: Path, run_id: str) -> dict[str, Any]:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from personae.telemetry.otel import export_run
+
+    exporter = InMemorySpanExporter()
+    export_run(root / ".personae" / "state.db", run_id, exporter=exporter)
+    (top,) = [s for s in exporter.get_finished_spans() if s.parent is None]
+    return dict(top.attributes or {})
+
+
+def _same_result_everywhere(root: Path, result: RunResult[str]) -> None:
+    """The store, the viewer and the OpenTelemetry export give ``result`` field by field."""
+    with Store(root / ".personae" / "state.db") as store:
+        stored = stored_result(RunStore(store), result.run_id)
+    assert stored is not None
+    for a, b in zip(stored.events, result.events, strict=True):
+        assert a == b
+    assert stored == result  # every field: status, answer, subtasks, usage, events ...
+    viewed, section = _result_via_viewer(root, result.run_id)
+    assert viewed == result
+    shown = re.findall(r'<tr data-subtask="(\d+)"><td>\d+</td><td><span class="badge [a-z]+">'
+                       r"([a-z]+)</span></td><td>(\d+)</td>", section)  # fmt: skip
+    assert shown == [(str(t.number), t.status.value, str(t.attempts)) for t in result.subtasks]
+    attrs = _root_span_attributes(root, result.run_id)
+    assert attrs["personae.run.status"] == result.status.value
+    assert attrs["personae.run.subtasks"] == len(result.subtasks)
+    validated = [t for t in result.subtasks if t.status is SubtaskStatus.VALIDATED]
+    assert attrs["personae.run.subtasks.validated"] == len(validated)
+    assert attrs["personae.run.failure_count"] == result.failure_count
+    assert attrs["personae.run.warnings"] == len(result.warnings)
+    assert tuple(attrs["personae.run.files_written"]) == tuple(result.files_written)
+    assert attrs["gen_ai.usage.input_tokens"] == result.usage.input_tokens
+
+
+@pytest.mark.parametrize(("scenario", "status"), CASES)
+def test_one_result_from_the_python_api_the_store_the_viewer_and_otel(
+    project: Path, scenario: str, status: RunStatus
+) -> None:
+    """The Python API's result is the stored run's result, the viewer's and the export's:
+    one ``RunResult``, equal field by field (events included)."""
+    team = Team.from_project(
+        project, model=f"scripted:{project.parent / scenario}.yaml", limits=Limits(max_retries=1)
+    )
+    result = team.run("What port?", persona="dev")
+    assert isinstance(result, RunResult) and TeamResult is RunResult
+    assert result.status is status and result.subtasks and result.error is None
+    assert (result.status is RunStatus.DONE) == all(
+        t.status is SubtaskStatus.VALIDATED and t.signal is not None for t in result.subtasks
+    )
+    assert result.output == result.answer and result.usage.requests > 0
+    _same_result_everywhere(project, result)
+
+
+@pytest.mark.parametrize(("scenario", "status"), CASES)
+def test_one_result_from_the_cli_json_the_store_the_viewer_and_otel(
+    project: Path, scenario: str, status: RunStatus
+) -> None:
+    """``personae run --json``'s lines read back into the same ``RunResult`` the store
+    holds: its events are the stored events, its ``final`` line the stored result's."""
+    done = personae_cli(
+        "run", "What port?", "--persona", "dev", "--model",
+        f"scripted:{project.parent / scenario}.yaml", "--json", "--max-retries", "1",
+        cwd=project,
+    )  # fmt: skip
+    events = [event_from_json(json.loads(line)) for line in done.stdout.splitlines()]
+    final = events[-1]
+    assert isinstance(final, RunFinished), done.stderr
+    with Store(project / ".personae" / "state.db") as store:
+        stored = stored_result(RunStore(store), final.run_id)
+    assert stored is not None and stored.status is status
+    from_cli = RunResult.of(final, session_id=stored.session_id, model=stored.model, events=events)
+    assert from_cli == stored
+    assert final.to_json_dict()["data"]["subtasks"] == [
+        {"number": t.number, "description": t.description, "status": t.status.value,
+         "result": t.result, "reason": t.reason, "attempts": t.attempts,
+         "signal": t.signal.model_dump(mode="json") if t.signal else None}
+        for t in stored.subtasks
+    ]  # fmt: skip
+    _same_result_everywhere(project, stored)

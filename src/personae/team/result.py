@@ -12,14 +12,14 @@ OpenTelemetry export all read the same fields from the same event.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
-from personae.store.runs import RunStore
+from personae.store.runs import RunRecord, RunStore, StoredEvent
 from personae.store.status import RunStatus
 from personae.team.events import (
     TRANSIENT,
@@ -30,7 +30,7 @@ from personae.team.events import (
 )
 from personae.team.signals import SubtaskResult
 
-__all__ = ["RunResult", "Usage", "files_written", "stored_result"]
+__all__ = ["RunResult", "Usage", "files_written", "result_of", "stored_result"]
 
 _WRITERS = frozenset({"write_file", "edit_file"})
 """Tools whose ``path`` argument names a file the run produced."""
@@ -99,8 +99,8 @@ class RunResult(Generic[OutputT]):
     files_written: list[str]
     """Files the run's tools wrote or edited that still existed when it ended."""
     events: list[Event]
-    """Every stored event of the run, in order, ``final`` last (the answer's text pieces
-    are not kept)."""
+    """Every stored event of the run, in order, ``final`` last, as the store keeps them
+    (a failed tool call as its brief; the answer's text pieces are not kept)."""
 
     @classmethod
     def of(
@@ -149,14 +149,18 @@ def files_written(events: Iterable[Event], root: Path) -> list[str]:
 
 
 def stored_result(runs: RunStore, run_id: str) -> RunResult[str] | None:
-    """The stored run's result, read from its ``final`` event (``None``: the run has no
-    result: it is still running, or its process ended without one and the store marked it
-    ``crashed``). An unknown id raises the store's ``UnknownNameError``; a stored event
-    this version cannot read raises ``ValueError`` naming it."""
+    """The stored run's result (:func:`result_of` its row and events). An unknown id
+    raises the store's ``UnknownNameError``."""
     record = runs.get(run_id)
-    events = [
-        event_from_json({"run_id": record.id, **e.model_dump()}) for e in runs.events(record.id)
-    ]
+    return result_of(record, runs.events(record.id))
+
+
+def result_of(record: RunRecord, stored: Sequence[StoredEvent]) -> RunResult[str] | None:
+    """A stored run's result, read from its ``final`` event (``None``: the run has no
+    result: it is still running, or its process ended without one and the store marked
+    it ``crashed``). A stored event this version cannot read raises ``ValueError`` naming
+    it. Its ``output`` is the answer's text (the ``output_type`` is not stored)."""
+    events = [event_from_json({"run_id": record.id, **e.model_dump()}) for e in stored]
     final = next((e for e in reversed(events) if isinstance(e, RunFinished)), None)
     if final is None or record.status is RunStatus.RUNNING:
         return None

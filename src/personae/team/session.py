@@ -43,7 +43,14 @@ from personae.store.replays import ReplayStore
 from personae.store.runs import RunStore
 from personae.store.status import RunStatus
 from personae.team.bounds import CallBounds
-from personae.team.events import Event, EventBus, RunFinished, RunStarted, RunWarning
+from personae.team.events import (
+    Event,
+    EventBus,
+    RunFinished,
+    RunStarted,
+    RunWarning,
+    event_from_json,
+)
 from personae.team.hooks import HookGate, RunHooks
 from personae.team.loop import TeamConfig, TeamLoop
 from personae.team.result import RunResult
@@ -510,7 +517,8 @@ async def run_turn(
                 models.close()
         _store_turn(conversations, session, task, turn, final.message)
         end_run(rec.runs, rec.run_id, status=final.status, usage=final.usage, bus=rec.bus)
+    stored = [event_from_json(e.to_json_dict()) for e in rec.bus.events]  # as the store has them
     return RunResult.of(
-        final, session_id=session, model=label, events=rec.bus.events, output=output,
+        final, session_id=session, model=label, events=stored, output=output,
         typed=options.answer is not None,
     )  # fmt: skip

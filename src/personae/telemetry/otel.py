@@ -6,7 +6,10 @@ when it is off.
 
 Spans (GenAI semantic conventions where one applies, ``personae.*`` for the rest):
 
-- the turn: ``invoke_agent <persona>``, root of the trace;
+- the turn: ``invoke_agent <persona>``, root of the trace, with the run's result
+  (:class:`~personae.team.result.RunResult`, read from its ``final`` event: status,
+  subtasks and how many were validated, rejected validations, warnings, files
+  written, error);
 - each subtask: ``subtask <n>`` (last completion signal as attributes, each
   validation as a span event);
 - each model call (role call): ``chat <model>`` with ``gen_ai.request.model``,
@@ -60,6 +63,8 @@ from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStore, StoredEvent
 from personae.store.status import OK_STATUSES
 from personae.team.events import RunStarted, SubagentEnded, SubagentStarted, ToolCalled, Validated
+from personae.team.result import RunResult, result_of
+from personae.team.signals import SubtaskStatus
 from personae.telemetry.live import split_model
 from personae.telemetry.runtree import (
     NodeKind,
@@ -293,6 +298,33 @@ def _parent_context(run: RunRecord) -> Context:
     return trace.set_span_in_context(NonRecordingSpan(parent), Context())
 
 
+def _result(run: RunRecord, events: Sequence[StoredEvent]) -> RunResult[str] | None:
+    """The run's result (``None``: it has none, or a stored event is not readable: the
+    spans then carry the row's status and usage only)."""
+    try:
+        return result_of(run, events)
+    except ValueError:
+        return None
+
+
+def _result_attrs(result: RunResult[str]) -> dict[str, Any]:
+    """The run span's attributes from the run's result (the same one the Python API
+    returned): status, subtasks, files written, warnings, error."""
+    attrs: dict[str, Any] = {
+        "personae.run.status": result.status.value,
+        "personae.run.subtasks": len(result.subtasks),
+        "personae.run.subtasks.validated": sum(
+            t.status is SubtaskStatus.VALIDATED for t in result.subtasks
+        ),
+        "personae.run.failure_count": result.failure_count,
+        "personae.run.warnings": len(result.warnings),
+        "personae.run.files_written": tuple(result.files_written),
+    }
+    if result.error:
+        attrs["personae.run.error"] = result.error
+    return attrs
+
+
 def run_to_spans(
     tracer: Tracer,
     run: RunRecord,
@@ -320,6 +352,9 @@ def run_to_spans(
     for key in ("input_tokens", "output_tokens"):
         if isinstance(run.usage.get(key), int):
             attrs[f"gen_ai.usage.{key}"] = run.usage[key]
+    result = _result(run, events)
+    if result is not None:
+        attrs |= _result_attrs(result)
     begin = typed(events[0]) if events else None
     if isinstance(begin, RunStarted) and begin.context_from:
         attrs["personae.handover.from"] = str(begin.context_from)
@@ -332,7 +367,8 @@ def run_to_spans(
     )
     emitter.children(tree, root)
     if run.status not in OK_STATUSES:
-        root.set_status(Status(StatusCode.ERROR, run.status.value))
+        why = result.error if result is not None and result.error else run.status.value
+        root.set_status(Status(StatusCode.ERROR, why))
     end = _ns(run.finished_at, emitter.cursor)
     root.end(end_time=max(end, emitter.cursor))
 

@@ -28,6 +28,7 @@ from personae.store.answers import ModelAnswer
 from personae.store.db import Store
 from personae.store.runs import ModelCallRecord, RunRecord, RunStatus, RunStore, StoredEvent
 from personae.team.events import RunStarted
+from personae.team.result import RunResult, result_of
 from personae.telemetry.runtree import parse_time, typed
 from personae.telemetry.usagetree import UsageNode, usage_tree
 from personae.workflow.spec import load_workflow
@@ -70,6 +71,12 @@ class RunView:
     calls: list[ModelCallRecord]
     usage: UsageNode | None = None
     """The run and the runs it started in other processes, with their usage."""
+    result: RunResult[str] | None = None
+    """The run's result as its ``final`` event records it (the one the Python API
+    returned and ``--json`` printed); ``None`` while it runs, when it crashed without
+    one, or when a stored event is not readable (:attr:`unreadable` says which)."""
+    unreadable: str | None = None
+    """Why the result could not be read (a stored event this version cannot read)."""
 
     @property
     def signature(self) -> tuple[str, int, int]:
@@ -176,11 +183,18 @@ class Reader:
         node = usage_tree(runs, record.id, prices)
         for item in node.walk():
             item.run = _clean_run(item.run)
+        clean, events = _clean_run(record), [_clean_event(e) for e in runs.events(record.id)]
+        try:
+            result, unreadable = result_of(clean, events), None
+        except ValueError as exc:
+            result, unreadable = None, str(exc)
         return RunView(
-            run=_clean_run(record),
-            events=[_clean_event(e) for e in runs.events(record.id)],
+            run=clean,
+            events=events,
             calls=[_clean_call(c) for c in runs.model_calls(record.id)],
             usage=node,
+            result=result,
+            unreadable=unreadable,
         )
 
     def run_tokens(self, run: RunRecord) -> dict[str, Any]:

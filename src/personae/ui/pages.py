@@ -128,7 +128,45 @@ def run_body(view: RunView) -> str:
     return (
         f'<div class="summary"><dl class="facts">{dl}</dl>{agent_tree(tree, run.persona)}</div>'
         f'<p class="task"><b>Task:</b> {h(run.task)}</p>{usage_panel(view.usage, run.id)}'
-        f"<h2>Timeline</h2>{render_timeline(tree, run.id)}{final}"
+        f"<h2>Timeline</h2>{render_timeline(tree, run.id)}{final}{result_section(view)}"
+    )
+
+
+def result_section(view: RunView) -> str:
+    """The run's result as its ``final`` event records it (what the Python API returned
+    and ``--json`` printed): status, error, each subtask, warnings, files written."""
+    if view.unreadable:
+        return (
+            '<section class="result" data-kind="result"><h2>Result</h2>'
+            f'<p class="muted">not readable: {h(view.unreadable)}</p></section>'
+        )
+    result = view.result
+    if result is None:  # running, or crashed without a final event
+        return ""
+    rows = "".join(
+        f'<tr data-subtask="{t.number}"><td>{t.number}</td><td>{badge(t.status)}</td>'
+        f"<td>{t.attempts}</td><td>{h(t.description)}</td><td>{h(t.reason or '-')}</td></tr>"
+        for t in result.subtasks
+    )
+    facts = [
+        ("status", badge(result.status)),
+        ("error", h(result.error) if result.error else "-"),
+        ("rejected validations", str(result.failure_count)),
+        ("files written", ", ".join(f"<code>{h(f)}</code>" for f in result.files_written) or "-"),
+    ]
+    warnings = "".join(f"<li>{h(w)}</li>" for w in result.warnings)
+    return (
+        '<section class="result" data-kind="result"><h2>Result</h2><dl class="facts">'
+        + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts)
+        + "</dl>"
+        + (
+            '<table class="subtasks"><tr><th>#</th><th>status</th><th>attempts</th>'
+            f"<th>subtask</th><th>why not validated</th></tr>{rows}</table>"
+            if rows
+            else ""
+        )
+        + (f'<ul class="warnings">{warnings}</ul>' if warnings else "")
+        + "</section>"
     )
 
 
