@@ -2,4 +2,4 @@
 # (the pip package only; never `playwright install`: the tests launch /usr/bin/chromium).
 apt_install chromium
 [ -x /usr/bin/chromium ] || { echo "setup: /usr/bin/chromium missing after apt install" >&2; return 1; }
-.venv/bin/python -m pip install -q -e '.[dev,ui,ui-test,otel]'
+pip_extras dev ui ui-test otel

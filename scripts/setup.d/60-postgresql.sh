@@ -6,8 +6,7 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   echo "setup 60-postgresql: apt installed postgresql but no /usr/lib/postgresql/*/bin/initdb" >&2
   return 1 2>/dev/null || exit 1
 fi
-echo "installing personae[postgres]"
-if ! .venv/bin/python -m pip install -q -e '.[dev,postgres]'; then
+if ! pip_extras dev postgres; then
   echo "setup 60-postgresql: pip could not install the postgres extra (psycopg)" >&2
   return 1 2>/dev/null || exit 1
 fi

