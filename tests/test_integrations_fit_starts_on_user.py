@@ -28,7 +28,6 @@ from pydantic_ai.messages import (
 )
 
 from personae.integrations.langchain import count_tokens_exactly, fit_langchain
-from personae.integrations.openai_agents import PersonaeSession
 from personae.integrations.pydantic_ai import FitHistory, count_model_messages
 from personae.store import Store
 from personae.store.conversations import ConversationStore
@@ -132,6 +131,9 @@ def openai_items(turns: list[Any]) -> list[dict[str, Any]]:
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(HISTORY, st.integers(20, 3000))
 def test_openai_agents_session_starts_on_a_user_item(turns: list[Any], budget: int) -> None:
+    # imported here: the Agents SDK costs each pytest-xdist worker ~2.5 s CPU at collection
+    from personae.integrations.openai_agents import PersonaeSession
+
     with tempfile.TemporaryDirectory() as tmp:
         conversations = ConversationStore(Store(Path(tmp) / "personae.db"), exact_counter())
         session = PersonaeSession("chat", conversations, budget=budget)

@@ -2,40 +2,37 @@
 
 The SDK speaks OpenAI chat completions to a loopback scripted replay server
 (``personae.models.ScriptedServer``); what it sends is read back from the server.
+
+The SDK (with openai and mcp) is imported where a test uses it, not at the top: importing it
+costs ~5 s, which every pytest-xdist worker would pay while collecting.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from agents import (
-    Agent,
-    MaxTurnsExceeded,
-    OpenAIChatCompletionsModel,
-    RunConfig,
-    Runner,
-    SQLiteSession,
-    function_tool,
-    set_tracing_disabled,
-)
-from agents.mcp import MCPServerManager
-from agents.memory import SessionSettings
-from openai import AsyncOpenAI
 
 from _helpers import run_async
-from personae.integrations.openai_agents import PersonaeSession, cast_agents, mcp_servers
 from personae.models import Scenario, ScriptedServer
 from personae.persona import Cast
 from personae.store import Store
 from personae.store.conversations import ConversationStore
 from personae.tokens import exact_counter
 
-set_tracing_disabled(True)  # no trace upload: the only server is the loopback one
+if TYPE_CHECKING:
+    from agents import Agent, OpenAIChatCompletionsModel
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _no_tracing() -> None:
+    from agents import set_tracing_disabled
+
+    set_tracing_disabled(True)  # no trace upload: the only server is the loopback one
 
 
 def _exchange(n: int, question: str, log: str, answer: str) -> list[Any]:
@@ -80,6 +77,9 @@ def conversations(tmp_path: Path) -> Iterator[ConversationStore]:
 
 
 def chat_model(server: ScriptedServer) -> OpenAIChatCompletionsModel:
+    from agents import OpenAIChatCompletionsModel
+    from openai import AsyncOpenAI
+
     client = AsyncOpenAI(base_url=server.base_url, api_key="scripted")
     return OpenAIChatCompletionsModel(model=server.model_name, openai_client=client)
 
@@ -98,6 +98,9 @@ def problems(messages: list[dict[str, Any]]) -> list[str]:
 
 
 def run(agent: Agent[Any], text: str, session: Any, limit: int | None) -> None:
+    from agents import RunConfig, Runner
+    from agents.memory import SessionSettings
+
     config = RunConfig(session_settings=SessionSettings(limit=limit))
     result = run_async(Runner.run(agent, text, session=session, run_config=config))
     assert result.final_output == "Raise the timeout to 60s."
@@ -106,6 +109,10 @@ def run(agent: Agent[Any], text: str, session: Any, limit: int | None) -> None:
 def test_sdk_session_limit_cuts_exchange_personae_session_keeps_it_whole(
     server: ScriptedServer, conversations: ConversationStore, tmp_path: Path
 ) -> None:
+    from agents import Agent, SQLiteSession
+
+    from personae.integrations.openai_agents import PersonaeSession
+
     agent = Agent(name="ops", instructions="You fix CI.", model=chat_model(server))
     theirs = SQLiteSession("night", str(tmp_path / "sdk.db"))
     run_async(theirs.add_items(list(HISTORY)))
@@ -143,6 +150,10 @@ def test_sdk_session_limit_cuts_exchange_personae_session_keeps_it_whole(
 def test_personae_session_fits_a_token_budget(
     server: ScriptedServer, conversations: ConversationStore
 ) -> None:
+    from agents import SQLiteSession
+
+    from personae.integrations.openai_agents import PersonaeSession
+
     sdk = SQLiteSession("budget")
     run_async(sdk.add_items(list(HISTORY)))
     counter = exact_counter()
@@ -165,6 +176,8 @@ def test_personae_session_fits_a_token_budget(
 def test_personae_session_round_trips_items_pop_and_clear(
     conversations: ConversationStore,
 ) -> None:
+    from personae.integrations.openai_agents import PersonaeSession
+
     session = PersonaeSession("rt", conversations)
     run_async(session.add_items(list(HISTORY)))
     assert run_async(session.get_items()) == HISTORY
@@ -184,19 +197,29 @@ CAST = {
 }
 
 
-@function_tool
 def read_file(path: str) -> str:
     """Read a file."""
     return f"contents of {path}"
 
 
-@function_tool
 def run_shell(command: str) -> str:
     """Run a shell command."""
     raise AssertionError("a persona without run_shell must never reach it")
 
 
-def test_cast_personas_become_agents_with_handoffs(tmp_path: Path) -> None:
+@pytest.fixture
+def tool() -> Callable[[Callable[..., Any]], Any]:
+    """The SDK's ``function_tool`` decorator."""
+    from agents import function_tool
+
+    return function_tool
+
+
+def test_cast_personas_become_agents_with_handoffs(tmp_path: Path, tool: Any) -> None:
+    from agents import Runner
+
+    from personae.integrations.openai_agents import cast_agents
+
     for name, text in CAST.items():
         (tmp_path / ".claude/agents").mkdir(parents=True, exist_ok=True)
         (tmp_path / ".claude/agents" / name).write_text(text, encoding="utf-8")
@@ -210,7 +233,7 @@ def test_cast_personas_become_agents_with_handoffs(tmp_path: Path) -> None:
         }
     )
     with ScriptedServer(scenario) as server:
-        agents = cast_agents(cast, chat_model(server), tools=[read_file, run_shell])
+        agents = cast_agents(cast, chat_model(server), tools=[tool(read_file), tool(run_shell)])
         assert [t.name for t in agents["triage"].tools] == ["read_file"]
         assert [t.name for t in agents["fixer"].tools] == ["read_file"]  # Bash disallowed
         assert [a.name for a in agents["triage"].handoffs] == ["fixer"]  # type: ignore[union-attr]
@@ -224,12 +247,14 @@ def test_cast_personas_become_agents_with_handoffs(tmp_path: Path) -> None:
     assert offered == {"read_file", "transfer_to_fixer"}
 
 
-def test_handoffs_follow_spawn_rights_and_the_tool_cap_is_named(tmp_path: Path) -> None:
+def test_handoffs_follow_spawn_rights_and_the_tool_cap_is_named(tmp_path: Path, tool: Any) -> None:
+    from personae.integrations.openai_agents import cast_agents
+
     agents_dir = tmp_path / ".claude/agents"
     agents_dir.mkdir(parents=True)
     for name, text in CAST.items():
         (agents_dir / name).write_text(text, encoding="utf-8")
-    agents = cast_agents(Cast.load(tmp_path), "gpt-4o", tools=[read_file])
+    agents = cast_agents(Cast.load(tmp_path), "gpt-4o", tools=[tool(read_file)])
     assert agents["fixer"].handoffs == []  # no agent tool: no handoffs
     # 165 more personas without a tools list (every tool, so the agent tool; no spawn
     # list): each would hand off to the 166 others, besides read_file
@@ -238,7 +263,7 @@ def test_handoffs_follow_spawn_rights_and_the_tool_cap_is_named(tmp_path: Path) 
             f"---\nname: p{i:03}\ndescription: Persona {i}.\n---\nYou are p{i:03}.\n"
         )
     with pytest.raises(ValueError, match=r"persona 'p000' would offer 167 tools and handoffs"):
-        cast_agents(Cast.load(tmp_path), "gpt-4o", tools=[read_file])
+        cast_agents(Cast.load(tmp_path), "gpt-4o", tools=[tool(read_file)])
 
 
 # --- What the persona file says about running, against the scripted replay server ---
@@ -263,6 +288,11 @@ def running_cast(root: Path) -> Cast:
 
 
 async def run_connected(agents: dict[str, Any], text: str) -> Any:
+    from agents import Runner
+    from agents.mcp import MCPServerManager
+
+    from personae.integrations.openai_agents import mcp_servers
+
     async with MCPServerManager(mcp_servers(agents), strict=True):
         return await Runner.run(agents["triage"], text)
 
@@ -277,6 +307,10 @@ def test_persona_model_max_turns_and_mcp_servers_reach_the_agents_sdk(
 ) -> None:
     """After the handoff checker answers with its own model and its MCP server's granted
     tool (wipe is not offered); maxTurns: 2 stops its third call."""
+    from agents import MaxTurnsExceeded
+
+    from personae.integrations.openai_agents import cast_agents
+
     cast = running_cast(tmp_path)
     steps = [HANDOFF, PING, {"text": "The build is green."}]
     with ScriptedServer(Scenario.model_validate({"steps": steps})) as server:
@@ -303,6 +337,8 @@ def test_persona_model_max_turns_and_mcp_servers_reach_the_agents_sdk(
 def test_a_large_cast_prints_handoffs_by_name(tmp_path: Path) -> None:
     """165 personas handing off to each other (a router to 120, a reviewer and every
     fourth specialist in a cycle): each agent prints in a few kilobytes."""
+    from personae.integrations.openai_agents import cast_agents
+
     write_large_cast(tmp_path)
     agents = cast_agents(Cast.load(tmp_path), "gpt-4o")
     assert len(agents) == 165

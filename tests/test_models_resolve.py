@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pydantic_ai.models.anthropic import AnthropicModel
 from pydantic_ai.models.openai import OpenAIChatModel
 
 from personae.errors import ConfigError, ModelNotConfiguredError
@@ -55,6 +54,9 @@ def test_persona_model_overrides_the_default(monkeypatch: pytest.MonkeyPatch) ->
     assert resolver.label(None) == "ollama:llama3"
     assert resolver.label("inherit") == "ollama:llama3"
     assert resolver.label("haiku") == "anthropic:claude-haiku-4-5"
+    # imported here, not at the top: the anthropic SDK costs each worker ~3 s at collection
+    from pydantic_ai.models.anthropic import AnthropicModel
+
     assert isinstance(resolver.model("opus"), AnthropicModel)
     assert resolver.model("ollama:llama3") is resolver.model(None)  # cached per spec
     monkeypatch.delenv("ANTHROPIC_API_KEY")
