@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -65,24 +65,29 @@ def batch(
         ('{"task": "a", "retries": 99}', "retries"),
     ],
 )
-def test_bad_line_refused_with_file_and_line(tmp_path: Path, line: str, needle: str) -> None:
+def test_bad_line_refused_with_file_and_line(
+    tmp_path: Path, line: str, needle: str, cli: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('{"id": "t000", "task": "fine"}\n\n' + line + "\n")
-    done = run_personae("batch", str(tasks), cwd=tmp_path, timeout=60)
+    # in process: the file is refused before any task starts, so no child is at stake
+    done = cli("batch", str(tasks), cwd=tmp_path)
     assert done.returncode == 1, done.stderr
     assert f"personae: error: {tasks}:3:" in done.stderr and needle in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "tasks.results.jsonl").exists()  # nothing ran, nothing written
 
 
-def test_special_and_empty_task_files_refused(tmp_path: Path) -> None:
+def test_special_and_empty_task_files_refused(
+    tmp_path: Path, cli: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     fifo = tmp_path / "fifo.jsonl"
     os.mkfifo(fifo)
-    done = run_personae("batch", str(fifo), cwd=tmp_path, timeout=30)
+    done = cli("batch", str(fifo), cwd=tmp_path)
     assert done.returncode == 1 and "fifo.jsonl" in done.stderr
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n\n")
-    done = run_personae("batch", str(empty), cwd=tmp_path, timeout=30)
+    done = cli("batch", str(empty), cwd=tmp_path)
     assert done.returncode == 1 and "no tasks" in done.stderr
 
 
