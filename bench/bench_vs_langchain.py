@@ -417,43 +417,60 @@ def _common(a: str, b: str) -> int:
 Prompts = list[tuple[list[ChatMessage], list[BaseMessage]]]
 """The agent loop's prompts: the personae and the LangChain form of the history."""
 
+CADENCES = {
+    "per tool result": ("user", "tool", "last tool"),
+    "two per turn": ("user", "last tool"),
+    "one per turn": ("user",),
+}
+"""When the loop sends a prompt: at each user message, after each tool result, after
+the last tool result of a turn (a turn without tool calls sends one prompt)."""
 
-def prefix_loop(turns: int, tmp: Path, low_waters: list[float]) -> dict[str, Any]:
+
+def prefix_loop(
+    turns: int, tmp: Path, low_waters: list[float], cadences: list[str] | None = None
+) -> dict[str, Any]:
     """Reusable-prefix share, unused budget and CPU per prompt over an agent loop
-    (16k budget).
+    (16k budget), at each cadence of :data:`CADENCES`.
 
-    One prompt per turn and one after each tool result. For personae, one run per
-    ``low_water`` (the eviction hysteresis: 1.0 evicts only what must go); the
-    unused share is the mean of 1 - total/budget over prompts whose history was
-    trimmed. CPU per prompt: what an appending loop pays, new messages counted on
-    both sides (LangChain's ``trim_messages`` with its counts cached by message;
-    personae's ``Snapshot.build`` + ``assemble_snapshot`` + the rendered prompt, the
-    whole list given each time, one window kept across the loop); the checks after
-    each prompt are not timed.
+    For personae, one run per ``low_water`` (the eviction hysteresis of a kept
+    window: 1.0 evicts only what must go) and one stateless run (a fresh snapshot
+    per prompt, no window: its cut points come from the history alone, see the
+    ``cut_step`` section setting); the unused share is the mean of 1 - total/budget
+    over prompts whose history was trimmed. CPU per prompt: what an appending loop
+    pays, new messages counted on both sides (LangChain's ``trim_messages`` with its
+    counts cached by message; personae's ``Snapshot.build`` + ``assemble_snapshot``
+    + the rendered prompt, the whole list given each time); the checks after each
+    prompt are not timed.
     """
-    prompts = _loop_prompts(turns)
-    out: dict[str, Any] = {"prompts": len(prompts), "personae": {}}
-    out["langchain"] = _langchain_loop(prompts)
-    for low in low_waters:
-        out["personae"][str(low)] = _personae_loop(prompts, tmp / f"loop{low}", low)
-    out["personae"]["stateless"] = _personae_loop(
-        prompts, tmp / "loop-stateless", 1.0, stateless=True
-    )
+    every = _loop_prompts(turns)
+    out: dict[str, Any] = {}
+    for cadence in cadences or list(CADENCES):
+        prompts = [(p, lc) for kind, p, lc in every if kind in CADENCES[cadence]]
+        row: dict[str, Any] = {"prompts": len(prompts), "personae": {}}
+        row["langchain"] = _langchain_loop(prompts)
+        for low in low_waters:
+            row["personae"][str(low)] = _personae_loop(prompts, tmp / f"{cadence}{low}", low)
+        row["personae"]["stateless"] = _personae_loop(
+            prompts, tmp / f"{cadence}-stateless", 1.0, stateless=True
+        )
+        out[cadence] = row
     return out
 
 
-def _loop_prompts(turns: int) -> Prompts:
-    """The agent loop's prompts: the history (both forms) at each point a prompt is sent."""
+def _loop_prompts(turns: int) -> list[tuple[str, list[ChatMessage], list[BaseMessage]]]:
+    """The agent loop's prompts: the history (both forms) at each point a prompt may be
+    sent, with what was just appended (``user``, ``tool``, ``last tool``)."""
     rng = random.Random(500)
     texts = Texts(rng)
     msgs: list[ChatMessage] = []
     lc_msgs: list[BaseMessage] = [SystemMessage("You are the builder persona.")]
-    prompts: Prompts = []
+    prompts: list[tuple[str, list[ChatMessage], list[BaseMessage]]] = []
     for t in range(turns):
         msgs.append(ChatMessage("user", f"turn {t}: " + texts(200), seq=len(msgs) + 1))
         lc_msgs.append(HumanMessage(msgs[-1].content))
-        prompts.append((list(msgs), list(lc_msgs)))
-        for _ in range(rng.randint(0, 2)):
+        prompts.append(("user", list(msgs), list(lc_msgs)))
+        steps = rng.randint(0, 2)
+        for step in range(steps):
             ids = [f"t{t}c{k}" for k in range(rng.randint(1, 3))]
             calls = tuple(ChatToolCall(i, "read_file", "{}") for i in ids)
             msgs.append(ChatMessage("assistant", texts(60), tool_calls=calls, seq=len(msgs) + 1))
@@ -461,11 +478,12 @@ def _loop_prompts(turns: int) -> Prompts:
                 {"id": i, "name": "read_file", "args": {}, "type": "tool_call"} for i in ids
             ]
             lc_msgs.append(AIMessage(msgs[-1].content, tool_calls=lc_calls))  # type: ignore[arg-type]
-            for i in ids:
+            for n, i in enumerate(ids):
                 content = texts(rng.choice([60, 400, 1500]))
                 msgs.append(ChatMessage("tool", content, tool_call_id=i, seq=len(msgs) + 1))
                 lc_msgs.append(ToolMessage(content, tool_call_id=i))
-                prompts.append((list(msgs), list(lc_msgs)))
+                last = step == steps - 1 and n == len(ids) - 1
+                prompts.append(("last tool" if last else "tool", list(msgs), list(lc_msgs)))
         msgs.append(ChatMessage("assistant", texts(400), seq=len(msgs) + 1))
         lc_msgs.append(AIMessage(msgs[-1].content))
     return prompts
@@ -647,6 +665,28 @@ def print_drop_in(rows: list[dict[str, Any]], budgets: int) -> None:
         )
 
 
+def print_loops(loops: dict[str, Any], turns: int) -> None:
+    """The agent-loop table, one block per cadence."""
+    for cadence, loop in loops.items():
+        print(
+            f"agent loop: {turns} turns, {cadence}: {loop['prompts']} prompts, 16k budget"
+            " (share: reusable prefix of the previous prompt; unused: budget left when trimmed)"
+        )
+        print(f"  {'side':<26}{'share':>7}{'unused':>8}{'cpu ms':>9}{'mean ms':>9}")
+        sides = {"langchain": loop["langchain"]}
+        sides.update(
+            {
+                f"personae {'stateless' if low == 'stateless' else f'low_water {low}'}": r
+                for low, r in loop["personae"].items()
+            }
+        )
+        for side, r in sides.items():
+            print(
+                f"  {side:<26}{r['share']:>7.3f}{r['unused_when_trimmed']:>8.1%}"
+                f"{r['cpu_median_ms']:>9.2f}{r['cpu_mean_ms']:>9.2f}"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
@@ -664,6 +704,10 @@ def main() -> None:
     )  # fmt: skip
     ap.add_argument("--drop-in-budgets", type=int, default=20, help="budgets per size")
     ap.add_argument("--sizes", type=int, nargs="+", help="history sizes (default: 100 to 100k)")
+    ap.add_argument(
+        "--cadence", nargs="+", choices=list(CADENCES), help="agent-loop cadences (default: all)"
+    )
+    ap.add_argument("--no-drop-in", action="store_true", help="skip the drop-in comparison")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "vs_langchain.json")
     args = ap.parse_args()
     if args.drop_in:
@@ -690,8 +734,12 @@ def main() -> None:
         for n, k in plan.items():
             budgets = [rng.randint(500, 60_000) for _ in range(k)]
             results["sizes"].append(bench_size(n, budgets, Path(tmp)))
-        results["prefix_share"] = prefix_loop(args.turns, Path(tmp), args.low_water)
-    results["drop_in"] = drop_in([100, 1_000, 10_000], args.drop_in_budgets)
+        if args.turns:
+            results["prefix_share"] = prefix_loop(
+                args.turns, Path(tmp), args.low_water, args.cadence
+            )
+    if not args.no_drop_in:
+        results["drop_in"] = drop_in([100, 1_000, 10_000], args.drop_in_budgets)
     results["load_average_after"] = os.getloadavg()
     before, after = results["load_average"][0], results["load_average_after"][0]
     print(f"load average {before:.2f} (after {after:.2f})")
@@ -711,25 +759,9 @@ def main() -> None:
                 f"{r.get('replay_mismatches', '-'):>7}"
             )
             print(f"{size['messages']:>9,} {name:<26}{times}{checks}")
-    loop = results["prefix_share"]
-    print(
-        f"agent loop: {args.turns} turns, {loop['prompts']} prompts, 16k budget"
-        " (share: reusable prefix of the previous prompt; unused: budget left when trimmed)"
-    )
-    print(f"  {'side':<26}{'share':>7}{'unused':>8}{'cpu ms':>9}{'mean ms':>9}")
-    sides = {"langchain": loop["langchain"]}
-    sides.update(
-        {
-            f"personae {'stateless' if low == 'stateless' else f'low_water {low}'}": r
-            for low, r in loop["personae"].items()
-        }
-    )
-    for side, r in sides.items():
-        print(
-            f"  {side:<26}{r['share']:>7.3f}{r['unused_when_trimmed']:>8.1%}"
-            f"{r['cpu_median_ms']:>9.2f}{r['cpu_mean_ms']:>9.2f}"
-        )
-    print_drop_in(results["drop_in"], args.drop_in_budgets)
+    print_loops(results.get("prefix_share", {}), args.turns)
+    if "drop_in" in results:
+        print_drop_in(results["drop_in"], args.drop_in_budgets)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.out}")

@@ -1,7 +1,7 @@
 """How a window's prompts relate to a from-scratch build at the same budget, turn after
 turn: byte-identical except where the conversation starts. The window keeps the
 previous prompt's first exchange while the exchanges from there fit; a build from
-scratch starts at the earliest exchange that fits (and may show the one before it
+scratch starts at a point of its cut grid (the exchange the point falls in shown
 shortened); the cut warning follows what each cut."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from personae.context.messages import ChatMessage, from_stored, group_units
+from personae.context.messages import CUT_ORIGIN_EVERY, ChatMessage, from_stored, group_units
 from personae.tokens.base import TokenCounter
 
 if TYPE_CHECKING:
@@ -128,10 +128,14 @@ def _scan(
     want, hard_max, token_limit = span
     seen_user = skipped = False
     tokens = 0
+    origin: int | None = None
     for msg in source:
-        if token_limit is not None and tokens > token_limit and seen_user and msg.role != "tool":
-            stop = msg
-            break  # older messages cannot be shown within the budget anyway
+        if token_limit is not None and tokens > token_limit:
+            if origin is None:  # read on to where a cut grid starts (see CUT_ORIGIN_EVERY)
+                origin = msg.seq // CUT_ORIGIN_EVERY * CUT_ORIGIN_EVERY
+            if seen_user and msg.role != "tool" and msg.seq < origin:
+                stop = msg
+                break  # older messages cannot be shown within the budget anyway
         tokens += msg.tokens if msg.tokens is not None else len(msg.content) // 2
         if len(out) >= hard_max and not seen_user:
             skipped = True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -191,7 +192,6 @@ def cut_text(
     notice_tokens = count_small(counter, notice) + 1
     if notice_tokens > limit:
         return None
-    full = total if total is not None else counter.count(text)
     target = limit - notice_tokens
     n = len(text)
 
@@ -208,6 +208,7 @@ def cut_text(
         )
         if cut is not None:
             return cut
+    full = total if total is not None else counter.count(text)
     guess = int(n * target / full) if full else n
     k = _largest(n, guess, measure, target) if target > 0 else 0
     k = _snap(text, k, keep_head) if 0 < k < n else k
@@ -272,13 +273,71 @@ def _from_starts(
             return None
         k = (starts[j] if j < m else n) if keep_head else n - starts[m - j]
         k = _snap(text, k, keep_head) if 0 < k < n else k
-        kept = text[:k].rstrip("\n") if keep_head else text[n - k :].lstrip("\n")
-        joined = (f"{kept}\n{notice}" if keep_head else f"{notice}\n{kept}") if kept else notice
-        tokens = counter.count(joined)
+        if keep_head:
+            kept = text[:k].rstrip("\n")
+            joined = f"{kept}\n{notice}" if kept else notice
+            tokens = _head_count(text, len(kept), starts, counter, joined)
+        else:
+            kept = text[n - k :].lstrip("\n")
+            joined = f"{notice}\n{kept}" if kept else notice
+            tokens = _tail_count(text, n - len(kept), starts, counter, joined)
         if tokens <= limit:
             return Cut(text=joined, tokens=tokens)
         j -= tokens - limit
     return None
+
+
+_SPLIT_SCAN = 2048
+"""How far from a cut a piece boundary is looked for (past it, the whole form is counted)."""
+_NEVER_FOLLOWS = frozenset(" \t\n\r\x0b\x0c/")
+_AFTER_WORD = frozenset('!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~。、，！？：；（）「」『』【】・')
+
+
+def _starts_piece(text: str, p: int, end: int) -> bool:
+    """True when the o200k_base and cl100k_base pre-tokenizers start a new piece at
+    ``p`` in any text that has ``text[:end]`` as its start (BPE never merges across
+    pieces, so the counts before and after ``p`` add up).
+
+    Three places: after a newline, before a letter or a printable ASCII character
+    other than '/' (no piece runs over a newline into such a character: only
+    punctuation takes newlines, and '/' after them); at a space before a letter
+    (a piece may start with one space before letters, none ends with one); and
+    after a letter, at punctuation other than an apostrophe (a word's piece takes
+    letters, marks and an apostrophe's contraction, nothing else).
+    """
+    if p <= 0 or p >= end:
+        return False
+    c, before = text[p], text[p - 1]
+    if before == "\n":
+        return c.isalpha() or ("!" <= c <= "~" and c not in _NEVER_FOLLOWS)
+    if c == " ":
+        return p + 1 < end and text[p + 1].isalpha()
+    return c in _AFTER_WORD and before.isalpha()
+
+
+def _head_count(text: str, end: int, starts: list[int], counter: TokenCounter, joined: str) -> int:
+    """Exact count of ``joined``, which is ``text[:end]`` followed by other text: the
+    tokens before the last piece start of ``text[:end]`` are read from ``starts`` (the
+    offsets of ``text``'s tokens), only the rest is counted."""
+    if counter.name in SPLITTABLE:
+        for p in range(end - 1, max(0, end - _SPLIT_SCAN), -1):
+            if _starts_piece(text, p, end):
+                return bisect_left(starts, p) + counter.count(joined[p:])
+    return counter.count(joined)
+
+
+def _tail_count(
+    text: str, begin: int, starts: list[int], counter: TokenCounter, joined: str
+) -> int:
+    """Exact count of ``joined``, which is other text followed by ``text[begin:]``: the
+    tokens from the first piece start of ``text[begin:]`` on are read from ``starts``."""
+    n = len(text)
+    if counter.name in SPLITTABLE:
+        for p in range(begin + 1, min(n, begin + _SPLIT_SCAN)):
+            if _starts_piece(text, p, n):
+                head = counter.count(joined[: len(joined) - n + p])
+                return head + len(starts) - bisect_left(starts, p)
+    return counter.count(joined)
 
 
 _FIRST = 200

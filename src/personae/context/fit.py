@@ -205,6 +205,7 @@ def _history_at(st: _State, limit: int, counter: TokenCounter) -> _Form:
         batch=spec.evict_batch or max(2, (spec.max_messages or 16) // 2),
         keep_from=c.keep_from,
         low_water=spec.low_water,
+        cut_step=spec.cut_step,
     )
     action = Action.EVICTED if h.omitted else Action.FULL
     if h.shrunk:

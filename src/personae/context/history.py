@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 from personae.context._lru import SizedMemo, recall, remember
 from personae.context._textcut import count_small, cut_text
-from personae.context.messages import ChatMessage, Unit, latest_turn_start
+from personae.context.messages import CUT_ORIGIN_EVERY, ChatMessage, Unit, latest_turn_start
 from personae.context.render import escape
 from personae.tokens.base import TokenCounter
 
@@ -226,6 +226,7 @@ def fit_history(
     batch: int,
     keep_from: int | None = None,
     low_water: float = 1.0,
+    cut_step: float = 0.0,
 ) -> HistoryFit:
     """Choose which exchanges to keep within ``limit`` tokens and ``max_messages``.
 
@@ -235,6 +236,15 @@ def fit_history(
     kept as they were (the prompt's prefix stays byte-identical); once they do
     not, older exchanges are evicted in one batch until what is kept takes at
     most ``low_water`` of ``limit``.
+
+    ``cut_step`` (no previous prompt): the conversation starts at a point on a grid
+    of token positions counted from its start, one every ``cut_step * limit``
+    tokens: the first point at or after the earliest position that fits. The
+    exchange the point falls in is shown with its outputs shortened to fit the
+    part after the point (whole from the next exchange when it cannot shorten).
+    The cut depends only on the exchanges before it and ``limit``, so a longer
+    history keeps the same start until it passes the next point. 0: the earliest
+    exchange that fits, the one before it shortened to fill the room.
     """
     units, cum_cost, cum_msgs, sep = ex.units, ex.cum_cost, ex.cum_msgs, ex.sep
     n = len(units)
@@ -258,23 +268,26 @@ def fit_history(
     if msg_room is not None:
         s_min = max(s_min, bisect.bisect_left(cum_msgs, before_msgs - msg_room, 0, last + 1))
     hinted = _unit_at(ex.heads, keep_from, last) if keep_from is not None else None
-    if s_min == 0 and turn_cost + suffix_cost(0) + notice_cost(0, 0) <= limit:
-        start = 0
-    elif hinted is not None and hinted >= s_min:
-        start = hinted  # the previous prompt's exchanges still fit: keep its prefix
-    elif hinted is not None and low_water < 1:
-        # Overflow: evict a batch, down to the low-water mark.
-        low = int(limit * low_water) - turn_cost - notice_cost(max(1, before_msgs), suffix_cost(0))
-        start = max(_anchor(ex.heads, s_min, last, batch), _start_within(ex, last, low))
-    else:
-        start = _anchor(ex.heads, s_min, last, batch)
+    start, grid = _choose_start(
+        ex, counter, (s_min, last, hinted), (limit, max_messages), (low_water, cut_step, batch),
+        notice_cost,
+    )  # fmt: skip
     kept: Sequence[Unit] = units[start:]
     blocks = list(ex.blocks[start:])
     evicted_msgs, evicted_tokens = cum_msgs[min(start, last)], cum_cost[start]
     body_cost = suffix_cost(start) + turn_cost
     shrunk, fits = 0, True
     head_cost = notice_cost(evicted_msgs, evicted_tokens)
-    if hinted is None and start == s_min and 0 < start <= last and body_cost + head_cost < limit:
+    if grid is not None:
+        kept, blocks[0] = [grid[0], *kept[1:]], render_unit(grid[0])
+        body_cost += grid[1] - (cum_cost[start + 1] - cum_cost[start])
+    elif (
+        hinted is None
+        and cut_step <= 0
+        and start == s_min
+        and 0 < start <= last
+        and body_cost + head_cost < limit
+    ):
         # The exchange just before the kept ones did not fit whole: shortened, it
         # takes the room its eviction left (no cut point is kept for stability here).
         part = _partial(ex, start - 1, counter, (msg_room, limit - body_cost), notice_cost)
@@ -302,6 +315,38 @@ def fit_history(
     if omitted:
         blocks.insert(0, _notice(notice, omitted, evicted_tokens))
     return HistoryFit(msgs, body_cost + head_cost - sep, omitted, shrunk, fits, tuple(blocks))
+
+
+def _choose_start(  # noqa: PLR0917  # private, called once
+    ex: Exchanges,
+    counter: TokenCounter,
+    at: tuple[int, int, int | None],
+    limits: tuple[int, int | None],
+    grids: tuple[float, float, int],
+    notice_cost: Callable[[int, int], int],
+) -> tuple[int, tuple[Unit, int] | None]:
+    """The first exchange kept (see :func:`fit_history`) and, on the cut grid, that
+    exchange shortened (``at``: ``s_min``, the latest turn's first exchange, the
+    hinted start; ``limits``: tokens, messages; ``grids``: ``low_water``,
+    ``cut_step``, ``batch``)."""
+    (s_min, last, hinted), limit, (low_water, cut_step, batch) = at, limits[0], grids
+    cum_cost, cum_msgs = ex.cum_cost, ex.cum_msgs
+    # Everything from the earliest exchange on, and the largest notice that can come.
+    needed = cum_cost[-1] + notice_cost(max(1, cum_msgs[last]), cum_cost[last])
+    if s_min == 0 and cum_cost[-1] + notice_cost(0, 0) <= limit:
+        return 0, None
+    if hinted is not None and hinted >= s_min:
+        return hinted, None  # the previous prompt's exchanges still fit: keep its prefix
+    if hinted is not None and low_water < 1:
+        # Overflow: evict a batch, down to the low-water mark.
+        low = int(limit * low_water) - needed + cum_cost[last]
+        return max(_anchor(ex.heads, s_min, last, batch), _start_within(ex, last, low)), None
+    if cut_step > 0:
+        step = max(1, int(limit * cut_step))
+        start, grid = _grid_start(ex, counter, (s_min, last), step, limits, notice_cost)
+        if start >= 0:
+            return start, grid
+    return _anchor(ex.heads, s_min, last, batch), None  # when the message count binds
 
 
 def _start_within(ex: Exchanges, last: int, room: int) -> int:
@@ -333,6 +378,65 @@ def _partial(
         return None
     turn, new_costs, shrunk, fits, elided = _shrink_turn(
         [unit], [list(costs)], counter, room, ex.sep
+    )
+    if not fits or elided or not shrunk:
+        return None
+    cost = sum(new_costs[0]) + ex.sep * len(new_costs[0])
+    return (turn[0], cost) if cost <= room else None
+
+
+def _origin(heads: Sequence[int], s_min: int, last: int) -> int:
+    """The exchange a cut grid's positions are measured from: the first at or after
+    the last multiple of :data:`CUT_ORIGIN_EVERY` message positions up to exchange
+    ``s_min`` (the same exchange however much older history was read)."""
+    at = heads[min(s_min, last)] // CUT_ORIGIN_EVERY * CUT_ORIGIN_EVERY
+    return bisect.bisect_left(heads, at, 0, last + 1)
+
+
+def _grid_start(  # noqa: PLR0917  # private, called once
+    ex: Exchanges,
+    counter: TokenCounter,
+    bounds: tuple[int, int],
+    step: int,
+    limits: tuple[int, int | None],
+    notice_cost: Callable[[int, int], int],
+) -> tuple[int, tuple[Unit, int] | None]:
+    """Where a from-scratch conversation starts on the cut grid (see ``cut_step`` in
+    :func:`fit_history`), and the first exchange shortened when the grid point falls
+    inside it; ``(-1, None)`` when the grid point is before ``s_min`` (``bounds``:
+    ``s_min``, the latest turn's first exchange; ``limits``: tokens, messages)."""
+    (s_min, last), (limit, max_messages) = bounds, limits
+    cum_cost, cum_msgs = ex.cum_cost, ex.cum_msgs
+    after = cum_cost[-1] - cum_cost[last]  # the latest turn
+    room = limit - after - notice_cost(max(1, cum_msgs[last]), cum_cost[last])
+    origin = cum_cost[_origin(ex.heads, s_min, last)]
+    point = origin - (origin - cum_cost[last] + room) // step * step  # first that fits
+    k = max(0, bisect.bisect_right(cum_cost, point, 0, last + 1) - 1)
+    if k < s_min - 1 or (k == s_min - 1 and cum_cost[k] >= point):
+        return -1, None
+    if cum_cost[k] < point and k < last:  # the point falls inside exchange k
+        grid = _grid_partial(ex, k, counter, cum_cost[k + 1] - point)
+        total = (
+            cum_cost[-1] - cum_cost[k + 1] + notice_cost(cum_msgs[k], cum_cost[k]) + grid[1]
+            if grid is not None
+            else limit + 1
+        )
+        many = max_messages is not None and cum_msgs[-1] - cum_msgs[k] > max_messages
+        return (k, grid) if total <= limit and not many else (k + 1, None)
+    return k, None
+
+
+def _grid_partial(
+    ex: Exchanges, k: int, counter: TokenCounter, room: int
+) -> tuple[Unit, int] | None:
+    """Exchange ``k`` with its outputs (then assistant texts) shortened to at most
+    ``room`` tokens (its separators included) and that cost; ``None`` when it cannot
+    (nothing to shorten, or too small a room)."""
+    unit = ex.units[k]
+    if room <= 0 or not any(m.role in ("tool", "assistant") and m.content for m in unit.messages):
+        return None
+    turn, new_costs, shrunk, fits, elided = _shrink_turn(
+        [unit], [list(ex.costs[k])], counter, room, ex.sep
     )
     if not fits or elided or not shrunk:
         return None

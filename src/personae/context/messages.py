@@ -15,6 +15,7 @@ from typing import Any
 from personae.store.conversations import ROLES, Role
 
 __all__ = [
+    "CUT_ORIGIN_EVERY",
     "ChatMessage",
     "ChatToolCall",
     "Role",
@@ -24,6 +25,13 @@ __all__ = [
     "group_units_at",
     "latest_turn_start",
 ]
+
+
+CUT_ORIGIN_EVERY = 128
+"""A from-scratch build measures its cut grid's token positions from the first
+exchange at or after a multiple of this many message positions (the last such
+multiple before the earliest exchange that fits): positions that do not depend on
+how much older history was read, and that move only every this many messages."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -184,7 +184,7 @@ def _options(options: SnapshotOptions | None, fields: dict[str, Any]) -> Snapsho
     else:
         opts = replace(options, **fields) if fields else options
     if opts.window is None:
-        opts = replace(opts, window=ContextWindow())
+        opts = replace(opts, window=ContextWindow(shared=True))
     return opts
 
 

@@ -15,8 +15,11 @@ A turn prepares only what is new:
   compared with what the window holds (identity first, at C speed) and
   only the part after the common prefix is prepared.
 
-A snapshot built without a window gets a fresh one: nothing is shared between
-turns, sessions or callers through module state. A window is for one
+A snapshot built without a window gets a fresh one that holds no cut points and no
+hints: what it shares with earlier fresh windows of the process is only what depends
+on nothing but content (the preparation of the same messages, counted and escaped
+for the same counter and tags; their digest; project file reads whose files are
+unchanged), so its prompt is the one prepared from nothing. A window is for one
 conversation; its methods take a lock, so threads assembling several roles
 of one snapshot may share it.
 """
@@ -31,12 +34,18 @@ from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from personae.context.history import Exchanges, MessageCosts, render_unit
 from personae.context.messages import ChatMessage, Unit, from_stored, group_units_at
 
 __all__ = ["ContextWindow", "as_chat", "common_prefix", "exchanges_of"]
+
+T = TypeVar("T")
+
+_SHARED_FILES: dict[Hashable, Any] = {}
+"""Project file reads of the windows that share (see ``_probe.remembered``: each read
+is returned again only while no file it consulted changed)."""
 
 _MAX_HINTS = 256
 """Hints kept per window (one per counter, profile, role and budget)."""
@@ -106,6 +115,9 @@ class _Prepared:
 
     generation: int
     last: tuple[Exchanges, int] | None = None
+    shared: _Prepared | None = None
+    """A preparation published by another window (:data:`_SHARED`), read until this
+    one extends it (its lists are copied then: a published one never changes)."""
     prepared: list[tuple[ChatMessage, int]] = field(default_factory=list)
     units: list[Unit] = field(default_factory=list)
     costs: list[tuple[int, ...]] = field(default_factory=list)
@@ -119,7 +131,19 @@ class _Prepared:
     @property
     def done(self) -> int:
         """Messages of the window prepared so far."""
-        return len(self.prepared)
+        return len(self.shared.prepared if self.shared is not None else self.prepared)
+
+    def frozen(self) -> _Prepared:
+        """A copy to publish (lists copied: this one goes on changing)."""
+        src = self.shared if self.shared is not None else self
+        return _Prepared(-1, self.last, None, *(list(getattr(src, f)) for f in _LISTS))
+
+    def _own(self) -> None:
+        """Copy the published lists this preparation reads before changing them."""
+        if self.shared is not None:
+            for f in _LISTS:
+                setattr(self, f, list(getattr(self.shared, f)))
+            self.shared = None
 
     def pop_last(self) -> tuple[Unit, str] | None:
         """Take the last exchange off (it may still grow) and return it with its block."""
@@ -132,6 +156,7 @@ class _Prepared:
 
     def extend(self, new: Sequence[ChatMessage], costs_of: MessageCosts) -> tuple[Exchanges, int]:
         """Prepare ``new`` (appended after what is done) and regroup from the last exchange."""
+        self._own()
         self.prepared.extend(map(costs_of.prepare, new))
         # Exchanges before the last one are final; regroup from the last one's head.
         restart = self.starts[-1] if self.units else 0
@@ -164,6 +189,53 @@ class _Prepared:
         return self.last
 
 
+_LISTS = (
+    "prepared", "units", "costs", "blocks", "heads", "starts", "before", "cum_cost", "cum_msgs",
+)  # fmt: skip
+
+_SHARED_MAX = 4
+"""Preparations (and digests) published per counter and tag set: the conversations a
+process assembled last."""
+_SHARED: dict[Hashable, list[tuple[tuple[ChatMessage, ...], _Prepared]]] = {}
+"""Per counter and tag set, the preparations of the conversations this process
+prepared last (most recent last), by their messages: a fresh window (a snapshot
+built without one: a server assembling per request) starts from the one whose
+messages begin its own, and prepares only the rest. A preparation depends on
+nothing but the messages, the counter and the tags."""
+_SHARED_DIGESTS: list[tuple[tuple[ChatMessage, ...], Any]] = []
+"""The running digests of those conversations (hash states), the same way."""
+_SHARED_LOCK = threading.Lock()
+
+
+def _longest(
+    entries: list[tuple[tuple[ChatMessage, ...], T]], msgs: Sequence[ChatMessage]
+) -> tuple[int, T] | None:
+    """The entry whose messages are the longest prefix of ``msgs`` (and its length)."""
+    best: tuple[int, T] | None = None
+    for held, value in entries:
+        n = len(held)
+        if n > len(msgs) or (best is not None and n <= best[0]) or not n:
+            continue
+        last = msgs[n - 1]
+        if (held[-1] is last or held[-1] == last) and common_prefix(held, msgs[:n]) == n:
+            best = (n, value)
+    return best
+
+
+def _publish(
+    entries: list[tuple[tuple[ChatMessage, ...], T]], msgs: tuple[ChatMessage, ...], value: T
+) -> None:
+    """Hold ``value`` for ``msgs`` (replacing an entry for a prefix of them)."""
+    with _SHARED_LOCK:
+        for i, (held, _) in enumerate(entries):
+            if len(held) <= len(msgs) and held == msgs[: len(held)]:
+                del entries[i]
+                break
+        entries.append((msgs, value))
+        if len(entries) > _SHARED_MAX:
+            del entries[0]
+
+
 def _block(unit: Unit, previous: tuple[Unit, str] | None) -> str:
     """The unit rendered, reusing the previous rendering of the same messages."""
     if previous is not None:
@@ -186,12 +258,17 @@ class ContextWindow:
     only where it starts: at a budget and profile the window assembled before,
     it keeps the previous prompt's first exchange while the exchanges from there
     still fit, and on overflow evicts a batch down to ``low_water``; a build
-    from scratch starts at the earliest exchange that fits and may show the one
-    before it shortened. At a budget the window has not assembled for, the
-    prompt is byte-identical to the from-scratch one.
+    from scratch starts at a point of its cut grid (``cut_step``: the first grid
+    point that fits, the exchange it falls in shortened to the part after it).
+    At a budget the window has not assembled for, the prompt is byte-identical
+    to the from-scratch one.
     """
 
-    def __init__(self, messages: Iterable[object] = ()) -> None:
+    def __init__(self, messages: Iterable[object] = (), *, shared: bool = False) -> None:
+        """``shared``: start from what this process prepared for the same messages
+        before (a snapshot built without a window gets such a one): prepared
+        messages, exchanges and digest, and project file reads (checked unchanged)."""
+        self._shared = shared
         self._lock = threading.RLock()
         self._msgs: list[ChatMessage] = list(as_chat(messages))
         self._tuple: tuple[ChatMessage, ...] | None = None
@@ -202,7 +279,7 @@ class ContextWindow:
         self._sha_generation = 0
         self._prepared: dict[Hashable, _Prepared] = {}
         self._hints: dict[Hashable, tuple[str, int | None, int | None]] = {}
-        self.files: dict[Hashable, Any] = {}
+        self.files: dict[Hashable, Any] = _SHARED_FILES if shared else {}
         """Project file reads of this session (see ``_probe.remembered``)."""
         self.store_reads: dict[Hashable, Any] = {}
         """The session's store rows read by earlier turns (see ``_conversation``)."""
@@ -269,9 +346,17 @@ class ContextWindow:
                     0,
                     self._generation,
                 )
-            for m in self._msgs[self._fed :]:
+            if self._fed == 0 and self._shared and self._msgs:
+                got = _longest(_SHARED_DIGESTS, self._msgs)
+                if got is not None:
+                    self._fed, sha = got
+                    self._sha = sha.copy()
+            fed = self._fed
+            for m in self._msgs[fed:]:
                 _feed(self._sha, m)
             self._fed = len(self._msgs)
+            if self._shared and self._fed > fed:
+                _publish(_SHARED_DIGESTS, self.messages, self._sha.copy())
             return self._sha.copy().digest()
 
     def exchanges(
@@ -285,9 +370,17 @@ class ContextWindow:
             prep = self._prepared.get(key)
             if prep is None or prep.generation != self._generation:
                 prep = self._prepared[key] = _Prepared(self._generation)
+                got = _longest(_SHARED.get(key, []), self._msgs) if self._shared else None
+                if got is not None:
+                    prep.shared, prep.last = got[1], got[1].last
             if prep.last is not None and prep.done == len(self._msgs):
                 return prep.last
-            return prep.extend(self._msgs[prep.done :], costs_of)
+            done = prep.extend(self._msgs[prep.done :], costs_of)
+            if self._shared:
+                with _SHARED_LOCK:
+                    entries = _SHARED.setdefault(key, [])
+                _publish(entries, self.messages, prep.frozen())
+            return done
 
     def kept_from(self, key: Hashable, snapshot_id: str) -> int | None:
         """Seq of the first message the previous prompt under ``key`` kept (``None``: none).

@@ -1,0 +1,182 @@
+"""Stateless assembly: a fresh snapshot per prompt (a server assembling per request).
+
+- Its cut points come from the history alone (a grid of token positions), so a
+  growing conversation keeps its prompt prefix turn after turn with no state kept,
+  and the budget stays used (less than one grid step unused).
+- What the process prepared for earlier conversations (messages, exchanges,
+  digest, project files) is reused by content: the prompt is byte-identical to one
+  prepared from nothing.
+- Cuts of huge outputs are verified by counting only the text after the last
+  boundary the pre-tokenizer always splits at: exactly the count of the whole.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+
+from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
+from personae.context import window as window_mod
+from personae.context._textcut import (
+    _head_count,
+    _starts_piece,
+    _tail_count,
+    _token_starts,
+    cut_text,
+)
+from personae.context.messages import ChatToolCall
+from personae.tokens.exact import exact_counter
+
+COUNTER = exact_counter("o200k_base")
+TEXTS = [
+    "The quick brown fox reviewed the report. " * 6,
+    "日本語のテキストと中文内容混合在一起。" * 4,
+    "2026-11-22T10:00:01Z ERROR worker[42]: reset\n" * 40,
+    '{"id":"a1","items":[{"sku":"X-1","qty":3}]}\n' * 30,
+    "def handler(event):\n    return {'q': event['q']}  // x\n/usr/bin/env\n" * 20,
+]
+PROFILE = (
+    "roles:\n  agent:\n    sections:\n      - task\n"
+    "      - {tag: recent_messages, cap: 1000000, max_messages: 1000000}\n"
+)
+
+
+def _loop(rng: random.Random, turns: int) -> list[list[ChatMessage]]:
+    """The history at each prompt of an agent loop (one prompt per user message and
+    one after each step's results)."""
+    msgs: list[ChatMessage] = []
+    out: list[list[ChatMessage]] = []
+    for turn in range(turns):
+        msgs.append(
+            ChatMessage("user", f"turn {turn}: " + rng.choice(TEXTS)[:300], seq=len(msgs) + 1)
+        )
+        out.append(list(msgs))
+        for _ in range(rng.randint(0, 2)):
+            ids = [f"t{turn}c{k}{len(msgs)}" for k in range(rng.randint(1, 2))]
+            calls = tuple(ChatToolCall(i, "read", "{}") for i in ids)
+            msgs.append(ChatMessage("assistant", "reading", tool_calls=calls, seq=len(msgs) + 1))
+            for i in ids:
+                content = rng.choice(TEXTS) * rng.randint(1, 2)
+                msgs.append(ChatMessage("tool", content, tool_call_id=i, seq=len(msgs) + 1))
+            out.append(list(msgs))
+        msgs.append(ChatMessage("assistant", rng.choice(TEXTS)[:200], seq=len(msgs) + 1))
+    return out
+
+
+def _common(a: str, b: str) -> int:
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
+
+
+def _project(root: Path, extra: str = "") -> Path:
+    (root / ".personae").mkdir(parents=True, exist_ok=True)
+    (root / ".personae" / "profiles.yaml").write_text(
+        PROFILE.replace("1000000}", f"1000000{extra}}}"), encoding="utf-8"
+    )
+    return root
+
+
+def _shares(root: Path, budget: int) -> tuple[list[float], list[float]]:
+    profiles = load_profiles(root)
+    renders: list[str] = []
+    unused: list[float] = []
+    for now in _loop(random.Random(29), 120):
+        snap = Snapshot.build(
+            root, messages=now, task="t", include_git_log=False, profiles=profiles
+        )
+        ctx = assemble_snapshot(snap, "agent", Budget.absolute(budget), COUNTER)
+        assert COUNTER.count(ctx.render()) == ctx.total <= budget
+        latest = max(m.seq for m in now if m.role == "user")
+        assert latest in {m.seq for m in ctx.messages}
+        renders.append(ctx.render())
+        if len(ctx.messages) < len(now):
+            unused.append(1 - ctx.total / budget)
+    shares = [_common(a, b) / len(a) for a, b in itertools.pairwise(renders)]
+    return shares[20:], unused
+
+
+def test_fresh_builds_keep_their_prefix_as_the_history_grows(tmp_path: Path) -> None:
+    """The default grid (8% of the section's room per step): most prompts begin with the whole
+    previous prompt, and the budget stays used. With the grid off (``cut_step: 0``,
+    the room filled exactly) every prompt starts elsewhere: that is what the grid is for."""
+    shares, unused = _shares(_project(tmp_path / "grid"), 20_000)
+    assert unused and sum(unused) / len(unused) <= 0.05 and max(unused) <= 0.1
+    assert sum(shares) / len(shares) >= 0.6, sum(shares) / len(shares)
+    exact, exact_unused = _shares(_project(tmp_path / "exact", ", cut_step: 0"), 20_000)
+    assert sum(exact) / len(exact) < 0.2
+    assert sum(exact_unused) / len(exact_unused) <= sum(unused) / len(unused)
+
+
+def test_a_coarser_grid_keeps_more_prefix_for_more_room(tmp_path: Path) -> None:
+    fine, fine_unused = _shares(_project(tmp_path / "fine"), 20_000)
+    coarse, coarse_unused = _shares(_project(tmp_path / "coarse", ", cut_step: 0.25"), 20_000)
+    assert sum(coarse) / len(coarse) > sum(fine) / len(fine)
+    assert sum(coarse) / len(coarse) >= 0.8
+    assert sum(coarse_unused) / len(coarse_unused) > sum(fine_unused) / len(fine_unused)
+
+
+def test_shared_preparation_gives_the_prompt_prepared_from_nothing(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    profiles = load_profiles(root)
+    prompts = _loop(random.Random(7), 40)
+    budgets = [900, 4_000, 15_000]
+
+    def render(now: list[ChatMessage], budget: int) -> str:
+        snap = Snapshot.build(
+            root, messages=now, task="t", include_git_log=False, profiles=profiles
+        )
+        return assemble_snapshot(snap, "agent", Budget.absolute(budget), COUNTER).render()
+
+    warm = {(i, b): render(now, b) for i, now in enumerate(prompts) for b in budgets}
+    assert window_mod._SHARED  # the process published what it prepared
+    # Equal messages that are other objects (a request decoded again) reuse it too.
+    again = [[ChatMessage(m.role, m.content, m.tool_calls, m.tool_call_id, seq=m.seq) for m in now]
+             for now in prompts]  # fmt: skip
+    for i, now in enumerate(again):
+        window_mod._SHARED.clear()
+        window_mod._SHARED_DIGESTS.clear()
+        for b in budgets:
+            assert render(now, b) == warm[i, b]
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_piece_starts_split_counts_exactly(name: str) -> None:
+    """Where ``_starts_piece`` says a piece starts, the counts of the two sides add up to
+    the count of the whole: random texts of letters, CJK, digits, punctuation, slashes,
+    apostrophes, marks, spaces, tabs and newlines."""
+    counter = exact_counter(name)
+    alphabet = [*"abcXYZ  \n\n\t/\\()[]{}'\".,;:!?-_=+0123456789", "日", "本", "é", "ß", "\u0301",
+                "\r", "  ", "'s", "'ll", "//", "\n/", "😀", "\u00a0", "\x85", "\u3000", "—", "…",
+                "。", "、", "\x1c"]  # fmt: skip
+    rng = random.Random(name)
+    checked = 0
+    for _ in range(150):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(2, 200)))
+        whole = counter.count(text)
+        for p in range(1, len(text)):
+            if _starts_piece(text, p, len(text)):
+                checked += 1
+                assert counter.count(text[:p]) + counter.count(text[p:]) == whole, (text, p)
+    assert checked > 1000
+
+
+def test_cut_counts_follow_token_offsets() -> None:
+    rng = random.Random(3)
+    for base in TEXTS:
+        text = base * 20
+        starts = _token_starts(COUNTER, text)
+        assert starts is not None
+        for _ in range(40):
+            k = rng.randint(1, len(text) - 1)
+            head = f"{text[:k]}\n[cut]"
+            assert _head_count(text, k, starts, COUNTER, head) == COUNTER.count(head)
+            tail = f"[cut]\n{text[k:]}"
+            assert _tail_count(text, k, starts, COUNTER, tail) == COUNTER.count(tail)
+        for limit in (50, 333, 1000):
+            for keep_head in (True, False):
+                cut = cut_text(text, limit, COUNTER, "[shortened]", keep_head=keep_head)
+                assert cut is not None and cut.tokens == COUNTER.count(cut.text) <= limit
