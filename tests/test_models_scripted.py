@@ -15,6 +15,7 @@ from pydantic_ai.toolsets import FunctionToolset
 
 from _helpers import run_async
 from personae.models import Scenario, ScenarioError, ScriptedServer, load_scenario
+from personae.tokens.exact import exact_counter
 
 SCENARIO = {
     "steps": [
@@ -121,3 +122,37 @@ def test_bundled_demo_scenario_is_valid() -> None:
     scenario = load_scenario(path)
     assert len(scenario.steps) >= 10
     assert "scripted" in path.read_text().lower()
+
+
+def test_usage_is_a_real_tokenizers_count_of_what_the_server_received() -> None:
+    """The reported usage counts the request as a real OpenAI server does (o200k tokens of
+    each message's role and text, tool calls and tool definitions, 3 framing tokens a
+    message and 3 to start the answer), not characters over four."""
+    o200k = exact_counter("o200k_base")
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    function = {"name": "add", "description": "Add two numbers.", "parameters": schema}
+    tools = [{"type": "function", "function": function}]
+    messages = [
+        {"role": "system", "content": "personae-role: worker"},
+        {"role": "user", "content": "ping " + "数据 " * 50},
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "type": "function",
+                         "function": {"name": "add", "arguments": '{"a": 1}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "5"},
+    ]  # fmt: skip
+    texts = ["system", "personae-role: worker", "user", messages[1]["content"], "assistant",
+             "add", '{"a": 1}', "tool", "5", json.dumps(function, sort_keys=True)]  # fmt: skip
+    want = 3 + 3 * len(messages) + sum(o200k.count(t) for t in texts)
+    with ScriptedServer(Scenario.model_validate(SCENARIO)) as server:
+        url = f"{server.base_url}/chat/completions"
+        got = httpx.post(url, json={"model": "scripted", "messages": messages, "tools": tools})
+        usage = got.json()["usage"]
+        answer = got.json()["choices"][0]["message"]
+    assert usage["prompt_tokens"] == want
+    chars = len(json.dumps(messages)) // 4  # what the server used to report
+    assert usage["prompt_tokens"] != chars
+    assert usage["completion_tokens"] == sum(
+        o200k.count(t) for t in [answer.get("content") or ""] if t
+    ) + sum(o200k.count(c["function"]["name"]) + o200k.count(c["function"]["arguments"])
+            for c in answer.get("tool_calls") or [])  # fmt: skip
+    assert usage["total_tokens"] == usage["prompt_tokens"] + usage["completion_tokens"]

@@ -72,7 +72,7 @@ def test_a_chain_is_one_tree_in_one_trace_and_its_steps_share_one_token_cap(
     links to it and to its trace; the first step leaves what is left of the cap to the
     second (exactly), which stops at it; the chain ends partial (exit 5)."""
     config = _documented_config()  # the worked example of docs/runtime.md
-    assert config["limits"] == {"max_tokens_total": 4000}
+    assert config["limits"] == {"max_tokens_total": 5000}
     assert config["prices"] == {"scripted:analysis.scenario.yaml": {"input": 1.0, "output": 2.0},
                                 "report.scenario.yaml": {"input": 3.0, "output": 4.0}}  # fmt: skip
     root = _example(tmp_path, config)
@@ -81,7 +81,7 @@ def test_a_chain_is_one_tree_in_one_trace_and_its_steps_share_one_token_cap(
     chain = next(r for r in _runs(root) if r.task == "chain sales-report")
     assert f"chain run {chain.id}" in ran.stderr
     tree = _tree(cli, root, chain.id)
-    assert tree["status"] == "partial" and tree["budget"] == {"tokens": 4000}
+    assert tree["status"] == "partial" and tree["budget"] == {"tokens": 5000}
     analyse, report = tree["children"]
     assert [analyse["persona"], report["persona"]] == ["data-analyst", "report-writer"]
     for step in (analyse, report):
@@ -90,9 +90,9 @@ def test_a_chain_is_one_tree_in_one_trace_and_its_steps_share_one_token_cap(
     records = {r.id: r for r in _runs(root)}
     assert records[report["run"]].parent_span_id == chain.span_id  # under the chain's span
     # The first step ran within the cap; the second got exactly what was left, and stopped.
-    assert analyse["status"] == "done" and analyse["budget"] == {"tokens": 4000}
+    assert analyse["status"] == "done" and analyse["budget"] == {"tokens": 5000}
     used = analyse["own"]["tokens"]
-    assert 0 < used < 4000 and report["budget"] == {"tokens": 4000 - used}
+    assert 0 < used < 5000 and report["budget"] == {"tokens": 5000 - used}
     assert report["status"] == "partial"
     caps = [e for e in _events(root, report["run"]) if e.data.get("action") == "usage_cap"]
     assert caps and "token cap of" in caps[0].message

@@ -57,7 +57,7 @@ def test_the_reader_gives_the_model_or_none() -> None:
 def test_a_report_is_drawn_from_the_model() -> None:
     report = read_stored_budget(REPORT)
     panel = budget_panel(report)
-    assert "30 of 100 tokens used (25% of a 400-token window)" in panel
+    assert "context 30 of 100 tokens used (25% of a 400-token window)" in panel
     assert 'data-tag="history" data-state="cut"' in panel
     assert '<td class="num">40</td>' in panel and NOT_RECORDED not in panel
     assert "context 30 of 100 tokens" in mini_bar(report)

@@ -75,7 +75,8 @@ def hostile_project(tmp_path: Path) -> tuple[Path, str]:
                     "budget": 100, "total": 20, "overhead": 4, "sections": [
                 {"tag": "task", "source": "task", "requested": 16, "allotted": 16,
                  "kept": 16, "rule": "pinned", "detail": HOSTILE}]},
-            usage={"input_tokens": 20, "output_tokens": 3},
+            usage={"input_tokens": 20, "output_tokens": 3, "counted_input_tokens": 25,
+                   "counter": "o200k_base", "counter_exact": True},
             # Built directly (not through ModelAnswer.build): the viewer redacts again.
             answer=ModelAnswer(
                 text=f"{HOSTILE} said {SECRET}",
@@ -107,8 +108,11 @@ def test_pages_escape_markup_and_hide_secrets(hostile_project: tuple[Path, str])
             in page
         )
         assert "<b>x&lt;i&gt;</b>" in page and "[REDACTED:secret-value]" in page
+        # One input figure (the provider's) and the drift of ours, on the call and the run
+        assert "20 (provider; ours +25.0%, o200k_base exact) in / 3 out" in page
         run_page = httpx.get(f"{base}/runs/{rid}", timeout=10).text
         assert "p&lt;b&gt;" in run_page
+        assert "20 in (ours +25.0%) / 3 out" in run_page
 
 
 @pytest.mark.process

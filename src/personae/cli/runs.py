@@ -102,20 +102,12 @@ def _replay_note(record: Any) -> str:
     return f" (replay of {record.replay_of})" if record.replay_of else ""
 
 
-def _tokens_line(usage: dict[str, Any], model: str) -> str:
-    """Input tokens of one model call: the provider's figure, ours, and the drift."""
-    source = "scripted server (chars/4)" if model.startswith("scripted") else "provider"
-    reported = usage.get("input_tokens")
-    ours = usage.get("counted_input_tokens")
-    out = f"output {usage.get('output_tokens', '?')}"
-    if not isinstance(ours, int):  # stored before personae counted whole requests
-        return f"input tokens: {source} {reported}, ours not recorded; {out}"
-    kind = "exact" if usage.get("counter_exact") else "estimate"
-    line = f"input tokens: {source} {reported}, ours {ours} ({usage.get('counter')}, {kind})"
-    if isinstance(reported, int) and reported > 0:
-        drift = ours - reported
-        line += f", drift {drift:+d} ({100 * drift / reported:+.1f}%)"
-    return f"{line}; {out}"
+def _tokens_line(usage: dict[str, Any]) -> str:
+    """Input tokens of one model call: one figure (the provider's) and our count's drift."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.telemetry.inputcount import input_count
+
+    return f"input tokens: {input_count(usage).text()}; output {usage.get('output_tokens', '?')}"
 
 
 @runs_app.command("show")
@@ -177,7 +169,7 @@ def show_run(
     for c in calls:
         where = f"subtask {c.subtask}" if c.subtask else "turn"
         console.print(Text(f"\n#{c.seq} {c.role} ({c.persona or '-'}, {where})", style="bold"))
-        console.print(Text(_tokens_line(c.usage, c.model)))
+        console.print(Text(_tokens_line(c.usage)))
         report = read_stored_budget(c.budget)
         if isinstance(report, BudgetReport):
             console.print(report.to_text())

@@ -102,7 +102,8 @@ class BudgetReport(BaseModel):
         )
         lines.append("  " + "─" * 29)
         counted = "exact count" if self.counter_exact else f"estimate, {self.counter}"
-        lines.append(f"  {'Total:':<22}{self.total:>9,} {self._pct(self.total):>10}  ({counted})")
+        total = f"{self.total:>9,} {self._pct(self.total):>10}"
+        lines.append(f"  {'Context total:':<22}{total}  ({counted})")
         share = (
             f" ({self.share:.0%} of {self.window:,} window)" if self.share and self.window else ""
         )

@@ -12,6 +12,7 @@ import json
 import uuid
 from typing import Any
 
+from personae.models import _served
 from personae.models._pieces import text_pieces
 
 __all__ = ["count_tokens_reply", "error_payload", "from_chat", "sse_events", "to_chat"]
@@ -171,6 +172,6 @@ def error_payload(message: str, *, status: int) -> dict[str, Any]:
 
 
 def count_tokens_reply(body: dict[str, Any]) -> dict[str, Any]:
-    """``/v1/messages/count_tokens``: a chars/4 estimate (the scripted server has no tokenizer)."""
-    chars = len(json.dumps([body.get("system"), body.get("messages"), body.get("tools")]))
-    return {"input_tokens": max(1, chars // 4)}
+    """``/v1/messages/count_tokens``: the request counted as a message to it would be
+    (:func:`personae.models._served.prompt_tokens` of its chat form)."""
+    return {"input_tokens": _served.prompt_tokens(to_chat(body))}

@@ -13,6 +13,7 @@ import json
 import threading
 from typing import Any
 
+from personae.models import _served
 from personae.models.scenario import ROLE_MARKER, Answer, Match, Scenario
 
 __all__ = ["ScenarioPlayer", "request_text", "scripted_function_model"]
@@ -174,12 +175,24 @@ def scripted_function_model(scenario: Scenario, *, label: str = "scripted") -> A
             parts.extend(ToolCallPart(c.name, dict(c.args)) for c in answer.tool_calls)
         else:
             parts.append(TextPart(answer.text or ""))
-        chars = len(json.dumps(body["messages"], default=str))
-        return ModelResponse(
-            parts=parts,
-            usage=RequestUsage(input_tokens=chars // 4, output_tokens=len(str(parts)) // 4),
-            model_name=label,
+        tools = [  # as sent to a server: name, description and parameters
+            {"name": t.name, "description": t.description or "",
+             "parameters": t.parameters_json_schema}
+            for t in [*info.function_tools, *info.output_tools]
+        ]  # fmt: skip
+        said = {
+            "content": "".join(p.content for p in parts if isinstance(p, TextPart)),
+            "tool_calls": [
+                {"function": {"name": p.tool_name, "arguments": p.args_as_json_str()}}
+                for p in parts
+                if isinstance(p, ToolCallPart)
+            ],
+        }
+        usage = RequestUsage(
+            input_tokens=_served.prompt_tokens({"messages": body["messages"], "tools": tools}),
+            output_tokens=_served.completion_tokens(said),
         )
+        return ModelResponse(parts=parts, usage=usage, model_name=label)
 
     model = FunctionModel(respond, model_name=label)
     model.player = player  # type: ignore[attr-defined]

@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from personae.models import _anthropic, _imitate, _responses
+from personae.models import _anthropic, _imitate, _responses, _served
 from personae.models._pieces import text_pieces
 from personae.models.player import ScenarioPlayer, request_text
 from personae.models.scenario import Answer, Scenario, load_scenario
@@ -196,20 +196,20 @@ class ScriptedServer:
                 for name, args in calls
             ]
             finish = "tool_calls"
-        prompt_chars = len(json.dumps(body.get("messages", [])))
+        prompt = _served.prompt_tokens(body)
         extra = {"_stream_pause": answer.stream_pause} if answer.stream_pause else {}
-        completion_chars = len(json.dumps(message))
+        completion = _served.completion_tokens(message)
         return 200, {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": self.model_name,
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-            # chars/4: the scripted server has no tokenizer; these are estimates.
+            # counted from what was received, as a real server counts (models/_served.py)
             "usage": {
-                "prompt_tokens": prompt_chars // 4,
-                "completion_tokens": completion_chars // 4,
-                "total_tokens": (prompt_chars + completion_chars) // 4,
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
             },
         } | extra
 

@@ -12,9 +12,10 @@ from typing import Any
 from urllib.parse import quote
 
 from personae.store.status import RunStatus
+from personae.telemetry.inputcount import input_count
 from personae.telemetry.runtree import parse_time
 
-__all__ = ["badge", "duration", "h", "layout", "short", "tokens", "url"]
+__all__ = ["badge", "call_tokens", "duration", "h", "layout", "short", "tokens", "url"]
 
 RUN_TONES: dict[RunStatus, str] = {
     RunStatus.DONE: "good",
@@ -89,6 +90,17 @@ def tokens(usage: dict[str, Any]) -> str:
         return "-"
     inp, out = (v if isinstance(v, int) else 0 for v in given)
     return f"{inp:,} in / {out:,} out"
+
+
+def call_tokens(usage: dict[str, Any], *, long: bool = False) -> str:
+    """One model call's tokens: the input figure with our count's drift, and the output.
+
+    ``1,234 in (ours +5.4%) / 56 out``; ``long``: the figure's source and our counter too.
+    """
+    count = input_count(usage)
+    out = usage.get("output_tokens")
+    head = f"{count.text()} in" if long and count.figure is not None else count.short()
+    return f"{head} / {out:,} out" if isinstance(out, int) else head
 
 
 def layout(title: str, body: str, *, crumbs: list[tuple[str, str]] | None = None) -> str:

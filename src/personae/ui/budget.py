@@ -178,7 +178,7 @@ def budget_panel(budget: StoredBudget | None) -> str:
     counter = h(budget.counter) + (" (exact)" if budget.counter_exact else " (estimate)")
     return (
         f'<section class="budget"><h2>Budget</h2>'
-        f"<p>{total:,} of {limit:,} tokens used{of_window}; counter {counter}; "
+        f"<p>context {total:,} of {limit:,} tokens used{of_window}; counter {counter}; "
         f"history path {h(budget.history_path)}</p>"
         f'<div class="bar use{over}" title="{use:.1f}% of the budget">'
         f'<span class="seg fill" style="width:{use:.2f}%"></span></div>'

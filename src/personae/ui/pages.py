@@ -11,7 +11,7 @@ from personae.errors import UnknownNameError
 from personae.store.runs import RunRecord, RunStatus
 from personae.team.events import EventKind
 from personae.telemetry.runtree import build_tree, call_outcomes
-from personae.ui._html import badge, duration, h, layout, short, tokens, url
+from personae.ui._html import badge, call_tokens, duration, h, layout, short, tokens, url
 from personae.ui.budget import budget_panel, notices, section_blocks
 from personae.ui.data import Reader, RunView
 from personae.ui.timeline import agent_tree, render_event, render_timeline
@@ -246,7 +246,7 @@ def call_page(view: RunView, seq: int) -> str:
         f'<dl class="facts"><dt>role</dt><dd>{badge(call.role, "role")}</dd>'
         f"<dt>persona</dt><dd>{h(call.persona or '-')}</dd><dt>where</dt><dd>{h(where)}</dd>"
         f"<dt>model</dt><dd><code>{h(call.model)}</code></dd>"
-        f"<dt>tokens</dt><dd>{h(tokens(usage))} (reported by the model server)</dd>"
+        f"<dt>tokens</dt><dd>{h(call_tokens(usage, long=True))}</dd>"
         f"<dt>at</dt><dd>{h(call.at)}</dd></dl>"
         f"{budget_panel(report)}<h2>Notices</h2>{notice_list}"
         f'<h2>Rendered prompt</h2><div class="prompt">{section_blocks(call.context_text, report)}</div>'  # noqa: E501

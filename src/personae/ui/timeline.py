@@ -32,7 +32,7 @@ from personae.team.events import (
 )
 from personae.team.signals import CompletionSignal
 from personae.telemetry.runtree import NodeKind, RunNode, typed
-from personae.ui._html import badge, h, short, tokens, url
+from personae.ui._html import badge, call_tokens, h, short, tokens, url
 from personae.ui.budget import mini_bar
 
 __all__ = ["agent_tree", "render_event", "render_item", "render_timeline", "signal_chips"]
@@ -62,7 +62,7 @@ def _call(call: ModelCallRecord, run_id: str) -> str:
         f'<a class="calllink" href="{url("runs", run_id, "calls", call.seq)}">'
         f"model call #{call.seq}</a> {badge(call.role, 'role')} "
         f'<span class="muted">{h(call.persona or "-")} · {h(where)}{step_text} · '
-        f"{h(tokens(call.usage))}</span>{mini_bar(read_stored_budget(call.budget))}</li>"
+        f"{h(call_tokens(call.usage))}</span>{mini_bar(read_stored_budget(call.budget))}</li>"
     )
 
 
