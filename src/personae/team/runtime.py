@@ -267,6 +267,8 @@ class _Recorder(AbstractCapability[Any]):
             row = call_row(self.info, self.model_label, response, self.local_requests, sent)
             if counted is not None:
                 row.usage["reported"] = False  # the server reported none: ours, not its
+            else:
+                self.runtime.observe_input(row)
             self.runtime.pending_calls.append(row)
         if self.runtime.hooks and self.current is not None:
             reply = ModelReply(
@@ -337,6 +339,9 @@ class Runtime:
     """Events not written yet (written after each role call, or by :meth:`flush`)."""
     pending_calls: list[ModelCallRow] = field(default_factory=list)
     """Model calls not written yet."""
+    input_counts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per model: ``(provider's input tokens, ours)`` summed over the calls where the
+    provider reported its figure (what the run's calibration learns from)."""
     usage: TreeUsage = field(default_factory=TreeUsage)
     """Usage shared by the whole tree of agents."""
     bounds: CallBounds = field(default_factory=CallBounds)
@@ -396,6 +401,13 @@ class Runtime:
         self.pending.append(
             EventRow(event.seq, event.kind.value, event.at, event.message, event.subtask, data)
         )
+
+    def observe_input(self, row: ModelCallRow) -> None:
+        """Add a call's reported and counted input tokens to :attr:`input_counts`."""
+        reported, ours = row.usage.get("input_tokens"), row.usage.get("counted_input_tokens")
+        if isinstance(reported, int) and isinstance(ours, int) and reported > 0 and ours > 0:
+            was = self.input_counts.get(row.model, (0, 0))
+            self.input_counts[row.model] = (was[0] + reported, was[1] + ours)
 
     def flush(self) -> None:
         """Write queued events and model calls now (one transaction)."""

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from personae.context.budget import Budget
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.snapshot import SnapshotOptions, history_window
 from personae.context.summary import SummaryRefresh, extractive_summary, refresh_summary
@@ -43,6 +42,7 @@ from personae.store.replays import ReplayStore
 from personae.store.runs import RunStore
 from personae.store.status import RunStatus
 from personae.team.bounds import CallBounds
+from personae.team.budget_calibration import calibrated_budget, learn_from_run
 from personae.team.events import (
     Event,
     EventBus,
@@ -459,9 +459,9 @@ async def run_turn(
     label = models.label(persona.model if persona else None)
     counter = counter_for_model(label)
     facts = models.facts(persona.model if persona else None)
-    budget = Budget.of_window(facts.window, options.budget_share)
     bounds = _bounds(project, options)
     with run_store(project, options) as store:
+        budget, narrowed = calibrated_budget(store, label, facts.window, options.budget_share)
         conversations = ConversationStore(store, counter)
         session = _open_session(conversations, options, task)
         history_seq = conversations.position(session)[1]
@@ -478,7 +478,7 @@ async def run_turn(
                 conversations=conversations,
                 session=session,
                 summarizer=extractive_summary if refresh.ok else None,
-                warnings=[w for w in (refresh.warning, refresh.notice) if w],
+                warnings=[w for w in (refresh.warning, refresh.notice, narrowed) if w],
                 persona=persona.name if persona else None,
                 execution_block=execution,
                 validation_context=validation,
@@ -516,6 +516,7 @@ async def run_turn(
             if resolver is None:
                 models.close()
         _store_turn(conversations, session, task, turn, final.message)
+        learn_from_run(store, rec.runtime.input_counts)
         end_run(rec.runs, rec.run_id, status=final.status, usage=final.usage, bus=rec.bus)
     stored = [event_from_json(e.to_json_dict()) for e in rec.bus.events]  # as the store has them
     return RunResult.of(

@@ -9,6 +9,16 @@ calibration=...)`` multiply their raw estimate by the factor and still add the
 safety margin on top, so a calibrated estimate stays on the high side.
 The factor is bounded (``MIN_FACTOR`` .. ``MAX_FACTOR``) so one odd report
 cannot make estimates useless. Exact tokenizers are never calibrated.
+
+The request factor is a second, model-wide figure: the provider's reported input
+tokens over our count of the same whole requests (every message, tool definition and
+the chat framing), learned once per run from the run's calls
+(:meth:`Calibration.calibrate_request`, the same running average and bounds) and kept
+in the same table under the key ``request/<model>`` (a model key never holds ``/``).
+It applies to exact and estimated counts alike, since a provider's chat template or
+tokenizer can count more than ours whatever our counter is. :meth:`Calibration.narrowing`
+turns it into a divisor of the context budget: ``1.0`` while the provider counts no
+more than we do (the budget is never widened), at most :data:`MAX_NARROWING`.
 """
 
 from __future__ import annotations
@@ -20,7 +30,7 @@ from typing import Protocol
 
 from personae.tokens.registry import model_info, normalize_model
 
-__all__ = ["MAX_FACTOR", "MIN_FACTOR", "Calibration", "CalibrationStore"]
+__all__ = ["MAX_FACTOR", "MAX_NARROWING", "MIN_FACTOR", "Calibration", "CalibrationStore"]
 
 
 class CalibrationStore(Protocol):
@@ -46,7 +56,17 @@ MIN_FACTOR = 0.5
 """Lowest calibration factor (estimates at most halved)."""
 MAX_FACTOR = 3.0
 """Highest calibration factor."""
+MAX_NARROWING = 1.5
+"""Most the request factor narrows a budget by (the budget keeps at least two thirds)."""
 _MIN_WEIGHT = 0.2  # later reports still move the factor by at least 20% of the gap
+
+
+def _moved(current: float, samples: int, observed: float, digits: int = 3) -> float | None:
+    """``current`` moved toward ``observed`` (running average, bounded; ``None``: no move)."""
+    weight = max(1.0 / (samples + 1), _MIN_WEIGHT)
+    moved = current + weight * (observed - current)
+    bounded = min(MAX_FACTOR, max(MIN_FACTOR, moved))
+    return round(bounded, digits) if math.isfinite(moved) else None
 
 
 class Calibration:
@@ -95,16 +115,42 @@ class Calibration:
         def move(current: float, samples: int) -> float | None:
             used = used_factor if used_factor is not None and used_factor > 0 else current
             raw = estimated_tokens / (used * (1.0 + info.safety_margin))
-            observed = reported_input_tokens / raw
-            weight = max(1.0 / (samples + 1), _MIN_WEIGHT)
-            moved = current + weight * (observed - current)
-            return (
-                round(min(MAX_FACTOR, max(MIN_FACTOR, moved)), 2) if math.isfinite(moved) else None
-            )
+            return _moved(current, samples, reported_input_tokens / raw, digits=2)
 
         with self._lock:
             stored = self._store.update_calibration(key, move)
             if stored is None:
                 return self.factor(model)
+            self._factors[key] = stored
+        return stored[0]
+
+    @staticmethod
+    def request_key(model: str) -> str:
+        """The storage key of ``model``'s request factor."""
+        return f"request/{Calibration.key(model)}"
+
+    def request_factor(self, model: str) -> tuple[float, int]:
+        """``(provider / ours, runs seen)`` for ``model``'s whole requests (``(1.0, 0)``:
+        never calibrated)."""
+        return self._factors.get(self.request_key(model), (1.0, 0))
+
+    def narrowing(self, model: str) -> float:
+        """What ``model``'s context budget is divided by: the request factor when the
+        provider counts more than we do, at most :data:`MAX_NARROWING`; else 1.0."""
+        return min(MAX_NARROWING, max(1.0, self.request_factor(model)[0]))
+
+    def calibrate_request(self, model: str, ours: int, reported: int) -> float:
+        """Record that requests we counted as ``ours`` tokens in all were reported as
+        ``reported``; returns the new request factor (unchanged when either is not
+        positive)."""
+        key = self.request_key(model)
+        if ours <= 0 or reported <= 0:
+            return self.request_factor(model)[0]
+        with self._lock:
+            stored = self._store.update_calibration(
+                key, lambda current, samples: _moved(current, samples, reported / ours)
+            )
+            if stored is None:
+                return self.request_factor(model)[0]
             self._factors[key] = stored
         return stored[0]
