@@ -121,7 +121,6 @@ LANE_MODULES = {
     "test_handover_executor": "process",
     "test_hosts_wrapper": "process",  # hook wrappers whose entry point hangs: real waits
     "test_procs_orphans": "process",
-    "test_special_files": "process",
     "test_tools_lifetime": "process",
 }
 LANE_FOLDERS = {"hosts_e2e": "hosts"}

@@ -1,9 +1,9 @@
 """Special files (FIFOs, devices) given as input files: refused in one line, never a hang.
 
 Every entry point that reads an input file is tried with a real FIFO that no
-process ever writes to. A regression would block forever in ``open``; the CLI
-cases run in a subprocess with a timeout and the in-process cases under an
-alarm, so a regression fails instead of hanging the suite.
+process ever writes to. A regression would block forever in ``open``; every case
+runs in process under an alarm (the CLI as the console script runs it), so a
+regression fails instead of hanging the suite.
 """
 
 from __future__ import annotations
@@ -21,15 +21,11 @@ import anyio
 import pytest
 from mcp import Client
 
-from _helpers import run_personae
+from _helpers import personae_cli
 from personae.errors import PersonaeError
 
-TIMEOUT = float(os.environ.get("PERSONAE_TEST_HANG_TIMEOUT", "90"))
+TIMEOUT = int(os.environ.get("PERSONAE_TEST_HANG_TIMEOUT", "90"))
 """Seconds before a CLI case counts as hung (generous: CI machines are shared)."""
-
-
-def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run_personae(*args, cwd=cwd, env={**os.environ, "COLUMNS": "200"}, timeout=TIMEOUT)
 
 
 class HungError(BaseException):
@@ -50,6 +46,13 @@ def no_hang(seconds: int = 20) -> Iterator[None]:
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
+
+
+def personae(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``personae ARGS`` in process (``COLUMNS=200`` from conftest), failing with HungError
+    instead of blocking forever."""
+    with no_hang(TIMEOUT):
+        return personae_cli(*args, cwd=cwd)
 
 
 def refused_in_one_line(result: subprocess.CompletedProcess[str], path: Path) -> str:
@@ -149,7 +152,7 @@ def test_show_refuses_an_unsafe_environment_like_validate(project: Path) -> None
     assert "LD_PRELOAD" in refused_in_one_line(show, bad)
 
 
-# --- in-process entry points ----------------------------------------------------------
+# --- entry points called directly, not through the CLI ----------------------------
 
 
 def test_fifo_as_a_scenario_file(tmp_path: Path) -> None:
