@@ -15,7 +15,7 @@ import yaml
 
 from _chain_parentprog import PARENT
 from _handover_childprog import calls, command
-from _helpers import wait_until
+from _helpers import personae_cli, wait_until
 from personae.errors import UsageError
 from personae.workflow.chain import execute_chain, state_dir_for
 from personae.workflow.executors import LocalProcessExecutor
@@ -217,18 +217,13 @@ def test_resume_of_a_finished_chain_runs_nothing(tmp_path: Path) -> None:
 
 
 def test_cli_chain_errors_are_one_line(tmp_path: Path) -> None:
+    # in process: the workflow is refused (or only read) before any step starts
     path = write(tmp_path, [step("a"), step("a")])
-    out = subprocess.run(
-        [sys.executable, "-m", "personae", "chain", "run", str(path)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    out = personae_cli("chain", "run", str(path), cwd=tmp_path)
     assert out.returncode == 1
     assert out.stderr.strip().startswith("personae: error:") and "duplicate step id" in out.stderr
     assert "Traceback" not in out.stderr
-    status = subprocess.run(
-        [sys.executable, "-m", "personae", "chain", "status", str(write(tmp_path, [step("a")]))],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+    status = personae_cli("chain", "status", str(write(tmp_path, [step("a")])), cwd=tmp_path)
     assert status.returncode == 0 and "not started" in status.stdout
 
 
