@@ -38,10 +38,14 @@ own exact count). Validity columns (all must be 0 for personae): overruns (kept 
 budget, each side by its own exact count), orphan tool results, dangling tool
 calls, lost latest user turn; for personae, ``replay``: timed prompts that
 differ from the checked replay (must be 0; see ``_personae``). Then a
-500-turn agent loop at a 16k budget that appends before each prompt (one
-prompt per turn and one after each tool result): mean share of each prompt
-that is an identical prefix of the previous one, budget left unused when
-trimmed, and CPU per prompt (median and mean; see ``prefix_loop``).
+500-turn agent loop at a 16k budget that appends before each prompt, at three
+cadences (``--cadence``: a prompt at each user message and after each tool
+result; at each user message and after a turn's last tool result; at each user
+message only): mean share of each prompt that is an identical prefix of the
+previous one, budget left unused when trimmed, and CPU per prompt (median and
+mean; see ``prefix_loop``), for LangChain, a kept window per ``--low-water``,
+and stateless (a fresh snapshot per prompt) at the default ``cut_step`` and at
+each ``--cut-step``. ``--no-drop-in`` skips the drop-in comparison (minutes).
 
 Prints a table and writes bench/results/vs_langchain.json.
 """
@@ -427,7 +431,11 @@ the last tool result of a turn (a turn without tool calls sends one prompt)."""
 
 
 def prefix_loop(
-    turns: int, tmp: Path, low_waters: list[float], cadences: list[str] | None = None
+    turns: int,
+    tmp: Path,
+    low_waters: list[float],
+    cadences: list[str] | None = None,
+    cut_steps: list[float] | None = None,
 ) -> dict[str, Any]:
     """Reusable-prefix share, unused budget and CPU per prompt over an agent loop
     (16k budget), at each cadence of :data:`CADENCES`.
@@ -453,6 +461,10 @@ def prefix_loop(
         row["personae"]["stateless"] = _personae_loop(
             prompts, tmp / f"{cadence}-stateless", 1.0, stateless=True
         )
+        for step in cut_steps or []:
+            row["personae"][f"stateless, cut_step {step}"] = _personae_loop(
+                prompts, tmp / f"{cadence}-stateless{step}", 1.0, stateless=True, cut_step=step
+            )
         out[cadence] = row
     return out
 
@@ -521,13 +533,22 @@ def _langchain_loop(prompts: Prompts) -> dict[str, Any]:
 
 
 def _personae_loop(
-    prompts: Prompts, root: Path, low: float, *, stateless: bool = False
+    prompts: Prompts,
+    root: Path,
+    low: float,
+    *,
+    stateless: bool = False,
+    cut_step: float | None = None,
 ) -> dict[str, Any]:
     """personae's side of the agent loop at eviction low-water mark ``low``
-    (``stateless``: a fresh snapshot per prompt, no window kept)."""
+    (``stateless``: a fresh snapshot per prompt, no window kept; ``cut_step``: the
+    from-scratch cut grid's step, ``None`` for the default)."""
     (root / ".personae").mkdir(parents=True)
+    step = "" if cut_step is None else f", cut_step: {cut_step}"
     (root / ".personae" / "profiles.yaml").write_text(
-        PROFILE.replace("max_messages: 10000000}", f"max_messages: 10000000, low_water: {low}}}"),
+        PROFILE.replace(
+            "max_messages: 10000000}", f"max_messages: 10000000, low_water: {low}{step}}}"
+        ),
         encoding="utf-8",
     )
     profiles = load_profiles(root)
@@ -665,6 +686,26 @@ def print_drop_in(rows: list[dict[str, Any]], budgets: int) -> None:
         )
 
 
+def print_sizes(sizes: list[dict[str, Any]]) -> None:
+    """The per-size table."""
+    cols = (
+        f"{'cpu ms':>9}{'wall ms':>9}{'unused':>8}{'p90':>7}{'overrun':>8}{'orphan':>7}"
+        f"{'dangl':>6}{'lost':>5}{'replay':>7}"
+    )
+    print(f"{'messages':>9} {'side':<26}{cols}")
+    for size in sizes:
+        for name, r in size["rows"].items():
+            times = (
+                f"{r['cpu_median_ms']:>9.2f}{r['wall_median_ms']:>9.2f}"
+                f"{r['unused_mean']:>8.1%}{r['unused_p90']:>7.1%}"
+            )
+            checks = (
+                f"{r['overruns']:>8}{r['orphans']:>7}{r['dangling']:>6}{r['lost_latest']:>5}"
+                f"{r.get('replay_mismatches', '-'):>7}"
+            )
+            print(f"{size['messages']:>9,} {name:<26}{times}{checks}")
+
+
 def print_loops(loops: dict[str, Any], turns: int) -> None:
     """The agent-loop table, one block per cadence."""
     for cadence, loop in loops.items():
@@ -672,17 +713,17 @@ def print_loops(loops: dict[str, Any], turns: int) -> None:
             f"agent loop: {turns} turns, {cadence}: {loop['prompts']} prompts, 16k budget"
             " (share: reusable prefix of the previous prompt; unused: budget left when trimmed)"
         )
-        print(f"  {'side':<26}{'share':>7}{'unused':>8}{'cpu ms':>9}{'mean ms':>9}")
+        print(f"  {'side':<36}{'share':>7}{'unused':>8}{'cpu ms':>9}{'mean ms':>9}")
         sides = {"langchain": loop["langchain"]}
         sides.update(
             {
-                f"personae {'stateless' if low == 'stateless' else f'low_water {low}'}": r
+                f"personae {low if low.startswith('stateless') else f'low_water {low}'}": r
                 for low, r in loop["personae"].items()
             }
         )
         for side, r in sides.items():
             print(
-                f"  {side:<26}{r['share']:>7.3f}{r['unused_when_trimmed']:>8.1%}"
+                f"  {side:<36}{r['share']:>7.3f}{r['unused_when_trimmed']:>8.1%}"
                 f"{r['cpu_median_ms']:>9.2f}{r['cpu_mean_ms']:>9.2f}"
             )
 
@@ -708,6 +749,10 @@ def main() -> None:
         "--cadence", nargs="+", choices=list(CADENCES), help="agent-loop cadences (default: all)"
     )
     ap.add_argument("--no-drop-in", action="store_true", help="skip the drop-in comparison")
+    ap.add_argument(
+        "--cut-step", type=float, nargs="*", default=[0.25],
+        help="stateless agent-loop rows at these cut_step values (besides the default)",
+    )  # fmt: skip
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "vs_langchain.json")
     args = ap.parse_args()
     if args.drop_in:
@@ -736,29 +781,14 @@ def main() -> None:
             results["sizes"].append(bench_size(n, budgets, Path(tmp)))
         if args.turns:
             results["prefix_share"] = prefix_loop(
-                args.turns, Path(tmp), args.low_water, args.cadence
+                args.turns, Path(tmp), args.low_water, args.cadence, args.cut_step
             )
     if not args.no_drop_in:
         results["drop_in"] = drop_in([100, 1_000, 10_000], args.drop_in_budgets)
     results["load_average_after"] = os.getloadavg()
     before, after = results["load_average"][0], results["load_average_after"][0]
     print(f"load average {before:.2f} (after {after:.2f})")
-    cols = (
-        f"{'cpu ms':>9}{'wall ms':>9}{'unused':>8}{'p90':>7}{'overrun':>8}{'orphan':>7}"
-        f"{'dangl':>6}{'lost':>5}{'replay':>7}"
-    )
-    print(f"{'messages':>9} {'side':<26}{cols}")
-    for size in results["sizes"]:
-        for name, r in size["rows"].items():
-            times = (
-                f"{r['cpu_median_ms']:>9.2f}{r['wall_median_ms']:>9.2f}"
-                f"{r['unused_mean']:>8.1%}{r['unused_p90']:>7.1%}"
-            )
-            checks = (
-                f"{r['overruns']:>8}{r['orphans']:>7}{r['dangling']:>6}{r['lost_latest']:>5}"
-                f"{r.get('replay_mismatches', '-'):>7}"
-            )
-            print(f"{size['messages']:>9,} {name:<26}{times}{checks}")
+    print_sizes(results["sizes"])
     print_loops(results.get("prefix_share", {}), args.turns)
     if "drop_in" in results:
         print_drop_in(results["drop_in"], args.drop_in_budgets)
