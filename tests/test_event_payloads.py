@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from personae.context.modes import ContextMode
 from personae.store.status import RunStatus
 from personae.team import events as ev
 from personae.team.dispatch import StepAction
@@ -56,8 +57,9 @@ SAMPLES: list[ev.Event] = [
     ev.Corrected(**ENVELOPE, subtask=1, action=StepAction.REPHRASE,
                  blocker=BlockerType.SCOPE_DRIFT, retries_used=1, max_retries=2),
     ev.RunWarning(**ENVELOPE, action="usage_cap", details={"cap": 3}),
-    ev.SubagentStarted(**ENVELOPE, persona="helper", context_mode="brief", depth=1, task="t"),
-    ev.SubagentEnded(**ENVELOPE, persona="helper", context_mode="brief", status="partial",
+    ev.SubagentStarted(**ENVELOPE, persona="helper", context_mode=ContextMode.BRIEF, depth=1,
+                       task="t"),
+    ev.SubagentEnded(**ENVELOPE, persona="helper", context_mode=ContextMode.BRIEF, status="partial",
                      progress_made=True, usage={"requests": 2}, temp_workspace=None),
     ev.RunFinished(**ENVELOPE, status=RunStatus.PARTIAL, subtasks=[
                        SubtaskResult(number=1, description="d", status=SubtaskStatus.VALIDATED,
@@ -118,6 +120,8 @@ def test_the_models_and_enums_come_back_typed() -> None:
     work = by_class[ev.WorkDone]
     assert isinstance(work, ev.WorkDone) and isinstance(work.failed_tools[0], ToolCallRecord)
     assert work.skill_commands == [("ls", "see")]
+    spawn = by_class[ev.SubagentStarted]
+    assert isinstance(spawn, ev.SubagentStarted) and spawn.context_mode is ContextMode.BRIEF
     final = by_class[ev.RunFinished]
     assert isinstance(final, ev.RunFinished)
     assert [(t.status, t.signal) for t in final.subtasks] == [
@@ -205,3 +209,13 @@ def test_an_old_final_event_reads_with_its_numbers_kept() -> None:
     assert isinstance(final, ev.RunFinished) and final.status is RunStatus.PARTIAL
     assert (final.subtasks, final.warnings, final.files_written) == ([], [], [])
     assert final.extra == {"validated": [1], "not_validated": {"2": "skipped"}}
+
+
+def test_an_unknown_context_mode_is_refused_by_name() -> None:
+    raw = {
+        "kind": "subagent", "run_id": "r", "seq": 4, "at": "t", "message": "m",
+        "data": {"persona": "helper", "phase": "start", "context_mode": "everything",
+                 "depth": 1, "task": "t"},
+    }  # fmt: skip
+    with pytest.raises(ValueError, match=r"event 4 \(subagent\) of run r: context_mode"):
+        ev.event_from_json(raw)

@@ -101,8 +101,10 @@ LOADED = (
 @pytest.mark.process
 def test_a_leaf_module_loads_only_what_it_needs() -> None:
     loaded = _child("import personae.team.events\n" + LOADED)
-    # the events' payload types: the status, the plan and verdict models, dispatch's actions
+    # the events' payload types: the status, the plan and verdict models, dispatch's actions,
+    # a sub-agent's context mode (the context package's front is lazy: nothing else of it)
     assert loaded == [
+        "personae.context.modes",
         "personae.store.status",
         "personae.team.dispatch",
         "personae.team.events",

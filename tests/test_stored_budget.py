@@ -40,7 +40,7 @@ OLD_ROW: dict[str, Any] = {
     "budget": 100, "total": 20, "overhead": 4,
     "sections": [{"tag": "task", "kept": 16, "requested": 16, "rule": "pinned"}],
 }  # fmt: skip
-BRIEF: dict[str, Any] = {"context_mode": "task_only", "depth": 1, "tokens": 42, "counter": "c"}
+BRIEF: dict[str, Any] = {"context_mode": "isolated", "depth": 1, "tokens": 42, "counter": "c"}
 
 
 def test_the_reader_gives_the_model_or_none() -> None:
@@ -50,7 +50,9 @@ def test_the_reader_gives_the_model_or_none() -> None:
         mode="json"
     )
     assert read_stored_budget(BRIEF) == SubagentBrief(**BRIEF)
-    for unreadable in (None, {}, OLD_ROW, {**REPORT, "sections": "task"}, {"context_mode": 3}):
+    unknown_mode = {**BRIEF, "context_mode": "task_only"}  # not a ContextMode
+    for unreadable in (None, {}, OLD_ROW, {**REPORT, "sections": "task"}, {"context_mode": 3},
+                       unknown_mode):  # fmt: skip
         assert read_stored_budget(unreadable) is None, unreadable
 
 
@@ -64,8 +66,8 @@ def test_a_report_is_drawn_from_the_model() -> None:
     blocks = section_blocks("intro\n<task>\ndo it\n</task>\n", report)
     assert "&lt;task&gt;</code> 16 tokens" in blocks
     brief = read_stored_budget(BRIEF)
-    assert "context 42 tokens · context mode task_only" in mini_bar(brief)
-    assert "<dt>context mode</dt><dd>task_only</dd>" in budget_panel(brief)
+    assert "context 42 tokens · context mode isolated" in mini_bar(brief)
+    assert "<dt>context mode</dt><dd>isolated</dd>" in budget_panel(brief)
 
 
 def test_an_old_row_is_shown_as_not_recorded_not_a_crash(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from personae.context.modes import ContextMode
+
 __all__ = [
     "BudgetReport",
     "HistoryPath",
@@ -123,8 +125,8 @@ class SubagentBrief(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    context_mode: str
-    """What context it inherits (a :class:`personae.persona.model.ContextMode` value)."""
+    context_mode: ContextMode
+    """What context it inherits."""
     depth: int
     """Sub-agent depth."""
     tokens: int | None

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
+from personae.context.modes import ContextMode
 from personae.store.status import CallRole, RunStatus
 from personae.team.dispatch import StepAction
 from personae.team.signals import (
@@ -289,8 +290,8 @@ class _SubagentEvent(_EventBase):
     """The sub-agent's persona."""
     phase: Literal["start", "end"] = "start"
     """``start`` or ``end`` (fixed by the class, not data a producer gives)."""
-    context_mode: str
-    """What context it inherits (a :class:`personae.persona.model.ContextMode` value)."""
+    context_mode: ContextMode
+    """What context it inherits."""
 
 
 @dataclass(frozen=True, kw_only=True)

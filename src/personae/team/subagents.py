@@ -55,8 +55,8 @@ class SubagentOutcome(BaseModel):
     """The child's final message (only this, not its transcript)."""
     progress_made: bool
     """The child did something that worked (a successful tool call or a final message)."""
-    context_mode: str
-    """The context mode used."""
+    context_mode: ContextMode | None
+    """The context mode used (``None``: refused before a persona was chosen)."""
     usage: dict[str, int] = Field(default_factory=dict)
     """requests and tool_calls of the child (the run's total is shared)."""
     tools_used: list[str] = Field(default_factory=list)
@@ -65,7 +65,7 @@ class SubagentOutcome(BaseModel):
     """Why it failed or stopped."""
 
 
-def _not_run(persona: str, context_mode: str, error: str) -> SubagentOutcome:
+def _not_run(persona: str, context_mode: ContextMode | None, error: str) -> SubagentOutcome:
     """The outcome of a spawn refused before the child ran."""
     return SubagentOutcome(
         persona=persona, status="failed", final_message="", progress_made=False,
@@ -225,18 +225,18 @@ class Spawner:
                         action="spawn_refused", details={"persona": name, "parent": by.name},
                     )
                 )  # fmt: skip
-                return _not_run(name, "none", error_text)
+                return _not_run(name, None, error_text)
         persona = spawnable.get(name)
         if persona is None:
-            return _not_run(name, "none", str(UnknownNameError("persona", name, spawnable)))
+            return _not_run(name, None, str(UnknownNameError("persona", name, spawnable)))
         mode = persona.context
         depth = parent.depth + 1
         if depth > self.depth_cap:
-            return _not_run(name, mode.value, f"sub-agent depth cap of {self.depth_cap} reached")
+            return _not_run(name, mode, f"sub-agent depth cap of {self.depth_cap} reached")
         start = f"spawn {name} (context: {mode.value}, depth {depth})"
         self.runtime.emit(
             SubagentStarted(
-                message=start, subtask=subtask, persona=name, context_mode=mode.value,
+                message=start, subtask=subtask, persona=name, context_mode=mode,
                 depth=depth, task=task,
             )
         )  # fmt: skip
@@ -255,7 +255,7 @@ class Spawner:
         self.runtime.emit(
             SubagentEnded(
                 message=f"{name} finished: {outcome.status}", subtask=subtask, persona=name,
-                context_mode=mode.value, status=outcome.status,
+                context_mode=mode, status=outcome.status,
                 progress_made=outcome.progress_made, usage=outcome.usage,
                 temp_workspace=str(temp) if temp else None,
             )
@@ -289,7 +289,7 @@ class Spawner:
             subtask=subtask,
             context_text=f"{persona.system_prompt}\n\n{prompt}",
             budget=SubagentBrief(
-                context_mode=persona.context.value,
+                context_mode=persona.context,
                 depth=depth,
                 tokens=self.turn.counter.count(prompt) if self.turn is not None else None,
                 counter=self.turn.counter.name if self.turn is not None else None,
@@ -324,7 +324,7 @@ class Spawner:
             status=status,
             final_message=final,
             progress_made=bool(log.tools_used) or bool(final.strip()),
-            context_mode=persona.context.value,
+            context_mode=persona.context,
             usage={
                 "requests": self.runtime.usage.requests - before,
                 "tool_calls": len(log.calls),

@@ -96,7 +96,7 @@ class LiveSpans(RunHooks):
                 spans.agents.append(self._start(f"invoke_agent {event.persona}", spans.parent(), {
                     "gen_ai.operation.name": "invoke_agent",
                     "gen_ai.agent.name": event.persona,
-                    "personae.subagent.context_mode": event.context_mode,
+                    "personae.subagent.context_mode": event.context_mode.value,
                 }))  # fmt: skip
             case SubagentEnded():
                 if spans.agents:

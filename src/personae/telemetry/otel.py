@@ -197,7 +197,7 @@ class _Emitter:
                 "gen_ai.agent.name": node.persona or "",
             }
             if isinstance(begin, SubagentStarted):  # else its start event did not read
-                attrs["personae.subagent.context_mode"] = begin.context_mode
+                attrs["personae.subagent.context_mode"] = begin.context_mode.value
                 attrs["personae.subagent.depth"] = begin.depth
             kind = SpanKind.INTERNAL
         span = self.span(name, parent, start, attrs, kind)
