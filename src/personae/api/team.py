@@ -39,7 +39,6 @@ from personae.team.hooks import RunHooks
 from personae.team.result import stored_result
 from personae.team.runlog import end_run
 from personae.team.session import RunOptions, run_store, run_turn
-from personae.team.structured import AnswerType
 from personae.team.treelink import check_cost_cap
 from personae.tools.base import Tool
 from personae.tools.function import ToolLike, function_tools
@@ -409,6 +408,9 @@ class Team:
         options = self.options(persona=turn.get("persona"), session=session, limits=limits)
         kept = self.window(session) if session else None
         window = kept if kept is not None else ContextWindow()  # an empty window is falsy
+        # local import: the engine (pydantic-ai) loads after the run's first request is sent
+        from personae.team.structured import AnswerType
+
         answer = None if output_type in (None, str) else AnswerType.of(output_type)
         options = dataclasses.replace(options, window=window, answer=answer)
         feed = _Feed(answer_deltas=answer_deltas)

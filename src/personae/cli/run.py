@@ -8,7 +8,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -26,7 +26,8 @@ from personae.limits import DEFAULTS
 if TYPE_CHECKING:
     import asyncio
 
-    from personae.handover.runflow import HandoverSession, HandoverTurn
+    from personae.handover.runflow import HandoverSession
+    from personae.handover.work import HandoverTurn, HandoverWork
     from personae.lineage import Link
     from personae.persona.cast import Cast
     from personae.settings import PersonaeSettings
@@ -549,7 +550,7 @@ def _reconnected(request: _Request, handover: HandoverSession, cast: Cast | None
 
 def _turn(outcome: RunResult[Any]) -> HandoverTurn:
     # local import: CLI start-up (only the command that runs loads what it needs)
-    from personae.handover.runflow import HandoverTurn
+    from personae.handover.work import HandoverTurn
     from personae.store.status import RunStatus
 
     return HandoverTurn(
@@ -558,10 +559,25 @@ def _turn(outcome: RunResult[Any]) -> HandoverTurn:
     )  # fmt: skip
 
 
+def _working_on(
+    handover: HandoverSession | None, return_path: Path | None
+) -> AbstractContextManager[HandoverWork]:
+    """The run as the work on ``handover`` (:func:`personae.handover.runflow.working_on`);
+    without one, nothing is written and no handover model loads."""
+    if handover is None:
+        # local import: CLI start-up (only the command that runs loads what it needs)
+        from personae.handover.work import HandoverWork
+
+        return nullcontext(HandoverWork())
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.handover.runflow import working_on
+
+    return working_on(handover, return_path=return_path)
+
+
 def _run_announced(request: _Request, view: _View, announced: RunStarted) -> None:
     """Everything ``personae run`` does after its run is stored and shown."""
     # local import: CLI start-up (only the command that runs loads what it needs)
-    from personae.handover.runflow import working_on
     from personae.project import Project
 
     handover = request.handover
@@ -580,7 +596,7 @@ def _run_announced(request: _Request, view: _View, announced: RunStarted) -> Non
     )  # fmt: skip
     endpoint = settings.otel_endpoint or project.config.otel_endpoint
     try:
-        with working_on(handover, return_path=request.context_return) as work:
+        with _working_on(handover, request.context_return) as work:
             try:
                 outcome = _execute(task, options, view, timeout)
             except BaseException as exc:

@@ -8,9 +8,14 @@ secrets) live in ``personae.security.policy``; multi-step workflows in
 ``personae.workflow``.
 """
 
-from personae.handover.files import LoadedHandover, read_handover, save_handover
-from personae.handover.schema import SCHEMA_VERSION, ContextHandover, Results
-from personae.security.policy import HandoverSecurityError
+from typing import TYPE_CHECKING
+
+from personae._lazy import lazy_front
+
+if TYPE_CHECKING:
+    from personae.handover.files import LoadedHandover, read_handover, save_handover
+    from personae.handover.schema import SCHEMA_VERSION, ContextHandover, Results
+    from personae.security.policy import HandoverSecurityError
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -21,3 +26,17 @@ __all__ = [
     "read_handover",
     "save_handover",
 ]
+
+# a lazy front: a run without a handover imports no handover model
+__getattr__ = lazy_front(
+    __name__,
+    {
+        "SCHEMA_VERSION": "personae.handover.schema",
+        "ContextHandover": "personae.handover.schema",
+        "HandoverSecurityError": "personae.security.policy",
+        "LoadedHandover": "personae.handover.files",
+        "Results": "personae.handover.schema",
+        "read_handover": "personae.handover.files",
+        "save_handover": "personae.handover.files",
+    },
+)

@@ -9,9 +9,11 @@ model, so a run uses it instead of resolving ``provider:name`` specs.
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.models import Model
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
 
 from personae.errors import UsageError
 from personae.models.resolve import ModelResolver, parse_model_spec
@@ -48,6 +50,16 @@ def _from_client(name: str, client: Any) -> tuple[Model, str]:
     )
 
 
+def _is_model_object(model: object) -> bool:
+    """``model`` is a pydantic-ai ``Model`` (whoever made one has loaded pydantic-ai: a
+    name or nothing does not load it)."""
+    if model is None or isinstance(model, str) or "pydantic_ai.models" not in sys.modules:
+        return False
+    from pydantic_ai.models import Model  # local import: loaded already (checked above)
+
+    return isinstance(model, Model)
+
+
 def given_resolver(
     model: object, *, client: object = None, base_url: str | None = None,
     api_key: str | None = None,
@@ -64,11 +76,11 @@ def given_resolver(
 
     Raises :class:`UsageError` naming the field for anything else.
     """
-    if isinstance(model, Model):
+    if _is_model_object(model):
         if client is not None or base_url is not None:
             raise UsageError("give client or base_url with a model name, not with a model "
                              "object (it has its own)", field="model")  # fmt: skip
-        return ModelResolver.using(model, model_label(model))
+        return ModelResolver.using(model, model_label(model))  # type: ignore[arg-type]
     if client is None and base_url is None:
         if model is not None and not isinstance(model, str):
             raise UsageError(

@@ -20,7 +20,10 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 __all__ = [
     "OUTPUT_MODES",
@@ -29,6 +32,7 @@ __all__ = [
     "extract_json",
     "response_format",
     "schema_instructions",
+    "wire_schema",
 ]
 
 OutputMode = Literal["tool", "native", "prompted"]
@@ -75,6 +79,45 @@ def schema_instructions(schema: dict[str, Any]) -> str:
         "Answer with ONE JSON object only, no other text, following this JSON schema:\n"
         + json.dumps(schema, separators=(",", ":"))
     )
+
+
+_MAX_ITEMS = 5
+"""Most items of any array in a constrained answer (a plan of at most five subtasks)."""
+_MAX_LENGTH = 300
+"""Longest string in a constrained answer (a small model's runaway string stops here)."""
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with every ``$ref`` to ``#/$defs/...`` replaced by its definition."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline(defs[ref.removeprefix("#/$defs/")], defs)
+        return {k: _inline(v, defs) for k, v in node.items() if k not in ("$defs", "title")}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
+def _bound(node: Any) -> Any:
+    """Bounds on every string and array without one (constrained decoding then stops)."""
+    if isinstance(node, dict):
+        bounded = {k: _bound(v) for k, v in node.items()}
+        if bounded.get("type") == "string" and "enum" not in bounded:
+            bounded.setdefault("maxLength", _MAX_LENGTH)
+        if bounded.get("type") == "array":
+            bounded.setdefault("maxItems", _MAX_ITEMS)
+        return bounded
+    if isinstance(node, list):
+        return [_bound(v) for v in node]
+    return node
+
+
+def wire_schema(output_type: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema sent for ``output_type``: references inlined, strings and arrays
+    bounded, descriptions kept."""
+    schema = output_type.model_json_schema()
+    return dict(_bound(_inline(schema, schema.get("$defs", {}))))
 
 
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)

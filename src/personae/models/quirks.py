@@ -12,7 +12,7 @@ Imported only when a local server is used (it loads the OpenAI SDK).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import ModelRequestParameters
@@ -20,6 +20,9 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.profiles.openai import OpenAIModelProfile
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.settings import ModelSettings
+
+if TYPE_CHECKING:
+    from personae.models.early import EarlyRequest
 
 __all__ = ["LocalChatModel", "local_chat_model", "without_null_content"]
 
@@ -49,8 +52,25 @@ class LocalChatModel(OpenAIChatModel):
         return without_null_content(list(mapped))
 
 
-def local_chat_model(name: str, base_url: str, key: str | None) -> LocalChatModel:
-    """A :class:`LocalChatModel` for model ``name`` on the server at ``base_url``."""
-    provider = OpenAIProvider(base_url=base_url, api_key=key or "not-needed")
+def local_chat_model(
+    name: str, base_url: str, key: str | None, *, early: EarlyRequest | None = None
+) -> LocalChatModel:
+    """A :class:`LocalChatModel` for model ``name`` on the server at ``base_url``;
+    ``early``: the run's first request, already sent (:mod:`personae.models.early`): its
+    answer answers the identical request."""
+    client = None
+    if early is not None:
+        # local import: only a run that sent its first request early wraps the transport
+        import httpx2
+        from pydantic_ai.models import create_async_httpx2_client
+
+        from personae.models._early_transport import EarlyTransport
+
+        # no proxy applies (EarlyRequest.send checked): the transport the client would
+        # build, with pydantic-ai's documented pool (1,000 connections, 100 kept alive)
+        limits = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
+        inner = httpx2.AsyncHTTPTransport(limits=limits)
+        client = create_async_httpx2_client(transport=EarlyTransport(early, inner))
+    provider = OpenAIProvider(base_url=base_url, api_key=key or "not-needed", http_client=client)
     profile = OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False)
     return LocalChatModel(name, provider=provider, profile=profile)

@@ -20,6 +20,7 @@ from typing import Any
 
 from personae.errors import ConfigError, ModelNotConfiguredError, closest_name
 from personae.models import learned
+from personae.models.early import EarlyRequest
 from personae.models.facts import ModelConfig, ModelFacts, output_reserve
 from personae.models.output import OutputMode, default_output_mode
 from personae.models.servers import (
@@ -178,6 +179,9 @@ class ModelResolver:
     _facts: dict[str, ModelFacts] = field(default_factory=dict)
     _servers: list[Any] = field(default_factory=list)
     _scripted_urls: dict[str, str] = field(default_factory=dict)
+    early: EarlyRequest | None = None
+    """The run's first request when it was sent before the engine loaded
+    (:meth:`send_early`); the default model's transport answers it."""
 
     @classmethod
     def using(cls, model: Any, label: str) -> ModelResolver:
@@ -275,6 +279,22 @@ class ModelResolver:
         if url is not None and spec.provider != "scripted":
             learned.remember(url, spec.name, window, known.server if known else None)
 
+    def send_early(self, body: dict[str, Any]) -> EarlyRequest | None:
+        """Send the default model's first request now, before the engine loads, when
+        that model is one on a server the user runs (the local chat model): its answer
+        then answers the engine's identical request (:mod:`personae.models.early`).
+        ``body``: the chat request's JSON body, less ``model``. ``None``: not sent."""
+        if self.fixed is not None or self.early is not None or self._cache:
+            return None
+        spec = self.spec_for(None)
+        if spec.provider not in ("openai", "openai-compatible", "ollama"):
+            return None
+        base_url, key = self._server(spec)
+        if base_url == _OPENAI_URL:
+            return None
+        self.early = EarlyRequest.send(base_url, {"model": spec.name, **body}, key=key)
+        return self.early
+
     def _learn(self, persona_model: str | None, label: str) -> ModelFacts:
         # local import: the token registry loads tokenizers' tables
         from personae.tokens.registry import model_info
@@ -356,7 +376,8 @@ class ModelResolver:
             # local import: a provider's SDK loads only when that provider is used
             from personae.models.quirks import local_chat_model
 
-            return local_chat_model(spec.name, base_url, key)
+            early = self.early if spec == self.spec_for(None) else None
+            return local_chat_model(spec.name, base_url, key, early=early)
         # local import: a provider's SDK loads only when that provider is used
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
@@ -367,6 +388,8 @@ class ModelResolver:
 
     def close(self) -> None:
         """Stop any scripted servers this resolver started."""
+        if self.early is not None:  # hung up on unless claimed (kept: what became of it)
+            self.early.discard()
         for server in self._servers:
             server.stop()
         self._servers.clear()

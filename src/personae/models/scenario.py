@@ -39,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from personae.errors import UsageError, first_validation_error, yaml_error_line
 from personae.fsutil import read_regular
+from personae.models.roles import ROLE_MARKER
 
 __all__ = [
     "ROLE_MARKER",
@@ -53,9 +54,6 @@ __all__ = [
 
 _MAX_BYTES = 10_000_000
 """Largest scenario file read."""
-
-ROLE_MARKER = "personae-role: {role}"
-"""Marker every team role puts in its instructions (lets scenarios match a role)."""
 
 
 class ScenarioError(UsageError):

@@ -13,9 +13,9 @@ from typing import Any, assert_never
 
 from pydantic import BaseModel
 
-from personae.models.scenario import ROLE_MARKER
 from personae.persona.model import Persona
 from personae.team.events import AnswerStreamed, RunWarning
+from personae.team.plan_request import manager_instructions, plan_instructions, task_part
 from personae.team.runtime import CallInfo, CallOptions, Runtime
 from personae.team.signals import Plan, Subtask, SubtaskStatus
 from personae.team.structured import (
@@ -55,33 +55,12 @@ class SubtaskOutcome:
     """Worker attempts made."""
 
 
-def _task_part(view_text: str, task: str) -> str:
-    """The ``<task>`` section, unless the role's context already carries it (no duplicate)."""
-    return "" if "<task>\n" in view_text else f"<task>\n{task}\n</task>"
-
-
-def _instructions(persona: Persona | None, job: str) -> str:
-    head = f"{ROLE_MARKER.format(role='manager')}\nYou are the Manager of a personae team. {job}"
-    if persona is not None and persona.system_prompt.strip():
-        head += f"\n\nThe team works as persona {persona.name!r}."
-    return head
-
-
-def plan_instructions(persona: Persona | None) -> str:
-    """The Manager's instructions for planning a task."""
-    return _instructions(
-        persona,
-        "Break the user's task into a short ordered list of subtasks, each with a description "
-        "and the requirements that show it is done. Use as few subtasks as the task needs.",
-    )
-
-
 async def make_plan(runtime: Runtime, turn: TurnContext, persona: Persona | None) -> Plan:
     """Break the turn's task into subtasks (each with description and requirements)."""
     view = turn.view("manager")
     instructions = plan_instructions(persona)
     return await _ask_for_plan(
-        runtime, view, persona, instructions, [_task_part(view.text, turn.task)], subtask=None
+        runtime, view, persona, instructions, [task_part(view.text, turn.task)], subtask=None
     )
 
 
@@ -96,7 +75,7 @@ async def decompose(
 ) -> Plan:
     """Split a subtask that was only partly done into smaller steps."""
     view = turn.view("manager")
-    instructions = _instructions(
+    instructions = manager_instructions(
         persona,
         "A subtask was only partly done. Split what remains into smaller steps, each with a "
         "description and requirements.",
@@ -199,7 +178,7 @@ async def synthesize(
         )
     elif validated or partial:
         view = turn.view("manager")
-        instructions = _instructions(
+        instructions = manager_instructions(
             persona,
             "Write the final answer for the user from the VALIDATED work below. PARTIAL work "
             "may be used only if you say it is partial and not validated. Do not mention or "
@@ -215,8 +194,8 @@ async def synthesize(
             f"{o.subtask.description}\n---\n{o.result}\n</partial_work>"
             for o in partial
         )
-        task_part = _task_part(view.text, turn.task)
-        prompt = "\n\n".join(p for p in (view.text, task_part, work) if p)
+        task = task_part(view.text, turn.task)
+        prompt = "\n\n".join(p for p in (view.text, task, work) if p)
         info = _call_info(view, persona, instructions, prompt, None)
         if answer is not None:
             typed = await _typed_answer(runtime, info, instructions, prompt, answer)

@@ -17,15 +17,13 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from personae.context.profiles import ProfileSet, load_profiles
 from personae.context.snapshot import SnapshotOptions, history_window
 from personae.context.summary import SummaryRefresh, extractive_summary, refresh_summary
 from personae.context.window import ContextWindow
 from personae.errors import PersonaeError, RunError, UsageError
-from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, handover_depth
-from personae.handover.tool import register_handover_tool
 from personae.limits import DEFAULTS
 from personae.lineage import Budget as Caps
 from personae.lineage import Link, Running, running
@@ -41,7 +39,6 @@ from personae.store.db import Store
 from personae.store.replays import ReplayStore
 from personae.store.runs import RunStore
 from personae.store.status import RunStatus
-from personae.team.bounds import CallBounds
 from personae.team.budget_calibration import calibrated_budget, learn_from_run
 from personae.team.events import (
     Event,
@@ -52,21 +49,25 @@ from personae.team.events import (
     event_from_json,
 )
 from personae.team.hooks import HookGate, RunHooks
-from personae.team.loop import TeamConfig, TeamLoop
+from personae.team.plan_request import send_plan_early
 from personae.team.result import RunResult
 from personae.team.run_inputs import capture_inputs
 from personae.team.runlog import attach_run, describe_failure, end_run, start_run
-from personae.team.runtime import Runtime, TreeUsage
-from personae.team.structured import AnswerType
-from personae.team.summarizer import SummaryCalls, model_summarize
 from personae.team.toolbox import narrow_names, persona_limits
 from personae.team.treelink import child_usage, link_run, tree_caps
 from personae.team.turn_context import TurnContext
 from personae.tokens.registry import counter_for_model
 from personae.tools.base import Tool
-from personae.tools.registry import ToolRegistry
 from personae.tools.sandbox import describe_mode
 from personae.tools.workspace import Workspace
+
+if TYPE_CHECKING:  # the engine (pydantic-ai, the OpenAI SDK) loads after the first request
+    from personae.team.bounds import CallBounds
+    from personae.team.loop import TeamLoop
+    from personae.team.runtime import Runtime, TreeUsage
+    from personae.team.structured import AnswerType
+    from personae.team.summarizer import SummaryCalls
+    from personae.tools.registry import ToolRegistry
 
 __all__ = ["RunOptions", "extractive_summary", "run_store", "run_turn"]
 
@@ -176,14 +177,20 @@ async def _refresh_summary(
     models: ModelResolver,
     persona: Persona | None,
     *,
-    calls: SummaryCalls,
+    calls: list[SummaryCalls],
+    run_persona: str | None,
 ) -> SummaryRefresh:
     """Path A: fold newly evicted messages into the stored summary with the run's model
-    (``calls`` keeps the model call for the run's usage and record)."""
+    (``calls`` gets what keeps the model call for the run's usage and record)."""
     model = persona.model if persona else None
 
     def call(request: str) -> Awaitable[str]:
-        return model_summarize(models, model, request, calls=calls)
+        # local import: the engine loads only when a summary is asked of the model
+        from personae.team.summarizer import SummaryCalls, model_summarize
+
+        if not calls:
+            calls.append(SummaryCalls(persona=run_persona))
+        return model_summarize(models, model, request, calls=calls[0])
 
     recent = history_window(load_profiles(root))
     return await refresh_summary(conversations, session, conversations.counter, call, recent=recent)
@@ -229,6 +236,9 @@ def _registry(
     It is left out below the handover depth cap, so the narrow-only subset
     refuses it there.
     """
+    # local import: the tools' engine side loads after the run's first request
+    from personae.tools.registry import ToolRegistry
+
     limits = persona_limits(sandbox or SandboxConfig(), persona)
     if not options.builtin_tools:  # no folder to act on: the caller's tools only
         place = Workspace(root) if root.is_dir() else Workspace.absent(root)
@@ -243,6 +253,10 @@ def _registry(
         _HANDOVER in narrow_names(p, {_HANDOVER}) for p in (persona, *cast.personas.values())
     ):
         return registry
+
+    # local import: the handover tool loads only for a persona that may hand over
+    from personae.handover.child import HANDOVER_DEPTH_CAP, ChildOptions, handover_depth
+    from personae.handover.tool import register_handover_tool
 
     if handover_depth() < HANDOVER_DEPTH_CAP:
         register_handover_tool(
@@ -304,6 +318,9 @@ def _start_recording(
 ) -> _Recording:
     """Start (or take over the announced) run, wire its event bus (store, then listeners)
     and emit ``start`` to whoever has not seen it."""
+    # local import: the engine (pydantic-ai) loads after the run's first request is sent
+    from personae.team.runtime import Runtime, TreeUsage
+
     runs = RunStore(store)
     link = options.link if options.link is not None else _inherited()  # before anything is stored
     started = options.announced
@@ -359,6 +376,9 @@ def _team(
 ) -> TeamLoop:
     """The Manager, Worker and Validator of the run, with the project's tools and config
     (the tools act on ``workspace``)."""
+    # local import: the engine (pydantic-ai) loads after the run's first request is sent
+    from personae.team.loop import TeamConfig, TeamLoop
+
     registry = _registry(workspace, cast, persona, options, session, sandbox=project.config.sandbox)
     return TeamLoop(
         runtime=runtime,
@@ -421,7 +441,26 @@ def _bounds(project: Project, options: RunOptions) -> CallBounds:
     timeouts = dict(config.per_role())
     timeouts.update(options.call_timeouts or {})
     deadline = options.deadline or config.run or DEFAULTS.run_deadline
+    # local import: the engine (pydantic-ai) loads after the run's first request is sent
+    from personae.team.bounds import CallBounds
+
     return CallBounds(timeouts=timeouts, deadline=deadline)
+
+
+def _may_send_early(
+    project: Project, options: RunOptions, models: ModelResolver, label: str
+) -> bool:
+    """The run's first request (the plan) may be sent before the engine loads: no hook may
+    veto it, the Manager runs on the run's model, and no cap is spent already."""
+    try:
+        if options.hooks or models.label(None) != label:
+            return False
+    except PersonaeError:  # no default model: the Manager's call fails as it always did
+        return False
+    link = options.link if options.link is not None else _inherited()
+    asked = Caps(tokens=options.token_cap, cost=options.cost_cap, calls=options.request_cap)
+    caps = tree_caps(asked, project.config.limits, link.budget)
+    return all(cap is None or cap > 0 for cap in (caps.tokens, caps.cost, caps.calls))
 
 
 def window_warning(facts: ModelFacts) -> RunWarning:
@@ -459,7 +498,6 @@ async def run_turn(
     label = models.label(persona.model if persona else None)
     counter = counter_for_model(label)
     facts = models.facts(persona.model if persona else None)
-    bounds = _bounds(project, options)
     with run_store(project, options) as store:
         budget, narrowed = calibrated_budget(store, label, facts.window, options.budget_share)
         conversations = ConversationStore(store, counter)
@@ -467,10 +505,11 @@ async def run_turn(
         history_seq = conversations.position(session)[1]
         work = options.workspace or project.root
         execution, validation, agents = _persona_texts(cast, persona)
-        summary_calls = SummaryCalls(persona=options.persona)
+        summary_calls: list[SummaryCalls] = []  # the summary's model call, if it made one
         refresh = await _refresh_summary(
-            project.root, conversations, session, models, persona, calls=summary_calls
-        )
+            project.root, conversations, session, models, persona, calls=summary_calls,
+            run_persona=options.persona,
+        )  # fmt: skip
         turn = TurnContext.build(
             work,
             SnapshotOptions(
@@ -492,6 +531,9 @@ async def run_turn(
             available_agents=agents,
             profile=profile,
         )
+        if _may_send_early(project, options, models, label):
+            send_plan_early(models, turn, persona)  # while the engine loads
+        bounds = _bounds(project, options)
         rec = _start_recording(
             store, project, options, task, label=label, session=session, models=models,
             listeners=listeners, sandbox=describe_mode(project.config.sandbox.mode),
@@ -503,7 +545,8 @@ async def run_turn(
         )
         if facts.guessed:
             rec.runtime.emit(window_warning(facts))
-        summary_calls.adopt(rec.runtime)  # the summary's model call counts and is stored too
+        for calls in summary_calls:  # the summary's model call counts and is stored too
+            calls.adopt(rec.runtime)
 
         def make_team() -> TeamLoop:
             return _team(project, cast, persona, options, session=session, runtime=rec.runtime,
@@ -513,6 +556,8 @@ async def run_turn(
             with running(rec.me):  # child runs started meanwhile link to this one
                 final, output = await _run_team(make_team, turn, rec)
         finally:
+            if models.early is not None:  # hung up on, unless the plan call read it
+                models.early.discard()
             if resolver is None:
                 models.close()
         _store_turn(conversations, session, task, turn, final.message)

@@ -20,18 +20,18 @@ from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.messages import ModelMessage
 
 from personae.errors import RunError, UsageError
-from personae.models.output import extract_json, response_format, schema_instructions
+from personae.models.output import (
+    extract_json,
+    response_format,
+    schema_instructions,
+    wire_schema,
+)
 from personae.team.runtime import CallInfo, CallOptions, Runtime
 
 __all__ = ["AnswerType", "AnswerTypeError", "StructuredOutputError", "ask_structured",
            "wire_schema"]  # fmt: skip
 
 T = TypeVar("T", bound=BaseModel)
-
-_MAX_ITEMS = 5
-"""Most items of any array in a constrained answer (a plan of at most five subtasks)."""
-_MAX_LENGTH = 300
-"""Longest string in a constrained answer (a small model's runaway string stops here)."""
 
 
 class StructuredOutputError(UnexpectedModelBehavior):
@@ -79,39 +79,6 @@ class AnswerType:
     def unwrap(self, value: BaseModel) -> Any:
         """The caller's value from the model's (the ``answer`` field of a wrapped type)."""
         return value if self.model is self.wanted else value.__dict__["answer"]
-
-
-def _inline(node: Any, defs: dict[str, Any]) -> Any:
-    """``node`` with every ``$ref`` to ``#/$defs/...`` replaced by its definition."""
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            return _inline(defs[ref.removeprefix("#/$defs/")], defs)
-        return {k: _inline(v, defs) for k, v in node.items() if k not in ("$defs", "title")}
-    if isinstance(node, list):
-        return [_inline(v, defs) for v in node]
-    return node
-
-
-def _bound(node: Any) -> Any:
-    """Bounds on every string and array without one (constrained decoding then stops)."""
-    if isinstance(node, dict):
-        bounded = {k: _bound(v) for k, v in node.items()}
-        if bounded.get("type") == "string" and "enum" not in bounded:
-            bounded.setdefault("maxLength", _MAX_LENGTH)
-        if bounded.get("type") == "array":
-            bounded.setdefault("maxItems", _MAX_ITEMS)
-        return bounded
-    if isinstance(node, list):
-        return [_bound(v) for v in node]
-    return node
-
-
-def wire_schema(output_type: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema sent for ``output_type``: references inlined, strings and arrays
-    bounded, descriptions kept."""
-    schema = output_type.model_json_schema()
-    return dict(_bound(_inline(schema, schema.get("$defs", {}))))
 
 
 def _last_problem(messages: list[ModelMessage]) -> str:

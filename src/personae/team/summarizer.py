@@ -18,7 +18,7 @@ from pydantic_ai.usage import UsageLimits
 from personae.context.report import BudgetReport, SectionReport
 from personae.context.summary import SUMMARY_CAP, SUMMARY_INSTRUCTIONS
 from personae.models.resolve import ModelResolver
-from personae.models.scenario import ROLE_MARKER
+from personae.models.roles import ROLE_MARKER
 from personae.store.runs import ModelCallRow
 from personae.team.runtime import CallInfo, Runtime, TreeUsage, call_row
 from personae.tokens.registry import counter_for_model, model_info

@@ -17,7 +17,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior, UsageLimitExceeded
 
-from personae.models.scenario import ROLE_MARKER
+from personae.models.roles import ROLE_MARKER
 from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import (
     BlockerType,

@@ -10,7 +10,7 @@ from pydantic_ai.exceptions import UnexpectedModelBehavior, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage
 from pydantic_ai.toolsets import AbstractToolset
 
-from personae.models.scenario import ROLE_MARKER
+from personae.models.roles import ROLE_MARKER
 from personae.persona.model import Persona
 from personae.team.events import RunWarning
 from personae.team.loopdetect import LoopDetector
