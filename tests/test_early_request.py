@@ -31,6 +31,7 @@ VERDICT = {
     "requirements_met": True,
     "completion_signal": {"confidence": "high", "progress_made": True},
 }
+IMITATION = {"kind": "llama-cpp-python", "window": 4096}
 STEPS = [
     {"when": {"role": "manager"}, "text": json.dumps(PLAN)},
     {"when": {"role": "worker"},
@@ -120,8 +121,7 @@ def test_a_request_that_differs_is_sent_as_usual_and_the_early_one_hung_up(
     usual, and the early one's connection is closed (a streaming server stops)."""
     steps = [{"text": "early answer"}, {"text": "usual answer"}]
     path = tmp_path / "two.yaml"
-    path.write_text(yaml.safe_dump({"steps": steps,
-                                    "server": {"kind": "llama-cpp-python", "window": 4096}}))  # fmt: skip
+    path.write_text(yaml.safe_dump({"steps": steps, "server": IMITATION}))
     sent = {"model": "smollm2", "messages": [{"role": "user", "content": "first"}],
             "max_tokens": 16}  # fmt: skip
     other = {**sent, "messages": [{"role": "user", "content": "second"}]}
@@ -145,8 +145,7 @@ def test_a_request_that_differs_is_sent_as_usual_and_the_early_one_hung_up(
 
 def test_an_identical_request_gets_the_early_answer(tmp_path: Path) -> None:
     path = tmp_path / "one.yaml"
-    path.write_text(yaml.safe_dump({"steps": [{"text": "the early answer"}],
-                                    "server": {"kind": "llama-cpp-python", "window": 4096}}))  # fmt: skip
+    path.write_text(yaml.safe_dump({"steps": [{"text": "the early answer"}], "server": IMITATION}))
     sent = {"model": "smollm2", "messages": [{"role": "user", "content": "hi"}],
             "max_tokens": 16}  # fmt: skip
 

@@ -376,7 +376,7 @@ class ModelResolver:
             # local import: a provider's SDK loads only when that provider is used
             from personae.models.quirks import local_chat_model
 
-            early = self.early if spec == self.spec_for(None) else None
+            early = self.early if self.early is not None and spec == self.spec_for(None) else None
             return local_chat_model(spec.name, base_url, key, early=early)
         # local import: a provider's SDK loads only when that provider is used
         from pydantic_ai.models.openai import OpenAIChatModel
