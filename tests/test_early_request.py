@@ -165,3 +165,29 @@ def test_an_identical_request_gets_the_early_answer(tmp_path: Path) -> None:
         count = len(server.raw_requests)
     assert early.state == "claimed" and text == "the early answer"
     assert count == 1
+
+
+def test_a_resolver_whose_models_answer_another_way_sends_nothing_early(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay's resolver answers from the record first: nothing may reach the server
+    for a call the record answers."""
+
+    class Wrapping(ModelResolver):
+        def model(self, persona_model: str | None = None) -> Any:
+            return super().model(persona_model)
+
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
+
+    async def go() -> EarlyRequest | None:
+        assert Wrapping(default="openai:smollm2").send_early(body) is None
+        plain = ModelResolver(default="openai:smollm2")
+        early = plain.send_early(body)
+        plain.close()
+        return early
+
+    with _server(tmp_path, "llama-cpp-python") as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        early = run_async(go())
+    assert early is not None and early.state == "discarded"
+    assert [b["messages"] for _, b in server.raw_requests] == [body["messages"]]  # one: plain's

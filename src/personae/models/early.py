@@ -68,6 +68,10 @@ class EarlyRequest:
         """POST ``body`` to ``base_url``/chat/completions now; ``None`` when it cannot go
         the way the SDK's request would (not plain HTTP, a proxy, no connection): the
         engine then sends it as usual. Call from the event loop that will claim it."""
+        try:
+            loop = asyncio.get_running_loop()  # the loop whose engine will claim it
+        except RuntimeError:
+            return None
         parts = urlsplit(base_url.rstrip("/"))
         if parts.scheme != "http" or not parts.hostname or _proxied(parts.hostname):
             return None
@@ -86,7 +90,7 @@ class EarlyRequest:
         except OSError:
             conn.close()
             return None
-        return cls(url, body, conn, asyncio.get_running_loop())
+        return cls(url, body, conn, loop)
 
     def matches(self, method: str, url: str, content: bytes) -> bool:
         """``method url content`` is the request that was sent early."""

@@ -286,6 +286,8 @@ class ModelResolver:
         ``body``: the chat request's JSON body, less ``model``. ``None``: not sent."""
         if self.fixed is not None or self.early is not None or self._cache:
             return None
+        if type(self).model is not ModelResolver.model:  # its models answer some other way
+            return None  # (a replay answers from the record first)
         spec = self.spec_for(None)
         if spec.provider not in ("openai", "openai-compatible", "ollama"):
             return None
