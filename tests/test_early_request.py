@@ -23,7 +23,8 @@ from personae.models._early_transport import EarlyTransport
 from personae.models.early import EarlyRequest
 from personae.models.scripted import ScriptedServer
 from personae.team.hooks import RunHooks
-from personae.team.session import RunOptions, RunOutcome, run_turn
+from personae.team.result import RunResult
+from personae.team.session import RunOptions, run_turn
 
 PLAN = {"subtasks": [{"description": "Read config.yaml", "requirements": ["port found"]}]}
 VERDICT = {
@@ -58,7 +59,7 @@ def _server(tmp_path: Path, kind: str) -> ScriptedServer:
 
 def _run(
     root: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, **options: Any
-) -> tuple[RunOutcome, ModelResolver, list[dict[str, Any]]]:
+) -> tuple[RunResult[Any], ModelResolver, list[dict[str, Any]]]:
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     resolver = ModelResolver(default="openai:smollm2")
     run_options = RunOptions(root=root, persona="dev", include_git_log=False, **options)
@@ -91,7 +92,7 @@ def test_the_plan_request_is_sent_early_and_answered_once(
     root = team_project(tmp_path / "proj")
     with _server(tmp_path, kind) as server:
         outcome, resolver, requests = _run(root, server, monkeypatch)
-    assert outcome.result.status == "done", outcome.result.final_text
+    assert outcome.status == "done", outcome.answer
     early = resolver.early
     assert early is not None and early.state == "claimed"
     # one request per scripted answer: the plan was not sent a second time
@@ -109,7 +110,7 @@ def test_no_early_request_when_a_hook_may_veto_the_call(
     root = team_project(tmp_path / "proj")
     with _server(tmp_path, "llama-cpp-python") as server:
         outcome, resolver, requests = _run(root, server, monkeypatch, hooks=[RunHooks()])
-    assert outcome.result.status == "done", outcome.result.final_text
+    assert outcome.status == "done", outcome.answer
     assert resolver.early is None
     assert len(requests) == len(STEPS)
 
