@@ -35,12 +35,16 @@ from personae.api.results import Limits
 from personae.api.team import Team
 from personae.models import ModelResolver
 from personae.models.output import OUTPUT_MODES
+from personae.store.conversations import ConversationStore, Message
+from personae.store.db import Store
 from personae.team.bounds import CallBounds
 from personae.team.events import EventBus
 from personae.team.manager import plan_instructions
 from personae.team.runtime import CallInfo, Runtime
 from personae.team.signals import Plan
 from personae.team.structured import StructuredOutputError, ask_structured
+from personae.tokens.calibration import Calibration
+from personae.tokens.registry import counter_for_model
 
 pytestmark = pytest.mark.real_model
 
@@ -256,6 +260,12 @@ def test_a_replay_of_a_real_run(tmp_path: Path, env: dict[str, str],
     old = json.loads(personae_cli("runs", "show", original, "--json", cwd=root, env=env,
                                   check=True).stdout)  # fmt: skip
     assert len(old["model_calls"]) >= 2, (ran.stdout[-3000:], ran.stderr[-1500:])
+    # llama-cpp-python ends a streamed answer without usage: the call is marked, and runs
+    # show gives our count alone, never a drift of zero made up from it
+    text = personae_cli("runs", "show", original, cwd=root, env=env, check=True).stdout
+    for u in (c["usage"] for c in old["model_calls"] if c["usage"].get("reported") is False):
+        line = f"input tokens: {u['input_tokens']:,} (ours, {u['counter']}; the provider reported"
+        assert line in text, (line, text[:3000])
     before, started = len(server.chat()), time.monotonic()
     done = personae_cli("runs", "replay", original, "--from", "2", "--json", cwd=root, env=env,
                         timeout=300, process=True)  # fmt: skip
@@ -295,6 +305,45 @@ def test_a_replay_of_a_real_run(tmp_path: Path, env: dict[str, str],
     if len(calls) >= 2:
         inner = personae_cli("runs", "diff", new, "1", "2", cwd=root, env=env, check=True)
         assert "Traceback" not in inner.stdout + inner.stderr and inner.stdout.strip()
+
+
+def test_the_real_servers_input_tokens_and_the_drift_of_ours(
+    tmp_path: Path, env: dict[str, str], server: RecordingProxy
+) -> None:
+    """A call the real server answers whole (not streamed) carries its usage: a turn on a
+    session longer than the recent window first folds the older messages with one summary
+    call, and runs show prints the server's input tokens and how far ours is from them."""
+    root = _init_project(tmp_path, env)
+    with Store(root / ".personae" / "state.db") as store:
+        conversations = ConversationStore(store, counter_for_model(MODEL))
+        session = conversations.create_session(title="earlier")
+        for t in range(10):
+            conversations.append_many(session, [
+                Message("user", f"What was the revenue of week {t}?"),
+                Message("assistant", f"Week {t}: {1000 + 37 * t} EUR, from sales.csv."),
+            ])  # fmt: skip
+    ran = personae_cli("run", "Total March revenue", "--persona", "analyst", "--session",
+                       session, "--json", *SMALL, cwd=root, env=env, timeout=300,
+                       process=True)  # fmt: skip
+    assert "Traceback" not in ran.stderr + ran.stdout, ran.stderr
+    run_id = json.loads(ran.stdout.splitlines()[0])["run_id"]
+    shown = json.loads(personae_cli("runs", "show", run_id, "--json", cwd=root, env=env,
+                                    check=True).stdout)  # fmt: skip
+    (summary,) = [c for c in shown["model_calls"] if c["role"] == "summarizer"]
+    u = summary["usage"]
+    assert u.get("reported") is not False and u["input_tokens"] > 0, u  # the server's figure
+    assert u["counted_input_tokens"] > 0 and u["counter"] == counter_for_model(MODEL).name
+    drift = 100 * (u["counted_input_tokens"] - u["input_tokens"]) / u["input_tokens"]
+    text = personae_cli("runs", "show", run_id, cwd=root, env=env, check=True).stdout
+    line = f"input tokens: {u['input_tokens']:,} (provider; ours {drift:+.1f}%, {u['counter']})"
+    assert line in text, (line, text[:3000])
+    # the run learned from it: the next budget narrows if the server counted more than we did
+    with Store(root / ".personae" / "state.db") as store:
+        factor, runs = Calibration(store).request_factor(MODEL)
+        narrowing = Calibration(store).narrowing(MODEL)
+    assert runs == 1 and factor == round(u["input_tokens"] / u["counted_input_tokens"], 3)
+    assert (narrowing > 1) == (u["input_tokens"] > u["counted_input_tokens"])
+    print(f"real drift of the summary call: {line}; request factor {factor}")  # the note quotes it
 
 
 def test_a_run_tree_on_the_real_model_stops_at_the_cap_its_child_shares(

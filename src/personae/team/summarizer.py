@@ -55,11 +55,13 @@ class SummaryCalls:
         self.rows.append(call_row(info, label, result.response, 1, sent))
 
     def adopt(self, runtime: Runtime) -> None:
-        """Add the calls to the run's usage and queue them for storage (first, in order)."""
+        """Add the calls to the run's usage and calibration figures, and queue them for
+        storage (first, in order)."""
         done = self.usage
         runtime.usage.count(done.requests, done.input_tokens, done.output_tokens)
         for row in self.rows:  # priced now that the run's price table is known
             runtime.usage.price(row.model, row.usage["input_tokens"], row.usage["output_tokens"])
+            runtime.observe_input(row)  # a whole (not streamed) answer: the server's figure
         if runtime.runs is not None:
             runtime.pending_calls[:0] = self.rows
         self.rows, self.usage = [], TreeUsage()
