@@ -228,6 +228,9 @@ def cut_text(
 
 _STARTS: OrderedDict[tuple[str, bytes], list[int]] = OrderedDict()
 _STARTS_MAX = 64
+_STARTS_BY_ID: dict[int, tuple[str, str, list[int]]] = {}
+"""The same offsets by the text object (kept alive with them, so its id is not reused):
+a message's content cut again (another budget, a later prompt) skips the digest."""
 _STARTS_MIN_CHARS = 256
 """Shorter texts are cut by a few counts; longer ones by their token offsets."""
 
@@ -241,6 +244,9 @@ def _token_starts(counter: TokenCounter, text: str) -> list[int] | None:
     encoding = getattr(counter, "encoding", None)
     if len(text) < _STARTS_MIN_CHARS or encoding is None or not getattr(counter, "exact", False):
         return None
+    same = _STARTS_BY_ID.get(id(text))
+    if same is not None and same[1] is text and same[0] == counter.name:
+        return same[2]  # the same string object: no digest of its text
     key = (
         counter.name,
         hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
@@ -251,6 +257,9 @@ def _token_starts(counter: TokenCounter, text: str) -> list[int] | None:
         if decoded != text:  # lone surrogates and the like: offsets would not match
             return None
         remember(_STARTS, key, got, _STARTS_MAX)
+    if len(_STARTS_BY_ID) >= _STARTS_MAX:
+        _STARTS_BY_ID.clear()
+    _STARTS_BY_ID[id(text)] = (counter.name, text, got)
     return got
 
 
