@@ -20,6 +20,7 @@ from personae.context import Budget, Snapshot, assemble_snapshot
 from personae.context.messages import ChatMessage, ChatToolCall
 from personae.context.pinned import (
     Pinned,
+    clip_summary,
     find_pinned,
     join_summary,
     split_summary,
@@ -32,9 +33,11 @@ from personae.context.summary import (
     pinned_warning,
     refresh_summary,
 )
+from personae.handover._history import history_from_conversations
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
 from personae.tokens.exact import exact_counter
+from personae.tokens.registry import counter_for_model
 
 COUNTER = exact_counter("o200k_base")
 
@@ -253,3 +256,25 @@ def test_pinned_items_reach_the_prompt_after_many_compacting_turns(tmp_path: Pat
     assert "Never delete files under data/." in prompt
     assert "I'll make sure totals stay in EUR." in prompt
     assert "question 0" not in prompt  # the rest was condensed away: only the pins held
+
+
+def test_a_handover_carries_a_long_summary_with_its_pinned_items_whole(tmp_path: Path) -> None:
+    """``context.history`` clips summaries to 2,000 characters: only the condensed rest."""
+    promise = Pinned("commitment", "I will keep the invoices in EUR. " * 40, 7)  # 1,320 chars
+    rule = Pinned("rule", "Never email customers directly.", 2)
+    summary = join_summary([rule, promise], "- user: question\n" * 200)
+    assert len(summary) > 2000
+    clipped = clip_summary(summary, 2000, hard=20_000)
+    assert len(clipped) <= 2000 and clipped.endswith("…")
+    assert split_summary(clipped)[0] == [rule, promise]
+    many = join_summary([promise] * 20, "rest")  # pinned alone past the limit: all kept
+    assert split_summary(clip_summary(many, 2000, hard=40_000))[0] == [promise] * 20
+    assert clip_summary("short", 2000, hard=20_000) == "short"
+    assert clip_summary("x" * 3000, 2000, hard=20_000) == "x" * 1999 + "…"
+    with Store(tmp_path / ".personae" / "state.db") as store:
+        conv = ConversationStore(store, counter_for_model(None))
+        sid = conv.create_session(title="invoices", persona="clerk")
+        conv.append(sid, Message("user", "go"))
+        conv.save_summary(sid, 1, summary)
+        (entry,) = history_from_conversations(conv, sid)
+    assert split_summary(entry.summary)[0] == [rule, promise] and len(entry.summary) <= 2000

@@ -45,6 +45,7 @@ __all__ = [
     "SUBAGENT_TOOL",
     "PinKind",
     "Pinned",
+    "clip_summary",
     "find_pinned",
     "join_summary",
     "merge_pinned",
@@ -211,3 +212,21 @@ def join_summary(pinned: Sequence[Pinned], rest: str) -> str:
         return rest
     entries = "\n".join(p.entry() for p in pinned)
     return f"{PINNED_HEAD}\n{entries}\n{REST_HEAD}\n{rest}".rstrip()
+
+
+def clip_summary(summary: str, limit: int, *, hard: int) -> str:
+    """``summary`` in at most ``limit`` characters, its pinned items kept whole.
+
+    Only the condensed rest is clipped (with ``…``); pinned items alone may take the
+    summary past ``limit``, up to ``hard`` characters (a carrier's own bound), past
+    which the end is clipped as plain text.
+    """
+    if len(summary) <= limit:
+        return summary
+    pinned, rest = split_summary(summary)
+    if pinned:
+        room = limit - len(join_summary(pinned, "x")) + 1  # what the rest may take
+        kept = rest if len(rest) <= room else (rest[: room - 1] + "…" if room > 1 else "")
+        summary = join_summary(pinned, kept)
+        limit = hard
+    return summary if len(summary) <= limit else summary[: limit - 1] + "…"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
+from personae.context.pinned import clip_summary
 from personae.errors import PersonaeError
 from personae.handover.schema import HistoryEntry
 from personae.store.conversations import ConversationStore, Session
@@ -14,6 +15,9 @@ from personae.tokens.registry import counter_for_model
 __all__ = ["history_for", "history_from_conversations"]
 
 MAX_SUMMARY = 2000
+"""Characters of a summary a history entry carries (its pinned items are kept whole)."""
+MAX_WITH_PINNED = 20_000
+"""Characters an entry may take to keep a summary's pinned items (the schema's bound)."""
 
 
 def history_from_conversations(
@@ -47,7 +51,7 @@ def history_from_conversations(
                 continue
             text, when = last.content, last.created or s.created
         title = s.title or ""
-        clipped = text if len(text) <= MAX_SUMMARY else text[: MAX_SUMMARY - 1] + "…"
+        clipped = clip_summary(text, MAX_SUMMARY, hard=MAX_WITH_PINNED)
         try:
             entries.append(
                 HistoryEntry(persona=persona, task=title, summary=clipped, timestamp=when)
