@@ -18,6 +18,7 @@ from pydantic_ai.models import override_allow_model_requests
 
 from _helpers import dev_project, personae_cli, read_config_scenario
 from personae import Limits, RunResult, Team, TeamResult
+from personae.context.report import BudgetReport, SubagentBrief
 from personae.store.db import Store
 from personae.store.runs import RunStore
 from personae.store.status import RunStatus
@@ -145,8 +146,6 @@ def test_every_run_status_has_a_tone_in_the_viewer() -> None:
 def test_the_budget_report_stays_a_model_from_the_turn_to_the_store(project: Path) -> None:
     """Each team call's stored budget is a whole ``BudgetReport`` (the team passes the
     model, never a dict it reads back); nothing in the team reads it as a dict."""
-    from personae.context.report import BudgetReport
-
     team = Team.from_project(project, model=f"scripted:{project.parent / 'answers'}.yaml")
     result = team.run("What port?", persona="dev")
     with Store(project / ".personae" / "state.db") as store:
@@ -200,6 +199,14 @@ def _same_result_everywhere(root: Path, result: RunResult[str]) -> None:
     shown = re.findall(r'<tr data-subtask="(\d+)"><td>\d+</td><td><span class="badge [a-z]+">'
                        r"([a-z]+)</span></td><td>(\d+)</td>", section)  # fmt: skip
     assert shown == [(str(t.number), t.status.value, str(t.attempts)) for t in result.subtasks]
+    shown_json = json.loads(personae_cli("runs", "show", result.run_id, "--json", cwd=root).stdout)
+    assert shown_json["result"] == result.to_json_dict() and shown_json["result_unreadable"] is None
+    assert shown_json["result"]["subtasks"] == json.loads(
+        json.dumps(result.events[-1].to_json_dict()["data"]["subtasks"])
+    )
+    for call in shown_json["model_calls"]:  # each budget is its model's dump, never the column
+        model = SubagentBrief if call["role"] == "subagent" else BudgetReport
+        assert model.model_validate(call["budget"]).model_dump(mode="json") == call["budget"]
     attrs = _root_span_attributes(root, result.run_id)
     assert attrs["personae.run.status"] == result.status.value
     assert attrs["personae.run.subtasks"] == len(result.subtasks)

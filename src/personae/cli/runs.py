@@ -130,18 +130,13 @@ def show_run(
     events = runs.events(record.id)
     calls = runs.model_calls(record.id)
     if as_json:
-        payload = {
-            "run": record.model_dump(mode="json"),
-            "events": [e.model_dump(mode="json") for e in events],
-            "model_calls": [c.model_dump(mode="json") for c in calls],
-        }
-        typer.echo(json.dumps(payload, indent=2))
+        _show_json(record, events, calls)
         return
     # local import: CLI start-up (rich's console loads only when this command prints)
     from rich.console import Console
     from rich.text import Text
 
-    from personae.context.report import BudgetReport, read_stored_budget
+    from personae.context.report import BudgetReport, read_stored_budget, stored_budget_json
     from personae.team.events import event_from_json
     from personae.team.render import describe
 
@@ -173,8 +168,10 @@ def show_run(
         report = read_stored_budget(c.budget)
         if isinstance(report, BudgetReport):
             console.print(report.to_text())
+        elif report is not None:  # a sub-agent's call: its brief
+            console.print(Text(f"sub-agent brief: {json.dumps(stored_budget_json(c.budget))}"))
         else:
-            console.print(json.dumps(c.budget))
+            console.print(Text("no budget report in this form", style="dim"))
         text = (
             c.context_text
             if full
@@ -182,6 +179,31 @@ def show_run(
         )
         console.print(Text(text, style="dim"))
         console.print(Text(_answer_text(c.answer, full=full)))
+
+
+def _show_json(record: Any, events: list[Any], calls: list[Any]) -> None:
+    """``runs show RUN --json``: the stored row, its result (the one the Python API
+    returned, read from the ``final`` event; ``null`` while it runs, when it crashed
+    without one, or when a stored event is not readable: ``result_unreadable`` says
+    which), its events, and its calls with each budget as its model's dump."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.context.report import stored_budget_json
+    from personae.team.result import result_of
+
+    try:
+        result, unreadable = result_of(record, events), None
+    except ValueError as exc:  # a stored event this version cannot read: say which
+        result, unreadable = None, str(exc)
+    payload = {
+        "run": record.model_dump(mode="json"),
+        "result": result.to_json_dict() if result is not None else None,
+        "result_unreadable": unreadable,
+        "events": [e.model_dump(mode="json") for e in events],
+        "model_calls": [
+            c.model_dump(mode="json") | {"budget": stored_budget_json(c.budget)} for c in calls
+        ],
+    }
+    typer.echo(json.dumps(payload, indent=2))
 
 
 def _show_tree(runs: Any, run_id: str, *, as_json: bool) -> None:

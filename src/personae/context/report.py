@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from personae.context.modes import ContextMode
+from personae.security.policy import redact_secrets
 
 __all__ = [
     "BudgetReport",
@@ -16,6 +17,7 @@ __all__ = [
     "StoredBudget",
     "SubagentBrief",
     "read_stored_budget",
+    "stored_budget_json",
 ]
 
 HistoryPath = Literal["A", "B", "none"]
@@ -156,3 +158,14 @@ def read_stored_budget(raw: Mapping[str, Any] | None) -> StoredBudget | None:
         return model.model_validate(dict(raw))
     except ValidationError:
         return None
+
+
+def stored_budget_json(raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A stored call's budget as the viewer and ``personae runs show --json`` hand it out:
+    its model's dump (:func:`read_stored_budget`), secrets redacted; ``{}`` when nothing
+    was recorded in a form this version reads (never the raw column)."""
+    budget = read_stored_budget(raw)
+    if budget is None:
+        return {}
+    dumped: dict[str, Any] = redact_secrets(budget.model_dump(mode="json"))
+    return dumped

@@ -12,11 +12,13 @@ OpenTelemetry export all read the same fields from the same event.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic
 
+from pydantic_core import to_jsonable_python
 from typing_extensions import TypeVar
 
 from personae.store.runs import RunRecord, RunStore, StoredEvent
@@ -101,6 +103,15 @@ class RunResult(Generic[OutputT]):
     events: list[Event]
     """Every stored event of the run, in order, ``final`` last, as the store keeps them
     (a failed tool call as its brief; the answer's text pieces are not kept)."""
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The result as JSON (``personae runs show --json``'s ``result``): every field but
+        ``events`` (``final`` last of them carries the same), the output as JSON."""
+        return {
+            f.name: to_jsonable_python(getattr(self, f.name))
+            for f in dataclasses.fields(self)
+            if f.name != "events"
+        }
 
     @classmethod
     def of(

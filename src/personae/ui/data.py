@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from personae.context.report import stored_budget_json
 from personae.errors import PersonaeError, UnknownNameError, UsageError
 from personae.layout import Layout
 from personae.persona._files import read_confined
@@ -55,7 +56,7 @@ def _clean_event(event: StoredEvent) -> StoredEvent:
 def _clean_call(call: ModelCallRecord) -> ModelCallRecord:
     update: dict[str, Any] = {
         "context_text": redact_secrets(call.context_text),
-        "budget": redact_secrets(call.budget),
+        "budget": stored_budget_json(call.budget),
     }
     if call.answer is not None:  # redacted when stored; again here like everything shown
         update["answer"] = ModelAnswer.model_validate(redact_secrets(call.answer.model_dump()))
