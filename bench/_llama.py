@@ -124,7 +124,13 @@ class RecordingProxy:
     """Requests whose answer the server did not finish (it was stopped)."""
     on_post: Callable[[str, dict[str, Any]], object] | None = None
     """Called with (path, body) as each POST arrives, before it is forwarded."""
+    sampler: Callable[[], Any] | None = None
+    """Called when a POST's request line and headers have arrived (its first bytes) and
+    when its answer has been sent; the pair goes to :attr:`samples`."""
+    samples: list[tuple[Any, Any]] = field(default_factory=list)
+    """``sampler``'s (first bytes, answer sent) values per POST, as :attr:`requests`."""
     _httpd: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __enter__(self) -> RecordingProxy:
         target = urlsplit(self.upstream)
@@ -174,6 +180,8 @@ class RecordingProxy:
                 self._forward(None)
 
             def do_POST(self) -> None:
+                sampler = proxy.sampler
+                first = sampler() if sampler is not None else None
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 arrived = time.monotonic()
                 try:
@@ -185,8 +193,11 @@ class RecordingProxy:
                 try:
                     self._forward(body)
                 finally:
-                    proxy.requests.append((self.path, parsed))
-                    proxy.times.append((arrived, time.monotonic()))
+                    last = sampler() if sampler is not None else None
+                    with proxy._lock:  # the three lists stay aligned
+                        proxy.requests.append((self.path, parsed))
+                        proxy.times.append((arrived, time.monotonic()))
+                        proxy.samples.append((first, last))
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
