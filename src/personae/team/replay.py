@@ -75,16 +75,27 @@ class ReplayRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class ReplayResult:
-    """A finished replay."""
+    """A finished replay: the new run's result and how it replayed the original."""
 
-    run_id: str
-    """The new run."""
+    result: RunResult[Any]
+    """The new run's result (the one shape of every run's result)."""
     link: ReplayLink
     """How it replayed the original."""
-    status: RunStatus
-    """The new run's status."""
-    final_text: str
-    """The new run's answer."""
+
+    @property
+    def run_id(self) -> str:
+        """The new run."""
+        return self.result.run_id
+
+    @property
+    def status(self) -> RunStatus:
+        """The new run's status."""
+        return self.result.status
+
+    @property
+    def final_text(self) -> str:
+        """The new run's answer."""
+        return self.result.answer
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -340,5 +351,4 @@ async def replay_run(
             ])  # fmt: skip
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
-    return ReplayResult(run_id=outcome.run_id, link=link, status=outcome.status,
-                        final_text=outcome.answer)  # fmt: skip
+    return ReplayResult(result=outcome, link=link)
