@@ -72,7 +72,7 @@ def test_bad_line_refused_with_file_and_line(
     tasks.write_text('{"id": "t000", "task": "fine"}\n\n' + line + "\n")
     # in process: the file is refused before any task starts, so no child is at stake
     done = cli("batch", str(tasks), cwd=tmp_path)
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr  # a mistake in the task file: usage
     assert f"personae: error: {tasks}:3:" in done.stderr and needle in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "tasks.results.jsonl").exists()  # nothing ran, nothing written
@@ -84,11 +84,11 @@ def test_special_and_empty_task_files_refused(
     fifo = tmp_path / "fifo.jsonl"
     os.mkfifo(fifo)
     done = cli("batch", str(fifo), cwd=tmp_path)
-    assert done.returncode == 1 and "fifo.jsonl" in done.stderr
+    assert done.returncode == 2 and "fifo.jsonl" in done.stderr
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n\n")
     done = cli("batch", str(empty), cwd=tmp_path)
-    assert done.returncode == 1 and "no tasks" in done.stderr
+    assert done.returncode == 2 and "no tasks" in done.stderr
 
 
 def test_results_resume_and_retries(tmp_path: Path, server: ScriptedServer) -> None:

@@ -71,15 +71,19 @@ def test_handover_run_end_to_end_with_personae_run(tmp_path: Path) -> None:
     assert saved["results"]["status"] == "success"
     assert "12900" in saved["results"]["output"]
     assert (root / "report.md").exists()
-    # A wrong persona name fails cleanly; the error is saved in the file, exit code 3.
+    # A wrong persona name is usage (exit 2): refused when the file is made, and, in a file
+    # made with --no-target-check, before any child starts (nothing run, no results saved).
     refused = cli("handover", "create", "--to", "no-such-persona", "--task", "x")
     assert refused.returncode == 2 and "not in this project's cast" in refused.stderr
-    other = cli("handover", "create", "--to", "no-such-persona", "--task", "x", "--no-target-check")
+    other = cli("handover", "create", "--to", "report-writr", "--task", "x", "--no-target-check")
+    before = Path(other.stdout.strip()).read_bytes()
     bad = cli("handover", "run", other.stdout.strip(), "--retries", "0", "--timeout", "60",
               "--model", "scripted:report.scenario.yaml")  # fmt: skip
-    assert bad.returncode == 3, bad.stdout + bad.stderr
-    failed = json.loads(Path(other.stdout.strip()).read_text())["results"]
-    assert failed["status"] == "failure" and failed["error"]
+    assert bad.returncode == 2, bad.stdout + bad.stderr
+    assert bad.stderr.count("\n") == 1 and "target.persona: unknown persona 'report-writr'" in (
+        bad.stderr
+    ) and "did you mean 'report-writer'" in bad.stderr and "attempt" not in bad.stderr
+    assert Path(other.stdout.strip()).read_bytes() == before
 
 
 def test_chain_run_from_the_project_directory_keeps_pwd_and_redacts_secrets(

@@ -220,7 +220,7 @@ def test_cli_chain_errors_are_one_line(tmp_path: Path) -> None:
     # in process: the workflow is refused (or only read) before any step starts
     path = write(tmp_path, [step("a"), step("a")])
     out = personae_cli("chain", "run", str(path), cwd=tmp_path)
-    assert out.returncode == 1
+    assert out.returncode == 2  # a mistake in the workflow file: usage, nothing ran
     assert out.stderr.strip().startswith("personae: error:") and "duplicate step id" in out.stderr
     assert "Traceback" not in out.stderr
     status = personae_cli("chain", "status", str(write(tmp_path, [step("a")])), cwd=tmp_path)

@@ -315,7 +315,7 @@ def test_a_connection_error_names_the_url_and_runs_show_says_why(project: Path) 
 
 def test_a_run_without_a_model_is_one_line_and_no_run(project: Path) -> None:
     proc = personae("run", "Total March revenue", cwd=project)
-    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.returncode == 2 and proc.stdout == ""  # found before the run: usage
     assert proc.stderr.startswith("personae: error: no model configured")
     assert len(proc.stderr.strip().splitlines()) == 1
     listed = personae("runs", "list", "--json", cwd=project)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from _handover_childprog import CHILD, calls, command
-from _helpers import ProjectFactory, run_async
+from _helpers import ProjectFactory, free_port, run_async
 from personae.handover.child import (
     EXIT_FAILURE,
     EXIT_SUCCESS,
@@ -181,12 +181,17 @@ def test_default_command_is_a_separate_personae_process(project: Path) -> None:
 
 
 def test_cli_run_saves_error_when_child_fails(project: Path) -> None:
-    """`handover run` spawns `personae run`; whatever it does, the outcome lands in the file."""
+    """`handover run` spawns `personae run`; whatever it does, the outcome lands in the file.
+
+    The model is valid but nothing listens at its address: the checks before the child pass,
+    and the child's run fails."""
     path = make(project)
+    env = {**os.environ, "OPENAI_BASE_URL": f"http://127.0.0.1:{free_port()}/v1"}
     out = subprocess.run(
         [sys.executable, "-m", "personae", "handover", "run", str(path),
-         "--retries", "1", "--backoff", "0.05", "--timeout", "60"],
-        check=False, cwd=project, capture_output=True, text=True, timeout=120,
+         "--retries", "1", "--backoff", "0.05", "--timeout", "60",
+         "--model", "openai-compatible:nothing-listens"],
+        check=False, cwd=project, capture_output=True, text=True, timeout=180, env=env,
     )  # fmt: skip
     results = read_handover(path).handover.results
     assert results is not None

@@ -92,7 +92,7 @@ def test_bad_environment_value_names_the_variable(  # noqa: PLR0917 (pytest para
 @pytest.mark.process
 def test_bad_environment_in_a_real_process_is_one_line(project: Path) -> None:
     proc = spawn("run", "hello", cwd=project, env={"PERSONAE_BUDGET_SHARE": "2"})
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # found before the run is stored: usage
     assert one_error_line(proc.stderr).startswith("personae: error: PERSONAE_BUDGET_SHARE: ")
     assert not (project / ".personae" / "state.db").exists()  # failed before touching the store
 
@@ -103,7 +103,7 @@ def test_personae_model_error_names_the_variable_not_the_flag(
     monkeypatch.setenv("PERSONAE_MODEL", "nonsense")
     code, _, err = cli(capsys, "run", "hello")
     line = one_error_line(err)
-    assert code == 1
+    assert code == 2
     assert "PERSONAE_MODEL: " in line
     assert "--model" not in line
 
@@ -113,7 +113,7 @@ def test_blank_personae_model_means_not_configured(
 ) -> None:
     monkeypatch.setenv("PERSONAE_MODEL", "  ")
     code, _, err = cli(capsys, "run", "hello")
-    assert code == 1
+    assert code == 2
     assert "no model configured" in one_error_line(err)
 
 
@@ -130,10 +130,11 @@ def test_bad_project_config_names_file_and_field(
 ) -> None:
     path = project / ".personae" / "config.yaml"
     path.write_text(config, encoding="utf-8")
-    for args in (("context", "build", "--role", "worker"), ("run", "hello")):
+    # `run` finds it before a run is stored: usage (exit 2); `context build` stores nothing.
+    for args, exit_code in ((("context", "build", "--role", "worker"), 1), (("run", "hello"), 2)):
         code, _, err = cli(capsys, *args)
         line = one_error_line(err)
-        assert code == 1
+        assert code == exit_code
         assert f"{path}: {field}" in line
         assert needle in line
 
@@ -277,7 +278,7 @@ def test_handover_create_bad_persona_name_names_the_flag(
     code, out, err = cli(
         capsys, "handover", "create", "--task", "t", "--to", args["--to"], "--from", args["--from"]
     )
-    assert code == 1
+    assert code == 2
     assert one_error_line(err).startswith(f"personae: error: {flag}: bad persona name ")
     assert out == ""
     assert not (project / ".personae" / "handovers").exists()
@@ -377,7 +378,7 @@ def test_chain_state_dir_that_is_a_file_is_one_line(
     blocker = tmp_path / "file"
     blocker.write_text("x", encoding="utf-8")
     code, out, err = cli(capsys, "chain", command, str(workflow), "--state-dir", str(blocker))
-    assert code == 1
+    assert code == {"run": 2, "status": 1}[command]  # `chain run`: usage, before any run
     assert one_error_line(err) == f"personae: error: {blocker}: --state-dir: not a folder"
     assert out == ""
 
@@ -422,7 +423,7 @@ def test_handover_create_bad_text_names_the_flag(
     project: Path, capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], expected: str
 ) -> None:
     code, out, err = cli(capsys, "handover", "create", "--to", "researcher", *extra)
-    assert code == 1
+    assert code == 2
     assert one_error_line(err).startswith(f"personae: error: {expected}")
     assert out == ""
     assert not (project / ".personae" / "handovers").exists()
@@ -464,7 +465,7 @@ def test_non_utf8_config_and_scenario_are_one_line(
     scenario = tmp_path / "scenario.yaml"
     scenario.write_bytes(b"\xff\xfe steps: []")
     code, _, err = cli(capsys, "run", "hello", "--model", f"scripted:{scenario}")
-    assert code == 1
+    assert code == 2
     assert one_error_line(err).endswith(f"{scenario}: not UTF-8 text (byte 0)")
 
 

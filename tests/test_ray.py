@@ -326,7 +326,7 @@ def test_executor_options_checked(tmp_path: Path, args: list[str], needle: str) 
     (tmp_path / "w.yaml").write_text("name: x\nsteps:\n  - {id: a, persona: researcher, task: t}\n")
     (tmp_path / "tasks.jsonl").write_text('{"task": "t"}\n')
     done = run_personae(*args, cwd=tmp_path, timeout=60)
-    assert done.returncode == 1 and needle in done.stderr, done.stderr
+    assert done.returncode == 2 and needle in done.stderr, done.stderr  # usage: nothing ran
     assert not (tmp_path / "tasks.results.jsonl").exists()
 
 

@@ -110,8 +110,9 @@ def test_live_view_and_runs_show_text(project: Path) -> None:
 
 @pytest.mark.process
 def test_user_mistakes_are_one_line_errors(project: Path) -> None:
+    # Each mistake is found before a run is stored: usage (exit 2), one line, no run.
     no_model = personae(project, "run", "hi", check=False)
-    assert no_model.returncode == 1
+    assert no_model.returncode == 2
     assert no_model.stderr.startswith("personae: error: no model configured")
     assert "Traceback" not in no_model.stderr
     spec = f"scripted:{project.parent / 'one.yaml'}"
@@ -121,11 +122,11 @@ def test_user_mistakes_are_one_line_errors(project: Path) -> None:
     missing = personae(project, "runs", "show", "nope", check=False)
     assert missing.returncode == 1 and "Traceback" not in missing.stderr
     wrong = personae(project, "run", "hi", "--model", "scripted:/no/such.yaml", check=False)
-    assert wrong.returncode == 1 and "scenario file not found" in wrong.stderr
+    assert wrong.returncode == 2 and "scenario file not found" in wrong.stderr
     broken = project / ".personae" / "personas" / "broken.md"
     broken.write_text("---\nname: broken\ndescription: x\nmax_steps: lots\n---\nhi\n")
     bad_file = personae(project, "run", "hi", "--persona", "broken", "--model", spec, check=False)
-    assert bad_file.returncode == 1
+    assert bad_file.returncode == 2
     assert bad_file.stderr.startswith(f"personae: error: {broken}:4: ")
     # None of these mistakes became a run: nothing was stored, nothing was announced.
     for done in (no_model, bad, wrong, bad_file):

@@ -10,6 +10,7 @@ and exit code 1.
 from __future__ import annotations
 
 import difflib
+import typing
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypedDict, Unpack
@@ -172,12 +173,62 @@ class BudgetExceededError(RunError):
         self.over = over
 
 
-def first_validation_error(exc: Any) -> tuple[str, str]:
+def first_validation_error(exc: Any, model: Any = None) -> tuple[str, str]:
     """The message and the dotted location (``steps.0.id``; empty for the whole value) of
     the first error of a pydantic ``ValidationError`` (duck-typed: this module does not
-    import pydantic, so the CLI starts without it)."""
-    first = exc.errors()[0]
-    return str(first["msg"]), ".".join(str(p) for p in first["loc"])
+    import pydantic, so the CLI starts without it).
+
+    A field the model does not have comes first (a misspelt ``persna`` is also why
+    ``persona`` is missing): ``unknown field 'persna'; did you mean 'persona'?``, the
+    valid names taken from the fields missing beside it, or from ``model`` (the pydantic
+    model class that was validated) walked along the error's location.
+    """
+    errors = exc.errors()
+    extra = [e for e in errors if e.get("type") == "extra_forbidden" and e["loc"]]
+    if not extra:
+        first = errors[0]
+        return str(first["msg"]), ".".join(str(p) for p in first["loc"])
+    loc = tuple(extra[0]["loc"])
+    key, parent = str(loc[-1]), loc[:-1]
+    missing = [
+        str(e["loc"][-1]) for e in errors
+        if e.get("type") == "missing" and tuple(e["loc"][:-1]) == parent
+    ]  # fmt: skip
+    fields = _model_fields(model, parent)
+    closest = closest_name(key, missing) or closest_name(key, fields)
+    hint = f"; did you mean {closest!r}?" if closest else ""
+    listing = f" (valid: {', '.join(sorted(fields))})" if fields else ""
+    return f"unknown field {key!r}{hint}{listing}", ".".join(str(p) for p in loc)
+
+
+def _model_fields(model: Any, loc: tuple[Any, ...]) -> list[str]:
+    """The field names (aliases where set) of the model found at ``loc`` below ``model``
+    (list indexes skipped), or none when the way there is not a model's field."""
+    for part in loc:
+        if model is None:
+            return []
+        if isinstance(part, int):
+            continue
+        fields = getattr(model, "model_fields", {})
+        found = fields.get(part) or next(
+            (f for f in fields.values() if getattr(f, "alias", None) == part), None
+        )
+        model = _inner_model(found.annotation) if found is not None else None
+    fields = getattr(model, "model_fields", None)
+    if not fields:
+        return []
+    return [getattr(f, "alias", None) or name for name, f in fields.items()]
+
+
+def _inner_model(annotation: Any) -> Any:
+    """The model class inside ``annotation`` (``list[Step]``, ``Step | None`` ...)."""
+    if isinstance(annotation, type) and hasattr(annotation, "model_fields"):
+        return annotation
+    for arg in typing.get_args(annotation):
+        inner = _inner_model(arg)
+        if inner is not None:
+            return inner
+    return None
 
 
 def yaml_error_line(exc: Exception) -> int | None:

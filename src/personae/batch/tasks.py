@@ -82,7 +82,7 @@ def _parse(text: str, path: Path, number: int) -> tuple[dict[str, Any], BatchTas
     try:
         return raw, BatchTask.model_validate(raw)
     except ValidationError as exc:
-        message, where = first_validation_error(exc)
+        message, where = first_validation_error(exc, BatchTask)
         raise UsageError(
             message.removeprefix("Value error, "), file=path, line=number, field=where or None
         ) from None

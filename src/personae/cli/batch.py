@@ -29,7 +29,6 @@ def _caps(
     """The batch's caps from its flags, checked before any task runs (a cost cap needs a
     price for every task's model; a task without one runs on the default model)."""
     # local import: CLI start-up (only the command that runs loads what it needs)
-    from personae.errors import CommandLineError, UsageError
     from personae.lineage import Budget
     from personae.project import Project
     from personae.settings import PersonaeSettings, chosen_model
@@ -37,13 +36,8 @@ def _caps(
 
     calls, tokens, cost = flags
     default = chosen_model(None, PersonaeSettings(), Project.open(root).config.model)[0]
-    try:
-        return group_caps(root, Budget(tokens=tokens, cost=cost, calls=calls),
-                          [m or default for m in models])  # fmt: skip
-    except UsageError as exc:
-        if exc.field is not None and exc.field.startswith("--"):
-            raise CommandLineError.of(exc) from None
-        raise
+    return group_caps(root, Budget(tokens=tokens, cost=cost, calls=calls),
+                      [m or default for m in models])  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
@@ -92,15 +86,20 @@ def register(app: typer.Typer) -> None:
         from personae.batch.engine import BatchOptions, run_batch
         from personae.batch.progress import Progress
         from personae.batch.tasks import load_tasks
+        from personae.cli._preflight import before_run
         from personae.cli._root import project_root
         from personae.persona.preflight import check_personas
-        from personae.workflow.engines import open_executor
+        from personae.workflow.engines import check_executor, open_executor
 
-        loaded = load_tasks(tasks)  # a bad line is an error before any cluster starts
-        cwd = project_root(root, required=True)  # runs store nothing outside a project
-        check_personas(
-            cwd, [(t.persona, tasks, f"task {t.id!r} persona") for t in loaded if t.persona]
-        )
+        with before_run():  # a bad line or flag: one line, exit 2, before any cluster starts
+            loaded = load_tasks(tasks)
+            check_executor(executor, address)
+            cwd = project_root(root, required=True)  # runs store nothing outside a project
+            check_personas(
+                cwd, [(t.persona, tasks, f"task {t.id!r} persona") for t in loaded if t.persona]
+            )
+            caps = _caps(cwd, [t.model for t in loaded],
+                         (max_requests, max_tokens_total, max_cost))  # fmt: skip
         progress = Progress(
             "json" if as_json else ("tty" if sys.stderr.isatty() else "plain"),
             sys.stderr, sys.stdout,
@@ -114,8 +113,6 @@ def register(app: typer.Typer) -> None:
         from personae.team.grouprun import group_run
 
         # The batch is a run of its own: its tasks' runs link to it (`runs show RUN --tree`).
-        caps = _caps(options.cwd, [t.model for t in loaded],
-                     (max_requests, max_tokens_total, max_cost))  # fmt: skip
         with group_run(options.cwd, f"batch {tasks.name}", asked=caps) as group:
             with open_executor(executor, address=address, tie=True) as runner:
                 outcome = run_batch(tasks, options, executor=runner, progress=progress)

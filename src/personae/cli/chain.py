@@ -17,6 +17,7 @@ from personae.cli._options import (
     MaxRequestsOpt,
     MaxTokensTotalOpt,
 )
+from personae.cli._preflight import before_run
 from personae.errors import UsageError
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ def _caps(wf: Workflow, flags: tuple[int | None, int | None, float | None]) -> B
     """The chain's caps from its flags, checked before any step runs (a cost cap needs a
     price for every step's model)."""
     # local import: CLI start-up (only the command that runs loads what it needs)
-    from personae.errors import CommandLineError
     from personae.lineage import Budget
     from personae.project import Project
     from personae.settings import PersonaeSettings, chosen_model
@@ -59,12 +59,7 @@ def _caps(wf: Workflow, flags: tuple[int | None, int | None, float | None]) -> B
     calls, tokens, cost = flags
     default = chosen_model(wf.model, PersonaeSettings(), Project.open(wf.path.parent).config.model)
     models = [step.model or default[0] for step in wf.steps()]
-    try:
-        return group_caps(wf.path.parent, Budget(tokens=tokens, cost=cost, calls=calls), models)
-    except UsageError as exc:
-        if exc.field is not None and exc.field.startswith("--"):
-            raise CommandLineError.of(exc) from None
-        raise
+    return group_caps(wf.path.parent, Budget(tokens=tokens, cost=cost, calls=calls), models)
 
 
 def _export_group(root: Path, run_id: str) -> None:
@@ -132,11 +127,15 @@ def run(  # noqa: PLR0917
     the config's limits:) bound all its steps together."""
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.handover import ChainOptions, run_chain
+    from personae.workflow.engines import check_executor
     from personae.workflow.spec import load_workflow
 
-    wf = load_workflow(workflow)
-    state_dir = _state_dir(state_dir)
-    _check_steps(wf)
+    with before_run():  # a mistake in a flag or the workflow file: one line, exit 2
+        wf = load_workflow(workflow)
+        state_dir = _state_dir(state_dir)
+        _check_steps(wf)
+        check_executor(executor, address)
+        caps = _caps(wf, (max_requests, max_tokens_total, max_cost))
 
     def say(key: str, message: str) -> None:
         if as_json:
@@ -144,9 +143,6 @@ def run(  # noqa: PLR0917
         else:
             typer.echo(f"[{key}] {message}", err=True)
 
-    if executor not in ("local", "ray"):
-        raise UsageError(f"unknown executor {executor!r}: use local or ray", field="--executor")
-    caps = _caps(wf, (max_requests, max_tokens_total, max_cost))
     options = ChainOptions(
         resume=resume, concurrency=concurrency, state_dir=state_dir, on_event=say,
         executor="ray" if executor == "ray" else "local", address=address,

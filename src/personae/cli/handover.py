@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from personae.errors import CommandLineError, UsageError
+from personae.cli._preflight import before_run
+from personae.errors import CommandLineError, ErrorPlace, UsageError
 from personae.limits import DEFAULTS
 
 if TYPE_CHECKING:
+    from personae.handover.schema import ContextHandover
+    from personae.security.policy import PathPolicy
     from personae.store.handovers import HandoverLedger
 
 __all__ = ["app", "duration_option"]
@@ -126,26 +129,27 @@ def create(  # noqa: PLR0917 (typer options)
     from personae.settings import PersonaeSettings
 
     project_root(required=True)  # outside a project: write nothing (no file, no ledger)
-    _check_persona_name(to, "--to")
-    _check_persona_name(source, "--from")
-    _check_texts(task, list(insight or []))
-    spec = HandoverSpec(
-        to=to, task=task, source=source, session=session,
-        files=[parse_file_spec(f) for f in file or []], insights=list(insight or []),
-        data=parse_data(data), interactive=interactive, out=out,
-        format=_fmt(context_format), check_target=not no_target_check, profile=profile,
-        folder=handover_dir if handover_dir is not None else PersonaeSettings().handover_dir,
-    )  # fmt: skip
-    try:
-        created = create_handover(
-            spec, cwd=Path.cwd(),
-            on_warning=lambda w: typer.echo(f"personae: warning: {w}", err=True),
+    with before_run():  # a bad flag or file: one line, exit 2, nothing written
+        _check_persona_name(to, "--to")
+        _check_persona_name(source, "--from")
+        _check_texts(task, list(insight or []))
+        spec = HandoverSpec(
+            to=to, task=task, source=source, session=session,
+            files=[parse_file_spec(f) for f in file or []], insights=list(insight or []),
+            data=parse_data(data), interactive=interactive, out=out,
+            format=_fmt(context_format), check_target=not no_target_check, profile=profile,
+            folder=handover_dir if handover_dir is not None else PersonaeSettings().handover_dir,
         )  # fmt: skip
-    except UsageError as exc:  # a flag naming no persona or profile: usage (exit 2)
-        flag = {"--to": "--to", "profile": "--profile"}.get(exc.field or "")
-        if flag is not None:
-            raise CommandLineError(exc.message, field=flag) from None
-        raise
+        try:
+            created = create_handover(
+                spec, cwd=Path.cwd(),
+                on_warning=lambda w: typer.echo(f"personae: warning: {w}", err=True),
+            )  # fmt: skip
+        except UsageError as exc:  # a flag naming no persona or profile: name the flag
+            flag = {"--to": "--to", "profile": "--profile"}.get(exc.field or "")
+            if flag is not None:
+                raise CommandLineError(exc.message, field=flag) from None
+            raise
     if as_json:
         h = created.handover
         summary = {
@@ -311,17 +315,19 @@ def run(  # noqa: PLR0917 (typer options)
     from personae.settings import PersonaeSettings
 
     cwd = Path.cwd()
-    policy, allow = load_policy(cwd, file)
-    loaded = read_handover(file, policy=policy, env_allow=allow)  # refuse unsafe files first
-    _, held = held_environment(loaded.handover.source.environment, allow)
-    if held:
-        typer.echo(f"personae: warning: {held}", err=True)
-    attached = loaded.handover.target.interactive if interactive is None else interactive
-    seconds = (
+    seconds = (  # the flags first, then the file
         duration_option(timeout, bare="s", flag="--timeout")
         if timeout is not None
         else PersonaeSettings().handover_timeout
     )
+    with before_run():  # a mistake in the file or a flag: one line, exit 2, no child
+        policy, allow = load_policy(cwd, file)
+        loaded = read_handover(file, policy=policy, env_allow=allow)  # refuse unsafe files first
+        _check_child(loaded.handover, file, persona=persona, model=model, policy=policy)
+    _, held = held_environment(loaded.handover.source.environment, allow)
+    if held:
+        typer.echo(f"personae: warning: {held}", err=True)
+    attached = loaded.handover.target.interactive if interactive is None else interactive
 
     def report(a: Any) -> None:
         state = "timed out" if a.timed_out else f"exit {a.exit_code}"
@@ -360,6 +366,31 @@ def run(  # noqa: PLR0917 (typer options)
     if results is not None and results.error:
         typer.echo(f"error: {results.error}", err=True)
     raise typer.Exit(outcome.exit_code)
+
+
+def _check_child(
+    h: ContextHandover, file: Path, *, persona: str | None, model: str | None, policy: PathPolicy
+) -> None:
+    """What the child ``personae run --context-from FILE`` would refuse, checked before it
+    starts (a refusal there is a failed attempt, retried): the persona (``--persona``, else
+    the file's ``target.persona``), the profile and the model, in the project the child
+    works in. Outside a project the child's own refusal stands."""
+    # local import: CLI start-up (only the command that runs loads what it needs)
+    from personae.handover.runflow import run_folder
+    from personae.layout import find_root
+    from personae.persona.preflight import check_run
+    from personae.project import Project
+    from personae.settings import PersonaeSettings, chosen_model
+
+    root = find_root(run_folder(h, Path.cwd().resolve(), policy)[0])
+    if root is None:
+        return
+    place: ErrorPlace = (
+        {"field": "--persona"} if persona else {"file": file, "field": "target.persona"}
+    )
+    default = chosen_model(model, PersonaeSettings(), Project.open(root).config.model)[0]
+    check_run(root, persona=persona or h.target.persona, model=default, profile=h.target.profile,
+              persona_place=place)  # fmt: skip
 
 
 def _echo_run_json(

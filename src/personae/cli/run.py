@@ -18,8 +18,9 @@ import typer
 
 from personae.cli import _options
 from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
+from personae.cli._preflight import before_run
 from personae.cli._root import project_root
-from personae.errors import CommandLineError, PersonaeError, RunError, UsageError
+from personae.errors import CommandLineError, ErrorPlace, PersonaeError, RunError, UsageError
 from personae.layout import Layout
 from personae.limits import DEFAULTS
 
@@ -344,17 +345,18 @@ def register(app: typer.Typer) -> None:
         # local import: CLI start-up (only the command that runs loads what it needs)
         from personae.settings import PersonaeSettings
 
-        settings = PersonaeSettings()  # a bad PERSONAE_* variable: an error, not a run
-        request = _begin(
-            _Request(
-                task=task, persona=persona, model=model, session=session,
-                max_retries=max_retries, max_requests=max_requests, profile=profile,
-                bounds=(window, call_timeout, deadline), caps=(max_tokens_total, max_cost),
-                context_from=context_from, context_return=context_return,
-                non_interactive=non_interactive, timeout=limit, settings=settings,
-            )
-        )  # fmt: skip
-        _check_request(request)
+        with before_run():  # a mistake in a flag, a file or a setting: one line, exit 2
+            settings = PersonaeSettings()  # a bad PERSONAE_* variable: an error, not a run
+            request = _begin(
+                _Request(
+                    task=task, persona=persona, model=model, session=session,
+                    max_retries=max_retries, max_requests=max_requests, profile=profile,
+                    bounds=(window, call_timeout, deadline), caps=(max_tokens_total, max_cost),
+                    context_from=context_from, context_return=context_return,
+                    non_interactive=non_interactive, timeout=limit, settings=settings,
+                )
+            )  # fmt: skip
+            _check_request(request)
         db = Layout(request.cwd).state_db
         # Stored, then shown, before the heavy imports (pydantic-ai ...): a spawner sees
         # the run start, and its id works in `runs show` whatever happens next.
@@ -402,6 +404,8 @@ class _Request:
     """The project folder the run works in."""
     handover: HandoverSession | None = None
     """The handover the run continues (``--context-from``)."""
+    persona_place: ErrorPlace | None = None
+    """Where the persona was named when not by ``--persona`` (the handover's field)."""
 
 
 def _begin(request: _Request) -> _Request:
@@ -418,6 +422,8 @@ def _begin(request: _Request) -> _Request:
         non_interactive=request.non_interactive,
     )  # fmt: skip
     request.handover = handover
+    if request.persona is None:  # the file names it: a mistake there names the file's field
+        request.persona_place = {"file": request.context_from, "field": "target.persona"}
     request.persona = handover.persona
     request.task = request.task or handover.prompt or handover.task
     request.cwd = handover.workdir
@@ -426,10 +432,9 @@ def _begin(request: _Request) -> _Request:
 
 def _check_request(request: _Request) -> None:
     """Check what the run was asked for before it is stored: a mistake is one line, and
-    no run. A flag or argument naming nothing valid (an unknown ``--persona`` or
-    ``--profile``, a ``--model`` that does not parse, no TASK) exits 2; a file that does
-    not load, a missing API key or scenario file exit 1. An interactive run without a
-    TASK asks for it here."""
+    no run (an unknown ``--persona`` or ``--profile``, a ``--model`` that does not parse,
+    no TASK, a persona file that does not load, a missing API key or scenario file; the
+    caller makes each exit 2). An interactive run without a TASK asks for it here."""
     if not request.task:
         if request.non_interactive or not sys.stdin.isatty():
             raise CommandLineError("give a TASK (or --context-from a handover)", field="TASK")
@@ -445,19 +450,15 @@ def _check_request(request: _Request) -> None:
     config = project.config
     model = chosen_model(request.model, request.settings, config.model)[0]
     request.link = _link(request)
-    try:
-        check_run(
-            request.cwd, persona=request.persona, model=model,
-            profile=request.profile or (handover.profile if handover else None),
-        )  # fmt: skip
-        cost, field = request.caps[1], "--max-cost"
-        if cost is None:
-            cost, field = config.limits.max_cost, "limits.max_cost"
-        check_cost_cap(project.price_table(), model, cost, field=field)
-    except UsageError as exc:
-        if exc.field is not None and exc.field.startswith("--"):
-            raise CommandLineError.of(exc) from None
-        raise
+    check_run(
+        request.cwd, persona=request.persona, model=model,
+        profile=request.profile or (handover.profile if handover else None),
+        persona_place=request.persona_place,
+    )  # fmt: skip
+    cost, field = request.caps[1], "--max-cost"
+    if cost is None:
+        cost, field = config.limits.max_cost, "limits.max_cost"
+    check_cost_cap(project.price_table(), model, cost, field=field)
 
 
 def _link(request: _Request) -> Link:

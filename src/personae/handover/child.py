@@ -73,8 +73,10 @@ EXIT_FAILURE = 3
 EXIT_TIMEOUT = 4
 EXIT_CODES: dict[int, str] = {
     EXIT_SUCCESS: "success: the child wrote results with status success",
-    EXIT_INVALID: "the handover file (or another input) is invalid or unsafe; nothing was run",
-    2: "bad command-line usage",
+    EXIT_INVALID: "the handover breaks a safety rule, or the folder is in no project; "
+    "nothing was run",
+    2: "a mistake in a flag or in the file (malformed, or naming no persona, profile or "
+    "model), found before any child started; nothing was run",
     EXIT_FAILURE: "the child run failed on every attempt; the error is saved in results",
     EXIT_TIMEOUT: "the last attempt timed out (its process group was killed)",
     EXIT_PARTIAL: "the child finished with status partial",

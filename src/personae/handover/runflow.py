@@ -42,7 +42,7 @@ from personae.security.policy import (
 )
 
 __all__ = ["HandoverSession", "HandoverTurn", "HandoverWork", "begin", "finish", "load_policy",
-           "working_on"]  # fmt: skip
+           "run_folder", "working_on"]  # fmt: skip
 
 MAX_OUTPUT = 200_000
 MAX_ERROR = 20_000
@@ -107,6 +107,21 @@ def load_policy(
     return PathPolicy(roots=default_roots(cwd, hdir, extra)), allow
 
 
+def run_folder(h: ContextHandover, cwd: Path, policy: PathPolicy) -> tuple[Path, list[str]]:
+    """The folder a run of handover ``h`` started in ``cwd`` works in: the source's working
+    directory when it exists and ``policy`` allows it, else ``cwd`` (with a warning why)."""
+    source_dir = Path(h.source.working_directory)
+    if source_dir == cwd:
+        return cwd, []
+    if not source_dir.is_dir():
+        return cwd, [f"source working directory {source_dir} does not exist; using {cwd}"]
+    if not policy.allows(source_dir):
+        return cwd, [
+            f"source working directory {source_dir} is outside the allowed roots; using {cwd}"
+        ]
+    return Path(os.path.realpath(source_dir)), []
+
+
 def begin(
     path: Path | str,
     persona: str | None,
@@ -140,17 +155,8 @@ def begin(
             f"handover {h.handover_id} expects persona {h.target.persona!r} "
             f"but the run uses {persona!r}"
         )
-    workdir = cwd
-    source_dir = Path(h.source.working_directory)
-    if source_dir != cwd:
-        if not source_dir.is_dir():
-            warnings.append(f"source working directory {source_dir} does not exist; using {cwd}")
-        elif not policy.allows(source_dir):
-            warnings.append(
-                f"source working directory {source_dir} is outside the allowed roots; using {cwd}"
-            )
-        else:
-            workdir = Path(os.path.realpath(source_dir))
+    workdir, moved = run_folder(h, cwd, policy)
+    warnings += moved
     env = os.environ if environ is None else environ
     _, held_warning = held_environment(h.source.environment, allow)
     if held_warning:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.context.profiles import load_profiles
-from personae.errors import UnknownNameError, UsageError
+from personae.errors import ErrorPlace, UnknownNameError, UsageError
 from personae.models.resolve import ModelResolver
 from personae.persona.bundled import bundled_personas
 from personae.persona.cast import SPAWN_CHECK_MARK, Cast
@@ -45,16 +45,18 @@ def run_cast(
     return out
 
 
-def active_persona(cast: Cast, name: str | None, *, flag: str | None = None) -> Persona | None:
+def active_persona(
+    cast: Cast, name: str | None, *, flag: str | None = None, place: ErrorPlace | None = None
+) -> Persona | None:
     """The persona ``name`` of ``cast`` (``None`` for none); an unknown name names the
-    closest one (and ``flag``, the option it came from), a persona file that did not load
-    says why, and a persona whose spawn list the cast check rejects stops the run before
-    it starts."""
+    closest one (and ``flag``, the option it came from, or ``place``, the file and field
+    that named it), a persona file that did not load says why, and a persona whose spawn
+    list the cast check rejects stops the run before it starts."""
     if name and cast.find(name) is None:
         broken = [p for p in cast.errors if name in str(p.file)]
         if broken:  # the persona file exists but did not load: say why
             raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
-        raise UnknownNameError("persona", name, cast.personas, field=flag)
+        raise UnknownNameError("persona", name, cast.personas, **(place or {"field": flag}))
     persona = cast.get(name) if name else None
     if persona is not None and persona.source is not None:
         spawn = [
@@ -89,15 +91,17 @@ def check_run(
     model: str | None,
     profile: str | None = None,
     extra_dirs: Sequence[Path] = (),
+    persona_place: ErrorPlace | None = None,
 ) -> None:
     """Check what a run on the project at ``root`` was asked for, storing nothing.
 
     Raises :class:`~personae.errors.UsageError` (or a subclass) for the first mistake:
-    the project config, the persona, the profile, then the model the persona runs with.
+    the project config, the persona (an unknown one named at ``persona_place``, default
+    the ``--persona`` flag), the profile, then the model the persona runs with.
     """
     project = Project.open(root)
     cast = run_cast(project.root, extra_dirs=extra_dirs)
-    chosen = active_persona(cast, persona, flag="--persona")
+    chosen = active_persona(cast, persona, flag="--persona", place=persona_place)
     profile_name(project.root, profile, chosen)
     resolver = ModelResolver(default=model, base_url=project.config.base_url)
     resolver.check(chosen.model if chosen else None)

@@ -5,14 +5,23 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 
-from personae.errors import UsageError
+from personae.errors import UnknownNameError, UsageError
 from personae.workflow.executors import Executor, LocalProcessExecutor
 from personae.workflow.ray_executor import RayExecutor
 
-__all__ = ["EXECUTORS", "open_executor"]
+__all__ = ["EXECUTORS", "check_executor", "open_executor"]
 
 EXECUTORS = ("local", "ray")
 """Names accepted by :func:`open_executor` (and ``--executor``)."""
+
+
+def check_executor(kind: str, address: str | None = None) -> None:
+    """Refuse an executor name that is not one of :data:`EXECUTORS` (naming the closest) and
+    ``--address`` without ``ray``, before anything starts."""
+    if kind not in EXECUTORS:
+        raise UnknownNameError("executor", kind, EXECUTORS, field="--executor")
+    if kind == "local" and address is not None:
+        raise UsageError("--address needs --executor ray", field="--address")
 
 
 @contextlib.contextmanager
@@ -25,11 +34,8 @@ def open_executor(
     without it a private local cluster is started and shut down on exit (Ray is
     imported only then). ``tie``: local children die with this process (batches).
     """
-    if kind not in EXECUTORS:
-        raise UsageError(f"unknown executor {kind!r}: use local or ray", field="--executor")
+    check_executor(kind, address)
     if kind == "local":
-        if address is not None:
-            raise UsageError("--address needs --executor ray", field="--address")
         yield LocalProcessExecutor(tie=tie)
         return
     with RayExecutor(address) as ray_executor:

@@ -181,6 +181,17 @@ def _stages(raw_steps: Any, path: Path) -> list[Any]:
     return stages
 
 
+def _field_in_file(loc: str, raw_steps: list[Any]) -> str:
+    """``loc`` in the model (``stages.1.0.persona``) as the file writes it (``steps.1.persona``,
+    or ``steps.1.parallel.0.persona`` in a fan-out group)."""
+    parts = loc.split(".")
+    if parts[0] != "stages" or len(parts) < 3 or not (parts[1] + parts[2]).isdigit():
+        return loc
+    i, j = int(parts[1]), parts[2]
+    grouped = isinstance(raw_steps[i], dict) and set(raw_steps[i]) == {"parallel"}
+    return ".".join(["steps", str(i), *(["parallel", j] if grouped else []), *parts[3:]])
+
+
 def load_workflow(path: Path | str) -> Workflow:
     """Read and validate a workflow file (ids unique, inputs refer to earlier steps)."""
     file = Path(path).resolve()
@@ -200,8 +211,9 @@ def load_workflow(path: Path | str) -> Workflow:
     try:
         workflow = Workflow.model_validate(body)
     except ValidationError as exc:
-        message, loc = first_validation_error(exc)
-        raise UsageError(message, file=file, field=loc.replace("stages.", "steps.")) from None
+        message, loc = first_validation_error(exc, Workflow)
+        message = message.replace("path, sha256, stages", "steps")  # as the file names them
+        raise UsageError(message, file=file, field=_field_in_file(loc, raw["steps"])) from None
     seen: set[str] = set()
     earlier: set[str] = set()
     for stage in workflow.stages:
