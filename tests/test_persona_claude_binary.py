@@ -144,3 +144,59 @@ def test_plugins_load_under_the_names_claude_code_lists(tmp_path: Path) -> None:
     assert set(cast.aliases) == claude_agents | claude_skills
     assert {cast.get(a).name for a in claude_agents} == set(cast.personas)
     assert {cast.skill(s).name for s in claude_skills} == set(cast.skills)
+
+
+def claude_validate(folder: Path, home: Path) -> dict[str, Any]:
+    """``claude plugin validate --json FOLDER``: Claude Code's own report on a plugin."""
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+           "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1",
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}  # fmt: skip
+    done = subprocess.run(
+        [str(claude_binary()), "plugin", "validate", "--json", str(folder)],
+        cwd=folder, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    return dict(json.loads(done.stdout))
+
+
+def test_warnings_only_where_claude_codes_validator_speaks(tmp_path: Path) -> None:
+    """On the marketplace fixture plus two plugins that share an agent name, the agent files
+    personae warns about are exactly those ``claude plugin validate`` reports on (each
+    plugin in turn); the lenient reads and the tools personae lacks, about which it says
+    nothing, are notes here. Both plugins' ``reviewer`` load, as the binary lists them."""
+    home = tmp_path / "home"
+    home.mkdir()
+    market = write_marketplace(tmp_path / "market")
+    clash = tmp_path / "clash"
+    for name, tools in (("style", "Read, TodoWrite, NotebookRead"), ("audit", "Read, Grep")):
+        folder = clash / name
+        (folder / ".claude-plugin").mkdir(parents=True)
+        (folder / ".claude-plugin/plugin.json").write_text(json.dumps({"name": name}))
+        (folder / "agents").mkdir()
+        (folder / "agents/reviewer.md").write_text(
+            f"---\nname: reviewer\ndescription: Reviews {name}.\ntools: {tools}\n---\nReview.\n"
+        )
+    plugins = [*plugin_folders(market), clash / "style", clash / "audit"]
+    flagged = set()
+    for folder in plugins:
+        report = claude_validate(folder, home)
+        for part in [report.get("manifest") or {}, *report.get("contents", [])]:
+            if part.get("type") in ("agent", "skill") and (part["errors"] or part["warnings"]):
+                flagged.add(Path(part["file"]).resolve())
+    assert {p.name for p in flagged} == {"code-simplifier.md", "maker.md"}  # measured
+
+    cast = Cast.load(tmp_path / "home", [market, clash / "style", clash / "audit"])
+    assert cast.errors == []
+    assert {w.file.resolve() for w in cast.warnings} == flagged
+    assert {n.file.name for n in cast.notes} == {"comment-checker.md", "reviewer.md"}
+
+    project = tmp_path / "project"
+    project.mkdir()
+    dirs = [a for p in (clash / "style", clash / "audit") for a in ("--plugin-dir", str(p))]
+    listed = set(claude_init(project, home, *dirs)["agents"])
+    assert {"style:reviewer", "audit:reviewer"} <= listed and "reviewer" not in listed
+    assert cast.get("style:reviewer").description == "Reviews style."
+    assert cast.get("audit:reviewer").description == "Reviews audit."
+    assert cast.find("reviewer") is None and cast.ambiguous["reviewer"] == [
+        "style:reviewer",
+        "audit:reviewer",
+    ]

@@ -124,14 +124,28 @@ def test_check_exit_codes(project: Path) -> None:
     ok = personae("personas", "check", cwd=project)
     assert ok.returncode == 0
     assert "checked 3 personas, 2 skills: 0 errors, 0 warnings" in ok.stdout
-    # A warning: exit 0, but 1 with --strict.
+    # A Claude Code tool personae lacks: Claude Code is silent, so a note (one line per
+    # kind), not a warning; --strict passes.
     write(
         project / ".claude/agents/web.md", "---\nname: web\ndescription: d\ntools: WebSearch\n---\n"
+    )
+    noted = personae("personas", "check", cwd=project)
+    assert noted.returncode == 0
+    assert (
+        "note: 1 file name tools personae does not provide (left out of their tools): web.md"
+        in noted.stdout
+    ) and "0 errors, 0 warnings" in noted.stdout
+    strict = runner.invoke(app, ["personas", "check", "--strict", "--root", str(project)])
+    assert strict.exit_code == 0
+    # A warning (an MCP server's tool, the server not configured): exit 0, 1 with --strict.
+    write(
+        project / ".claude/agents/post.md",
+        "---\nname: post\ndescription: d\ntools: mcp__ledger__post\n---\n",
     )
     warn = personae("personas", "check", cwd=project)
     assert warn.returncode == 0
     assert (
-        f"{project / '.claude/agents/web.md'}:4: warning: tools personae does not provide"
+        f"{project / '.claude/agents/post.md'}:4: warning: tools personae does not provide"
         in warn.stdout
     )
     strict = runner.invoke(app, ["personas", "check", "--strict", "--root", str(project)])
@@ -154,7 +168,8 @@ def test_check_exit_codes(project: Path) -> None:
     data = json.loads(
         runner.invoke(app, ["personas", "check", "--json", "--root", str(project)]).stdout
     )
-    assert data["errors"] == 2 and data["problems"][0]["severity"] in ("error", "warning")
+    assert data["errors"] == 2 and data["notes"] == 1
+    assert {p["severity"] for p in data["problems"]} == {"error", "warning", "note"}
 
 
 def test_check_bad_usage_exits_2(project: Path) -> None:

@@ -159,7 +159,12 @@ def test_tools_field_of_wrong_type(tmp_path: Path, folder: str, value: str) -> N
         ("maxTurns", "lots", "maxTurns must be a whole number >= 1, got 'lots'"),
         ("needs_temp_workspace", "maybe", "needs_temp_workspace must be true or false"),
         ("context", "forked", "unknown context mode 'forked'; did you mean 'fork'?"),
-        ("constraints", "{mandatory_step: [x]}", "constraints.mandatory_step: Extra inputs"),
+        (
+            "constraints",
+            "{mandatory_step: [x]}",
+            "constraints.mandatory_step: unknown field 'mandatory_step'; did you mean "
+            "'mandatory_steps'?",
+        ),
         ("model", "[a]", "model must be a string"),
     ],
 )

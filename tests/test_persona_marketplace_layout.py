@@ -47,9 +47,10 @@ def test_a_marketplace_loads_every_agent_and_skill_claude_code_lists(
         assert cast.get(name) is cast.get(name.split(":")[-1])
     for name in CLAUDE_SKILLS:
         assert cast.skill(name) is cast.skill(name.split(":")[-1])
-    # Warnings only on the files Claude Code needs a fallback for, one each.
-    warned = sorted(w.file.name for w in cast.warnings)
-    assert warned == sorted(UNPARSED | LENIENT_READ)
+    # Warnings only on the files Claude Code's own validator flags (`claude plugin validate`:
+    # frontmatter it cannot parse); what it reads leniently without a word is a note.
+    assert sorted(w.file.name for w in cast.warnings) == sorted(UNPARSED)
+    assert sorted(n.file.name for n in cast.notes) == sorted(LENIENT_READ)
     unparsed = cast.get("plugin-kit:maker")
     assert unparsed.description == "maker" and unparsed.tools is None  # no field was read
     assert unparsed.system_prompt == "You write agent files.\n"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypedDict, Unpack
 
 __all__ = [
+    "AmbiguousNameError",
     "BudgetExceededError",
     "CommandLineError",
     "ConfigError",
@@ -139,6 +140,17 @@ class UnknownNameError(UsageError):
         hint = f"; did you mean {self.closest!r}?" if self.closest else ""
         listing = ", ".join(valid) if valid else "(none)"
         super().__init__(f"unknown {kind} {name!r}{hint} (valid: {listing})", **place)
+
+
+class AmbiguousNameError(UnknownNameError):
+    """A bare name two plugins share (``code-reviewer`` of ``feature-dev`` and of
+    ``pr-review-toolkit``): each is reached by its ``plugin:name``, the bare name by neither."""
+
+    def __init__(
+        self, kind: str, name: str, choices: Iterable[str], **place: Unpack[ErrorPlace]
+    ) -> None:
+        super().__init__(kind, name, choices, **place)
+        self.message = f"{kind} {name!r} is ambiguous: name one of {', '.join(self.choices)}"
 
 
 class RunError(PersonaeError):

@@ -12,12 +12,13 @@ import typer
 
 from personae.cli._options import JsonOpt, RootOpt
 from personae.cli._root import project_root
-from personae.errors import CommandLineError, UnknownNameError, UsageError
+from personae.errors import AmbiguousNameError, CommandLineError, UnknownNameError, UsageError
 
 if TYPE_CHECKING:
     from personae.persona import Cast, Persona
+    from personae.persona.problems import Problem
 
-__all__ = ["app"]
+__all__ = ["app", "note_lines"]
 
 app = typer.Typer(help="List, show, check and export personas.", no_args_is_help=True)
 
@@ -54,6 +55,8 @@ def _named(cast: Cast, name: str) -> Persona:
     found = cast.find(name)
     if found is not None:
         return found
+    if name in cast.ambiguous:  # two plugins' agents share it: plugin:name picks one
+        raise CommandLineError.of(AmbiguousNameError("persona", name, cast.ambiguous[name]))
     broken = [p for p in cast.errors if name in str(p.file)]
     if broken:  # the persona file exists but did not load: say why
         raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
@@ -163,6 +166,23 @@ def show(
     typer.echo(_safe(persona.system_prompt.rstrip()))
 
 
+def note_lines(notes: list[Problem], shown: int = 6) -> list[str]:
+    """One line per group of notes: how many files, the first ``shown`` of them (where
+    Claude Code is silent, personae says it once, not once per file)."""
+    groups: dict[str, list[Problem]] = {}
+    for note in notes:
+        groups.setdefault(note.group or note.message, []).append(note)
+    lines = []
+    for group, members in groups.items():
+        files = [m.file.name if m.file.name != "SKILL.md" else m.file.parent.name
+                 for m in members]  # fmt: skip
+        more = f" and {len(files) - shown} more" if len(files) > shown else ""
+        count = f"{len(files)} file{'s' if len(files) != 1 else ''}"
+        lines.append(f"note: {count} {group}: {', '.join(files[:shown])}{more} "
+                     "(--json lists each)")  # fmt: skip
+    return lines
+
+
 @app.command()
 def check(
     dirs: DirsOpt = None,
@@ -181,13 +201,17 @@ def check(
             "skills": len(cast.skills),
             "errors": len(cast.errors),
             "warnings": len(cast.warnings),
+            "notes": len(cast.notes),
             "problems": [p.to_dict() for p in cast.problems],
         }
         typer.echo(json.dumps(payload, indent=2))
     else:
         for p in cast.problems:
-            where = f"{p.file}:{p.line}" if p.line is not None else str(p.file)
-            typer.echo(_safe(f"{where}: {p.severity}: {p.message}"))
+            if p.severity != "note":
+                where = f"{p.file}:{p.line}" if p.line is not None else str(p.file)
+                typer.echo(_safe(f"{where}: {p.severity}: {p.message}"))
+        for line in note_lines(cast.notes):
+            typer.echo(_safe(line))
         typer.echo(
             f"checked {len(cast.personas)} personas, {len(cast.skills)} skills: "
             f"{len(cast.errors)} errors, {len(cast.warnings)} warnings"

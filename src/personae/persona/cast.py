@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from personae.errors import UnknownNameError, closest_name
+from personae.errors import AmbiguousNameError, UnknownNameError, closest_name
 from personae.persona._sources import PersonaSource, collect_dir, collect_project
 from personae.persona._tools import program_tools
 from personae.persona.bundled import bundled_personas
@@ -76,6 +76,9 @@ class Cast:
     aliases: dict[str, str] = field(default_factory=dict)
     """Claude Code's names of plugin agents and skills (``plugin:agent``, ``plugin:skill``)
     to their names here: spawn lists, ``skills`` and lookups may use either."""
+    ambiguous: dict[str, list[str]] = field(default_factory=dict)
+    """Bare names two or more plugins' agents share, to their ``plugin:name`` names (each
+    of those is a persona here; the bare name names none of them)."""
 
     @classmethod
     def load(
@@ -125,17 +128,18 @@ class Cast:
             here[name] = loaded
             if name in winners and _same_file(winners[name].path, loaded.path):
                 continue  # the same file reached twice (a --dir inside the project)
+            spaced = source.namespaced(name, loaded.path)
+            if self._keep_both(name, spaced, loaded, winners):
+                continue
             if name in winners:
                 self._add(
                     loaded.path,
                     line,
                     "warning",
-                    f"persona {name!r} overrides the one from {winners[name].path}"
-                    + self._still_reachable(name),
+                    f"persona {name!r} overrides the one from {winners[name].path}",
                 )
             winners[name] = loaded
             self.personas[name] = loaded.persona
-            spaced = source.namespaced(name, loaded.path)
             if spaced is not None:
                 self.aliases[spaced] = name
         seen: dict[str, Skill] = {}
@@ -163,13 +167,45 @@ class Cast:
             if source.plugin is not None:
                 self.aliases[f"{source.plugin}:{skill.name}"] = skill.name
 
-    def _still_reachable(self, name: str) -> str:
-        """For an override warning: the overridden plugin agent's Claude Code name stops
-        naming it (personae has one persona per name)."""
-        lost = [alias for alias, target in self.aliases.items() if target == name]
-        for alias in lost:
-            del self.aliases[alias]
-        return f" ({', '.join(lost)} no longer names it)" if lost else ""
+    def _keep_both(
+        self, name: str, spaced: str | None, loaded: LoadedPersona,
+        winners: dict[str, LoadedPersona],
+    ) -> bool:  # fmt: skip
+        """Keep both personas called ``name`` when one of them is a plugin agent, as Claude
+        Code does: a plugin agent is then named ``plugin:name`` only, and the bare name
+        stays with the persona that is not a plugin's, or, when two plugins share it, with
+        neither (:attr:`ambiguous`). ``False``: nothing was done (no clash with a plugin
+        agent; the later persona overrides the earlier one)."""
+        earlier = next((a for a, t in self.aliases.items() if t == name), None)
+        if name in self.ambiguous:
+            if spaced is None:  # a persona of no plugin takes the bare name
+                del self.ambiguous[name]
+                winners[name] = loaded
+                self.personas[name] = loaded.persona
+            else:
+                self.ambiguous[name].append(spaced)
+                self._place(spaced, loaded, winners)
+            return True
+        if name not in winners or (earlier is None and spaced is None):
+            return False
+        if earlier is not None:  # the earlier one is a plugin's: it keeps only plugin:name
+            del self.aliases[earlier]
+            self._place(earlier, winners.pop(name), winners)
+            del self.personas[name]
+        if spaced is None:
+            winners[name] = loaded
+            self.personas[name] = loaded.persona
+        else:
+            self._place(spaced, loaded, winners)
+            if earlier is not None:
+                self.ambiguous[name] = [earlier, spaced]
+        return True
+
+    def _place(self, spaced: str, loaded: LoadedPersona, winners: dict[str, LoadedPersona]) -> None:
+        """``loaded`` (a plugin agent) under its Claude Code name ``spaced`` only."""
+        loaded.persona = loaded.persona.model_copy(update={"name": spaced})
+        winners[spaced] = loaded
+        self.personas[spaced] = loaded.persona
 
     def _resolve_namespaced(self, winners: dict[str, LoadedPersona]) -> None:
         """Spawn lists and ``skills`` that use Claude Code's ``plugin:name`` names are
@@ -229,6 +265,11 @@ class Cast:
             wider: list[str] = []  # implicit: children with tools outside the parent's
             for name in names:
                 child = known.get(name)
+                if child is None and name in self.ambiguous:
+                    message = (f"{SPAWN_CHECK_MARK} {name!r}, which plugins share: name one of "
+                               f"{', '.join(self.ambiguous[name])}")  # fmt: skip
+                    self._add(loaded.path, line, "error", message)
+                    continue
                 if child is None:
                     hint = closest_name(name, known)
                     close = f"; did you mean {hint!r}?" if hint else ""
@@ -278,10 +319,18 @@ class Cast:
         """Problems of severity ``warning``."""
         return [p for p in self.problems if p.severity == "warning"]
 
+    @property
+    def notes(self) -> list[Problem]:
+        """Problems of severity ``note``: where Claude Code is silent."""
+        return [p for p in self.problems if p.severity == "note"]
+
     def get(self, name: str) -> Persona:
-        """The persona called ``name``; :class:`UnknownNameError` (with the closest) if none."""
+        """The persona called ``name``; :class:`UnknownNameError` (with the closest) if none,
+        :class:`AmbiguousNameError` for a bare name plugins share."""
         found = self.find(name)
         if found is None:
+            if name in self.ambiguous:
+                raise AmbiguousNameError("persona", name, self.ambiguous[name])
             raise UnknownNameError("persona", name, self.personas) from None
         return found
 

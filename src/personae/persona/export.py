@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from personae.persona._tools import check_tool_names, claude_name, split_spawn_entries
-from personae.persona.model import ContextMode, Persona
+from personae.persona.model import ContextMode, Persona, PersonaFileKind
 from personae.tools.names import canonical_tool_name, mcp_server_of
 
 __all__ = ["to_claude_code"]
@@ -21,7 +21,10 @@ __all__ = ["to_claude_code"]
 
 def to_claude_code(persona: Persona) -> str:
     """The Claude Code agent file text for ``persona``."""
-    meta: dict[str, Any] = {"name": persona.name, "description": _description(persona)}
+    name = persona.name
+    if persona.source_kind is PersonaFileKind.PLUGIN:  # `plugin:name` here: the file's name
+        name = name.rsplit(":", 1)[-1]
+    meta: dict[str, Any] = {"name": name, "description": _description(persona)}
     if persona.tools is not None:
         meta["tools"] = ", ".join(_tool_names(persona))
     elif persona.claude_tools == ["*"]:  # `tools: '*'` (every tool) as it was written

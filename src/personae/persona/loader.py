@@ -31,7 +31,7 @@ from personae.persona._tools import (
     split_spawn_entries,
 )
 from personae.persona.model import Constraints, ContextMode, Persona, PersonaFileKind, SandboxGrant
-from personae.persona.problems import Problem, Severity
+from personae.persona.problems import LENIENT_GROUP, UNAVAILABLE_GROUP, Problem, Severity
 from personae.tools.names import mcp_server_of
 
 __all__ = [
@@ -114,10 +114,14 @@ class _Sink:
         self.problems = problems
         self.failed = False
 
-    def add(self, line: int | None, severity: Severity, message: str) -> None:
+    def add(
+        self, line: int | None, severity: Severity, message: str, *, group: str | None = None
+    ) -> None:
         if severity == "error":
             self.failed = True
-        self.problems.append(Problem(file=self.path, line=line, severity=severity, message=message))
+        self.problems.append(
+            Problem(file=self.path, line=line, severity=severity, message=message, group=group)
+        )
 
 
 def load_persona_file(
@@ -157,9 +161,10 @@ def persona_from_text(
     if doc.repaired is not None:
         sink.add(
             doc.repaired.line,
-            "warning",
+            "note",
             f"{doc.repaired.message}; read leniently (values with YAML special characters "
             "quoted), as Claude Code does",
+            group=LENIENT_GROUP,
         )
         if has_crlf(path):
             sink.add(doc.repaired.line, "warning", CRLF_NOTE)
@@ -244,17 +249,33 @@ def parse_constraints(raw: Any) -> Constraints:
     try:
         return Constraints.model_validate(raw)
     except ValidationError as exc:
-        message, where = first_validation_error(exc)
+        message, where = first_validation_error(exc, Constraints)
         label = f"constraints.{where}" if where else "constraints"
         raise ValueError(f"{label}: {message}") from None
 
 
-def _unavailable_message(names: list[str]) -> str:
+def _report_unavailable(names: list[str], sink: _Sink, line: int | None) -> None:
+    """Tools of a Claude Code file personae leaves out. A warning for those the persona
+    would get with a change here: an MCP server's (configure the server) and an argument
+    pattern (``Bash(git status:*)``: the whole tool is left out, failing closed); a note
+    for Claude Code's own tools personae has no counterpart of (NotebookRead, TodoWrite ...:
+    Claude Code is silent, and nothing here would give them)."""
     servers = sorted({s for n in names if (s := mcp_server_of(n)) is not None})
-    why = f" (MCP servers not configured: {', '.join(servers)})" if servers else ""
-    return (
-        f"tools personae does not provide, left out of the persona's tools: {', '.join(names)}{why}"
-    )
+    fixable = [n for n in names if mcp_server_of(n) is not None or "(" in n]
+    if fixable:
+        why = f" (MCP servers not configured: {', '.join(servers)})" if servers else ""
+        sink.add(
+            line, "warning",
+            f"tools personae does not provide, left out of the persona's tools: "
+            f"{', '.join(fixable)}{why}",
+        )  # fmt: skip
+    own = [n for n in names if n not in fixable]
+    if own:
+        sink.add(
+            line, "note",
+            f"tools personae does not provide, left out of the persona's tools: {', '.join(own)}",
+            group=UNAVAILABLE_GROUP,
+        )  # fmt: skip
 
 
 def _check_name(name: str, sink: _Sink, line: int, strict: bool) -> None:
@@ -358,7 +379,7 @@ def _allowed_tools(
         values["subagents"] = spawn
     check = _checked(names, "tools", sink, line, servers=servers, strict=strict)
     if not strict and check.unavailable:
-        sink.add(line("tools"), "warning", _unavailable_message(check.unavailable))
+        _report_unavailable(check.unavailable, sink, line("tools"))
     values["tools"] = check.tools
     values["unavailable_tools"] = check.unavailable
     default = [claude_name(t) for t in check.tools] + check.unavailable

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.context.profiles import load_profiles
-from personae.errors import ErrorPlace, UnknownNameError, UsageError
+from personae.errors import AmbiguousNameError, ErrorPlace, UnknownNameError, UsageError
 from personae.models.resolve import ModelResolver
 from personae.persona.bundled import bundled_personas
 from personae.persona.cast import SPAWN_CHECK_MARK, Cast
@@ -37,7 +37,7 @@ def run_cast(
     if cast is not None:  # the caller's, copied: bundled personas are added below
         out = Cast(personas=dict(cast.personas), skills=dict(cast.skills),
                    problems=list(cast.problems), mcp_servers=dict(cast.mcp_servers),
-                   aliases=dict(cast.aliases))  # fmt: skip
+                   aliases=dict(cast.aliases), ambiguous=dict(cast.ambiguous))  # fmt: skip
     else:
         out = Cast.load(root, extra_dirs, tools=tools)
     for name, bundled in bundled_personas().items():
@@ -53,10 +53,13 @@ def active_persona(
     that named it), a persona file that did not load says why, and a persona whose spawn
     list the cast check rejects stops the run before it starts."""
     if name and cast.find(name) is None:
+        where = place or {"field": flag}
+        if name in cast.ambiguous:  # two plugins' agents: plugin:name picks one
+            raise AmbiguousNameError("persona", name, cast.ambiguous[name], **where)
         broken = [p for p in cast.errors if name in str(p.file)]
         if broken:  # the persona file exists but did not load: say why
             raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
-        raise UnknownNameError("persona", name, cast.personas, **(place or {"field": flag}))
+        raise UnknownNameError("persona", name, cast.personas, **where)
     persona = cast.get(name) if name else None
     if persona is not None and persona.source is not None:
         spawn = [
@@ -116,8 +119,8 @@ def check_personas(root: Path, wanted: Sequence[tuple[str, Path, str]]) -> None:
     """
     cast = run_cast(root)
     for name, file, field in wanted:
-        if cast.find(name) is not None:
-            active_persona(cast, name)
+        if cast.find(name) is not None or name in cast.ambiguous:
+            active_persona(cast, name, place={"file": file, "field": field})
             continue
         broken = [p for p in cast.errors if name in str(p.file)]
         if broken:

@@ -13,7 +13,7 @@ from personae.persona._lineends import has_crlf
 from personae.persona._tools import check_tool_names, split_names
 from personae.persona.loader import CRLF_NOTE, full_description, parse_constraints
 from personae.persona.model import Skill
-from personae.persona.problems import Problem
+from personae.persona.problems import LENIENT_GROUP, Problem, Severity
 
 __all__ = ["MAX_DESCRIPTION", "MAX_NAME", "SKILL_NAME", "load_skill_file", "skill_from_text"]
 
@@ -71,13 +71,17 @@ class _Report:
         self.path = path
         self.problems = problems
 
-    def __call__(self, line: int | None, message: str, severity: str = "error") -> None:
+    def __call__(
+        self, line: int | None, message: str, severity: Severity = "error",
+        group: str | None = None,
+    ) -> None:  # fmt: skip
         self.problems.append(
             Problem(
                 file=self.path,
                 line=line,
-                severity="error" if severity == "error" else "warning",
+                severity=severity,
                 message=message,
+                group=group,
             )
         )
 
@@ -104,7 +108,8 @@ def skill_from_text(
             doc.repaired.line,
             f"{doc.repaired.message}; read leniently (values with YAML special characters "
             "quoted), as Claude Code does",
-            "warning",
+            "note",
+            LENIENT_GROUP,
         )
         if has_crlf(path):
             add(doc.repaired.line, CRLF_NOTE, "warning")

@@ -1,0 +1,120 @@
+"""Two plugins that ship an agent of the same name both load, as in Claude Code.
+
+Anthropic's own marketplace has one: ``feature-dev`` and ``pr-review-toolkit`` both ship
+``code-reviewer``, and Claude Code lists ``feature-dev:code-reviewer`` and
+``pr-review-toolkit:code-reviewer`` (tests/test_persona_claude_binary.py measures it with
+the binary). Each is reached by its ``plugin:name``; the bare name names neither (one line
+saying which to pick), unless a persona of no plugin owns it; no warning (Claude Code's
+validator says nothing either); an export writes each file's own name back.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from subprocess import CompletedProcess
+
+import pytest
+
+from personae.errors import AmbiguousNameError
+from personae.persona import Cast
+from personae.persona.export import to_claude_code
+from personae.persona.loader import load_persona_file
+
+Cli = Callable[..., CompletedProcess[str]]
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def plugin(root: Path, name: str, agents: dict[str, str]) -> Path:
+    folder = root / name
+    write(folder / ".claude-plugin/plugin.json", json.dumps({"name": name}))
+    for file, text in agents.items():
+        write(folder / "agents" / file, text)
+    return folder
+
+
+REVIEWER = "---\nname: reviewer\ndescription: Reviews {what}.\ntools: Read, Grep\n---\nReview.\n"
+
+
+@pytest.fixture
+def plugins(tmp_path: Path) -> list[Path]:
+    lead = (
+        "---\nname: lead\ndescription: Leads.\n"
+        "tools: Agent(audit:reviewer), Read, Grep\n---\nSpawn the audit reviewer.\n"
+    )
+    return [
+        plugin(tmp_path / "p", "style", {"reviewer.md": REVIEWER.format(what="style")}),
+        plugin(
+            tmp_path / "p", "audit", {"reviewer.md": REVIEWER.format(what="risk"), "lead.md": lead}
+        ),
+    ]
+
+
+def load(tmp_path: Path, dirs: list[Path]) -> Cast:
+    empty = tmp_path / "empty"
+    empty.mkdir(exist_ok=True)
+    return Cast.load(empty, dirs)
+
+
+def test_both_load_under_their_plugin_names(tmp_path: Path, plugins: list[Path]) -> None:
+    cast = load(tmp_path, plugins)
+    assert cast.problems == []  # no override warning: nothing was overridden
+    assert cast.get("style:reviewer").description == "Reviews style."
+    assert cast.get("audit:reviewer").description == "Reviews risk."
+    assert {"style:reviewer", "audit:reviewer", "lead"} <= set(cast.personas)
+    assert "reviewer" not in cast.personas and cast.find("reviewer") is None
+    with pytest.raises(AmbiguousNameError, match="name one of audit:reviewer, style:reviewer"):
+        cast.get("reviewer")
+    # A spawn entry in Claude Code's form picks one; the unique bare name still resolves.
+    assert cast.get("lead").subagents == ["audit:reviewer"]
+    assert cast.spawnable("audit:lead") == ["audit:reviewer"]
+    assert cast.get("audit:lead") is cast.get("lead")
+
+
+def test_a_persona_of_no_plugin_keeps_the_bare_name(tmp_path: Path, plugins: list[Path]) -> None:
+    mine = tmp_path / "mine"
+    write(mine / "reviewer.md", "---\nname: reviewer\ndescription: Mine.\n---\nReview.\n")
+    cast = load(tmp_path, [*plugins, mine])
+    assert cast.problems == []
+    assert cast.get("reviewer").description == "Mine."
+    assert cast.get("style:reviewer").description == "Reviews style."
+    assert cast.get("audit:reviewer").description == "Reviews risk."
+    one = load(tmp_path, [plugins[0], mine])  # one plugin agent and one of no plugin
+    assert one.get("reviewer").description == "Mine."
+    assert one.get("style:reviewer").description == "Reviews style."
+
+
+def test_export_writes_each_files_own_name(tmp_path: Path, plugins: list[Path]) -> None:
+    cast = load(tmp_path, plugins)
+    for spaced, folder in (("style:reviewer", plugins[0]), ("audit:reviewer", plugins[1])):
+        text = to_claude_code(cast.get(spaced))
+        assert text.startswith("---\nname: reviewer\n")
+        again = tmp_path / "again" / spaced.replace(":", "-") / "reviewer.md"
+        write(again, text)
+        reread = load_persona_file(again, kind="claude-code", root=again.parent, problems=[])
+        original = load_persona_file(
+            folder / "agents/reviewer.md", kind="claude-code", root=folder, problems=[]
+        )
+        assert reread is not None and original is not None
+        assert reread.persona.model_dump(exclude={"source"}) == original.persona.model_dump(
+            exclude={"source"}
+        )
+
+
+def test_the_cli_names_the_choice(cli: Cli, tmp_path: Path, plugins: list[Path]) -> None:
+    dirs = [a for p in plugins for a in ("--dir", str(p))]
+    shown = cli("personas", "show", "audit:reviewer", *dirs, cwd=tmp_path)
+    assert shown.returncode == 0 and "name:              audit:reviewer" in shown.stdout
+    bare = cli("personas", "show", "reviewer", *dirs, cwd=tmp_path)
+    assert bare.returncode == 2
+    assert bare.stderr.strip() == (
+        "personae: error: persona 'reviewer' is ambiguous: name one of audit:reviewer, "
+        "style:reviewer"
+    )
+    checked = cli("personas", "check", *dirs, cwd=tmp_path)
+    assert checked.returncode == 0 and "0 errors, 0 warnings" in checked.stdout
