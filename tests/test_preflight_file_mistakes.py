@@ -139,6 +139,8 @@ def test_a_handover_naming_no_persona(cli: Cli, project: Path) -> None:
     assert "--persona: unknown persona 'writter'; did you mean 'writer'?" in line
     assert path.read_bytes() == before  # no results written
     no_runs(cli, project)
+    ledger = cli("handover", "ledger", "--json", cwd=project)
+    assert ledger.returncode == 0 and "running" not in ledger.stdout  # no start recorded
 
 
 def test_handover_create_mistakes_are_usage_and_an_unsafe_file_is_not(

@@ -357,6 +357,10 @@ def register(app: typer.Typer) -> None:
                 )
             )  # fmt: skip
             _check_request(request)
+        if request.handover is not None:  # checked: the handover's run starts now
+            from personae.handover.runflow import record_start  # local: CLI start-up
+
+            record_start(request.handover)
         db = Layout(request.cwd).state_db
         # Stored, then shown, before the heavy imports (pydantic-ai ...): a spawner sees
         # the run start, and its id works in `runs show` whatever happens next.
@@ -419,7 +423,7 @@ def _begin(request: _Request) -> _Request:
 
     handover = runflow.begin(
         request.context_from, request.persona, cwd=Path.cwd(),
-        non_interactive=request.non_interactive,
+        non_interactive=request.non_interactive, record=False,  # recorded once checked
     )  # fmt: skip
     request.handover = handover
     if request.persona is None:  # the file names it: a mistake there names the file's field

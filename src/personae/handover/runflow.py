@@ -42,7 +42,7 @@ from personae.security.policy import (
 )
 
 __all__ = ["HandoverSession", "HandoverTurn", "HandoverWork", "begin", "finish", "load_policy",
-           "run_folder", "working_on"]  # fmt: skip
+           "record_start", "run_folder", "working_on"]  # fmt: skip
 
 MAX_OUTPUT = 200_000
 MAX_ERROR = 20_000
@@ -72,6 +72,8 @@ class HandoverSession:
     """The path policy used."""
     ledger_db: Path | None = None
     """The store that records this handover's events."""
+    sha256: str = ""
+    """The file's hash as loaded (the ledger's ``started`` event records it)."""
     finished: bool = False
     """Whether :func:`finish` has run."""
 
@@ -132,8 +134,13 @@ def begin(
     env_allow: Iterable[str] | None = None,
     environ: MutableMapping[str, str] | None = None,
     ledger_db: Path | Literal["auto"] | None = "auto",
+    record: bool = True,
 ) -> HandoverSession:
     """Load and validate a handover for a run of ``persona`` in ``cwd``.
+
+    With ``record`` the ledger's ``started`` event is written here; without it the caller
+    writes it with :func:`record_start` once its own checks passed (a run refused before
+    it starts leaves the ledger unchanged).
 
     ``allowed_roots``/``env_allow`` default to the project config of ``cwd``.
     Allowed environment values are set in ``environ`` (default ``os.environ``)
@@ -176,13 +183,21 @@ def begin(
         warnings=warnings,
         policy=policy,
         ledger_db=db,
+        sha256=loaded.sha256,
     )
-    warn = ledger_event(
-        db, h, "started", path=file, status="running", file_hash=loaded.sha256, detail=running
-    )
-    if warn:
-        warnings.append(warn)
+    if record:
+        record_start(session)
     return session
+
+
+def record_start(session: HandoverSession) -> None:
+    """Write the ledger's ``started`` event of ``session`` (a warning when it cannot)."""
+    warn = ledger_event(
+        session.ledger_db, session.handover, "started", path=session.path, status="running",
+        file_hash=session.sha256, detail=session.persona,
+    )  # fmt: skip
+    if warn:
+        session.warnings.append(warn)
 
 
 def _clip(text: str | None, limit: int) -> str | None:
