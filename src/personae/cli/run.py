@@ -358,7 +358,8 @@ def register(app: typer.Typer) -> None:
             )  # fmt: skip
             _check_request(request)
         if request.handover is not None:  # checked: the handover's run starts now
-            from personae.handover.runflow import record_start  # local: CLI start-up
+            # local import: CLI start-up (only the command that runs loads what it needs)
+            from personae.handover.runflow import record_start
 
             record_start(request.handover)
         db = Layout(request.cwd).state_db
