@@ -248,7 +248,6 @@ def test_wrapper_denies_when_the_gate_cannot_run(host: str, failure: str, tmp_pa
         assert done.returncode == 2 and b"could not decide" in done.stderr
 
 
-@pytest.mark.process
 @contextlib.contextmanager
 def _not_a_subreaper() -> Iterator[None]:
     """This process is no child subreaper inside the block (restored after)."""
@@ -262,6 +261,7 @@ def _not_a_subreaper() -> Iterator[None]:
         libc.prctl(36, was.value, 0, 0, 0)
 
 
+@pytest.mark.process
 def test_the_stdio_mind_server_records_its_host_process(tmp_path: Path) -> None:
     """A real stdio server started by this process binds its bootstraps to it."""
     import anyio
