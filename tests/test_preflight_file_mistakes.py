@@ -69,6 +69,13 @@ def test_a_workflow_field_misspelt_or_naming_no_persona(cli: Cli, project: Path)
     line = usage_line(cli("chain", "run", str(flow), cwd=project, check=False))
     assert f"{flow}: step 'a' persona: unknown persona 'writr'; did you mean 'writer'?" in line
     assert not (project / ".personae" / "chains").exists()  # no checkpoint either
+    # --resume from a checkpoint that cannot be read: refused before the chain's run.
+    flow.write_text("name: f\nsteps:\n  - {id: a, persona: writer, task: t}\n")
+    checkpoint = project / ".personae/chains/f/checkpoint.json"
+    checkpoint.parent.mkdir(parents=True)
+    checkpoint.write_text("{not json", encoding="utf-8")
+    line = usage_line(cli("chain", "run", str(flow), "--resume", cwd=project, check=False))
+    assert line.startswith(f"personae: error: {checkpoint}: unreadable checkpoint: ")
     no_runs(cli, project)
 
 

@@ -127,6 +127,7 @@ def run(  # noqa: PLR0917
     the config's limits:) bound all its steps together."""
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.api.handover import ChainOptions, run_chain
+    from personae.workflow.chain import check_resume
     from personae.workflow.engines import check_executor
     from personae.workflow.spec import load_workflow
 
@@ -135,6 +136,8 @@ def run(  # noqa: PLR0917
         state_dir = _state_dir(state_dir)
         _check_steps(wf)
         check_executor(executor, address)
+        if resume:
+            check_resume(wf, state_dir)
         caps = _caps(wf, (max_requests, max_tokens_total, max_cost))
 
     def say(key: str, message: str) -> None:

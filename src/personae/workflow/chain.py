@@ -32,7 +32,7 @@ from personae.workflow.outcome import DONE as _DONE
 from personae.workflow.outcome import ChainOutcome, StepState, StepStatus
 from personae.workflow.spec import Step, Workflow
 
-__all__ = ["ChainOutcome", "StepState", "execute_chain", "state_dir_for"]
+__all__ = ["ChainOutcome", "StepState", "check_resume", "execute_chain", "state_dir_for"]
 
 _CLIP = 4000
 
@@ -185,6 +185,14 @@ def _apply(state: StepState, result: JobResult) -> dict[str, Any]:
         "next_steps": list(r.next_steps or []) if r else [],
         "timed_out": result.timed_out,
     }
+
+
+def check_resume(workflow: Workflow, state_dir: Path | None = None) -> None:
+    """Refuse a checkpoint ``--resume`` could not continue (unreadable, or of a changed
+    workflow) before anything starts: a :class:`UsageError` naming it."""
+    cp_path = (state_dir or state_dir_for(workflow)) / "checkpoint.json"
+    if cp_path.exists():
+        _Checkpoint.load(cp_path, workflow)
 
 
 def execute_chain(
