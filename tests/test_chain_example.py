@@ -80,9 +80,12 @@ def test_handover_run_end_to_end_with_personae_run(tmp_path: Path) -> None:
     bad = cli("handover", "run", other.stdout.strip(), "--retries", "0", "--timeout", "60",
               "--model", "scripted:report.scenario.yaml")  # fmt: skip
     assert bad.returncode == 2, bad.stdout + bad.stderr
-    assert bad.stderr.count("\n") == 1 and "target.persona: unknown persona 'report-writr'" in (
-        bad.stderr
-    ) and "did you mean 'report-writer'" in bad.stderr and "attempt" not in bad.stderr
+    assert (
+        bad.stderr.count("\n") == 1
+        and "target.persona: unknown persona 'report-writr'" in (bad.stderr)
+        and "did you mean 'report-writer'" in bad.stderr
+        and "attempt" not in bad.stderr
+    )
     assert Path(other.stdout.strip()).read_bytes() == before
 
 

@@ -58,22 +58,28 @@ def _planted(rng: random.Random, n: int) -> tuple[str, str]:
     kind = rng.choice(("commitment", "rule", "decision", "result", "system", "marker"))
     tag = f"{n}-{rng.randrange(10**6)}"
     text = {
-        "commitment": rng.choice((
-            f"I will keep the public API of module m{tag} unchanged.",
-            f"I'll make sure every export of batch {tag} keeps its column order.",
-            f"We'll rerun the migration check {tag} before each release.",
-            f"From now on I won't touch the vendored folder v{tag}.",
-        )),
-        "rule": rng.choice((
-            f"Never push to branch release-{tag} without a review.",
-            f"Always answer in metric units for project {tag}.",
-            f"You must keep response times under {tag} ms.",
-        )),
-        "decision": rng.choice((
-            f"Let's go with PostgreSQL for service {tag}.",
-            f"We decided to drop the legacy endpoint e{tag}.",
-            f"Use uv instead of pip for repo {tag}.",
-        )),
+        "commitment": rng.choice(
+            (
+                f"I will keep the public API of module m{tag} unchanged.",
+                f"I'll make sure every export of batch {tag} keeps its column order.",
+                f"We'll rerun the migration check {tag} before each release.",
+                f"From now on I won't touch the vendored folder v{tag}.",
+            )
+        ),
+        "rule": rng.choice(
+            (
+                f"Never push to branch release-{tag} without a review.",
+                f"Always answer in metric units for project {tag}.",
+                f"You must keep response times under {tag} ms.",
+            )
+        ),
+        "decision": rng.choice(
+            (
+                f"Let's go with PostgreSQL for service {tag}.",
+                f"We decided to drop the legacy endpoint e{tag}.",
+                f"Use uv instead of pip for repo {tag}.",
+            )
+        ),
         "result": f"Audit {tag} done.\nFindings:\n- a\n- b [rule · message 1 · 3 chars]\n",
         "system": f"Directive rule {tag}: answers cite file names.",
         "marker": f"Decision: keep tabs in file t{tag}.txt",

@@ -56,7 +56,6 @@ class InputCount:
             return f"{self.reported:,} (provider; ours not recorded)"
         return f"{self.reported:,} (provider; ours {self.drift:+.1f}%, {how})"
 
-
     def short(self) -> str:
         """``1,234 in (ours +5.4%)``: the figure and the drift only."""
         if self.figure is None:
