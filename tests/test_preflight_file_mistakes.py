@@ -65,6 +65,9 @@ def test_a_workflow_field_misspelt_or_naming_no_persona(cli: Cli, project: Path)
         "modle: unknown field 'modle'; did you mean 'model'? "
         "(valid: defaults, description, model, name, steps)"
     )
+    flow.write_text("name: f\nsteps:\n  - {id: a, persona: writer, task: t, model: 'opnai:x'}\n")
+    line = usage_line(cli("chain", "run", str(flow), cwd=project, check=False))
+    assert f"{flow}: step 'a' model: unknown model provider 'opnai'; did you mean" in line
     flow.write_text("name: f\nsteps:\n  - {id: a, persona: writr, task: t}\n")
     line = usage_line(cli("chain", "run", str(flow), cwd=project, check=False))
     assert f"{flow}: step 'a' persona: unknown persona 'writr'; did you mean 'writer'?" in line
@@ -88,6 +91,9 @@ def test_a_task_line_misspelt_or_naming_no_persona(cli: Cli, project: Path) -> N
     tasks.write_text('{"id": "one", "task": "t", "persona": "writr"}\n', encoding="utf-8")
     line = usage_line(cli("batch", str(tasks), cwd=project, check=False))
     assert f"{tasks}: task 'one' persona: unknown persona 'writr'; did you mean 'writer'?" in line
+    tasks.write_text('{"id": "two", "task": "t", "model": "opnai:gpt-4o"}\n', encoding="utf-8")
+    line = usage_line(cli("batch", str(tasks), cwd=project, check=False))
+    assert f"{tasks}: task 'two' model: unknown model provider 'opnai'; did you mean" in line
     line = usage_line(cli("batch", str(tasks), "--executor", "rey", cwd=project, check=False))
     assert "--executor: unknown executor 'rey'; did you mean 'ray'?" in line
     assert not (project / "tasks.results.jsonl").exists()

@@ -32,7 +32,7 @@ from _batch_support import (
     scripted_server,
     write_tasks,
 )
-from _helpers import dev_project, read_config_scenario, run_personae
+from _helpers import dev_project, free_port, read_config_scenario, run_personae
 from personae.batch.engine import BatchOptions, run_batch
 from personae.batch.job import RunCommand
 from personae.batch.progress import Progress
@@ -298,13 +298,14 @@ def test_ray_batch_ctrl_c_cancels_and_leaves_no_process(
 
 def test_private_cluster_started_and_shut_down_by_the_cli(tmp_path: Path) -> None:
     """Without --address the CLI starts its own loopback cluster and stops it at the end."""
-    # A task that fails when it runs: its scenario answers nothing (the persona and the
-    # model are valid, so the batch's checks before the start let it through).
-    root = dev_project(tmp_path, {"silent": {"description": "answers nothing", "steps": []}})
+    # A task that fails when it runs: nothing listens at its model's address (the persona
+    # and the model are valid, so the batch's checks before the start let it through).
+    root = dev_project(tmp_path, {})
     tasks = root / "tasks.jsonl"
-    task = {"task": "x", "persona": "dev", "model": f"scripted:{tmp_path / 'silent.yaml'}"}
+    task = {"task": "x", "persona": "dev", "model": "openai-compatible:nothing-listens"}
     tasks.write_text(json.dumps(task) + "\n")
     env = {k: v for k, v in os.environ.items() if k != "PWD"}
+    env["OPENAI_BASE_URL"] = f"http://127.0.0.1:{free_port()}/v1"
     done = run_personae("batch", str(tasks), "--executor", "ray", "--retries", "0",
                         cwd=root, env=env, timeout=180)  # fmt: skip
     assert done.returncode == 3, done.stderr  # the task failed, no crash

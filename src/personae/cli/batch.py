@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
         from personae.batch.tasks import load_tasks
         from personae.cli._preflight import before_run
         from personae.cli._root import project_root
-        from personae.persona.preflight import check_personas
+        from personae.persona.preflight import check_models, check_personas
         from personae.workflow.engines import check_executor, open_executor
 
         with before_run():  # a bad line or flag: one line, exit 2, before any cluster starts
@@ -98,6 +98,7 @@ def register(app: typer.Typer) -> None:
             check_personas(
                 cwd, [(t.persona, tasks, f"task {t.id!r} persona") for t in loaded if t.persona]
             )
+            check_models(cwd, [(t.model, tasks, f"task {t.id!r} model") for t in loaded if t.model])
             caps = _caps(cwd, [t.model for t in loaded],
                          (max_requests, max_tokens_total, max_cost))  # fmt: skip
         progress = Progress(

@@ -82,13 +82,15 @@ def _check_steps(wf: Workflow) -> None:
     # local import: CLI start-up (only the command that runs loads what it needs)
     from personae.cli._root import NotInProjectError
     from personae.layout import find_root
-    from personae.persona.preflight import check_personas
+    from personae.persona.preflight import check_models, check_personas
 
     folder = wf.path.parent.resolve()
     root = find_root(folder)
     if root is None:
         raise NotInProjectError(folder)
     check_personas(root, [(s.persona, wf.path, f"step {s.id!r} persona") for s in wf.steps()])
+    models = [(s.model, wf.path, f"step {s.id!r} model") for s in wf.steps() if s.model]
+    check_models(root, [*models, *([(wf.model, wf.path, "model")] if wf.model else [])])
 
 
 app = typer.Typer(

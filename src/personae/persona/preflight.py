@@ -24,7 +24,9 @@ from personae.persona.cast import SPAWN_CHECK_MARK, Cast
 from personae.persona.model import Persona
 from personae.project import Project
 
-__all__ = ["active_persona", "check_personas", "check_run", "profile_name", "run_cast"]
+__all__ = [
+    "active_persona", "check_models", "check_personas", "check_run", "profile_name", "run_cast",
+]  # fmt: skip
 
 
 def run_cast(
@@ -126,3 +128,16 @@ def check_personas(root: Path, wanted: Sequence[tuple[str, Path, str]]) -> None:
         if broken:
             raise UsageError(broken[0].message, file=broken[0].file, line=broken[0].line)
         raise UnknownNameError("persona", name, cast.personas, file=file, field=field)
+
+
+def check_models(root: Path, wanted: Sequence[tuple[str, Path, str]]) -> None:
+    """Check each ``(spec, file, field)`` (a chain step's or batch task's ``model``, as
+    written in ``file``) the way a run checks ``--model`` (it parses, a ``scripted:``
+    scenario loads, a provider has its URL and key), storing nothing. The first mistake is a
+    :class:`~personae.errors.UsageError` naming the file and field."""
+    base_url = Project.open(root).config.base_url
+    for spec, file, field in dict.fromkeys(wanted):
+        try:
+            ModelResolver(default=spec, base_url=base_url).check(None)
+        except UsageError as exc:
+            raise UsageError(exc.message, file=file, field=field) from None
