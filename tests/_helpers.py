@@ -501,3 +501,35 @@ def mind_http_server(*args: str, cwd: Path, wait: float = 60) -> Iterator[str]:
         finally:
             proc.terminate()
             proc.wait(timeout=20)
+
+
+def run_local_server_turn(
+    root: Path,
+    base_url: str,
+    raw_requests: Sequence[tuple[str, dict[str, Any]]],
+    monkeypatch: pytest.MonkeyPatch,
+    **options: Any,
+) -> tuple[RunResult[Any], ModelResolver, list[dict[str, Any]]]:
+    """One team turn of ``openai:smollm2`` at ``base_url`` (as a user runs a local server:
+    OPENAI_BASE_URL), persona ``dev``; returns the outcome, the (closed) resolver and the
+    chat requests the server got, the window probe left out."""
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    resolver = ModelResolver(default="openai:smollm2")
+    run_options = RunOptions(root=root, persona="dev", include_git_log=False, **options)
+    try:
+        outcome = run_async(run_turn("What port does the service use?", run_options,
+                                     resolver=resolver))  # fmt: skip
+    finally:
+        resolver.close()
+    chat = [b for route, b in raw_requests if route.endswith("/chat/completions")]
+    return outcome, resolver, [b for b in chat if b.get("max_tokens") != 1]
+
+
+HISTORY_TEXTS = [
+    "The quick brown fox reviewed the report. " * 6,
+    "日本語のテキストと中文内容混合在一起。" * 4,
+    "2026-11-22T10:00:01Z ERROR worker[42]: reset\n" * 40,
+    '{"id":"a1","items":[{"sku":"X-1","qty":3}]}\n' * 30,
+    "def handler(event):\n    return {'q': event['q']}  // x\n/usr/bin/env\n" * 20,
+]
+"""Message texts of generated agent histories: prose, CJK, a log, JSON lines, code."""

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from _helpers import HISTORY_TEXTS
 from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
 from personae.context import window as window_mod
 from personae.context._textcut import (
@@ -31,13 +32,7 @@ from personae.context.messages import ChatToolCall
 from personae.tokens.exact import exact_counter
 
 COUNTER = exact_counter("o200k_base")
-TEXTS = [
-    "The quick brown fox reviewed the report. " * 6,
-    "日本語のテキストと中文内容混合在一起。" * 4,
-    "2026-11-22T10:00:01Z ERROR worker[42]: reset\n" * 40,
-    '{"id":"a1","items":[{"sku":"X-1","qty":3}]}\n' * 30,
-    "def handler(event):\n    return {'q': event['q']}  // x\n/usr/bin/env\n" * 20,
-]
+TEXTS = HISTORY_TEXTS
 PROFILE = (
     "roles:\n  agent:\n    sections:\n      - task\n"
     "      - {tag: recent_messages, cap: 1000000, max_messages: 1000000}\n"

@@ -9,18 +9,14 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from _helpers import HISTORY_TEXTS
 from personae.context import Budget, ChatMessage, ContextWindow, Snapshot, assemble_snapshot
 from personae.context.messages import ChatToolCall
 from personae.context.profiles import load_profiles
 from personae.tokens.exact import exact_counter
 
 COUNTER = exact_counter("o200k_base")
-TEXTS = [
-    "The quick brown fox reviewed the report. " * 6,
-    "日本語のテキストと中文内容混合在一起。" * 4,
-    "2026-11-22T10:00:01Z ERROR worker[42]: reset\n" * 40,
-    '{"id":"a1","items":[{"sku":"X-1","qty":3}]}\n' * 30,
-]
+TEXTS = HISTORY_TEXTS[:4]
 
 
 def test_window_prompts_differ_from_scratch_only_where_the_conversation_starts(

@@ -18,14 +18,13 @@ import pytest
 import yaml
 from pydantic_ai.models import override_allow_model_requests
 
-from _helpers import run_async, team_project
+from _helpers import run_async, run_local_server_turn, team_project
 from personae.models import ModelResolver
 from personae.models._early_transport import EarlyTransport
 from personae.models.early import EarlyRequest
 from personae.models.scripted import ScriptedServer
 from personae.team.hooks import RunHooks
 from personae.team.result import RunResult
-from personae.team.session import RunOptions, run_turn
 
 PLAN = {"subtasks": [{"description": "Read config.yaml", "requirements": ["port found"]}]}
 VERDICT = {
@@ -61,16 +60,8 @@ def _server(tmp_path: Path, kind: str) -> ScriptedServer:
 def _run(
     root: Path, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, **options: Any
 ) -> tuple[RunResult[Any], ModelResolver, list[dict[str, Any]]]:
-    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-    resolver = ModelResolver(default="openai:smollm2")
-    run_options = RunOptions(root=root, persona="dev", include_git_log=False, **options)
-    try:
-        outcome = run_async(run_turn("What port does the service use?", run_options,
-                                     resolver=resolver))  # fmt: skip
-    finally:
-        resolver.close()
-    chat = [b for route, b in server.raw_requests if route.endswith("/chat/completions")]
-    return outcome, resolver, [b for b in chat if b.get("max_tokens") != 1]  # not the probe
+    return run_local_server_turn(root, server.base_url, server.raw_requests, monkeypatch,
+                                 **options)  # fmt: skip
 
 
 def test_run_start_up_does_not_load_the_engine() -> None:

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from pydantic_ai.models import override_allow_model_requests
 
-from _helpers import run_async, team_project
+from _helpers import run_async, run_local_server_turn, team_project
 from conftest import flat
 from personae.models import ModelResolver, learned
 from personae.models.output import extract_json, response_format
@@ -78,16 +78,10 @@ def _run(
     """One run of ``openai:smollm2`` against the scripted server of ``spec`` (as a user
     runs a local server: OPENAI_BASE_URL); returns the outcome and the chat requests."""
     with ScriptedServer(Path(spec.removeprefix("scripted:"))) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        resolver = ModelResolver(default="openai:smollm2")
-        run_options = RunOptions(root=root, persona="dev", include_git_log=False, **options)
-        try:
-            outcome = run_async(run_turn("What port does the service use?", run_options,
-                                         resolver=resolver))  # fmt: skip
-        finally:
-            resolver.close()
-        chat = [b for route, b in server.raw_requests if route.endswith("/chat/completions")]
-    return outcome, [b for b in chat if b.get("max_tokens") != 1]  # not the window probe
+        outcome, _, chat = run_local_server_turn(
+            root, server.base_url, server.raw_requests, monkeypatch, **options
+        )
+    return outcome, chat
 
 
 def _warnings(outcome: RunResult[Any], action: str) -> list[Any]:
