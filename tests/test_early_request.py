@@ -64,6 +64,7 @@ def _run(
                                  **options)  # fmt: skip
 
 
+@pytest.mark.process  # a fresh interpreter: what it imports is the point
 def test_run_start_up_does_not_load_the_engine() -> None:
     """What a run imports before its first request has neither pydantic-ai nor the OpenAI
     SDK (they cost about 1.2 s of CPU; they load while the model answers)."""
