@@ -20,6 +20,7 @@ import pytest
 
 from _helpers import HISTORY_TEXTS
 from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
+from personae.context import snapshot as snapshot_mod
 from personae.context import window as window_mod
 from personae.context._textcut import (
     _head_count,
@@ -175,3 +176,32 @@ def test_cut_counts_follow_token_offsets() -> None:
             for keep_head in (True, False):
                 cut = cut_text(text, limit, COUNTER, "[shortened]", keep_head=keep_head)
                 assert cut is not None and cut.tokens == COUNTER.count(cut.text) <= limit
+
+
+def test_fresh_snapshots_follow_a_root_link_and_file_changes(tmp_path: Path) -> None:
+    """Fresh snapshots reuse the process's resolution of the root and its hashed head
+    (texts, paths): a link re-pointed to another project, or a file changed, is seen
+    by the next build, and its id is the one a build from nothing gives."""
+    one, two = _project(tmp_path / "one"), _project(tmp_path / "two")
+    for root, text in ((one, "# One\n\nFirst project.\n"), (two, "# Two\n\nSecond one.\n")):
+        (root / ".personae" / "project").mkdir()
+        (root / ".personae" / "project" / "VISION.md").write_text(text, encoding="utf-8")
+    link = tmp_path / "current"
+    link.symlink_to(one)
+
+    def build() -> Snapshot:
+        return Snapshot.build(link, task="t", include_git_log=False)
+
+    first = build()
+    assert first.root == one.resolve() and build().id == first.id
+    link.unlink()
+    link.symlink_to(two)
+    moved = build()
+    assert moved.root == two.resolve() and "Second one." in moved.texts["vision"]
+    (two / ".personae" / "project" / "VISION.md").write_text("# Two\n\nLater.\n", "utf-8")
+    changed = build()
+    assert "Later." in changed.texts["vision"] and changed.id != moved.id
+    window_mod._SHARED_ROOTS.clear()
+    window_mod._SHARED_FILES.clear()
+    snapshot_mod._HEADS.clear()
+    assert build().id == changed.id

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from personae.context._conversation import Loaded, Summarizer, load_conversation
+from personae.context._lru import recall, remember
 from personae.context._probe import probe, remembered
 from personae.context.commands import CommandRun, expand_commands, has_commands
 from personae.context.messages import ChatMessage
@@ -141,6 +143,13 @@ def _commands_of(base: Path) -> CommandsConfig:
     return load_config(layout).commands
 
 
+_HEADS: OrderedDict[Hashable, Any] = OrderedDict()
+"""The hash states of the heads (texts, paths...) fresh snapshots of this process
+hashed, by their values: a fresh snapshot of an unchanged project does not serialise
+and hash them again."""
+_HEADS_MAX = 32
+
+
 def _digest(base: Path, built: _Built) -> str:
     head = {
         "root": str(base),
@@ -154,14 +163,20 @@ def _digest(base: Path, built: _Built) -> str:
     # The same head as the previous turn's (compared value by value: the same string
     # objects when the files were not read again) is not serialised and hashed again.
     key = tuple((k, tuple(v.items()) if isinstance(v, dict) else v) for k, v in head.items())
-    last = built.window.head
+    window = built.window
+    last = window.head
+    if last is None and window.shares:  # a fresh window: the process's earlier heads
+        held = recall(_HEADS, key)
+        last = None if held is None else (key, held)
     digest: Any
     if last is not None and last[0] == key:
         digest = last[1].copy()
     else:
         digest = hashlib.sha256()
         digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
-        built.window.head = (key, digest.copy())
+        window.head = (key, digest.copy())
+        if window.shares:
+            remember(_HEADS, key, digest.copy(), _HEADS_MAX)
     if built.history.messages:
         digest.update(built.window.digest())
     hexdigest: str = digest.hexdigest()
@@ -180,6 +195,8 @@ def _options(options: SnapshotOptions | None, fields: dict[str, Any]) -> Snapsho
             opts = SnapshotOptions(**fields)
             window.options = (dict(fields), opts)
             return opts
+        if window is None:  # no window: a fresh one, made with the options (no copy)
+            return SnapshotOptions(**{**fields, "window": ContextWindow(shared=True)})
         opts = SnapshotOptions(**fields)
     else:
         opts = replace(options, **fields) if fields else options

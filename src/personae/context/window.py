@@ -47,6 +47,14 @@ _SHARED_FILES: dict[Hashable, Any] = {}
 """Project file reads of the windows that share (see ``_probe.remembered``: each read
 is returned again only while no file it consulted changed)."""
 
+_SHARED_CONTENTS: OrderedDict[Hashable, Any] = OrderedDict()
+"""Text sections escaped and counted by the windows that share (see ``contents``)."""
+
+_SHARED_ROOTS: dict[str, tuple[Path, tuple[int, int], tuple[int, int]]] = {}
+"""Project roots the windows that share resolved, with the identity (device, inode) of
+the given path and of the resolved one: a root is resolved again when either changed."""
+_SHARED_ROOTS_MAX = 64
+
 _MAX_HINTS = 256
 """Hints kept per window (one per counter, profile, role and budget)."""
 
@@ -236,6 +244,34 @@ def _publish(
             del entries[0]
 
 
+def _realpath(key: str) -> Path:
+    return Path(os.path.realpath(key))
+
+
+def _dev_ino(where: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(where)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _shared_root(key: str) -> Path:
+    """``key`` resolved (see :meth:`ContextWindow.resolve`): the process's earlier
+    resolution when ``key`` is absolute and it and that resolution are still the same
+    directory (a relative key depends on the working directory: resolved each time)."""
+    held = _SHARED_ROOTS.get(key)
+    if held is not None and _dev_ino(key) == held[1] and _dev_ino(str(held[0])) == held[2]:
+        return held[0]
+    path = _realpath(key)
+    given, resolved = _dev_ino(key), _dev_ino(str(path))
+    if os.path.isabs(key) and given is not None and given == resolved:
+        if len(_SHARED_ROOTS) >= _SHARED_ROOTS_MAX:
+            _SHARED_ROOTS.clear()
+        _SHARED_ROOTS[key] = (path, given, resolved)
+    return path
+
+
 def _block(unit: Unit, previous: tuple[Unit, str] | None) -> str:
     """The unit rendered, reusing the previous rendering of the same messages."""
     if previous is not None:
@@ -274,7 +310,8 @@ class ContextWindow:
         self._tuple: tuple[ChatMessage, ...] | None = None
         self._generation = 0
         """Bumped whenever messages are taken back (what was prepared is dropped)."""
-        self._sha = hashlib.sha256()
+        self._sha: Any = None
+        """The running digest (made on first use)."""
         self._fed = 0
         self._sha_generation = 0
         self._prepared: dict[Hashable, _Prepared] = {}
@@ -289,16 +326,26 @@ class ContextWindow:
         """The previous snapshot and what it was built from (see ``Snapshot.build``)."""
         self.options: tuple[dict[str, Any], Any] | None = None
         """The previous build's keyword arguments and the options made of them."""
-        self.contents: OrderedDict[Hashable, Any] = OrderedDict()
-        """Text sections escaped and counted by earlier assemblies (see ``assemble``)."""
+        self.contents: OrderedDict[Hashable, Any] = _SHARED_CONTENTS if shared else OrderedDict()
+        """Text sections escaped and counted by earlier assemblies (see ``assemble``:
+        found by the identity of the spec and texts, so windows that share share them)."""
         self._roots: dict[str, Path] = {}
 
+    @property
+    def shares(self) -> bool:
+        """True for a fresh window that starts from what the process prepared before."""
+        return self._shared
+
     def resolve(self, root: os.PathLike[str] | str) -> Path:
-        """The project root, symlinks resolved once per window (a session's root is fixed)."""
+        """The project root, symlinks resolved once per window (a session's root is fixed).
+
+        A window that shares reuses the resolution of an earlier one while the given
+        path and the resolved one still name the same directory (two stats instead of
+        a walk over every component)."""
         key = os.fspath(root)
         got = self._roots.get(key)
         if got is None:
-            got = self._roots[key] = Path(os.path.realpath(key))
+            got = self._roots[key] = _shared_root(key) if self._shared else _realpath(key)
         return got
 
     def __len__(self) -> int:
@@ -340,7 +387,7 @@ class ContextWindow:
     def digest(self) -> bytes:
         """SHA-256 over the window's messages (as if hashed from scratch)."""
         with self._lock:
-            if self._sha_generation != self._generation:
+            if self._sha is None or self._sha_generation != self._generation:
                 self._sha, self._fed, self._sha_generation = (
                     hashlib.sha256(),
                     0,
@@ -357,7 +404,8 @@ class ContextWindow:
             self._fed = len(self._msgs)
             if self._shared and self._fed > fed:
                 _publish(_SHARED_DIGESTS, self.messages, self._sha.copy())
-            return self._sha.copy().digest()
+            out: bytes = self._sha.copy().digest()
+            return out
 
     def exchanges(
         self, messages: Sequence[ChatMessage], costs_of: MessageCosts
