@@ -147,8 +147,8 @@ case "$lane" in
     else
       pytest_allow_empty -m serial "$@"
     fi
-    echo "== pytest: every other test, every lane, two workers"
-    .venv/bin/python -m pytest -n 2 --dist worksteal -m "not serial" "$@"
+    echo "== pytest: every other test, every lane, two workers (the 30 slowest listed at the end)"
+    .venv/bin/python -m pytest -n 2 --dist worksteal -m "not serial" --durations=30 "$@"
     ;;
   *)
     setup

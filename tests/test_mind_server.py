@@ -244,9 +244,11 @@ _INITIALIZE = {
 
 
 def _stdio_exchange(paths: MindPaths, cwd: Path, messages: list[dict[str, Any]]) -> list[Any]:
-    """Write ``messages`` at once to a real ``personae serve`` and read its answers to the
-    requests among them (90 s bound)."""
-    wanted = sum(1 for m in messages if "id" in m)
+    """Write ``messages`` at once to a real ``personae serve`` and return every answer it
+    writes (90 s bound): those up to the answer to the last request, then, once its standard
+    input is closed, whatever else it writes before it exits (an answer to an earlier request
+    that it should have dropped still shows)."""
+    last = [m["id"] for m in messages if "id" in m][-1]
     with subprocess.Popen(
         [sys.executable, *_serve_args(paths)],
         cwd=cwd,
@@ -262,11 +264,14 @@ def _stdio_exchange(paths: MindPaths, cwd: Path, messages: list[dict[str, Any]])
         timer = threading.Timer(90, proc.kill)
         timer.start()
         try:
-            while len(answers) < wanted and (line := proc.stdout.readline()):
+            while line := proc.stdout.readline():
                 answers.append(json.loads(line))
+                if answers[-1].get("id") == last:
+                    break
+            proc.stdin.close()
+            answers.extend(json.loads(line) for line in proc.stdout if line.strip())
         finally:
             timer.cancel()
-            proc.stdin.close()
             proc.wait(timeout=30)
     return answers
 
