@@ -20,10 +20,12 @@ import pytest
 
 from _helpers import HISTORY_TEXTS
 from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
+from personae.context import history as history_mod
 from personae.context import snapshot as snapshot_mod
 from personae.context import window as window_mod
 from personae.context._textcut import (
     _head_count,
+    _offsets,
     _starts_piece,
     _tail_count,
     _token_starts,
@@ -135,6 +137,8 @@ def test_shared_preparation_gives_the_prompt_prepared_from_nothing(tmp_path: Pat
     for i, now in enumerate(again):
         window_mod._SHARED.clear()
         window_mod._SHARED_DIGESTS.clear()
+        history_mod._GRID_CUTS.memo.clear()  # grid cuts are found by the prepared exchange
+        history_mod._GRID_CUTS.size = 0
         for b in budgets:
             assert render(now, b) == warm[i, b]
 
@@ -205,3 +209,42 @@ def test_fresh_snapshots_follow_a_root_link_and_file_changes(tmp_path: Path) -> 
     window_mod._SHARED_FILES.clear()
     snapshot_mod._HEADS.clear()
     assert build().id == changed.id
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_token_offsets_are_tiktokens(name: str) -> None:
+    """The offsets cuts read are tiktoken's ``decode_with_offsets`` (a token that starts
+    inside a character starts at that character), over ASCII, CJK, emoji, combining
+    marks and odd spaces; a lone surrogate gives none."""
+    encoding = exact_counter(name).encoding
+    rng = random.Random(31)
+    alphabet = "abc déf 日本語のテキスト 🙂🙃 \n\t.,;'\"x/ é\u0301 \u00a0\u0085\u3000"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 200))) for _ in range(400)]
+    for text in [*texts, *TEXTS, "plain ascii only"]:
+        assert (
+            _offsets(encoding, text)
+            == encoding.decode_with_offsets(encoding.encode_ordinary(text))[1]
+        )
+    assert _offsets(encoding, "a\ud800b") is None
+
+
+def test_water_level_is_the_largest_level_that_fits() -> None:
+    """The level read off the breakpoints is the largest cap whose total fits (what a
+    bisection over every level finds), for pools of every size."""
+    rng = random.Random(5)
+
+    def total(pool: list[tuple[int, int, int, int]], level: int) -> int:
+        return sum(max(fl, min(c, level)) for c, fl, _, _ in pool)
+
+    for _ in range(3000):
+        pool = []
+        for _ in range(rng.randint(0, 24)):
+            cost = rng.choice([rng.randint(0, 30), rng.randint(0, 30_000)])
+            pool.append((cost, min(cost, rng.randint(0, 40)), 0, 0))
+        room = rng.randint(-5, sum(c for c, _, _, _ in pool) + 10)
+        got = history_mod._water_level(pool, room)
+        if total(pool, 0) > room:
+            assert got is None
+            continue
+        assert got is not None and total(pool, got) <= room
+        assert got == max((c for c, _, _, _ in pool), default=0) or total(pool, got + 1) > room

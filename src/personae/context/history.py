@@ -21,7 +21,13 @@ from dataclasses import dataclass, field, replace
 
 from personae.context._lru import SizedMemo, recall, remember
 from personae.context._textcut import count_small, cut_text
-from personae.context.messages import CUT_ORIGIN_EVERY, ChatMessage, Unit, latest_turn_start
+from personae.context.messages import (
+    CUT_ORIGIN_EVERY,
+    ChatMessage,
+    ChatToolCall,
+    Unit,
+    latest_turn_start,
+)
 from personae.context.render import escape
 from personae.tokens.base import TokenCounter
 
@@ -147,18 +153,30 @@ def _notice_cost(
     """Tokens of the eviction notice and the blank line after it (0: nothing omitted)."""
     if omitted_msgs == 0:
         return 0
-    key = (counter.name, _notice(template, omitted_msgs, omitted_tokens))
+    key = (counter.name, template, omitted_msgs, omitted_tokens)
     got = recall(ex.notices, key)
     if got is None:
-        got = count_small(counter, key[1]) + ex.sep
+        got = count_small(counter, _notice(template, omitted_msgs, omitted_tokens)) + ex.sep
         remember(ex.notices, key, got, _MAX_NOTICES)
     return got
 
 
+_OVERHEADS: dict[tuple[str, str, str | None, tuple[ChatToolCall, ...]], int] = {}
+"""Tokens of each header and call lines counted in this process (by what they show)."""
+_OVERHEADS_MAX = 1 << 14
+
+
 def _overhead(msg: ChatMessage, counter: TokenCounter) -> int:
     """Tokens of a message's header and call lines (everything but the content)."""
-    extra = _calls(msg)
-    return count_small(counter, _header(msg)) + (count_small(counter, extra) if extra else 0)
+    key = (counter.name, msg.role, msg.tool_call_id, msg.tool_calls)
+    got = _OVERHEADS.get(key)
+    if got is None:
+        extra = _calls(msg)
+        got = count_small(counter, _header(msg)) + (count_small(counter, extra) if extra else 0)
+        if len(_OVERHEADS) >= _OVERHEADS_MAX:
+            _OVERHEADS.clear()  # rare: a process meets many distinct calls
+        _OVERHEADS[key] = got
+    return got
 
 
 def render_unit(unit: Unit) -> str:
@@ -191,7 +209,7 @@ class Exchanges:
     """Tokens of the blank line between two messages."""
     heads: Sequence[int] = ()
     """Seq of each unit's first message (filled from ``units`` when empty)."""
-    notices: OrderedDict[tuple[str, str], int] = field(
+    notices: OrderedDict[tuple[str, str, int, int], int] = field(
         default_factory=OrderedDict, compare=False, repr=False
     )
     """Cost of each eviction notice met with these exchanges, per counter (a notice
@@ -435,13 +453,31 @@ def _grid_partial(
     unit = ex.units[k]
     if room <= 0 or not any(m.role in ("tool", "assistant") and m.content for m in unit.messages):
         return None
+    # A grid point stays where it is while the history grows: the same exchange is cut
+    # to the same room prompt after prompt (the same prepared unit object: its costs
+    # are those of its messages for this counter).
+    key = (id(unit), counter.name, room, ex.sep)
+    held = _GRID_CUTS.get(key)
+    if held is not None and held[0] is unit:
+        return held[1]
     turn, new_costs, shrunk, fits, elided = _shrink_turn(
         [unit], [list(ex.costs[k])], counter, room, ex.sep
     )
-    if not fits or elided or not shrunk:
-        return None
     cost = sum(new_costs[0]) + ex.sep * len(new_costs[0])
-    return (turn[0], cost) if cost <= room else None
+    got = None if not fits or elided or not shrunk or cost > room else (turn[0], cost)
+    size = sum(len(m.content) for m in unit.messages) + (
+        sum(len(m.content) for m in got[0].messages) if got is not None else 0
+    )
+    _GRID_CUTS.put(key, (unit, got), size + 64)
+    return got
+
+
+_GRID_CUTS: SizedMemo[tuple[int, str, int, int], tuple[Unit, tuple[Unit, int] | None]] = SizedMemo(
+    8 << 20
+)
+"""Exchanges cut at a grid point in this process, by the prepared exchange (kept alive
+here, so its id is not reused) and the room, up to 8 M characters (the exchange's and
+the cut's)."""
 
 
 def _turn_msgs(ex: Exchanges) -> int:
@@ -471,18 +507,21 @@ def _shrink_turn(
 ) -> tuple[list[Unit], list[list[int]], int, bool, int]:
     """Shrink tool outputs, then assistant texts, of the latest turn to fit ``limit``."""
     fixed = 0
+    omitted = count_small(counter, _OMITTED)
     items: list[tuple[int, int, int, int]] = []  # (cost, floor, unit index, message index)
+    tools: list[bool] = []  # per item: a tool output (shrunk first)
     for k, (u, c) in enumerate(zip(turn, costs, strict=True)):
         for j, (m, cost) in enumerate(zip(u.messages, c, strict=True)):
             fixed += sep
             if m.role in ("tool", "assistant") and m.content:
-                floor = _overhead(m, counter) + count_small(counter, _OMITTED)
+                floor = _overhead(m, counter) + omitted
                 items.append((cost, min(cost, floor), k, j))
+                tools.append(m.role == "tool")
             else:
                 fixed += cost
-    for roles in (("tool",), ("tool", "assistant")):
-        pool = [it for it in items if turn[it[2]].messages[it[3]].role in roles]
-        rest = sum(it[0] for it in items if it not in pool)
+    for only_tools in (True, False):
+        pool = [it for it, tool in zip(items, tools, strict=True) if tool or not only_tools]
+        rest = sum(it[0] for it, tool in zip(items, tools, strict=True) if only_tools and not tool)
         level = _water_level(pool, limit - fixed - rest)
         if level is None:
             continue
@@ -501,6 +540,10 @@ def _shrink_turn(
 _OMITTED = "[output omitted to fit the budget]"
 
 
+_SWEEP = 16
+"""Pools up to this size find their level by a sweep over the breakpoints."""
+
+
 def _water_level(pool: list[tuple[int, int, int, int]], room: int) -> int | None:
     """Largest per-item cap L with sum(max(floor, min(cost, L))) <= room, or None."""
 
@@ -512,6 +555,8 @@ def _water_level(pool: list[tuple[int, int, int, int]], room: int) -> int | None
     lo, hi = 0, max((c for c, _, _, _ in pool), default=0)
     if total(hi) <= room:
         return hi
+    if len(pool) <= _SWEEP:
+        return _level_between_breakpoints(pool, room, total)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if total(mid) <= room:
@@ -519,6 +564,24 @@ def _water_level(pool: list[tuple[int, int, int, int]], room: int) -> int | None
         else:
             hi = mid
     return lo
+
+
+def _level_between_breakpoints(
+    pool: list[tuple[int, int, int, int]], room: int, total: Callable[[int], int]
+) -> int:
+    """:func:`_water_level` when ``total(0) <= room < total(max cost)``: the total is
+    linear between consecutive floors and costs, so the level is read off the segment
+    where it passes ``room`` (the bisection's answer, in a few sums)."""
+    prev, at_prev = 0, total(0)
+    for point in sorted({v for c, fl, _, _ in pool for v in (c, fl) if v > 0}):
+        at = total(point)
+        if at > room:
+            # On [prev, point] the items with floor <= prev and cost >= point grow by one
+            # token per level; the others are constant.
+            slope = sum(1 for c, fl, _, _ in pool if fl <= prev and c >= point)
+            return prev + (room - at_prev) // slope
+        prev, at_prev = point, at
+    raise AssertionError("total(max cost) > room")  # pragma: no cover - see the caller
 
 
 def _apply_level(
@@ -548,7 +611,9 @@ def _apply_level(
         else:
             text, new_cost = _OMITTED, floor
         msgs = list(turn[k].messages)
-        msgs[j] = replace(msg, content=text, tokens=None)
+        msgs[j] = ChatMessage(
+            msg.role, text, msg.tool_calls, msg.tool_call_id, None, msg.seq, msg.counter
+        )
         turn[k] = Unit(tuple(msgs))
         costs[k][j] = new_cost
         shrunk += 1
