@@ -105,17 +105,17 @@ def test_session_from_the_project_store(example: Path, isolated_home: Path) -> N
     assert done.returncode == 0, done.stderr
     assert "### tool result c1\ndate,product,qty" in done.stdout
     bad = cli(example, "context", "build", "--role", "worker", "--session", "nope")
-    assert bad.returncode == 1 and "unknown session 'nope'" in bad.stderr
+    assert bad.returncode == 2 and "unknown session 'nope'" in bad.stderr  # usage
     assert "Traceback" not in bad.stderr
 
 
 @pytest.mark.parametrize(
     ("args", "code", "needle"),
     [
-        (["--role", "wroker"], 1, "did you mean 'worker'"),
+        (["--role", "wroker"], 2, "did you mean 'worker'"),
         (["--role", "worker", "--budget", "10", "--window", "100"], 2, "not both"),
         (["--role", "worker", "--budget", "0"], 2, "--budget"),
-        (["--role", "worker", "--persona", "nobody"], 1, "unknown persona 'nobody'"),
+        (["--role", "worker", "--persona", "nobody"], 2, "unknown persona 'nobody'"),
         (["--role", "worker", "--task", "word " * 400, "--budget", "50"], 1, "over)"),
     ],
 )
@@ -140,7 +140,7 @@ def test_bad_profiles_file_names_file_and_line(tmp_path: Path, isolated_home: Pa
         "sections:\n  directive:\n    cap: -5\n", encoding="utf-8"
     )
     done = cli(tmp_path, "context", "roles")
-    assert done.returncode == 1
+    assert done.returncode == 2  # a mistake in the configuration: usage, as in `run`
     assert done.stderr.strip().count("\n") == 0
     assert "profiles.yaml:3: sections.directive.cap" in done.stderr
 

@@ -115,6 +115,44 @@ def test_a_persona_or_config_file_that_does_not_load(cli: Cli, project: Path) ->
     no_runs(cli, project)
 
 
+@pytest.mark.parametrize(
+    "text, where",
+    [("budget: [1\nfoo: 1\n", ":2: malformed YAML"), ("budgte: 10\n", ": budgte: unknown field")],
+)
+def test_a_config_mistake_is_usage_on_every_command_that_reads_it(
+    cli: Cli, project: Path, text: str, where: str
+) -> None:
+    """The same config mistake is the same one line and exit 2 whichever command reads it
+    (``context build`` once said exit 1 where ``run`` said 2)."""
+    config = project / ".personae" / "config.yaml"
+    config.write_text(text, encoding="utf-8")
+    (project / "flow.yaml").write_text("name: f\nsteps:\n  - {id: a, persona: writer, task: t}\n")
+    (project / "t.jsonl").write_text('{"id": "a", "persona": "writer", "task": "t"}\n')
+    commands = [
+        ("run", "hi"),
+        ("context", "build", "--role", "worker"),
+        ("context", "report", "--role", "worker"),
+        ("chain", "run", "flow.yaml"),
+        ("batch", "t.jsonl"),
+        ("handover", "create", "--to", "writer", "--task", "t"),
+    ]
+    for args in commands:
+        line = usage_line(cli(*args, cwd=project, check=False))
+        assert line.startswith(f"personae: error: {config}{where}"), (args, line)
+    no_runs(cli, project)
+    assert not (project / ".personae" / "handovers").exists()
+    # doctor reports it among its checks (a finding, exit 1), not as a crash
+    doctor = cli("doctor", cwd=project, check=False)
+    assert doctor.returncode == 1
+    assert f"FAIL config: {config}" in doctor.stdout
+
+
+def test_a_settings_mistake_is_usage_too(cli: Cli, project: Path) -> None:
+    done = cli("context", "build", "--role", "worker", cwd=project, check=False,
+               env={"PERSONAE_MODEL": "opnai:x"})  # fmt: skip
+    assert "PERSONAE_MODEL: unknown model provider 'opnai'" in usage_line(done)
+
+
 def test_a_handover_naming_no_persona(cli: Cli, project: Path) -> None:
     spec = f"scripted:{project.parent / 'one.yaml'}"
     h = build_handover(source_persona="user", target_persona="writr", task="Write", cwd=project)

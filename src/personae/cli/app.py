@@ -33,7 +33,7 @@ from personae.cli import (
 )
 from personae.cli._fast_help import convert_lazily, prime_rich_help
 from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
-from personae.errors import CommandLineError, PersonaeError
+from personae.errors import CommandLineError, ConfigError, PersonaeError
 
 __all__ = ["app", "run_cli"]
 
@@ -116,7 +116,8 @@ def run_cli(argv: list[str] | None = None) -> int:
 
     Bad command-line usage (an unknown option, a missing argument, a bad value) is one
     line on stderr and exit 2; every PersonaeError (and any OSError about a file or
-    folder) one line and exit 1, or 2 when it is :class:`CommandLineError`; Ctrl-C prints
+    folder) one line and exit 1, or 2 when it is :class:`CommandLineError` or a mistake in
+    the configuration (:class:`ConfigError`, whichever command read it); Ctrl-C prints
     ``personae: interrupted`` and exits 130.
     """
     args = sys.argv[1:] if argv is None else argv
@@ -140,7 +141,7 @@ def run_cli(argv: list[str] | None = None) -> int:
     except typer.Abort:  # end of input or Ctrl-C at a prompt
         print("personae: aborted", file=sys.stderr)
         code = 1
-    except CommandLineError as exc:
+    except (CommandLineError, ConfigError) as exc:  # usage; a config file's mistake too
         print(f"personae: error: {exc}", file=sys.stderr)
         code = 2
     except PersonaeError as exc:

@@ -10,6 +10,7 @@ import typer
 
 from personae.cli._options import JsonOpt, RootOpt, with_options
 from personae.cli._root import project_root
+from personae.errors import CommandLineError, UnknownNameError
 
 if TYPE_CHECKING:
     from personae.context.assemble import AssembledContext
@@ -80,10 +81,13 @@ def _assemble_from(  # noqa: PLR0917
 
     if budget is not None and window is not None:
         raise typer.BadParameter("give --budget or --window, not both")
-    return assemble(
-        project_root(root), role, persona=persona, task=task, session=session, model=model,
-        budget=budget, window=window, step=step,
-    )  # fmt: skip
+    try:
+        return assemble(
+            project_root(root), role, persona=persona, task=task, session=session,
+            model=model, budget=budget, window=window, step=step,
+        )  # fmt: skip
+    except UnknownNameError as exc:  # a flag naming nothing (--persona, --role): usage
+        raise CommandLineError.of(exc) from None
 
 
 _assemble_options = with_options(_assemble_from, own_before="as_json")
