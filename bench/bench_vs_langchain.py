@@ -45,7 +45,15 @@ message only): mean share of each prompt that is an identical prefix of the
 previous one, budget left unused when trimmed, and CPU per prompt (median and
 mean; see ``prefix_loop``), for LangChain, a kept window per ``--low-water``,
 and stateless (a fresh snapshot per prompt) at the default ``cut_step`` and at
-each ``--cut-step``. ``--no-drop-in`` skips the drop-in comparison (minutes).
+each ``--cut-step``; beside each share, the figures that bound it (growth per
+prompt ``g``, head share ``p`` kept at a break, share ``s`` freed per break, the
+bound ``1 - (g / s)(1 - p)`` and that bound at 5% unused; see ``_loop_figures``).
+The share/unused frontier, one cadence per run (40 to 70 s CPU each)::
+
+    bench_vs_langchain.py --sizes 100 --budgets 2 --no-drop-in --cadence "one per turn" \
+        --low-water 0.95 0.92 0.88 0.8 0.75 0.5 --cut-step 0.05 0.12 0.25 0.5
+
+``--no-drop-in`` skips the drop-in comparison (minutes).
 
 Prints a table and writes bench/results/vs_langchain.json.
 """
@@ -92,7 +100,9 @@ from personae.context import (
     assemble_snapshot,
     load_profiles,
 )
+from personae.context.history import render_message
 from personae.context.messages import ChatToolCall
+from personae.context.spec import SectionSpec
 from personae.store.conversations import ConversationStore, Message
 from personae.store.db import Store
 from personae.tokens.exact import exact_counter
@@ -430,6 +440,10 @@ CADENCES = {
 the last tool result of a turn (a turn without tool calls sends one prompt)."""
 
 
+DEFAULT_CUT_STEP = SectionSpec.model_fields["cut_step"].default
+"""The from-scratch cut grid's step when a profile does not set one."""
+
+
 def prefix_loop(
     turns: int,
     tmp: Path,
@@ -462,6 +476,8 @@ def prefix_loop(
             prompts, tmp / f"{cadence}-stateless", 1.0, stateless=True
         )
         for step in cut_steps or []:
+            if step == DEFAULT_CUT_STEP:
+                continue  # the default row
             row["personae"][f"stateless, cut_step {step}"] = _personae_loop(
                 prompts, tmp / f"{cadence}-stateless{step}", 1.0, stateless=True, cut_step=step
             )
@@ -515,7 +531,11 @@ def _langchain_loop(prompts: Prompts) -> dict[str, Any]:
     lc_renders = []
     lc_unused = []
     lc_cpu = []
+    lc_appended = []
+    seen = 0
     for _, lc_now in prompts:
+        lc_appended.append(sum(len(f"{m.type}: {m.content}") + 2 for m in lc_now[seen:]))
+        seen = len(lc_now)
         trim = functools.partial(
             trim_messages, lc_now, max_tokens=16_000, token_counter=lc_count, strategy="last",
             start_on="human", include_system=True,
@@ -526,7 +546,7 @@ def _langchain_loop(prompts: Prompts) -> dict[str, Any]:
         if len(kept) < len(lc_now):
             lc_unused.append(1 - sum(lc_count(m) for m in kept) / 16_000)
     return {
-        "share": _mean_share(lc_renders),
+        **_loop_figures(lc_renders, lc_appended),
         "unused_when_trimmed": round(statistics.mean(lc_unused), 3) if lc_unused else 0.0,
         **_cpu_figures(lc_cpu),
     }
@@ -564,7 +584,10 @@ def _personae_loop(
         ctx.render()
         return ctx
 
+    appended, seen = [], 0
     for now, _ in prompts:
+        appended.append(sum(len(render_message(m)) + 2 for m in now[seen:]))
+        seen = len(now)
         ctx, cpu, _wall = _timed(functools.partial(prompt, now))
         cpus.append(cpu)
         renders.append(ctx.render())
@@ -572,7 +595,7 @@ def _personae_loop(
         if len(ctx.messages) < len(now):
             unused.append(1 - ctx.total / 16_000)
     return {
-        "share": _mean_share(renders),
+        **_loop_figures(renders, appended),
         "unused_when_trimmed": round(statistics.mean(unused), 3) if unused else 0.0,
         "overruns_or_miscounts": overruns,
         **_cpu_figures(cpus),
@@ -587,10 +610,75 @@ def _cpu_figures(cpus: list[float]) -> dict[str, float]:
     }
 
 
-def _mean_share(renders: list[str]) -> float:
-    """Mean share of each prompt that is an identical prefix of the next (first 20 skipped)."""
-    shares = [_common(a, b) / len(a) for a, b in itertools.pairwise(renders) if a]
-    return round(statistics.mean(shares[20:]), 3)
+_OPENING = 400
+"""Characters that tell where a prompt's conversation starts (head, notice, first
+message)."""
+
+UNUSED_LIMIT = 0.05
+"""The mean unused share allowed when trimmed (every token used)."""
+
+
+def _loop_figures(renders: list[str], appended: list[int]) -> dict[str, Any]:
+    """Prefix share of a loop's prompts and the figures that bound it (the first 20
+    prompts skipped; all shares in characters of the rendered prompt).
+
+    - ``share``: mean share of each prompt that the next one repeats as its prefix;
+      ``share_new``: mean share of each prompt that repeats the previous one's (what a
+      provider's prefix cache can serve; at most ``1 - g``);
+    - ``share_any``: the same against any earlier prompt (a provider cache holds
+      several): the longest common prefix with the previous prompt or the latest
+      one that began the same way (its first :data:`_OPENING` characters; a prompt
+      beginning otherwise shares less than that);
+    - ``g``: mean growth per prompt, characters of the messages appended since the
+      previous prompt over the prompt's size;
+    - ``breaks``: share of prompts after which more than 1% of the prompt is lost
+      (the conversation's start moved); ``p``: mean share kept at a break (the part
+      before the first change: the head that never changes);
+    - ``s``: mean share freed at a break (previous prompt plus what was appended,
+      minus the new prompt, over the new prompt);
+    - ``bound``: ``1 - (g / s) * (1 - p)``, the share a loop reaches when every
+      break loses all but ``p`` and breaks come every ``s / g`` prompts
+      (``bound_new``: ``g`` less);
+    - ``at_5pct``: the same bound with ``s`` as large as 5% mean unused allows: the
+      room free after a break falls by ``g`` a prompt to about nothing before the
+      next, so the mean unused share is about ``(s - g / 2) / 2`` and ``s`` at most
+      ``0.10 + g / 2``; ``p_for_90``: the head share that bound needs for 0.90.
+    """
+    pairs = list(itertools.pairwise(zip(renders, appended, strict=True)))
+    share, share_new, share_any, growth, kept, freed = [], [], [], [], [], []
+    last_with: dict[str, str] = {}  # the latest prompt beginning the same way
+    for n, ((a, _), (b, app)) in enumerate(pairs):
+        last_with[a[:_OPENING]] = a
+        common = _common(a, b)
+        again = last_with.get(b[:_OPENING], a)
+        if n < 20:
+            continue
+        share.append(common / len(a))
+        share_new.append(common / len(b))
+        share_any.append(max(common, _common(again, b)) / len(b))
+        growth.append(app / len(b))
+        if common < 0.99 * len(a):
+            kept.append(common / len(a))
+            freed.append(max(0, len(a) + app - len(b)) / len(b))
+    g = statistics.mean(growth)
+    p = statistics.mean(kept) if kept else 1.0
+    pairs = pairs[20:]
+    s = statistics.mean(freed) if freed else 0.0
+    bound = 1 - g / s * (1 - p) if s else 1.0
+    s_max = 2 * UNUSED_LIMIT + g / 2
+    return {
+        "share": round(statistics.mean(share), 3),
+        "share_new": round(statistics.mean(share_new), 3),
+        "share_any": round(statistics.mean(share_any), 3),
+        "g": round(g, 4),
+        "breaks": round(len(kept) / len(pairs), 3),
+        "p": round(p, 3),
+        "s": round(s, 3),
+        "bound": round(bound, 3),
+        "bound_new": round(bound - g, 3),
+        "at_5pct": round(1 - g / s_max * (1 - p), 3),
+        "p_for_90": round(max(0.0, 1 - 0.1 * s_max / g), 3),
+    }
 
 
 DROP_IN_OPTIONS: dict[str, dict[str, Any]] = {
@@ -711,9 +799,14 @@ def print_loops(loops: dict[str, Any], turns: int) -> None:
     for cadence, loop in loops.items():
         print(
             f"agent loop: {turns} turns, {cadence}: {loop['prompts']} prompts, 16k budget"
-            " (share: reusable prefix of the previous prompt; unused: budget left when trimmed)"
+            " (share: the previous prompt's share the next repeats; new: the next prompt's"
+            " share repeated; any: the same against any earlier prompt; unused: budget left"
+            " when trimmed; g p s breaks bound: see _loop_figures)"
         )
-        print(f"  {'side':<36}{'share':>7}{'unused':>8}{'cpu ms':>9}{'mean ms':>9}")
+        print(
+            f"  {'side':<34}{'share':>6}{'new':>6}{'any':>6}{'unused':>7}{'g':>7}{'p':>6}{'s':>6}"
+            f"{'breaks':>7}{'bound':>6}{'at 5%':>6}{'p for .9':>9}{'cpu ms':>7}"
+        )
         sides = {"langchain": loop["langchain"]}
         sides.update(
             {
@@ -723,8 +816,10 @@ def print_loops(loops: dict[str, Any], turns: int) -> None:
         )
         for side, r in sides.items():
             print(
-                f"  {side:<36}{r['share']:>7.3f}{r['unused_when_trimmed']:>8.1%}"
-                f"{r['cpu_median_ms']:>9.2f}{r['cpu_mean_ms']:>9.2f}"
+                f"  {side:<34}{r['share']:>6.3f}{r['share_new']:>6.3f}{r['share_any']:>6.3f}"
+                f"{r['unused_when_trimmed']:>7.1%}{r['g']:>7.1%}{r['p']:>6.2f}{r['s']:>6.2f}"
+                f"{r['breaks']:>7.2f}{r['bound']:>6.2f}{r['at_5pct']:>6.2f}{r['p_for_90']:>9.2f}"
+                f"{r['cpu_median_ms']:>7.2f}"
             )
 
 
