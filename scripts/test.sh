@@ -118,6 +118,11 @@ pytest_allow_empty() {
 }
 
 export PERSONAE_CI_CACHE="${PERSONAE_CI_CACHE:-$HOME/.cache/personae-ci}"
+# Bytecode is cached (__pycache__, ignored by git) even where the caller's environment turns that
+# off: otherwise every pytest worker re-parses and assertion-rewrites all 180 test modules and
+# recompiles the sources, about 10 s of CPU per worker on each run. A cached file is used only
+# while its source's mtime and size match.
+unset PYTHONDONTWRITEBYTECODE
 export PERSONAE_HOSTS_DIR="${PERSONAE_HOSTS_DIR:-$PERSONAE_CI_CACHE/hosts}"
 integration="$(echo "$LANES" | sed 's/ / or /g')"
 
