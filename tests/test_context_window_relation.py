@@ -2,7 +2,9 @@
 turn: byte-identical except where the conversation starts. The window keeps the
 previous prompt's first exchange while the exchanges from there fit; a build from
 scratch starts at a point of its cut grid (the exchange the point falls in shown
-shortened); the cut warning follows what each cut."""
+shortened); the cut warning follows what each cut. Between evictions the window's
+previous prompt is its prefix; an eviction goes down to ``low_water`` of the room,
+where a from-scratch build leaves about one grid step unused."""
 
 from __future__ import annotations
 
@@ -10,13 +12,25 @@ import random
 from pathlib import Path
 
 from _helpers import HISTORY_TEXTS
-from personae.context import Budget, ChatMessage, ContextWindow, Snapshot, assemble_snapshot
+from personae.context import (
+    AssembledContext,
+    Budget,
+    ChatMessage,
+    ContextWindow,
+    Snapshot,
+    assemble_snapshot,
+)
+from personae.context.fit import FittedSection
 from personae.context.messages import ChatToolCall
 from personae.context.profiles import load_profiles
 from personae.tokens.exact import exact_counter
 
 COUNTER = exact_counter("o200k_base")
 TEXTS = HISTORY_TEXTS[:4]
+
+
+def _section(ctx: AssembledContext, tag: str) -> FittedSection:
+    return next(s for s in ctx.sections if s.tag == tag)
 
 
 def test_window_prompts_differ_from_scratch_only_where_the_conversation_starts(
@@ -35,6 +49,7 @@ def test_window_prompts_differ_from_scratch_only_where_the_conversation_starts(
     budget = Budget.absolute(20_000)
     same = differ = evictions = 0
     previous_first: int | None = None
+    previous = ""
     for turn in range(120):
         seq = len(msgs) + 1
         msgs.append(ChatMessage("user", f"turn {turn}: " + rng.choice(TEXTS), seq=seq))
@@ -66,7 +81,17 @@ def test_window_prompts_differ_from_scratch_only_where_the_conversation_starts(
         if previous_first is not None and first != previous_first:
             evictions += 1
             assert first > previous_first  # an eviction moves it forward only
-        previous_first = first
+            # down to the low-water mark (0.8 of the room), where a from-scratch build
+            # fills its room up to about one step of its grid (8%; shortening an
+            # output may leave a little more)
+            conv = _section(a, "recent_messages")
+            assert conv.kept <= 0.8 * conv.allotted, (conv.kept, conv.allotted)
+            assert a.total < 0.9 * 20_000 <= b.total, (a.total, b.total)
+        elif previous_first is not None:
+            # the cut point held: the previous prompt is this one's prefix up to its
+            # last message (provider caches keep hitting)
+            assert a.render().startswith(previous.rsplit("</recent_messages>", 1)[0])
+        previous_first, previous = first, a.render()
         if a.render() == b.render():
             same += 1
         else:

@@ -297,7 +297,11 @@ class ContextWindow:
     from scratch starts at a point of its cut grid (``cut_step``: the first grid
     point that fits, the exchange it falls in shortened to the part after it).
     At a budget the window has not assembled for, the prompt is byte-identical
-    to the from-scratch one.
+    to the from-scratch one. Between two evictions the previous prompt is the
+    next one's prefix (up to its last message); an eviction goes down to
+    ``low_water`` of the room, where a from-scratch build fills it up to about one
+    grid step. Both paths trade prefix share for unused budget on one frontier
+    (docs/context.md, "Prefix share and unused budget").
     """
 
     def __init__(self, messages: Iterable[object] = (), *, shared: bool = False) -> None:
