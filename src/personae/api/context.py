@@ -175,13 +175,22 @@ def fit_messages(
     if budget < 1:
         raise UsageError(f"budget must be at least 1 token, not {budget}", field="budget")
     counter = counter_for_model(model) if model else exact_counter()
+    # The fit measures many candidate lists that share most of their texts: each distinct
+    # text is tokenized once per call.
+    sizes: dict[str, int] = {}
+
+    def tokens(text: str) -> int:
+        size = sizes.get(text)
+        if size is None:
+            size = sizes[text] = counter.count(text)
+        return size
 
     def count(items: list[Any]) -> int:
         total = 0
         for item in items:
             m = from_stored(item)
-            total += MESSAGE_OVERHEAD + counter.count(m.content)
-            total += sum(counter.count(c.name) + counter.count(c.arguments) for c in m.tool_calls)
+            total += MESSAGE_OVERHEAD + tokens(m.content)
+            total += sum(tokens(c.name) + tokens(c.arguments) for c in m.tool_calls)
         return total
 
     fitted = fit_items(
