@@ -65,9 +65,16 @@ def _loop(rng: random.Random, turns: int) -> list[list[ChatMessage]]:
 
 
 def _common(a: str, b: str) -> int:
-    return next(
-        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-    )
+    """The length of the common prefix of ``a`` and ``b`` (bisected with slice compares:
+    a character loop over two 80 kB prompts, 2,000 times, cost about 1.7 s of CPU)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:  # a[:lo] == b[:lo] and a[:hi + 1] != b[:hi + 1] (or hi is the shorter length)
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _project(root: Path, extra: str = "") -> Path:
