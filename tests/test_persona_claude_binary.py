@@ -141,9 +141,11 @@ def test_plugins_load_under_the_names_claude_code_lists(tmp_path: Path) -> None:
 
     cast = Cast.load(project, [market])
     assert cast.errors == []
-    assert set(cast.aliases) == claude_agents | claude_skills
-    assert {cast.get(a).name for a in claude_agents} == set(cast.personas)
-    assert {cast.skill(s).name for s in claude_skills} == set(cast.skills)
+    # listed under the names the binary lists; each bare name (unique here) finds it too
+    assert set(cast.personas) == claude_agents
+    assert set(cast.skills) == claude_skills
+    assert {cast.get(a.rsplit(":", 1)[-1]).name for a in claude_agents} == claude_agents
+    assert {cast.skill(s.rsplit(":", 1)[-1]).name for s in claude_skills} == claude_skills
 
 
 def claude_validate(folder: Path, home: Path) -> dict[str, Any]:
@@ -162,7 +164,8 @@ def test_warnings_only_where_claude_codes_validator_speaks(tmp_path: Path) -> No
     """On the marketplace fixture plus two plugins that share an agent name, the agent files
     personae warns about are exactly those ``claude plugin validate`` reports on (each
     plugin in turn); the lenient reads and the tools personae lacks, about which it says
-    nothing, are notes here. Both plugins' ``reviewer`` load, as the binary lists them."""
+    nothing, are notes here. Both plugins' ``reviewer`` and ``checklist`` skill load, as
+    the binary lists them, with no override warning."""
     home = tmp_path / "home"
     home.mkdir()
     market = write_marketplace(tmp_path / "market")
@@ -174,6 +177,10 @@ def test_warnings_only_where_claude_codes_validator_speaks(tmp_path: Path) -> No
         (folder / "agents").mkdir()
         (folder / "agents/reviewer.md").write_text(
             f"---\nname: reviewer\ndescription: Reviews {name}.\ntools: {tools}\n---\nReview.\n"
+        )
+        (folder / "skills/checklist").mkdir(parents=True)  # a skill both plugins ship
+        (folder / "skills/checklist/SKILL.md").write_text(
+            f"---\nname: checklist\ndescription: The {name} checklist.\n---\nCheck.\n"
         )
     plugins = [*plugin_folders(market), clash / "style", clash / "audit"]
     flagged = set()
@@ -192,8 +199,14 @@ def test_warnings_only_where_claude_codes_validator_speaks(tmp_path: Path) -> No
     project = tmp_path / "project"
     project.mkdir()
     dirs = [a for p in (clash / "style", clash / "audit") for a in ("--plugin-dir", str(p))]
-    listed = set(claude_init(project, home, *dirs)["agents"])
+    init = claude_init(project, home, *dirs)
+    listed = set(init["agents"])
     assert {"style:reviewer", "audit:reviewer"} <= listed and "reviewer" not in listed
+    skills = set(init["skills"])
+    assert {"style:checklist", "audit:checklist"} <= skills and "checklist" not in skills
+    assert cast.skill("style:checklist").description == "The style checklist."
+    assert cast.skill("audit:checklist").description == "The audit checklist."
+    assert cast.ambiguous_skills["checklist"] == ["style:checklist", "audit:checklist"]
     assert cast.get("style:reviewer").description == "Reviews style."
     assert cast.get("audit:reviewer").description == "Reviews audit."
     assert cast.find("reviewer") is None and cast.ambiguous["reviewer"] == [

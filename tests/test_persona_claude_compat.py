@@ -332,8 +332,10 @@ def test_marketplace_root_loads_agents_and_skills_not_commands(tmp_path: Path) -
     report = check_json(tmp_path / "market", cwd=tmp_path)
     assert report["exit"] == 0 and report["errors"] == 0
     cast = Cast.load(tmp_path / "none", [tmp_path / "market"])
-    assert sorted(cast.personas) == ["reviewer", "second", "writer"]
-    assert sorted(cast.skills) == ["checklist", "style"]
+    assert sorted(cast.personas) == ["docs:writer", "review:reviewer", "review:second"]
+    assert sorted(cast.skills) == ["docs:style", "review:checklist"]
+    assert cast.get("writer") is cast.get("docs:writer")  # unique bare names still find them
+    assert cast.skill("style") is cast.skill("docs:style")
     assert {p.source_kind for p in cast.personas.values()} == {"plugin"}
     warnings = [p.message for p in cast.warnings]
     assert warnings == [

@@ -233,7 +233,8 @@ def test_plugin_dir_via_dir_option(tmp_path: Path, mcp: object) -> None:
 def test_plugin_in_project_plugins_folder(tmp_path: Path) -> None:
     make_plugin(tmp_path / ".claude/plugins/books", mcp={})
     cast = Cast.load(tmp_path)
-    assert "clerk" in cast.personas
+    assert "books:clerk" in cast.personas  # named as Claude Code lists it
+    assert cast.get("clerk") is cast.get("books:clerk")  # the unique bare name finds it
     assert cast.get("clerk").unavailable_tools == ["mcp__ledger__add"]
 
 
@@ -243,7 +244,7 @@ def test_plugin_manifest_needs_only_a_name_as_in_claude_code(tmp_path: Path) -> 
     write(plugin / ".claude-plugin/plugin.json", json.dumps({"name": "books"}))
     cast = Cast.load(tmp_path / "empty", [plugin])
     assert cast.errors == []  # no version, no description: Claude Code loads it too
-    assert "clerk" in cast.personas
+    assert "books:clerk" in cast.personas
     write(plugin / ".claude-plugin/plugin.json", json.dumps({"version": "1.0.0"}))
     cast = Cast.load(tmp_path / "empty", [plugin])
     messages = [str(e) for e in cast.errors]

@@ -40,9 +40,10 @@ def test_a_marketplace_loads_every_agent_and_skill_claude_code_lists(
 ) -> None:
     cast = _cast(tmp_path, market)
     assert cast.errors == []
-    assert set(cast.personas) == {a.split(":")[-1] for a in CLAUDE_AGENTS}
-    assert set(cast.skills) == {s.split(":")[-1] for s in CLAUDE_SKILLS}  # named by folder
-    assert set(cast.aliases) == CLAUDE_AGENTS | CLAUDE_SKILLS
+    assert set(cast.personas) == CLAUDE_AGENTS  # the names Claude Code lists
+    assert set(cast.skills) == CLAUDE_SKILLS  # plugin:folder
+    assert set(cast.aliases) == {a.split(":")[-1] for a in CLAUDE_AGENTS}
+    assert set(cast.skill_aliases) == {s.split(":")[-1] for s in CLAUDE_SKILLS}
     for name in CLAUDE_AGENTS:
         assert cast.get(name) is cast.get(name.split(":")[-1])
     for name in CLAUDE_SKILLS:
@@ -62,13 +63,13 @@ def test_personas_check_on_the_marketplace_exits_0(market: Path, tmp_path: Path)
     report = json.loads(done.stdout)
     assert report["errors"] == 0 and report["personas"] == 5 and report["skills"] == 2
     shown = personae_cli("personas", "show", "sec-kit:lead", "--dir", str(market), cwd=tmp_path)
-    assert shown.returncode == 0 and "name:              lead" in shown.stdout
+    assert shown.returncode == 0 and "name:              sec-kit:lead" in shown.stdout
 
 
 def test_a_namespaced_spawn_entry_names_the_plugin_agent(tmp_path: Path, market: Path) -> None:
     cast = _cast(tmp_path, market)
-    assert cast.get("lead").subagents == ["inventory"]
-    assert cast.spawnable("sec-kit:lead") == ["inventory"]
+    assert cast.get("lead").subagents == ["sec-kit:inventory"]
+    assert cast.spawnable("sec-kit:lead") == ["sec-kit:inventory"]
     assert not [p for p in cast.problems if p.file.name == "lead.md"]
 
 
@@ -77,14 +78,18 @@ def test_files_in_a_skill_folder_are_never_personas(tmp_path: Path, market: Path
     cast = _cast(tmp_path, skills)  # --dir on a folder of skills
     assert cast.personas == {} and set(cast.skills) == {"agent-writing"}
     assert cast.errors == [] and cast.warnings == []
-    assert "reviewer" not in _cast(tmp_path, market).personas
+    loaded = _cast(tmp_path, market)
+    assert not [n for n in loaded.personas if n.rsplit(":", 1)[-1] == "reviewer"]
 
 
 def test_a_folder_of_plugins_loads_each_plugin(tmp_path: Path, market: Path) -> None:
     # As Claude Code's --plugin-dir on a folder: each child with a manifest is a plugin.
     cast = _cast(tmp_path, market / "plugins")
-    assert set(cast.personas) == {"comment-checker", "code-simplifier", "lead", "inventory"}
-    assert "review-kit:comment-checker" in cast.aliases and cast.errors == []
+    assert set(cast.personas) == {
+        "review-kit:comment-checker", "review-kit:code-simplifier", "sec-kit:lead",
+        "sec-kit:inventory",
+    }  # fmt: skip
+    assert cast.aliases["comment-checker"] == "review-kit:comment-checker" and cast.errors == []
 
 
 def test_skills_of_claude_code_are_named_by_folder_personae_skills_by_rule(

@@ -66,12 +66,13 @@ def test_both_load_under_their_plugin_names(tmp_path: Path, plugins: list[Path])
     assert cast.problems == []  # no override warning: nothing was overridden
     assert cast.get("style:reviewer").description == "Reviews style."
     assert cast.get("audit:reviewer").description == "Reviews risk."
-    assert {"style:reviewer", "audit:reviewer", "lead"} <= set(cast.personas)
+    assert set(cast.personas) == {"style:reviewer", "audit:reviewer", "audit:lead"}
     assert "reviewer" not in cast.personas and cast.find("reviewer") is None
     with pytest.raises(AmbiguousNameError, match="name one of audit:reviewer, style:reviewer"):
         cast.get("reviewer")
     # A spawn entry in Claude Code's form picks one; the unique bare name still resolves.
     assert cast.get("lead").subagents == ["audit:reviewer"]
+    assert cast.get("lead").name == "audit:lead"
     assert cast.spawnable("audit:lead") == ["audit:reviewer"]
     assert cast.get("audit:lead") is cast.get("lead")
 
@@ -118,3 +119,69 @@ def test_the_cli_names_the_choice(cli: Cli, tmp_path: Path, plugins: list[Path])
     )
     checked = cli("personas", "check", *dirs, cwd=tmp_path)
     assert checked.returncode == 0 and "0 errors, 0 warnings" in checked.stdout
+
+
+def skill(folder: Path, name: str, what: str) -> None:
+    text = f"---\nname: {name}\ndescription: {what}\n---\nB\n"
+    write(folder / "skills" / name / "SKILL.md", text)
+
+
+def test_a_skill_two_plugins_ship_loads_twice(tmp_path: Path, plugins: list[Path]) -> None:
+    """As Claude Code lists ``style:checklist`` and ``audit:checklist``: no override, no
+    warning; each plugin's agents naming the bare skill get their own plugin's."""
+    style, audit = plugins
+    skill(style, "checklist", "Style checks.")
+    skill(audit, "checklist", "Risk checks.")
+    write(
+        audit / "agents/lead.md",
+        "---\nname: lead\ndescription: Leads.\ntools: Agent(reviewer), Read, Grep\n"
+        "skills: [checklist]\n---\nLead.\n",
+    )
+    cast = load(tmp_path, plugins)
+    assert cast.problems == []
+    assert set(cast.skills) == {"style:checklist", "audit:checklist"}
+    assert cast.skill("style:checklist").description == "Style checks."
+    assert cast.skill("audit:checklist").description == "Risk checks."
+    with pytest.raises(AmbiguousNameError, match="name one of audit:checklist, style:checklist"):
+        cast.skill("checklist")
+    lead = cast.get("audit:lead")  # bare names inside a plugin: that plugin's own first
+    assert lead.skills == ["audit:checklist"] and lead.subagents == ["audit:reviewer"]
+    mine = tmp_path / "mine"
+    write(mine / "user.md", "---\nname: user\ndescription: U.\nskills: [checklist]\n---\nU.\n")
+    (warning,) = load(tmp_path, [*plugins, mine]).warnings
+    assert warning.message == (
+        "skill 'checklist' is ambiguous: name one of audit:checklist, style:checklist"
+    )
+
+
+def test_a_plugin_agent_is_listed_and_exported_as_claude_code_names_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    folder = plugin(tmp_path / "p", "books", {
+        "clerk.md": "---\nname: clerk\ndescription: Files.\ntools: Agent(filer), Read\n"
+                    "skills:\n- ledger\n---\nFile.\n",
+        "filer.md": "---\nname: filer\ndescription: Files more.\ntools: Read\n---\nFile.\n",
+    })  # fmt: skip
+    skill(folder, "ledger", "Keeps the ledger.")
+    cast = load(tmp_path, [folder])
+    assert set(cast.personas) == {"books:clerk", "books:filer"}
+    assert cast.get("clerk").subagents == ["books:filer"] and cast.get("clerk").skills == [
+        "books:ledger"
+    ]
+    listed = cli("personas", "list", "--json", "--dir", str(folder), cwd=tmp_path)
+    assert [p["name"] for p in json.loads(listed.stdout)] == ["books:clerk", "books:filer"]
+    exported = cli("personas", "export", "clerk", "--format", "claude-code", "--dir",
+                   str(folder), cwd=tmp_path)  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    again = tmp_path / "again/clerk.md"
+    write(again, exported.stdout)
+    reread = load_persona_file(again, kind="plugin", root=again.parent, problems=[])
+    original = load_persona_file(
+        folder / "agents/clerk.md", kind="plugin", root=folder, problems=[]
+    )
+    assert reread is not None and original is not None
+    # every field as the file wrote it: name, spawn list and skills not namespaced
+    assert reread.persona.model_dump(exclude={"source"}) == original.persona.model_dump(
+        exclude={"source"}
+    )
+    assert "Agent(filer)" in exported.stdout and "- ledger" in exported.stdout

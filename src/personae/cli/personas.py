@@ -238,7 +238,7 @@ def export(
             UnknownNameError("export format", fmt, ["claude-code"], field="--format")
         )
     cast = run_cast(project_root(root), extra_dirs=dirs or [])
-    text = to_claude_code(_named(cast, name))
+    text = to_claude_code(cast.as_written(_named(cast, name).name))
     if out is None:
         typer.echo(text, nl=False)
         return

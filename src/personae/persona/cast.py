@@ -1,6 +1,11 @@
 """The Cast: every persona and skill of a project, with the problems found loading them.
 
-Load order (later sources override earlier ones by name, with a warning):
+Names are Claude Code's: a plugin's agents and skills are ``plugin:name`` (an agent in
+``agents/sub/`` is ``plugin:sub:name``); a bare name finds the one plugin entry that has
+it, unless a persona or skill of no plugin owns it; one two plugins share names neither
+(:class:`~personae.errors.AmbiguousNameError` lists both).
+
+Load order (later sources override earlier ones of the same name, with a warning):
 
 1. plugin folders (``.claude/plugins/*/``, ``.personae/plugins/*/``);
 2. ``.claude/agents/`` and ``.claude/skills/`` (Claude Code files);
@@ -54,6 +59,28 @@ def _chosen(
     return [table[n] for n in sorted(table)]
 
 
+def _name_bare(
+    bare: str, spaced: str | None, table: Mapping[str, Any],
+    aliases: dict[str, str], ambiguous: dict[str, list[str]],
+) -> None:  # fmt: skip
+    """Give ``bare`` to what owns it after ``spaced`` (a plugin's ``plugin:name`` entry of
+    ``table``; ``None``: the entry ``bare`` itself, of no plugin) was added: an entry of
+    no plugin owns its bare name; one plugin entry has it as an alias; two or more plugin
+    entries make it :attr:`Cast.ambiguous` (as Claude Code lists only ``plugin:name``)."""
+    if spaced is None:  # an entry of no plugin takes the bare name
+        aliases.pop(bare, None)
+        ambiguous.pop(bare, None)
+    elif bare in table:
+        return
+    elif bare in ambiguous:
+        if spaced not in ambiguous[bare]:
+            ambiguous[bare].append(spaced)
+    elif bare in aliases and aliases[bare] != spaced:
+        ambiguous[bare] = [aliases.pop(bare), spaced]
+    else:
+        aliases[bare] = spaced
+
+
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return a.samefile(b)
@@ -74,11 +101,19 @@ class Cast:
     mcp_servers: dict[str, Any] = field(default_factory=dict)
     """MCP servers configured for the project (``.mcp.json``, plugins)."""
     aliases: dict[str, str] = field(default_factory=dict)
-    """Claude Code's names of plugin agents and skills (``plugin:agent``, ``plugin:skill``)
-    to their names here: spawn lists, ``skills`` and lookups may use either."""
+    """Bare names of plugin agents to their names here: a plugin agent is named as Claude
+    Code lists it, ``plugin:agent`` (``plugin:sub:agent`` in ``agents/sub/``); its bare name
+    is a lookup alias while no other persona has it."""
     ambiguous: dict[str, list[str]] = field(default_factory=dict)
     """Bare names two or more plugins' agents share, to their ``plugin:name`` names (each
     of those is a persona here; the bare name names none of them)."""
+    skill_aliases: dict[str, str] = field(default_factory=dict)
+    """Bare names of plugin skills to their ``plugin:skill`` names (as :attr:`aliases`)."""
+    ambiguous_skills: dict[str, list[str]] = field(default_factory=dict)
+    """Bare names two or more plugins' skills share, to their ``plugin:skill`` names."""
+    written: dict[str, Persona] = field(default_factory=dict)
+    """Each persona as its file wrote it (name, spawn list and skills not namespaced):
+    what an export writes back."""
 
     @classmethod
     def load(
@@ -115,125 +150,114 @@ class Cast:
         here: dict[str, LoadedPersona] = {}
         for loaded in source.personas:
             name = loaded.persona.name
-            line = loaded.lines.get("name")
-            if name in here:
+            spaced = source.namespaced(name, loaded.path)
+            key = spaced or name
+            if key in here:
                 self._add(
                     loaded.path,
-                    line,
+                    loaded.lines.get("name"),
                     "error",
                     f"duplicate persona name {name!r}: also defined in "
-                    f"{here[name].path}; this file is ignored",
+                    f"{here[key].path}; this file is ignored",
                 )
                 continue
-            here[name] = loaded
-            if name in winners and _same_file(winners[name].path, loaded.path):
+            here[key] = loaded
+            if key in winners and _same_file(winners[key].path, loaded.path):
                 continue  # the same file reached twice (a --dir inside the project)
-            spaced = source.namespaced(name, loaded.path)
-            if self._keep_both(name, spaced, loaded, winners):
-                continue
-            if name in winners:
+            if key in winners:
                 self._add(
                     loaded.path,
-                    line,
+                    loaded.lines.get("name"),
                     "warning",
-                    f"persona {name!r} overrides the one from {winners[name].path}",
+                    f"persona {key!r} overrides the one from {winners[key].path}",
                 )
-            winners[name] = loaded
-            self.personas[name] = loaded.persona
+            self.written[key] = loaded.persona
             if spaced is not None:
-                self.aliases[spaced] = name
+                loaded.persona = loaded.persona.model_copy(update={"name": spaced})
+            winners[key] = loaded
+            self.personas[key] = loaded.persona
+            _name_bare(name, spaced, self.personas, self.aliases, self.ambiguous)
         seen: dict[str, Skill] = {}
         for skill in source.skills:
-            if skill.name in seen:
+            key = f"{source.plugin}:{skill.name}" if source.plugin is not None else skill.name
+            if key in seen:
                 self._add(
                     skill.path,
                     None,
                     "error",
                     f"duplicate skill name {skill.name!r}: also defined in "
-                    f"{seen[skill.name].path}; this file is ignored",
+                    f"{seen[key].path}; this file is ignored",
                 )
                 continue
-            seen[skill.name] = skill
-            if skill.name in self.skills and _same_file(self.skills[skill.name].path, skill.path):
+            seen[key] = skill
+            if key in self.skills and _same_file(self.skills[key].path, skill.path):
                 continue
-            if skill.name in self.skills:
+            if key in self.skills:
                 self._add(
                     skill.path,
                     None,
                     "warning",
-                    f"skill {skill.name!r} overrides the one from {self.skills[skill.name].path}",
+                    f"skill {key!r} overrides the one from {self.skills[key].path}",
                 )
-            self.skills[skill.name] = skill
-            if source.plugin is not None:
-                self.aliases[f"{source.plugin}:{skill.name}"] = skill.name
-
-    def _keep_both(
-        self, name: str, spaced: str | None, loaded: LoadedPersona,
-        winners: dict[str, LoadedPersona],
-    ) -> bool:  # fmt: skip
-        """Keep both personas called ``name`` when one of them is a plugin agent, as Claude
-        Code does: a plugin agent is then named ``plugin:name`` only, and the bare name
-        stays with the persona that is not a plugin's, or, when two plugins share it, with
-        neither (:attr:`ambiguous`). ``False``: nothing was done (no clash with a plugin
-        agent; the later persona overrides the earlier one)."""
-        earlier = next((a for a, t in self.aliases.items() if t == name), None)
-        if name in self.ambiguous:
-            if spaced is None:  # a persona of no plugin takes the bare name
-                del self.ambiguous[name]
-                winners[name] = loaded
-                self.personas[name] = loaded.persona
-            else:
-                self.ambiguous[name].append(spaced)
-                self._place(spaced, loaded, winners)
-            return True
-        if name not in winners or (earlier is None and spaced is None):
-            return False
-        if earlier is not None:  # the earlier one is a plugin's: it keeps only plugin:name
-            del self.aliases[earlier]
-            self._place(earlier, winners.pop(name), winners)
-            del self.personas[name]
-        if spaced is None:
-            winners[name] = loaded
-            self.personas[name] = loaded.persona
-        else:
-            self._place(spaced, loaded, winners)
-            if earlier is not None:
-                self.ambiguous[name] = [earlier, spaced]
-        return True
-
-    def _place(self, spaced: str, loaded: LoadedPersona, winners: dict[str, LoadedPersona]) -> None:
-        """``loaded`` (a plugin agent) under its Claude Code name ``spaced`` only."""
-        loaded.persona = loaded.persona.model_copy(update={"name": spaced})
-        winners[spaced] = loaded
-        self.personas[spaced] = loaded.persona
+            spaced = key if source.plugin is not None else None
+            self.skills[key] = skill.model_copy(update={"name": key}) if spaced else skill
+            _name_bare(skill.name, spaced, self.skills, self.skill_aliases, self.ambiguous_skills)
 
     def _resolve_namespaced(self, winners: dict[str, LoadedPersona]) -> None:
-        """Spawn lists and ``skills`` that use Claude Code's ``plugin:name`` names are
-        rewritten to the names here (a persona stays one persona, whichever name is used)."""
+        """Spawn lists and ``skills`` that use bare names of plugin agents and skills are
+        rewritten to their names here (``plugin:name``; a plugin's own agent or skill of
+        that name first), so a persona stays one persona whichever name is used."""
         for key, loaded in winners.items():
             persona = loaded.persona
+            plugin = key.split(":", 1)[0] if ":" in key else None
             update: dict[str, Any] = {}
-            if persona.subagents and any(n in self.aliases for n in persona.subagents):
-                update["subagents"] = [self.resolve(n) for n in persona.subagents]
-            if any(n in self.aliases for n in persona.skills):
-                update["skills"] = [self.resolve(n) for n in persona.skills]
+            if persona.subagents:
+                names = [
+                    self._in(plugin, n, self.personas, self.aliases) for n in persona.subagents
+                ]
+                if names != persona.subagents:
+                    update["subagents"] = names
+            skills = [self._in(plugin, n, self.skills, self.skill_aliases) for n in persona.skills]
+            if skills != persona.skills:
+                update["skills"] = skills
             if update:
                 loaded.persona = persona.model_copy(update=update)
                 if self.personas.get(key) is persona:
                     self.personas[key] = loaded.persona
 
+    @staticmethod
+    def _in(
+        plugin: str | None, name: str, table: Mapping[str, Any], aliases: Mapping[str, str]
+    ) -> str:
+        """The name here of ``name`` as a persona of ``plugin`` wrote it."""
+        if name in table:
+            return name
+        if plugin is not None and f"{plugin}:{name}" in table:
+            return f"{plugin}:{name}"
+        return aliases.get(name, name)
+
     def resolve(self, name: str) -> str:
-        """``name``, or the name here of Claude Code's ``plugin:name`` it is."""
-        return self.aliases.get(name, name)
+        """``name``, or the ``plugin:name`` of the plugin agent whose bare name it is."""
+        return name if name in self.personas else self.aliases.get(name, name)
 
     def find(self, name: str) -> Persona | None:
-        """The persona called ``name`` (or Claude Code's ``plugin:agent`` name of it)."""
+        """The persona called ``name`` (a plugin agent's ``plugin:agent``, or its bare name
+        while that is unique)."""
         return self.personas.get(self.resolve(name))
 
     def _check_skill_refs(self, winners: dict[str, LoadedPersona]) -> None:
         for loaded in winners.values():
             for ref in loaded.persona.skills:
                 if ref in self.skills:
+                    continue
+                if ref in self.ambiguous_skills:
+                    self._add(
+                        loaded.path,
+                        loaded.lines.get("skills"),
+                        "error" if loaded.strict else "warning",
+                        f"skill {ref!r} is ambiguous: name one of "
+                        f"{', '.join(sorted(self.ambiguous_skills[ref]))}",
+                    )
                     continue
                 hint = closest_name(ref, self.skills)
                 close = f"; did you mean {hint!r}?" if hint else ""
@@ -334,12 +358,22 @@ class Cast:
             raise UnknownNameError("persona", name, self.personas) from None
         return found
 
+    def as_written(self, name: str) -> Persona:
+        """The persona ``name`` as its file wrote it (what an export writes back): a plugin
+        agent's own name, its spawn list and skills as written."""
+        found = self.get(name)
+        return self.written.get(found.name, found)
+
     def skill(self, name: str) -> Skill:
-        """The skill called ``name``; :class:`UnknownNameError` if none."""
-        try:
-            return self.skills[self.resolve(name)]
-        except KeyError:
-            raise UnknownNameError("skill", name, self.skills) from None
+        """The skill called ``name`` (a plugin skill's ``plugin:skill``, or its bare name
+        while that is unique); :class:`UnknownNameError` if none, :class:`AmbiguousNameError`
+        for a bare name plugins share."""
+        found = self.skills.get(name) or self.skills.get(self.skill_aliases.get(name, name))
+        if found is not None:
+            return found
+        if name in self.ambiguous_skills:
+            raise AmbiguousNameError("skill", name, self.ambiguous_skills[name])
+        raise UnknownNameError("skill", name, self.skills)
 
     def spawnable(self, name: str) -> list[str]:
         """Personas of this cast that persona ``name`` may spawn as sub-agents, sorted.

@@ -13,6 +13,7 @@ the run.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,7 @@ def run_cast(
     the program's ``tools``), plus the bundled personas (usable from any project; the
     project's own persona of that name wins)."""
     if cast is not None:  # the caller's, copied: bundled personas are added below
-        out = Cast(personas=dict(cast.personas), skills=dict(cast.skills),
-                   problems=list(cast.problems), mcp_servers=dict(cast.mcp_servers),
-                   aliases=dict(cast.aliases), ambiguous=dict(cast.ambiguous))  # fmt: skip
+        out = replace(cast, personas=dict(cast.personas), problems=list(cast.problems))
     else:
         out = Cast.load(root, extra_dirs, tools=tools)
     for name, bundled in bundled_personas().items():

@@ -104,12 +104,7 @@ def relevant_skills(skills: Sequence[Skill], text: str) -> list[Skill]:
     words = _words(text)
     chosen: list[Skill] = []
     for skill in skills:
-        spaced = skill.name.replace("-", " ")
-        if (
-            skill.name in lowered
-            or spaced in lowered
-            or len(_words(skill.description) & words) >= 2
-        ):
+        if _named_in(skill, lowered) or len(_words(skill.description) & words) >= 2:
             chosen.append(skill)
     return chosen
 
@@ -117,7 +112,14 @@ def relevant_skills(skills: Sequence[Skill], text: str) -> list[Skill]:
 def cited_skills(skills: Sequence[Skill], text: str) -> list[Skill]:
     """Skills ``text`` cites by name (the worker says it applied them)."""
     lowered = text.lower()
-    return [s for s in skills if s.name in lowered or s.name.replace("-", " ") in lowered]
+    return [s for s in skills if _named_in(s, lowered)]
+
+
+def _named_in(skill: Skill, lowered: str) -> bool:
+    """``lowered`` names ``skill``: its name, or a plugin skill's own name without the
+    ``plugin:`` part, with or without its hyphens."""
+    own = skill.name.rsplit(":", 1)[-1]
+    return skill.name in lowered or own in lowered or own.replace("-", " ") in lowered
 
 
 def load_skills(
