@@ -172,6 +172,21 @@ def _resolve(module: str, is_package: bool, node: ast.Import | ast.ImportFrom) -
     return [base] + [f"{base}.{alias.name}" for alias in node.names]
 
 
+_PARSED: dict[tuple[Path, int, int], tuple[str, ast.Module]] = {}
+
+
+def parse(path: Path) -> tuple[str, ast.Module]:
+    """``path``'s text and syntax tree, parsed once per process while the file is unchanged
+    (same mtime and size): the checks and the tests read every module several times."""
+    stat = path.stat()
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        text = path.read_text(encoding="utf-8")
+        parsed = _PARSED[key] = (text, ast.parse(text, filename=str(path)))
+    return parsed
+
+
 def _sources(source: Path) -> list[Path]:
     return sorted(p for p in source.rglob("*.py") if p.relative_to(source).parts[0] not in SKIP)
 
@@ -188,9 +203,8 @@ def build(source: Path = SOURCE) -> Graph:
     for path in _sources(source):
         graph.modules[module_name(path, source)] = path
     for name, path in graph.modules.items():
-        text = path.read_text(encoding="utf-8")
+        text, tree = parse(path)
         lines = text.splitlines()
-        tree = ast.parse(text, filename=str(path))
         is_package = path.name == "__init__.py"
         for node, kind, run_start in _walk(tree.body, "module"):
             names = _resolve(name, is_package, node)
@@ -341,9 +355,9 @@ def local_statements(source: Path = SOURCE) -> list[tuple[str, int, bool]]:
     """Every function-local import statement (of any package): module, line, has a reason."""
     out: list[tuple[str, int, bool]] = []
     for path in _sources(source):
-        text = path.read_text(encoding="utf-8")
+        text, tree = parse(path)
         lines = text.splitlines()
-        for node, kind, run_start in _walk(ast.parse(text).body, "module"):
+        for node, kind, run_start in _walk(tree.body, "module"):
             if kind == "local":
                 reasoned = _reasoned(lines, node.lineno, run_start)
                 out.append((module_name(path, source), node.lineno, reasoned))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from _layers import layers
+
 SRC = Path(__file__).resolve().parents[1] / "src" / "personae"
 MODULES = sorted(SRC.rglob("*.py"))
 
@@ -29,7 +31,7 @@ def test_public_modules_declare_all() -> None:
             continue
         if path.name == "__main__.py" or (path.parent.name == "cli" and path.name == "__init__.py"):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        _, tree = layers.parse(path)
         names = {
             target.id
             for node in tree.body
@@ -46,7 +48,7 @@ def test_no_star_imports() -> None:
     offenders = [
         str(p.relative_to(SRC))
         for p in MODULES
-        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        for node in ast.walk(layers.parse(p)[1])
         if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
     ]
     assert offenders == []
@@ -57,7 +59,7 @@ def test_nothing_imports_cli() -> None:
     for path in MODULES:
         if "cli" in path.relative_to(SRC).parts or path.name == "__main__.py":
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(layers.parse(path)[1]):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("personae.cli"):
                 offenders.append(str(path.relative_to(SRC)))
     assert offenders == []

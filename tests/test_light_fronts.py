@@ -10,7 +10,6 @@ boundary is needed).
 
 from __future__ import annotations
 
-import ast
 import importlib
 import pkgutil
 import subprocess
@@ -31,7 +30,7 @@ def _import_time_edges() -> tuple[dict[str, set[str]], set[str]]:
     edges = graph.edges(["module"])
     direct: set[str] = set()
     for name, path in graph.modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        _, tree = layers.parse(path)
         is_package = path.name == "__init__.py"
         for node, kind, _ in layers._walk(tree.body, "module"):
             if kind != "module":
