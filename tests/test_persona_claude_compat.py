@@ -314,7 +314,9 @@ def make_marketplace(root: Path) -> None:
     review = root / "plugins/review"
     write(
         review / ".claude-plugin/plugin.json",
-        json.dumps({"name": "review", "description": "Review tools", "agents": "./extra/"}),
+        json.dumps(
+            {"name": "review", "description": "Review tools", "agents": "./extra/second.md"}
+        ),
     )
     write(review / "agents/reviewer.md", AGENT.format(n="reviewer"))
     write(review / "extra/second.md", AGENT.format(n="second"))

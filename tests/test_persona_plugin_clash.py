@@ -185,3 +185,27 @@ def test_a_plugin_agent_is_listed_and_exported_as_claude_code_names_it(
         exclude={"source"}
     )
     assert "Agent(filer)" in exported.stdout and "- ledger" in exported.stdout
+
+
+@pytest.mark.parametrize("listed", ["./extra/", ["./extra/"], ["./agents"]])
+def test_a_manifest_listing_an_agents_folder_is_refused_as_claude_code_does(
+    tmp_path: Path, listed: object
+) -> None:
+    """Measured on wshobson/agents' pptx-deck-creation (``"agents": ["./agents"]``): Claude
+    Code 2.1.331's validator says ``agents.0: Invalid string: must end with ".md"`` and its
+    session lists none of that plugin's agents or skills; personae does the same, with one
+    error naming the manifest and the field."""
+    folder = plugin(tmp_path / "p", "deck", {"builder.md": REVIEWER.format(what="decks")})
+    write(folder / "extra/more.md", "---\nname: more\ndescription: More.\n---\nMore.\n")
+    write(folder / "skills/gates/SKILL.md", "---\nname: gates\ndescription: G.\n---\nB\n")
+    write(folder / ".claude-plugin/plugin.json", json.dumps({"name": "deck", "agents": listed}))
+    cast = load(tmp_path, [folder])
+    assert cast.personas == {} and cast.skills == {}
+    (error,) = cast.errors
+    assert error.file == folder / ".claude-plugin/plugin.json"
+    assert "is not a path ending in '.md'" in error.message
+    files = {"name": "deck", "agents": ["./extra/more.md"]}  # what Claude Code accepts
+    write(folder / ".claude-plugin/plugin.json", json.dumps(files))
+    cast = load(tmp_path, [folder])
+    assert cast.errors == [] and set(cast.personas) == {"deck:reviewer", "deck:more"}
+    assert set(cast.skills) == {"deck:gates"}

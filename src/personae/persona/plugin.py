@@ -134,9 +134,11 @@ def load_plugin(
         inline = data.get("mcpServers")
         if isinstance(inline, dict):
             plugin.mcp_servers.update(inline)
+    listed = data if isinstance(data, dict) else {}
+    if _agents_not_files(listed, manifest, problems):
+        return plugin  # Claude Code loads nothing of a plugin whose manifest it refuses
     plugin.mcp_servers.update(read_mcp_json(folder / ".mcp.json", confine, problems))
     servers = set(plugin.mcp_servers)
-    listed = data if isinstance(data, dict) else {}
     for path in _component_files(folder, "agents", listed, confine, problems, pattern="*.md"):
         loaded = load_persona_file(
             path, kind=PersonaFileKind.PLUGIN, root=confine, problems=problems, servers=servers
@@ -150,6 +152,33 @@ def load_plugin(
         if skill is not None:
             plugin.skills.append(skill)
     return plugin
+
+
+def _agents_not_files(manifest: dict[str, Any], file: Path, problems: list[Problem]) -> bool:
+    """``True`` (and an error) when the manifest's ``agents`` names anything but ``.md``
+    files: Claude Code 2.1's manifest schema wants agent files there (``./agents/x.md``),
+    its validator refuses a folder (``agents.0: must end with ".md"``) and it loads none of
+    that plugin's agents or skills."""
+    value = manifest.get("agents")
+    items = [(None, value)] if isinstance(value, str) else list(enumerate(value or []))
+    if not isinstance(value, (str, list)):
+        return False
+    for index, item in items:
+        if isinstance(item, str) and item.endswith(".md"):
+            continue
+        where = "agents" if index is None else f"agents.{index}"
+        problems.append(
+            Problem(
+                file=file,
+                line=None,
+                severity="error",
+                message=f"plugin.json: {where}: {item!r} is not a path ending in '.md' (agent "
+                "files are listed one by one; agents/ is read anyway); Claude Code does not "
+                "load this plugin, nor does personae",
+            )
+        )
+        return True
+    return False
 
 
 def _component_files(
