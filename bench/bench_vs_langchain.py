@@ -46,8 +46,9 @@ previous one, budget left unused when trimmed, and CPU per prompt (median and
 mean; see ``prefix_loop``), for LangChain, a kept window per ``--low-water``,
 and stateless (a fresh snapshot per prompt) at the default ``cut_step`` and at
 each ``--cut-step``; beside each share, the figures that bound it (growth per
-prompt ``g``, head share ``p`` kept at a break, share ``s`` freed per break, the
-bound ``1 - (g / s)(1 - p)`` and that bound at 5% unused; see ``_loop_figures``).
+prompt ``g``, head share ``p`` kept where the start moves, share ``s`` freed per
+move, the bound ``1 - (g / s)(1 - p)`` and that bound at 5% unused; see
+``_loop_figures``).
 The share/unused frontier, one cadence per run (40 to 70 s CPU each)::
 
     bench_vs_langchain.py --sizes 100 --budgets 2 --no-drop-in --cadence "one per turn" \
@@ -532,6 +533,7 @@ def _langchain_loop(prompts: Prompts) -> dict[str, Any]:
     lc_unused = []
     lc_cpu = []
     lc_appended = []
+    lc_starts: list[object] = []
     seen = 0
     for _, lc_now in prompts:
         lc_appended.append(sum(len(f"{m.type}: {m.content}") + 2 for m in lc_now[seen:]))
@@ -543,10 +545,11 @@ def _langchain_loop(prompts: Prompts) -> dict[str, Any]:
         kept, cpu, _wall = _timed(trim)
         lc_cpu.append(cpu)
         lc_renders.append("\n\n".join(f"{m.type}: {m.content}" for m in kept))
+        lc_starts.append(next((id(m) for m in kept if m.type != "system"), None))
         if len(kept) < len(lc_now):
             lc_unused.append(1 - sum(lc_count(m) for m in kept) / 16_000)
     return {
-        **_loop_figures(lc_renders, lc_appended),
+        **_loop_figures(lc_renders, lc_appended, lc_starts),
         "unused_when_trimmed": round(statistics.mean(lc_unused), 3) if lc_unused else 0.0,
         **_cpu_figures(lc_cpu),
     }
@@ -584,18 +587,19 @@ def _personae_loop(
         ctx.render()
         return ctx
 
-    appended, seen = [], 0
+    appended, seen, starts = [], 0, []
     for now, _ in prompts:
         appended.append(sum(len(render_message(m)) + 2 for m in now[seen:]))
         seen = len(now)
         ctx, cpu, _wall = _timed(functools.partial(prompt, now))
         cpus.append(cpu)
         renders.append(ctx.render())
+        starts.append(tuple((m.seq, len(m.content)) for m in ctx.messages[:_FIRST]))
         overruns += ctx.total > 16_000 or COUNTER.count(ctx.render()) != ctx.total
         if len(ctx.messages) < len(now):
             unused.append(1 - ctx.total / 16_000)
     return {
-        **_loop_figures(renders, appended),
+        **_loop_figures(renders, appended, starts),
         "unused_when_trimmed": round(statistics.mean(unused), 3) if unused else 0.0,
         "overruns_or_miscounts": overruns,
         **_cpu_figures(cpus),
@@ -610,6 +614,10 @@ def _cpu_figures(cpus: list[float]) -> dict[str, float]:
     }
 
 
+_FIRST = 6
+"""Messages that tell where a kept conversation starts (their seq and length: a
+start moved inside an exchange shortens its outputs)."""
+
 _OPENING = 400
 """Characters that tell where a prompt's conversation starts (head, notice, first
 message)."""
@@ -618,7 +626,7 @@ UNUSED_LIMIT = 0.05
 """The mean unused share allowed when trimmed (every token used)."""
 
 
-def _loop_figures(renders: list[str], appended: list[int]) -> dict[str, Any]:
+def _loop_figures(renders: list[str], appended: list[int], starts: list[object]) -> dict[str, Any]:
     """Prefix share of a loop's prompts and the figures that bound it (the first 20
     prompts skipped; all shares in characters of the rendered prompt).
 
@@ -631,23 +639,25 @@ def _loop_figures(renders: list[str], appended: list[int]) -> dict[str, Any]:
       beginning otherwise shares less than that);
     - ``g``: mean growth per prompt, characters of the messages appended since the
       previous prompt over the prompt's size;
-    - ``breaks``: share of prompts after which more than 1% of the prompt is lost
-      (the conversation's start moved); ``p``: mean share kept at a break (the part
-      before the first change: the head that never changes);
-    - ``s``: mean share freed at a break (previous prompt plus what was appended,
-      minus the new prompt, over the new prompt);
-    - ``bound``: ``1 - (g / s) * (1 - p)``, the share a loop reaches when every
-      break loses all but ``p`` and breaks come every ``s / g`` prompts
+    - ``moves``: share of prompts after which the conversation's start moved
+      (``starts``: what the conversation starts with, per prompt); ``p``: mean share
+      of the prompt kept at a move (the part before the first change: the head that
+      never changes); ``s``: mean share freed at a move (previous prompt plus what
+      was appended, minus the new prompt, over the new prompt); ``other``: mean
+      share lost where the start did not move (e.g. a latest turn shortened);
+    - ``bound``: ``1 - (g / s) * (1 - p) - other``, the share a loop reaches when
+      every move loses all but ``p`` and moves come every ``s / g`` prompts
       (``bound_new``: ``g`` less);
     - ``at_5pct``: the same bound with ``s`` as large as 5% mean unused allows: the
-      room free after a break falls by ``g`` a prompt to about nothing before the
+      room free after a move falls by ``g`` a prompt to about nothing before the
       next, so the mean unused share is about ``(s - g / 2) / 2`` and ``s`` at most
       ``0.10 + g / 2``; ``p_for_90``: the head share that bound needs for 0.90.
     """
-    pairs = list(itertools.pairwise(zip(renders, appended, strict=True)))
+    pairs = list(itertools.pairwise(zip(renders, appended, starts, strict=True)))
     share, share_new, share_any, growth, kept, freed = [], [], [], [], [], []
+    lost = 0.0
     last_with: dict[str, str] = {}  # the latest prompt beginning the same way
-    for n, ((a, _), (b, app)) in enumerate(pairs):
+    for n, ((a, _, start_a), (b, app, start_b)) in enumerate(pairs):
         last_with[a[:_OPENING]] = a
         common = _common(a, b)
         again = last_with.get(b[:_OPENING], a)
@@ -657,27 +667,30 @@ def _loop_figures(renders: list[str], appended: list[int]) -> dict[str, Any]:
         share_new.append(common / len(b))
         share_any.append(max(common, _common(again, b)) / len(b))
         growth.append(app / len(b))
-        if common < 0.99 * len(a):
+        if start_a != start_b:
             kept.append(common / len(a))
             freed.append(max(0, len(a) + app - len(b)) / len(b))
+        else:
+            lost += 1 - common / len(a)
     g = statistics.mean(growth)
     p = statistics.mean(kept) if kept else 1.0
-    pairs = pairs[20:]
     s = statistics.mean(freed) if freed else 0.0
-    bound = 1 - g / s * (1 - p) if s else 1.0
+    other = lost / len(share)
+    bound = (1 - g / s * (1 - p) if s else 1.0) - other
     s_max = 2 * UNUSED_LIMIT + g / 2
     return {
         "share": round(statistics.mean(share), 3),
         "share_new": round(statistics.mean(share_new), 3),
         "share_any": round(statistics.mean(share_any), 3),
         "g": round(g, 4),
-        "breaks": round(len(kept) / len(pairs), 3),
+        "moves": round(len(kept) / len(share), 3),
         "p": round(p, 3),
         "s": round(s, 3),
+        "other": round(other, 3),
         "bound": round(bound, 3),
         "bound_new": round(bound - g, 3),
-        "at_5pct": round(1 - g / s_max * (1 - p), 3),
-        "p_for_90": round(max(0.0, 1 - 0.1 * s_max / g), 3),
+        "at_5pct": round(1 - g / s_max * (1 - p) - other, 3),
+        "p_for_90": round(max(0.0, 1 - (0.1 - other) * s_max / g), 3),
     }
 
 
@@ -801,11 +814,11 @@ def print_loops(loops: dict[str, Any], turns: int) -> None:
             f"agent loop: {turns} turns, {cadence}: {loop['prompts']} prompts, 16k budget"
             " (share: the previous prompt's share the next repeats; new: the next prompt's"
             " share repeated; any: the same against any earlier prompt; unused: budget left"
-            " when trimmed; g p s breaks bound: see _loop_figures)"
+            " when trimmed; g p s moves other bound: see _loop_figures)"
         )
         print(
             f"  {'side':<34}{'share':>6}{'new':>6}{'any':>6}{'unused':>7}{'g':>7}{'p':>6}{'s':>6}"
-            f"{'breaks':>7}{'bound':>6}{'at 5%':>6}{'p for .9':>9}{'cpu ms':>7}"
+            f"{'moves':>6}{'other':>6}{'bound':>6}{'at 5%':>6}{'p for .9':>9}{'cpu ms':>7}"
         )
         sides = {"langchain": loop["langchain"]}
         sides.update(
@@ -818,7 +831,7 @@ def print_loops(loops: dict[str, Any], turns: int) -> None:
             print(
                 f"  {side:<34}{r['share']:>6.3f}{r['share_new']:>6.3f}{r['share_any']:>6.3f}"
                 f"{r['unused_when_trimmed']:>7.1%}{r['g']:>7.1%}{r['p']:>6.2f}{r['s']:>6.2f}"
-                f"{r['breaks']:>7.2f}{r['bound']:>6.2f}{r['at_5pct']:>6.2f}{r['p_for_90']:>9.2f}"
+                f"{r['moves']:>6.2f}{r['other']:>6.2f}{r['bound']:>6.2f}{r['at_5pct']:>6.2f}{r['p_for_90']:>9.2f}"
                 f"{r['cpu_median_ms']:>7.2f}"
             )
 
