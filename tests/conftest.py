@@ -29,6 +29,9 @@ os.environ.update(
 )
 os.environ.pop("FORCE_COLOR", None)
 os.environ.pop("PY_COLORS", None)
+# Token counts are remembered on disk under the user's data folder: off in tests (they
+# must not write the user's data), on in the tests of that cache, with a private home.
+os.environ["PERSONAE_COUNT_CACHE"] = "off"
 
 import pytest
 from pydantic_ai import models

@@ -14,10 +14,11 @@ import operator
 import re
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from personae.context import _diskcounts
 from personae.context._lru import recall, remember
 from personae.tokens.base import TokenCounter
 
@@ -29,6 +30,7 @@ __all__ = [
     "cut_text",
     "outline",
     "outline_cut",
+    "recall_counts",
 ]
 
 _SMALL: OrderedDict[tuple[str, str | bytes], int] = OrderedDict()
@@ -56,9 +58,32 @@ def count_small(counter: TokenCounter, text: str) -> int:
     )
     hit = recall(_SMALL, key)
     if hit is None:
-        hit = counter.count(text)
+        digest = key[1] if isinstance(key[1], bytes) else None
+        on_disk = digest is not None and getattr(counter, "exact", False)
+        if digest is not None and on_disk and len(text) >= _diskcounts.MIN_CHARS:
+            hit = _diskcounts.lookup(counter.name, [digest]).get(digest)  # an earlier process's
+        if hit is None:
+            hit = counter.count(text)
+            if digest is not None and on_disk:
+                _diskcounts.record(counter.name, digest, hit)
         remember(_SMALL, key, hit, _SMALL_MAX)
     return hit
+
+
+def recall_counts(counter: TokenCounter, texts: Iterable[str]) -> None:
+    """Look the texts an earlier process counted up on disk in one go (before counting
+    them one by one with :func:`count_small`, which then finds them in memory)."""
+    if not getattr(counter, "exact", False):
+        return
+    name = counter.name
+    keys = []
+    for text in texts:
+        if len(text) > _MEMO_CHARS:
+            digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            if (name, digest) not in _SMALL:
+                keys.append(digest)
+    for digest, n in _diskcounts.lookup(name, keys).items():
+        remember(_SMALL, (name, digest), n, _SMALL_MAX)
 
 
 SPLITTABLE = frozenset({"o200k_base", "cl100k_base"})

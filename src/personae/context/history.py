@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from personae.context._lru import SizedMemo, recall, remember
-from personae.context._textcut import count_small, cut_text
+from personae.context._textcut import count_small, cut_text, recall_counts
 from personae.context.messages import (
     CUT_ORIGIN_EVERY,
     ChatMessage,
@@ -78,6 +78,10 @@ _RENDERED: SizedMemo[tuple[ChatMessage, ...], str] = SizedMemo(32 << 20)
 """Exchanges rendered in this process, by their (prepared) messages, up to 32 M characters."""
 
 
+_RECALL_FROM = 16
+"""Messages prepared at once from which their counts are looked up on disk together."""
+
+
 class MessageCosts:
     """Token cost of each rendered message, counted once (stored counts reused)."""
 
@@ -98,6 +102,22 @@ class MessageCosts:
             size = len(msg.content) * (1 if got[0].content is msg.content else 2)
             _PREPARED.put(key, got, size + 64)
         return got
+
+    def prepare_many(self, msgs: Sequence[ChatMessage]) -> list[tuple[ChatMessage, int]]:
+        """:meth:`prepare` each message; for many, the counts of those not prepared in
+        this process are first looked up on disk in one go (what an earlier process
+        counted, see ``_diskcounts``)."""
+        if len(msgs) >= _RECALL_FROM:
+            name, tags = self.counter.name, self.tags
+            todo = [m for m in msgs if _PREPARED.get((name, tags, m)) is None]
+            recall_counts(
+                self.counter,
+                itertools.chain(
+                    (escape(m.content, tags) for m in todo),
+                    (_calls(m) for m in todo if m.tool_calls),
+                ),
+            )
+        return list(map(self.prepare, msgs))
 
     def _prepare(self, msg: ChatMessage) -> tuple[ChatMessage, int]:
         content = escape(msg.content, self.tags)

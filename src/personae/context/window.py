@@ -101,7 +101,7 @@ def _feed(state: Any, m: ChatMessage) -> None:
 
 def exchanges_of(messages: Sequence[ChatMessage], costs_of: MessageCosts) -> tuple[Exchanges, int]:
     """Escaped exchanges prepared for fitting from scratch, and the dropped count."""
-    prepared = [costs_of.prepare(m) for m in messages]
+    prepared = costs_of.prepare_many(messages)
     units, dropped, _, _ = group_units_at([p[0] for p in prepared])
     cost_by_msg = {id(p[0]): p[1] for p in prepared}
     costs = tuple(_unit_costs(u, cost_by_msg, costs_of) for u in units)
@@ -165,7 +165,7 @@ class _Prepared:
     def extend(self, new: Sequence[ChatMessage], costs_of: MessageCosts) -> tuple[Exchanges, int]:
         """Prepare ``new`` (appended after what is done) and regroup from the last exchange."""
         self._own()
-        self.prepared.extend(map(costs_of.prepare, new))
+        self.prepared.extend(costs_of.prepare_many(new))
         # Exchanges before the last one are final; regroup from the last one's head.
         restart = self.starts[-1] if self.units else 0
         base = self.before[-1] if self.units else 0
