@@ -23,6 +23,10 @@ AGENTS = {
     "agent-list": "description: spawns one\ntools: Agent(lower), Bash\n",
     "unavailable": "description: odd tools\ntools: Read, NotebookRead, WebSearch\n",
     "model": "description: with a model\nmodel: sonnet\nmaxTurns: 7\ncolor: blue\n",
+    # measured in public collections (lst97, wshobson): written back as they were
+    "no-space": "description: commas\ntools: Read, WebFetch,WebSearch, Grep\n",
+    "empty-list": "description: no tools\ntools: []\n",
+    "yaml-list": "description: a list\ntools:\n- Read\n- Grep\n",
 }
 
 

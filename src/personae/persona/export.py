@@ -12,7 +12,12 @@ from typing import Any
 
 import yaml
 
-from personae.persona._tools import check_tool_names, claude_name, split_spawn_entries
+from personae.persona._tools import (
+    check_tool_names,
+    claude_name,
+    split_names,
+    split_spawn_entries,
+)
 from personae.persona.model import ContextMode, Persona, PersonaFileKind
 from personae.tools.names import canonical_tool_name, mcp_server_of
 
@@ -26,7 +31,10 @@ def to_claude_code(persona: Persona) -> str:
         name = name.rsplit(":", 1)[-1]
     meta: dict[str, Any] = {"name": name, "description": _description(persona)}
     if persona.tools is not None:
-        meta["tools"] = ", ".join(_tool_names(persona))
+        names = _tool_names(persona)
+        raw = persona.tools_as_written
+        # the file's own spelling (`A,B`, a YAML list, `[]`) while it names the same entries
+        meta["tools"] = raw if raw is not None and _split(raw) == names else ", ".join(names)
     elif persona.claude_tools == ["*"]:  # `tools: '*'` (every tool) as it was written
         meta["tools"] = "*"
     if persona.disallowed_tools:
@@ -59,6 +67,13 @@ def to_claude_code(persona: Persona) -> str:
     head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, width=10_000)
     body = persona.system_prompt
     return f"---\n{head}---\n\n{body}" if body else f"---\n{head}---\n"
+
+
+def _split(raw: str | list[str]) -> list[str] | None:
+    try:
+        return split_names(raw)
+    except ValueError:
+        return None
 
 
 def _description(persona: Persona) -> str:

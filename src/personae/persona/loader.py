@@ -388,6 +388,8 @@ def _allowed_tools(
     # entries and the tools personae does not provide. None: what the export writes anyway.
     keep = [*check.unavailable, *(n for n in written if n not in names)]
     values["claude_tools"] = claude_spelling(written, default, keep if strict else written)
+    if not strict and (isinstance(raw, list) or raw != ", ".join(written)):
+        values["tools_as_written"] = raw  # a Claude Code file's spelling, for the export
 
 
 def _disallowed_tools(

@@ -124,6 +124,10 @@ class Persona(BaseModel):
     ``MultiEdit`` beside ``Edit``), so that an export gives the host the same list."""
     claude_disallowed_tools: list[str] | None = None
     """The same for ``disallowedTools``."""
+    tools_as_written: str | list[str] | None = None
+    """The file's ``tools`` value when an export would write it otherwise (``WebFetch,WebSearch``
+    without a space, a YAML list, ``[]``), so that an export writes it as it was while it
+    still names the same entries."""
     description_as_written: str | None = None
     """The file's ``description`` when it differs from ``description`` only in white space
     (a folded ``>`` value ends in a newline), so that an export writes it as it was."""
