@@ -60,7 +60,12 @@ def count_small(counter: TokenCounter, text: str) -> int:
     if hit is None:
         digest = key[1] if isinstance(key[1], bytes) else None
         on_disk = digest is not None and getattr(counter, "exact", False)
-        if digest is not None and on_disk and len(text) >= _diskcounts.MIN_CHARS:
+        if (
+            digest is not None
+            and on_disk
+            and len(text) >= _diskcounts.MIN_CHARS
+            and (counter.name, digest) not in _ASKED
+        ):
             hit = _diskcounts.lookup(counter.name, [digest]).get(digest)  # an earlier process's
         if hit is None:
             hit = counter.count(text)
@@ -82,8 +87,17 @@ def recall_counts(counter: TokenCounter, texts: Iterable[str]) -> None:
             digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
             if (name, digest) not in _SMALL:
                 keys.append(digest)
-    for digest, n in _diskcounts.lookup(name, keys).items():
+    found = _diskcounts.lookup(name, keys)
+    for digest, n in found.items():
         remember(_SMALL, (name, digest), n, _SMALL_MAX)
+    if len(_ASKED) + len(keys) > _SMALL_MAX:
+        _ASKED.clear()
+    _ASKED.update((name, k) for k in keys if k not in found)
+
+
+_ASKED: set[tuple[str, bytes]] = set()
+"""Digests :func:`recall_counts` found nowhere on disk: :func:`count_small` counts them
+without asking again."""
 
 
 SPLITTABLE = frozenset({"o200k_base", "cl100k_base"})
