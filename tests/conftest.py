@@ -144,11 +144,23 @@ def _lanes_of(item: pytest.Item) -> set[str]:
     return lanes
 
 
+# The order a run starts its tests in: the lanes with the longest tests first, the fast lane
+# last. pytest-xdist's worksteal gives each worker a contiguous half and a worker that runs dry
+# steals from the end of the other's queue: with the long tests in front they start early on
+# one worker (one Ray cluster, one model server), and short tests fill the tail.
+LANE_ORDER = ("real_model", "ray", "hosts", "browser", "sandbox", "postgres", "process")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test with its lanes (see :data:`LANES`), so ``-m`` selects a lane."""
+    """Mark each test with its lanes (see :data:`LANES`), so ``-m`` selects a lane, and order
+    the tests by :data:`LANE_ORDER` (stable: within a rank, the collection order)."""
+    rank: dict[str, int] = {}
     for item in items:
-        for lane in sorted(_lanes_of(item)):
+        lanes = _lanes_of(item)
+        for lane in sorted(lanes):
             item.add_marker(getattr(pytest.mark, lane))
+        rank[item.nodeid] = min((LANE_ORDER.index(lane) for lane in lanes), default=len(LANE_ORDER))
+    items.sort(key=lambda item: rank[item.nodeid])
 
 
 # Child interpreters. The fast lane runs in process: a test there that starts a Python child
