@@ -209,3 +209,34 @@ def test_a_manifest_listing_an_agents_folder_is_refused_as_claude_code_does(
     cast = load(tmp_path, [folder])
     assert cast.errors == [] and set(cast.personas) == {"deck:reviewer", "deck:more"}
     assert set(cast.skills) == {"deck:gates"}
+
+
+def test_claude_code_tools_a_plugin_skill_lists_are_notes_as_for_agents(tmp_path: Path) -> None:
+    """Measured on secondsky/claude-skills: Claude Code's validator is silent about a
+    skill's ``allowed-tools: TodoWrite`` and an agent's ``allowed-tools`` (a skill's field;
+    the agent gets every tool). The first is a note (as in an agent's ``tools``), an MCP
+    tool of a server not configured stays a warning; the second keeps its warning, with
+    the right hint; a personae skill keeps the Agent Skills rules."""
+    folder = plugin(tmp_path / "p", "kit", {
+        "tester.md": "---\nname: tester\ndescription: Tests.\nallowed-tools: Read\n---\nT.\n",
+    })  # fmt: skip
+    write(
+        folder / "skills/vitest/SKILL.md",
+        "---\nname: vitest\ndescription: V.\nallowed-tools: Read, TodoWrite, mcp__x__y\n---\nB\n",
+    )
+    cast = load(tmp_path, [folder])
+    (note,) = cast.notes
+    assert note.file.name == "SKILL.md" and note.message == (
+        "tools personae does not provide, left out of the skill's allowed tools: TodoWrite"
+    )
+    assert sorted(w.message.split(";")[0] for w in cast.warnings) == [
+        "tool 'mcp__x__y': MCP server 'x' is not configured",
+        "unknown field 'allowed-tools' kept as is (personae ignores it)",
+    ]
+    assert any(w.message.endswith("did you mean 'tools'?") for w in cast.warnings)
+    assert cast.skill("kit:vitest").allowed_tools == ["read_file"]
+    mine = tmp_path / "proj"
+    write(mine / ".personae/skills/vitest/SKILL.md",
+          "---\nname: vitest\ndescription: V.\nallowed-tools: TodoWrite\n---\nB\n")  # fmt: skip
+    (error,) = Cast.load(mine).problems
+    assert "unknown tool 'TodoWrite'" in error.message and error.severity != "note"

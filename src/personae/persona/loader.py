@@ -210,7 +210,7 @@ def persona_from_text(
                 extra[key] = value
             continue
         extra[key] = value
-        hint = closest_name(key, sorted(CLAUDE_KEYS | PERSONAE_KEYS | _CLAUDE_KEPT))
+        hint = _field_hint(key)
         close = f"; did you mean {hint!r}?" if hint else ""
         sink.add(
             line(key), "warning", f"unknown field {key!r} kept as is (personae ignores it){close}"
@@ -252,6 +252,17 @@ def parse_constraints(raw: Any) -> Constraints:
         message, where = first_validation_error(exc, Constraints)
         label = f"constraints.{where}" if where else "constraints"
         raise ValueError(f"{label}: {message}") from None
+
+
+_SKILL_TOOLS = frozenset({"allowed-tools", "allowedTools", "allowed_tools"})
+"""A skill's tools field, which Claude Code ignores in an agent file (it gets every tool)."""
+
+
+def _field_hint(key: str) -> str | None:
+    """The field an unknown ``key`` of an agent file was meant to be, if any."""
+    if key in _SKILL_TOOLS:  # a skill's field: an agent's tools are `tools`
+        return "tools"
+    return closest_name(key, sorted(CLAUDE_KEYS | PERSONAE_KEYS | _CLAUDE_KEPT))
 
 
 def _report_unavailable(names: list[str], sink: _Sink, line: int | None) -> None:

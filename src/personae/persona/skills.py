@@ -13,7 +13,8 @@ from personae.persona._lineends import has_crlf
 from personae.persona._tools import check_tool_names, split_names
 from personae.persona.loader import CRLF_NOTE, full_description, parse_constraints
 from personae.persona.model import Skill
-from personae.persona.problems import LENIENT_GROUP, Problem, Severity
+from personae.persona.problems import LENIENT_GROUP, UNAVAILABLE_GROUP, Problem, Severity
+from personae.tools.names import mcp_server_of
 
 __all__ = ["MAX_DESCRIPTION", "MAX_NAME", "SKILL_NAME", "load_skill_file", "skill_from_text"]
 
@@ -119,7 +120,7 @@ def skill_from_text(
     else:
         _name(doc, path, add, values)
     _description(doc, add, values)
-    _fields(doc, add, values, servers)
+    _fields(doc, add, values, servers, claude=by_folder)
     failed = any(p.severity == "error" for p in problems[before:])
     if failed or "name" not in values or "description" not in values:
         return None
@@ -176,8 +177,15 @@ def _description(doc: Document, add: _Report, values: dict[str, Any]) -> None:
     values["description"] = full
 
 
-def _fields(doc: Document, add: _Report, values: dict[str, Any], servers: Iterable[str]) -> None:
-    """``allowed-tools``, ``constraints`` and the unknown fields (kept, with a warning)."""
+def _fields(
+    doc: Document, add: _Report, values: dict[str, Any], servers: Iterable[str], *,
+    claude: bool = False,
+) -> None:  # fmt: skip
+    """``allowed-tools``, ``constraints`` and the unknown fields (kept, with a warning).
+
+    ``claude``: a Claude Code skill, whose ``allowed-tools`` may name Claude Code tools
+    personae has no counterpart of (``TodoWrite``): a note, as for a Claude Code agent
+    (Claude Code is silent); an MCP server's tool or a pattern stays a warning."""
     meta, line = doc.meta, doc.line_of
     key = "allowed-tools" if "allowed-tools" in meta else "allowedTools"
     if meta.get(key) is not None:
@@ -187,7 +195,14 @@ def _fields(doc: Document, add: _Report, values: dict[str, Any], servers: Iterab
             add(line(key), f"{key} {exc}")
         else:
             check = check_tool_names(names, servers)
-            for message in check.messages + check.notes:
+            own = [n for n in check.unavailable if mcp_server_of(n) is None and "(" not in n]
+            if claude and own:
+                add(line(key), "tools personae does not provide, left out of the skill's "
+                    f"allowed tools: {', '.join(own)}", "note", UNAVAILABLE_GROUP)  # fmt: skip
+            for name, message in zip(check.unavailable, check.messages, strict=False):
+                if not (claude and name in own):
+                    add(line(key), message, "warning")
+            for message in check.notes:
                 add(line(key), message, "warning")
             values["allowed_tools"] = check.tools
     if meta.get("constraints") is not None:
