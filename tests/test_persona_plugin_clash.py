@@ -21,6 +21,7 @@ from personae.errors import AmbiguousNameError
 from personae.persona import Cast
 from personae.persona.export import to_claude_code
 from personae.persona.loader import load_persona_file
+from personae.persona.preflight import run_cast
 
 Cli = Callable[..., CompletedProcess[str]]
 
@@ -240,3 +241,13 @@ def test_claude_code_tools_a_plugin_skill_lists_are_notes_as_for_agents(tmp_path
           "---\nname: vitest\ndescription: V.\nallowed-tools: TodoWrite\n---\nB\n")  # fmt: skip
     (error,) = Cast.load(mine).problems
     assert "unknown tool 'TodoWrite'" in error.message and error.severity != "note"
+
+
+def test_a_plugin_agents_bare_name_wins_over_a_bundled_persona(tmp_path: Path) -> None:
+    folder = plugin(tmp_path / "p", "kit", {
+        "researcher.md": "---\nname: researcher\ndescription: The kit's.\n---\nR.\n",
+    })  # fmt: skip
+    cast = run_cast(tmp_path / "empty", extra_dirs=[folder])
+    assert cast.get("researcher").description == "The kit's."
+    assert cast.get("kit:researcher") is cast.get("researcher")
+    assert cast.get("repo-researcher").source_kind == "bundled"  # the other bundled one stays

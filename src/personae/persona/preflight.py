@@ -36,13 +36,14 @@ def run_cast(
 ) -> Cast:  # fmt: skip
     """The run's cast: ``cast`` (copied) or the project's at ``root`` (its files may name
     the program's ``tools``), plus the bundled personas (usable from any project; the
-    project's own persona of that name wins)."""
+    project's own persona of that name wins, a plugin agent's bare name too)."""
     if cast is not None:  # the caller's, copied: bundled personas are added below
         out = replace(cast, personas=dict(cast.personas), problems=list(cast.problems))
     else:
         out = Cast.load(root, extra_dirs, tools=tools)
     for name, bundled in bundled_personas().items():
-        out.personas.setdefault(name, bundled)
+        if name not in out.aliases and name not in out.ambiguous:  # a plugin agent's bare name
+            out.personas.setdefault(name, bundled)
     return out
 
 
