@@ -44,9 +44,10 @@ from personae.workflow.ray_executor import LOCAL_CLUSTER_ENV, RayExecutor
 from personae.workflow.spec import load_workflow
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[str]:
-    """A real local Ray cluster for the session; yields its GCS address."""
+    """A real local Ray cluster for this module's tests; yields its GCS address. Stopped after
+    them: an idle cluster still costs about 3 % of a core, and the run goes on for minutes."""
     for name, value in LOCAL_CLUSTER_ENV.items():  # before ray is imported
         os.environ[name] = value
     try:
