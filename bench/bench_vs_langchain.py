@@ -92,6 +92,8 @@ try:
 except ImportError:  # pragma: no cover - a bench-only extra
     sys.exit("bench_vs_langchain needs the bench extra: pip install -e '.[dev,bench]'")
 
+from _prefix import common_prefix_length
+
 from personae.context import (
     AssembledContext,
     Budget,
@@ -417,18 +419,6 @@ def _summary(stats: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _common(a: str, b: str) -> int:
-    """Length of the common prefix (bisection on slices: C-speed comparisons)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 Prompts = list[tuple[list[ChatMessage], list[BaseMessage]]]
 """The agent loop's prompts: the personae and the LangChain form of the history."""
 
@@ -659,13 +649,13 @@ def _loop_figures(renders: list[str], appended: list[int], starts: list[object])
     last_with: dict[str, str] = {}  # the latest prompt beginning the same way
     for n, ((a, _, start_a), (b, app, start_b)) in enumerate(pairs):
         last_with[a[:_OPENING]] = a
-        common = _common(a, b)
+        common = common_prefix_length(a, b)
         again = last_with.get(b[:_OPENING], a)
         if n < 20:
             continue
         share.append(common / len(a))
         share_new.append(common / len(b))
-        share_any.append(max(common, _common(again, b)) / len(b))
+        share_any.append(max(common, common_prefix_length(again, b)) / len(b))
         growth.append(app / len(b))
         if start_a != start_b:
             kept.append(common / len(a))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,9 @@ from personae.context._textcut import (
 )
 from personae.context.messages import ChatToolCall
 from personae.tokens.exact import exact_counter
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from _prefix import common_prefix_length
 
 COUNTER = exact_counter("o200k_base")
 TEXTS = HISTORY_TEXTS
@@ -64,19 +68,6 @@ def _loop(rng: random.Random, turns: int) -> list[list[ChatMessage]]:
     return out
 
 
-def _common(a: str, b: str) -> int:
-    """The length of the common prefix of ``a`` and ``b`` (bisected with slice compares:
-    a character loop over two 80 kB prompts, 2,000 times, cost about 1.7 s of CPU)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:  # a[:lo] == b[:lo] and a[:hi + 1] != b[:hi + 1] (or hi is the shorter length)
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 def _project(root: Path, extra: str = "") -> Path:
     (root / ".personae").mkdir(parents=True, exist_ok=True)
     (root / ".personae" / "profiles.yaml").write_text(
@@ -100,7 +91,7 @@ def _shares(root: Path, budget: int) -> tuple[list[float], list[float]]:
         renders.append(ctx.render())
         if len(ctx.messages) < len(now):
             unused.append(1 - ctx.total / budget)
-    shares = [_common(a, b) / len(a) for a, b in itertools.pairwise(renders)]
+    shares = [common_prefix_length(a, b) / len(a) for a, b in itertools.pairwise(renders)]
     return shares[20:], unused
 
 
