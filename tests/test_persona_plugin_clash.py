@@ -56,6 +56,16 @@ def plugins(tmp_path: Path) -> list[Path]:
     ]
 
 
+def assert_reads_as_written(exported: Path, original: Path, kind: str, root: Path) -> None:
+    """The exported file loads as the same persona as the original file (all but its path)."""
+    reread = load_persona_file(exported, kind=kind, root=exported.parent, problems=[])
+    first = load_persona_file(original, kind=kind, root=root, problems=[])
+    assert reread is not None and first is not None
+    assert reread.persona.model_dump(exclude={"source"}) == first.persona.model_dump(
+        exclude={"source"}
+    )
+
+
 def load(tmp_path: Path, dirs: list[Path]) -> Cast:
     empty = tmp_path / "empty"
     empty.mkdir(exist_ok=True)
@@ -98,14 +108,7 @@ def test_export_writes_each_files_own_name(tmp_path: Path, plugins: list[Path]) 
         assert text.startswith("---\nname: reviewer\n")
         again = tmp_path / "again" / spaced.replace(":", "-") / "reviewer.md"
         write(again, text)
-        reread = load_persona_file(again, kind="claude-code", root=again.parent, problems=[])
-        original = load_persona_file(
-            folder / "agents/reviewer.md", kind="claude-code", root=folder, problems=[]
-        )
-        assert reread is not None and original is not None
-        assert reread.persona.model_dump(exclude={"source"}) == original.persona.model_dump(
-            exclude={"source"}
-        )
+        assert_reads_as_written(again, folder / "agents/reviewer.md", "claude-code", folder)
 
 
 def test_the_cli_names_the_choice(cli: Cli, tmp_path: Path, plugins: list[Path]) -> None:
@@ -176,15 +179,8 @@ def test_a_plugin_agent_is_listed_and_exported_as_claude_code_names_it(
     assert exported.returncode == 0, exported.stderr
     again = tmp_path / "again/clerk.md"
     write(again, exported.stdout)
-    reread = load_persona_file(again, kind="plugin", root=again.parent, problems=[])
-    original = load_persona_file(
-        folder / "agents/clerk.md", kind="plugin", root=folder, problems=[]
-    )
-    assert reread is not None and original is not None
     # every field as the file wrote it: name, spawn list and skills not namespaced
-    assert reread.persona.model_dump(exclude={"source"}) == original.persona.model_dump(
-        exclude={"source"}
-    )
+    assert_reads_as_written(again, folder / "agents/clerk.md", "plugin", folder)
     assert "Agent(filer)" in exported.stdout and "- ledger" in exported.stdout
 
 
