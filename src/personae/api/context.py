@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from personae.context._textcut import count_small
 from personae.context.assemble import AssembledContext, assemble_snapshot
 from personae.context.budget import Budget
 from personae.context.fit_items import fit_items
@@ -175,22 +176,18 @@ def fit_messages(
     if budget < 1:
         raise UsageError(f"budget must be at least 1 token, not {budget}", field="budget")
     counter = counter_for_model(model) if model else exact_counter()
-    # The fit measures many candidate lists that share most of their texts: each distinct
-    # text is tokenized once per call.
-    sizes: dict[str, int] = {}
-
-    def tokens(text: str) -> int:
-        size = sizes.get(text)
-        if size is None:
-            size = sizes[text] = counter.count(text)
-        return size
 
     def count(items: list[Any]) -> int:
+        # The fit measures many candidate lists that share most of their texts: each
+        # distinct text is tokenized once (the process's count memo).
         total = 0
         for item in items:
             m = from_stored(item)
-            total += MESSAGE_OVERHEAD + tokens(m.content)
-            total += sum(tokens(c.name) + tokens(c.arguments) for c in m.tool_calls)
+            total += MESSAGE_OVERHEAD + count_small(counter, m.content)
+            total += sum(
+                count_small(counter, c.name) + count_small(counter, c.arguments)
+                for c in m.tool_calls
+            )
         return total
 
     fitted = fit_items(

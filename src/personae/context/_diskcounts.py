@@ -40,7 +40,6 @@ _BATCH = 2048
 """New counts written together."""
 _CHUNK = 500
 """Digests looked up in one query (under SQLite's limit on parameters)."""
-"""New counts written together."""
 _VERSION = "1"
 """Part of every key: counts of another layout of this file are never read."""
 _SCHEMA = (
