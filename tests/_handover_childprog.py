@@ -56,7 +56,10 @@ def _main(argv: list[str]) -> int:
     previous = [c for c in calls(cwd) if c["id"] == hid]
     if behave.get("grandchild"):
         grand = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-        (cwd / f"grandchild-{hid}.pid").write_text(str(grand.pid))
+        # written whole, then renamed: a test polling for the file never reads it empty
+        part = cwd / f"grandchild-{hid}.pid.part"
+        part.write_text(str(grand.pid))
+        part.replace(cwd / f"grandchild-{hid}.pid")
     time.sleep(float(behave.get("sleep", 0)))
     failing = len(previous) < int(behave.get("fail_times", 0))
     with (cwd / "calls.log").open("a") as log:
