@@ -21,6 +21,7 @@ import pytest
 
 from _helpers import HISTORY_TEXTS
 from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
+from personae.context import _counted as _counted_mod
 from personae.context import history as history_mod
 from personae.context import snapshot as snapshot_mod
 from personae.context import window as window_mod
@@ -246,3 +247,48 @@ def test_water_level_is_the_largest_level_that_fits() -> None:
             continue
         assert got is not None and total(pool, got) <= room
         assert got == max((c for c, _, _, _ in pool), default=0) or total(pool, got + 1) > room
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_cut_exchanges_are_counted_exactly_from_their_offsets(name: str) -> None:
+    """An exchange whose outputs were cut at a new place is counted for the exact
+    verification from its parts (each cut output's kept start read off its token
+    offsets, the other messages by content) instead of encoding it whole: that count is
+    the count of the whole text, followed by a blank line (a piece of the prompt) or by
+    the section's closing tag (the last piece), over random outputs of letters, CJK,
+    emoji, digits, punctuation, slashes, marks and whitespace runs, starting with any of
+    them, cut at random levels."""
+    counter = exact_counter(name)
+    alphabet = [*"abcXYZ  \n\n\t/\\()[]{}'\".,;:!?-_=+0123456789", "日本", "語の", "é", "ß",
+                "\u0301", "\r\n", "    ", "\n\n\n", "'s", "//", "\n/", "😀", "🙂🙃", "\u00a0",
+                "\x85", "\u3000", "—", "…", "。", "、", " the ", "word", "\t\t"]  # fmt: skip
+    rng = random.Random(name)
+    checked = 0
+    for round_ in range(100):
+        outputs = [
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(300, 2500)))
+            for _ in range(rng.randint(1, 3))
+        ]
+        calls = tuple(ChatToolCall(f"c{round_}{k}", "read", "{}") for k in range(len(outputs)))
+        results = [
+            ChatMessage("tool", o, tool_call_id=c.id) for o, c in zip(outputs, calls, strict=True)
+        ]
+        msgs = (
+            ChatMessage("assistant", rng.choice(["", "reading", " x"]), tool_calls=calls),
+            *results,
+        )
+        unit = history_mod.Unit(msgs)
+        costs = [[history_mod.MessageCosts(counter, frozenset()).prepare(m)[1] for m in msgs]]
+        for level in rng.sample(range(40, max(c for c in costs[0]) + 1), 6):
+            pool = [(c, 0, 0, j) for j, c in enumerate(costs[0]) if j]
+            turn, _, shrunk = history_mod._apply_level([unit], costs, pool, level, counter)
+            block = history_mod._render_cut(turn[0], counter)
+            later = _counted_mod._LATER.get((name, block))
+            if not shrunk or later is None:
+                continue
+            for after in ("\n\n", "\n</recent_messages>\n\n", "\n</recent_messages>"):
+                got = later(after)
+                if got is not None:
+                    checked += 1
+                    assert got == counter.count(block + after), (block, after)
+    assert checked > 400, checked

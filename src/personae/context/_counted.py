@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from personae.context._lru import recall, remember
 from personae.context._textcut import SPLITTABLE, count_small
 from personae.context.render import SEPARATOR, close_tag, open_tag
 from personae.tokens.base import TokenCounter
 
-__all__ = ["render_counted"]
+__all__ = ["count_later", "render_counted"]
 
 _STARTS = ("<", "#", "[")
 """A group boundary is a blank line followed by one of these."""
@@ -95,13 +95,36 @@ _SINGLE: dict[str, dict[str, int]] = {}
 _SINGLE_MAX = 1 << 17
 
 
+_LATER: dict[tuple[str, str], Callable[[str], int | None]] = {}
+"""Per counter and piece, how to count the piece followed by other text without
+counting all of it (see :func:`count_later`)."""
+_LATER_MAX = 64
+
+
+def count_later(counter: TokenCounter, piece: str, count: Callable[[str], int | None]) -> None:
+    """Say how to count ``piece`` followed by other text exactly when a prompt holds it:
+    ``count(after)`` is the exact count of ``piece + after`` (``None``: count it whole).
+    For a new piece that is mostly text counted before (an exchange with one output
+    cut at a new place: its kept part's tokens are read off the output's offsets)."""
+    if len(_LATER) >= _LATER_MAX:
+        _LATER.clear()  # the pieces of the last prompts are the ones asked for
+    _LATER[counter.name, piece] = count
+
+
+def _count_new(counter: TokenCounter, piece: str, after: str) -> int:
+    """Exact count of ``piece + after`` (a piece no earlier prompt had)."""
+    later = _LATER.get((counter.name, piece))
+    n = later(after) if later is not None else None
+    return n if n is not None else count_small(counter, piece + after)
+
+
 def _count_groups(counter: TokenCounter, groups: list[Group]) -> int:
     memo = _GROUPS.setdefault(counter.name, OrderedDict())
     total = 0
     for g in groups:
         n = recall(memo, g)
         if n is None:
-            n = count_small(counter, "".join(g))
+            n = _count_new(counter, g[0], "".join(g[1:]))
             remember(memo, g, n, _GROUPS_MAX)
         total += n
     return total
@@ -115,5 +138,5 @@ def _count_single(counter: TokenCounter, pieces: list[str]) -> int:
             memo.clear()  # rare: far more distinct pieces than any prompt holds
         for k, (piece, n) in enumerate(zip(pieces, counts, strict=True)):
             if n is None:
-                counts[k] = memo[piece] = count_small(counter, piece + SEPARATOR)
+                counts[k] = memo[piece] = _count_new(counter, piece, SEPARATOR)
     return sum(counts)  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ from personae.tokens.base import TokenCounter
 __all__ = [
     "SPLITTABLE",
     "Cut",
+    "count_around",
     "count_rendered",
     "count_small",
     "cut_text",
@@ -157,6 +158,11 @@ class Cut:
     """Kept text plus the notice."""
     tokens: int
     """Exact token count of ``text``."""
+    split: int = 0
+    """A place where the pre-tokenizer starts a new piece in ``text`` whatever follows
+    it (0: none known): ``text[:split]`` is the cut text's own start."""
+    before: int = 0
+    """Tokens of ``text[:split]`` (read off the cut text's token offsets)."""
 
 
 def _largest(n: int, guess: int, measure: Callable[[int], int], target: int) -> int:
@@ -305,6 +311,9 @@ def _token_starts(counter: TokenCounter, text: str) -> list[int] | None:
     return got
 
 
+_TOKEN_BYTES: dict[str, dict[int, int]] = {}
+"""Per encoding, the length in bytes of each token met (at most the vocabulary)."""
+
 _CONTINUATION = bytes(int(0x80 <= b < 0xC0) for b in range(256))
 """Byte -> 1 for a UTF-8 continuation byte, else 0 (for ``bytes.translate``)."""
 _LEAD = bytes(1 - c for c in _CONTINUATION)
@@ -320,10 +329,17 @@ def _offsets(encoding: Any, text: str) -> list[int] | None:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
         return None
-    pieces = encoding.decode_tokens_bytes(encoding.encode_ordinary(text))
-    if b"".join(pieces) != data:
+    tokens = encoding.encode_ordinary(text)
+    if encoding.decode_bytes(tokens) != data:  # one call: the tokens spell the text
         return None
-    starts = list(itertools.accumulate(map(len, pieces), initial=0))
+    # Each token's length in bytes, from a per-encoding table filled with the tokens met
+    # (a huge output has a few thousand distinct tokens among tens of thousands).
+    lengths = _TOKEN_BYTES.setdefault(encoding.name, {})
+    missing = set(tokens).difference(lengths)
+    if missing:
+        sizes = map(len, map(encoding.decode_single_token_bytes, missing))
+        lengths.update(zip(missing, sizes, strict=True))
+    starts = list(itertools.accumulate(map(lengths.__getitem__, tokens), initial=0))
     starts.pop()  # byte offset of each token
     if len(data) == len(text):  # ASCII: bytes are characters
         return starts
@@ -355,7 +371,13 @@ def _from_starts(
         if keep_head:
             kept = text[:k].rstrip("\n")
             joined = f"{kept}\n{notice}" if kept else notice
-            tokens = _head_count(text, len(kept), starts, counter, joined)
+            split = _head_split(text, len(kept), starts, counter)
+            if split is None:
+                tokens = counter.count(joined)
+            else:
+                tokens = split[1] + counter.count(joined[split[0] :])
+                if tokens <= limit:
+                    return Cut(joined, tokens, *split)
         else:
             kept = text[n - k :].lstrip("\n")
             joined = f"{notice}\n{kept}" if kept else notice
@@ -394,15 +416,44 @@ def _starts_piece(text: str, p: int, end: int) -> bool:
     return c in _AFTER_WORD and before.isalpha()
 
 
+def _head_split(
+    text: str, end: int, starts: list[int], counter: TokenCounter
+) -> tuple[int, int] | None:
+    """The last piece start ``p`` of ``text[:end]`` (near its end) and the tokens before
+    it, read from ``starts`` (the offsets of ``text``'s tokens); ``None`` when there is
+    none near the end or the counter's pre-tokenizer is not known to split there."""
+    if counter.name in SPLITTABLE:
+        for p in range(end - 1, max(0, end - _SPLIT_SCAN), -1):
+            if _starts_piece(text, p, end):
+                return p, bisect_left(starts, p)
+    return None
+
+
 def _head_count(text: str, end: int, starts: list[int], counter: TokenCounter, joined: str) -> int:
     """Exact count of ``joined``, which is ``text[:end]`` followed by other text: the
     tokens before the last piece start of ``text[:end]`` are read from ``starts`` (the
     offsets of ``text``'s tokens), only the rest is counted."""
-    if counter.name in SPLITTABLE:
-        for p in range(end - 1, max(0, end - _SPLIT_SCAN), -1):
-            if _starts_piece(text, p, end):
-                return bisect_left(starts, p) + counter.count(joined[p:])
-    return counter.count(joined)
+    split = _head_split(text, end, starts, counter)
+    if split is None:
+        return counter.count(joined)
+    return split[1] + counter.count(joined[split[0] :])
+
+
+def count_around(counter: TokenCounter, head: str, cut: Cut, tail: str) -> int | None:
+    """Exact count of ``head + cut.text + tail`` without counting the cut text's start
+    again: the head's count, plus the tokens before the cut's piece start (read off its
+    offsets), plus the count of the rest. ``None`` when the cut has no such start or the
+    pre-tokenizer may run a piece over from ``head`` into the cut text (only a head
+    ending in a newline before a letter or printable character is known not to)."""
+    if not cut.split or counter.name not in SPLITTABLE or not getattr(counter, "exact", False):
+        return None
+    n = 0
+    if head:
+        edge = head[-1] + cut.text[:2]
+        if head[-1] != "\n" or not _starts_piece(edge, 1, len(edge)):
+            return None
+        n = count_small(counter, head)
+    return n + cut.before + counter.count(cut.text[cut.split :] + tail)
 
 
 def _tail_count(

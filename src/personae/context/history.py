@@ -19,8 +19,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from personae.context._counted import count_later
 from personae.context._lru import SizedMemo, recall, remember
-from personae.context._textcut import count_small, cut_text, recall_counts
+from personae.context._textcut import Cut, count_around, count_small, cut_text, recall_counts
 from personae.context.messages import (
     CUT_ORIGIN_EVERY,
     ChatMessage,
@@ -209,6 +210,49 @@ def render_unit(unit: Unit) -> str:
     return got
 
 
+_CUTS: dict[int, tuple[ChatMessage, Cut]] = {}
+"""Messages whose content is a cut read off token offsets (by id; kept alive here, so
+the id is not reused), with that cut: the exact count of their exchange is then read
+off the offsets too (see :func:`_render_cut`)."""
+_CUTS_MAX = 256
+
+_COUNT_LATER_FROM = 2048
+"""Exchanges shorter than this (characters) are counted whole when verified."""
+
+
+def _render_cut(unit: Unit, counter: TokenCounter) -> str:
+    """An exchange that may hold outputs cut here, rendered. A cut exchange is new text
+    (not remembered: another budget cuts elsewhere); the exact verification counts it
+    from its messages (a blank line before a header always starts a new piece, so their
+    counts add up): each cut output from its offsets (:func:`count_around`), each other
+    message by content (counted once)."""
+    msgs = unit.messages
+    cuts = [_CUTS.get(id(m)) for m in msgs]
+    if all(c is None or c[0] is not m for c, m in zip(cuts, msgs, strict=True)):
+        return render_unit(unit)
+    rendered = [render_message(m) for m in msgs]
+    block = _SEP.join(rendered)
+    if len(block) < _COUNT_LATER_FROM:
+        return block
+
+    def count(after: str) -> int | None:
+        total = 0
+        last = len(msgs) - 1
+        for j, (m, held) in enumerate(zip(msgs, cuts, strict=True)):
+            tail = _SEP if j < last else after
+            if held is not None and held[0] is m:
+                n = count_around(counter, _header(m), held[1], _calls(m) + tail)
+                if n is None:
+                    return None
+            else:
+                n = count_small(counter, rendered[j] + tail)
+            total += n
+        return total
+
+    count_later(counter, block, count)
+    return block
+
+
 @dataclass(frozen=True)
 class Exchanges:
     """A conversation prepared for fitting: exchanges, their costs, running totals and
@@ -317,7 +361,7 @@ def fit_history(
     shrunk, fits = 0, True
     head_cost = notice_cost(evicted_msgs, evicted_tokens)
     if grid is not None:
-        kept, blocks[0] = [grid[0], *kept[1:]], render_unit(grid[0])
+        kept, blocks[0] = [grid[0], *kept[1:]], _render_cut(grid[0], counter)
         body_cost += grid[1] - (cum_cost[start + 1] - cum_cost[start])
     elif (
         hinted is None
@@ -332,7 +376,7 @@ def fit_history(
         if part is not None:
             start -= 1
             kept = [part[0], *kept]
-            blocks.insert(0, render_unit(part[0]))
+            blocks.insert(0, _render_cut(part[0], counter))
             evicted_msgs, evicted_tokens = cum_msgs[start], cum_cost[start]
             body_cost += part[1]
             head_cost = notice_cost(evicted_msgs, evicted_tokens)
@@ -343,7 +387,7 @@ def fit_history(
         turn, kept_costs, shrunk, fits, elided = _shrink_turn(
             list(units[last:]), [list(c) for c in ex.costs[last:]], counter, limit - head_cost, sep
         )
-        kept, blocks = turn, [render_unit(u) for u in turn]
+        kept, blocks = turn, [_render_cut(u, counter) for u in turn]
         evicted_msgs += elided
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
         body_cost = sum(sum(c) + sep * len(c) for c in kept_costs)
@@ -629,11 +673,15 @@ def _apply_level(
         if cut is not None and over + cut.tokens <= max(level, floor):
             text, new_cost = cut.text, over + cut.tokens
         else:
-            text, new_cost = _OMITTED, floor
+            text, new_cost, cut = _OMITTED, floor, None
         msgs = list(turn[k].messages)
         msgs[j] = ChatMessage(
             msg.role, text, msg.tool_calls, msg.tool_call_id, None, msg.seq, msg.counter
         )
+        if cut is not None and cut.split:
+            if len(_CUTS) >= _CUTS_MAX:
+                _CUTS.clear()
+            _CUTS[id(msgs[j])] = (msgs[j], cut)
         turn[k] = Unit(tuple(msgs))
         costs[k][j] = new_cost
         shrunk += 1
