@@ -35,7 +35,9 @@ def test_builtin_roles_and_their_default_sections() -> None:
     assert "active_persona" in worker and "validation_context" not in worker
     assert "validation_context" in client and "active_persona" not in client
     for tags in (worker, client):
-        assert tags[-1] == "recent_messages"  # most volatile last
+        # what changes most last: the conversation only grows at its end, the turn's
+        # request is new every turn (before the conversation it would cost its cache)
+        assert tags[-2:] == ["recent_messages", "task"]
     caps = {s.tag: s for s in ps.get("client").sections}
     assert caps["directive"].cap == 500
     assert caps["conversation_summary"].cap == 1800  # the condensed rest plus pinned items

@@ -63,6 +63,31 @@ def test_no_content_breaks_out_of_its_section(tmp_path: Path, payload: str) -> N
         assert [t for t, _ in parsed] == shown
 
 
+def test_a_new_turn_repeats_the_last_prompt_up_to_its_request(tmp_path: Path) -> None:
+    """The turn's request changes every turn and comes after the conversation, so the
+    next turn's prompt (the conversation grown by the turn before, a new request)
+    repeats the previous prompt up to that request: a provider's prefix cache serves
+    the whole conversation again, in every team role."""
+    history = [
+        {"seq": n + 1, "role": "user" if n % 2 == 0 else "assistant", "content": f"m{n} " * 40}
+        for n in range(4)
+    ]
+    for role in ("manager", "worker", "client", "validator"):
+        prompts = []
+        for turn, msgs in enumerate((history[:2], history)):
+            snap = Snapshot.build(
+                tmp_path, messages=msgs, task=f"request {turn}", execution_block="e",
+                handover="h", include_git_log=False,
+            )  # fmt: skip
+            snap.texts["directive"] = "d"
+            prompts.append(assemble_snapshot(snap, role, Budget.absolute(4000), COUNTER).render())
+        before, after = prompts
+        conversation_end = before.index("\n</recent_messages>")
+        assert before.index("<task>\nrequest 0") > conversation_end, role
+        assert "request 0" not in after and "m3" in after, role
+        assert after.startswith(before[:conversation_end]), role
+
+
 def test_escape_leaves_other_text_alone() -> None:
     text = "a </tasks> b </task_list> c &lt; d <b>bold</b> e"
     assert escape(text, TAGS) is text
@@ -81,7 +106,7 @@ def test_order_is_fixed_and_stable_first(tmp_path: Path) -> None:
     snap.texts["directive"] = "d"
     rendered = assemble_snapshot(snap, "worker", Budget.absolute(2000), COUNTER).render()
     shown = re.findall(r"(?m)^<([a-z_]+)>$", rendered)
-    assert shown == ["active_persona", "directive", "handover", "task", "recent_messages"]
+    assert shown == ["active_persona", "directive", "handover", "recent_messages", "task"]
     assert rendered.startswith(
         "<active_persona>\ne\n</active_persona>\n\n<directive>\nd\n</directive>"
     )
