@@ -38,11 +38,12 @@ own exact count). Validity columns (all must be 0 for personae): overruns (kept 
 budget, each side by its own exact count), orphan tool results, dangling tool
 calls, lost latest user turn; for personae, ``replay``: timed prompts that
 differ from the checked replay (must be 0; see ``_personae``). Then a
-500-turn agent loop at a 16k budget that appends before each prompt, at three
+500-turn agent loop at a 16k budget (``--loop-budget``) that appends before each prompt, at three
 cadences (``--cadence``: a prompt at each user message and after each tool
 result; at each user message and after a turn's last tool result; at each user
 message only): mean share of each prompt that is an identical prefix of the
-previous one, budget left unused when trimmed, and CPU per prompt (median and
+previous one (also over the prompts whose history was trimmed only), budget
+left unused when trimmed, and CPU per prompt (median and
 mean; see ``prefix_loop``), for LangChain, a kept window per ``--low-water``,
 and stateless (a fresh snapshot per prompt) at the default ``cut_step`` and at
 each ``--cut-step``; beside each share, the figures that bound it (growth per
@@ -445,9 +446,11 @@ def prefix_loop(
     low_waters: list[float],
     cadences: list[str] | None = None,
     cut_steps: list[float] | None = None,
+    *,
+    budget: int = 16_000,
 ) -> dict[str, Any]:
     """Reusable-prefix share, unused budget and CPU per prompt over an agent loop
-    (16k budget), at each cadence of :data:`CADENCES`.
+    (``budget`` tokens, 16k by default), at each cadence of :data:`CADENCES`.
 
     For personae, one run per ``low_water`` (the eviction hysteresis of a kept
     window: 1.0 evicts only what must go) and one stateless run (a fresh snapshot
@@ -464,18 +467,21 @@ def prefix_loop(
     for cadence in cadences or list(CADENCES):
         prompts = [(p, lc) for kind, p, lc in every if kind in CADENCES[cadence]]
         row: dict[str, Any] = {"prompts": len(prompts), "personae": {}}
-        row["langchain"] = _langchain_loop(prompts)
+        row["langchain"] = _langchain_loop(prompts, budget)
         for low in low_waters:
-            row["personae"][str(low)] = _personae_loop(prompts, tmp / f"{cadence}{low}", low)
+            row["personae"][str(low)] = _personae_loop(
+                prompts, tmp / f"{cadence}{low}", low, budget=budget
+            )
         row["personae"]["stateless"] = _personae_loop(
-            prompts, tmp / f"{cadence}-stateless", 1.0, stateless=True
+            prompts, tmp / f"{cadence}-stateless", 1.0, stateless=True, budget=budget
         )
         for step in cut_steps or []:
             if step == DEFAULT_CUT_STEP:
                 continue  # the default row
             row["personae"][f"stateless, cut_step {step}"] = _personae_loop(
-                prompts, tmp / f"{cadence}-stateless{step}", 1.0, stateless=True, cut_step=step
-            )
+                prompts, tmp / f"{cadence}-stateless{step}", 1.0, stateless=True,
+                cut_step=step, budget=budget,
+            )  # fmt: skip
         out[cadence] = row
     return out
 
@@ -512,8 +518,8 @@ def _loop_prompts(turns: int) -> list[tuple[str, list[ChatMessage], list[BaseMes
     return prompts
 
 
-def _langchain_loop(prompts: Prompts) -> dict[str, Any]:
-    """LangChain's side of the agent loop."""
+def _langchain_loop(prompts: Prompts, budget: int) -> dict[str, Any]:
+    """LangChain's side of the agent loop at ``budget`` tokens."""
     lc_counts: dict[int, int] = {}
 
     def lc_count(m: BaseMessage) -> int:
@@ -528,22 +534,24 @@ def _langchain_loop(prompts: Prompts) -> dict[str, Any]:
     lc_cpu = []
     lc_appended = []
     lc_starts: list[object] = []
+    lc_trimmed: list[bool] = []
     seen = 0
     for _, lc_now in prompts:
         lc_appended.append(sum(len(f"{m.type}: {m.content}") + 2 for m in lc_now[seen:]))
         seen = len(lc_now)
         trim = functools.partial(
-            trim_messages, lc_now, max_tokens=16_000, token_counter=lc_count, strategy="last",
+            trim_messages, lc_now, max_tokens=budget, token_counter=lc_count, strategy="last",
             start_on="human", include_system=True,
         )  # fmt: skip
         kept, cpu, _wall = _timed(trim)
         lc_cpu.append(cpu)
         lc_renders.append("\n\n".join(f"{m.type}: {m.content}" for m in kept))
         lc_starts.append(next((id(m) for m in kept if m.type != "system"), None))
-        if len(kept) < len(lc_now):
-            lc_unused.append(1 - sum(lc_count(m) for m in kept) / 16_000)
+        lc_trimmed.append(len(kept) < len(lc_now))
+        if lc_trimmed[-1]:
+            lc_unused.append(1 - sum(lc_count(m) for m in kept) / budget)
     return {
-        **_loop_figures(lc_renders, lc_appended, lc_starts),
+        **_loop_figures(lc_renders, lc_appended, lc_starts, lc_trimmed),
         "unused_when_trimmed": round(statistics.mean(lc_unused), 3) if lc_unused else 0.0,
         **_cpu_figures(lc_cpu),
     }
@@ -556,8 +564,9 @@ def _personae_loop(
     *,
     stateless: bool = False,
     cut_step: float | None = None,
+    budget: int = 16_000,
 ) -> dict[str, Any]:
-    """personae's side of the agent loop at eviction low-water mark ``low``
+    """personae's side of the agent loop at ``budget`` tokens and eviction low-water mark ``low``
     (``stateless``: a fresh snapshot per prompt, no window kept; ``cut_step``: the
     from-scratch cut grid's step, ``None`` for the default)."""
     (root / ".personae").mkdir(parents=True)
@@ -577,11 +586,11 @@ def _personae_loop(
             root, messages=now, task="Fix the bug", include_git_log=False, profiles=profiles,
             window=None if stateless else window,
         )  # fmt: skip
-        ctx = assemble_snapshot(snap, "agent", Budget.absolute(16_000), COUNTER)
+        ctx = assemble_snapshot(snap, "agent", Budget.absolute(budget), COUNTER)
         ctx.render()
         return ctx
 
-    appended, seen, starts = [], 0, []
+    appended, seen, starts, trimmed = [], 0, [], []
     for now, _ in prompts:
         appended.append(sum(len(render_message(m)) + 2 for m in now[seen:]))
         seen = len(now)
@@ -589,11 +598,12 @@ def _personae_loop(
         cpus.append(cpu)
         renders.append(ctx.render())
         starts.append(tuple((m.seq, len(m.content)) for m in ctx.messages[:_FIRST]))
-        overruns += ctx.total > 16_000 or COUNTER.count(ctx.render()) != ctx.total
-        if len(ctx.messages) < len(now):
-            unused.append(1 - ctx.total / 16_000)
+        overruns += ctx.total > budget or COUNTER.count(ctx.render()) != ctx.total
+        trimmed.append(len(ctx.messages) < len(now))
+        if trimmed[-1]:
+            unused.append(1 - ctx.total / budget)
     return {
-        **_loop_figures(renders, appended, starts),
+        **_loop_figures(renders, appended, starts, trimmed),
         "unused_when_trimmed": round(statistics.mean(unused), 3) if unused else 0.0,
         "overruns_or_miscounts": overruns,
         **_cpu_figures(cpus),
@@ -620,11 +630,16 @@ UNUSED_LIMIT = 0.05
 """The mean unused share allowed when trimmed (every token used)."""
 
 
-def _loop_figures(renders: list[str], appended: list[int], starts: list[object]) -> dict[str, Any]:
+def _loop_figures(
+    renders: list[str], appended: list[int], starts: list[object], trimmed: list[bool]
+) -> dict[str, Any]:
     """Prefix share of a loop's prompts and the figures that bound it (the first 20
     prompts skipped; all shares in characters of the rendered prompt).
 
     - ``share``: mean share of each prompt that the next one repeats as its prefix;
+      ``share_trimmed``: the same where the next prompt's history was trimmed (the
+      steady state: a loop whose history fits repeats everything); ``trimmed``: the
+      share of prompts that were;
       ``share_new``: mean share of each prompt that repeats the previous one's (what a
       provider's prefix cache can serve; at most ``1 - g``);
     - ``share_any``: the same against any earlier prompt (a provider cache holds
@@ -649,6 +664,7 @@ def _loop_figures(renders: list[str], appended: list[int], starts: list[object])
     """
     pairs = list(itertools.pairwise(zip(renders, appended, starts, strict=True)))
     share, share_new, share_any, growth, kept, freed = [], [], [], [], [], []
+    share_trimmed = []
     lost = 0.0
     last_with: dict[str, str] = {}  # the latest prompt beginning the same way
     for n, ((a, _, start_a), (b, app, start_b)) in enumerate(pairs):
@@ -658,6 +674,8 @@ def _loop_figures(renders: list[str], appended: list[int], starts: list[object])
         if n < 20:
             continue
         share.append(common / len(a))
+        if trimmed[n + 1]:
+            share_trimmed.append(common / len(a))
         share_new.append(common / len(b))
         share_any.append(max(common, common_prefix_length(again, b)) / len(b))
         growth.append(app / len(b))
@@ -674,6 +692,8 @@ def _loop_figures(renders: list[str], appended: list[int], starts: list[object])
     s_max = 2 * UNUSED_LIMIT + g / 2
     return {
         "share": round(statistics.mean(share), 3),
+        "share_trimmed": round(statistics.mean(share_trimmed), 3) if share_trimmed else None,
+        "trimmed": round(sum(trimmed[21:]) / len(share), 3),
         "share_new": round(statistics.mean(share_new), 3),
         "share_any": round(statistics.mean(share_any), 3),
         "g": round(g, 4),
@@ -801,17 +821,20 @@ def print_sizes(sizes: list[dict[str, Any]]) -> None:
             print(f"{size['messages']:>9,} {name:<26}{times}{checks}")
 
 
-def print_loops(loops: dict[str, Any], turns: int) -> None:
+def print_loops(loops: dict[str, Any], turns: int, budget: int = 16_000) -> None:
     """The agent-loop table, one block per cadence."""
     for cadence, loop in loops.items():
         print(
-            f"agent loop: {turns} turns, {cadence}: {loop['prompts']} prompts, 16k budget"
-            " (share: the previous prompt's share the next repeats; new: the next prompt's"
+            f"agent loop: {turns} turns, {cadence}: {loop['prompts']} prompts,"
+            f" {budget // 1000}k budget"
+            " (share: the previous prompt's share the next repeats; trim: the same over trimmed"
+            " prompts, trimmed: their share of prompts; new: the next prompt's"
             " share repeated; any: the same against any earlier prompt; unused: budget left"
             " when trimmed; g p s moves other bound: see _loop_figures)"
         )
         print(
-            f"  {'side':<34}{'share':>6}{'new':>6}{'any':>6}{'unused':>7}{'g':>7}{'p':>6}{'s':>6}"
+            f"  {'side':<34}{'share':>6}{'trim':>6}{'trimd':>6}{'new':>6}{'any':>6}"
+            f"{'unused':>7}{'g':>7}{'p':>6}{'s':>6}"
             f"{'moves':>6}{'other':>6}{'bound':>6}{'at 5%':>6}{'p for .9':>9}{'cpu ms':>7}"
         )
         sides = {"langchain": loop["langchain"]}
@@ -823,7 +846,8 @@ def print_loops(loops: dict[str, Any], turns: int) -> None:
         )
         for side, r in sides.items():
             print(
-                f"  {side:<34}{r['share']:>6.3f}{r['share_new']:>6.3f}{r['share_any']:>6.3f}"
+                f"  {side:<34}{r['share']:>6.3f}{r['share_trimmed'] or 0:>6.3f}"
+                f"{r['trimmed']:>6.2f}{r['share_new']:>6.3f}{r['share_any']:>6.3f}"
                 f"{r['unused_when_trimmed']:>7.1%}{r['g']:>7.1%}{r['p']:>6.2f}{r['s']:>6.2f}"
                 f"{r['moves']:>6.2f}{r['other']:>6.2f}{r['bound']:>6.2f}{r['at_5pct']:>6.2f}{r['p_for_90']:>9.2f}"
                 f"{r['cpu_median_ms']:>7.2f}"
@@ -860,6 +884,9 @@ def main() -> None:
         help="use the user's on-disk count cache (default: an empty one in a private data"
         " folder, so no earlier run's counts are found)",
     )  # fmt: skip
+    ap.add_argument(
+        "--loop-budget", type=int, default=16_000, help="the agent loop's budget in tokens"
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "vs_langchain.json")
     args = ap.parse_args()
     home = tempfile.TemporaryDirectory()
@@ -904,8 +931,10 @@ def _run(args: argparse.Namespace) -> None:
             results["sizes"].append(bench_size(n, budgets, Path(tmp)))
         if args.turns:
             results["prefix_share"] = prefix_loop(
-                args.turns, Path(tmp), args.low_water, args.cadence, args.cut_step
-            )
+                args.turns, Path(tmp), args.low_water, args.cadence, args.cut_step,
+                budget=args.loop_budget,
+            )  # fmt: skip
+            results["loop_budget"] = args.loop_budget
     if not args.no_drop_in:
         results["drop_in"] = drop_in([100, 1_000, 10_000], args.drop_in_budgets)
     results["load_average_after"] = os.getloadavg()
@@ -919,7 +948,7 @@ def _run(args: argparse.Namespace) -> None:
         " not the exact count of the whole prompt"
     )
     print_sizes(results["sizes"])
-    print_loops(results.get("prefix_share", {}), args.turns)
+    print_loops(results.get("prefix_share", {}), args.turns, args.loop_budget)
     if "drop_in" in results:
         print_drop_in(results["drop_in"], args.drop_in_budgets)
     args.out.parent.mkdir(parents=True, exist_ok=True)
