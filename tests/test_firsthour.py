@@ -440,6 +440,39 @@ def test_shell_completion_installs_and_completes(tmp_path: Path) -> None:
     assert asked.stdout.split() == ["run", "runs"]
 
 
+def test_shell_completion_without_a_shell_among_the_ancestors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under a process with no shell above it (a Dockerfile RUN line, a CI agent) the
+    shell named wins, else ``$SHELL``'s; one that cannot be told is one line, exit 2,
+    and nothing is written."""
+    import shellingham
+
+    from personae.cli.app import run_cli
+
+    def no_shell() -> tuple[str, str]:
+        raise shellingham.ShellDetectionFailure()
+
+    monkeypatch.setattr(shellingham, "detect_shell", no_shell)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("SHELL", raising=False)
+    assert run_cli(["--install-completion"]) == 2
+    assert capsys.readouterr().err == (
+        "personae: error: --install-completion: cannot tell your shell;"
+        " name it, e.g. --install-completion bash\n"
+    )
+    assert run_cli(["--install-completion", "tcsh"]) == 2
+    assert "unknown shell 'tcsh'; one of bash, zsh, fish" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+    monkeypatch.setenv("SHELL", "/usr/bin/zsh")
+    assert run_cli(["--show-completion"]) == 0
+    assert capsys.readouterr().out.startswith("#compdef personae")
+    assert run_cli(["--install-completion", "fish"]) == 0
+    script = tmp_path / ".config" / "fish" / "completions" / "personae.fish"
+    assert "_PERSONAE_COMPLETE" in script.read_text(encoding="utf-8")
+    assert "fish completion installed in" in capsys.readouterr().out
+
+
 def test_runs_show_puts_our_token_count_next_to_the_reported_one(demo_project: Path) -> None:
     done = personae(
         "run", DEMO_TASK, "--persona", "maintainer", "--model", f"scripted:{DEMO_SCENARIO}",

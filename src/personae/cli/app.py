@@ -33,6 +33,7 @@ from personae.cli import (
 )
 from personae.cli._fast_help import convert_lazily, prime_rich_help
 from personae.cli._pipes import BROKEN_PIPE_EXIT, silence_stdout
+from personae.cli.completion import COMPLETION_FLAGS, run_completion
 from personae.errors import CommandLineError, ConfigError, PersonaeError
 
 __all__ = ["app", "run_cli"]
@@ -125,7 +126,10 @@ def run_cli(argv: list[str] | None = None) -> int:
         prime_rich_help()
     code: int
     try:
-        result = app(args=args, prog_name="personae", standalone_mode=False)
+        if args and args[0] in COMPLETION_FLAGS:  # Typer's own ignore a named shell
+            result = run_completion(args)
+        else:
+            result = app(args=args, prog_name="personae", standalone_mode=False)
         code = result if isinstance(result, int) else 0  # an Exit's code (--help: 0)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
