@@ -26,14 +26,17 @@ from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, l
 from personae.tokens.exact import ExactCounter
 
 class Counting(ExactCounter):
-    # The exact counter, noting how many long texts it had to count.
+    # The exact counter, noting how many long texts its encoding had to encode (a count,
+    # or the token offsets a message's count is taken from).
     __slots__ = ("long",)
     def __init__(self):
         super().__init__("o200k_base")
         self.long = 0
-    def count(self, text):
-        self.long += len(text) > 64
-        return super().count(text)
+        encode = self.encoding.encode_ordinary
+        def counted(text):
+            self.long += len(text) > 64
+            return encode(text)
+        self.encoding.encode_ordinary = counted
 
 root = Path(sys.argv[1])
 rng = random.Random(4)
@@ -91,7 +94,7 @@ def test_a_fresh_process_reads_the_counts_an_earlier_one_made(tmp_path: Path) ->
     second = _child(root, home)
     assert second["digest"] == first["digest"] and second["total"] == first["total"]
     # The messages' counts came from the disk: only the cut and the prompt's new parts
-    # were counted again.
+    # were encoded again.
     assert isinstance(first["long"], int) and isinstance(second["long"], int)
     assert second["long"] < first["long"] / 4, (first, second)
     # A cache file that is not a database is made again; the prompt is the same.

@@ -12,20 +12,22 @@ import hashlib
 import itertools
 import operator
 import re
+from array import array
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from personae.context import _diskcounts
-from personae.context._lru import recall, remember
+from personae.context._lru import SizedMemo, recall, remember
 from personae.tokens.base import TokenCounter
 
 __all__ = [
     "SPLITTABLE",
     "Cut",
     "count_around",
+    "count_cuttable",
     "count_rendered",
     "count_small",
     "cut_text",
@@ -274,16 +276,32 @@ def cut_text(
     return Cut(text=joined, tokens=tokens)
 
 
-_STARTS: OrderedDict[tuple[str, bytes], list[int]] = OrderedDict()
-_STARTS_MAX = 64
-_STARTS_BY_ID: dict[int, tuple[str, str, list[int]]] = {}
+_STARTS: SizedMemo[tuple[str, bytes], Sequence[int]] = SizedMemo(1 << 23)
+"""Token offsets by the text's digest, least recently used dropped past 8 M tokens
+(4 bytes each)."""
+_STARTS_BY_ID: dict[int, tuple[str, str, Sequence[int]]] = {}
 """The same offsets by the text object (kept alive with them, so its id is not reused):
 a message's content cut again (another budget, a later prompt) skips the digest."""
+_STARTS_BY_ID_MAX = 1024
 _STARTS_MIN_CHARS = 256
 """Shorter texts are cut by a few counts; longer ones by their token offsets."""
 
 
-def _token_starts(counter: TokenCounter, text: str) -> list[int] | None:
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _keep_starts(name: str, text: str, key: tuple[str, bytes], got: list[int]) -> Sequence[int]:
+    """Remember the offsets of ``text`` (compactly: 4 bytes a token)."""
+    held = array("I", got)
+    _STARTS.put(key, held, 4 * len(held) + 64)
+    if len(_STARTS_BY_ID) >= _STARTS_BY_ID_MAX:
+        _STARTS_BY_ID.clear()
+    _STARTS_BY_ID[id(text)] = (name, text, held)
+    return held
+
+
+def _token_starts(counter: TokenCounter, text: str) -> Sequence[int] | None:
     """Character offset of each token of ``text`` (tiktoken counters; memoized by digest).
 
     A huge tool output is encoded once; every later cut of it (other budgets,
@@ -295,20 +313,43 @@ def _token_starts(counter: TokenCounter, text: str) -> list[int] | None:
     same = _STARTS_BY_ID.get(id(text))
     if same is not None and same[1] is text and same[0] == counter.name:
         return same[2]  # the same string object: no digest of its text
-    key = (
-        counter.name,
-        hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
-    )
-    got = recall(_STARTS, key)
+    key = (counter.name, _digest(text))
+    held = _STARTS.get(key)
+    if held is not None:
+        if len(_STARTS_BY_ID) >= _STARTS_BY_ID_MAX:
+            _STARTS_BY_ID.clear()
+        _STARTS_BY_ID[id(text)] = (counter.name, text, held)
+        return held
+    got = _offsets(encoding, text)
+    if got is None:  # lone surrogates and the like: offsets would not match
+        return None
+    return _keep_starts(counter.name, text, key, got)
+
+
+def count_cuttable(counter: TokenCounter, text: str) -> int:
+    """:func:`count_small` for a text a prompt may show cut (a message's content): when
+    it has to be encoded (remembered neither here nor on disk), its token offsets are
+    taken from the same encode, so a later cut of it (:func:`cut_text`) encodes nothing
+    again."""
+    encoding = getattr(counter, "encoding", None)
+    if len(text) < _STARTS_MIN_CHARS or encoding is None or not getattr(counter, "exact", False):
+        return count_small(counter, text)
+    digest = _digest(text)
+    key: tuple[str, str | bytes] = (counter.name, digest)
+    hit = recall(_SMALL, key)
+    if hit is None and len(text) >= _diskcounts.MIN_CHARS and key not in _ASKED:
+        hit = _diskcounts.lookup(counter.name, [digest]).get(digest)
+        if hit is not None:
+            remember(_SMALL, key, hit, _SMALL_MAX)
+    if hit is not None:
+        return hit
+    got = _offsets(encoding, text)
     if got is None:
-        got = _offsets(encoding, text)
-        if got is None:  # lone surrogates and the like: offsets would not match
-            return None
-        remember(_STARTS, key, got, _STARTS_MAX)
-    if len(_STARTS_BY_ID) >= _STARTS_MAX:
-        _STARTS_BY_ID.clear()
-    _STARTS_BY_ID[id(text)] = (counter.name, text, got)
-    return got
+        return count_small(counter, text)
+    _keep_starts(counter.name, text, (counter.name, digest), got)
+    _diskcounts.record(counter.name, digest, len(got))
+    remember(_SMALL, key, len(got), _SMALL_MAX)
+    return len(got)
 
 
 _TOKEN_BYTES: dict[str, dict[int, int]] = {}
@@ -351,7 +392,7 @@ def _offsets(encoding: Any, text: str) -> list[int] | None:
 
 def _from_starts(
     text: str,
-    starts: list[int],
+    starts: Sequence[int],
     *,
     limit: int,
     notice: str,
@@ -375,9 +416,10 @@ def _from_starts(
             if split is None:
                 tokens = counter.count(joined)
             else:
-                tokens = split[1] + counter.count(joined[split[0] :])
-                if tokens <= limit:
-                    return Cut(joined, tokens, *split)
+                cut = _counted_cut(joined, len(kept) + 1, split, counter)
+                if cut.tokens <= limit:
+                    return cut
+                tokens = cut.tokens
         else:
             kept = text[n - k :].lstrip("\n")
             joined = f"{notice}\n{kept}" if kept else notice
@@ -417,7 +459,7 @@ def _starts_piece(text: str, p: int, end: int) -> bool:
 
 
 def _head_split(
-    text: str, end: int, starts: list[int], counter: TokenCounter
+    text: str, end: int, starts: Sequence[int], counter: TokenCounter
 ) -> tuple[int, int] | None:
     """The last piece start ``p`` of ``text[:end]`` (near its end) and the tokens before
     it, read from ``starts`` (the offsets of ``text``'s tokens); ``None`` when there is
@@ -429,7 +471,23 @@ def _head_split(
     return None
 
 
-def _head_count(text: str, end: int, starts: list[int], counter: TokenCounter, joined: str) -> int:
+def _counted_cut(joined: str, at: int, split: tuple[int, int], counter: TokenCounter) -> Cut:
+    """``joined`` (a kept start, a newline, the notice from ``at``) counted from
+    ``split`` (a piece start of the kept part and the tokens before it). A newline
+    before the notice's '[' always starts a new piece, so the notice (the same for
+    every cut of one text: counted once) is counted apart from the kept part's last
+    pieces, and a later count of the cut followed by other text (:func:`count_around`)
+    counts only the notice and that text."""
+    p, before = split
+    if 0 < at < len(joined) and _starts_piece(joined, at, len(joined)):
+        before += count_small(counter, joined[p:at])
+        return Cut(joined, before + count_small(counter, joined[at:]), at, before)
+    return Cut(joined, before + counter.count(joined[p:]), p, before)
+
+
+def _head_count(
+    text: str, end: int, starts: Sequence[int], counter: TokenCounter, joined: str
+) -> int:
     """Exact count of ``joined``, which is ``text[:end]`` followed by other text: the
     tokens before the last piece start of ``text[:end]`` are read from ``starts`` (the
     offsets of ``text``'s tokens), only the rest is counted."""
@@ -453,11 +511,11 @@ def count_around(counter: TokenCounter, head: str, cut: Cut, tail: str) -> int |
         if head[-1] != "\n" or not _starts_piece(edge, 1, len(edge)):
             return None
         n = count_small(counter, head)
-    return n + cut.before + counter.count(cut.text[cut.split :] + tail)
+    return n + cut.before + count_small(counter, cut.text[cut.split :] + tail)
 
 
 def _tail_count(
-    text: str, begin: int, starts: list[int], counter: TokenCounter, joined: str
+    text: str, begin: int, starts: Sequence[int], counter: TokenCounter, joined: str
 ) -> int:
     """Exact count of ``joined``, which is other text followed by ``text[begin:]``: the
     tokens from the first piece start of ``text[begin:]`` on are read from ``starts``."""

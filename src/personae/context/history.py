@@ -21,7 +21,14 @@ from dataclasses import dataclass, field, replace
 
 from personae.context._counted import count_later
 from personae.context._lru import SizedMemo, recall, remember
-from personae.context._textcut import Cut, count_around, count_small, cut_text, recall_counts
+from personae.context._textcut import (
+    Cut,
+    count_around,
+    count_cuttable,
+    count_small,
+    cut_text,
+    recall_counts,
+)
 from personae.context.messages import (
     CUT_ORIGIN_EVERY,
     ChatMessage,
@@ -130,7 +137,7 @@ class MessageCosts:
         if msg.tokens is not None and msg.counter == self.counter.name:
             body = msg.tokens
         else:
-            body = count_small(self.counter, msg.content) if msg.content else 0
+            body = count_cuttable(self.counter, msg.content) if msg.content else 0
         extra = _calls(msg)
         cost = count_small(self.counter, _header(msg)) + body
         if extra:
@@ -216,6 +223,9 @@ the id is not reused), with that cut: the exact count of their exchange is then 
 off the offsets too (see :func:`_render_cut`)."""
 _CUTS_MAX = 256
 
+_CUT_BLOCKS: dict[int, tuple[Unit, str]] = {}
+"""Cut exchanges rendered (by id; kept alive here), for the grid cuts met again."""
+
 _COUNT_LATER_FROM = 2048
 """Exchanges shorter than this (characters) are counted whole when verified."""
 
@@ -226,12 +236,18 @@ def _render_cut(unit: Unit, counter: TokenCounter) -> str:
     from its messages (a blank line before a header always starts a new piece, so their
     counts add up): each cut output from its offsets (:func:`count_around`), each other
     message by content (counted once)."""
+    held = _CUT_BLOCKS.get(id(unit))
+    if held is not None and held[0] is unit:
+        return held[1]  # a grid cut met before (the same cut exchange object)
     msgs = unit.messages
     cuts = [_CUTS.get(id(m)) for m in msgs]
     if all(c is None or c[0] is not m for c, m in zip(cuts, msgs, strict=True)):
         return render_unit(unit)
     rendered = [render_message(m) for m in msgs]
     block = _SEP.join(rendered)
+    if len(_CUT_BLOCKS) >= _CUTS_MAX:
+        _CUT_BLOCKS.clear()
+    _CUT_BLOCKS[id(unit)] = (unit, block)
     if len(block) < _COUNT_LATER_FROM:
         return block
 

@@ -310,7 +310,7 @@ class ContextWindow:
         messages, exchanges and digest, and project file reads (checked unchanged)."""
         self._shared = shared
         self._lock = threading.RLock()
-        self._msgs: list[ChatMessage] = list(as_chat(messages))
+        self._msgs: list[ChatMessage] = [] if messages == () else list(as_chat(messages))
         self._tuple: tuple[ChatMessage, ...] | None = None
         self._generation = 0
         """Bumped whenever messages are taken back (what was prepared is dropped)."""
