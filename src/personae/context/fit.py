@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from personae.context._counted import render_counted
+from personae.context._lru import SizedMemo
 from personae.context._textcut import count_small, cut_text, outline, outline_cut
 from personae.context.history import Exchanges, fit_history
 from personae.context.messages import ChatMessage, Unit
@@ -192,25 +193,51 @@ def _history(st: _State, limit: int, counter: TokenCounter) -> _Form:
     return got
 
 
+_FORMS: SizedMemo[tuple[object, ...], tuple[Exchanges, _Form]] = SizedMemo(1 << 21)
+"""Conversation forms fitted in this process, by the prepared conversation (an
+``Exchanges`` a window published: fresh snapshots of one conversation get the same
+object; kept alive here, so its id is not reused) and every argument of the fit, up
+to 2 M exchanges in all. A fresh snapshot per request asks for the same forms again:
+its smallest form at every budget, every form at a budget met before."""
+
+
 def _history_at(st: _State, limit: int, counter: TokenCounter) -> _Form:
-    spec, c = st.spec, st.content
-    assert st.exchanges is not None
+    spec, c, ex = st.spec, st.content, st.exchanges
+    assert ex is not None
+    args = (
+        max(1, limit),
+        spec.max_messages,
+        c.earlier,
+        spec.notice,
+        spec.evict_batch or max(2, (spec.max_messages or 16) // 2),
+        c.keep_from,
+        spec.low_water,
+        spec.cut_step,
+    )
+    key = (id(ex), counter.name, *args) if c.exchanges is ex else None
+    if key is not None:
+        held = _FORMS.get(key)
+        if held is not None and held[0] is ex:
+            return held[1]
     h = fit_history(
-        st.exchanges,
+        ex,
         counter,
-        limit=max(1, limit),
-        max_messages=spec.max_messages,
-        earlier=c.earlier,
-        notice=spec.notice,
-        batch=spec.evict_batch or max(2, (spec.max_messages or 16) // 2),
-        keep_from=c.keep_from,
-        low_water=spec.low_water,
-        cut_step=spec.cut_step,
+        limit=args[0],
+        max_messages=args[1],
+        earlier=args[2],
+        notice=args[3],
+        batch=args[4],
+        keep_from=args[5],
+        low_water=args[6],
+        cut_step=args[7],
     )
     action = Action.EVICTED if h.omitted else Action.FULL
     if h.shrunk:
         action = Action.SHRUNK
-    return _Form("", h.tokens, Rule(action), h.messages, h.blocks)
+    form = _Form("", h.tokens, Rule(action), h.messages, h.blocks)
+    if key is not None:
+        _FORMS.put(key, (ex, form), len(ex.units) + 1)
+    return form
 
 
 def _outline(st: _State, text: str, total: int, limit: int, counter: TokenCounter) -> _Form | None:

@@ -226,9 +226,6 @@ _CUTS_MAX = 256
 _CUT_BLOCKS: dict[int, tuple[Unit, str]] = {}
 """Cut exchanges rendered (by id; kept alive here), for the grid cuts met again."""
 
-_COUNT_LATER_FROM = 2048
-"""Exchanges shorter than this (characters) are counted whole when verified."""
-
 
 def _render_cut(unit: Unit, counter: TokenCounter) -> str:
     """An exchange that may hold outputs cut here, rendered. A cut exchange is new text
@@ -248,16 +245,14 @@ def _render_cut(unit: Unit, counter: TokenCounter) -> str:
     if len(_CUT_BLOCKS) >= _CUTS_MAX:
         _CUT_BLOCKS.clear()
     _CUT_BLOCKS[id(unit)] = (unit, block)
-    if len(block) < _COUNT_LATER_FROM:
-        return block
 
     def count(after: str) -> int | None:
         total = 0
         last = len(msgs) - 1
-        for j, (m, held) in enumerate(zip(msgs, cuts, strict=True)):
+        for j, (m, cut) in enumerate(zip(msgs, cuts, strict=True)):
             tail = _SEP if j < last else after
-            if held is not None and held[0] is m:
-                n = count_around(counter, _header(m), held[1], _calls(m) + tail)
+            if cut is not None and cut[0] is m:
+                n = count_around(counter, _header(m), cut[1], _calls(m) + tail)
                 if n is None:
                     return None
             else:
