@@ -21,6 +21,8 @@ from pydantic_ai.profiles.openai import OpenAIModelProfile
 from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai.settings import ModelSettings
 
+from personae.models._http import shared_tls_client, tls_transport
+
 if TYPE_CHECKING:
     from personae.models.early import EarlyRequest
 
@@ -58,19 +60,15 @@ def local_chat_model(
     """A :class:`LocalChatModel` for model ``name`` on the server at ``base_url``;
     ``early``: the run's first request, already sent (:mod:`personae.models.early`): its
     answer answers the identical request."""
-    client = None
+    client = shared_tls_client()
     if early is not None:
         # local import: only a run that sent its first request early wraps the transport
-        import httpx2
         from pydantic_ai.models import create_async_httpx2_client
 
         from personae.models._early_transport import EarlyTransport
 
-        # no proxy applies (EarlyRequest.send checked): the transport the client would
-        # build, with pydantic-ai's documented pool (1,000 connections, 100 kept alive)
-        limits = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
-        inner = httpx2.AsyncHTTPTransport(limits=limits)
-        client = create_async_httpx2_client(transport=EarlyTransport(early, inner))
+        # no proxy applies (EarlyRequest.send checked): the transport the client would build
+        client = create_async_httpx2_client(transport=EarlyTransport(early, tls_transport()))
     provider = OpenAIProvider(base_url=base_url, api_key=key or "not-needed", http_client=client)
     profile = OpenAIModelProfile(openai_chat_supports_max_completion_tokens=False)
     return LocalChatModel(name, provider=provider, profile=profile)

@@ -20,6 +20,7 @@ from typing import Any
 
 from personae.errors import ConfigError, ModelNotConfiguredError, closest_name
 from personae.models import learned
+from personae.models._http import shared_tls_client
 from personae.models.early import EarlyRequest
 from personae.models.facts import ModelConfig, ModelFacts, output_reserve
 from personae.models.output import OutputMode, default_output_mode
@@ -372,7 +373,9 @@ class ModelResolver:
             from pydantic_ai.providers.anthropic import AnthropicProvider
 
             # the SDK adds /v1/... itself: ANTHROPIC_BASE_URL works with or without /v1
-            anthropic = AnthropicProvider(api_key=key, base_url=base_url.removesuffix("/v1"))
+            anthropic = AnthropicProvider(
+                api_key=key, base_url=base_url.removesuffix("/v1"), http_client=shared_tls_client()
+            )
             return AnthropicModel(spec.name, provider=anthropic)
         if base_url != _OPENAI_URL:  # a server the user runs: its habits are handled
             # local import: a provider's SDK loads only when that provider is used
@@ -385,7 +388,9 @@ class ModelResolver:
         from pydantic_ai.providers.openai import OpenAIProvider
 
         # a server that takes no key (Ollama) is never sent one meant for another server
-        provider = OpenAIProvider(base_url=base_url, api_key=key or "not-needed")
+        provider = OpenAIProvider(
+            base_url=base_url, api_key=key or "not-needed", http_client=shared_tls_client()
+        )
         return OpenAIChatModel(spec.name, provider=provider)
 
     def close(self) -> None:

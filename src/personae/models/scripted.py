@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from personae.models import _anthropic, _imitate, _responses, _served
+from personae.models._http import shared_tls_client
 from personae.models._pieces import text_pieces
 from personae.models.player import ScenarioPlayer, request_text
 from personae.models.scenario import Answer, Scenario, load_scenario
@@ -120,7 +121,9 @@ class ScriptedServer:
         from pydantic_ai.models.anthropic import AnthropicModel
         from pydantic_ai.providers.anthropic import AnthropicProvider
 
-        provider = AnthropicProvider(base_url=self.root_url, api_key="scripted-no-key")
+        provider = AnthropicProvider(
+            base_url=self.root_url, api_key="scripted-no-key", http_client=shared_tls_client()
+        )
         return AnthropicModel(self.model_name, provider=provider)
 
     def model(self) -> Any:
@@ -129,7 +132,9 @@ class ScriptedServer:
         from pydantic_ai.models.openai import OpenAIChatModel
         from pydantic_ai.providers.openai import OpenAIProvider
 
-        provider = OpenAIProvider(base_url=self.base_url, api_key="scripted-no-key")
+        provider = OpenAIProvider(
+            base_url=self.base_url, api_key="scripted-no-key", http_client=shared_tls_client()
+        )
         return OpenAIChatModel(self.model_name, provider=provider)
 
     def local_model(self) -> Any:
