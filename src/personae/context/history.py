@@ -625,10 +625,12 @@ def _water_level(pool: list[tuple[int, int, int, int]], room: int) -> int | None
     def total(level: int) -> int:
         return sum(max(fl, min(c, level)) for c, fl, _, _ in pool)
 
-    if total(0) > room:
+    # A floor is never above its cost: at level 0 every item is at its floor, at the
+    # largest cost every item is whole.
+    if sum([fl for _, fl, _, _ in pool]) > room:
         return None
-    lo, hi = 0, max((c for c, _, _, _ in pool), default=0)
-    if total(hi) <= room:
+    lo, hi = 0, max([c for c, _, _, _ in pool], default=0)
+    if sum([c for c, _, _, _ in pool]) <= room:
         return hi
     if len(pool) <= _SWEEP:
         return _level_between_breakpoints(pool, room, total)

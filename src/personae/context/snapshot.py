@@ -162,7 +162,15 @@ def _digest(base: Path, built: _Built) -> str:
     }
     # The same head as the previous turn's (compared value by value: the same string
     # objects when the files were not read again) is not serialised and hashed again.
-    key = tuple((k, tuple(v.items()) if isinstance(v, dict) else v) for k, v in head.items())
+    key = (
+        head["root"],
+        tuple(built.texts.items()),
+        head["step_without_decisions"],
+        tuple(built.profile_texts.items()),
+        head["earlier"],
+        head["path"],
+        head["persona"],
+    )
     window = built.window
     last = window.head
     if last is None and window.shares:  # a fresh window: the process's earlier heads
