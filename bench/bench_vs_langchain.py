@@ -20,8 +20,12 @@ time (``time.process_time``) next to wall time, per turn (one assembly):
 - ``personae memory, list``: the whole list given again each turn
   (``messages=``; the window compares it with what it holds);
 - ``personae stateless``: the whole list given to a fresh snapshot each call, no
-  window kept (a server assembling per request, the framework drop-ins): only the
-  token counts are shared between calls (remembered by content in the process).
+  window kept (a server assembling per request, the framework drop-ins): only what
+  depends on content alone is shared between calls (counts, token offsets, the
+  preparation of the same messages, forms fitted before). It runs first of the
+  personae rows, so nothing another row cut or counted at these budgets is in the
+  process yet; the on-disk count cache starts empty (a private data folder) unless
+  ``--user-count-cache``.
 
 Every personae row keeps one ``ContextWindow`` across its turns (what an agent
 loop keeps). The history does not change between the timed turns (as on
@@ -37,7 +41,9 @@ left unused, over the budgets the history does not fit whole (each side by its
 own exact count). Validity columns (all must be 0 for personae): overruns (kept tokens over the
 budget, each side by its own exact count), orphan tool results, dangling tool
 calls, lost latest user turn; for personae, ``replay``: timed prompts that
-differ from the checked replay (must be 0; see ``_personae``). Then a
+differ from the checked replay (must be 0; see ``_personae``) and ``miscnt``:
+prompts whose reported total is not the exact count of the whole prompt, counted
+whole after timing (must be 0). ``cpu ms`` is the median, ``mean`` the mean. Then a
 500-turn agent loop at a 16k budget (``--loop-budget``) that appends before each prompt, at three
 cadences (``--cadence``: a prompt at each user message and after each tool
 result; at each user message and after a turn's last tool result; at each user

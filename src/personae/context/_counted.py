@@ -6,7 +6,9 @@ header) or '[' (a notice), and BPE never merges across pieces: the count of a
 prompt is the sum of the counts of the groups it is cut into there. A group
 made of the same string objects as one of an earlier prompt (an unchanged
 exchange, text or tag) is looked up without hashing its text again (Python
-keeps each string's hash), so an agent loop counts only what is new.
+keeps each string's hash), so an agent loop counts only what is new. A new
+piece that is mostly text counted before (an exchange with an output cut at a
+new place) is counted from its parts (see :func:`count_later`).
 """
 
 from __future__ import annotations
