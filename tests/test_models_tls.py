@@ -19,6 +19,8 @@ import pytest
 
 from _helpers import child_env
 
+pytestmark = pytest.mark.process  # the TLS context is the child's, from its environment
+
 _CLIENT = """
 import asyncio, sys
 from personae.models._http import shared_tls_client
