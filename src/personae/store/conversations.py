@@ -184,7 +184,6 @@ class ConversationStore:
             tokens = self._counter.count(token_text(message))
             prepared.append((message, calls, tokens))
         created = _now()
-        seqs: list[int] = []
         with self.store.transaction() as conn:
             row = conn.execute(
                 "SELECT last_seq FROM sessions WHERE id = ?" + self.store.for_update(),
@@ -194,26 +193,20 @@ class ConversationStore:
                 raise self._unknown(session_id)
             seq = int(row[0])
             check_tool_results(conn, session_id, seq, batch)
-            total = 0
-            for message, calls, tokens in prepared:
-                seq += 1
-                conn.execute(
-                    "INSERT INTO messages(session_id, seq, role, content, tool_calls,"
-                    " tool_call_id, tokens, counter, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        session_id,
-                        seq,
-                        message.role,
-                        message.content,
-                        calls,
-                        message.tool_call_id,
-                        tokens,
-                        name,
-                        created,
-                    ),
-                )
-                seqs.append(seq)
-                total += tokens
+            first = seq + 1
+            rows = [
+                (session_id, first + i, message.role, message.content, calls,
+                 message.tool_call_id, tokens, name, created)
+                for i, (message, calls, tokens) in enumerate(prepared)
+            ]  # fmt: skip
+            conn.executemany(  # one round trip on PostgreSQL (a pipeline), not one per row
+                "INSERT INTO messages(session_id, seq, role, content, tool_calls,"
+                " tool_call_id, tokens, counter, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            seqs = [first + i for i in range(len(prepared))]
+            seq = seqs[-1]
+            total = sum(tokens for _, _, tokens in prepared)
             conn.execute(
                 "UPDATE sessions SET last_seq = ?, message_count = message_count + ?,"
                 " token_total = token_total + ? WHERE id = ?",
