@@ -31,6 +31,7 @@ from personae.context._textcut import (
     _starts_piece,
     _tail_count,
     _token_starts,
+    count_followed,
     cut_text,
 )
 from personae.context.messages import ChatToolCall
@@ -292,3 +293,25 @@ def test_cut_exchanges_are_counted_exactly_from_their_offsets(name: str) -> None
                     checked += 1
                     assert got == counter.count(block + after), (block, after)
     assert checked > 400, checked
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_a_text_followed_by_more_is_counted_from_its_last_pieces(name: str) -> None:
+    """``count_followed`` (a notice followed by a blank line, counted from the notice's
+    count and its last pieces) is the count of the whole, for random notices and texts
+    of letters, CJK, digits, punctuation and whitespace, followed by blank lines, tags
+    or other text."""
+    counter = exact_counter(name)
+    alphabet = [*"abc XYZ\n\t/()[]{}'\".,;:!?-_0123456789", "日本", "😀", "\u00a0", "  ", "\n\n"]
+    rng = random.Random(name)
+    texts = [
+        f"[{rng.randint(1, 10**6)} earlier messages omitted; oldest exchanges are evicted first]"
+        for _ in range(50)
+    ]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 120))) for _ in range(400)]
+    for text in texts:
+        for after in ("\n\n", "\n</recent_messages>", "\n\n### user\nhi", rng.choice(alphabet)):
+            assert count_followed(counter, text, after) == counter.count(text + after), (
+                text,
+                after,
+            )

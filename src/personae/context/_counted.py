@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
 from personae.context._lru import recall, remember
-from personae.context._textcut import SPLITTABLE, count_small
+from personae.context._textcut import SPLITTABLE, count_followed, count_small
 from personae.context.render import SEPARATOR, close_tag, open_tag
 from personae.tokens.base import TokenCounter
 
@@ -125,7 +125,12 @@ def _count_groups(counter: TokenCounter, groups: list[Group]) -> int:
     total = 0
     for g in groups:
         n = recall(memo, g)
-        if n is None:
+        if n is None and len(g) == 3 and g[0].endswith("\n") and g[1].startswith("["):
+            # A section opening on a notice (an eviction notice the fit counted): a
+            # newline before '[' always starts a piece.
+            n = count_small(counter, g[0]) + count_followed(counter, g[1], g[2])
+            remember(memo, g, n, _GROUPS_MAX)
+        elif n is None:
             n = _count_new(counter, g[0], "".join(g[1:]))
             remember(memo, g, n, _GROUPS_MAX)
         total += n

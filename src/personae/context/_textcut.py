@@ -28,8 +28,10 @@ __all__ = [
     "Cut",
     "count_around",
     "count_cuttable",
+    "count_followed",
     "count_rendered",
     "count_small",
+    "count_text_around",
     "cut_text",
     "outline",
     "outline_cut",
@@ -495,6 +497,38 @@ def _head_count(
     if split is None:
         return counter.count(joined)
     return split[1] + counter.count(joined[split[0] :])
+
+
+def count_followed(counter: TokenCounter, text: str, after: str) -> int:
+    """Exact count of ``text + after`` from the count of ``text`` (remembered: a notice the
+    fit counted) and of its last pieces: the pre-tokenizer starts a piece at the last
+    place :func:`_starts_piece` finds whatever follows, so only the text from there on
+    is counted with ``after`` (a few characters: remembered too)."""
+    if counter.name in SPLITTABLE and getattr(counter, "exact", False):
+        end = len(text)
+        for p in range(end - 1, max(0, end - _SPLIT_SCAN), -1):
+            if _starts_piece(text, p, end):
+                rest = text[p:]
+                return (
+                    count_small(counter, text)
+                    - count_small(counter, rest)
+                    + count_small(counter, rest + after)
+                )
+    return count_small(counter, text + after)
+
+
+def count_text_around(counter: TokenCounter, head: str, text: str, tail: str) -> int | None:
+    """Exact count of ``head + text + tail`` read off ``text``'s token offsets (known once
+    it was counted, see :func:`count_cuttable`) up to its last piece start, as
+    :func:`count_around` does for a cut; ``None`` when they are not known or the
+    pieces may run over (then count it whole)."""
+    starts = _token_starts(counter, text)
+    if starts is None:
+        return None
+    split = _head_split(text, len(text), starts, counter)
+    if split is None:
+        return None
+    return count_around(counter, head, Cut(text, len(starts), *split), tail)
 
 
 def count_around(counter: TokenCounter, head: str, cut: Cut, tail: str) -> int | None:

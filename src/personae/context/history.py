@@ -26,6 +26,7 @@ from personae.context._textcut import (
     count_around,
     count_cuttable,
     count_small,
+    count_text_around,
     cut_text,
     recall_counts,
 )
@@ -255,8 +256,10 @@ def _render_cut(unit: Unit, counter: TokenCounter) -> str:
                 n = count_around(counter, _header(m), cut[1], _calls(m) + tail)
                 if n is None:
                     return None
-            else:
-                n = count_small(counter, rendered[j] + tail)
+            else:  # an output left whole: read off its offsets too when they are known
+                n = count_text_around(counter, _header(m), m.content, _calls(m) + tail)
+                if n is None:
+                    n = count_small(counter, rendered[j] + tail)
             total += n
         return total
 
