@@ -322,17 +322,22 @@ def _token_starts(counter: TokenCounter, text: str) -> Sequence[int] | None:
             _STARTS_BY_ID.clear()
         _STARTS_BY_ID[id(text)] = (counter.name, text, held)
         return held
-    got = _offsets(encoding, text)
+    got = _offsets(encoding, text, _TOKENS.get(key))
     if got is None:  # lone surrogates and the like: offsets would not match
         return None
     return _keep_starts(counter.name, text, key, got)
 
 
+_TOKENS: SizedMemo[tuple[str, bytes], Sequence[int]] = SizedMemo(1 << 23)
+"""The tokens of messages' contents counted in this process (4 bytes a token, up to
+8 M tokens), by digest: a content's first cut reads its offsets off them instead of
+encoding it again."""
+
+
 def count_cuttable(counter: TokenCounter, text: str) -> int:
     """:func:`count_small` for a text a prompt may show cut (a message's content): when
-    it has to be encoded (remembered neither here nor on disk), its token offsets are
-    taken from the same encode, so a later cut of it (:func:`cut_text`) encodes nothing
-    again."""
+    it has to be encoded (remembered neither here nor on disk), its tokens are kept, so
+    a later cut of it (:func:`cut_text`) finds its offsets without encoding it again."""
     encoding = getattr(counter, "encoding", None)
     if len(text) < _STARTS_MIN_CHARS or encoding is None or not getattr(counter, "exact", False):
         return count_small(counter, text)
@@ -345,51 +350,51 @@ def count_cuttable(counter: TokenCounter, text: str) -> int:
             remember(_SMALL, key, hit, _SMALL_MAX)
     if hit is not None:
         return hit
-    got = _offsets(encoding, text)
-    if got is None:
-        return count_small(counter, text)
-    _keep_starts(counter.name, text, (counter.name, digest), got)
-    _diskcounts.record(counter.name, digest, len(got))
-    remember(_SMALL, key, len(got), _SMALL_MAX)
-    return len(got)
+    tokens = array("I", encoding.encode_ordinary(text))
+    _TOKENS.put((counter.name, digest), tokens, 4 * len(tokens) + 64)
+    _diskcounts.record(counter.name, digest, len(tokens))
+    remember(_SMALL, key, len(tokens), _SMALL_MAX)
+    return len(tokens)
 
 
-_TOKEN_BYTES: dict[str, dict[int, int]] = {}
-"""Per encoding, the length in bytes of each token met (at most the vocabulary)."""
+_TOKEN_CHARS: dict[str, tuple[dict[int, int], dict[int, int]]] = {}
+"""Per encoding, for each token met (at most the vocabulary): the characters it starts,
+and 1 when its first byte continues a character."""
 
 _CONTINUATION = bytes(int(0x80 <= b < 0xC0) for b in range(256))
 """Byte -> 1 for a UTF-8 continuation byte, else 0 (for ``bytes.translate``)."""
-_LEAD = bytes(1 - c for c in _CONTINUATION)
-"""Byte -> 1 for a byte that starts a character, else 0."""
 
 
-def _offsets(encoding: Any, text: str) -> list[int] | None:
-    """The character offset of each token of ``text``: what tiktoken's
-    ``decode_with_offsets`` gives (a token that starts inside a character starts at
-    that character), with C-speed passes over the bytes instead of a Python loop over
-    each token's bytes; ``None`` when the tokens do not spell ``text`` back."""
+def _offsets(encoding: Any, text: str, tokens: Sequence[int] | None = None) -> list[int] | None:
+    """The character offset of each token of ``text`` (``tokens``: its tokens when they
+    are known, else it is encoded): what tiktoken's ``decode_with_offsets`` gives (a
+    token that starts inside a character starts at that character), with C-speed
+    passes over the tokens instead of a Python loop over each token's bytes; ``None``
+    when the tokens do not spell ``text`` back."""
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
         return None
-    tokens = encoding.encode_ordinary(text)
+    if tokens is None:
+        tokens = encoding.encode_ordinary(text)
     if encoding.decode_bytes(tokens) != data:  # one call: the tokens spell the text
         return None
-    # Each token's length in bytes, from a per-encoding table filled with the tokens met
-    # (a huge output has a few thousand distinct tokens among tens of thousands).
-    lengths = _TOKEN_BYTES.setdefault(encoding.name, {})
-    missing = set(tokens).difference(lengths)
-    if missing:
-        sizes = map(len, map(encoding.decode_single_token_bytes, missing))
-        lengths.update(zip(missing, sizes, strict=True))
-    starts = list(itertools.accumulate(map(lengths.__getitem__, tokens), initial=0))
-    starts.pop()  # byte offset of each token
-    if len(data) == len(text):  # ASCII: bytes are characters
+    # Per token, from a per-encoding table filled with the tokens met (a huge output
+    # has a few thousand distinct tokens among tens of thousands): the characters it
+    # starts (its bytes that are not UTF-8 continuation bytes), and 1 when it starts
+    # inside a character (its first byte is a continuation byte).
+    table = _TOKEN_CHARS.setdefault(encoding.name, ({}, {}))
+    leads, inside = table
+    missing = set(tokens).difference(leads)
+    for token in missing:
+        raw = encoding.decode_single_token_bytes(token)
+        leads[token] = len(raw) - sum(raw.translate(_CONTINUATION))
+        inside[token] = int(bool(raw) and raw[0] >> 6 == 2)
+    starts = list(itertools.accumulate(map(leads.__getitem__, tokens), initial=0))
+    starts.pop()  # characters started before each token
+    if len(data) == len(text):  # ASCII: no token starts inside a character
         return starts
-    # Characters started before each byte, less one where a token starts inside one.
-    chars = list(itertools.accumulate(data.translate(_LEAD), initial=0))
-    cont = data.translate(_CONTINUATION)
-    return list(map(operator.sub, map(chars.__getitem__, starts), map(cont.__getitem__, starts)))
+    return list(map(operator.sub, starts, map(inside.__getitem__, tokens)))
 
 
 def _from_starts(

@@ -193,12 +193,13 @@ def _history(st: _State, limit: int, counter: TokenCounter) -> _Form:
     return got
 
 
-_FORMS: SizedMemo[tuple[object, ...], tuple[Exchanges, _Form]] = SizedMemo(1 << 21)
+_FORMS: SizedMemo[tuple[object, ...], tuple[Exchanges, _Form]] = SizedMemo(1 << 22)
 """Conversation forms fitted in this process, by the prepared conversation (an
 ``Exchanges`` a window published: fresh snapshots of one conversation get the same
 object; kept alive here, so its id is not reused) and every argument of the fit, up
-to 2 M exchanges in all. A fresh snapshot per request asks for the same forms again:
-its smallest form at every budget, every form at a budget met before."""
+to 4 M references held in all (about 32 MB: a 100,000-message conversation's forms
+take a tenth of it each). A fresh snapshot per request asks for the same forms
+again: its smallest form at every budget, every form at a budget met before."""
 
 
 def _history_at(st: _State, limit: int, counter: TokenCounter) -> _Form:
@@ -236,7 +237,8 @@ def _history_at(st: _State, limit: int, counter: TokenCounter) -> _Form:
         action = Action.SHRUNK
     form = _Form("", h.tokens, Rule(action), h.messages, h.blocks)
     if key is not None:
-        _FORMS.put(key, (ex, form), len(ex.units) + 1)
+        # Sized by the references held: the form's and the conversation's it keeps alive.
+        _FORMS.put(key, (ex, form), 6 * len(ex.units) + len(form.messages) + len(form.pieces))
     return form
 
 
