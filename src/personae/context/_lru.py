@@ -13,10 +13,11 @@ import threading
 from collections import OrderedDict
 from typing import Generic, TypeVar
 
-__all__ = ["SizedMemo", "recall", "remember"]
+__all__ = ["IdentityMemo", "SizedMemo", "recall", "remember"]
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 def recall(memo: OrderedDict[K, V], key: K) -> V | None:
@@ -72,3 +73,24 @@ class SizedMemo(Generic[K, V]):
             while self.size > self.limit and self.memo:
                 _, (_, dropped) = self.memo.popitem(last=False)
                 self.size -= dropped
+
+
+class IdentityMemo(Generic[T, V]):
+    """Values by object identity, each object kept alive with its value (so its id is
+    not reused while it is held); emptied when full, since the objects asked for again
+    are the latest ones (the prompts just built)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held: dict[int, tuple[T, V]] = {}
+
+    def get(self, obj: T) -> V | None:
+        """The value held for this very object, or ``None``."""
+        got = self.held.get(id(obj))
+        return got[1] if got is not None and got[0] is obj else None
+
+    def put(self, obj: T, value: V) -> None:
+        """Hold ``value`` for ``obj`` (and ``obj`` with it)."""
+        if len(self.held) >= self.limit:
+            self.held.clear()
+        self.held[id(obj)] = (obj, value)

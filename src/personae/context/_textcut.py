@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from personae.context import _diskcounts
-from personae.context._lru import SizedMemo, recall, remember
+from personae.context._lru import IdentityMemo, SizedMemo, recall, remember
 from personae.tokens.base import TokenCounter
 
 __all__ = [
@@ -53,13 +53,22 @@ def count_small(counter: TokenCounter, text: str) -> int:
     session larger than the memo loses only its least recently used counts
     instead of the whole memo.
     """
+    return _remembered_count(counter, text, lambda _digest: counter.count(text))
+
+
+def _digest(text: str) -> bytes:
+    """The 16-byte key a long text is remembered by (in memory and on disk)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _remembered_count(
+    counter: TokenCounter, text: str, count: Callable[[bytes | None], int]
+) -> int:
+    """The count of ``text`` from this process's memo, else an earlier process's (on
+    disk, exact counters), else ``count(digest)`` (``digest``: the text's key when it
+    is long, else ``None``), remembered in both."""
     key: tuple[str, str | bytes] = (
-        (counter.name, text)
-        if len(text) <= _MEMO_CHARS
-        else (
-            counter.name,
-            hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest(),
-        )
+        (counter.name, text) if len(text) <= _MEMO_CHARS else (counter.name, _digest(text))
     )
     hit = recall(_SMALL, key)
     if hit is None:
@@ -73,7 +82,7 @@ def count_small(counter: TokenCounter, text: str) -> int:
         ):
             hit = _diskcounts.lookup(counter.name, [digest]).get(digest)  # an earlier process's
         if hit is None:
-            hit = counter.count(text)
+            hit = count(digest)
             if digest is not None and on_disk:
                 _diskcounts.record(counter.name, digest, hit)
         remember(_SMALL, key, hit, _SMALL_MAX)
@@ -89,7 +98,7 @@ def recall_counts(counter: TokenCounter, texts: Iterable[str]) -> None:
     keys = []
     for text in texts:
         if len(text) > _MEMO_CHARS:
-            digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            digest = _digest(text)
             if (name, digest) not in _SMALL:
                 keys.append(digest)
     found = _diskcounts.lookup(name, keys)
@@ -281,25 +290,18 @@ def cut_text(
 _STARTS: SizedMemo[tuple[str, bytes], Sequence[int]] = SizedMemo(1 << 23)
 """Token offsets by the text's digest, least recently used dropped past 8 M tokens
 (4 bytes each)."""
-_STARTS_BY_ID: dict[int, tuple[str, str, Sequence[int]]] = {}
-"""The same offsets by the text object (kept alive with them, so its id is not reused):
-a message's content cut again (another budget, a later prompt) skips the digest."""
-_STARTS_BY_ID_MAX = 1024
+_STARTS_BY_ID: IdentityMemo[str, tuple[str, Sequence[int]]] = IdentityMemo(1024)
+"""The same offsets (with the counter's name) by the text object: a message's content
+cut again (another budget, a later prompt) skips the digest."""
 _STARTS_MIN_CHARS = 256
 """Shorter texts are cut by a few counts; longer ones by their token offsets."""
-
-
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _keep_starts(name: str, text: str, key: tuple[str, bytes], got: list[int]) -> Sequence[int]:
     """Remember the offsets of ``text`` (compactly: 4 bytes a token)."""
     held = array("I", got)
     _STARTS.put(key, held, 4 * len(held) + 64)
-    if len(_STARTS_BY_ID) >= _STARTS_BY_ID_MAX:
-        _STARTS_BY_ID.clear()
-    _STARTS_BY_ID[id(text)] = (name, text, held)
+    _STARTS_BY_ID.put(text, (name, held))
     return held
 
 
@@ -312,15 +314,13 @@ def _token_starts(counter: TokenCounter, text: str) -> Sequence[int] | None:
     encoding = getattr(counter, "encoding", None)
     if len(text) < _STARTS_MIN_CHARS or encoding is None or not getattr(counter, "exact", False):
         return None
-    same = _STARTS_BY_ID.get(id(text))
-    if same is not None and same[1] is text and same[0] == counter.name:
-        return same[2]  # the same string object: no digest of its text
+    same = _STARTS_BY_ID.get(text)
+    if same is not None and same[0] == counter.name:
+        return same[1]  # the same string object: no digest of its text
     key = (counter.name, _digest(text))
     held = _STARTS.get(key)
     if held is not None:
-        if len(_STARTS_BY_ID) >= _STARTS_BY_ID_MAX:
-            _STARTS_BY_ID.clear()
-        _STARTS_BY_ID[id(text)] = (counter.name, text, held)
+        _STARTS_BY_ID.put(text, (counter.name, held))
         return held
     got = _offsets(encoding, text, _TOKENS.get(key))
     if got is None:  # lone surrogates and the like: offsets would not match
@@ -341,20 +341,14 @@ def count_cuttable(counter: TokenCounter, text: str) -> int:
     encoding = getattr(counter, "encoding", None)
     if len(text) < _STARTS_MIN_CHARS or encoding is None or not getattr(counter, "exact", False):
         return count_small(counter, text)
-    digest = _digest(text)
-    key: tuple[str, str | bytes] = (counter.name, digest)
-    hit = recall(_SMALL, key)
-    if hit is None and len(text) >= _diskcounts.MIN_CHARS and key not in _ASKED:
-        hit = _diskcounts.lookup(counter.name, [digest]).get(digest)
-        if hit is not None:
-            remember(_SMALL, key, hit, _SMALL_MAX)
-    if hit is not None:
-        return hit
-    tokens = array("I", encoding.encode_ordinary(text))
-    _TOKENS.put((counter.name, digest), tokens, 4 * len(tokens) + 64)
-    _diskcounts.record(counter.name, digest, len(tokens))
-    remember(_SMALL, key, len(tokens), _SMALL_MAX)
-    return len(tokens)
+
+    def encode_keeping(digest: bytes | None) -> int:
+        tokens = array("I", encoding.encode_ordinary(text))
+        if digest is not None:
+            _TOKENS.put((counter.name, digest), tokens, 4 * len(tokens) + 64)
+        return len(tokens)
+
+    return _remembered_count(counter, text, encode_keeping)
 
 
 _TOKEN_CHARS: dict[str, tuple[dict[int, int], dict[int, int]]] = {}

@@ -205,33 +205,23 @@ again: its smallest form at every budget, every form at a budget met before."""
 def _history_at(st: _State, limit: int, counter: TokenCounter) -> _Form:
     spec, c, ex = st.spec, st.content, st.exchanges
     assert ex is not None
-    args = (
-        max(1, limit),
-        spec.max_messages,
-        c.earlier,
-        spec.notice,
-        spec.evict_batch or max(2, (spec.max_messages or 16) // 2),
-        c.keep_from,
-        spec.low_water,
-        spec.cut_step,
-    )
-    key = (id(ex), counter.name, *args) if c.exchanges is ex else None
+    limit = max(1, limit)
+    batch = spec.evict_batch or max(2, (spec.max_messages or 16) // 2)
+    key = (
+        (id(ex), counter.name, limit, spec.max_messages, c.earlier, spec.notice, batch,
+         c.keep_from, spec.low_water, spec.cut_step)
+        if c.exchanges is ex
+        else None
+    )  # fmt: skip
     if key is not None:
         held = _FORMS.get(key)
         if held is not None and held[0] is ex:
             return held[1]
     h = fit_history(
-        ex,
-        counter,
-        limit=args[0],
-        max_messages=args[1],
-        earlier=args[2],
-        notice=args[3],
-        batch=args[4],
-        keep_from=args[5],
-        low_water=args[6],
-        cut_step=args[7],
-    )
+        ex, counter, limit=limit, max_messages=spec.max_messages, earlier=c.earlier,
+        notice=spec.notice, batch=batch, keep_from=c.keep_from, low_water=spec.low_water,
+        cut_step=spec.cut_step,
+    )  # fmt: skip
     action = Action.EVICTED if h.omitted else Action.FULL
     if h.shrunk:
         action = Action.SHRUNK

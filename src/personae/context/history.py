@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from personae.context._counted import count_later
-from personae.context._lru import SizedMemo, recall, remember
+from personae.context._lru import IdentityMemo, SizedMemo, recall, remember
 from personae.context._textcut import (
     Cut,
     count_around,
@@ -218,14 +218,12 @@ def render_unit(unit: Unit) -> str:
     return got
 
 
-_CUTS: dict[int, tuple[ChatMessage, Cut]] = {}
-"""Messages whose content is a cut read off token offsets (by id; kept alive here, so
-the id is not reused), with that cut: the exact count of their exchange is then read
-off the offsets too (see :func:`_render_cut`)."""
-_CUTS_MAX = 256
+_CUTS: IdentityMemo[ChatMessage, Cut] = IdentityMemo(256)
+"""Messages whose content is a cut read off token offsets, with that cut: the exact
+count of their exchange is then read off the offsets too (see :func:`_render_cut`)."""
 
-_CUT_BLOCKS: dict[int, tuple[Unit, str]] = {}
-"""Cut exchanges rendered (by id; kept alive here), for the grid cuts met again."""
+_CUT_BLOCKS: IdentityMemo[Unit, str] = IdentityMemo(256)
+"""Cut exchanges rendered, for the grid cuts met again."""
 
 
 def _render_cut(unit: Unit, counter: TokenCounter) -> str:
@@ -234,26 +232,24 @@ def _render_cut(unit: Unit, counter: TokenCounter) -> str:
     from its messages (a blank line before a header always starts a new piece, so their
     counts add up): each cut output from its offsets (:func:`count_around`), each other
     message by content (counted once)."""
-    held = _CUT_BLOCKS.get(id(unit))
-    if held is not None and held[0] is unit:
-        return held[1]  # a grid cut met before (the same cut exchange object)
+    held = _CUT_BLOCKS.get(unit)
+    if held is not None:
+        return held  # a grid cut met before (the same cut exchange object)
     msgs = unit.messages
-    cuts = [_CUTS.get(id(m)) for m in msgs]
-    if all(c is None or c[0] is not m for c, m in zip(cuts, msgs, strict=True)):
+    cuts = [_CUTS.get(m) for m in msgs]
+    if all(c is None for c in cuts):
         return render_unit(unit)
     rendered = [render_message(m) for m in msgs]
     block = _SEP.join(rendered)
-    if len(_CUT_BLOCKS) >= _CUTS_MAX:
-        _CUT_BLOCKS.clear()
-    _CUT_BLOCKS[id(unit)] = (unit, block)
+    _CUT_BLOCKS.put(unit, block)
 
     def count(after: str) -> int | None:
         total = 0
         last = len(msgs) - 1
         for j, (m, cut) in enumerate(zip(msgs, cuts, strict=True)):
             tail = _SEP if j < last else after
-            if cut is not None and cut[0] is m:
-                n = count_around(counter, _header(m), cut[1], _calls(m) + tail)
+            if cut is not None:
+                n = count_around(counter, _header(m), cut, _calls(m) + tail)
                 if n is None:
                     return None
             else:  # an output left whole: read off its offsets too when they are known
@@ -695,9 +691,7 @@ def _apply_level(
             msg.role, text, msg.tool_calls, msg.tool_call_id, None, msg.seq, msg.counter
         )
         if cut is not None and cut.split:
-            if len(_CUTS) >= _CUTS_MAX:
-                _CUTS.clear()
-            _CUTS[id(msgs[j])] = (msgs[j], cut)
+            _CUTS.put(msgs[j], cut)
         turn[k] = Unit(tuple(msgs))
         costs[k][j] = new_cost
         shrunk += 1

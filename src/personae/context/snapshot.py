@@ -151,26 +151,14 @@ _HEADS_MAX = 32
 
 
 def _digest(base: Path, built: _Built) -> str:
-    head = {
-        "root": str(base),
-        "texts": built.texts,
-        "step_without_decisions": built.files.project.step_without_decisions,
-        "profile_texts": built.profile_texts,
-        "earlier": built.history.earlier,
-        "path": built.history.path,
-        "persona": built.opts.persona,
-    }
     # The same head as the previous turn's (compared value by value: the same string
     # objects when the files were not read again) is not serialised and hashed again.
+    root, step = str(base), built.files.project.step_without_decisions
+    earlier, path, persona = built.history.earlier, built.history.path, built.opts.persona
     key = (
-        head["root"],
-        tuple(built.texts.items()),
-        head["step_without_decisions"],
-        tuple(built.profile_texts.items()),
-        head["earlier"],
-        head["path"],
-        head["persona"],
-    )
+        root, tuple(built.texts.items()), step, tuple(built.profile_texts.items()),
+        earlier, path, persona,
+    )  # fmt: skip
     window = built.window
     last = window.head
     if last is None and window.shares:  # a fresh window: the process's earlier heads
@@ -180,6 +168,11 @@ def _digest(base: Path, built: _Built) -> str:
     if last is not None and last[0] == key:
         digest = last[1].copy()
     else:
+        head = {
+            "root": root, "texts": built.texts, "step_without_decisions": step,
+            "profile_texts": built.profile_texts, "earlier": earlier, "path": path,
+            "persona": persona,
+        }  # fmt: skip
         digest = hashlib.sha256()
         digest.update(json.dumps(head, sort_keys=True, ensure_ascii=False).encode())
         window.head = (key, digest.copy())
