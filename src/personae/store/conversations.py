@@ -204,15 +204,13 @@ class ConversationStore:
                 " tool_call_id, tokens, counter, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 rows,
             )
-            seqs = [first + i for i in range(len(prepared))]
-            seq = seqs[-1]
             total = sum(tokens for _, _, tokens in prepared)
             conn.execute(
                 "UPDATE sessions SET last_seq = ?, message_count = message_count + ?,"
                 " token_total = token_total + ? WHERE id = ?",
-                (seq, len(batch), total, session_id),
+                (seq + len(batch), len(batch), total, session_id),
             )
-        return seqs
+        return list(range(first, first + len(batch)))
 
     # -- reading ------------------------------------------------------------------
 
