@@ -50,9 +50,10 @@ is returned again only while no file it consulted changed)."""
 _SHARED_CONTENTS: OrderedDict[Hashable, Any] = OrderedDict()
 """Text sections escaped and counted by the windows that share (see ``contents``)."""
 
-_SHARED_ROOTS: dict[str, tuple[Path, tuple[int, int], tuple[int, int]]] = {}
+_SHARED_ROOTS: dict[str, tuple[Path, tuple[int, int], tuple[int, int], bool]] = {}
 """Project roots the windows that share resolved, with the identity (device, inode) of
-the given path and of the resolved one: a root is resolved again when either changed."""
+the given path and of the resolved one (and whether the path was its own resolution):
+a root is resolved again when either changed."""
 _SHARED_ROOTS_MAX = 64
 
 _MAX_HINTS = 256
@@ -261,14 +262,18 @@ def _shared_root(key: str) -> Path:
     resolution when ``key`` is absolute and it and that resolution are still the same
     directory (a relative key depends on the working directory: resolved each time)."""
     held = _SHARED_ROOTS.get(key)
-    if held is not None and _dev_ino(key) == held[1] and _dev_ino(str(held[0])) == held[2]:
-        return held[0]
+    if held is not None:
+        now = _dev_ino(key)
+        # A key that was its own resolution (no link in it) and is still the same
+        # directory resolves to it again: one stat.
+        if now == held[1] and (held[3] or _dev_ino(str(held[0])) == held[2]):
+            return held[0]
     path = _realpath(key)
     given, resolved = _dev_ino(key), _dev_ino(str(path))
     if os.path.isabs(key) and given is not None and given == resolved:
         if len(_SHARED_ROOTS) >= _SHARED_ROOTS_MAX:
             _SHARED_ROOTS.clear()
-        _SHARED_ROOTS[key] = (path, given, resolved)
+        _SHARED_ROOTS[key] = (path, given, resolved, str(path) == key)
     return path
 
 
@@ -376,6 +381,10 @@ class ContextWindow:
         with self._lock:
             if messages is self._tuple:
                 return self._tuple
+            if not self._msgs and type(messages) is tuple:  # a fresh window
+                self._msgs.extend(messages)
+                self._tuple = messages
+                return messages
             k = common_prefix(self._msgs, messages)
             if k == len(self._msgs) == len(messages) and self._tuple is not None:
                 return self._tuple  # the same messages again
