@@ -20,7 +20,14 @@ from pathlib import Path
 import pytest
 
 from _helpers import HISTORY_TEXTS
-from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
+from personae.context import (
+    Budget,
+    ChatMessage,
+    ContextWindow,
+    Snapshot,
+    assemble_snapshot,
+    load_profiles,
+)
 from personae.context import _counted as _counted_mod
 from personae.context import history as history_mod
 from personae.context import snapshot as snapshot_mod
@@ -209,6 +216,97 @@ def test_fresh_snapshots_follow_a_root_link_and_file_changes(tmp_path: Path) -> 
     window_mod._SHARED_FILES.clear()
     snapshot_mod._HEADS.clear()
     assert build().id == changed.id
+
+
+def test_a_fresh_root_whose_folder_became_a_link_is_resolved_again(tmp_path: Path) -> None:
+    """A root given by its own resolved path is checked with one stat: a folder on the
+    path swapped for a link to another project is still seen by the next build."""
+    for name, text in (("a", "First project."), ("c", "Other project.")):
+        project = _project(tmp_path / name / "p") / ".personae" / "project"
+        project.mkdir()
+        (project / "VISION.md").write_text(f"# V\n\n{text}\n", encoding="utf-8")
+    given = (tmp_path / "a" / "p").resolve()
+
+    def build() -> Snapshot:
+        return Snapshot.build(given, task="t", include_git_log=False)
+
+    first = build()
+    assert first.root == given and build().id == first.id
+    (tmp_path / "a").rename(tmp_path / "b")
+    (tmp_path / "a").symlink_to(tmp_path / "c")
+    moved = build()
+    assert moved.root == (tmp_path / "c" / "p").resolve()
+    assert "Other project." in moved.texts["vision"] and moved.id != first.id
+
+
+def _attributes(snap: Snapshot) -> dict[str, object]:
+    return {k: v for k, v in vars(snap).items() if k != "window"}
+
+
+def test_a_fresh_build_repeated_is_the_one_built_from_nothing(tmp_path: Path) -> None:
+    """A fresh build with the arguments of the process's previous one reuses it (a server
+    builds the same snapshot per role and retry). Each build equals a build from nothing
+    (a window of its own, no process memo) after every change a caller or the disk may
+    make between two builds: a message appended, replaced or changed in place, the same
+    list refilled, a warnings list grown, a file changed or created, and a caller
+    changing a snapshot's dicts."""
+    root = _project(tmp_path)
+    (root / ".personae" / "project").mkdir()
+    vision = root / ".personae" / "project" / "VISION.md"
+    vision.write_text("# Vision\n\nFirst.\n", encoding="utf-8")
+    profiles = load_profiles(root)
+    msgs = _loop(random.Random(3), 6)[-1]
+    warnings: list[str] = []
+    dicts = [
+        {"role": m.role, "content": m.content, "tool_call_id": m.tool_call_id, "seq": m.seq,
+         "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments}
+                        for c in m.tool_calls]}
+        for m in msgs
+    ]  # fmt: skip
+
+    def check(given: list[object]) -> Snapshot:
+        fields = {"messages": given, "task": "t", "include_git_log": False,
+                  "profiles": profiles, "warnings": warnings}  # fmt: skip
+        got = Snapshot.build(root, **fields)  # type: ignore[arg-type]
+        scratch = Snapshot.build(root, window=ContextWindow(), **fields)  # type: ignore[arg-type]
+        assert _attributes(got) == _attributes(scratch)
+        got.texts["task"] = "changed by the caller"  # its own dicts
+        got.files.clear()
+        again = Snapshot.build(root, **fields)  # type: ignore[arg-type]
+        assert _attributes(again) == _attributes(scratch)
+        assert again.window is not got.window and again.window is not None
+        assert again.texts is not got.texts and again.files is not got.files
+        return again
+
+    first = check(msgs)
+    assert snapshot_mod._LAST_FRESH  # the reuse is what this test checks
+    ids = {first.id}
+    msgs.append(ChatMessage("user", "one more", seq=msgs[-1].seq + 1))
+    ids.add(check(msgs).id)
+    msgs[2] = ChatMessage(msgs[2].role, msgs[2].content + " changed", msgs[2].tool_calls,
+                          msgs[2].tool_call_id, seq=msgs[2].seq)  # fmt: skip
+    ids.add(check(msgs).id)
+    msgs[:] = [ChatMessage("user", f"other {m.seq}", seq=m.seq) for m in msgs]  # same length
+    ids.add(check(msgs).id)
+    assert check(dicts).id == first.id  # the first messages, as dicts
+    dicts[1]["content"] = "a dict changed in place"
+    ids.add(check(dicts).id)
+    dicts.append(dict(dicts[0], seq=99))
+    ids.add(check(dicts).id)
+    warnings.append("a problem met before building")
+    assert check(dicts).warnings == ("a problem met before building",)
+    vision.write_text("# Vision\n\nSecond, longer.\n", encoding="utf-8")
+    changed = check(dicts)
+    assert "Second, longer." in changed.texts["vision"]
+    (root / ".personae" / "directive.md").write_text("Be brief.\n", encoding="utf-8")
+    created = check(dicts)
+    assert created.texts["directive"] == "Be brief."
+    created.texts["directive"] = "changed by the caller"
+    created.files.clear()
+    assert check(dicts).texts["directive"] == "Be brief."
+    ids |= {changed.id, created.id}
+    assert len(ids) == 8  # every change above but the warnings gave another snapshot id
+    assert check([]).messages == () and check(msgs).messages == tuple(msgs)
 
 
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])

@@ -54,12 +54,19 @@ def probe(where: os.PathLike[str] | str, *, follow: bool = True) -> Ident:
 _MAX_BUNDLES = 32
 
 
+def current(memo: dict[Hashable, Any], key: Hashable) -> Any:
+    """The result :func:`remembered` holds for ``key`` in ``memo`` while no path it
+    consulted changed; ``None``: none held, or a path changed."""
+    got = memo.get(key)
+    return got[1] if got is not None and _unchanged(got[0]) else None
+
+
 def remembered(memo: dict[Hashable, Any], key: Hashable, compute: Callable[[], T]) -> T:
     """``compute()``, or its earlier result for ``key`` in ``memo`` (a session's
     window's) when no path it consulted changed."""
-    got = memo.get(key)
-    if got is not None and _unchanged(got[0]):
-        return got[1]  # type: ignore[no-any-return]
+    got = current(memo, key)
+    if got is not None:
+        return got  # type: ignore[no-any-return]
     seen: dict[tuple[str, bool], Ident] = {}
     token = _RECORDING.set(seen)
     try:
