@@ -413,3 +413,52 @@ def test_a_text_followed_by_more_is_counted_from_its_last_pieces(name: str) -> N
                 text,
                 after,
             )
+
+
+@pytest.mark.parametrize("history_priority", [10, 50, 90])
+def test_an_outcomes_only_draft_names_what_a_whole_fitting_cuts(history_priority: int) -> None:
+    """The first fitting of an assembly is only asked what it cut (a warning naming it
+    is added and everything fitted again): when the latest turn alone is over the
+    budget, that fitting leaves the conversation unfitted. Its outcomes, and the
+    result it gives when asked for one, are those of a fitting that fits everything."""
+    from personae.context.fit import Draft, SectionContent
+    from personae.context.spec import SectionSource, SectionSpec, Truncation
+    from personae.context.window import exchanges_of
+
+    rng = random.Random(history_priority)
+    msgs = _loop(rng, 6)[-1]
+    msgs.append(ChatMessage("user", "now fix it", seq=len(msgs) + 1))
+    msgs.append(
+        ChatMessage("assistant", "reading", seq=len(msgs) + 1,
+                    tool_calls=(ChatToolCall("big", "read", "{}"),))
+    )  # fmt: skip
+    msgs.append(ChatMessage("tool", TEXTS[0] * 12, tool_call_id="big", seq=len(msgs) + 1))
+    ex = exchanges_of(msgs, history_mod.MessageCosts(COUNTER, frozenset()))[0]
+    turn = ex.cum_cost[-1] - ex.cum_cost[history_mod.latest_turn_start(ex.units)]
+    texts = {  # a pinned task, sections above and below the conversation's priority
+        "task": SectionSpec(tag="task", source=SectionSource.TEXT, pinned=True),
+        "notes": SectionSpec(tag="notes", source=SectionSource.TEXT, priority=70),
+        "docs": SectionSpec(tag="docs", source=SectionSource.TEXT, priority=30,
+                            truncation=Truncation.DROP),
+    }  # fmt: skip
+    history = SectionSpec(
+        tag="recent_messages", source=SectionSource.MESSAGES, priority=history_priority
+    )
+    contents = [
+        SectionContent(texts["task"], text="Fix the bug"),
+        SectionContent(texts["notes"], text=TEXTS[1][:600]),
+        SectionContent(history, units=ex.units, costs=ex.costs, exchanges=ex),
+        SectionContent(texts["docs"], text=TEXTS[2][:900]),
+    ]
+    deferred = 0
+    for budget in sorted({rng.randint(200, turn - 1) for _ in range(40)}):
+        whole = Draft(contents, budget, COUNTER)
+        first = Draft(contents, budget, COUNTER, outcomes_only=True)
+        deferred += any(s.deferred for s in first.states)
+        assert first.outcomes() == whole.outcomes(), budget
+        got, want = first.result(), whole.result()
+        assert (got.rendered, got.total) == (want.rendered, want.total), budget
+        assert got.total == COUNTER.count(got.rendered) <= budget
+    # The conversation is left unfitted only where nothing after it could change:
+    # when it comes last (lowest priority) and the sections before it are whole.
+    assert deferred if history_priority == 10 else not deferred

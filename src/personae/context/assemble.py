@@ -189,7 +189,7 @@ def _fit_with_warning(
     """Fit; when anything had to be cut, fit again with a ``context_warning`` section
     that names what was cut (until the named sections are the ones cut). Only the
     fitting kept is rendered and counted exactly."""
-    draft = Draft(contents, budget, counter)
+    draft = Draft(contents, budget, counter, outcomes_only=True)
     named: list[str] = []
     for _ in range(3):
         cut = _cut_tags(draft.outcomes())

@@ -17,7 +17,7 @@ from personae.context._counted import render_counted
 from personae.context._lru import SizedMemo
 from personae.context._textcut import count_small, cut_text, outline, outline_cut
 from personae.context.history import Exchanges, fit_history
-from personae.context.messages import ChatMessage, Unit
+from personae.context.messages import ChatMessage, Unit, latest_turn_start
 from personae.context.render import SEPARATOR, close_tag, open_tag
 from personae.context.rules import FULL, Action, Bound, Rule
 from personae.context.spec import SectionSource, SectionSpec, Truncation
@@ -147,6 +147,14 @@ class _State:
     forms: dict[tuple[int, int], _Form] = field(default_factory=dict)
     """Messages: the form at each limit tried, shared by the fittings of one
     assembly (``(id(content), limit)``: the same content fits the same way)."""
+    over: bool = False
+    """Messages: the latest turn alone is over the budget, so the conversation's
+    largest form is its latest turn shrunk; that form is fitted only when some pass
+    needs it (``want`` is then the budget, its upper bound)."""
+    deferred: bool = False
+    """Messages: an outcomes-only fitting left the conversation at its floor (it is
+    cut by the budget whatever form it takes; no other section's outcome depends on
+    which)."""
 
     @property
     def spec(self) -> SectionSpec:
@@ -369,6 +377,11 @@ def _start(st: _State, budget: int, counter: TokenCounter) -> None:
             c.units, c.costs, count_small(counter, SEPARATOR)
         )
         st.requested = st.exchanges.tokens
+        if (spec.cap is None or spec.cap >= budget) and _turn_tokens(st.exchanges) > budget:
+            # Shrunk to the budget whatever else is shown: fitted once its room is known.
+            st.over, st.want, st.allotted = True, budget, budget
+            st.text, st.tokens, st.rule = "", budget + 1, Rule(Action.SHRUNK)
+            return
         capped = _history(st, min(spec.cap or budget, budget), counter)
         st.want = capped.tokens
         st.show(capped)
@@ -384,9 +397,14 @@ def _start(st: _State, budget: int, counter: TokenCounter) -> None:
         st.floor_tokens = _floor(st, counter)
 
 
+def _turn_tokens(ex: Exchanges) -> int:
+    """Tokens of the latest turn, which every form of the conversation shows."""
+    return ex.cum_cost[-1] - ex.cum_cost[latest_turn_start(ex.units)] - ex.sep
+
+
 def _fits_whole(plan: _Plan, counter: TokenCounter) -> bool:
     """Everything fits whole (caps apart from messages already applied)."""
-    if not all(s.tokens <= s.want for s in plan.live):
+    if not all(s.tokens <= s.want and not s.over for s in plan.live):
         return False
     if plan.room() >= 0:
         return True
@@ -405,6 +423,8 @@ def _at_floors(plan: _Plan, movable: list[_State], counter: TokenCounter) -> lis
         if st.is_history:
             # Shrinking notices can outweigh tiny contents: the floor is never above whole.
             smallest = _history(st, 1, counter)
+            if st.over and smallest.tokens > st.want:
+                st.show(_history(st, st.want, counter))  # the placeholder is not a form
             capped = _Form(st.text or "", st.tokens, st.rule, st.messages, st.pieces)
             st.floor_form = smallest if smallest.tokens < capped.tokens else capped
             st.floor_tokens = st.floor_form.tokens
@@ -423,13 +443,30 @@ def _at_floors(plan: _Plan, movable: list[_State], counter: TokenCounter) -> lis
 
 
 def _to_targets(
-    plan: _Plan, movable: list[_State], kept: list[_State], counter: TokenCounter
+    plan: _Plan,
+    movable: list[_State],
+    kept: list[_State],
+    counter: TokenCounter,
+    outcomes_only: bool = False,
 ) -> None:
     """Pass 1: by priority, highest first, each section grows to its whole size (or
     cap): a section is cut only when every section of lower priority is at its floor
-    (the designed truncation order)."""
+    (the designed truncation order).
+
+    ``outcomes_only``: a conversation over the budget that comes last, after every
+    other section took its whole size, is left at its floor (``deferred``): it is
+    cut by the budget whatever form it takes, and nothing after it can change."""
     for st in movable:
         limit = min(st.want, plan.room_for(st))
+        if (
+            outcomes_only
+            and st.over
+            and st is movable[-1]
+            and limit < st.want
+            and all(s.text is not None and s.tokens >= s.want for s in movable[:-1])
+        ):
+            st.deferred, st.rule = True, Rule(Action.SHRUNK).bounded("budget")
+            return
         if st.is_history:
             got = _history(st, limit, counter)
             _apply(st, got if got.tokens <= limit else st.floor_form, limit, "budget")
@@ -493,8 +530,10 @@ def _fit_once(
     budget: int,
     counter: TokenCounter,
     forms: dict[tuple[int, int], _Form],
+    outcomes_only: bool = False,
 ) -> list[_State]:
-    """Pinned sections held to their shares, floors, then by priority, then refill."""
+    """Pinned sections held to their shares, floors, then by priority, then refill
+    (``outcomes_only``: see :func:`_to_targets`)."""
     states = [_State(c, i, forms=forms) for i, c in enumerate(contents)]
     live: list[_State] = []
     for st in states:
@@ -511,7 +550,9 @@ def _fit_once(
         (s for s in live if not s.spec.pinned), key=lambda s: (-s.spec.priority, s.index)
     )
     kept = _at_floors(plan, movable, counter)
-    _to_targets(plan, movable, kept, counter)
+    _to_targets(plan, movable, kept, counter, outcomes_only and not held)
+    if any(s.deferred for s in movable):
+        return states
     for _ in range(2):
         _refill(plan, movable, counter)
     _regrow(plan, held, counter)
@@ -543,9 +584,13 @@ class Draft:
         counter: TokenCounter,
         *,
         like: Draft | None = None,
+        outcomes_only: bool = False,
     ) -> None:
         """Fit ``contents``; ``like``: an earlier draft of the same assembly (sections
-        that are the same objects reuse the forms it tried)."""
+        that are the same objects reuse the forms it tried). ``outcomes_only``: the
+        caller looks at :meth:`outcomes` first and expects to fit other contents when
+        anything is cut; a conversation cut by the budget in any form is then not
+        fitted (:meth:`result` fits it when asked)."""
         self.contents, self.budget, self.counter = contents, budget, counter
         self._forms: dict[tuple[int, int], _Form] = like._forms if like is not None else {}
         self._keep: list[Sequence[SectionContent]] = [
@@ -553,7 +598,7 @@ class Draft:
             contents,
         ]
         """The contents the forms were computed for (their ids stay theirs)."""
-        self.states = _fit_once(contents, budget, counter, self._forms)
+        self.states = _fit_once(contents, budget, counter, self._forms, outcomes_only)
 
     def outcomes(self) -> list[tuple[str, Rule]]:
         """``(tag, outcome)`` of each section, in order."""
@@ -563,6 +608,8 @@ class Draft:
         """Render, count exactly, refit with the overrun taken off when over (rare)."""
         contents, budget, counter = self.contents, self.budget, self.counter
         states, effective, refits = self.states, budget, 0
+        if any(s.deferred for s in states):
+            states = _fit_once(contents, budget, counter, self._forms)
         while True:
             rendered, exact = _render(states, counter)
             if exact <= budget:
