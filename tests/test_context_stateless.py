@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import random
 import sys
+from array import array
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from personae.context import (
     load_profiles,
 )
 from personae.context import _counted as _counted_mod
+from personae.context import _textcut as _textcut_mod
 from personae.context import history as history_mod
 from personae.context import snapshot as snapshot_mod
 from personae.context import window as window_mod
@@ -318,11 +320,12 @@ def test_token_offsets_are_tiktokens(name: str) -> None:
     rng = random.Random(31)
     alphabet = "abc déf 日本語のテキスト 🙂🙃 \n\t.,;'\"x/ é\u0301 \u00a0\u0085\u3000"
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 200))) for _ in range(400)]
+    _textcut_mod._TOKEN_CHARS.pop(name, None)  # every token unknown: the table learns them
     for text in [*texts, *TEXTS, "plain ascii only"]:
-        assert (
-            _offsets(encoding, text)
-            == encoding.decode_with_offsets(encoding.encode_ordinary(text))[1]
-        )
+        tokens = encoding.encode_ordinary(text)
+        want = encoding.decode_with_offsets(tokens)[1]
+        assert _offsets(encoding, text) == want
+        assert _offsets(encoding, text, array("I", tokens)) == want  # tokens a count kept
     assert _offsets(encoding, "a\ud800b") is None
 
 

@@ -351,40 +351,46 @@ def count_cuttable(counter: TokenCounter, text: str) -> int:
     return _remembered_count(counter, text, encode_keeping)
 
 
-_TOKEN_CHARS: dict[str, tuple[dict[int, int], dict[int, int]]] = {}
-"""Per encoding, for each token met (at most the vocabulary): the characters it starts,
-and 1 when its first byte continues a character."""
+_TOKEN_CHARS: dict[str, tuple[list[Any], list[Any]]] = {}
+"""Per encoding, indexed by token (``None`` for a token not met yet): the characters
+it starts, and 1 when its first byte continues a character (lists: an index is
+cheaper than a dict lookup, about 30% of an offsets pass)."""
 
 _CONTINUATION = bytes(int(0x80 <= b < 0xC0) for b in range(256))
 """Byte -> 1 for a UTF-8 continuation byte, else 0 (for ``bytes.translate``)."""
 
 
 def _offsets(encoding: Any, text: str, tokens: Sequence[int] | None = None) -> list[int] | None:
-    """The character offset of each token of ``text`` (``tokens``: its tokens when they
-    are known, else it is encoded): what tiktoken's ``decode_with_offsets`` gives (a
-    token that starts inside a character starts at that character), with C-speed
-    passes over the tokens instead of a Python loop over each token's bytes; ``None``
-    when the tokens do not spell ``text`` back."""
+    """The character offset of each token of ``text`` (``tokens``: the tokens this
+    process's encode of it gave, else it is encoded): what tiktoken's
+    ``decode_with_offsets`` gives (a token that starts inside a character starts at
+    that character), with C-speed passes over the tokens instead of a Python loop
+    over each token's bytes; ``None`` when the tokens do not spell ``text`` back."""
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
         return None
     if tokens is None:
         tokens = encoding.encode_ordinary(text)
-    if encoding.decode_bytes(tokens) != data:  # one call: the tokens spell the text
-        return None
+        if encoding.decode_bytes(tokens) != data:  # one call: the tokens spell the text
+            return None
     # Per token, from a per-encoding table filled with the tokens met (a huge output
     # has a few thousand distinct tokens among tens of thousands): the characters it
     # starts (its bytes that are not UTF-8 continuation bytes), and 1 when it starts
     # inside a character (its first byte is a continuation byte).
-    table = _TOKEN_CHARS.setdefault(encoding.name, ({}, {}))
+    table = _TOKEN_CHARS.get(encoding.name)
+    if table is None:
+        size = encoding.n_vocab
+        table = _TOKEN_CHARS.setdefault(encoding.name, ([None] * size, [None] * size))
     leads, inside = table
-    missing = set(tokens).difference(leads)
-    for token in missing:
-        raw = encoding.decode_single_token_bytes(token)
-        leads[token] = len(raw) - sum(raw.translate(_CONTINUATION))
-        inside[token] = int(bool(raw) and raw[0] >> 6 == 2)
-    starts = list(itertools.accumulate(map(leads.__getitem__, tokens), initial=0))
+    try:
+        starts = list(itertools.accumulate(map(leads.__getitem__, tokens), initial=0))
+    except TypeError:  # a token not met yet (None): the table learns the new ones
+        for token in {t for t in tokens if leads[t] is None}:
+            raw = encoding.decode_single_token_bytes(token)
+            inside[token] = int(bool(raw) and raw[0] >> 6 == 2)
+            leads[token] = len(raw) - sum(raw.translate(_CONTINUATION))
+        starts = list(itertools.accumulate(map(leads.__getitem__, tokens), initial=0))
     starts.pop()  # characters started before each token
     if len(data) == len(text):  # ASCII: no token starts inside a character
         return starts
