@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -115,3 +117,55 @@ def test_missing_paths_are_checked_as_a_stat_would_see_them(tmp_path: Path) -> N
         where = str(tmp_path / name)
         for follow in (True, False):
             assert _exists(where, follow) == (_ident(where, follow) is not None), (name, follow)
+
+
+def _settle(root: Path) -> None:
+    """Everything under ``root`` last changed an hour ago (links themselves, not targets)."""
+    old = time.time_ns() - 3600 * 10**9
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            os.utime(os.path.join(folder, name), ns=(old, old), follow_symlinks=False)
+    os.utime(root, ns=(old, old))
+
+
+def _shown(snap: Snapshot, text: str) -> bool:
+    return any(text in value for value in snap.texts.values())
+
+
+def test_paths_missing_in_a_settled_folder_are_seen_once_created(tmp_path: Path) -> None:
+    """A path found missing in a folder last changed long ago is covered by the folder's
+    stat, not checked on its own: a file created there later changes the folder's time and
+    is read next turn. A link put there whose target appears later (elsewhere: the folder
+    does not change) is seen too, and so is a file created in a folder changed just
+    before it (in the same timestamp step: the folder's time does not move)."""
+    project = tmp_path / ".personae" / "project"
+    codebase, research = project / "codebase", project / "research"
+    _write(codebase / "STACK.md", "python")
+    _write(research / "SUMMARY.md", "the research")
+    _settle(tmp_path)
+    window = ContextWindow()
+
+    def build() -> Snapshot:
+        return Snapshot.build(tmp_path, task="t", include_git_log=False, window=window)
+
+    assert _shown(build(), "python") and not _shown(build(), "pytest")
+    covered = {e[0] for bundle in window.files.values() for e in bundle[0] if e[4]}
+    assert str(codebase / "TESTING.md") in covered  # what this test is about
+    _write(codebase / "TESTING.md", "pytest")
+    assert _shown(build(), "pytest")
+
+    elsewhere = tmp_path / "conventions.md"
+    (codebase / "CONVENTIONS.md").symlink_to(elsewhere)
+    _settle(tmp_path)
+    assert not _shown(build(), "tabs, not spaces")
+    elsewhere.write_text("tabs, not spaces", encoding="utf-8")
+    assert _shown(build(), "tabs, not spaces")
+
+    _write(research / "SUMMARY.md", "the research, again")  # the folder is young now
+    (research / "SUMMARY.md").unlink()
+    _write(research / "SUMMARY.md", "the research, later")
+    assert _shown(build(), "the research, later")
+    before = os.stat(research)
+    _write(research / "FEATURES.md", "the feature list")
+    os.utime(research, ns=(before.st_atime_ns, before.st_mtime_ns))  # the same step
+    assert _shown(build(), "the feature list")

@@ -6,12 +6,18 @@ modification time in ns, size) while a bundle of reads is computed. The next
 time the same bundle is asked for, each recorded path is stat'ed again; when
 none changed, the earlier result is returned. A folder's modification time
 changes when an entry is added, removed or renamed, so a listing is covered by
-its folder's identity.
+its folder's identity, and so is a path found missing in a recorded folder whose
+modification time was settled (older than any file system's timestamp step) when
+the bundle was computed: an entry created there later gives the folder a later
+time. Such a path is not checked on its own (unless a link is in its place: a
+dangling link's target may appear elsewhere).
 """
 
 from __future__ import annotations
 
 import os
+import stat
+import time
 from collections.abc import Callable, Hashable, Iterable
 from contextvars import ContextVar
 from typing import Any, TypeVar
@@ -53,6 +59,14 @@ def probe(where: os.PathLike[str] | str, *, follow: bool = True) -> Ident:
 
 _MAX_BUNDLES = 32
 
+_SETTLED_NS = 3_000_000_000
+"""A folder whose modification time is older than this when a bundle is computed has a
+settled time: an entry added later gets it a later time on any file system (FAT stores
+times in 2 s steps; the others in 1 s or finer)."""
+
+Entry = tuple[str, bool, Ident, str, bool]
+"""(path, follow, identity, parent folder, covered by the parent's identity)."""
+
 
 def current(memo: dict[Hashable, Any], key: Hashable) -> Any:
     """The result :func:`remembered` holds for ``key`` in ``memo`` while no path it
@@ -68,6 +82,7 @@ def remembered(memo: dict[Hashable, Any], key: Hashable, compute: Callable[[], T
     if got is not None:
         return got  # type: ignore[no-any-return]
     seen: dict[tuple[str, bool], Ident] = {}
+    started = time.time_ns()
     token = _RECORDING.set(seen)
     try:
         value = compute()
@@ -75,12 +90,36 @@ def remembered(memo: dict[Hashable, Any], key: Hashable, compute: Callable[[], T
         _RECORDING.reset(token)
     if key not in memo and len(memo) >= _MAX_BUNDLES:
         memo.clear()  # rare: a session reads many task and step combinations
-    # Sorted, so a folder comes before the paths under it (see _unchanged).
-    memo[key] = (
-        tuple(sorted((p, f, i, os.path.dirname(p)) for (p, f), i in seen.items())),
-        value,
-    )
+    memo[key] = (_entries(seen, started), value)
     return value
+
+
+def _entries(seen: dict[tuple[str, bool], Ident], started: int) -> tuple[Entry, ...]:
+    """The recorded paths, sorted so a folder comes before the paths under it (see
+    ``_unchanged``). A missing path is covered by its folder when the folder was
+    recorded (followed) with a time settled before the reads began (``started``), and
+    nothing is at the path now: after the folder's stat, so an entry created between
+    that stat and this check is not covered."""
+    settled = {
+        p
+        for (p, f), i in seen.items()
+        if f and i is not None and stat.S_ISDIR(i[0]) and started - i[3] > _SETTLED_NS
+    }
+    out: list[Entry] = []
+    for (p, f), i in seen.items():
+        parent = os.path.dirname(p)
+        covered = i is None and parent in settled and not _lexists(p)
+        out.append((p, f, i, parent, covered))
+    return tuple(sorted(out))
+
+
+def _lexists(where: str) -> bool:
+    """Whether anything (a dangling link too) is at ``where``."""
+    try:
+        os.lstat(where)
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _exists(where: str, follow: bool) -> bool:
@@ -94,15 +133,14 @@ def _exists(where: str, follow: bool) -> bool:
         return _ident(where, follow) is not None
 
 
-def _unchanged(entries: Iterable[tuple[str, bool, Ident, str]]) -> bool:
+def _unchanged(entries: Iterable[Entry]) -> bool:
     """True when every path still has its recorded identity. A path recorded missing
-    under a folder that is still missing is missing too: it is not stat'ed again."""
+    under a folder that is still missing, or covered by its folder (checked before it,
+    unchanged), is missing too: it is not stat'ed again."""
     gone: set[str] = set()
-    for where, follow, ident, parent in entries:
+    for where, follow, ident, parent, covered in entries:
         if ident is None:
-            if parent in gone:
-                continue
-            if _exists(where, follow):
+            if not (covered or parent in gone) and _exists(where, follow):
                 return False
             gone.add(where)
         elif _ident(where, follow) != ident:
