@@ -25,7 +25,10 @@ time (``time.process_time``) next to wall time, per turn (one assembly):
   preparation of the same messages, forms fitted before). It runs first of the
   personae rows, so nothing another row cut or counted at these budgets is in the
   process yet; the on-disk count cache starts empty (a private data folder) unless
-  ``--user-count-cache``.
+  ``--user-count-cache``. With ``--alternate`` its calls and LangChain's cached-exact
+  calls are timed alternately, budget by budget, in one process: the machine's speed
+  drifts (load, frequency, caches) between two rows timed one after the other, and
+  their ratio with it; alternating, both sides meet the same drift.
 
 Every personae row keeps one ``ContextWindow`` across its turns (what an agent
 loop keeps). The history does not change between the timed turns (as on
@@ -234,7 +237,10 @@ def _timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
     return out, (time.process_time() - c0) * 1000, (time.perf_counter() - w0) * 1000
 
 
-def bench_size(n: int, budgets: list[int], tmp: Path) -> dict[str, Any]:
+def bench_size(n: int, budgets: list[int], tmp: Path, *, alternate: bool = False) -> dict[str, Any]:
+    """Every row at ``n`` messages over ``budgets`` (``alternate``: LangChain's
+    cached-exact calls and personae's stateless calls alternate budget by budget, so
+    both sides meet the same machine state; see ``_alternating``)."""
     rng = random.Random(n)
     msgs = history(n, rng)
     latest = next(m for m in reversed(msgs) if m.role == "user")
@@ -246,15 +252,24 @@ def bench_size(n: int, budgets: list[int], tmp: Path) -> dict[str, Any]:
     # LangChain, cached exact counts.
     lc = to_langchain(msgs)
     counter = cached_counter(lc)
+
+    def stateless(_w: ContextWindow) -> Snapshot:
+        return Snapshot.build(
+            root, messages=msgs, task="Fix the bug", include_git_log=False, profiles=profiles
+        )
+
+    lc_timed = p_timed = None
+    if alternate:
+        lc_timed, p_timed = _alternating(
+            _lc_turn(lc, counter, convert=False), _personae_turns(budgets, stateless), budgets
+        )
     for name, convert in (("langchain (cached exact)", False), ("langchain + to openai", True)):
-        rows[name] = _langchain(lc, counter, budgets, latest, convert=convert)
+        rows[name] = _langchain(
+            lc, counter, budgets, latest, convert=convert, timed=None if convert else lc_timed
+        )
     # personae, stateless first: nothing another personae row cut or counted for these
     # budgets is in the process yet (only what its own warm-up turn counted).
-    rows["personae stateless"] = _personae(
-        budgets, latest, ContextWindow, lambda _w: Snapshot.build(
-            root, messages=msgs, task="Fix the bug", include_git_log=False, profiles=profiles,
-        ),
-    )  # fmt: skip
+    rows["personae stateless"] = _personae(budgets, latest, ContextWindow, stateless, timed=p_timed)
     # personae, store path (counts stored at append).
     with Store(root / ".personae" / "state.db") as store:
         conv = ConversationStore(store, COUNTER)
@@ -295,6 +310,44 @@ def bench_size(n: int, budgets: list[int], tmp: Path) -> dict[str, Any]:
     return {"messages": len(msgs), "budgets": len(budgets), "rows": rows}
 
 
+def _lc_turn(
+    lc: list[BaseMessage], counter: Callable[[BaseMessage], int], *, convert: bool
+) -> Callable[[int], list[BaseMessage]]:
+    """One LangChain call at a budget (``convert``: and the conversion to OpenAI's form)."""
+
+    def turn(b: int) -> list[BaseMessage]:
+        kept = trim_messages(
+            lc, max_tokens=b, token_counter=counter, strategy="last",
+            start_on="human", include_system=True,
+        )  # fmt: skip
+        if convert:
+            convert_to_openai_messages(kept)
+        return kept
+
+    return turn
+
+
+Timed = tuple[Any, float, float]
+"""What a timed call gave (a prompt's digest for personae), CPU ms and wall ms."""
+
+
+def _alternating(
+    lc_turn: Callable[[int], list[BaseMessage]],
+    turns: Iterator[tuple[int, Callable[[], AssembledContext]]],
+    budgets: list[int],
+) -> tuple[list[Timed], list[Timed]]:
+    """LangChain's calls and personae's timed turns alternating budget by budget, one
+    after the other in one process: a drift of the machine's speed (load, frequency,
+    caches) meets both sides alike, which two rows timed one after the other do not."""
+    theirs: list[Timed] = []
+    ours: list[Timed] = []
+    for b, (b2, turn) in zip(budgets, turns, strict=True):
+        assert b == b2
+        theirs.append(_timed(functools.partial(lc_turn, b)))
+        ours.append(_timed_digest(turn))
+    return theirs, ours
+
+
 def _langchain(
     lc: list[BaseMessage],
     counter: Callable[[BaseMessage], int],
@@ -302,21 +355,16 @@ def _langchain(
     latest: ChatMessage,
     *,
     convert: bool,
+    timed: list[Timed] | None = None,
 ) -> dict[str, Any]:
+    """LangChain's row: its calls timed (``timed``: already timed, alternating with
+    personae's), then what each kept checked."""
     stats = _new()
     outs: list[tuple[int, list[BaseMessage]]] = []
-    for b in budgets:
-
-        def turn(b: int = b) -> list[BaseMessage]:
-            kept = trim_messages(
-                lc, max_tokens=b, token_counter=counter, strategy="last",
-                start_on="human", include_system=True,
-            )  # fmt: skip
-            if convert:
-                convert_to_openai_messages(kept)
-            return kept
-
-        kept, cpu, wall = _timed(turn)
+    turn = _lc_turn(lc, counter, convert=convert)
+    if timed is None:
+        timed = [_timed(functools.partial(turn, b)) for b in budgets]
+    for b, (kept, cpu, wall) in zip(budgets, timed, strict=True):
         stats["cpu"].append(cpu)
         stats["wall"].append(wall)
         outs.append((b, kept))
@@ -341,11 +389,36 @@ def _langchain(
     return _summary(stats)
 
 
+def _personae_turns(
+    budgets: list[int],
+    build: Callable[[ContextWindow], Snapshot],
+    window: ContextWindow | None = None,
+) -> Iterator[tuple[int, Callable[[], AssembledContext]]]:
+    """personae's turns in one window: the first ``next`` runs the warm-up turn (as
+    LangChain's counter is warmed: one turn prepares and counts every message)."""
+    window = window if window is not None else ContextWindow()
+
+    def turn(b: int) -> AssembledContext:
+        return assemble_snapshot(build(window), "agent", Budget.absolute(b), COUNTER)
+
+    turn(60_000)
+    for b in budgets:
+        yield b, functools.partial(turn, b)
+
+
+def _timed_digest(turn: Callable[[], AssembledContext]) -> Timed:
+    """A turn timed; only its prompt's digest is kept (see :func:`_personae`)."""
+    ctx, cpu, wall = _timed(turn)
+    return _digest(ctx), cpu, wall
+
+
 def _personae(
     budgets: list[int],
     latest: ChatMessage,
     new_window: Callable[[], ContextWindow],
     build: Callable[[ContextWindow], Snapshot],
+    *,
+    timed: list[Timed] | None = None,
 ) -> dict[str, Any]:
     """Timed turns in one window; then the same turns replayed untimed in a fresh
     window (same budgets in the same order, so the same hints: byte-identical
@@ -359,25 +432,14 @@ def _personae(
     """
     stats = _new()
     stats["replay_mismatches"] = stats["miscounts"] = 0
-    digests: list[bytes] = []
-
-    def turns(window: ContextWindow) -> Iterator[tuple[int, Callable[[], AssembledContext]]]:
-        # Warm as LangChain's counter is: one turn prepares and counts every message.
-        assemble_snapshot(build(window), "agent", Budget.absolute(60_000), COUNTER)
-        for b in budgets:
-            yield (
-                b,
-                lambda b=b: assemble_snapshot(build(window), "agent", Budget.absolute(b), COUNTER),
-            )
-
-    for _, turn in turns(new_window()):
-        ctx, cpu, wall = _timed(turn)
-        stats["cpu"].append(cpu)
-        stats["wall"].append(wall)
-        digests.append(_digest(ctx))
-        del ctx
+    if timed is None:
+        timed = [_timed_digest(turn) for _, turn in _personae_turns(budgets, build, new_window())]
+    digests = [digest for digest, _, _ in timed]
+    stats["cpu"] = [cpu for _, cpu, _ in timed]
+    stats["wall"] = [wall for _, _, wall in timed]
     shown = len(build(new_window()).messages)  # the history a trimmed prompt shows less of
-    for (b, turn), digest in zip(turns(new_window()), digests, strict=True):
+    turns = _personae_turns(budgets, build, new_window())
+    for (b, turn), digest in zip(turns, digests, strict=True):
         ctx = turn()
         stats["replay_mismatches"] += _digest(ctx) != digest
         exact = COUNTER.count(ctx.render())
@@ -893,6 +955,11 @@ def main() -> None:
     ap.add_argument(
         "--loop-budget", type=int, default=16_000, help="the agent loop's budget in tokens"
     )
+    ap.add_argument(
+        "--alternate", action="store_true",
+        help="time LangChain's cached-exact calls and personae's stateless calls alternately,"
+        " budget by budget (both sides meet the same machine state; steadier ratios)",
+    )  # fmt: skip
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "vs_langchain.json")
     args = ap.parse_args()
     home = tempfile.TemporaryDirectory()
@@ -929,12 +996,12 @@ def _run(args: argparse.Namespace) -> None:
     results: dict[str, Any] = {
         "load_average": os.getloadavg(), "sizes": [],
         "count_cache": "user" if args.user_count_cache else "empty, private",
-        "stateless_first": True,
+        "stateless_first": True, "alternating": args.alternate,
     }  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         for n, k in plan.items():
             budgets = [rng.randint(500, 60_000) for _ in range(k)]
-            results["sizes"].append(bench_size(n, budgets, Path(tmp)))
+            results["sizes"].append(bench_size(n, budgets, Path(tmp), alternate=args.alternate))
         if args.turns:
             results["prefix_share"] = prefix_loop(
                 args.turns, Path(tmp), args.low_water, args.cadence, args.cut_step,
@@ -952,6 +1019,11 @@ def _run(args: argparse.Namespace) -> None:
         + "; personae stateless runs before the other personae rows (their cuts and counts"
         " are not in the process yet); mean: CPU ms mean; miscnt: prompts whose total is"
         " not the exact count of the whole prompt"
+        + (
+            "; langchain (cached exact) and personae stateless timed alternately, budget by budget"
+            if args.alternate
+            else ""
+        )
     )
     print_sizes(results["sizes"])
     print_loops(results.get("prefix_share", {}), args.turns, args.loop_budget)
