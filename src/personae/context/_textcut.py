@@ -472,9 +472,18 @@ def _head_split(
     it, read from ``starts`` (the offsets of ``text``'s tokens); ``None`` when there is
     none near the end or the counter's pre-tokenizer is not known to split there."""
     if counter.name in SPLITTABLE:
-        for p in range(end - 1, max(0, end - _SPLIT_SCAN), -1):
-            if _starts_piece(text, p, end):
-                return p, bisect_left(starts, p)
+        p = _last_piece_start(text, end)
+        if p is not None:
+            return p, bisect_left(starts, p)
+    return None
+
+
+def _last_piece_start(text: str, end: int) -> int | None:
+    """The last place in ``text[:end]`` (within :data:`_SPLIT_SCAN` of its end) where
+    the pre-tokenizer starts a piece whatever follows (see :func:`_starts_piece`)."""
+    for p in range(end - 1, max(0, end - _SPLIT_SCAN), -1):
+        if _starts_piece(text, p, end):
+            return p
     return None
 
 
@@ -510,30 +519,48 @@ def count_followed(counter: TokenCounter, text: str, after: str) -> int:
     place :func:`_starts_piece` finds whatever follows, so only the text from there on
     is counted with ``after`` (a few characters: remembered too)."""
     if counter.name in SPLITTABLE and getattr(counter, "exact", False):
-        end = len(text)
-        for p in range(end - 1, max(0, end - _SPLIT_SCAN), -1):
-            if _starts_piece(text, p, end):
-                rest = text[p:]
-                return (
-                    count_small(counter, text)
-                    - count_small(counter, rest)
-                    + count_small(counter, rest + after)
-                )
+        p = _last_piece_start(text, len(text))
+        if p is not None:
+            rest = text[p:]
+            return (
+                count_small(counter, text)
+                - count_small(counter, rest)
+                + count_small(counter, rest + after)
+            )
     return count_small(counter, text + after)
 
 
+_TOTALS_BY_ID: IdentityMemo[str, tuple[str, int]] = IdentityMemo(1024)
+"""Counts of message contents (with the counter's name) by the text object: a whole
+output counted again in a cut exchange skips its digest."""
+
+
 def count_text_around(counter: TokenCounter, head: str, text: str, tail: str) -> int | None:
-    """Exact count of ``head + text + tail`` read off ``text``'s token offsets (known once
-    it was counted, see :func:`count_cuttable`) up to its last piece start, as
-    :func:`count_around` does for a cut; ``None`` when they are not known or the
-    pieces may run over (then count it whole)."""
-    starts = _token_starts(counter, text)
-    if starts is None:
+    """Exact count of ``head + text + tail`` from the count of ``text`` (counted when its
+    message was prepared, see :func:`count_cuttable`) and of its last pieces: the
+    tokens before its last piece start are its count less the count of what follows
+    that start, so no offsets are needed. ``None`` when the pre-tokenizer may run a
+    piece over from ``head`` into the text or no piece start is near the text's end
+    (then count it whole)."""
+    if counter.name not in SPLITTABLE or not getattr(counter, "exact", False):
         return None
-    split = _head_split(text, len(text), starts, counter)
-    if split is None:
+    n = 0
+    if head:
+        edge = head[-1] + text[:2]
+        if head[-1] != "\n" or not _starts_piece(edge, 1, len(edge)):
+            return None
+        n = count_small(counter, head)
+    p = _last_piece_start(text, len(text))
+    if p is None:
         return None
-    return count_around(counter, head, Cut(text, len(starts), *split), tail)
+    same = _TOTALS_BY_ID.get(text)
+    if same is not None and same[0] == counter.name:
+        total = same[1]
+    else:
+        total = count_cuttable(counter, text)
+        _TOTALS_BY_ID.put(text, (counter.name, total))
+    rest = text[p:]
+    return n + total - count_small(counter, rest) + count_small(counter, rest + tail)
 
 
 def count_around(counter: TokenCounter, head: str, cut: Cut, tail: str) -> int | None:
