@@ -30,6 +30,7 @@ from personae.context import (
     load_profiles,
 )
 from personae.context import _counted as _counted_mod
+from personae.context import _fresh as fresh_mod
 from personae.context import _textcut as _textcut_mod
 from personae.context import history as history_mod
 from personae.context import snapshot as snapshot_mod
@@ -245,6 +246,22 @@ def _attributes(snap: Snapshot) -> dict[str, object]:
     return {k: v for k, v in vars(snap).items() if k != "window"}
 
 
+def _checked(root: Path, **fields: object) -> Snapshot:
+    """A fresh build, which must equal a build from nothing (a window of its own, no
+    process memo), then another fresh build after the caller changed the first one's
+    dicts, which must too."""
+    got = Snapshot.build(root, **fields)  # type: ignore[arg-type]
+    scratch = Snapshot.build(root, window=ContextWindow(), **fields)  # type: ignore[arg-type]
+    assert _attributes(got) == _attributes(scratch)
+    got.texts["task"] = "changed by the caller"  # its own dicts
+    got.files.clear()
+    again = Snapshot.build(root, **fields)  # type: ignore[arg-type]
+    assert _attributes(again) == _attributes(scratch)
+    assert again.window is not got.window and again.window is not None
+    assert again.texts is not got.texts and again.files is not got.files
+    return again
+
+
 def test_a_fresh_build_repeated_is_the_one_built_from_nothing(tmp_path: Path) -> None:
     """A fresh build with the arguments of the process's previous one reuses it (a server
     builds the same snapshot per role and retry). Each build equals a build from nothing
@@ -267,21 +284,11 @@ def test_a_fresh_build_repeated_is_the_one_built_from_nothing(tmp_path: Path) ->
     ]  # fmt: skip
 
     def check(given: list[object]) -> Snapshot:
-        fields = {"messages": given, "task": "t", "include_git_log": False,
-                  "profiles": profiles, "warnings": warnings}  # fmt: skip
-        got = Snapshot.build(root, **fields)  # type: ignore[arg-type]
-        scratch = Snapshot.build(root, window=ContextWindow(), **fields)  # type: ignore[arg-type]
-        assert _attributes(got) == _attributes(scratch)
-        got.texts["task"] = "changed by the caller"  # its own dicts
-        got.files.clear()
-        again = Snapshot.build(root, **fields)  # type: ignore[arg-type]
-        assert _attributes(again) == _attributes(scratch)
-        assert again.window is not got.window and again.window is not None
-        assert again.texts is not got.texts and again.files is not got.files
-        return again
+        return _checked(root, messages=given, task="t", include_git_log=False,
+                        profiles=profiles, warnings=warnings)  # fmt: skip
 
     first = check(msgs)
-    assert snapshot_mod._LAST_FRESH  # the reuse is what this test checks
+    assert fresh_mod._LAST  # the reuse is what this test checks
     ids = {first.id}
     msgs.append(ChatMessage("user", "one more", seq=msgs[-1].seq + 1))
     ids.add(check(msgs).id)
@@ -309,6 +316,41 @@ def test_a_fresh_build_repeated_is_the_one_built_from_nothing(tmp_path: Path) ->
     ids |= {changed.id, created.id}
     assert len(ids) == 8  # every change above but the warnings gave another snapshot id
     assert check([]).messages == () and check(msgs).messages == tuple(msgs)
+
+
+def test_a_fresh_build_with_messages_appended_is_the_one_built_from_nothing(
+    tmp_path: Path,
+) -> None:
+    """The previous fresh build's messages followed by more (an agent loop's next turn,
+    one or more messages, objects or dicts) reuse it and hash only the new ones; an
+    earlier message changed in place, messages taken back and none given do not."""
+    root = _project(tmp_path)
+    profiles = load_profiles(root)
+
+    def check(given: list[object] | None) -> Snapshot:
+        return _checked(root, messages=given, task="t", include_git_log=False,
+                        profiles=profiles)  # fmt: skip
+
+    ids: set[str] = set()
+    rng = random.Random(5)
+    turns = _loop(rng, 12)[-1]
+    grown: list[object] = []
+    for i, m in enumerate(turns):
+        grown.append(m if i % 3 else {"role": m.role, "content": m.content, "seq": m.seq,
+                                      "tool_call_id": m.tool_call_id,
+                                      "tool_calls": [{"id": c.id, "name": c.name}
+                                                     for c in m.tool_calls]})  # fmt: skip
+        if rng.random() < 0.6:
+            ids.add(check(grown).id)
+        if i == 20:
+            first_dict = next(g for g in grown if isinstance(g, dict))
+            first_dict["content"] = "changed in place, then more appended"
+        if i == 30:
+            del grown[-3:]
+        if i == 40:
+            assert check(None).messages == ()
+    assert fresh_mod._LAST  # the reuse is what this test checks
+    assert len(ids) > 20
 
 
 @pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import operator
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from personae.context._conversation import Loaded, Summarizer, load_conversation
+from personae.context._fresh import keep, reuse
 from personae.context._lru import recall, remember
-from personae.context._probe import current, probe, remembered
+from personae.context._probe import probe, remembered
 from personae.context.commands import CommandRun, expand_commands, has_commands
 from personae.context.messages import ChatMessage
 from personae.context.profiles import ProfileSet, load_profiles
@@ -179,6 +179,7 @@ def _digest(base: Path, built: _Built) -> str:
         window.head = (key, digest.copy())
         if window.shares:
             remember(_HEADS, key, digest.copy(), _HEADS_MAX)
+    built.head_state = digest.copy()
     if built.history.messages:
         digest.update(built.window.digest())
     hexdigest: str = digest.hexdigest()
@@ -248,6 +249,8 @@ class _Built:
         )
         self.chat: tuple[ChatMessage, ...] | None = None
         """``opts.messages`` as chat messages, when already converted."""
+        self.head_state: Any = None
+        """The snapshot id's hash state before its messages (see ``_digest``)."""
         self.texts = dict(self.files.texts)
         self.where = dict(self.files.files)
         self.profile_texts: dict[str, str] = {}
@@ -355,108 +358,6 @@ class _Built:
             self.where["messages"] = "given messages" if given else "session window"
 
 
-class _Fresh(NamedTuple):
-    """The last snapshot built with a fresh window and what it was built from: a
-    fresh build with equal arguments, the root resolved to the same directory, the
-    project files unchanged and the same messages gets a copy of it (see ``_reuse``)."""
-
-    cls: type[Snapshot]
-    fields: dict[str, Any]
-    """The keyword arguments but ``messages``; lists as tuples (compared by value)."""
-    chat: tuple[ChatMessage, ...] | None
-    """The messages given, as chat messages (``None``: none given)."""
-    base: Path
-    files_key: Hashable
-    files: _Files
-    """The project files read (the same object while none of them changed)."""
-    values: dict[str, Any]
-    """The snapshot's attributes (its dicts copied, no window)."""
-
-
-_LAST_FRESH: list[_Fresh] = []
-"""The process's last fresh build fit to be reused (a server assembling per request
-builds the same snapshot for each role and retry)."""
-_BY_VALUE = (str, int, float, tuple)
-
-
-def _fresh_fields(fields: dict[str, Any]) -> dict[str, Any]:
-    return {k: tuple(v) if type(v) is list else v for k, v in fields.items() if k != "messages"}
-
-
-def _same_fields(held: dict[str, Any], fields: dict[str, Any]) -> bool:
-    """True when ``fields`` (but ``messages``) are the ones ``held``: the same objects,
-    or equal strings, numbers and sequences (a caller may change a list it passes again)."""
-    if len(held) != len(fields) - ("messages" in fields):
-        return False
-    for k, v in fields.items():
-        if k == "messages":
-            continue
-        h = held.get(k, held)
-        if v is h:
-            continue
-        value = tuple(v) if type(v) is list else v
-        if type(value) not in _BY_VALUE or type(h) is not type(value) or value != h:
-            return False
-    return True
-
-
-def _keep(cls: type[Snapshot], fields: dict[str, Any], built: _Built, snapshot: Snapshot) -> None:
-    values = dict(vars(snapshot))
-    for name in ("texts", "files", "profile_texts"):
-        values[name] = dict(values[name])
-    values["window"] = None
-    got = _Fresh(
-        cls, _fresh_fields(fields), built.chat, built.base, built.files_key, built.files, values
-    )
-    _LAST_FRESH[:] = [got]
-
-
-def _reuse(
-    cls: type[Snapshot], root: Path | str, fields: dict[str, Any]
-) -> tuple[Snapshot | None, tuple[ChatMessage, ...] | None]:
-    """A copy of the last fresh snapshot when a fresh build with ``fields`` would give
-    the same one; else ``None`` and the messages as chat messages if converted here.
-
-    Messages are the same when the given ones are the chat messages held, object by
-    object (a chat message is immutable), or convert to equal ones (a dict changed in
-    place converts to a different message). The root and the project files are
-    checked as a fresh build checks them (stats of the root and of every path read)."""
-    given = fields.get("messages")
-    if given is not None and type(given) not in (list, tuple):
-        return None, None  # an iterable is read once, by the build
-    last = _LAST_FRESH[0] if _LAST_FRESH else None
-    if last is None or last.cls is not cls or not _same_fields(last.fields, fields):
-        return None, None
-    held, chat = last.chat, None
-    if (given is None) != (held is None):
-        return None, None
-    if given is not None and held is not None:
-        if len(given) != len(held):
-            return None, None
-        if all(map(operator.is_, given, held)):
-            chat = held
-        else:
-            chat = as_chat(given)
-            if chat != held:
-                return None, chat
-    window = ContextWindow(shared=True)
-    base = window.resolve(root)
-    if (base is not last.base and base != last.base) or current(
-        window.files, last.files_key
-    ) is not last.files:
-        return None, chat
-    snapshot = object.__new__(cls)  # the attributes a build sets, as they were
-    vars(snapshot).update(
-        last.values,
-        texts=dict(last.values["texts"]),
-        files=dict(last.values["files"]),
-        profile_texts=dict(last.values["profile_texts"]),
-        messages=window.sync(chat) if chat else (),
-        window=window,
-    )
-    return snapshot, chat
-
-
 @dataclass(frozen=True, eq=False)
 class Snapshot:
     """Everything one turn's contexts are assembled from (immutable)."""
@@ -503,13 +404,13 @@ class Snapshot:
         say what to read: see :class:`SnapshotOptions`. Files unchanged since
         the previous turn (same path, identity, modification time and size) are
         not read again. Without ``options`` and ``window``, the process's previous
-        such snapshot is copied when nothing it was built from changed (see
-        ``_reuse``).
+        such snapshot is copied when nothing it was built from changed, or its
+        messages only had more appended (see ``_fresh``).
         """
         fresh = options is None and fields.get("window") is None
         chat = None
         if fresh:
-            again, chat = _reuse(cls, root, fields)
+            again, chat = reuse(cls, root, fields)
             if again is not None:
                 return again
         opts = _options(options, fields)
@@ -563,7 +464,7 @@ class Snapshot:
             _Previous(opts, built.files, built.history, snapshot, given_notes) if static else None
         )
         if static and fresh and opts.conversations is None:
-            _keep(cls, fields, built, snapshot)
+            keep(cls, fields, built, snapshot)
         return snapshot
 
     def content(self, source: str) -> str | None:

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 from personae.context.history import Exchanges, MessageCosts, render_unit
 from personae.context.messages import ChatMessage, Unit, from_stored, group_units_at
 
-__all__ = ["ContextWindow", "as_chat", "common_prefix", "exchanges_of"]
+__all__ = ["ContextWindow", "as_chat", "common_prefix", "exchanges_of", "feed_digest"]
 
 T = TypeVar("T")
 
@@ -98,6 +98,12 @@ def _feed(state: Any, m: ChatMessage) -> None:
     for c in m.tool_calls:
         state.update(f"{c.id}\x01{c.name}\x01{c.arguments}\x01".encode())
     state.update(m.content.encode("utf-8", "surrogatepass"))
+
+
+def feed_digest(state: Any, messages: Iterable[ChatMessage]) -> None:
+    """Feed ``messages`` to a running hash state as :meth:`ContextWindow.digest` does."""
+    for m in messages:
+        _feed(state, m)
 
 
 def exchanges_of(messages: Sequence[ChatMessage], costs_of: MessageCosts) -> tuple[Exchanges, int]:
@@ -419,6 +425,12 @@ class ContextWindow:
                 _publish(_SHARED_DIGESTS, self.messages, self._sha.copy())
             out: bytes = self._sha.copy().digest()
             return out
+
+    def digest_state(self) -> Any:
+        """A copy of the hash state :meth:`digest` finishes (fed every message held)."""
+        with self._lock:
+            self.digest()
+            return self._sha.copy()
 
     def exchanges(
         self, messages: Sequence[ChatMessage], costs_of: MessageCosts
