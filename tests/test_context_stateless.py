@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import random
 import sys
@@ -37,7 +38,7 @@ from personae.context import snapshot as snapshot_mod
 from personae.context import window as window_mod
 from personae.context._textcut import (
     _head_count,
-    _offsets,
+    _starts_of,
     _starts_piece,
     _tail_count,
     _token_starts,
@@ -357,18 +358,31 @@ def test_a_fresh_build_with_messages_appended_is_the_one_built_from_nothing(
 def test_token_offsets_are_tiktokens(name: str) -> None:
     """The offsets cuts read are tiktoken's ``decode_with_offsets`` (a token that starts
     inside a character starts at that character), over ASCII, CJK, emoji, combining
-    marks and odd spaces; a lone surrogate gives none."""
+    marks and odd spaces, whether read in order, from the end or at random places (they
+    are computed as far as asked), from the tokens a count kept or encoded anew, with
+    every token unknown at first; a lone surrogate gives none."""
     encoding = exact_counter(name).encoding
     rng = random.Random(31)
     alphabet = "abc déf 日本語のテキスト 🙂🙃 \n\t.,;'\"x/ é\u0301 \u00a0\u0085\u3000"
     texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 200))) for _ in range(400)]
+    texts += [
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(3000, 9000))) for _ in range(6)
+    ]
     _textcut_mod._TOKEN_CHARS.pop(name, None)  # every token unknown: the table learns them
-    for text in [*texts, *TEXTS, "plain ascii only"]:
+    for text in [*texts, *TEXTS, "plain ascii only", "x" * 5000]:
         tokens = encoding.encode_ordinary(text)
         want = encoding.decode_with_offsets(tokens)[1]
-        assert _offsets(encoding, text) == want
-        assert _offsets(encoding, text, array("I", tokens)) == want  # tokens a count kept
-    assert _offsets(encoding, "a\ud800b") is None
+        given = _starts_of(encoding, text, array("I", tokens))  # tokens a count kept
+        assert given is not None and list(given) == want
+        anew = _starts_of(encoding, text)
+        assert anew is not None and [anew[j] for j in reversed(range(len(want)))] == want[::-1]
+        probed = _starts_of(encoding, text)
+        assert probed is not None
+        for j in sorted(rng.sample(range(len(want)), min(5, len(want)))):
+            assert probed[j] == want[j]
+            p = rng.randint(0, len(text))
+            assert probed.tokens_before(p) == bisect.bisect_left(want, p)
+    assert _starts_of(encoding, "a\ud800b") is None
 
 
 def test_water_level_is_the_largest_level_that_fits() -> None:
@@ -507,3 +521,29 @@ def test_an_outcomes_only_draft_names_what_a_whole_fitting_cuts(history_priority
     # The conversation is left unfitted only where nothing after it could change:
     # when it comes last (lowest priority) and the sections before it are whole.
     assert deferred if history_priority == 10 else not deferred
+
+
+def test_the_last_piece_start_is_the_one_a_walk_back_finds() -> None:
+    """The last piece start near a text's end (found from a regular expression's
+    candidates) is the one a walk back over every character finds, within the scan's
+    reach, over texts with long runs of letters and digits (no candidate for a
+    while), spaces, newlines, punctuation, CJK and marks."""
+    alphabet = [*"abcXYZ  \n\n\t/\\()[]{}'\".,;:!?-_=+0123456789", "日本", "。", "、", "é",
+                "\u0301", "\r\n", "😀", "\u00a0", " the ", "word", "a" * 41, "1234567890" * 30,
+                "x" * 2100]  # fmt: skip
+    rng = random.Random(7)
+
+    def walked(text: str, end: int) -> int | None:
+        for p in range(end - 1, max(0, end - _textcut_mod._SPLIT_SCAN), -1):
+            if _starts_piece(text, p, end):
+                return p
+        return None
+
+    found = 0
+    for _ in range(4000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        end = rng.randint(0, len(text))
+        want = walked(text, end)
+        assert _textcut_mod._last_piece_start(text, end) == want, (text, end)
+        found += want is not None
+    assert found > 1000

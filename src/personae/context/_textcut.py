@@ -17,7 +17,7 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 from personae.context import _diskcounts
 from personae.context._lru import IdentityMemo, SizedMemo, recall, remember
@@ -287,26 +287,83 @@ def cut_text(
     return Cut(text=joined, tokens=tokens)
 
 
-_STARTS: SizedMemo[tuple[str, bytes], Sequence[int]] = SizedMemo(1 << 23)
-"""Token offsets by the text's digest, least recently used dropped past 8 M tokens
-(4 bytes each)."""
-_STARTS_BY_ID: IdentityMemo[str, tuple[str, Sequence[int]]] = IdentityMemo(1024)
+class _Starts(Sequence[int]):
+    """The character offset of each token of a text (what tiktoken's
+    ``decode_with_offsets`` gives: a token that starts inside a character starts at
+    that character; read per token from :data:`_TOKEN_CHARS`, C-speed passes instead
+    of a Python loop over each token's bytes), computed as far as asked: a cut
+    keeping the first ``j`` tokens reads offsets up to about ``j`` (doubling what it
+    holds when it must go further), so a text's first cut costs a pass over the part
+    it keeps, not over the whole text."""
+
+    def __init__(self, encoding: Any, tokens: Sequence[int], ascii_only: bool) -> None:
+        self.encoding, self.tokens, self.ascii_only = encoding, tokens, ascii_only
+        self.done = array("I")
+        """Offsets of the first tokens."""
+        self.chars = 0
+        """Characters started by those tokens."""
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[int]: ...
+    def __getitem__(self, i: int | slice) -> int | Sequence[int]:
+        if isinstance(i, slice) or i < 0:
+            self._extend(len(self.tokens))
+            return self.done[i]
+        if i >= len(self.done):
+            self._extend(i + 1)
+        return self.done[i]
+
+    def tokens_before(self, p: int) -> int:
+        """How many tokens start before character ``p`` (``bisect_left`` of the offsets)."""
+        while (not self.done or self.done[-1] < p) and len(self.done) < len(self.tokens):
+            self._extend(len(self.done) + 1)
+        return bisect_left(self.done, p)
+
+    def _extend(self, upto: int) -> None:
+        """Offsets up to token ``upto`` at least (twice what is held, when more)."""
+        start = len(self.done)
+        end = min(len(self.tokens), max(upto, 2 * start, 256))
+        if end <= start:
+            return
+        chunk = self.tokens[start:end]
+        leads, inside = _token_table(self.encoding)
+        try:
+            acc = list(itertools.accumulate(map(leads.__getitem__, chunk), initial=self.chars))
+        except TypeError:  # a token not met yet (None): the table learns the new ones
+            _learn(self.encoding, chunk)
+            acc = list(itertools.accumulate(map(leads.__getitem__, chunk), initial=self.chars))
+        self.chars = acc.pop()  # characters started before each token, then by all of them
+        if self.ascii_only:  # no token starts inside a character
+            self.done.extend(acc)
+        else:
+            self.done.extend(map(operator.sub, acc, map(inside.__getitem__, chunk)))
+
+
+def _tokens_before(starts: Sequence[int], p: int) -> int:
+    """How many tokens start before character ``p`` (``starts``: their offsets)."""
+    if isinstance(starts, _Starts):
+        return starts.tokens_before(p)
+    return bisect_left(starts, p)
+
+
+_STARTS: SizedMemo[tuple[str, bytes], _Starts] = SizedMemo(1 << 23)
+"""Token offsets by the text's digest, least recently used dropped past 4 M tokens
+(8 bytes each: its tokens and their offsets)."""
+_STARTS_BY_ID: IdentityMemo[str, tuple[str, _Starts]] = IdentityMemo(1024)
 """The same offsets (with the counter's name) by the text object: a message's content
 cut again (another budget, a later prompt) skips the digest."""
 _STARTS_MIN_CHARS = 256
 """Shorter texts are cut by a few counts; longer ones by their token offsets."""
 
 
-def _keep_starts(name: str, text: str, key: tuple[str, bytes], got: list[int]) -> Sequence[int]:
-    """Remember the offsets of ``text`` (compactly: 4 bytes a token)."""
-    held = array("I", got)
-    _STARTS.put(key, held, 4 * len(held) + 64)
-    _STARTS_BY_ID.put(text, (name, held))
-    return held
-
-
 def _token_starts(counter: TokenCounter, text: str) -> Sequence[int] | None:
-    """Character offset of each token of ``text`` (tiktoken counters; memoized by digest).
+    """Character offset of each token of ``text`` (tiktoken counters; memoized by digest,
+    computed as far as cuts ask, see :class:`_Starts`).
 
     A huge tool output is encoded once; every later cut of it (other budgets,
     later turns) reads its cut point from the offsets and only verifies it.
@@ -319,13 +376,26 @@ def _token_starts(counter: TokenCounter, text: str) -> Sequence[int] | None:
         return same[1]  # the same string object: no digest of its text
     key = (counter.name, _digest(text))
     held = _STARTS.get(key)
-    if held is not None:
-        _STARTS_BY_ID.put(text, (counter.name, held))
-        return held
-    got = _offsets(encoding, text, _TOKENS.get(key))
-    if got is None:  # lone surrogates and the like: offsets would not match
+    if held is None:
+        held = _starts_of(encoding, text, _TOKENS.get(key))
+        if held is None:
+            return None
+        _STARTS.put(key, held, 8 * len(held) + 64)
+    _STARTS_BY_ID.put(text, (counter.name, held))
+    return held
+
+
+def _starts_of(encoding: Any, text: str, tokens: Sequence[int] | None = None) -> _Starts | None:
+    """The offsets of ``text``'s tokens (``tokens``: what this process's encode of it
+    gave, else it is encoded), none computed yet; ``None`` for a text with lone
+    surrogates (its tokens would not spell it)."""
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
         return None
-    return _keep_starts(counter.name, text, key, got)
+    if tokens is None:
+        tokens = array("I", encoding.encode_ordinary(text))
+    return _Starts(encoding, tokens, size == len(text))
 
 
 _TOKENS: SizedMemo[tuple[str, bytes], Sequence[int]] = SizedMemo(1 << 23)
@@ -360,41 +430,24 @@ _CONTINUATION = bytes(int(0x80 <= b < 0xC0) for b in range(256))
 """Byte -> 1 for a UTF-8 continuation byte, else 0 (for ``bytes.translate``)."""
 
 
-def _offsets(encoding: Any, text: str, tokens: Sequence[int] | None = None) -> list[int] | None:
-    """The character offset of each token of ``text`` (``tokens``: the tokens this
-    process's encode of it gave, else it is encoded): what tiktoken's
-    ``decode_with_offsets`` gives (a token that starts inside a character starts at
-    that character), with C-speed passes over the tokens instead of a Python loop
-    over each token's bytes; ``None`` when the tokens do not spell ``text`` back."""
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:
-        return None
-    if tokens is None:
-        tokens = encoding.encode_ordinary(text)
-        if encoding.decode_bytes(tokens) != data:  # one call: the tokens spell the text
-            return None
-    # Per token, from a per-encoding table filled with the tokens met (a huge output
-    # has a few thousand distinct tokens among tens of thousands): the characters it
-    # starts (its bytes that are not UTF-8 continuation bytes), and 1 when it starts
-    # inside a character (its first byte is a continuation byte).
+def _token_table(encoding: Any) -> tuple[list[Any], list[Any]]:
+    """The encoding's per-token table (:data:`_TOKEN_CHARS`)."""
     table = _TOKEN_CHARS.get(encoding.name)
     if table is None:
         size = encoding.n_vocab
         table = _TOKEN_CHARS.setdefault(encoding.name, ([None] * size, [None] * size))
-    leads, inside = table
-    try:
-        starts = list(itertools.accumulate(map(leads.__getitem__, tokens), initial=0))
-    except TypeError:  # a token not met yet (None): the table learns the new ones
-        for token in {t for t in tokens if leads[t] is None}:
-            raw = encoding.decode_single_token_bytes(token)
-            inside[token] = int(bool(raw) and raw[0] >> 6 == 2)
-            leads[token] = len(raw) - sum(raw.translate(_CONTINUATION))
-        starts = list(itertools.accumulate(map(leads.__getitem__, tokens), initial=0))
-    starts.pop()  # characters started before each token
-    if len(data) == len(text):  # ASCII: no token starts inside a character
-        return starts
-    return list(map(operator.sub, starts, map(inside.__getitem__, tokens)))
+    return table
+
+
+def _learn(encoding: Any, tokens: Sequence[int]) -> None:
+    """Fill the table for the tokens of ``tokens`` it does not know yet: the characters
+    each starts (its bytes that are not UTF-8 continuation bytes), and 1 when it starts
+    inside a character (its first byte is a continuation byte)."""
+    leads, inside = _token_table(encoding)
+    for token in {t for t in tokens if leads[t] is None}:
+        raw = encoding.decode_single_token_bytes(token)
+        inside[token] = int(bool(raw) and raw[0] >> 6 == 2)
+        leads[token] = len(raw) - sum(raw.translate(_CONTINUATION))
 
 
 def _from_starts(
@@ -474,16 +527,32 @@ def _head_split(
     if counter.name in SPLITTABLE:
         p = _last_piece_start(text, end)
         if p is not None:
-            return p, bisect_left(starts, p)
+            return p, _tokens_before(starts, p)
     return None
+
+
+_CANDIDATES = re.compile("[\n " + re.escape("".join(sorted(_AFTER_WORD))) + "]")
+"""What every place :func:`_starts_piece` accepts has at or just before it: a newline
+before it, or a space or punctuation at it."""
 
 
 def _last_piece_start(text: str, end: int) -> int | None:
     """The last place in ``text[:end]`` (within :data:`_SPLIT_SCAN` of its end) where
-    the pre-tokenizer starts a piece whatever follows (see :func:`_starts_piece`)."""
-    for p in range(end - 1, max(0, end - _SPLIT_SCAN), -1):
-        if _starts_piece(text, p, end):
-            return p
+    the pre-tokenizer starts a piece whatever follows (see :func:`_starts_piece`): the
+    candidates a regular expression finds (C speed), checked from the last one, in
+    the last 64 characters first (a text without spaces, newlines or punctuation
+    there is not walked character by character)."""
+    for width in (64, _SPLIT_SCAN):
+        lo = max(0, end - width)
+        found = [
+            q + 1 if text[q] == "\n" else q
+            for q in map(re.Match.start, _CANDIDATES.finditer(text, lo, end))
+        ]
+        for p in reversed(found):
+            if lo < p < end and _starts_piece(text, p, end):
+                return p
+        if lo == max(0, end - _SPLIT_SCAN):
+            break
     return None
 
 
@@ -590,7 +659,7 @@ def _tail_count(
         for p in range(begin + 1, min(n, begin + _SPLIT_SCAN)):
             if _starts_piece(text, p, n):
                 head = counter.count(joined[: len(joined) - n + p])
-                return head + len(starts) - bisect_left(starts, p)
+                return head + len(starts) - _tokens_before(starts, p)
     return counter.count(joined)
 
 
