@@ -86,7 +86,7 @@ class Unit:
 def _call_from(raw: Any) -> ChatToolCall:
     if isinstance(raw, ChatToolCall):
         return raw
-    if isinstance(raw, Mapping):
+    if type(raw) is dict or isinstance(raw, Mapping):
         get = raw.get
         fn = get("function")
         name = get("name") or (fn.get("name") if isinstance(fn, Mapping) else None) or ""
@@ -104,41 +104,49 @@ def _call_from(raw: Any) -> ChatToolCall:
         text = args
     else:
         text = json.dumps(args, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return ChatToolCall(id=str(call_id), name=str(name), arguments=text)
+    return ChatToolCall(str(call_id), str(name), text)  # positional: cheaper than keywords
 
 
 def from_stored(message: Any, *, counter: str | None = None) -> ChatMessage:
     """Adapt a stored message (any object or mapping with the store's fields)."""
+    if type(message) is dict:  # the common case first: a decoded request's messages
+        return _from_fields(message.get, counter)
     if isinstance(message, ChatMessage):
         return message
     if not isinstance(message, Mapping) and hasattr(message, "tool_call_id"):
         calls = tuple(_call_from(c) for c in message.tool_calls) if message.tool_calls else ()
-        return ChatMessage(
-            role=message.role,
-            content=message.content or "",
-            tool_calls=calls,
-            tool_call_id=message.tool_call_id,
-            tokens=message.tokens if not calls else None,
-            seq=int(message.seq or 0),
-            counter=getattr(message, "counter", None) or counter,
+        return ChatMessage(  # positional: cheaper than keywords
+            message.role,
+            message.content or "",
+            calls,
+            message.tool_call_id,
+            message.tokens if not calls else None,
+            int(message.seq or 0),
+            getattr(message, "counter", None) or counter,
         )
     get = message.get if isinstance(message, Mapping) else lambda k, d=None: getattr(message, k, d)
+    return _from_fields(get, counter)
+
+
+def _from_fields(get: Any, counter: str | None) -> ChatMessage:
+    """A message from ``get(field, default)`` (a mapping's or an object's fields)."""
     role = str(get("role", "user"))
     if role not in ROLES:
         role = "system"
-    calls = tuple(_call_from(c) for c in (get("tool_calls", None) or ()))
+    raw = get("tool_calls", None)
+    calls = tuple(map(_call_from, raw)) if raw else ()
     seq = get("seq", None)
     if seq is None:
         seq = get("id", 0)
     tokens = get("tokens", None)
-    return ChatMessage(
-        role=role,  # type: ignore[arg-type]
-        content=str(get("content", "") or ""),
-        tool_calls=calls,
-        tool_call_id=get("tool_call_id", None),
-        tokens=int(tokens) if tokens is not None else None,
-        seq=int(seq or 0),
-        counter=get("counter", None) or counter,
+    return ChatMessage(  # positional: cheaper than keywords
+        role,  # type: ignore[arg-type]
+        str(get("content", "") or ""),
+        calls,
+        get("tool_call_id", None),
+        int(tokens) if tokens is not None else None,
+        int(seq or 0),
+        get("counter", None) or counter,
     )
 
 
