@@ -599,9 +599,10 @@ def count_followed(counter: TokenCounter, text: str, after: str) -> int:
     return count_small(counter, text + after)
 
 
-_TOTALS_BY_ID: IdentityMemo[str, tuple[str, int]] = IdentityMemo(1024)
-"""Counts of message contents (with the counter's name) by the text object: a whole
-output counted again in a cut exchange skips its digest."""
+_AROUND_BY_ID: IdentityMemo[str, tuple[str, str, str, int | None]] = IdentityMemo(1024)
+""":func:`count_text_around`'s last answer for a text object (with the counter's name,
+the head and the tail): a whole output met again in a cut exchange (another budget
+cuts the exchange elsewhere) is not counted again."""
 
 
 def count_text_around(counter: TokenCounter, head: str, text: str, tail: str) -> int | None:
@@ -611,6 +612,16 @@ def count_text_around(counter: TokenCounter, head: str, text: str, tail: str) ->
     that start, so no offsets are needed. ``None`` when the pre-tokenizer may run a
     piece over from ``head`` into the text or no piece start is near the text's end
     (then count it whole)."""
+    same = _AROUND_BY_ID.get(text)
+    if same is not None and same[:3] == (counter.name, head, tail):
+        return same[3]
+    got = _count_text_around(counter, head, text, tail)
+    _AROUND_BY_ID.put(text, (counter.name, head, tail, got))
+    return got
+
+
+def _count_text_around(counter: TokenCounter, head: str, text: str, tail: str) -> int | None:
+    """:func:`count_text_around`, not remembered."""
     if counter.name not in SPLITTABLE or not getattr(counter, "exact", False):
         return None
     n = 0
@@ -622,12 +633,7 @@ def count_text_around(counter: TokenCounter, head: str, text: str, tail: str) ->
     p = _last_piece_start(text, len(text))
     if p is None:
         return None
-    same = _TOTALS_BY_ID.get(text)
-    if same is not None and same[0] == counter.name:
-        total = same[1]
-    else:
-        total = count_cuttable(counter, text)
-        _TOTALS_BY_ID.put(text, (counter.name, total))
+    total = count_cuttable(counter, text)
     rest = text[p:]
     return n + total - count_small(counter, rest) + count_small(counter, rest + tail)
 
