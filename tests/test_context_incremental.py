@@ -169,3 +169,38 @@ def test_paths_missing_in_a_settled_folder_are_seen_once_created(tmp_path: Path)
     _write(research / "FEATURES.md", "the feature list")
     os.utime(research, ns=(before.st_atime_ns, before.st_mtime_ns))  # the same step
     assert _shown(build(), "the feature list")
+
+
+def test_a_path_probed_both_ways_is_stat_ed_once_unless_it_is_a_link(tmp_path: Path) -> None:
+    """A path probed with and without following links (a config file that may be a link)
+    is stat'ed once when it is not a link; a link is followed too, so a change of its
+    target is seen, and a file replaced by a link is seen."""
+    from personae.context._probe import probe, remembered
+
+    target, link, plain = tmp_path / "target", tmp_path / "link", tmp_path / "plain"
+    target.write_text("a", encoding="utf-8")
+    link.symlink_to(target)
+    plain.write_text("p", encoding="utf-8")
+    memo: dict[object, object] = {}
+    computed: list[int] = []
+
+    def compute() -> int:
+        for path in (link, plain):
+            probe(path, follow=False)
+            probe(path)
+        computed.append(1)
+        return len(computed)
+
+    def read() -> int:
+        return remembered(memo, "bundle", compute)
+
+    assert read() == read() == 1  # nothing changed: not computed again
+    target.write_text("longer", encoding="utf-8")  # the link did not change, its target did
+    assert read() == read() == 2
+    plain.write_text("a longer text", encoding="utf-8")
+    assert read() == read() == 3
+    plain.unlink()
+    plain.symlink_to(target)
+    assert read() == read() == 4
+    target.write_text("longer still", encoding="utf-8")
+    assert read() == 5

@@ -136,13 +136,22 @@ def _exists(where: str, follow: bool) -> bool:
 def _unchanged(entries: Iterable[Entry]) -> bool:
     """True when every path still has its recorded identity. A path recorded missing
     under a folder that is still missing, or covered by its folder (checked before it,
-    unchanged), is missing too: it is not stat'ed again."""
+    unchanged), or missing without following links, is missing too: it is not stat'ed
+    again. A path recorded both ways (without following links first, in sort order)
+    that is not a link is stat'ed once: following it sees the same."""
     gone: set[str] = set()
+    plain: tuple[str, Ident] | None = None
     for where, follow, ident, parent, covered in entries:
         if ident is None:
-            if not (covered or parent in gone) and _exists(where, follow):
+            if not (covered or parent in gone or where in gone) and _exists(where, follow):
                 return False
             gone.add(where)
-        elif _ident(where, follow) != ident:
-            return False
+        elif follow and plain is not None and plain[0] == where:
+            if plain[1] != ident:
+                return False
+        else:
+            now = _ident(where, follow)
+            if now != ident:
+                return False
+            plain = None if follow or stat.S_ISLNK(ident[0]) else (where, now)
     return True
