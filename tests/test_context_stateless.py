@@ -17,6 +17,7 @@ import itertools
 import random
 import sys
 from array import array
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -547,3 +548,37 @@ def test_the_last_piece_start_is_the_one_a_walk_back_finds() -> None:
         assert _textcut_mod._last_piece_start(text, end) == want, (text, end)
         found += want is not None
     assert found > 1000
+
+
+def test_token_offsets_read_by_many_threads_at_once_are_tiktokens() -> None:
+    """Offsets are computed as far as asked and shared process-wide: threads reading
+    one text's offsets at once, at random places, each read tiktoken's (no thread
+    extends them from a stale end)."""
+    import threading
+
+    encoding = COUNTER.encoding
+    text = "".join(random.Random(3).choices(["word ", "日本語", "🙂", "x\n", "é\u0301"], k=6000))
+    tokens = encoding.encode_ordinary(text)
+    want = encoding.decode_with_offsets(tokens)[1]
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can
+    try:
+        for round_ in range(20):
+            starts = _starts_of(encoding, text, array("I", tokens))
+            assert starts is not None
+            wrong: list[int] = []
+
+            def read(seed: int, starts: Sequence[int] = starts, wrong: list[int] = wrong) -> None:
+                rng = random.Random(seed)
+                for j in sorted(rng.sample(range(len(want)), 40)):
+                    if starts[j] != want[j]:
+                        wrong.append(j)
+
+            threads = [threading.Thread(target=read, args=(round_ * 8 + k,)) for k in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            assert not wrong and list(starts) == want
+    finally:
+        sys.setswitchinterval(switch)

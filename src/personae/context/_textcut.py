@@ -12,6 +12,7 @@ import hashlib
 import itertools
 import operator
 import re
+import threading
 from array import array
 from bisect import bisect_left
 from collections import OrderedDict
@@ -294,7 +295,8 @@ class _Starts(Sequence[int]):
     of a Python loop over each token's bytes), computed as far as asked: a cut
     keeping the first ``j`` tokens reads offsets up to about ``j`` (doubling what it
     holds when it must go further), so a text's first cut costs a pass over the part
-    it keeps, not over the whole text."""
+    it keeps, not over the whole text. Shared between threads (a process-wide memo
+    holds it): one extends it at a time."""
 
     def __init__(self, encoding: Any, tokens: Sequence[int], ascii_only: bool) -> None:
         self.encoding, self.tokens, self.ascii_only = encoding, tokens, ascii_only
@@ -302,6 +304,7 @@ class _Starts(Sequence[int]):
         """Offsets of the first tokens."""
         self.chars = 0
         """Characters started by those tokens."""
+        self.lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -326,9 +329,14 @@ class _Starts(Sequence[int]):
 
     def _extend(self, upto: int) -> None:
         """Offsets up to token ``upto`` at least (twice what is held, when more)."""
+        with self.lock:
+            self._extend_held(upto)
+
+    def _extend_held(self, upto: int) -> None:
+        """:meth:`_extend` with the lock held (another thread may have extended first)."""
         start = len(self.done)
         end = min(len(self.tokens), max(upto, 2 * start, 256))
-        if end <= start:
+        if upto <= start or end <= start:
             return
         chunk = self.tokens[start:end]
         leads, inside = _token_table(self.encoding)
