@@ -228,6 +228,8 @@ def _longest(
     """The entry whose messages are the longest prefix of ``msgs`` (and its length)."""
     best: tuple[int, T] | None = None
     for held, value in entries:
+        if held is msgs and held:  # the same tuple (a fresh snapshot reused): the longest
+            return len(held), value
         n = len(held)
         if n > len(msgs) or (best is not None and n <= best[0]) or not n:
             continue
@@ -413,7 +415,7 @@ class ContextWindow:
                     self._generation,
                 )
             if self._fed == 0 and self._shared and self._msgs:
-                got = _longest(_SHARED_DIGESTS, self._msgs)
+                got = _longest(_SHARED_DIGESTS, self.messages)
                 if got is not None:
                     self._fed, sha = got
                     self._sha = sha.copy()
@@ -443,7 +445,7 @@ class ContextWindow:
             prep = self._prepared.get(key)
             if prep is None or prep.generation != self._generation:
                 prep = self._prepared[key] = _Prepared(self._generation)
-                got = _longest(_SHARED.get(key, []), self._msgs) if self._shared else None
+                got = _longest(_SHARED.get(key, []), self.messages) if self._shared else None
                 if got is not None:
                     prep.shared, prep.last = got[1], got[1].last
             if prep.last is not None and prep.done == len(self._msgs):
