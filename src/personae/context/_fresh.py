@@ -25,22 +25,47 @@ from __future__ import annotations
 import operator
 from collections.abc import Hashable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from personae.context._probe import current
 from personae.context.messages import ChatMessage
 from personae.context.window import ContextWindow, as_chat, feed_digest
 
-if TYPE_CHECKING:
-    from personae.context.snapshot import Snapshot, _Built
-
 __all__ = ["keep", "reuse"]
+
+
+class _Snapshot(Protocol):
+    """What this module reads of a snapshot (``personae.context.snapshot`` imports this
+    module, so it is not imported back, not even for types)."""
+
+    @property
+    def messages(self) -> tuple[ChatMessage, ...]: ...
+    @property
+    def window(self) -> ContextWindow | None: ...
+
+
+S = TypeVar("S", bound=_Snapshot)
+
+
+class _Build(Protocol):
+    """What this module reads of a build in progress (the snapshot module's ``_Built``)."""
+
+    @property
+    def chat(self) -> tuple[ChatMessage, ...] | None: ...
+    @property
+    def base(self) -> Path: ...
+    @property
+    def files_key(self) -> Hashable: ...
+    @property
+    def files(self) -> object: ...
+    @property
+    def head_state(self) -> Any: ...
 
 
 class _Fresh(NamedTuple):
     """The last fresh snapshot fit to be reused and what it was built from."""
 
-    cls: type[Snapshot]
+    cls: type[Any]
     fields: dict[str, Any]
     """The keyword arguments but ``messages``; lists as tuples (compared by value)."""
     chat: tuple[ChatMessage, ...] | None
@@ -79,7 +104,7 @@ def _same_fields(held: dict[str, Any], fields: dict[str, Any]) -> bool:
     return True
 
 
-def keep(cls: type[Snapshot], fields: dict[str, Any], built: _Built, snapshot: Snapshot) -> None:
+def keep(cls: type[S], fields: dict[str, Any], built: _Build, snapshot: S) -> None:
     """Hold ``snapshot``, just built by a fresh static build from ``fields``."""
     values = dict(vars(snapshot))
     for name in ("texts", "files", "profile_texts"):
@@ -117,8 +142,8 @@ def _messages(
 
 
 def reuse(
-    cls: type[Snapshot], root: Path | str, fields: dict[str, Any]
-) -> tuple[Snapshot | None, tuple[ChatMessage, ...] | None]:
+    cls: type[S], root: Path | str, fields: dict[str, Any]
+) -> tuple[S | None, tuple[ChatMessage, ...] | None]:
     """A copy of the last fresh snapshot, with more messages if ``fields`` has more,
     when a fresh build with ``fields`` would give it; else ``None``, and the messages
     as chat messages if they were converted here."""
