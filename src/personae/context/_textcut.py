@@ -352,13 +352,6 @@ class _Starts(Sequence[int]):
             self.done.extend(map(operator.sub, acc, map(inside.__getitem__, chunk)))
 
 
-def _tokens_before(starts: Sequence[int], p: int) -> int:
-    """How many tokens start before character ``p`` (``starts``: their offsets)."""
-    if isinstance(starts, _Starts):
-        return starts.tokens_before(p)
-    return bisect_left(starts, p)
-
-
 _STARTS: SizedMemo[tuple[str, bytes], _Starts] = SizedMemo(1 << 23)
 """Token offsets by the text's digest, least recently used dropped past 4 M tokens
 (8 bytes each: its tokens and their offsets)."""
@@ -369,7 +362,7 @@ _STARTS_MIN_CHARS = 256
 """Shorter texts are cut by a few counts; longer ones by their token offsets."""
 
 
-def _token_starts(counter: TokenCounter, text: str) -> Sequence[int] | None:
+def _token_starts(counter: TokenCounter, text: str) -> _Starts | None:
     """Character offset of each token of ``text`` (tiktoken counters; memoized by digest,
     computed as far as cuts ask, see :class:`_Starts`).
 
@@ -460,7 +453,7 @@ def _learn(encoding: Any, tokens: Sequence[int]) -> None:
 
 def _from_starts(
     text: str,
-    starts: Sequence[int],
+    starts: _Starts,
     *,
     limit: int,
     notice: str,
@@ -527,7 +520,7 @@ def _starts_piece(text: str, p: int, end: int) -> bool:
 
 
 def _head_split(
-    text: str, end: int, starts: Sequence[int], counter: TokenCounter
+    text: str, end: int, starts: _Starts, counter: TokenCounter
 ) -> tuple[int, int] | None:
     """The last piece start ``p`` of ``text[:end]`` (near its end) and the tokens before
     it, read from ``starts`` (the offsets of ``text``'s tokens); ``None`` when there is
@@ -535,7 +528,7 @@ def _head_split(
     if counter.name in SPLITTABLE:
         p = _last_piece_start(text, end)
         if p is not None:
-            return p, _tokens_before(starts, p)
+            return p, starts.tokens_before(p)
     return None
 
 
@@ -578,9 +571,7 @@ def _counted_cut(joined: str, at: int, split: tuple[int, int], counter: TokenCou
     return Cut(joined, before + counter.count(joined[p:]), p, before)
 
 
-def _head_count(
-    text: str, end: int, starts: Sequence[int], counter: TokenCounter, joined: str
-) -> int:
+def _head_count(text: str, end: int, starts: _Starts, counter: TokenCounter, joined: str) -> int:
     """Exact count of ``joined``, which is ``text[:end]`` followed by other text: the
     tokens before the last piece start of ``text[:end]`` are read from ``starts`` (the
     offsets of ``text``'s tokens), only the rest is counted."""
@@ -596,15 +587,35 @@ def count_followed(counter: TokenCounter, text: str, after: str) -> int:
     place :func:`_starts_piece` finds whatever follows, so only the text from there on
     is counted with ``after`` (a few characters: remembered too)."""
     if counter.name in SPLITTABLE and getattr(counter, "exact", False):
-        p = _last_piece_start(text, len(text))
-        if p is not None:
-            rest = text[p:]
-            return (
-                count_small(counter, text)
-                - count_small(counter, rest)
-                + count_small(counter, rest + after)
-            )
+        n = _count_from_last_piece(counter, text, after, count_small)
+        if n is not None:
+            return n
     return count_small(counter, text + after)
+
+
+def _count_from_last_piece(
+    counter: TokenCounter, text: str, after: str, count: Callable[[TokenCounter, str], int]
+) -> int | None:
+    """Exact count of ``text + after``: ``count(counter, text)`` less the count of what
+    follows its last piece start, plus that with ``after``; ``None`` when no piece
+    starts near its end."""
+    p = _last_piece_start(text, len(text))
+    if p is None:
+        return None
+    rest = text[p:]
+    return count(counter, text) - count_small(counter, rest) + count_small(counter, rest + after)
+
+
+def _head_tokens(counter: TokenCounter, head: str, text: str) -> int | None:
+    """Tokens of ``head`` when ``text`` follows it and the pre-tokenizer starts a piece
+    between them (a head ending in a newline before a letter or printable character;
+    0 for no head); ``None`` when a piece may run over from one into the other."""
+    if not head:
+        return 0
+    edge = head[-1] + text[:2]
+    if head[-1] != "\n" or not _starts_piece(edge, 1, len(edge)):
+        return None
+    return count_small(counter, head)
 
 
 _AROUND_BY_ID: IdentityMemo[str, tuple[str, str, str, int | None]] = IdentityMemo(1024)
@@ -632,18 +643,11 @@ def _count_text_around(counter: TokenCounter, head: str, text: str, tail: str) -
     """:func:`count_text_around`, not remembered."""
     if counter.name not in SPLITTABLE or not getattr(counter, "exact", False):
         return None
-    n = 0
-    if head:
-        edge = head[-1] + text[:2]
-        if head[-1] != "\n" or not _starts_piece(edge, 1, len(edge)):
-            return None
-        n = count_small(counter, head)
-    p = _last_piece_start(text, len(text))
-    if p is None:
+    n = _head_tokens(counter, head, text)
+    if n is None:
         return None
-    total = count_cuttable(counter, text)
-    rest = text[p:]
-    return n + total - count_small(counter, rest) + count_small(counter, rest + tail)
+    body = _count_from_last_piece(counter, text, tail, count_cuttable)
+    return None if body is None else n + body
 
 
 def count_around(counter: TokenCounter, head: str, cut: Cut, tail: str) -> int | None:
@@ -654,18 +658,13 @@ def count_around(counter: TokenCounter, head: str, cut: Cut, tail: str) -> int |
     ending in a newline before a letter or printable character is known not to)."""
     if not cut.split or counter.name not in SPLITTABLE or not getattr(counter, "exact", False):
         return None
-    n = 0
-    if head:
-        edge = head[-1] + cut.text[:2]
-        if head[-1] != "\n" or not _starts_piece(edge, 1, len(edge)):
-            return None
-        n = count_small(counter, head)
+    n = _head_tokens(counter, head, cut.text)
+    if n is None:
+        return None
     return n + cut.before + count_small(counter, cut.text[cut.split :] + tail)
 
 
-def _tail_count(
-    text: str, begin: int, starts: Sequence[int], counter: TokenCounter, joined: str
-) -> int:
+def _tail_count(text: str, begin: int, starts: _Starts, counter: TokenCounter, joined: str) -> int:
     """Exact count of ``joined``, which is other text followed by ``text[begin:]``: the
     tokens from the first piece start of ``text[begin:]`` on are read from ``starts``."""
     n = len(text)
@@ -673,7 +672,7 @@ def _tail_count(
         for p in range(begin + 1, min(n, begin + _SPLIT_SCAN)):
             if _starts_piece(text, p, n):
                 head = counter.count(joined[: len(joined) - n + p])
-                return head + len(starts) - _tokens_before(starts, p)
+                return head + len(starts) - starts.tokens_before(p)
     return counter.count(joined)
 
 
