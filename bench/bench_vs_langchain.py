@@ -4,7 +4,8 @@ Run: .venv/bin/python -m pip install -e '.[dev,bench]'
      .venv/bin/python bench/bench_vs_langchain.py [--quick] [--budgets N] [--turns N]
 
 Same synthetic agent histories (parallel tool calls, logs, CJK, JSON, huge tool
-outputs), same random budgets, exact o200k_base counts on both sides, CPU
+outputs), same random budgets (500 to 20,000 tokens, ``--budget-range``), exact
+o200k_base counts on both sides, CPU
 time (``time.process_time``) next to wall time, per turn (one assembly):
 
 - ``langchain``: ``trim_messages(strategy="last", start_on="human",
@@ -960,6 +961,10 @@ def main() -> None:
         help="time LangChain's cached-exact calls and personae's stateless calls alternately,"
         " budget by budget (both sides meet the same machine state; steadier ratios)",
     )  # fmt: skip
+    ap.add_argument(
+        "--budget-range", type=int, nargs=2, default=[500, 20_000], metavar=("LOW", "HIGH"),
+        help="random budgets at every size are drawn from LOW..HIGH tokens (default: 500 20000)",
+    )  # fmt: skip
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "vs_langchain.json")
     args = ap.parse_args()
     home = tempfile.TemporaryDirectory()
@@ -997,10 +1002,11 @@ def _run(args: argparse.Namespace) -> None:
         "load_average": os.getloadavg(), "sizes": [],
         "count_cache": "user" if args.user_count_cache else "empty, private",
         "stateless_first": True, "alternating": args.alternate,
+        "budget_range": args.budget_range,
     }  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         for n, k in plan.items():
-            budgets = [rng.randint(500, 60_000) for _ in range(k)]
+            budgets = [rng.randint(*args.budget_range) for _ in range(k)]
             results["sizes"].append(bench_size(n, budgets, Path(tmp), alternate=args.alternate))
         if args.turns:
             results["prefix_share"] = prefix_loop(
@@ -1014,7 +1020,8 @@ def _run(args: argparse.Namespace) -> None:
     before, after = results["load_average"][0], results["load_average_after"][0]
     print(f"load average {before:.2f} (after {after:.2f})")
     print(
-        "on-disk count cache: "
+        f"budgets {args.budget_range[0]:,} to {args.budget_range[1]:,} tokens;"
+        " on-disk count cache: "
         + ("the user's" if args.user_count_cache else "empty at start (private data folder)")
         + "; personae stateless runs before the other personae rows (their cuts and counts"
         " are not in the process yet); mean: CPU ms mean; miscnt: prompts whose total is"

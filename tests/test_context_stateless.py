@@ -129,6 +129,36 @@ def test_a_coarser_grid_keeps_more_prefix_for_more_room(tmp_path: Path) -> None:
     assert sum(coarse_unused) / len(coarse_unused) > sum(fine_unused) / len(fine_unused)
 
 
+def test_budgets_a_few_percent_apart_share_their_cut_point(tmp_path: Path) -> None:
+    """The grid's step is ``cut_step`` of the room rounded down to a ladder of sizes
+    (2 ** (i / 4) tokens): budgets 9,150 to 10,650 all get a 724-token step (8% of the
+    room is 732 to 852), so their prompts start at one of a few grid points, each the same
+    exchange cut at the same place, and fill each budget to within about one step. Were
+    the step 8% of each budget's room, every budget would cut somewhere else."""
+    root = _project(tmp_path)
+    profiles = load_profiles(root)
+    now = _loop(random.Random(11), 60)[-1]
+    snap = Snapshot.build(root, messages=now, task="t", include_git_log=False, profiles=profiles)
+    assert history_mod._grid_step(9_150 * 0.08) == history_mod._grid_step(10_650 * 0.08) == 724
+    starts: set[str] = set()
+    for budget in range(9_150, 10_651, 25):
+        ctx = assemble_snapshot(snap, "agent", Budget.absolute(budget), COUNTER)
+        assert COUNTER.count(ctx.render()) == ctx.total <= budget
+        assert ctx.total >= budget - 2 * 724, (budget, ctx.total)
+        first = ctx.messages[0]
+        starts.add(f"{first.seq}:{len(first.content)}")
+    assert 1 < len(starts) <= 4, starts  # (1,500 + 724) // 724 + 1 points at most
+
+
+def test_the_grid_step_ladder_is_integer_and_monotone() -> None:
+    steps = history_mod._GRID_STEPS
+    assert steps[:6] == [1, 2, 3, 4, 5, 6] and steps == sorted(set(steps))
+    assert all(b / a < 1.25 for a, b in itertools.pairwise(steps) if a >= 16)
+    for size in (0.2, 1, 1.5, 99.9, 724, 731.99, 852, 1e9):
+        step = history_mod._grid_step(size)
+        assert step <= max(1, size) and (step == steps[-1] or steps[steps.index(step) + 1] > size)
+
+
 def test_shared_preparation_gives_the_prompt_prepared_from_nothing(tmp_path: Path) -> None:
     root = _project(tmp_path)
     profiles = load_profiles(root)

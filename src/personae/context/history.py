@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import math
 import operator
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -331,12 +332,14 @@ def fit_history(
 
     ``cut_step`` (no previous prompt): the conversation starts at a point on a grid
     of token positions counted from its start, one every ``cut_step * limit``
-    tokens: the first point at or after the earliest position that fits. The
-    exchange the point falls in is shown with its outputs shortened to fit the
-    part after the point (whole from the next exchange when it cannot shorten).
-    The cut depends only on the exchanges before it and ``limit``, so a longer
-    history keeps the same start until it passes the next point. 0: the earliest
-    exchange that fits, the one before it shortened to fill the room.
+    tokens rounded down to a fixed ladder of sizes (:func:`_grid_step`): the first
+    point at or after the earliest position that fits. The exchange the point
+    falls in is shown with its outputs shortened to fit the part after the point
+    (whole from the next exchange when it cannot shorten). The cut depends only on
+    the exchanges before it and ``limit``, so a longer history keeps the same start
+    until it passes the next point (and limits a few percent apart often share
+    it). 0: the earliest exchange that fits, the one before it shortened to fill
+    the room.
     """
     units, cum_cost, cum_msgs, sep = ex.units, ex.cum_cost, ex.cum_msgs, ex.sep
     n = len(units)
@@ -434,11 +437,24 @@ def _choose_start(  # noqa: PLR0917  # private, called once
         low = int(limit * low_water) - needed + cum_cost[last]
         return max(_anchor(ex.heads, s_min, last, batch), _start_within(ex, last, low)), None
     if cut_step > 0:
-        step = max(1, int(limit * cut_step))
+        step = _grid_step(limit * cut_step)
         start, grid = _grid_start(ex, counter, (s_min, last), step, limits, notice_cost)
         if start >= 0:
             return start, grid
     return _anchor(ex.heads, s_min, last, batch), None  # when the message count binds
+
+
+_GRID_STEPS = sorted({math.isqrt(math.isqrt(1 << i)) for i in range(200)})
+"""The sizes a cut grid's step takes: 2 ** (i / 4) tokens rounded down (integer roots, so
+the same on every platform), about 19% apart."""
+
+
+def _grid_step(size: float) -> int:
+    """A cut grid's step for ``size`` (``cut_step`` of the room): the largest of
+    :data:`_GRID_STEPS` at most ``size``. Rooms a few percent apart (another budget, a
+    warning section's cost) get the same step, so the same cut points: the same
+    exchange cut at the same place (cut once per process, see :func:`_grid_partial`)."""
+    return _GRID_STEPS[max(0, bisect.bisect_right(_GRID_STEPS, size) - 1)]
 
 
 def _start_within(ex: Exchanges, last: int, room: int) -> int:

@@ -112,12 +112,13 @@ class SectionSpec(BaseModel):
     cut_step: float = Field(default=0.08, ge=0, le=1)
     """For the messages source, a build with no previous prompt (from scratch): the
     conversation starts at a cut point on a grid of token positions counted from the
-    conversation's start, one point every this share of the section's room (the
-    exchange the point falls in is shown shortened to the part after it). The same
-    history prefix gives the same cut until the history grows past the next point, so
-    prompts keep their prefix turn after turn with no state kept; the price is room
-    left unused (less than one step, about half a step on average). 0 fills the room
-    exactly (every prompt starts elsewhere)."""
+    conversation's start, one point every this share of the section's room, rounded
+    down to a fixed ladder of step sizes about 19% apart (the exchange the point falls
+    in is shown shortened to the part after it). The same history prefix gives the
+    same cut until the history grows past the next point, so prompts keep their prefix
+    turn after turn with no state kept, and budgets a few percent apart often share
+    their cut; the price is room left unused (less than one step, about half a step on
+    average). 0 fills the room exactly (every prompt starts elsewhere)."""
     priority: int = 50
     """Truncation order when over budget: lower is cut first."""
     share: float | None = Field(default=None, gt=0, le=1)
