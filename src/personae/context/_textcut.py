@@ -266,8 +266,9 @@ def cut_text(
     starts = _token_starts(counter, text) if target > 0 else None
     if starts is not None:
         cut = _from_starts(
-            text, starts, limit=limit, notice=notice, counter=counter, keep_head=keep_head
-        )
+            text, starts, limit=limit, notice_counted=(notice, notice_tokens - 1), counter=counter,
+            keep_head=keep_head,
+        )  # fmt: skip
         if cut is not None:
             return cut
     full = total if total is not None else counter.count(text)
@@ -456,15 +457,16 @@ def _from_starts(
     starts: _Starts,
     *,
     limit: int,
-    notice: str,
+    notice_counted: tuple[str, int],
     counter: TokenCounter,
     keep_head: bool,
 ) -> Cut | None:
-    """The cut (plus notice) within ``limit``, its size read from token offsets and
-    verified by one exact count (a few when a merge at the cut costs a token);
-    ``None`` when verification keeps failing."""
+    """The cut (plus the notice: ``notice_counted``, its text and tokens) within
+    ``limit``, its size read from token offsets and verified by one exact count (a few
+    when a merge at the cut costs a token); ``None`` when verification keeps failing."""
+    notice, notice_tokens = notice_counted
     n, m = len(text), len(starts)
-    j = min(limit - count_small(counter, notice) - 1, m)
+    j = min(limit - notice_tokens - 1, m)
     for _ in range(4):
         if j <= 0:
             return None
@@ -477,7 +479,7 @@ def _from_starts(
             if split is None:
                 tokens = counter.count(joined)
             else:
-                cut = _counted_cut(joined, len(kept) + 1, split, counter)
+                cut = _counted_cut(joined, (len(kept) + 1, notice_tokens), split, counter)
                 if cut.tokens <= limit:
                     return cut
                 tokens = cut.tokens
@@ -541,9 +543,9 @@ def _last_piece_start(text: str, end: int) -> int | None:
     """The last place in ``text[:end]`` (within :data:`_SPLIT_SCAN` of its end) where
     the pre-tokenizer starts a piece whatever follows (see :func:`_starts_piece`): the
     candidates a regular expression finds (C speed), checked from the last one, in
-    the last 64 characters first (a text without spaces, newlines or punctuation
-    there is not walked character by character)."""
-    for width in (64, _SPLIT_SCAN):
+    the last 16 characters first, then 64 (a text without spaces, newlines or
+    punctuation there is not walked character by character)."""
+    for width in (16, 64, _SPLIT_SCAN):
         lo = max(0, end - width)
         found = [
             q + 1 if text[q] == "\n" else q
@@ -557,17 +559,20 @@ def _last_piece_start(text: str, end: int) -> int | None:
     return None
 
 
-def _counted_cut(joined: str, at: int, split: tuple[int, int], counter: TokenCounter) -> Cut:
-    """``joined`` (a kept start, a newline, the notice from ``at``) counted from
-    ``split`` (a piece start of the kept part and the tokens before it). A newline
-    before the notice's '[' always starts a new piece, so the notice (the same for
-    every cut of one text: counted once) is counted apart from the kept part's last
-    pieces, and a later count of the cut followed by other text (:func:`count_around`)
-    counts only the notice and that text."""
-    p, before = split
+def _counted_cut(
+    joined: str, notice: tuple[int, int], split: tuple[int, int], counter: TokenCounter
+) -> Cut:
+    """``joined`` (a kept start, a newline, the notice) counted from ``split`` (a piece
+    start of the kept part and the tokens before it; ``notice``: where the notice
+    starts in ``joined`` and its tokens). A newline before the notice's '[' always
+    starts a new piece, so the notice (the same for every cut of one text: counted
+    once) is counted apart from the kept part's last pieces, and a later count of the
+    cut followed by other text (:func:`count_around`) counts only the notice and that
+    text."""
+    (p, before), (at, notice_tokens) = split, notice
     if 0 < at < len(joined) and _starts_piece(joined, at, len(joined)):
         before += count_small(counter, joined[p:at])
-        return Cut(joined, before + count_small(counter, joined[at:]), at, before)
+        return Cut(joined, before + notice_tokens, at, before)
     return Cut(joined, before + counter.count(joined[p:]), p, before)
 
 

@@ -322,25 +322,48 @@ def _floor(st: _State, counter: TokenCounter) -> int:
     return min(st.want, count_small(counter, note) + 1 + _MIN_KEEP)
 
 
+_FRAMES: dict[tuple[str, str | None], int] = {}
+"""Tokens of a section's opening and closing tags, by counter name and tag (``None``:
+the separator between two sections)."""
+
+
+def _frame(counter: TokenCounter, tag: str | None) -> int:
+    """Tokens of ``tag``'s opening and closing tags (``None``: of the separator)."""
+    key = (counter.name, tag)
+    got = _FRAMES.get(key)
+    if got is None:
+        if tag is None:
+            got = count_small(counter, SEPARATOR)
+        else:
+            got = count_small(counter, open_tag(tag)) + count_small(counter, close_tag(tag))
+        if len(_FRAMES) >= 4096:
+            _FRAMES.clear()  # rare: a process meets many distinct tags or counters
+        _FRAMES[key] = got
+    return got
+
+
 class _Plan:
     """Running totals of one fitting: what is shown and how much room is left."""
 
     def __init__(self, live: list[_State], budget: int, counter: TokenCounter) -> None:
         self.counter = counter
-        self.sep = count_small(counter, SEPARATOR)
+        self.sep = _frame(counter, None)
         self.budget = budget
         self.live = live
         for st in live:  # counted once per fitting: total() runs after every change
-            t = st.spec.tag
-            st.frame = count_small(counter, open_tag(t)) + count_small(counter, close_tag(t))
+            st.frame = _frame(counter, st.spec.tag)
 
     def overhead(self, st: _State) -> int:
         """Tokens of the section's tags."""
         return st.frame
 
     def total(self) -> int:
-        shown = [s for s in self.live if s.text is not None]
-        return sum(s.tokens + s.frame for s in shown) + self.sep * max(0, len(shown) - 1)
+        total, shown = -self.sep, 0
+        for s in self.live:
+            if s.text is not None:
+                total += s.tokens + s.frame + self.sep
+                shown += 1
+        return total if shown else 0
 
     def room(self) -> int:
         return self.budget - self.total()

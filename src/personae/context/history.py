@@ -196,8 +196,23 @@ _OVERHEADS: dict[tuple[str, str, str | None, tuple[ChatToolCall, ...]], int] = {
 _OVERHEADS_MAX = 1 << 14
 
 
+_OVERHEAD_BY_ID: IdentityMemo[ChatMessage, tuple[str, int]] = IdentityMemo(4096)
+"""The same counts by the message object (with the counter's name): the latest turn's
+messages, met at every budget, skip hashing their tool calls."""
+
+
 def _overhead(msg: ChatMessage, counter: TokenCounter) -> int:
     """Tokens of a message's header and call lines (everything but the content)."""
+    same = _OVERHEAD_BY_ID.get(msg)
+    if same is not None and same[0] == counter.name:
+        return same[1]
+    got = _overhead_of(msg, counter)
+    _OVERHEAD_BY_ID.put(msg, (counter.name, got))
+    return got
+
+
+def _overhead_of(msg: ChatMessage, counter: TokenCounter) -> int:
+    """:func:`_overhead`, by what the header and call lines show."""
     key = (counter.name, msg.role, msg.tool_call_id, msg.tool_calls)
     got = _OVERHEADS.get(key)
     if got is None:
@@ -400,7 +415,7 @@ def fit_history(
         turn, kept_costs, shrunk, fits, elided = _shrink_turn(
             list(units[last:]), [list(c) for c in ex.costs[last:]], counter, limit - head_cost, sep
         )
-        kept, blocks = turn, [_render_cut(u, counter) for u in turn]
+        kept, blocks = turn, _turn_blocks(ex, last, turn, counter, aligned=not elided)
         evicted_msgs += elided
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
         body_cost = sum(sum(c) + sep * len(c) for c in kept_costs)
@@ -410,6 +425,21 @@ def fit_history(
     if omitted:
         blocks.insert(0, _notice(notice, omitted, evicted_tokens))
     return HistoryFit(msgs, body_cost + head_cost - sep, omitted, shrunk, fits, tuple(blocks))
+
+
+def _turn_blocks(
+    ex: Exchanges, last: int, turn: Sequence[Unit], counter: TokenCounter, *, aligned: bool
+) -> list[str]:
+    """The latest turn's exchanges rendered, shrunk ones anew (``aligned``: ``turn`` has
+    an exchange for each of ``ex.units[last:]``, the ones left whole the same objects,
+    whose rendered blocks ``ex`` holds)."""
+    if not aligned:
+        return [_render_cut(u, counter) for u in turn]
+    units, held = ex.units, ex.blocks
+    return [
+        held[last + i] if u is units[last + i] else _render_cut(u, counter)
+        for i, u in enumerate(turn)
+    ]
 
 
 def _choose_start(  # noqa: PLR0917  # private, called once
@@ -630,50 +660,29 @@ def _shrink_turn(
 _OMITTED = "[output omitted to fit the budget]"
 
 
-_SWEEP = 16
-"""Pools up to this size find their level by a sweep over the breakpoints."""
-
-
 def _water_level(pool: list[tuple[int, int, int, int]], room: int) -> int | None:
-    """Largest per-item cap L with sum(max(floor, min(cost, L))) <= room, or None."""
+    """Largest per-item cap L with sum(max(floor, min(cost, L))) <= room, or None.
 
-    def total(level: int) -> int:
-        return sum(max(fl, min(c, level)) for c, fl, _, _ in pool)
-
-    # A floor is never above its cost: at level 0 every item is at its floor, at the
-    # largest cost every item is whole.
-    if sum([fl for _, fl, _, _ in pool]) > room:
+    Each item grows one token per level from its floor to its cost (a floor is never
+    above its cost), so the total is linear between consecutive floors and costs: one
+    sweep over them in order finds the segment where it passes ``room`` and reads the
+    level off it."""
+    at = sum([fl for _, fl, _, _ in pool])  # every item at its floor
+    if at > room:
         return None
-    lo, hi = 0, max([c for c, _, _, _ in pool], default=0)
     if sum([c for c, _, _, _ in pool]) <= room:
-        return hi
-    if len(pool) <= _SWEEP:
-        return _level_between_breakpoints(pool, room, total)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if total(mid) <= room:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _level_between_breakpoints(
-    pool: list[tuple[int, int, int, int]], room: int, total: Callable[[int], int]
-) -> int:
-    """:func:`_water_level` when ``total(0) <= room < total(max cost)``: the total is
-    linear between consecutive floors and costs, so the level is read off the segment
-    where it passes ``room`` (the bisection's answer, in a few sums)."""
-    prev, at_prev = 0, total(0)
-    for point in sorted({v for c, fl, _, _ in pool for v in (c, fl) if v > 0}):
-        at = total(point)
-        if at > room:
-            # On [prev, point] the items with floor <= prev and cost >= point grow by one
-            # token per level; the others are constant.
-            slope = sum(1 for c, fl, _, _ in pool if fl <= prev and c >= point)
-            return prev + (room - at_prev) // slope
-        prev, at_prev = point, at
-    raise AssertionError("total(max cost) > room")  # pragma: no cover - see the caller
+        return max([c for c, _, _, _ in pool], default=0)
+    growing = [(c, fl) for c, fl, _, _ in pool if fl < c]
+    events = sorted([(fl, 1) for _, fl in growing] + [(c, -1) for c, _ in growing])
+    prev, slope = 0, 0  # the level swept to, and how many items grow past it
+    for point, delta in events:
+        if point > prev:
+            grown = at + slope * (point - prev)
+            if grown > room:  # slope > 0: the total grew past ``room`` on this segment
+                return prev + (room - at) // slope
+            at, prev = grown, point
+        slope += delta
+    raise AssertionError("total(max cost) > room")  # pragma: no cover - checked above
 
 
 def _apply_level(
