@@ -9,7 +9,7 @@ from personae.context._lru import recall, remember
 from personae.context._textcut import count_small
 from personae.context.budget import Budget
 from personae.context.commands import expand_commands, has_commands
-from personae.context.fit import Draft, FitResult, FittedSection, SectionContent
+from personae.context.fit import Draft, FitResult, FittedSection, SectionContent, filled
 from personae.context.history import Exchanges, MessageCosts
 from personae.context.messages import ChatMessage
 from personae.context.profiles import ProfileSet, load_profiles
@@ -234,11 +234,16 @@ def assemble_snapshot(
         if spec.source is SectionSource.MESSAGES:
             ex, dropped = _prepared(snapshot, counter, tags)
             contents.append(
-                SectionContent(
-                    spec,
+                filled(
+                    SectionContent,
+                    spec=spec,
+                    text=None,
                     units=ex.units,
                     costs=ex.costs,
                     earlier=snapshot.earlier + dropped,
+                    tokens=None,
+                    alternative=None,
+                    alt_tokens=None,
                     keep_from=hint,
                     exchanges=ex,
                 )
@@ -253,7 +258,8 @@ def assemble_snapshot(
     if window is not None:
         kept = next((s.messages for s in result.sections if s.source == SectionSource.MESSAGES), ())
         window.remember_kept_from(hint_key, snapshot.id, hint, kept[0].seq if kept else None)
-    return AssembledContext(
+    return filled(
+        AssembledContext,
         role=role if profile.role == role else f"{role} (profile {profile.role})",
         snapshot_id=snapshot.id,
         sections=result.sections,

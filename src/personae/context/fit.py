@@ -9,9 +9,9 @@ refit once with the overrun taken off).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from personae.context._counted import render_counted
 from personae.context._lru import SizedMemo
@@ -106,6 +106,10 @@ class FitResult:
     """Times the exact verification found a boundary merge and refitted."""
 
 
+_RULES = {action: Rule(action) for action in Action}
+"""The unbounded rule of each action (rules are immutable: built once)."""
+
+
 class _Form(NamedTuple):
     """One form a section may take."""
 
@@ -119,50 +123,55 @@ class _Form(NamedTuple):
     """Messages: the pieces ``text`` joins with blank lines (see ``render_counted``)."""
 
 
-@dataclass(slots=True)
 class _State:
-    content: SectionContent
-    index: int
-    requested: int = 0
-    allotted: int = 0
-    text: str | None = None
-    tokens: int = 0
-    rule: Rule = FULL
-    messages: tuple[ChatMessage, ...] = ()
-    pieces: tuple[str, ...] = ()
-    want: int = 0
-    """Tokens of the largest form the section may take (whole, or its cap)."""
-    floor_tokens: int = 0
-    """Tokens of the section's smallest cut form."""
-    alt_tokens: int | None = None
-    """Tokens of the content's summary file, when it has one."""
-    floor_form: _Form | None = None
-    """The conversation's smallest form (messages only)."""
-    exchanges: Exchanges | None = None
-    """The conversation prepared for fitting (messages only)."""
-    frame: int = 0
-    """Tokens of the section's opening and closing tags (set by ``_Plan``)."""
-    held: int = 0
-    """A pinned section over its share: its share in tokens (0: whole, not held)."""
-    forms: dict[tuple[int, int], _Form] = field(default_factory=dict)
-    """Messages: the form at each limit tried, shared by the fittings of one
-    assembly (``(id(content), limit)``: the same content fits the same way)."""
-    over: bool = False
-    """Messages: the latest turn alone is over the budget, so the conversation's
-    largest form is its latest turn shrunk; that form is fitted only when some pass
-    needs it (``want`` is then the budget, its upper bound)."""
-    deferred: bool = False
-    """Messages: an outcomes-only fitting left the conversation at its floor (it is
-    cut by the budget whatever form it takes; no other section's outcome depends on
-    which)."""
+    """One section during one fitting (a plain class with slots: built per section per
+    fitting, so its construction is kept cheap)."""
 
-    @property
-    def spec(self) -> SectionSpec:
-        return self.content.spec
+    __slots__ = (
+        "allotted", "alt_tokens", "content", "deferred", "exchanges", "floor_form", "floor_tokens",
+        "forms", "frame", "held", "index", "is_history", "messages", "over", "pieces", "requested",
+        "rule", "spec", "text", "tokens", "want",
+    )  # fmt: skip
 
-    @property
-    def is_history(self) -> bool:
-        return self.content.spec.source is SectionSource.MESSAGES
+    def __init__(
+        self, content: SectionContent, index: int, forms: dict[tuple[int, int], _Form]
+    ) -> None:
+        self.content = content
+        self.spec: SectionSpec = content.spec
+        self.is_history: bool = self.spec.source is SectionSource.MESSAGES
+        self.index = index
+        self.requested = 0
+        self.allotted = 0
+        self.text: str | None = None
+        self.tokens = 0
+        self.rule: Rule = FULL
+        self.messages: tuple[ChatMessage, ...] = ()
+        self.pieces: tuple[str, ...] = ()
+        self.want = 0
+        """Tokens of the largest form the section may take (whole, or its cap)."""
+        self.floor_tokens = 0
+        """Tokens of the section's smallest cut form."""
+        self.alt_tokens: int | None = None
+        """Tokens of the content's summary file, when it has one."""
+        self.floor_form: _Form | None = None
+        """The conversation's smallest form (messages only)."""
+        self.exchanges: Exchanges | None = None
+        """The conversation prepared for fitting (messages only)."""
+        self.frame = 0
+        """Tokens of the section's opening and closing tags (set by ``_Plan``)."""
+        self.held = 0
+        """A pinned section over its share: its share in tokens (0: whole, not held)."""
+        self.forms = forms
+        """Messages: the form at each limit tried, shared by the fittings of one
+        assembly (``(id(content), limit)``: the same content fits the same way)."""
+        self.over = False
+        """Messages: the latest turn alone is over the budget, so the conversation's
+        largest form is its latest turn shrunk; that form is fitted only when some pass
+        needs it (``want`` is then the budget, its upper bound)."""
+        self.deferred = False
+        """Messages: an outcomes-only fitting left the conversation at its floor (it is
+        cut by the budget whatever form it takes; no other section's outcome depends on
+        which)."""
 
     def show(self, form: _Form) -> None:
         self.text, self.tokens, self.rule = form.text, form.tokens, form.rule
@@ -233,7 +242,7 @@ def _history_at(st: _State, limit: int, counter: TokenCounter) -> _Form:
     action = Action.EVICTED if h.omitted else Action.FULL
     if h.shrunk:
         action = Action.SHRUNK
-    form = _Form("", h.tokens, Rule(action), h.messages, h.blocks)
+    form = _Form("", h.tokens, _RULES[action], h.messages, h.blocks)
     if key is not None:
         # Sized by the references held: the form's and the conversation's it keeps alive.
         _FORMS.put(key, (ex, form), 6 * len(ex.units) + len(form.messages) + len(form.pieces))
@@ -247,13 +256,13 @@ def _outline(st: _State, text: str, total: int, limit: int, counter: TokenCounte
     )
     got = outline_cut(text, limit, counter, note)
     if got is not None and got.tokens - count_small(counter, note) >= _MIN_KEEP:
-        return _Form(got.text, got.tokens, Rule(Action.OUTLINE))
+        return _Form(got.text, got.tokens, _RULES[Action.OUTLINE])
     # Not even the outline fits: its start (headings first, the way it reads).
     short = outline(text)
     if short and short != text:
         cut = _cut(st, short, counter.count(short), limit, counter)
         if cut is not None:
-            return _Form(cut.text, cut.tokens, Rule(Action.OUTLINE))
+            return _Form(cut.text, cut.tokens, _RULES[Action.OUTLINE])
     return None
 
 
@@ -262,7 +271,7 @@ def _cut(st: _State, text: str, total: int, limit: int, counter: TokenCounter) -
     keep_head = st.spec.truncation is not Truncation.HEAD
     cut = cut_text(text, limit, counter, notice, keep_head=keep_head, total=total)
     if cut is not None and cut.tokens - count_small(counter, notice) > 1:
-        return _Form(cut.text, cut.tokens, Rule(Action.CUT))
+        return _Form(cut.text, cut.tokens, _RULES[Action.CUT])
     return None
 
 
@@ -272,7 +281,7 @@ def _with_summary(
     """The summary file first, then as much of the whole text as the room left takes
     (cut with a notice): the summary stands in for the specifics without leaving the
     room it freed unused."""
-    form = _Form(summary, tokens, Rule(Action.SUMMARY_FILE))
+    form = _Form(summary, tokens, _RULES[Action.SUMMARY_FILE])
     sep = count_small(counter, SEPARATOR)
     rest = limit - tokens - sep
     if rest < count_small(counter, _notice(st.spec, st.requested, rest)) + 1 + _MIN_KEEP:
@@ -310,7 +319,7 @@ def _form(st: _State, limit: int, counter: TokenCounter) -> _Form | None:
         return got._replace(rule=Rule(got.rule.action, of_summary))
     note = _drop_note(st)
     tokens = count_small(counter, note)
-    return _Form(note, tokens, Rule(Action.DROPPED)) if tokens <= limit else None
+    return _Form(note, tokens, _RULES[Action.DROPPED]) if tokens <= limit else None
 
 
 def _floor(st: _State, counter: TokenCounter) -> int:
@@ -327,9 +336,10 @@ _FRAMES: dict[tuple[str, str | None], int] = {}
 the separator between two sections)."""
 
 
-def _frame(counter: TokenCounter, tag: str | None) -> int:
-    """Tokens of ``tag``'s opening and closing tags (``None``: of the separator)."""
-    key = (counter.name, tag)
+def _frame(counter: TokenCounter, tag: str | None, name: str | None = None) -> int:
+    """Tokens of ``tag``'s opening and closing tags (``None``: of the separator);
+    ``name``: the counter's, when the caller has it."""
+    key = (counter.name if name is None else name, tag)
     got = _FRAMES.get(key)
     if got is None:
         if tag is None:
@@ -346,12 +356,13 @@ class _Plan:
     """Running totals of one fitting: what is shown and how much room is left."""
 
     def __init__(self, live: list[_State], budget: int, counter: TokenCounter) -> None:
+        name = counter.name
         self.counter = counter
-        self.sep = _frame(counter, None)
+        self.sep = _frame(counter, None, name)
         self.budget = budget
         self.live = live
         for st in live:  # counted once per fitting: total() runs after every change
-            st.frame = _frame(counter, st.spec.tag)
+            st.frame = _frame(counter, st.spec.tag, name)
 
     def overhead(self, st: _State) -> int:
         """Tokens of the section's tags."""
@@ -385,7 +396,7 @@ class _Plan:
 def _apply(st: _State, res: _Form | None, limit: int, bound: Bound | None) -> None:
     if res is None:
         st.hide()
-        st.allotted, st.rule = 0, Rule(Action.REMOVED)
+        st.allotted, st.rule = 0, _RULES[Action.REMOVED]
         return
     st.show(res)
     st.allotted = max(0, limit)
@@ -403,7 +414,7 @@ def _start(st: _State, budget: int, counter: TokenCounter) -> None:
         if (spec.cap is None or spec.cap >= budget) and _turn_tokens(st.exchanges) > budget:
             # Shrunk to the budget whatever else is shown: fitted once its room is known.
             st.over, st.want, st.allotted = True, budget, budget
-            st.text, st.tokens, st.rule = "", budget + 1, Rule(Action.SHRUNK)
+            st.text, st.tokens, st.rule = "", budget + 1, _RULES[Action.SHRUNK]
             return
         capped = _history(st, min(spec.cap or budget, budget), counter)
         st.want = capped.tokens
@@ -415,7 +426,7 @@ def _start(st: _State, budget: int, counter: TokenCounter) -> None:
         st.alt_tokens = c.alt_tokens if c.alt_tokens is not None else counter.count(c.alternative)
     st.text, st.tokens, st.allotted = c.text, st.requested, st.requested
     st.want = st.requested if spec.pinned else min(st.requested, spec.cap or st.requested)
-    st.rule = Rule(Action.PINNED) if spec.pinned else FULL
+    st.rule = _RULES[Action.PINNED] if spec.pinned else FULL
     if not spec.pinned:
         st.floor_tokens = _floor(st, counter)
 
@@ -488,7 +499,7 @@ def _to_targets(
             and limit < st.want
             and all(s.text is not None and s.tokens >= s.want for s in movable[:-1])
         ):
-            st.deferred, st.rule = True, Rule(Action.SHRUNK).bounded("budget")
+            st.deferred, st.rule = True, _RULES[Action.SHRUNK].bounded("budget")
             return
         if st.is_history:
             got = _history(st, limit, counter)
@@ -543,7 +554,7 @@ def _regrow(plan: _Plan, held: list[_State], counter: TokenCounter) -> None:
         if got is not None and got.tokens > st.tokens and got.rule.action is not Action.DROPPED:
             if got.rule.action is Action.FULL:
                 st.show(got)
-                st.allotted, st.rule = st.requested, Rule(Action.PINNED)
+                st.allotted, st.rule = st.requested, _RULES[Action.PINNED]
             else:
                 _apply(st, got, limit, "share")
 
@@ -564,7 +575,7 @@ def _fit_once(
             live.append(st)
             _start(st, budget, counter)
         else:
-            st.rule = Rule(Action.ABSENT)
+            st.rule = _RULES[Action.ABSENT]
     plan = _Plan(live, budget, counter)
     if _fits_whole(plan, counter):
         return states
@@ -588,6 +599,38 @@ def _render(states: Sequence[_State], counter: TokenCounter) -> tuple[str, int]:
     return render_counted(
         counter,
         [(s.spec.tag, s.pieces or (s.text,)) for s in states if s.text is not None],
+    )
+
+
+_T = TypeVar("_T")
+
+
+def filled(cls: type[_T], **fields: Any) -> _T:
+    """An instance of the frozen dataclass ``cls`` with ``fields`` (every field, each
+    named), built by filling its ``__dict__``: its ``__init__`` sets each field
+    through ``object.__setattr__``, several times the cost, and results are built per
+    section per assembly. ``cls`` must have no ``__post_init__`` and no slots."""
+    got: _T = object.__new__(cls)
+    got.__dict__.update(fields)
+    return got
+
+
+def _fitted(st: _State, budget: int) -> FittedSection:
+    """The section's public result."""
+    spec = st.spec
+    return filled(
+        FittedSection,
+        tag=spec.tag,
+        source=spec.source,
+        pieces=None if st.text is None else st.pieces or (st.text,),
+        requested=st.requested,
+        allotted=st.allotted,
+        kept=st.tokens,
+        rule=str(st.rule),
+        messages=st.messages,
+        key=spec.content_key,
+        outcome=st.rule,
+        target=None if spec.share is None else int(spec.share * budget),
     )
 
 
@@ -648,23 +691,8 @@ class Draft:
                 raise BudgetExceededError(
                     exc.needed + budget - effective, budget, what="the fitted context"
                 ) from None
-        sections = tuple(
-            FittedSection(
-                tag=s.spec.tag,
-                source=s.spec.source,
-                pieces=None if s.text is None else s.pieces or (s.text,),
-                requested=s.requested,
-                allotted=s.allotted,
-                kept=s.tokens,
-                rule=str(s.rule),
-                messages=s.messages,
-                key=s.spec.content_key,
-                outcome=s.rule,
-                target=None if s.spec.share is None else int(s.spec.share * budget),
-            )
-            for s in states
-        )
-        return FitResult(sections=sections, rendered=rendered, total=exact, refits=refits)
+        sections = tuple(_fitted(s, budget) for s in states)
+        return filled(FitResult, sections=sections, rendered=rendered, total=exact, refits=refits)
 
 
 def fit(contents: Sequence[SectionContent], budget: int, counter: TokenCounter) -> FitResult:

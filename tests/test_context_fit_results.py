@@ -1,0 +1,90 @@
+"""The results of an assembly (sections, fit result, assembled context, contents) are
+built by filling their fields directly (a frozen dataclass's ``__init__`` is several
+times the cost): they must be the very objects the constructors build, and stay
+frozen."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from _helpers import HISTORY_TEXTS
+from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
+from personae.context.assemble import WARNING_TAG, AssembledContext
+from personae.context.fit import FitResult, FittedSection, SectionContent, filled
+from personae.context.messages import ChatToolCall
+from personae.context.spec import SectionSource, SectionSpec
+from personae.tokens.exact import exact_counter
+
+COUNTER = exact_counter("o200k_base")
+PROFILE = (
+    "roles:\n  agent:\n    sections:\n      - task\n      - {tag: notes, source: text,"
+    " text: 'Read the notes first.', share: 0.1}\n"
+    "      - {tag: recent_messages, cap: 1000000, max_messages: 1000000}\n"
+)
+
+
+def _history(rng: random.Random, turns: int) -> list[ChatMessage]:
+    msgs: list[ChatMessage] = []
+    for turn in range(turns):
+        msgs.append(ChatMessage("user", f"turn {turn}: " + rng.choice(HISTORY_TEXTS)[:300],
+                                seq=len(msgs) + 1))  # fmt: skip
+        call = ChatToolCall(f"c{turn}", "read", "{}")
+        msgs.append(ChatMessage("assistant", "reading", tool_calls=(call,), seq=len(msgs) + 1))
+        msgs.append(ChatMessage("tool", rng.choice(HISTORY_TEXTS) * 3, tool_call_id=f"c{turn}",
+                                seq=len(msgs) + 1))  # fmt: skip
+    return msgs
+
+
+def _same_as_built(obj: Any) -> None:
+    """``obj`` has exactly its class's fields and equals the one its constructor builds."""
+    cls = type(obj)
+    names = [f.name for f in dataclasses.fields(cls)]
+    assert sorted(vars(obj)) == sorted(names), cls
+    built = cls(**{name: getattr(obj, name) for name in names})
+    assert built == obj and repr(built) == repr(obj)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(obj, names[0], None)
+
+
+def test_assembled_results_are_the_objects_their_constructors_build(tmp_path: Path) -> None:
+    """Over budgets where everything fits, where the conversation is evicted, and where
+    its latest turn is shrunk and a warning is added."""
+    (tmp_path / ".personae").mkdir()
+    (tmp_path / ".personae" / "profiles.yaml").write_text(PROFILE, encoding="utf-8")
+    msgs = _history(random.Random(29), 12)
+    snap = Snapshot.build(
+        tmp_path, messages=msgs, task="Fix the bug", include_git_log=False,
+        profiles=load_profiles(tmp_path),
+    )  # fmt: skip
+    warned = set()
+    for budget in (300, 600, 1500, 3000, 6000, 100_000):
+        ctx = assemble_snapshot(snap, "agent", Budget.absolute(budget), COUNTER)
+        assert isinstance(ctx, AssembledContext)
+        _same_as_built(ctx)
+        assert ctx.sections
+        for section in ctx.sections:
+            assert isinstance(section, FittedSection)
+            _same_as_built(section)
+            joined = None if section.pieces is None else "\n\n".join(section.pieces)
+            assert section.text == joined
+        assert ctx.total == COUNTER.count(ctx.render()) <= budget
+        warned.add(WARNING_TAG in [s.tag for s in ctx.sections])
+    assert warned == {True, False}
+
+
+def test_filled_gives_what_the_constructor_gives() -> None:
+    spec = SectionSpec(tag="task", source=SectionSource.TASK)
+    got = filled(
+        SectionContent, spec=spec, text="x", units=(), costs=(), earlier=0, tokens=1,
+        alternative=None, alt_tokens=None, keep_from=None, exchanges=None,
+    )  # fmt: skip
+    _same_as_built(got)
+    assert got == SectionContent(spec, text="x", tokens=1)
+    result = filled(FitResult, sections=(), rendered="", total=0, refits=0)
+    _same_as_built(result)
+    assert hash(result) == hash(FitResult(sections=(), rendered="", total=0))
