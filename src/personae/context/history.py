@@ -626,22 +626,8 @@ def _shrink_turn(
     turn: list[Unit], costs: list[list[int]], counter: TokenCounter, limit: int, sep: int
 ) -> tuple[list[Unit], list[list[int]], int, bool, int]:
     """Shrink tool outputs, then assistant texts, of the latest turn to fit ``limit``."""
-    fixed = 0
-    omitted = count_small(counter, _OMITTED)
-    items: list[tuple[int, int, int, int]] = []  # (cost, floor, unit index, message index)
-    tools: list[bool] = []  # per item: a tool output (shrunk first)
-    for k, (u, c) in enumerate(zip(turn, costs, strict=True)):
-        for j, (m, cost) in enumerate(zip(u.messages, c, strict=True)):
-            fixed += sep
-            if m.role in ("tool", "assistant") and m.content:
-                floor = _overhead(m, counter) + omitted
-                items.append((cost, min(cost, floor), k, j))
-                tools.append(m.role == "tool")
-            else:
-                fixed += cost
-    for only_tools in (True, False):
-        pool = [it for it, tool in zip(items, tools, strict=True) if tool or not only_tools]
-        rest = sum(it[0] for it, tool in zip(items, tools, strict=True) if only_tools and not tool)
+    fixed, items, pools = _pools(turn, costs, counter, sep)
+    for pool, rest in pools:
         level = _water_level(pool, limit - fixed - rest)
         if level is None:
             continue
@@ -655,6 +641,53 @@ def _shrink_turn(
         del turn[1], costs[1]
     fits = sum(sum(c) + sep * len(c) for c in costs) <= limit
     return turn, costs, shrunk, fits, elided
+
+
+_Item = tuple[int, int, int, int]
+"""A message that may shrink: its cost, its floor (header and notice), unit and message
+index."""
+_Pools = tuple[int, list[_Item], tuple[tuple[list[_Item], int], ...]]
+"""Tokens that never shrink (other messages, separators), every item, and the pools
+shrunk in turn with the cost of the items outside each (tool outputs first)."""
+
+
+def _pools(turn: list[Unit], costs: list[list[int]], counter: TokenCounter, sep: int) -> _Pools:
+    """What :func:`_shrink_turn` shrinks in ``turn`` (remembered for the same exchange
+    objects and costs: the latest turn is shrunk again at every budget below its size)."""
+    held = _POOLS.get(turn[0]) if turn else None
+    if (
+        held is not None
+        and held[0] == (counter.name, sep)
+        and len(held[1]) == len(turn)
+        and all(map(operator.is_, held[1], turn))
+        and held[2] == costs
+    ):
+        return held[3]
+    fixed = 0
+    omitted = count_small(counter, _OMITTED)
+    items: list[_Item] = []
+    tools: list[bool] = []  # per item: a tool output (shrunk first)
+    for k, (u, c) in enumerate(zip(turn, costs, strict=True)):
+        for j, (m, cost) in enumerate(zip(u.messages, c, strict=True)):
+            fixed += sep
+            if m.role in ("tool", "assistant") and m.content:
+                floor = _overhead(m, counter) + omitted
+                items.append((cost, min(cost, floor), k, j))
+                tools.append(m.role == "tool")
+            else:
+                fixed += cost
+    only_tools = [it for it, tool in zip(items, tools, strict=True) if tool]
+    rest = sum(it[0] for it, tool in zip(items, tools, strict=True) if not tool)
+    got: _Pools = (fixed, items, ((only_tools, rest), (items, 0)))
+    if turn:
+        _POOLS.put(turn[0], ((counter.name, sep), tuple(turn), [list(c) for c in costs], got))
+    return got
+
+
+_POOLS: IdentityMemo[Unit, tuple[tuple[str, int], tuple[Unit, ...], list[list[int]], _Pools]] = (
+    IdentityMemo(256)
+)
+"""The shrinkable items of the turns shrunk lately, by their first exchange object."""
 
 
 _OMITTED = "[output omitted to fit the budget]"
