@@ -14,10 +14,21 @@ import pytest
 
 from _helpers import HISTORY_TEXTS
 from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
+from personae.context import assemble as assemble_mod
+from personae.context import history as history_mod
 from personae.context.assemble import WARNING_TAG, AssembledContext
-from personae.context.fit import FitResult, FittedSection, SectionContent, filled
+from personae.context.fit import (
+    Draft,
+    FitResult,
+    FittedSection,
+    SectionContent,
+    filled,
+    known_cuts,
+)
 from personae.context.messages import ChatToolCall
 from personae.context.spec import SectionSource, SectionSpec
+from personae.context.window import exchanges_of
+from personae.errors import BudgetExceededError
 from personae.tokens.exact import exact_counter
 
 COUNTER = exact_counter("o200k_base")
@@ -88,3 +99,84 @@ def test_filled_gives_what_the_constructor_gives() -> None:
     result = filled(FitResult, sections=(), rendered="", total=0, refits=0)
     _same_as_built(result)
     assert hash(result) == hash(FitResult(sections=(), rendered="", total=0))
+
+
+def _contents(
+    rng: random.Random, pinned: list[SectionSpec], others: list[SectionSpec], cap: int | None
+) -> list[SectionContent]:
+    msgs = _history(rng, 6)
+    msgs.append(ChatMessage("user", "now fix it", seq=len(msgs) + 1))
+    msgs.append(
+        ChatMessage("assistant", "reading", seq=len(msgs) + 1,
+                    tool_calls=(ChatToolCall("big", "read", "{}"),))
+    )  # fmt: skip
+    msgs.append(ChatMessage("tool", HISTORY_TEXTS[0] * 8, tool_call_id="big", seq=len(msgs) + 1))
+    ex = exchanges_of(msgs, history_mod.MessageCosts(COUNTER, frozenset()))[0]
+    history = SectionSpec(tag="recent_messages", source=SectionSource.MESSAGES, cap=cap)
+    texts = [
+        SectionContent(spec, text=HISTORY_TEXTS[k % len(HISTORY_TEXTS)][: 200 + 150 * k])
+        for k, spec in enumerate([*pinned, *others])
+    ]
+    conversation = SectionContent(history, units=ex.units, costs=ex.costs, exchanges=ex)
+    empty = SectionContent(SectionSpec(tag="empty", source=SectionSource.TEXT))
+    return [*texts[:1], conversation, *texts[1:], empty]
+
+
+VISION = SectionSpec(tag="vision", source=SectionSource.TEXT, pinned=True, share=0.1)
+PINNED = [
+    SectionSpec(tag="task", source=SectionSource.TEXT, pinned=True),
+    SectionSpec(tag="rules", source=SectionSource.TEXT, pinned=True),
+]
+
+
+@pytest.mark.parametrize(
+    ("pinned", "others", "cap", "known"),
+    [
+        (PINNED, [], None, True),
+        (PINNED[:1], [], 100_000, True),
+        (PINNED, [], 900, True),  # known at budgets up to its cap only
+        ([VISION], [], None, False),
+        (PINNED, [SectionSpec(tag="notes", source=SectionSource.TEXT, priority=70)], None, False),
+    ],
+)
+def test_known_cuts_are_those_an_outcomes_only_draft_names(
+    monkeypatch: pytest.MonkeyPatch,
+    pinned: list[SectionSpec],
+    others: list[SectionSpec],
+    cap: int | None,
+    known: bool,
+) -> None:
+    """Where the conversation is over the budget beside pinned sections only, the
+    first fitting of an assembly is skipped: what it names is known. The assembly's
+    result (or its error) is the one with that fitting done."""
+    rng = random.Random(len(pinned) * 7 + len(others) + (cap or 0))
+    contents = _contents(rng, pinned, others, cap)
+    seen = {"known": 0, "raised": 0}
+    for budget in sorted({rng.randint(20, 4000) for _ in range(40)} | {60, 120, 240, 2400}):
+        got = known_cuts(contents, budget)
+        try:
+            named = assemble_mod._cut_tags(Draft(contents, budget, COUNTER, outcomes_only=True)
+                                           .outcomes())  # fmt: skip
+        except BudgetExceededError:
+            named = None
+        if got is not None:
+            seen["known"] += 1
+            assert cap is None or budget <= cap  # a cap under the budget bounds it first
+            assert named is None or got == named, budget
+        fast = slow = None
+        try:
+            fast = assemble_mod._fit_with_warning(contents, budget, COUNTER)
+        except BudgetExceededError as exc:
+            fast_error = str(exc)
+        with monkeypatch.context() as m:
+            m.setattr(assemble_mod, "known_cuts", lambda *_: None)
+            try:
+                slow = assemble_mod._fit_with_warning(contents, budget, COUNTER)
+            except BudgetExceededError as exc:
+                assert fast is None and fast_error == str(exc), budget
+                seen["raised"] += 1
+                continue
+        assert fast == slow, budget
+    assert bool(seen["known"]) is known
+    if known:
+        assert seen["raised"]  # the budgets reach below pinned content and the turn's floor

@@ -9,7 +9,14 @@ from personae.context._lru import recall, remember
 from personae.context._textcut import count_small
 from personae.context.budget import Budget
 from personae.context.commands import expand_commands, has_commands
-from personae.context.fit import Draft, FitResult, FittedSection, SectionContent, filled
+from personae.context.fit import (
+    Draft,
+    FitResult,
+    FittedSection,
+    SectionContent,
+    filled,
+    known_cuts,
+)
 from personae.context.history import Exchanges, MessageCosts
 from personae.context.messages import ChatMessage
 from personae.context.profiles import ProfileSet, load_profiles
@@ -89,12 +96,28 @@ class AssembledContext:
         )
 
 
+_COSTS: dict[tuple[int, str, frozenset[str]], MessageCosts] = {}
+"""Message cost counters by counter (its id and name: the counter itself is checked)
+and tag set: one is built per counter and tag set, not per assembly (it counts its
+separator when built)."""
+
+
+def _costs_of(counter: TokenCounter, tags: frozenset[str]) -> MessageCosts:
+    key = (id(counter), counter.name, tags)
+    got = _COSTS.get(key)
+    if got is None or got.counter is not counter:
+        if len(_COSTS) >= 64:
+            _COSTS.clear()  # rare: a process meets many counters or tag sets
+        got = _COSTS[key] = MessageCosts(counter, tags)
+    return got
+
+
 def _prepared(
     snapshot: Snapshot, counter: TokenCounter, tags: frozenset[str]
 ) -> tuple[Exchanges, int]:
     """Escaped exchanges prepared for fitting: through the snapshot's window (only
     what it has not prepared yet), else from scratch."""
-    costs_of = MessageCosts(counter, tags)
+    costs_of = _costs_of(counter, tags)
     if snapshot.window is not None:
         return snapshot.window.exchanges(snapshot.messages, costs_of)
     return exchanges_of(snapshot.messages, costs_of)
@@ -188,20 +211,28 @@ def _fit_with_warning(
 ) -> FitResult:
     """Fit; when anything had to be cut, fit again with a ``context_warning`` section
     that names what was cut (until the named sections are the ones cut). Only the
-    fitting kept is rendered and counted exactly."""
-    draft = Draft(contents, budget, counter, outcomes_only=True)
+    fitting kept is rendered and counted exactly. The first fitting is skipped when
+    what it would name is known without it (:func:`~personae.context.fit.known_cuts`:
+    a conversation over the budget beside pinned sections)."""
+    known = known_cuts(contents, budget)
+    draft = None if known is not None else Draft(contents, budget, counter, outcomes_only=True)
     named: list[str] = []
     for _ in range(3):
-        cut = _cut_tags(draft.outcomes())
+        cut = _cut_tags(draft.outcomes()) if draft is not None else known or []
         if cut == named or not cut:
             break
         named = cut
         text = _warning_text(cut)
-        note = SectionContent(_WARNING_SPEC, text=text, tokens=count_small(counter, text))
+        note = filled(
+            SectionContent, spec=_WARNING_SPEC, text=text, units=(), costs=(), earlier=0,
+            tokens=count_small(counter, text), alternative=None, alt_tokens=None,
+            keep_from=None, exchanges=None,
+        )  # fmt: skip
         at = len(contents)
         if contents and contents[-1].spec.tag == "instructions":
             at -= 1
         draft = Draft([*contents[:at], note, *contents[at:]], budget, counter, like=draft)
+    assert draft is not None  # a known cut is never empty
     return draft.result()
 
 

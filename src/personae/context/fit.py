@@ -8,6 +8,7 @@ refit once with the overrun taken off).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,7 +25,7 @@ from personae.context.spec import SectionSource, SectionSpec, Truncation
 from personae.errors import BudgetExceededError
 from personae.tokens.base import TokenCounter
 
-__all__ = ["Draft", "FitResult", "FittedSection", "SectionContent", "fit"]
+__all__ = ["Draft", "FitResult", "FittedSection", "SectionContent", "fit", "known_cuts"]
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,9 @@ class FitResult:
 _RULES = {action: Rule(action) for action in Action}
 """The unbounded rule of each action (rules are immutable: built once)."""
 
+_DEFERRED = Rule(Action.SHRUNK).bounded("budget")
+"""A conversation left unfitted by an outcomes-only fitting (see ``_to_targets``)."""
+
 
 class _Form(NamedTuple):
     """One form a section may take."""
@@ -124,14 +128,38 @@ class _Form(NamedTuple):
 
 
 class _State:
-    """One section during one fitting (a plain class with slots: built per section per
-    fitting, so its construction is kept cheap)."""
+    """One section during one fitting. Built per section per fitting: only what
+    differs from the defaults below (class attributes) is set on the instance."""
 
-    __slots__ = (
-        "allotted", "alt_tokens", "content", "deferred", "exchanges", "floor_form", "floor_tokens",
-        "forms", "frame", "held", "index", "is_history", "messages", "over", "pieces", "requested",
-        "rule", "spec", "text", "tokens", "want",
-    )  # fmt: skip
+    requested: int = 0
+    allotted: int = 0
+    text: str | None = None
+    tokens: int = 0
+    rule: Rule = FULL
+    messages: tuple[ChatMessage, ...] = ()
+    pieces: tuple[str, ...] = ()
+    want: int = 0
+    """Tokens of the largest form the section may take (whole, or its cap)."""
+    floor_tokens: int = 0
+    """Tokens of the section's smallest cut form."""
+    alt_tokens: int | None = None
+    """Tokens of the content's summary file, when it has one."""
+    floor_form: _Form | None = None
+    """The conversation's smallest form (messages only)."""
+    exchanges: Exchanges | None = None
+    """The conversation prepared for fitting (messages only)."""
+    frame: int = 0
+    """Tokens of the section's opening and closing tags (set by ``_Plan``)."""
+    held: int = 0
+    """A pinned section over its share: its share in tokens (0: whole, not held)."""
+    over: bool = False
+    """Messages: the latest turn alone is over the budget, so the conversation's
+    largest form is its latest turn shrunk; that form is fitted only when some pass
+    needs it (``want`` is then the budget, its upper bound)."""
+    deferred: bool = False
+    """Messages: an outcomes-only fitting left the conversation at its floor (it is
+    cut by the budget whatever form it takes; no other section's outcome depends on
+    which)."""
 
     def __init__(
         self, content: SectionContent, index: int, forms: dict[tuple[int, int], _Form]
@@ -140,38 +168,9 @@ class _State:
         self.spec: SectionSpec = content.spec
         self.is_history: bool = self.spec.source is SectionSource.MESSAGES
         self.index = index
-        self.requested = 0
-        self.allotted = 0
-        self.text: str | None = None
-        self.tokens = 0
-        self.rule: Rule = FULL
-        self.messages: tuple[ChatMessage, ...] = ()
-        self.pieces: tuple[str, ...] = ()
-        self.want = 0
-        """Tokens of the largest form the section may take (whole, or its cap)."""
-        self.floor_tokens = 0
-        """Tokens of the section's smallest cut form."""
-        self.alt_tokens: int | None = None
-        """Tokens of the content's summary file, when it has one."""
-        self.floor_form: _Form | None = None
-        """The conversation's smallest form (messages only)."""
-        self.exchanges: Exchanges | None = None
-        """The conversation prepared for fitting (messages only)."""
-        self.frame = 0
-        """Tokens of the section's opening and closing tags (set by ``_Plan``)."""
-        self.held = 0
-        """A pinned section over its share: its share in tokens (0: whole, not held)."""
         self.forms = forms
         """Messages: the form at each limit tried, shared by the fittings of one
         assembly (``(id(content), limit)``: the same content fits the same way)."""
-        self.over = False
-        """Messages: the latest turn alone is over the budget, so the conversation's
-        largest form is its latest turn shrunk; that form is fitted only when some pass
-        needs it (``want`` is then the budget, its upper bound)."""
-        self.deferred = False
-        """Messages: an outcomes-only fitting left the conversation at its floor (it is
-        cut by the budget whatever form it takes; no other section's outcome depends on
-        which)."""
 
     def show(self, form: _Form) -> None:
         self.text, self.tokens, self.rule = form.text, form.tokens, form.rule
@@ -431,9 +430,52 @@ def _start(st: _State, budget: int, counter: TokenCounter) -> None:
         st.floor_tokens = _floor(st, counter)
 
 
+_TURNS: dict[int, tuple[weakref.ref[Exchanges], int]] = {}
+"""Tokens of the latest turn of prepared conversations met in this process, by the
+``Exchanges`` (immutable; a fresh snapshot of one conversation gets the same object
+from its window): every fitting of every assembly reads it."""
+
+
 def _turn_tokens(ex: Exchanges) -> int:
     """Tokens of the latest turn, which every form of the conversation shows."""
-    return ex.cum_cost[-1] - ex.cum_cost[latest_turn_start(ex.units)] - ex.sep
+    got = _TURNS.get(id(ex))
+    if got is not None and got[0]() is ex:
+        return got[1]
+    tokens = ex.cum_cost[-1] - ex.cum_cost[latest_turn_start(ex.units)] - ex.sep
+    if len(_TURNS) >= 256:
+        _TURNS.clear()  # rare: a process holding many conversations at once
+    _TURNS[id(ex)] = (weakref.ref(ex), tokens)
+    return tokens
+
+
+def known_cuts(contents: Sequence[SectionContent], budget: int) -> list[str] | None:
+    """The tags an outcomes-only :class:`Draft` of ``contents`` names as cut (bounded
+    by the budget), when that is known without fitting; ``None``: fit to know.
+
+    Known when the only section that is not pinned is a conversation whose latest turn
+    alone is over the budget (and whose cap is not under it), and no pinned section
+    has a share: pinned sections are then whole and the conversation is shrunk, so
+    the draft names the conversation alone, or raises
+    :class:`~personae.errors.BudgetExceededError` when pinned content and the
+    conversation's smallest form do not fit (a fitting that adds a droppable section
+    then raises the same: that section is dropped first)."""
+    history = None
+    for c in contents:
+        spec = c.spec
+        if spec.source is SectionSource.MESSAGES:
+            if not c.units:
+                continue
+            if spec.pinned or history is not None or c.exchanges is None:
+                return None
+            history = c
+        elif c.text and (not spec.pinned or spec.share is not None):
+            return None
+    if history is None or history.exchanges is None:
+        return None
+    cap = history.spec.cap
+    if (cap is None or cap >= budget) and _turn_tokens(history.exchanges) > budget:
+        return [history.spec.tag]
+    return None
 
 
 def _fits_whole(plan: _Plan, counter: TokenCounter) -> bool:
@@ -459,10 +501,10 @@ def _at_floors(plan: _Plan, movable: list[_State], counter: TokenCounter) -> lis
             smallest = _history(st, 1, counter)
             if st.over and smallest.tokens > st.want:
                 st.show(_history(st, st.want, counter))  # the placeholder is not a form
-            capped = _Form(st.text or "", st.tokens, st.rule, st.messages, st.pieces)
-            st.floor_form = smallest if smallest.tokens < capped.tokens else capped
-            st.floor_tokens = st.floor_form.tokens
-            st.show(st.floor_form)
+            if smallest.tokens >= st.tokens:  # the floor is the form shown
+                smallest = _Form(st.text or "", st.tokens, st.rule, st.messages, st.pieces)
+            st.floor_form, st.floor_tokens = smallest, smallest.tokens
+            st.show(smallest)
     for st in texts:
         st.text, st.tokens = "", st.floor_tokens
     for st in reversed(texts):
@@ -482,14 +524,15 @@ def _to_targets(
     kept: list[_State],
     counter: TokenCounter,
     outcomes_only: bool = False,
-) -> None:
+) -> bool:
     """Pass 1: by priority, highest first, each section grows to its whole size (or
     cap): a section is cut only when every section of lower priority is at its floor
     (the designed truncation order).
 
     ``outcomes_only``: a conversation over the budget that comes last, after every
     other section took its whole size, is left at its floor (``deferred``): it is
-    cut by the budget whatever form it takes, and nothing after it can change."""
+    cut by the budget whatever form it takes, and nothing after it can change. Returns
+    True when it was left so."""
     for st in movable:
         limit = min(st.want, plan.room_for(st))
         if (
@@ -499,13 +542,14 @@ def _to_targets(
             and limit < st.want
             and all(s.text is not None and s.tokens >= s.want for s in movable[:-1])
         ):
-            st.deferred, st.rule = True, _RULES[Action.SHRUNK].bounded("budget")
-            return
+            st.deferred, st.rule = True, _DEFERRED
+            return True
         if st.is_history:
             got = _history(st, limit, counter)
             _apply(st, got if got.tokens <= limit else st.floor_form, limit, "budget")
         elif st in kept:
             _apply(st, _form(st, limit, counter), limit, st.bound(limit))
+    return False
 
 
 def _refill(plan: _Plan, movable: list[_State], counter: TokenCounter) -> None:
@@ -559,6 +603,11 @@ def _regrow(plan: _Plan, held: list[_State], counter: TokenCounter) -> None:
                 _apply(st, got, limit, "share")
 
 
+def _by_priority(st: _State) -> tuple[int, int]:
+    """Fitting order: highest priority first, then rendering order."""
+    return -st.spec.priority, st.index
+
+
 def _fit_once(
     contents: Sequence[SectionContent],
     budget: int,
@@ -568,10 +617,10 @@ def _fit_once(
 ) -> list[_State]:
     """Pinned sections held to their shares, floors, then by priority, then refill
     (``outcomes_only``: see :func:`_to_targets`)."""
-    states = [_State(c, i, forms=forms) for i, c in enumerate(contents)]
+    states = [_State(c, i, forms) for i, c in enumerate(contents)]
     live: list[_State] = []
     for st in states:
-        if st.content.present:
+        if st.content.units if st.is_history else st.content.text:  # SectionContent.present
             live.append(st)
             _start(st, budget, counter)
         else:
@@ -580,12 +629,9 @@ def _fit_once(
     if _fits_whole(plan, counter):
         return states
     held = _hold_shares(plan, live, counter)
-    movable = sorted(
-        (s for s in live if not s.spec.pinned), key=lambda s: (-s.spec.priority, s.index)
-    )
+    movable = sorted((s for s in live if not s.spec.pinned), key=_by_priority)
     kept = _at_floors(plan, movable, counter)
-    _to_targets(plan, movable, kept, counter, outcomes_only and not held)
-    if any(s.deferred for s in movable):
+    if _to_targets(plan, movable, kept, counter, outcomes_only and not held):
         return states
     for _ in range(2):
         _refill(plan, movable, counter)
