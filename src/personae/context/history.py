@@ -19,6 +19,7 @@ import operator
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from personae.context._counted import count_later
 from personae.context._lru import IdentityMemo, SizedMemo, recall, remember
@@ -317,6 +318,11 @@ class Exchanges:
         blocks = [render_unit(u) for u in units]
         return cls(tuple(units), tuple(map(tuple, costs)), cum_cost, cum_msgs, blocks, sep)
 
+    @cached_property
+    def flat(self) -> tuple[ChatMessage, ...]:
+        """Every message of the exchanges, oldest first (``cum_msgs`` indexes it)."""
+        return tuple(itertools.chain.from_iterable(map(_MESSAGES, self.units)))
+
     @property
     def tokens(self) -> int:
         """Rendered cost of the whole conversation (separators between messages only)."""
@@ -382,14 +388,15 @@ def fit_history(
         ex, counter, (s_min, last, hinted), (limit, max_messages), (low_water, cut_step, batch),
         notice_cost,
     )  # fmt: skip
-    kept: Sequence[Unit] = units[start:]
+    head: Sequence[Unit] = ()  # kept exchanges shortened, before the ones kept whole
+    whole_from = start  # the first of the exchanges kept whole to the end
     blocks = list(ex.blocks[start:])
     evicted_msgs, evicted_tokens = cum_msgs[min(start, last)], cum_cost[start]
     body_cost = suffix_cost(start) + turn_cost
     shrunk, fits = 0, True
     head_cost = notice_cost(evicted_msgs, evicted_tokens)
     if grid is not None:
-        kept, blocks[0] = [grid[0], *kept[1:]], _render_cut(grid[0], counter)
+        head, whole_from, blocks[0] = (grid[0],), start + 1, _render_cut(grid[0], counter)
         body_cost += grid[1] - (cum_cost[start + 1] - cum_cost[start])
     elif (
         hinted is None
@@ -403,7 +410,7 @@ def fit_history(
         part = _partial(ex, start - 1, counter, (msg_room, limit - body_cost), notice_cost)
         if part is not None:
             start -= 1
-            kept = [part[0], *kept]
+            head = (part[0],)
             blocks.insert(0, _render_cut(part[0], counter))
             evicted_msgs, evicted_tokens = cum_msgs[start], cum_cost[start]
             body_cost += part[1]
@@ -415,12 +422,15 @@ def fit_history(
         turn, kept_costs, shrunk, fits, elided = _shrink_turn(
             list(units[last:]), [list(c) for c in ex.costs[last:]], counter, limit - head_cost, sep
         )
-        kept, blocks = turn, _turn_blocks(ex, last, turn, counter, aligned=not elided)
+        head, whole_from = turn, n
+        blocks = _turn_blocks(ex, last, turn, counter, aligned=not elided)
         evicted_msgs += elided
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
         body_cost = sum(sum(c) + sep * len(c) for c in kept_costs)
         fits = fits and body_cost + head_cost <= limit
-    msgs = tuple(itertools.chain.from_iterable(map(_MESSAGES, kept)))
+    msgs = ex.flat[cum_msgs[whole_from] :]
+    if head:
+        msgs = (*itertools.chain.from_iterable(map(_MESSAGES, head)), *msgs)
     omitted = evicted_msgs + earlier
     if omitted:
         blocks.insert(0, _notice(notice, omitted, evicted_tokens))
