@@ -16,13 +16,12 @@ import bisect
 import itertools
 import math
 import operator
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from personae.context._counted import count_later
-from personae.context._lru import IdentityMemo, SizedMemo, recall, remember
+from personae.context._lru import IdentityMemo, SizedMemo
 from personae.context._textcut import (
     Cut,
     count_around,
@@ -185,10 +184,12 @@ def _notice_cost(
     if omitted_msgs == 0:
         return 0
     key = (counter.name, template, omitted_msgs, omitted_tokens)
-    got = recall(ex.notices, key)
+    got = ex.notices.get(key)
     if got is None:
         got = count_small(counter, _notice(template, omitted_msgs, omitted_tokens)) + ex.sep
-        remember(ex.notices, key, got, _MAX_NOTICES)
+        if len(ex.notices) >= _MAX_NOTICES:
+            ex.notices.clear()  # rare: the budgets of one conversation share a few
+        ex.notices[key] = got
     return got
 
 
@@ -300,8 +301,8 @@ class Exchanges:
     """Tokens of the blank line between two messages."""
     heads: Sequence[int] = ()
     """Seq of each unit's first message (filled from ``units`` when empty)."""
-    notices: OrderedDict[tuple[str, str, int, int], int] = field(
-        default_factory=OrderedDict, compare=False, repr=False
+    notices: dict[tuple[str, str, int, int], int] = field(
+        default_factory=dict, compare=False, repr=False
     )
     """Cost of each eviction notice met with these exchanges, per counter (a notice
     depends on where the kept part starts, so budgets share a few)."""
@@ -466,14 +467,14 @@ def _choose_start(  # noqa: PLR0917  # private, called once
     ``cut_step``, ``batch``)."""
     (s_min, last, hinted), limit, (low_water, cut_step, batch) = at, limits[0], grids
     cum_cost, cum_msgs = ex.cum_cost, ex.cum_msgs
-    # Everything from the earliest exchange on, and the largest notice that can come.
-    needed = cum_cost[-1] + notice_cost(max(1, cum_msgs[last]), cum_cost[last])
     if s_min == 0 and cum_cost[-1] + notice_cost(0, 0) <= limit:
         return 0, None
     if hinted is not None and hinted >= s_min:
         return hinted, None  # the previous prompt's exchanges still fit: keep its prefix
     if hinted is not None and low_water < 1:
-        # Overflow: evict a batch, down to the low-water mark.
+        # Overflow: evict a batch, down to the low-water mark (``needed``: everything
+        # from the earliest exchange on, and the largest notice that can come).
+        needed = cum_cost[-1] + notice_cost(max(1, cum_msgs[last]), cum_cost[last])
         low = int(limit * low_water) - needed + cum_cost[last]
         return max(_anchor(ex.heads, s_min, last, batch), _start_within(ex, last, low)), None
     if cut_step > 0:
