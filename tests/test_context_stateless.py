@@ -34,6 +34,7 @@ from personae.context import (
 from personae.context import _counted as _counted_mod
 from personae.context import _fresh as fresh_mod
 from personae.context import _textcut as _textcut_mod
+from personae.context import fit as fit_mod
 from personae.context import history as history_mod
 from personae.context import snapshot as snapshot_mod
 from personae.context import window as window_mod
@@ -148,6 +149,30 @@ def test_budgets_a_few_percent_apart_share_their_cut_point(tmp_path: Path) -> No
         first = ctx.messages[0]
         starts.add(f"{first.seq}:{len(first.content)}")
     assert 1 < len(starts) <= 4, starts  # (1,500 + 724) // 724 + 1 points at most
+
+
+def test_a_conversation_form_is_remembered_once_asked_for_again(tmp_path: Path) -> None:
+    """A budget met once leaves no fitted form behind; met again, its form is fitted a
+    second time and remembered, and the prompt is the same each time."""
+    root = _project(tmp_path)
+    profiles = load_profiles(root)
+    now = _loop(random.Random(13), 40)[-1]
+
+    def prompt(budget: int) -> str:
+        snap = Snapshot.build(
+            root, messages=now, task="t", include_git_log=False, profiles=profiles
+        )
+        return assemble_snapshot(snap, "agent", Budget.absolute(budget), COUNTER).render()
+
+    held = fit_mod._FORMS.memo
+    for budget in (9_001, 9_733, 12_345):
+        before = len(held)
+        first = prompt(budget)
+        assert len(held) == before  # asked once: nothing kept
+        assert prompt(budget) == first
+        grown = len(held)
+        assert grown > before  # asked again: remembered
+        assert prompt(budget) == first and len(held) == grown  # and found
 
 
 def test_the_grid_step_ladder_is_integer_and_monotone() -> None:

@@ -242,10 +242,30 @@ def _history_at(st: _State, limit: int, counter: TokenCounter) -> _Form:
     if h.shrunk:
         action = Action.SHRUNK
     form = _Form("", h.tokens, _RULES[action], h.messages, h.blocks)
-    if key is not None:
+    if key is not None and _asked_before(key):
         # Sized by the references held: the form's and the conversation's it keeps alive.
         _FORMS.put(key, (ex, form), 6 * len(ex.units) + len(form.messages) + len(form.pieces))
     return form
+
+
+_ASKED: dict[tuple[object, ...], None] = {}
+"""Keys of conversation forms fitted once and not remembered (see :func:`_asked_before`)."""
+_ASKED_MAX = 1 << 16
+
+
+def _asked_before(key: tuple[object, ...]) -> bool:
+    """Whether this form was fitted before in the process: only a form asked for a
+    second time is remembered in :data:`_FORMS`. A budget met once (a request with a
+    budget of its own) then leaves nothing behind for the memory and the garbage
+    collector to go over; a budget met again (an agent loop's, a server's) is fitted
+    twice, then remembered."""
+    if key in _ASKED:
+        del _ASKED[key]
+        return True
+    if len(_ASKED) >= _ASKED_MAX:
+        _ASKED.clear()
+    _ASKED[key] = None
+    return False
 
 
 def _outline(st: _State, text: str, total: int, limit: int, counter: TokenCounter) -> _Form | None:
