@@ -243,23 +243,30 @@ count of their exchange is then read off the offsets too (see :func:`_render_cut
 _CUT_BLOCKS: IdentityMemo[Unit, str] = IdentityMemo(256)
 """Cut exchanges rendered, for the grid cuts met again."""
 
+Cuts = dict[int, Cut]
+"""Cuts made for one fitting, by the id of the message holding each (alive meanwhile)."""
 
-def _render_cut(unit: Unit, counter: TokenCounter) -> str:
+
+def _render_cut(unit: Unit, counter: TokenCounter, made: Cuts | None = None) -> str:
     """An exchange that may hold outputs cut here, rendered. A cut exchange is new text
     (not remembered: another budget cuts elsewhere); the exact verification counts it
     from its messages (a blank line before a header always starts a new piece, so their
     counts add up): each cut output from its offsets (:func:`count_around`), each other
-    message by content (counted once)."""
-    held = _CUT_BLOCKS.get(unit)
-    if held is not None:
-        return held  # a grid cut met before (the same cut exchange object)
+    message by content (counted once). ``made``: the cuts of a latest turn shrunk for
+    this fitting only (by message object id), which nothing else meets again: its
+    rendering is not remembered either."""
+    if made is None:
+        held = _CUT_BLOCKS.get(unit)
+        if held is not None:
+            return held  # a grid cut met before (the same cut exchange object)
     msgs = unit.messages
-    cuts = [_CUTS.get(m) for m in msgs]
+    cuts = [_CUTS.get(m) for m in msgs] if made is None else [made.get(id(m)) for m in msgs]
     if all(c is None for c in cuts):
         return render_unit(unit)
     rendered = [render_message(m) for m in msgs]
     block = _SEP.join(rendered)
-    _CUT_BLOCKS.put(unit, block)
+    if made is None:
+        _CUT_BLOCKS.put(unit, block)
 
     def count(after: str) -> int | None:
         total = 0
@@ -420,11 +427,13 @@ def fit_history(
         # Only the latest turn can stay and it is too big: shrink its contents.
         evicted_msgs, evicted_tokens = before_msgs, suffix_cost(0)
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
+        made: Cuts = {}
         turn, kept_costs, shrunk, fits, elided = _shrink_turn(
-            list(units[last:]), [list(c) for c in ex.costs[last:]], counter, limit - head_cost, sep
-        )
+            list(units[last:]), [list(c) for c in ex.costs[last:]], counter, limit - head_cost, sep,
+            made,
+        )  # fmt: skip
         head, whole_from = turn, n
-        blocks = _turn_blocks(ex, last, turn, counter, aligned=not elided)
+        blocks = _turn_blocks(ex, last, turn, counter, made, aligned=not elided)
         evicted_msgs += elided
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
         body_cost = sum(sum(c) + sep * len(c) for c in kept_costs)
@@ -439,16 +448,22 @@ def fit_history(
 
 
 def _turn_blocks(
-    ex: Exchanges, last: int, turn: Sequence[Unit], counter: TokenCounter, *, aligned: bool
+    ex: Exchanges,
+    last: int,
+    turn: Sequence[Unit],
+    counter: TokenCounter,
+    made: Cuts,
+    *,
+    aligned: bool,
 ) -> list[str]:
-    """The latest turn's exchanges rendered, shrunk ones anew (``aligned``: ``turn`` has
-    an exchange for each of ``ex.units[last:]``, the ones left whole the same objects,
-    whose rendered blocks ``ex`` holds)."""
+    """The latest turn's exchanges rendered, shrunk ones anew (``made``: their cuts;
+    ``aligned``: ``turn`` has an exchange for each of ``ex.units[last:]``, the ones left
+    whole the same objects, whose rendered blocks ``ex`` holds)."""
     if not aligned:
-        return [_render_cut(u, counter) for u in turn]
+        return [_render_cut(u, counter, made) for u in turn]
     units, held = ex.units, ex.blocks
     return [
-        held[last + i] if u is units[last + i] else _render_cut(u, counter)
+        held[last + i] if u is units[last + i] else _render_cut(u, counter, made)
         for i, u in enumerate(turn)
     ]
 
@@ -633,19 +648,25 @@ def _anchor(heads: Sequence[int], s_min: int, last: int, batch: int) -> int:
     return k if k < last else s_min
 
 
-def _shrink_turn(
-    turn: list[Unit], costs: list[list[int]], counter: TokenCounter, limit: int, sep: int
+def _shrink_turn(  # noqa: PLR0917  # private
+    turn: list[Unit],
+    costs: list[list[int]],
+    counter: TokenCounter,
+    limit: int,
+    sep: int,
+    made: Cuts | None = None,
 ) -> tuple[list[Unit], list[list[int]], int, bool, int]:
-    """Shrink tool outputs, then assistant texts, of the latest turn to fit ``limit``."""
+    """Shrink tool outputs, then assistant texts, of the latest turn to fit ``limit``
+    (``made``: where the cuts go, else :data:`_CUTS`)."""
     fixed, items, pools = _pools(turn, costs, counter, sep)
     for pool, rest in pools:
         level = _water_level(pool, limit - fixed - rest)
         if level is None:
             continue
-        turn, costs, shrunk = _apply_level(turn, costs, pool, level, counter)
+        turn, costs, shrunk = _apply_level(turn, costs, (pool, level), counter, made)
         return turn, costs, shrunk, True, 0
     # Last resort: every output becomes a notice, then middle steps of the turn are elided.
-    turn, costs, shrunk = _apply_level(turn, costs, items, 0, counter)
+    turn, costs, shrunk = _apply_level(turn, costs, (items, 0), counter, made)
     elided = 0
     while len(turn) > 2 and sum(sum(c) + sep * len(c) for c in costs) > limit:
         elided += len(turn[1].messages)
@@ -732,10 +753,13 @@ def _water_level(pool: list[tuple[int, int, int, int]], room: int) -> int | None
 def _apply_level(
     turn: list[Unit],
     costs: list[list[int]],
-    pool: list[tuple[int, int, int, int]],
-    level: int,
+    at: tuple[list[_Item], int],
     counter: TokenCounter,
+    made: Cuts | None,
 ) -> tuple[list[Unit], list[list[int]], int]:
+    """Every item of the pool over the level cut to it (``at``: the pool and the level;
+    ``made``: where the cuts go, else :data:`_CUTS`)."""
+    pool, level = at
     turn = list(turn)
     costs = [list(c) for c in costs]
     shrunk = 0
@@ -760,7 +784,10 @@ def _apply_level(
             msg.role, text, msg.tool_calls, msg.tool_call_id, None, msg.seq, msg.counter
         )
         if cut is not None and cut.split:
-            _CUTS.put(msgs[j], cut)
+            if made is None:
+                _CUTS.put(msgs[j], cut)
+            else:
+                made[id(msgs[j])] = cut
         turn[k] = Unit(tuple(msgs))
         costs[k][j] = new_cost
         shrunk += 1
