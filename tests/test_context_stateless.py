@@ -584,13 +584,14 @@ def test_an_outcomes_only_draft_names_what_a_whole_fitting_cuts(history_priority
 
 
 def test_the_last_piece_start_is_the_one_a_walk_back_finds() -> None:
-    """The last piece start near a text's end (found from a regular expression's
-    candidates) is the one a walk back over every character finds, within the scan's
-    reach, over texts with long runs of letters and digits (no candidate for a
-    while), spaces, newlines, punctuation, CJK and marks."""
+    """The last piece start near a text's end (one regular-expression match from the
+    end, checked, else the candidates walked back) is the one a walk back over every
+    character finds, within the scan's reach, over texts with long runs of letters and
+    digits (no candidate for a while), spaces, newlines, punctuation, CJK, marks, and
+    word characters that are not letters (the match's near-misses)."""
     alphabet = [*"abcXYZ  \n\n\t/\\()[]{}'\".,;:!?-_=+0123456789", "日本", "。", "、", "é",
                 "\u0301", "\r\n", "😀", "\u00a0", " the ", "word", "a" * 41, "1234567890" * 30,
-                "x" * 2100]  # fmt: skip
+                "x" * 2100, "²", "½", "Ⅳ", "٣", "\n ", "\n/", "\u3000"]  # fmt: skip
     rng = random.Random(7)
 
     def walked(text: str, end: int) -> int | None:
@@ -600,7 +601,7 @@ def test_the_last_piece_start_is_the_one_a_walk_back_finds() -> None:
         return None
 
     found = 0
-    for _ in range(4000):
+    for _ in range(8000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
         end = rng.randint(0, len(text))
         want = walked(text, end)

@@ -541,10 +541,42 @@ before it, or a space or punctuation at it."""
 
 def _last_piece_start(text: str, end: int) -> int | None:
     """The last place in ``text[:end]`` (within :data:`_SPLIT_SCAN` of its end) where
-    the pre-tokenizer starts a piece whatever follows (see :func:`_starts_piece`): the
-    candidates a regular expression finds (C speed), checked from the last one, in
-    the last 16 characters first, then 64 (a text without spaces, newlines or
-    punctuation there is not walked character by character)."""
+    the pre-tokenizer starts a piece whatever follows (see :func:`_starts_piece`).
+
+    :data:`_LAST_START` finds, from the end back in one C-speed match, the last place
+    that may be one (each of its branches accepts all that a rule of
+    :func:`_starts_piece` does, and letters in a wider sense); that place is checked,
+    and only when it is not one (a rare near-miss, such as a space after a newline) are
+    the candidates of :data:`_CANDIDATES` walked back one by one. The last 64
+    characters are tried first, so a short search does not scan the whole reach."""
+    reach = max(0, end - _SPLIT_SCAN)
+    for lo in (max(reach, end - 64), reach):
+        m = _LAST_START.match(text, lo, end)
+        if m is not None:
+            p = max(m.start(1), m.start(2), m.start(3))
+            if lo < p and _starts_piece(text, p, end):
+                return p
+            return _walk_back(text, end)
+        if lo == reach:
+            break
+    return None
+
+
+_LAST_START = re.compile(
+    r"(?s).*(?:(?<=\n)()(?=[^\W\d_]|[!-.0-~])|() (?=[^\W\d_])|(?<=[^\W\d_])()["
+    + re.escape("".join(sorted(_AFTER_WORD)))
+    + "])"
+)
+"""The last place that may start a piece whatever follows, a superset of what
+:func:`_starts_piece` accepts (its letter class takes every letter and a few other word
+characters): after a newline before a letter or a printable character other than '/',
+at a space before a letter, or at punctuation after a letter."""
+
+
+def _walk_back(text: str, end: int) -> int | None:
+    """:func:`_last_piece_start` by the candidates of :data:`_CANDIDATES`, checked from
+    the last one, in the last 16 characters first, then 64 (a text without spaces,
+    newlines or punctuation there is not walked character by character)."""
     for width in (16, 64, _SPLIT_SCAN):
         lo = max(0, end - width)
         found = [
