@@ -33,15 +33,16 @@ from personae.context import (
 )
 from personae.context import _counted as _counted_mod
 from personae.context import _fresh as fresh_mod
+from personae.context import _pieces as _pieces_mod
 from personae.context import _textcut as _textcut_mod
 from personae.context import fit as fit_mod
 from personae.context import history as history_mod
 from personae.context import snapshot as snapshot_mod
 from personae.context import window as window_mod
+from personae.context._pieces import starts_piece as _starts_piece
 from personae.context._textcut import (
     _head_count,
     _starts_of,
-    _starts_piece,
     _tail_count,
     _token_starts,
     count_followed,
@@ -595,7 +596,7 @@ def test_the_last_piece_start_is_the_one_a_walk_back_finds() -> None:
     rng = random.Random(7)
 
     def walked(text: str, end: int) -> int | None:
-        for p in range(end - 1, max(0, end - _textcut_mod._SPLIT_SCAN), -1):
+        for p in range(end - 1, max(0, end - _pieces_mod.SPLIT_SCAN), -1):
             if _starts_piece(text, p, end):
                 return p
         return None
@@ -605,7 +606,7 @@ def test_the_last_piece_start_is_the_one_a_walk_back_finds() -> None:
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
         end = rng.randint(0, len(text))
         want = walked(text, end)
-        assert _textcut_mod._last_piece_start(text, end) == want, (text, end)
+        assert _pieces_mod.last_piece_start(text, end) == want, (text, end)
         found += want is not None
     assert found > 1000
 

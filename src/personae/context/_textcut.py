@@ -22,6 +22,7 @@ from typing import Any, overload
 
 from personae.context import _diskcounts
 from personae.context._lru import IdentityMemo, SizedMemo, recall, remember
+from personae.context._pieces import SPLIT_SCAN, last_piece_start, starts_piece
 from personae.tokens.base import TokenCounter
 
 __all__ = [
@@ -493,34 +494,6 @@ def _from_starts(
     return None
 
 
-_SPLIT_SCAN = 2048
-"""How far from a cut a piece boundary is looked for (past it, the whole form is counted)."""
-_NEVER_FOLLOWS = frozenset(" \t\n\r\x0b\x0c/")
-_AFTER_WORD = frozenset('!"#$%&()*+,-./:;<=>?@[\\]^_`{|}~。、，！？：；（）「」『』【】・')
-
-
-def _starts_piece(text: str, p: int, end: int) -> bool:
-    """True when the o200k_base and cl100k_base pre-tokenizers start a new piece at
-    ``p`` in any text that has ``text[:end]`` as its start (BPE never merges across
-    pieces, so the counts before and after ``p`` add up).
-
-    Three places: after a newline, before a letter or a printable ASCII character
-    other than '/' (no piece runs over a newline into such a character: only
-    punctuation takes newlines, and '/' after them); at a space before a letter
-    (a piece may start with one space before letters, none ends with one); and
-    after a letter, at punctuation other than an apostrophe (a word's piece takes
-    letters, marks and an apostrophe's contraction, nothing else).
-    """
-    if p <= 0 or p >= end:
-        return False
-    c, before = text[p], text[p - 1]
-    if before == "\n":
-        return c.isalpha() or ("!" <= c <= "~" and c not in _NEVER_FOLLOWS)
-    if c == " ":
-        return p + 1 < end and text[p + 1].isalpha()
-    return c in _AFTER_WORD and before.isalpha()
-
-
 def _head_split(
     text: str, end: int, starts: _Starts, counter: TokenCounter
 ) -> tuple[int, int] | None:
@@ -528,66 +501,9 @@ def _head_split(
     it, read from ``starts`` (the offsets of ``text``'s tokens); ``None`` when there is
     none near the end or the counter's pre-tokenizer is not known to split there."""
     if counter.name in SPLITTABLE:
-        p = _last_piece_start(text, end)
+        p = last_piece_start(text, end)
         if p is not None:
             return p, starts.tokens_before(p)
-    return None
-
-
-_CANDIDATES = re.compile("[\n " + re.escape("".join(sorted(_AFTER_WORD))) + "]")
-"""What every place :func:`_starts_piece` accepts has at or just before it: a newline
-before it, or a space or punctuation at it."""
-
-
-def _last_piece_start(text: str, end: int) -> int | None:
-    """The last place in ``text[:end]`` (within :data:`_SPLIT_SCAN` of its end) where
-    the pre-tokenizer starts a piece whatever follows (see :func:`_starts_piece`).
-
-    :data:`_LAST_START` finds, from the end back in one C-speed match, the last place
-    that may be one (each of its branches accepts all that a rule of
-    :func:`_starts_piece` does, and letters in a wider sense); that place is checked,
-    and only when it is not one (a rare near-miss, such as a space after a newline) are
-    the candidates of :data:`_CANDIDATES` walked back one by one. The last 64
-    characters are tried first, so a short search does not scan the whole reach."""
-    reach = max(0, end - _SPLIT_SCAN)
-    for lo in (max(reach, end - 64), reach):
-        m = _LAST_START.match(text, lo, end)
-        if m is not None:
-            p = max(m.start(1), m.start(2), m.start(3))
-            if lo < p and _starts_piece(text, p, end):
-                return p
-            return _walk_back(text, end)
-        if lo == reach:
-            break
-    return None
-
-
-_LAST_START = re.compile(
-    r"(?s).*(?:(?<=\n)()(?=[^\W\d_]|[!-.0-~])|() (?=[^\W\d_])|(?<=[^\W\d_])()["
-    + re.escape("".join(sorted(_AFTER_WORD)))
-    + "])"
-)
-"""The last place that may start a piece whatever follows, a superset of what
-:func:`_starts_piece` accepts (its letter class takes every letter and a few other word
-characters): after a newline before a letter or a printable character other than '/',
-at a space before a letter, or at punctuation after a letter."""
-
-
-def _walk_back(text: str, end: int) -> int | None:
-    """:func:`_last_piece_start` by the candidates of :data:`_CANDIDATES`, checked from
-    the last one, in the last 16 characters first, then 64 (a text without spaces,
-    newlines or punctuation there is not walked character by character)."""
-    for width in (16, 64, _SPLIT_SCAN):
-        lo = max(0, end - width)
-        found = [
-            q + 1 if text[q] == "\n" else q
-            for q in map(re.Match.start, _CANDIDATES.finditer(text, lo, end))
-        ]
-        for p in reversed(found):
-            if lo < p < end and _starts_piece(text, p, end):
-                return p
-        if lo == max(0, end - _SPLIT_SCAN):
-            break
     return None
 
 
@@ -602,7 +518,7 @@ def _counted_cut(
     cut followed by other text (:func:`count_around`) counts only the notice and that
     text."""
     (p, before), (at, notice_tokens) = split, notice
-    if 0 < at < len(joined) and _starts_piece(joined, at, len(joined)):
+    if 0 < at < len(joined) and starts_piece(joined, at, len(joined)):
         before += count_small(counter, joined[p:at])
         return Cut(joined, before + notice_tokens, at, before)
     return Cut(joined, before + counter.count(joined[p:]), p, before)
@@ -621,8 +537,8 @@ def _head_count(text: str, end: int, starts: _Starts, counter: TokenCounter, joi
 def count_followed(counter: TokenCounter, text: str, after: str) -> int:
     """Exact count of ``text + after`` from the count of ``text`` (remembered: a notice the
     fit counted) and of its last pieces: the pre-tokenizer starts a piece at the last
-    place :func:`_starts_piece` finds whatever follows, so only the text from there on
-    is counted with ``after`` (a few characters: remembered too)."""
+    place :func:`~personae.context._pieces.starts_piece` finds whatever follows, so only
+    the text from there on is counted with ``after`` (a few characters: remembered too)."""
     if counter.name in SPLITTABLE and getattr(counter, "exact", False):
         n = _count_from_last_piece(counter, text, after, count_small)
         if n is not None:
@@ -636,7 +552,7 @@ def _count_from_last_piece(
     """Exact count of ``text + after``: ``count(counter, text)`` less the count of what
     follows its last piece start, plus that with ``after``; ``None`` when no piece
     starts near its end."""
-    p = _last_piece_start(text, len(text))
+    p = last_piece_start(text, len(text))
     if p is None:
         return None
     rest = text[p:]
@@ -650,7 +566,7 @@ def _head_tokens(counter: TokenCounter, head: str, text: str) -> int | None:
     if not head:
         return 0
     edge = head[-1] + text[:2]
-    if head[-1] != "\n" or not _starts_piece(edge, 1, len(edge)):
+    if head[-1] != "\n" or not starts_piece(edge, 1, len(edge)):
         return None
     return count_small(counter, head)
 
@@ -706,8 +622,8 @@ def _tail_count(text: str, begin: int, starts: _Starts, counter: TokenCounter, j
     tokens from the first piece start of ``text[begin:]`` on are read from ``starts``."""
     n = len(text)
     if counter.name in SPLITTABLE:
-        for p in range(begin + 1, min(n, begin + _SPLIT_SCAN)):
-            if _starts_piece(text, p, n):
+        for p in range(begin + 1, min(n, begin + SPLIT_SCAN)):
+            if starts_piece(text, p, n):
                 head = counter.count(joined[: len(joined) - n + p])
                 return head + len(starts) - starts.tokens_before(p)
     return counter.count(joined)
