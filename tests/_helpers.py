@@ -533,3 +533,20 @@ HISTORY_TEXTS = [
     "def handler(event):\n    return {'q': event['q']}  // x\n/usr/bin/env\n" * 20,
 ]
 """Message texts of generated agent histories: prose, CJK, a log, JSON lines, code."""
+
+
+def with_oversized_turn(msgs: list[Any], output: str, counter: Any) -> Any:
+    """``msgs`` followed by a latest turn whose one tool output is ``output`` (a user
+    message, an assistant call, its result), and those messages prepared for fitting:
+    the exchanges a fit shrinks when ``output`` is over the budget."""
+    from personae.context import history as history_mod
+    from personae.context.messages import ChatMessage, ChatToolCall
+    from personae.context.window import exchanges_of
+
+    msgs.append(ChatMessage("user", "now fix it", seq=len(msgs) + 1))
+    msgs.append(
+        ChatMessage("assistant", "reading", seq=len(msgs) + 1,
+                    tool_calls=(ChatToolCall("big", "read", "{}"),))
+    )  # fmt: skip
+    msgs.append(ChatMessage("tool", output, tool_call_id="big", seq=len(msgs) + 1))
+    return exchanges_of(msgs, history_mod.MessageCosts(counter, frozenset()))[0]

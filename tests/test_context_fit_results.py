@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 
-from _helpers import HISTORY_TEXTS
+from _helpers import HISTORY_TEXTS, with_oversized_turn
 from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
 from personae.context import assemble as assemble_mod
-from personae.context import history as history_mod
 from personae.context.assemble import WARNING_TAG, AssembledContext
 from personae.context.fit import (
     Draft,
@@ -27,7 +26,6 @@ from personae.context.fit import (
 )
 from personae.context.messages import ChatToolCall
 from personae.context.spec import SectionSource, SectionSpec
-from personae.context.window import exchanges_of
 from personae.errors import BudgetExceededError
 from personae.tokens.exact import exact_counter
 
@@ -105,13 +103,7 @@ def _contents(
     rng: random.Random, pinned: list[SectionSpec], others: list[SectionSpec], cap: int | None
 ) -> list[SectionContent]:
     msgs = _history(rng, 6)
-    msgs.append(ChatMessage("user", "now fix it", seq=len(msgs) + 1))
-    msgs.append(
-        ChatMessage("assistant", "reading", seq=len(msgs) + 1,
-                    tool_calls=(ChatToolCall("big", "read", "{}"),))
-    )  # fmt: skip
-    msgs.append(ChatMessage("tool", HISTORY_TEXTS[0] * 8, tool_call_id="big", seq=len(msgs) + 1))
-    ex = exchanges_of(msgs, history_mod.MessageCosts(COUNTER, frozenset()))[0]
+    ex = with_oversized_turn(msgs, HISTORY_TEXTS[0] * 8, COUNTER)
     history = SectionSpec(tag="recent_messages", source=SectionSource.MESSAGES, cap=cap)
     texts = [
         SectionContent(spec, text=HISTORY_TEXTS[k % len(HISTORY_TEXTS)][: 200 + 150 * k])

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from _helpers import HISTORY_TEXTS
+from _helpers import HISTORY_TEXTS, with_oversized_turn
 from personae.context import (
     Budget,
     ChatMessage,
@@ -543,17 +543,10 @@ def test_an_outcomes_only_draft_names_what_a_whole_fitting_cuts(history_priority
     result it gives when asked for one, are those of a fitting that fits everything."""
     from personae.context.fit import Draft, SectionContent
     from personae.context.spec import SectionSource, SectionSpec, Truncation
-    from personae.context.window import exchanges_of
 
     rng = random.Random(history_priority)
     msgs = _loop(rng, 6)[-1]
-    msgs.append(ChatMessage("user", "now fix it", seq=len(msgs) + 1))
-    msgs.append(
-        ChatMessage("assistant", "reading", seq=len(msgs) + 1,
-                    tool_calls=(ChatToolCall("big", "read", "{}"),))
-    )  # fmt: skip
-    msgs.append(ChatMessage("tool", TEXTS[0] * 12, tool_call_id="big", seq=len(msgs) + 1))
-    ex = exchanges_of(msgs, history_mod.MessageCosts(COUNTER, frozenset()))[0]
+    ex = with_oversized_turn(msgs, TEXTS[0] * 12, COUNTER)
     turn = ex.cum_cost[-1] - ex.cum_cost[history_mod.latest_turn_start(ex.units)]
     texts = {  # a pinned task, sections above and below the conversation's priority
         "task": SectionSpec(tag="task", source=SectionSource.TEXT, pinned=True),
