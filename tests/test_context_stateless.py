@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import bisect
+import gc
 import itertools
 import random
 import sys
@@ -440,6 +441,10 @@ def test_token_offsets_are_tiktokens(name: str) -> None:
             p = rng.randint(0, len(text))
             assert probed.tokens_before(p) == bisect.bisect_left(want, p)
     assert _starts_of(encoding, "a\ud800b") is None
+    # The per-token tables span the whole vocabulary: the garbage collector must never
+    # walk them (as lists they made each young collection after a first cut take ms).
+    for table in _textcut_mod._TOKEN_CHARS[name]:
+        assert len(table) == encoding.n_vocab and len(gc.get_referents(table)) <= 1
 
 
 def test_water_level_is_the_largest_level_that_fits() -> None:
