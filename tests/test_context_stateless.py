@@ -445,6 +445,19 @@ def test_token_offsets_are_tiktokens(name: str) -> None:
     # walk them (as lists they made each young collection after a first cut take ms).
     for table in _textcut_mod._TOKEN_CHARS[name]:
         assert len(table) == encoding.n_vocab and len(gc.get_referents(table)) <= 1
+    # Offsets over tokens the table has not met: one (its count reaches the sentinel)
+    # and two (their sum overflows the offsets' array) in one pass.
+    known = "alpha beta gamma delta\n" * 40
+    for new, unknown in (("7", 1), ("7\n7", 2), ("7\n8", 2)):
+        _textcut_mod._TOKEN_CHARS.pop(name, None)
+        learned = _starts_of(encoding, known)
+        assert learned is not None and learned[len(learned) - 1] >= 0
+        text = known + new
+        tokens = encoding.encode_ordinary(text)
+        seen = set(encoding.encode_ordinary(known))
+        assert sum(t not in seen for t in tokens) == unknown
+        got = _starts_of(encoding, text, array("I", tokens))
+        assert got is not None and list(got) == encoding.decode_with_offsets(tokens)[1]
 
 
 def test_water_level_is_the_largest_level_that_fits() -> None:

@@ -341,17 +341,31 @@ class _Starts(Sequence[int]):
         if upto <= start or end <= start:
             return
         chunk = self.tokens[start:end]
-        leads, inside = _token_table(self.encoding)
-        counts = list(map(leads.__getitem__, chunk))
-        if _UNKNOWN in counts:  # a token not met yet: the table learns the new ones
+        try:
+            self._fill(chunk)
+        except OverflowError:  # two tokens not met yet (each counts _UNKNOWN)
+            del self.done[start:]
+            self._fill(chunk, learn=True)
+        if self.done[-1] - self.chars >= _UNKNOWN:  # one token not met yet
+            del self.done[start:]
+            self._fill(chunk, learn=True)
+        self.chars = self.done.pop()
+
+    def _fill(self, chunk: Sequence[int], *, learn: bool = False) -> None:
+        """Append the offsets of ``chunk``'s tokens, then the characters started before
+        the next token (``learn``: the table learns the tokens it has not met first).
+        One C-speed pass: a token not met yet counts :data:`_UNKNOWN` characters, which
+        the caller sees in the last value (or in an overflow, for two or more)."""
+        if learn:
             _learn(self.encoding, chunk)
-            counts = list(map(leads.__getitem__, chunk))
-        acc = list(itertools.accumulate(counts, initial=self.chars))
-        self.chars = acc.pop()  # characters started before each token, then by all of them
+        leads, inside = _token_table(self.encoding)
+        acc = itertools.accumulate(map(leads.__getitem__, chunk), initial=self.chars)
         if self.ascii_only:  # no token starts inside a character
             self.done.extend(acc)
         else:
-            self.done.extend(map(operator.sub, acc, map(inside.__getitem__, chunk)))
+            self.done.extend(
+                map(operator.sub, acc, itertools.chain(map(inside.__getitem__, chunk), (0,)))
+            )
 
 
 _STARTS: SizedMemo[tuple[str, bytes], _Starts] = SizedMemo(1 << 23)
@@ -431,9 +445,9 @@ index is cheaper than a dict lookup (about 30% of an offsets pass), and unlike a
 list of the vocabulary's size (200,000 entries) the garbage collector never walks
 them (a list of that size made each of the next young collections take 2 ms)."""
 
-_UNKNOWN = 0xFFFF
-"""A token whose characters are not known yet (no token of a supported encoding
-is that long)."""
+_UNKNOWN = 1 << 31
+"""The characters of a token not met yet: more than all of any text's (a sum of
+offsets that reaches it counted one such token; two overflow the offsets' array)."""
 
 _CONTINUATION = bytes(int(0x80 <= b < 0xC0) for b in range(256))
 """Byte -> 1 for a UTF-8 continuation byte, else 0 (for ``bytes.translate``)."""
@@ -445,7 +459,7 @@ def _token_table(encoding: Any) -> tuple[array[int], array[int]]:
     if table is None:
         size = encoding.n_vocab
         table = _TOKEN_CHARS.setdefault(
-            encoding.name, (array("H", [_UNKNOWN]) * size, array("B", [0]) * size)
+            encoding.name, (array("I", [_UNKNOWN]) * size, array("B", [0]) * size)
         )
     return table
 
@@ -458,7 +472,7 @@ def _learn(encoding: Any, tokens: Sequence[int]) -> None:
     for token in {t for t in tokens if leads[t] == _UNKNOWN}:
         raw = encoding.decode_single_token_bytes(token)
         inside[token] = int(bool(raw) and raw[0] >> 6 == 2)
-        leads[token] = min(len(raw) - sum(raw.translate(_CONTINUATION)), _UNKNOWN - 1)
+        leads[token] = len(raw) - sum(raw.translate(_CONTINUATION))
 
 
 def _from_starts(
