@@ -97,12 +97,21 @@ def test_handover_timeout_kills_the_attempt_before_its_retry(tmp_path: Path) -> 
     path = created.stdout.strip()
     run = start_personae(root, "handover", "run", path, "--timeout", "12", "--retries", "1",
                  "--backoff", "0", "--model", "scripted:scenario.yaml")  # fmt: skip
+    second: list[int] = []
+
+    def second_or_end() -> bool:
+        second.extend(marked(f"1.{token}"))
+        return bool(second) or run.poll() is not None
+
     with reaped(run):
         wait_until(lambda: len(marked(f"0.{token}")) >= 2, what="attempt 1's command")
-        wait_until(lambda: marked(f"1.{token}"), limit=60, what="attempt 2's command")
+        # attempt 2's command, or the run's end (then the failure below says how it ended)
+        wait_until(second_or_end, limit=120, what="attempt 2's command or the run's end")
         overlap = marked(f"0.{token}")
         _out, err = run.communicate(timeout=60)
     left = settle(token)
+    ended = json.loads(Path(path).read_text()).get("results")
+    assert second, f"attempt 2's command never ran; exit {run.returncode}, {ended}: {err[-2000:]}"
     assert overlap == [], "attempt 1 still alive while attempt 2 ran"
     assert run.returncode == 4, err  # the last attempt timed out too
     assert left == [], "survivors after the handover's timeouts"
