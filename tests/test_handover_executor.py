@@ -21,6 +21,7 @@ from personae.handover.child import (
     ChildSpec,
     backoff_delays,
     execute_handover,
+    kill_group,
     personae_run_command,
     run_child,
 )
@@ -106,6 +107,16 @@ def test_run_child_kills_group_of_a_shell_pipeline(project: Path) -> None:
     while alive(sleeper) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(sleeper)
+
+
+def test_kill_group_ends_when_the_reaped_group_is_gone() -> None:
+    """A leader that dies at SIGTERM is reaped and the wait ends, not at the grace's end;
+    without ``reap`` its zombie keeps the group alive for the whole grace."""
+    proc = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    started = time.monotonic()
+    kill_group(proc.pid, grace=60, reap=proc.poll)
+    assert proc.returncode == -15  # SIGTERM ended it: SIGKILL was never needed
+    assert time.monotonic() - started < 30, "kill_group waited out its grace"
 
 
 def test_retries_with_exponential_backoff_then_success(project: Path) -> None:

@@ -244,14 +244,23 @@ def backoff_delays(
     return [base * factor**n for n in range(max(0, attempts - 1))]
 
 
-def kill_group(pgid: int, grace: float = GRACE_SECONDS) -> None:
-    """SIGTERM the process group, wait up to ``grace`` seconds, then SIGKILL it."""
+def kill_group(
+    pgid: int, grace: float = GRACE_SECONDS, *, reap: Callable[[], object] | None = None
+) -> None:
+    """SIGTERM the process group, wait up to ``grace`` seconds, then SIGKILL it.
+
+    A child of this process stays in its group as a zombie until it is waited
+    for: pass ``reap`` (its ``Popen.poll``) when the group's leader is one, or
+    the group looks alive for the whole grace.
+    """
     try:
         os.killpg(pgid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError):
         return
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
+        if reap is not None:
+            reap()
         try:
             os.killpg(pgid, 0)
         except (ProcessLookupError, PermissionError):
@@ -349,10 +358,12 @@ def run_child(
         if on_start is not None:
             on_start(proc.pid)
         try:
-            code, timed_out = wait_or_stop(proc, timeout, lambda: kill_group(proc.pid))
+            code, timed_out = wait_or_stop(
+                proc, timeout, lambda: kill_group(proc.pid, reap=proc.poll)
+            )
         finally:
             if proc.poll() is None:  # interrupted (KeyboardInterrupt): never leave it behind
-                kill_group(proc.pid, grace=0.2)
+                kill_group(proc.pid, grace=0.2, reap=proc.poll)
                 proc.wait()
             # Whatever the child left running in its group goes too, and the child's
             # watchdog kills the tool commands it started: wait for that.
