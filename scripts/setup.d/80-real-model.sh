@@ -34,9 +34,10 @@ _build_wheel() {
     "llama-cpp-python==$LLAMA_CPP_VERSION" >&2 || return 1
   _cached_wheel
 }
-# One completion of one token, in process, with the installed wheel and weights.
+# One completion of one token, in process, with the installed wheel and weights (in a
+# subshell: a crash is a status here, not a "Segmentation fault" line with the program).
 _answers() {
-  timeout 300 .venv/bin/python - >/dev/null 2>&1 <<'PY'
+  (timeout 300 .venv/bin/python - >/dev/null 2>&1; exit $?) 2>/dev/null <<'PY'
 import importlib.util
 from pathlib import Path
 
