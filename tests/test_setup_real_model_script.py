@@ -17,14 +17,20 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "setup.d" / "80-real-model.sh"
 
 
+def _version() -> str:
+    """The llama-cpp-python version the script pins."""
+    found = re.search(r'^LLAMA_CPP_VERSION="([^"]+)"', SCRIPT.read_text(), re.MULTILINE)
+    assert found is not None, f"{SCRIPT}: LLAMA_CPP_VERSION not found"
+    return found.group(1)
+
+
 def _lookup(wheels: Path) -> subprocess.CompletedProcess[str]:
     text = SCRIPT.read_text()
-    version = re.search(r'^LLAMA_CPP_VERSION="([^"]+)"', text, re.MULTILINE)
     function = re.search(r"^_cached_wheel\(\) \{\n.*?^\}\n", text, re.MULTILINE | re.DOTALL)
-    assert version and function, f"{SCRIPT}: LLAMA_CPP_VERSION or _cached_wheel() not found"
+    assert function, f"{SCRIPT}: _cached_wheel() not found"
     program = (
         "set -euo pipefail\n"
-        f'LLAMA_CPP_VERSION="{version.group(1)}"\n'
+        f'LLAMA_CPP_VERSION="{_version()}"\n'
         f'_wheels="{wheels}"\n'
         f"{function.group(0)}"
         '_wheel=$(_cached_wheel)\necho "found:${_wheel}"\n'
@@ -41,10 +47,8 @@ def test_a_cold_cache_finds_no_wheel_and_the_setup_goes_on(tmp_path: Path) -> No
 
 
 def test_a_warm_cache_finds_the_wheel_of_the_pinned_version(tmp_path: Path) -> None:
-    version = re.search(r'^LLAMA_CPP_VERSION="([^"]+)"', SCRIPT.read_text(), re.MULTILINE)
-    assert version is not None
     (tmp_path / "llama_cpp_python-0.0.1-cp311-cp311-linux_x86_64.whl").write_bytes(b"")
-    wheel = tmp_path / f"llama_cpp_python-{version.group(1)}-cp311-cp311-linux_x86_64.whl"
+    wheel = tmp_path / f"llama_cpp_python-{_version()}-cp311-cp311-linux_x86_64.whl"
     wheel.write_bytes(b"")
     done = _lookup(tmp_path)
     assert (done.returncode, done.stdout) == (0, f"found:{wheel}\n"), done.stderr

