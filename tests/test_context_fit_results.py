@@ -15,6 +15,7 @@ import pytest
 from _helpers import HISTORY_TEXTS, with_oversized_turn
 from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
 from personae.context import assemble as assemble_mod
+from personae.context import fit as fit_mod
 from personae.context.assemble import WARNING_TAG, AssembledContext
 from personae.context.fit import (
     Draft,
@@ -100,10 +101,16 @@ def test_filled_gives_what_the_constructor_gives() -> None:
 
 
 def _contents(
-    rng: random.Random, pinned: list[SectionSpec], others: list[SectionSpec], cap: int | None
+    rng: random.Random,
+    pinned: list[SectionSpec],
+    others: list[SectionSpec],
+    cap: int | None,
+    output: int = 8,
 ) -> list[SectionContent]:
+    """Pinned and other text sections around a conversation whose latest turn has one
+    tool output of ``output`` times a history text."""
     msgs = _history(rng, 6)
-    ex = with_oversized_turn(msgs, HISTORY_TEXTS[0] * 8, COUNTER)
+    ex = with_oversized_turn(msgs, HISTORY_TEXTS[0] * output, COUNTER)
     history = SectionSpec(tag="recent_messages", source=SectionSource.MESSAGES, cap=cap)
     texts = [
         SectionContent(spec, text=HISTORY_TEXTS[k % len(HISTORY_TEXTS)][: 200 + 150 * k])
@@ -172,3 +179,53 @@ def test_known_cuts_are_those_an_outcomes_only_draft_names(
     assert bool(seen["known"]) is known
     if known:
         assert seen["raised"]  # the budgets reach below pinned content and the turn's floor
+
+
+@pytest.mark.parametrize(
+    ("pinned", "others", "cap", "applies"),
+    [
+        (PINNED, [], None, True),
+        (PINNED, [SectionSpec(tag="notes", source=SectionSource.TEXT, priority=70)], None, True),
+        # Lower in priority than the conversation: the notes are cut first (the passes).
+        (PINNED, [SectionSpec(tag="notes", source=SectionSource.TEXT, priority=20)], None, False),
+        # Over its cap: the notes are cut to it first (the passes).
+        (PINNED[:1], [SectionSpec(tag="notes", source=SectionSource.TEXT, cap=60)], None, False),
+        # A pinned share is held to it (the passes).
+        ([VISION], [SectionSpec(tag="notes", source=SectionSource.TEXT, priority=90)], None, False),
+    ],
+)
+def test_a_conversation_over_the_budget_takes_the_rest_as_the_passes_give_it(
+    monkeypatch: pytest.MonkeyPatch,
+    pinned: list[SectionSpec],
+    others: list[SectionSpec],
+    cap: int | None,
+    applies: bool,
+) -> None:
+    """A conversation whose latest turn alone is over the budget is fitted in one go
+    into the room the other sections leave whole when that is what the passes give (it
+    is the lowest in priority, the others fit whole, no pinned share); the fitting is
+    the same with the passes run every time, error or result, at every budget."""
+    rng = random.Random(len(pinned) * 11 + len(others) * 3 + (cap or 0))
+    contents = _contents(rng, pinned, others, cap, output=80)
+    real = fit_mod._over_takes_rest
+    took = []
+
+    def counted(plan: Any, counter: Any) -> bool:
+        took.append(real(plan, counter))
+        return took[-1]
+
+    for budget in sorted({rng.randint(20, 5000) for _ in range(50)} | {60, 300, 2400}):
+        with monkeypatch.context() as m:
+            m.setattr(fit_mod, "_over_takes_rest", counted)
+            try:
+                fast: FitResult | str = Draft(contents, budget, COUNTER).result()
+            except BudgetExceededError as exc:
+                fast = str(exc)
+        with monkeypatch.context() as m:
+            m.setattr(fit_mod, "_over_takes_rest", lambda *_: False)
+            try:
+                slow: FitResult | str = Draft(contents, budget, COUNTER).result()
+            except BudgetExceededError as exc:
+                slow = str(exc)
+        assert fast == slow, budget
+    assert any(took) is applies, took

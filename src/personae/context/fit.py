@@ -510,6 +510,34 @@ def _fits_whole(plan: _Plan, counter: TokenCounter) -> bool:
     return _render(plan.live, counter)[1] <= plan.budget
 
 
+def _over_takes_rest(plan: _Plan, counter: TokenCounter) -> bool:
+    """A conversation whose latest turn alone is over the budget, fitted in one go into
+    the room every other section leaves whole: what the passes give when it is the
+    lowest in priority of the sections that may shrink, every other section fits
+    whole, no pinned section has a share, and the room holds its smallest form (they
+    then grow the others to whole and leave it that room). False, with nothing
+    changed, when any of that does not hold: the passes decide."""
+    over = None
+    for st in plan.live:
+        if st.over and over is None and not st.spec.pinned:
+            over = st
+        elif st.over or st.tokens > st.want or st.spec.share is not None:
+            return False
+    if over is None:
+        return False
+    last = _by_priority(over)
+    if any(not s.spec.pinned and _by_priority(s) > last for s in plan.live):
+        return False
+    limit = min(over.want, plan.room_for(over))
+    if limit < 1 or _history(over, 1, counter).tokens > limit:
+        return False
+    got = _history(over, limit, counter)
+    if got.tokens > limit:
+        return False
+    _apply(over, got, limit, "budget")
+    return True
+
+
 def _at_floors(plan: _Plan, movable: list[_State], counter: TokenCounter) -> list[_State]:
     """Pass 0: every movable section at its floor (the conversation at its smallest
     form); whole sections dropped, lowest priority first, while even that is over.
@@ -646,7 +674,7 @@ def _fit_once(
         else:
             st.rule = _RULES[Action.ABSENT]
     plan = _Plan(live, budget, counter)
-    if _fits_whole(plan, counter):
+    if _fits_whole(plan, counter) or (not outcomes_only and _over_takes_rest(plan, counter)):
         return states
     held = _hold_shares(plan, live, counter)
     movable = sorted((s for s in live if not s.spec.pinned), key=_by_priority)

@@ -482,6 +482,8 @@ def _choose_start(  # noqa: PLR0917  # private, called once
     ``cut_step``, ``batch``)."""
     (s_min, last, hinted), limit, (low_water, cut_step, batch) = at, limits[0], grids
     cum_cost, cum_msgs = ex.cum_cost, ex.cum_msgs
+    if cum_cost[-1] - cum_cost[last] + notice_cost(cum_msgs[last], cum_cost[last]) > limit:
+        return last, None  # the latest turn alone is over: shrunk, whatever comes before
     if s_min == 0 and cum_cost[-1] + notice_cost(0, 0) <= limit:
         return 0, None
     if hinted is not None and hinted >= s_min:
