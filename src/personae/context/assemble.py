@@ -174,6 +174,62 @@ def _text_content(
     return content
 
 
+def _contents(
+    snapshot: Snapshot,
+    profile: Profile,
+    tags: frozenset[str],
+    counter: TokenCounter,
+    hint: int | None,
+) -> list[SectionContent]:
+    """Each section's content for fitting: the window's from the last assembly with the
+    same profile, counter and tags when it had the same hint, the same messages object
+    (so the same prepared exchanges) and the same text objects; else prepared (only what
+    the window has not prepared yet) and remembered in its place (one per profile,
+    counter and tags: a session's older conversations are not kept alive)."""
+    texts = [
+        None if spec.source is SectionSource.MESSAGES else _text(snapshot, spec, profile)
+        for spec in profile.sections
+    ]
+    memo = snapshot.window.contents if snapshot.window is not None else None
+    key = ("contents", id(profile), id(counter), counter.name, tags)
+    if memo is not None:
+        got = recall(memo, key)
+        if (
+            got is not None
+            and got[0] is profile
+            and got[1] is counter
+            and got[2] is snapshot.messages
+            and got[3] == (snapshot.earlier, hint)
+            and all(map(operator.is_, got[4], texts))
+            and all(map(operator.is_, got[5], _summaries(snapshot, profile)))
+        ):
+            return got[6]  # type: ignore[no-any-return]
+    contents: list[SectionContent] = []
+    for spec, text in zip(profile.sections, texts, strict=True):
+        if spec.source is SectionSource.MESSAGES:
+            ex, dropped = _prepared(snapshot, counter, tags)
+            contents.append(
+                filled(
+                    SectionContent, spec=spec, text=None, units=ex.units, costs=ex.costs,
+                    earlier=snapshot.earlier + dropped, tokens=None, alternative=None,
+                    alt_tokens=None, keep_from=hint, exchanges=ex,
+                )
+            )  # fmt: skip
+        elif text is None:
+            contents.append(SectionContent(spec))
+        else:
+            contents.append(_text_content(snapshot, spec, text, tags, counter))
+    if memo is not None:
+        held = (profile, counter, snapshot.messages, (snapshot.earlier, hint), texts)
+        remember(memo, key, (*held, _summaries(snapshot, profile), contents), _MAX_CONTENTS)
+    return contents
+
+
+def _summaries(snapshot: Snapshot, profile: Profile) -> list[str | None]:
+    """The summary file of each section (what :func:`_text_content` shortens to)."""
+    return [snapshot.content(f"{spec.content_key}:summary") for spec in profile.sections]
+
+
 WARNING_TAG = "context_warning"
 """Section added (before a trailing ``instructions``) when the context had to be cut."""
 
@@ -206,6 +262,28 @@ def _warning_text(tags: list[str]) -> str:
     )
 
 
+_WARNINGS: dict[tuple[str, tuple[str, ...]], SectionContent] = {}
+"""The warning section naming each set of cut sections, by counter name: the same
+text object assembly after assembly (its count and its rendering are found again)."""
+
+
+def _warning(cut: list[str], counter: TokenCounter) -> SectionContent:
+    """The ``context_warning`` section that names the ``cut`` sections."""
+    key = (counter.name, tuple(cut))
+    got = _WARNINGS.get(key)
+    if got is None:
+        text = _warning_text(cut)
+        got = filled(
+            SectionContent, spec=_WARNING_SPEC, text=text, units=(), costs=(), earlier=0,
+            tokens=count_small(counter, text), alternative=None, alt_tokens=None,
+            keep_from=None, exchanges=None,
+        )  # fmt: skip
+        if len(_WARNINGS) >= 256:
+            _WARNINGS.clear()  # rare: a process meets many sets of cut sections
+        _WARNINGS[key] = got
+    return got
+
+
 def _fit_with_warning(
     contents: list[SectionContent], budget: int, counter: TokenCounter
 ) -> FitResult:
@@ -222,12 +300,7 @@ def _fit_with_warning(
         if cut == named or not cut:
             break
         named = cut
-        text = _warning_text(cut)
-        note = filled(
-            SectionContent, spec=_WARNING_SPEC, text=text, units=(), costs=(), earlier=0,
-            tokens=count_small(counter, text), alternative=None, alt_tokens=None,
-            keep_from=None, exchanges=None,
-        )  # fmt: skip
+        note = _warning(cut, counter)
         at = len(contents)
         if contents and contents[-1].spec.tag == "instructions":
             at -= 1
@@ -257,34 +330,10 @@ def assemble_snapshot(
     if profile is None:
         profile = profiles.get(role)
     tags = profiles.tags
-    contents: list[SectionContent] = []
     window = snapshot.window if snapshot.messages else None
     hint_key = (counter.name, tags, profile.role, budget.tokens)
     hint = window.kept_from(hint_key, snapshot.id) if window is not None else None
-    for spec in profile.sections:
-        if spec.source is SectionSource.MESSAGES:
-            ex, dropped = _prepared(snapshot, counter, tags)
-            contents.append(
-                filled(
-                    SectionContent,
-                    spec=spec,
-                    text=None,
-                    units=ex.units,
-                    costs=ex.costs,
-                    earlier=snapshot.earlier + dropped,
-                    tokens=None,
-                    alternative=None,
-                    alt_tokens=None,
-                    keep_from=hint,
-                    exchanges=ex,
-                )
-            )
-            continue
-        text = _text(snapshot, spec, profile)
-        if text is None:
-            contents.append(SectionContent(spec))
-            continue
-        contents.append(_text_content(snapshot, spec, text, tags, counter))
+    contents = _contents(snapshot, profile, tags, counter, hint)
     result = _fit_with_warning(contents, budget.tokens, counter)
     if window is not None:
         kept = next((s.messages for s in result.sections if s.source == SectionSource.MESSAGES), ())
