@@ -229,3 +229,28 @@ def test_a_conversation_over_the_budget_takes_the_rest_as_the_passes_give_it(
                 slow = str(exc)
         assert fast == slow, budget
     assert any(took) is applies, took
+
+
+def test_fresh_snapshots_assemble_their_own_texts_and_messages(tmp_path: Path) -> None:
+    """Fresh snapshots of one conversation reuse the contents an earlier assembly
+    prepared only while the messages and texts are the same: a new task and a message
+    more each show in the next assembly, and going back shows the first prompt again
+    byte for byte."""
+    (tmp_path / ".personae").mkdir()
+    (tmp_path / ".personae" / "profiles.yaml").write_text(PROFILE, encoding="utf-8")
+    profiles = load_profiles(tmp_path)
+    msgs = _history(random.Random(31), 8)
+
+    def prompt(task: str, messages: list[ChatMessage]) -> str:
+        snap = Snapshot.build(
+            tmp_path, messages=messages, task=task, include_git_log=False, profiles=profiles
+        )
+        return assemble_snapshot(snap, "agent", Budget.absolute(50_000), COUNTER).render()
+
+    first = prompt("Fix the parser", msgs)
+    assert "Fix the parser" in first and prompt("Fix the parser", msgs) == first
+    other = prompt("Write the docs", msgs)
+    assert "Write the docs" in other and "Fix the parser" not in other
+    more = [*msgs, ChatMessage("user", "and the tests too", seq=len(msgs) + 1)]
+    assert "and the tests too" in prompt("Write the docs", more)
+    assert prompt("Fix the parser", msgs) == first
