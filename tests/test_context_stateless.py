@@ -36,6 +36,7 @@ from personae.context import _counted as _counted_mod
 from personae.context import _fresh as fresh_mod
 from personae.context import _pieces as _pieces_mod
 from personae.context import _textcut as _textcut_mod
+from personae.context import _turnshrink as turnshrink_mod
 from personae.context import fit as fit_mod
 from personae.context import history as history_mod
 from personae.context import snapshot as snapshot_mod
@@ -474,7 +475,7 @@ def test_water_level_is_the_largest_level_that_fits() -> None:
             cost = rng.choice([rng.randint(0, 30), rng.randint(0, 30_000)])
             pool.append((cost, min(cost, rng.randint(0, 40)), 0, 0))
         room = rng.randint(-5, sum(c for c, _, _, _ in pool) + 10)
-        got = history_mod._water_level(pool, room)
+        got = turnshrink_mod.water_level(pool, room)
         if total(pool, 0) > room:
             assert got is None
             continue
@@ -516,7 +517,7 @@ def test_cut_exchanges_are_counted_exactly_from_their_offsets(name: str) -> None
             pool = [(c, 0, 0, j) for j, c in enumerate(costs[0]) if j]
             made: history_mod.Cuts = {}
             held = round_ % 2 == 0  # the cuts in the process-wide memo, or the fitting's own
-            turn, _, shrunk = history_mod._apply_level(
+            turn, _, shrunk = turnshrink_mod.apply_level(
                 [unit], costs, (pool, level), counter, None if held else made
             )
             block = history_mod._render_cut(turn[0], counter, None if held else made)

@@ -23,18 +23,16 @@ from functools import cached_property
 from personae.context._counted import count_later
 from personae.context._lru import IdentityMemo, SizedMemo
 from personae.context._textcut import (
-    Cut,
     count_around,
     count_cuttable,
     count_small,
     count_text_around,
-    cut_text,
     recall_counts,
 )
+from personae.context._turnshrink import CUTS, Cuts, call_lines, header_line, shrink_turn
 from personae.context.messages import (
     CUT_ORIGIN_EVERY,
     ChatMessage,
-    ChatToolCall,
     Unit,
     latest_turn_start,
 )
@@ -51,32 +49,13 @@ __all__ = [
 ]
 
 _SEP = "\n\n"
-_ARGS_SHOWN = 2000
 _MESSAGES = operator.attrgetter("messages")
 _MAX_NOTICES = 4096
 
 
-def _header(msg: ChatMessage) -> str:
-    if msg.role == "tool":
-        return f"### tool result {msg.tool_call_id}\n"
-    return f"### {msg.role}\n"
-
-
-def _calls(msg: ChatMessage) -> str:
-    if not msg.tool_calls:
-        return ""
-    lines = []
-    for c in msg.tool_calls:
-        args = c.arguments
-        if len(args) > _ARGS_SHOWN:
-            args = f"{args[:_ARGS_SHOWN]}… [{len(args) - _ARGS_SHOWN} more characters of arguments]"
-        lines.append(f"\n→ call {c.id}: {c.name}({args})")
-    return "".join(lines)
-
-
 def render_message(msg: ChatMessage) -> str:
     """One message as Markdown (header line, content, tool call lines)."""
-    return f"{_header(msg)}{msg.content}{_calls(msg)}"
+    return f"{header_line(msg)}{msg.content}{call_lines(msg)}"
 
 
 _PREPARED: SizedMemo[tuple[str, frozenset[str], ChatMessage], tuple[ChatMessage, int]] = SizedMemo(
@@ -124,7 +103,7 @@ class MessageCosts:
                 self.counter,
                 itertools.chain(
                     (escape(m.content, tags) for m in todo),
-                    (_calls(m) for m in todo if m.tool_calls),
+                    (call_lines(m) for m in todo if m.tool_calls),
                 ),
             )
         return list(map(self.prepare, msgs))
@@ -140,8 +119,8 @@ class MessageCosts:
             body = msg.tokens
         else:
             body = count_cuttable(self.counter, msg.content) if msg.content else 0
-        extra = _calls(msg)
-        cost = count_small(self.counter, _header(msg)) + body
+        extra = call_lines(msg)
+        cost = count_small(self.counter, header_line(msg)) + body
         if extra:
             cost += count_small(self.counter, extra)
         return msg, cost
@@ -193,39 +172,6 @@ def _notice_cost(
     return got
 
 
-_OVERHEADS: dict[tuple[str, str, str | None, tuple[ChatToolCall, ...]], int] = {}
-"""Tokens of each header and call lines counted in this process (by what they show)."""
-_OVERHEADS_MAX = 1 << 14
-
-
-_OVERHEAD_BY_ID: IdentityMemo[ChatMessage, tuple[str, int]] = IdentityMemo(4096)
-"""The same counts by the message object (with the counter's name): the latest turn's
-messages, met at every budget, skip hashing their tool calls."""
-
-
-def _overhead(msg: ChatMessage, counter: TokenCounter) -> int:
-    """Tokens of a message's header and call lines (everything but the content)."""
-    same = _OVERHEAD_BY_ID.get(msg)
-    if same is not None and same[0] == counter.name:
-        return same[1]
-    got = _overhead_of(msg, counter)
-    _OVERHEAD_BY_ID.put(msg, (counter.name, got))
-    return got
-
-
-def _overhead_of(msg: ChatMessage, counter: TokenCounter) -> int:
-    """:func:`_overhead`, by what the header and call lines show."""
-    key = (counter.name, msg.role, msg.tool_call_id, msg.tool_calls)
-    got = _OVERHEADS.get(key)
-    if got is None:
-        extra = _calls(msg)
-        got = count_small(counter, _header(msg)) + (count_small(counter, extra) if extra else 0)
-        if len(_OVERHEADS) >= _OVERHEADS_MAX:
-            _OVERHEADS.clear()  # rare: a process meets many distinct calls
-        _OVERHEADS[key] = got
-    return got
-
-
 def render_unit(unit: Unit) -> str:
     """One exchange as Markdown: its messages separated by a blank line (remembered by
     its messages in the process)."""
@@ -236,15 +182,8 @@ def render_unit(unit: Unit) -> str:
     return got
 
 
-_CUTS: IdentityMemo[ChatMessage, Cut] = IdentityMemo(256)
-"""Messages whose content is a cut read off token offsets, with that cut: the exact
-count of their exchange is then read off the offsets too (see :func:`_render_cut`)."""
-
 _CUT_BLOCKS: IdentityMemo[Unit, str] = IdentityMemo(256)
 """Cut exchanges rendered, for the grid cuts met again."""
-
-Cuts = dict[int, Cut]
-"""Cuts made for one fitting, by the id of the message holding each (alive meanwhile)."""
 
 
 def _render_cut(unit: Unit, counter: TokenCounter, made: Cuts | None = None) -> str:
@@ -260,7 +199,7 @@ def _render_cut(unit: Unit, counter: TokenCounter, made: Cuts | None = None) -> 
         if held is not None:
             return held  # a grid cut met before (the same cut exchange object)
     msgs = unit.messages
-    cuts = [_CUTS.get(m) for m in msgs] if made is None else [made.get(id(m)) for m in msgs]
+    cuts = [CUTS.get(m) for m in msgs] if made is None else [made.get(id(m)) for m in msgs]
     if all(c is None for c in cuts):
         return render_unit(unit)
     rendered = [render_message(m) for m in msgs]
@@ -274,11 +213,11 @@ def _render_cut(unit: Unit, counter: TokenCounter, made: Cuts | None = None) -> 
         for j, (m, cut) in enumerate(zip(msgs, cuts, strict=True)):
             tail = _SEP if j < last else after
             if cut is not None:
-                n = count_around(counter, _header(m), cut, _calls(m) + tail)
+                n = count_around(counter, header_line(m), cut, call_lines(m) + tail)
                 if n is None:
                     return None
             else:  # an output left whole: read off its offsets too when they are known
-                n = count_text_around(counter, _header(m), m.content, _calls(m) + tail)
+                n = count_text_around(counter, header_line(m), m.content, call_lines(m) + tail)
                 if n is None:
                     n = count_small(counter, rendered[j] + tail)
             total += n
@@ -428,7 +367,7 @@ def fit_history(
         evicted_msgs, evicted_tokens = before_msgs, suffix_cost(0)
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
         made: Cuts = {}
-        turn, kept_costs, shrunk, fits, elided = _shrink_turn(
+        turn, kept_costs, shrunk, fits, elided = shrink_turn(
             list(units[last:]), [list(c) for c in ex.costs[last:]], counter, limit - head_cost, sep,
             made,
         )  # fmt: skip
@@ -542,7 +481,7 @@ def _partial(
     room -= notice_cost(ex.cum_msgs[k], ex.cum_cost[k])
     if room <= 0:
         return None
-    turn, new_costs, shrunk, fits, elided = _shrink_turn(
+    turn, new_costs, shrunk, fits, elided = shrink_turn(
         [unit], [list(costs)], counter, room, ex.sep
     )
     if not fits or elided or not shrunk:
@@ -608,7 +547,7 @@ def _grid_partial(
     held = _GRID_CUTS.get(key)
     if held is not None and held[0] is unit:
         return held[1]
-    turn, new_costs, shrunk, fits, elided = _shrink_turn(
+    turn, new_costs, shrunk, fits, elided = shrink_turn(
         [unit], [list(ex.costs[k])], counter, room, ex.sep
     )
     cost = sum(new_costs[0]) + ex.sep * len(new_costs[0])
@@ -648,149 +587,3 @@ def _anchor(heads: Sequence[int], s_min: int, last: int, batch: int) -> int:
     # Seqs only grow, so the grid cell changes first where a seq reaches the next cell.
     k = bisect.bisect_left(heads, (heads[k0 - 1] // batch + 1) * batch, k0, last)
     return k if k < last else s_min
-
-
-def _shrink_turn(  # noqa: PLR0917  # private
-    turn: list[Unit],
-    costs: list[list[int]],
-    counter: TokenCounter,
-    limit: int,
-    sep: int,
-    made: Cuts | None = None,
-) -> tuple[list[Unit], list[list[int]], int, bool, int]:
-    """Shrink tool outputs, then assistant texts, of the latest turn to fit ``limit``
-    (``made``: where the cuts go, else :data:`_CUTS`)."""
-    fixed, items, pools = _pools(turn, costs, counter, sep)
-    for pool, rest in pools:
-        level = _water_level(pool, limit - fixed - rest)
-        if level is None:
-            continue
-        turn, costs, shrunk = _apply_level(turn, costs, (pool, level), counter, made)
-        return turn, costs, shrunk, True, 0
-    # Last resort: every output becomes a notice, then middle steps of the turn are elided.
-    turn, costs, shrunk = _apply_level(turn, costs, (items, 0), counter, made)
-    elided = 0
-    while len(turn) > 2 and sum(sum(c) + sep * len(c) for c in costs) > limit:
-        elided += len(turn[1].messages)
-        del turn[1], costs[1]
-    fits = sum(sum(c) + sep * len(c) for c in costs) <= limit
-    return turn, costs, shrunk, fits, elided
-
-
-_Item = tuple[int, int, int, int]
-"""A message that may shrink: its cost, its floor (header and notice), unit and message
-index."""
-_Pools = tuple[int, list[_Item], tuple[tuple[list[_Item], int], ...]]
-"""Tokens that never shrink (other messages, separators), every item, and the pools
-shrunk in turn with the cost of the items outside each (tool outputs first)."""
-
-
-def _pools(turn: list[Unit], costs: list[list[int]], counter: TokenCounter, sep: int) -> _Pools:
-    """What :func:`_shrink_turn` shrinks in ``turn`` (remembered for the same exchange
-    objects and costs: the latest turn is shrunk again at every budget below its size)."""
-    held = _POOLS.get(turn[0]) if turn else None
-    if (
-        held is not None
-        and held[0] == (counter.name, sep)
-        and len(held[1]) == len(turn)
-        and all(map(operator.is_, held[1], turn))
-        and held[2] == costs
-    ):
-        return held[3]
-    fixed = 0
-    omitted = count_small(counter, _OMITTED)
-    items: list[_Item] = []
-    tools: list[bool] = []  # per item: a tool output (shrunk first)
-    for k, (u, c) in enumerate(zip(turn, costs, strict=True)):
-        for j, (m, cost) in enumerate(zip(u.messages, c, strict=True)):
-            fixed += sep
-            if m.role in ("tool", "assistant") and m.content:
-                floor = _overhead(m, counter) + omitted
-                items.append((cost, min(cost, floor), k, j))
-                tools.append(m.role == "tool")
-            else:
-                fixed += cost
-    only_tools = [it for it, tool in zip(items, tools, strict=True) if tool]
-    rest = sum(it[0] for it, tool in zip(items, tools, strict=True) if not tool)
-    got: _Pools = (fixed, items, ((only_tools, rest), (items, 0)))
-    if turn:
-        _POOLS.put(turn[0], ((counter.name, sep), tuple(turn), [list(c) for c in costs], got))
-    return got
-
-
-_POOLS: IdentityMemo[Unit, tuple[tuple[str, int], tuple[Unit, ...], list[list[int]], _Pools]] = (
-    IdentityMemo(256)
-)
-"""The shrinkable items of the turns shrunk lately, by their first exchange object."""
-
-
-_OMITTED = "[output omitted to fit the budget]"
-
-
-def _water_level(pool: list[tuple[int, int, int, int]], room: int) -> int | None:
-    """Largest per-item cap L with sum(max(floor, min(cost, L))) <= room, or None.
-
-    Each item grows one token per level from its floor to its cost (a floor is never
-    above its cost), so the total is linear between consecutive floors and costs: one
-    sweep over them in order finds the segment where it passes ``room`` and reads the
-    level off it."""
-    at = sum([fl for _, fl, _, _ in pool])  # every item at its floor
-    if at > room:
-        return None
-    if sum([c for c, _, _, _ in pool]) <= room:
-        return max([c for c, _, _, _ in pool], default=0)
-    growing = [(c, fl) for c, fl, _, _ in pool if fl < c]
-    events = sorted([(fl, 1) for _, fl in growing] + [(c, -1) for c, _ in growing])
-    prev, slope = 0, 0  # the level swept to, and how many items grow past it
-    for point, delta in events:
-        if point > prev:
-            grown = at + slope * (point - prev)
-            if grown > room:  # slope > 0: the total grew past ``room`` on this segment
-                return prev + (room - at) // slope
-            at, prev = grown, point
-        slope += delta
-    raise AssertionError("total(max cost) > room")  # pragma: no cover - checked above
-
-
-def _apply_level(
-    turn: list[Unit],
-    costs: list[list[int]],
-    at: tuple[list[_Item], int],
-    counter: TokenCounter,
-    made: Cuts | None,
-) -> tuple[list[Unit], list[list[int]], int]:
-    """Every item of the pool over the level cut to it (``at``: the pool and the level;
-    ``made``: where the cuts go, else :data:`_CUTS`)."""
-    pool, level = at
-    turn = list(turn)
-    costs = [list(c) for c in costs]
-    shrunk = 0
-    for cost, floor, k, j in pool:
-        if cost <= level:
-            continue
-        msg = turn[k].messages[j]
-        over = _overhead(msg, counter)
-        note = f"[output shortened to fit the budget: {len(msg.content):,} characters in full]"
-        body = cost - over  # the content's own count, known from the stored/first count
-        cut = (
-            cut_text(msg.content, level - over, counter, note, total=max(1, body))
-            if level > over
-            else None
-        )
-        if cut is not None and over + cut.tokens <= max(level, floor):
-            text, new_cost = cut.text, over + cut.tokens
-        else:
-            text, new_cost, cut = _OMITTED, floor, None
-        msgs = list(turn[k].messages)
-        msgs[j] = ChatMessage(
-            msg.role, text, msg.tool_calls, msg.tool_call_id, None, msg.seq, msg.counter
-        )
-        if cut is not None and cut.split:
-            if made is None:
-                _CUTS.put(msgs[j], cut)
-            else:
-                made[id(msgs[j])] = cut
-        turn[k] = Unit(tuple(msgs))
-        costs[k][j] = new_cost
-        shrunk += 1
-    return turn, costs, shrunk
