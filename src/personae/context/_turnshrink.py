@@ -38,16 +38,27 @@ def header_line(msg: ChatMessage) -> str:
 
 
 def call_lines(msg: ChatMessage) -> str:
-    """The lines of the tool calls a message makes (long arguments shortened)."""
-    if not msg.tool_calls:
+    """The lines of the tool calls a message makes (long arguments shortened),
+    remembered by the calls object (a shortened copy of a message shares it)."""
+    calls = msg.tool_calls
+    if not calls:
         return ""
-    lines = []
-    for c in msg.tool_calls:
-        args = c.arguments
-        if len(args) > _ARGS_SHOWN:
-            args = f"{args[:_ARGS_SHOWN]}… [{len(args) - _ARGS_SHOWN} more characters of arguments]"
-        lines.append(f"\n→ call {c.id}: {c.name}({args})")
-    return "".join(lines)
+    got = _CALL_LINES.get(calls)
+    if got is None:
+        lines = []
+        for c in calls:
+            args = c.arguments
+            if len(args) > _ARGS_SHOWN:
+                more = len(args) - _ARGS_SHOWN
+                args = f"{args[:_ARGS_SHOWN]}… [{more} more characters of arguments]"
+            lines.append(f"\n→ call {c.id}: {c.name}({args})")
+        got = "".join(lines)
+        _CALL_LINES.put(calls, got)
+    return got
+
+
+_CALL_LINES: IdentityMemo[tuple[ChatToolCall, ...], str] = IdentityMemo(4096)
+"""The call lines of the messages rendered lately, by their calls object."""
 
 
 _OVERHEADS: dict[tuple[str, str, str | None, tuple[ChatToolCall, ...]], int] = {}

@@ -8,7 +8,6 @@ refit once with the overrun taken off).
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,7 +17,7 @@ from personae.context._counted import render_counted
 from personae.context._lru import SizedMemo
 from personae.context._textcut import count_small, cut_text, outline, outline_cut
 from personae.context.history import Exchanges, fit_history
-from personae.context.messages import ChatMessage, Unit, latest_turn_start
+from personae.context.messages import ChatMessage, Unit
 from personae.context.render import SEPARATOR, close_tag, open_tag
 from personae.context.rules import FULL, Action, Bound, Rule
 from personae.context.spec import SectionSource, SectionSpec, Truncation
@@ -430,7 +429,7 @@ def _start(st: _State, budget: int, counter: TokenCounter) -> None:
             c.units, c.costs, count_small(counter, SEPARATOR)
         )
         st.requested = st.exchanges.tokens
-        if (spec.cap is None or spec.cap >= budget) and _turn_tokens(st.exchanges) > budget:
+        if (spec.cap is None or spec.cap >= budget) and st.exchanges.turn_tokens > budget:
             # Shrunk to the budget whatever else is shown: fitted once its room is known.
             st.over, st.want, st.allotted = True, budget, budget
             st.text, st.tokens, st.rule = "", budget + 1, _RULES[Action.SHRUNK]
@@ -448,24 +447,6 @@ def _start(st: _State, budget: int, counter: TokenCounter) -> None:
     st.rule = _RULES[Action.PINNED] if spec.pinned else FULL
     if not spec.pinned:
         st.floor_tokens = _floor(st, counter)
-
-
-_TURNS: dict[int, tuple[weakref.ref[Exchanges], int]] = {}
-"""Tokens of the latest turn of prepared conversations met in this process, by the
-``Exchanges`` (immutable; a fresh snapshot of one conversation gets the same object
-from its window): every fitting of every assembly reads it."""
-
-
-def _turn_tokens(ex: Exchanges) -> int:
-    """Tokens of the latest turn, which every form of the conversation shows."""
-    got = _TURNS.get(id(ex))
-    if got is not None and got[0]() is ex:
-        return got[1]
-    tokens = ex.cum_cost[-1] - ex.cum_cost[latest_turn_start(ex.units)] - ex.sep
-    if len(_TURNS) >= 256:
-        _TURNS.clear()  # rare: a process holding many conversations at once
-    _TURNS[id(ex)] = (weakref.ref(ex), tokens)
-    return tokens
 
 
 def known_cuts(contents: Sequence[SectionContent], budget: int) -> list[str] | None:
@@ -493,7 +474,7 @@ def known_cuts(contents: Sequence[SectionContent], budget: int) -> list[str] | N
     if history is None or history.exchanges is None:
         return None
     cap = history.spec.cap
-    if (cap is None or cap >= budget) and _turn_tokens(history.exchanges) > budget:
+    if (cap is None or cap >= budget) and history.exchanges.turn_tokens > budget:
         return [history.spec.tag]
     return None
 

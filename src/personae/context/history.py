@@ -266,6 +266,16 @@ class Exchanges:
         return cls(tuple(units), tuple(map(tuple, costs)), cum_cost, cum_msgs, blocks, sep)
 
     @cached_property
+    def latest(self) -> int:
+        """Index of the latest turn's first exchange (every form keeps the turn)."""
+        return latest_turn_start(self.units)
+
+    @cached_property
+    def turn_tokens(self) -> int:
+        """Tokens of the latest turn, which every form of the conversation shows."""
+        return self.cum_cost[-1] - self.cum_cost[self.latest] - self.sep
+
+    @cached_property
     def flat(self) -> tuple[ChatMessage, ...]:
         """Every message of the exchanges, oldest first (``cum_msgs`` indexes it)."""
         return tuple(itertools.chain.from_iterable(map(_MESSAGES, self.units)))
@@ -311,7 +321,7 @@ def fit_history(
     """
     units, cum_cost, cum_msgs, sep = ex.units, ex.cum_cost, ex.cum_msgs, ex.sep
     n = len(units)
-    last = latest_turn_start(units)
+    last = ex.latest
     # Suffix sums over the evictable part [0, last]: cost of units k..last-1.
     before_cost, before_msgs = cum_cost[last], cum_msgs[last]
 
@@ -569,7 +579,7 @@ the cut's)."""
 
 def _turn_msgs(ex: Exchanges) -> int:
     """Messages of the latest turn (always kept)."""
-    return ex.cum_msgs[-1] - ex.cum_msgs[latest_turn_start(ex.units)]
+    return ex.cum_msgs[-1] - ex.cum_msgs[ex.latest]
 
 
 def _unit_at(heads: Sequence[int], seq: int, last: int) -> int | None:
