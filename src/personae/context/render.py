@@ -13,13 +13,33 @@ SEPARATOR = "\n\n"
 
 
 def open_tag(tag: str) -> str:
-    """The opening line of a section (tag plus newline)."""
-    return f"<{tag}>\n"
+    """The opening line of a section (tag plus newline); the same string object for
+    the same tag (a prompt's groups are looked up with the hashes it keeps)."""
+    got = _OPEN.get(tag)
+    if got is None:
+        got = _held(_OPEN, tag, f"<{tag}>\n")
+    return got
 
 
 def close_tag(tag: str) -> str:
-    """The closing line of a section (newline plus tag)."""
-    return f"\n</{tag}>"
+    """The closing line of a section (newline plus tag); the same string object for
+    the same tag."""
+    got = _CLOSE.get(tag)
+    if got is None:
+        got = _held(_CLOSE, tag, f"\n</{tag}>")
+    return got
+
+
+_OPEN: dict[str, str] = {}
+_CLOSE: dict[str, str] = {}
+
+
+def _held(lines: dict[str, str], tag: str, line: str) -> str:
+    """``line`` remembered for ``tag`` (the lines of the 1,024 tags met last at most)."""
+    if len(lines) >= 1024:
+        lines.clear()  # rare: a process renders far more tags than profiles name
+    lines[tag] = line
+    return line
 
 
 @lru_cache(maxsize=64)
