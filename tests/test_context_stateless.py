@@ -252,6 +252,42 @@ def test_cut_counts_follow_token_offsets() -> None:
                 assert cut is not None and cut.tokens == COUNTER.count(cut.text) <= limit
 
 
+LINE_ENDS = [
+    "The parser reads each token. It stops at the end; then it returns.\n",
+    "日本語のテキストと中文内容混合在一起。データベースの接続に失敗しました。",
+    "value 12345\nnext 678 and 9\n",
+    "a list.\nb\n\nc, d; e!\n",
+    "word  \nword\t\nend\n",
+    "ﬁx 🙂 done ²\nnaïve café\n",
+    "def f(x):\n    return x.y  # ok\n",
+]
+
+
+def test_cuts_ending_where_a_piece_ends_are_counted_from_offsets_alone() -> None:
+    """A cut whose kept part ends in a letter or digit where a piece of the text ends
+    (before punctuation, at a space before a word, before a newline) is counted from
+    the text's token offsets alone (the newline before its notice starts a piece); each
+    cut's count, and the count before its notice, are exact."""
+    note = "[shortened]"
+    at_piece_end = 0
+    for base in LINE_ENDS:
+        text = base * 40
+        for limit in range(20, COUNTER.count(text), 9):
+            cut = cut_text(text, limit, COUNTER, note, total=COUNTER.count(text))
+            assert cut is not None and cut.tokens == COUNTER.count(cut.text) <= limit
+            if cut.split:
+                assert cut.before == COUNTER.count(cut.text[: cut.split]), (base, limit)
+            kept = cut.text.removesuffix("\n" + note)
+            end = len(kept)
+            if (
+                kept
+                and kept[-1].isalnum()
+                and (text[end] == "\n" or _starts_piece(text, end, len(text)))
+            ):
+                at_piece_end += 1
+    assert at_piece_end > 100, at_piece_end
+
+
 def test_fresh_snapshots_follow_a_root_link_and_file_changes(tmp_path: Path) -> None:
     """Fresh snapshots reuse the process's resolution of the root and its hashed head
     (texts, paths): a link re-pointed to another project, or a file changed, is seen

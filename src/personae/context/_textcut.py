@@ -499,7 +499,9 @@ def _from_starts(
         if keep_head:
             kept = text[:k].rstrip("\n")
             joined = f"{kept}\n{notice}" if kept else notice
-            split = _head_split(text, len(kept), starts, counter)
+            split = _line_end(text, len(kept), starts, counter) or _head_split(
+                text, len(kept), starts, counter
+            )
             if split is None:
                 tokens = counter.count(joined)
             else:
@@ -514,6 +516,25 @@ def _from_starts(
         if tokens <= limit:
             return Cut(text=joined, tokens=tokens)
         j -= tokens - limit
+    return None
+
+
+def _line_end(
+    text: str, end: int, starts: _Starts, counter: TokenCounter
+) -> tuple[int, int] | None:
+    """``(end, tokens before end)`` when ``text[:end]`` followed by a newline counts the
+    tokens of ``text`` before ``end`` plus the newline's: a piece of ``text`` ends at
+    ``end`` whatever follows (a piece starts there, or a newline follows a letter or
+    digit) and the kept part ends in a letter or digit, which no piece joins to a
+    newline (only punctuation takes newlines, and spaces before them). ``None``
+    otherwise: the kept part's last piece is counted (:func:`_head_split`)."""
+    if (
+        counter.name in SPLITTABLE
+        and 0 < end < len(text)
+        and text[end - 1].isalnum()
+        and (text[end] == "\n" or starts_piece(text, end, len(text)))
+    ):
+        return end, starts.tokens_before(end)
     return None
 
 
