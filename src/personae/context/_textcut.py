@@ -360,7 +360,9 @@ class _Starts(Sequence[int]):
             _learn(self.encoding, chunk)
         leads, inside = _token_table(self.encoding)
         acc = itertools.accumulate(map(leads.__getitem__, chunk), initial=self.chars)
-        if self.ascii_only:  # no token starts inside a character
+        if self.ascii_only or not any(map(inside.__getitem__, chunk)):
+            # No token starts inside a character (in CJK text too, mostly): a token's
+            # offset is the characters its predecessors started.
             self.done.extend(acc)
         else:
             self.done.extend(

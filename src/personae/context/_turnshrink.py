@@ -185,14 +185,17 @@ def water_level(pool: list[tuple[int, int, int, int]], room: int) -> int | None:
     Each item grows one token per level from its floor to its cost (a floor is never
     above its cost), so the total is linear between consecutive floors and costs: one
     sweep over them in order finds the segment where it passes ``room`` and reads the
-    level off it."""
-    at = sum([fl for _, fl, _, _ in pool])  # every item at its floor
+    level off it (the sorted floors and costs of a pool are remembered: the latest
+    turn's pools are swept again at every budget below its size)."""
+    steps = _STEPS.get(pool)
+    if steps is None:
+        steps = _steps(pool)
+        _STEPS.put(pool, steps)
+    at, whole, top, events = steps
     if at > room:
         return None
-    if sum([c for c, _, _, _ in pool]) <= room:
-        return max([c for c, _, _, _ in pool], default=0)
-    growing = [(c, fl) for c, fl, _, _ in pool if fl < c]
-    events = sorted([(fl, 1) for _, fl in growing] + [(c, -1) for c, _ in growing])
+    if whole <= room:
+        return top
     prev, slope = 0, 0  # the level swept to, and how many items grow past it
     for point, delta in events:
         if point > prev:
@@ -202,6 +205,23 @@ def water_level(pool: list[tuple[int, int, int, int]], room: int) -> int | None:
             at, prev = grown, point
         slope += delta
     raise AssertionError("total(max cost) > room")  # pragma: no cover - checked above
+
+
+_Steps = tuple[int, int, int, list[tuple[int, int]]]
+"""A pool's total at its floors, its total whole, its largest cost, and its floors and
+costs in order (each with +1 or -1: an item starts or stops growing there)."""
+
+
+def _steps(pool: list[_Item]) -> _Steps:
+    """What :func:`water_level` sweeps for ``pool``."""
+    growing = [(c, fl) for c, fl, _, _ in pool if fl < c]
+    events = sorted([(fl, 1) for _, fl in growing] + [(c, -1) for c, _ in growing])
+    costs = [c for c, _, _, _ in pool]
+    return sum([fl for _, fl, _, _ in pool]), sum(costs), max(costs, default=0), events
+
+
+_STEPS: IdentityMemo[list[_Item], _Steps] = IdentityMemo(256)
+"""The steps of the pools swept lately, by the pool object."""
 
 
 def apply_level(
