@@ -27,27 +27,33 @@ class TokenCounter(Protocol):
 
 
 class CounterBase:
-    """What the counters share: a name, whether counts are exact, a calibration factor."""
+    """What the counters share: a name, whether counts are exact, a calibration factor.
 
-    __slots__ = ("_factor", "_name")
+    ``name`` and ``exact`` are attributes set once, not properties: the context engine
+    reads them at every count it looks up (about twenty times a prompt)."""
+
+    __slots__ = {
+        "_factor": "Calibration factor (see :attr:`factor`).",
+        "exact": "True when counts are the tokenizer's own (not an estimate).",
+        "name": "Counter name shown in reports: the encoding (``o200k_base``), or"
+        " ``estimate:<family>`` plus ``@x<factor>`` when calibrated.",
+    }
 
     EXACT: ClassVar[bool] = False
     """True for counters that run the tokenizer itself."""
 
+    name: str
+    exact: bool
+
     def __init__(self, name: str, factor: float = 1.0) -> None:
-        self._name = name
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "exact", self.EXACT)
         self._factor = factor
 
-    @property
-    def name(self) -> str:
-        """Counter name shown in reports: the encoding (``o200k_base``), or
-        ``estimate:<family>`` plus ``@x<factor>`` when calibrated."""
-        return self._name
-
-    @property
-    def exact(self) -> bool:
-        """True when counts are the tokenizer's own (not an estimate)."""
-        return self.EXACT
+    def __setattr__(self, attr: str, value: object) -> None:
+        if attr in ("name", "exact"):
+            raise AttributeError(f"{type(self).__name__}.{attr} cannot be changed")
+        object.__setattr__(self, attr, value)
 
     @property
     def factor(self) -> float:

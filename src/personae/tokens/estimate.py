@@ -128,4 +128,4 @@ class EstimateCounter(CounterBase):
         return max(1, math.ceil(self.raw(text) * self._factor * (1.0 + self._margin)))
 
     def __repr__(self) -> str:
-        return f"EstimateCounter({self._name!r}, safety_margin={self._margin})"
+        return f"EstimateCounter({self.name!r}, safety_margin={self._margin})"

@@ -143,7 +143,7 @@ class ExactCounter(CounterBase):
         return [len(tokens) for tokens in encoded]
 
     def __repr__(self) -> str:
-        return f"ExactCounter({self._name!r})"
+        return f"ExactCounter({self.name!r})"
 
 
 def exact_counter(name: str = "o200k_base") -> ExactCounter:
