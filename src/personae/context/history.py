@@ -19,6 +19,7 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import NamedTuple
 
 from personae.context._counted import count_later
 from personae.context._lru import IdentityMemo, SizedMemo
@@ -126,9 +127,8 @@ class MessageCosts:
         return msg, cost
 
 
-@dataclass(frozen=True)
-class HistoryFit:
-    """The kept part of a conversation."""
+class HistoryFit(NamedTuple):
+    """The kept part of a conversation (a named tuple: one is built per fitting)."""
 
     messages: tuple[ChatMessage, ...]
     """Kept messages (latest-turn contents possibly shortened)."""
