@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from personae.models.resolve import PROVIDERS
@@ -111,3 +113,23 @@ def test_an_openai_compatible_openai_name_counts_like_openai() -> None:
     assert (compatible.context_window, compatible.safety_margin) == (
         openai.context_window, openai.safety_margin,
     )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: ExactCounter("o200k_base"), lambda: EstimateCounter("claude", factor=1.2)]
+)
+def test_a_counter_keeps_its_name_and_exactness_and_copies_and_pickles(
+    make: Callable[[], TokenCounter],
+) -> None:
+    """A counter's name and exactness are set once: assigning either raises, and a copy or
+    an unpickled counter has them and counts the same."""
+    import copy
+    import pickle
+
+    counter = make()
+    for attr, value in (("name", "other"), ("exact", not counter.exact)):
+        with pytest.raises(AttributeError, match=f"{attr} cannot be changed"):
+            setattr(counter, attr, value)
+    for clone in (copy.copy(counter), pickle.loads(pickle.dumps(counter))):
+        assert (clone.name, clone.exact) == (counter.name, counter.exact)
+        assert clone.count("one two three") == counter.count("one two three")

@@ -46,12 +46,14 @@ class CounterBase:
     exact: bool
 
     def __init__(self, name: str, factor: float = 1.0) -> None:
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "exact", self.EXACT)
+        self.name = name
+        self.exact = self.EXACT
         self._factor = factor
 
     def __setattr__(self, attr: str, value: object) -> None:
-        if attr in ("name", "exact"):
+        """Set an attribute; ``name`` and ``exact`` only once (by the constructor, or
+        when a copy or an unpickled counter is filled in)."""
+        if attr in ("name", "exact") and hasattr(self, attr):
             raise AttributeError(f"{type(self).__name__}.{attr} cannot be changed")
         object.__setattr__(self, attr, value)
 
