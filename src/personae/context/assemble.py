@@ -24,7 +24,7 @@ from personae.context.render import escape
 from personae.context.report import BudgetReport, HistoryPath, SectionReport
 from personae.context.rules import Action, Rule
 from personae.context.snapshot import Snapshot
-from personae.context.spec import Profile, SectionSource, SectionSpec, Truncation
+from personae.context.spec import Profile, SectionSource, SectionSpec, Truncation, section_keys
 from personae.context.window import exchanges_of
 from personae.project import CommandsConfig
 from personae.tokens.base import TokenCounter
@@ -141,7 +141,7 @@ def _text(snapshot: Snapshot, spec: SectionSpec, profile: Profile) -> str | None
         and any(s.source is SectionSource.DECISIONS for s in profile.sections)
     ):
         return snapshot.step_without_decisions
-    return snapshot.content(spec.content_key)
+    return snapshot.content(section_keys(spec)[0])
 
 
 _MAX_CONTENTS = 256
@@ -153,7 +153,7 @@ def _text_content(
 ) -> SectionContent:
     """A text section's escaped content and counts; the window's from an earlier turn
     when the spec, the texts (the same objects: files not read again) and tags are."""
-    alt = snapshot.content(f"{spec.content_key}:summary")
+    alt = snapshot.content(section_keys(spec)[1])
     memo = snapshot.window.contents if snapshot.window is not None else None
     key = (id(spec), counter.name)
     if memo is not None:
@@ -227,7 +227,7 @@ def _contents(
 
 def _summaries(snapshot: Snapshot, profile: Profile) -> list[str | None]:
     """The summary file of each section (what :func:`_text_content` shortens to)."""
-    return [snapshot.content(f"{spec.content_key}:summary") for spec in profile.sections]
+    return [snapshot.content(section_keys(spec)[1]) for spec in profile.sections]
 
 
 WARNING_TAG = "context_warning"

@@ -20,7 +20,7 @@ from personae.context.history import Exchanges, fit_history
 from personae.context.messages import ChatMessage, Unit
 from personae.context.render import SEPARATOR, close_tag, open_tag
 from personae.context.rules import FULL, Action, Bound, Rule
-from personae.context.spec import SectionSource, SectionSpec, Truncation
+from personae.context.spec import SectionSource, SectionSpec, Truncation, section_keys
 from personae.errors import BudgetExceededError
 from personae.tokens.base import TokenCounter
 
@@ -703,7 +703,7 @@ def _fitted(st: _State, budget: int) -> FittedSection:
         kept=st.tokens,
         rule=str(st.rule),
         messages=st.messages,
-        key=spec.content_key,
+        key=section_keys(spec)[0],
         outcome=st.rule,
         target=None if spec.share is None else int(spec.share * budget),
     )

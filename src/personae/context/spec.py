@@ -7,6 +7,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from personae.context._lru import IdentityMemo
+
 __all__ = [
     "DEFAULT_NOTICE",
     "SOURCES",
@@ -14,6 +16,7 @@ __all__ = [
     "SectionSource",
     "SectionSpec",
     "Truncation",
+    "section_keys",
 ]
 
 DEFAULT_NOTICE = "[… {tag} truncated to fit the budget: about {omitted} of {total} tokens omitted]"
@@ -187,3 +190,19 @@ class Profile(BaseModel):
             if s.tag == tag:
                 return s
         return None
+
+
+_KEYS: IdentityMemo[SectionSpec, tuple[str, str]] = IdentityMemo(1024)
+"""The snapshot keys of the section specs assembled lately (a spec is immutable)."""
+
+
+def section_keys(spec: SectionSpec) -> tuple[str, str]:
+    """The snapshot keys of ``spec``'s text (:attr:`SectionSpec.content_key`) and of its
+    summary file, remembered by the spec (assembly reads them for every section of every
+    prompt)."""
+    got = _KEYS.get(spec)
+    if got is None:
+        key = spec.content_key
+        got = (key, f"{key}:summary")
+        _KEYS.put(spec, got)
+    return got
