@@ -233,9 +233,9 @@ def test_a_conversation_over_the_budget_takes_the_rest_as_the_passes_give_it(
 
 def test_fresh_snapshots_assemble_their_own_texts_and_messages(tmp_path: Path) -> None:
     """Fresh snapshots of one conversation reuse the contents an earlier assembly
-    prepared only while the messages and texts are the same: a new task and a message
-    more each show in the next assembly, and going back shows the first prompt again
-    byte for byte."""
+    prepared only while the messages and texts are the same: a new task, a message more
+    and an edited message each show in the next assembly, equal copies of the messages
+    do not change it, and going back shows the first prompt again byte for byte."""
     (tmp_path / ".personae").mkdir()
     (tmp_path / ".personae" / "profiles.yaml").write_text(PROFILE, encoding="utf-8")
     profiles = load_profiles(tmp_path)
@@ -253,4 +253,10 @@ def test_fresh_snapshots_assemble_their_own_texts_and_messages(tmp_path: Path) -
     assert "Write the docs" in other and "Fix the parser" not in other
     more = [*msgs, ChatMessage("user", "and the tests too", seq=len(msgs) + 1)]
     assert "and the tests too" in prompt("Write the docs", more)
+    assert prompt("Fix the parser", msgs) == first
+    # Equal copies of the messages are the same conversation; an edited one is not.
+    assert prompt("Fix the parser", [dataclasses.replace(m) for m in msgs]) == first
+    edited = list(msgs)
+    edited[4] = dataclasses.replace(edited[4], content="an edited message")
+    assert "an edited message" in prompt("Fix the parser", edited)
     assert prompt("Fix the parser", msgs) == first

@@ -22,7 +22,6 @@ passes again).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Hashable
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeVar
@@ -132,7 +131,9 @@ def _messages(
     k = len(held)
     if len(given) < k or (not k and given):  # fewer, or a history where there was none
         return False, None, ()
-    if all(map(operator.is_, given, held)):  # the first k
+    if (given if type(given) is tuple and len(given) == k else tuple(given[:k])) == held:
+        # The first k are the held messages (the same objects: one C-speed comparison
+        # that checks identity first; equal messages are as good).
         more = as_chat(given[k:]) if len(given) > k else ()
         return True, held + more if more else held, more
     chat = as_chat(given)
