@@ -166,17 +166,75 @@ def test_resumed_chain_step_side_effect_happens_once(tmp_path: Path) -> None:
     assert (root / "side.txt").read_text().splitlines() == ["once"]
 
 
-def test_run_tied_timeout_kills_the_whole_group(tmp_path: Path) -> None:
-    """`!command` injection and `git log` use run_tied: a timeout kills background jobs too."""
+@pytest.mark.parametrize("fork_free", [False, True])
+def test_run_tied_timeout_kills_the_whole_group(tmp_path: Path, fork_free: bool) -> None:
+    """`!command` injection (tied) and `git log` (fork-free) use run_tied: a timeout
+    kills background jobs too."""
     from personae.procs import RUN_PROCESSES, run_tied
 
     token = new_token()
     with pytest.raises(subprocess.TimeoutExpired):
-        run_tied(["sh", "-c", f"sleep 900.{token} & sleep 901.{token}"], cwd=tmp_path, timeout=1)
+        run_tied(
+            ["sh", "-c", f"sleep 900.{token} & sleep 901.{token}"],
+            cwd=tmp_path, timeout=1, fork_free=fork_free,
+        )  # fmt: skip
     assert settle(token, limit=2) == []
     assert RUN_PROCESSES.groups == frozenset()
-    done = run_tied(["sh", "-c", "echo out; echo err >&2; exit 3"], cwd=tmp_path, timeout=30)
+    done = run_tied(
+        ["sh", "-c", "echo out; echo err >&2; exit 3"], cwd=tmp_path, timeout=30,
+        fork_free=fork_free,
+    )  # fmt: skip
     assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")
+
+
+@pytest.mark.parametrize("fork_free", [False, True])
+def test_run_tied_gives_the_output_as_subprocess_text_mode_does(
+    tmp_path: Path, fork_free: bool
+) -> None:
+    """Output read to its end (far over a pipe's buffer, on both streams at once), decoded
+    as ``subprocess`` decodes text: undecodable bytes replaced, universal newlines."""
+    from personae.procs import run_tied
+
+    script = (
+        "import sys; o, e = sys.stdout.buffer, sys.stderr.buffer\n"
+        "for i in range(3000):\n"
+        "    o.write(b'line %d \\xff\\r\\n' % i + b'x' * 100 + b'\\r')\n"
+        "    e.write(b'e' * 99 + b'\\n')\n"
+    )
+    argv = [sys.executable, "-c", script]
+    done = run_tied(argv, cwd=tmp_path, timeout=60, fork_free=fork_free)
+    ref = subprocess.run(
+        argv, cwd=tmp_path, capture_output=True, text=True, errors="replace", check=False
+    )
+    assert len(done.stdout) > 300_000 and len(done.stderr) == 300_000
+    assert (done.returncode, done.stdout, done.stderr) == (0, ref.stdout, ref.stderr)
+    assert "\r" not in done.stdout and "\ufffd" in done.stdout
+
+
+def test_run_tied_times_out_when_a_background_job_keeps_the_output_open(tmp_path: Path) -> None:
+    """The command exits at once but a job it left holds its output open: the timeout
+    still ends the wait and kills that job with the group."""
+    from personae.procs import run_tied
+
+    token = new_token()
+    started = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_tied(["sh", "-c", f"sleep 902.{token} & echo bye"], cwd=tmp_path, timeout=1,
+                 fork_free=True)  # fmt: skip
+    assert time.monotonic() - started < 30
+    assert settle(token, limit=2) == []
+
+
+@pytest.mark.parametrize("fork_free", [False, True])
+def test_run_tied_starts_the_command_in_its_own_session(tmp_path: Path, fork_free: bool) -> None:
+    """Both kinds lead a new session (so a group of their own, killed as one, and no
+    terminal whose Ctrl-C or prompts reach them)."""
+    from personae.procs import run_tied
+
+    probe = "import os; print(os.getpid(), os.getpgid(0), os.getsid(0))"
+    done = run_tied([sys.executable, "-c", probe], cwd=tmp_path, timeout=30, fork_free=fork_free)
+    pid, pgid, sid = map(int, done.stdout.split())
+    assert pid == pgid == sid != os.getsid(0)
 
 
 TIED = """
