@@ -431,8 +431,8 @@ def _choose_start(  # noqa: PLR0917  # private, called once
     ``cut_step``, ``batch``)."""
     (s_min, last, hinted), limit, (low_water, cut_step, batch) = at, limits[0], grids
     cum_cost, cum_msgs = ex.cum_cost, ex.cum_msgs
-    if cum_cost[-1] - cum_cost[last] + notice_cost(cum_msgs[last], cum_cost[last]) > limit:
-        return last, None  # the latest turn alone is over: shrunk, whatever comes before
+    if _turn_alone_over(ex, limit, notice_cost):
+        return last, None  # shrunk, whatever comes before: no start to choose
     if s_min == 0 and cum_cost[-1] + notice_cost(0, 0) <= limit:
         return 0, None
     if hinted is not None and hinted >= s_min:
@@ -449,6 +449,13 @@ def _choose_start(  # noqa: PLR0917  # private, called once
         if start >= 0:
             return start, grid
     return _anchor(ex.heads, s_min, last, batch), None  # when the message count binds
+
+
+def _turn_alone_over(ex: Exchanges, limit: int, notice_cost: Callable[[int, int], int]) -> bool:
+    """The latest turn, with the notice for everything before it, is over ``limit``: the
+    fit shrinks the turn whatever start is chosen (a shortcut past choosing one)."""
+    cum_cost, cum_msgs, last = ex.cum_cost, ex.cum_msgs, ex.latest
+    return cum_cost[-1] - cum_cost[last] + notice_cost(cum_msgs[last], cum_cost[last]) > limit
 
 
 _GRID_STEPS = sorted({math.isqrt(math.isqrt(1 << i)) for i in range(200)})
