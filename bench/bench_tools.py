@@ -77,6 +77,11 @@ def main() -> None:
                 _time(lambda: dispatch("run_shell", command="true"), 5),
                 "ms",
             ),
+            (  # the command's own 30 ms, plus what noticing its end costs
+                "run_shell 'sleep 0.03' round trip",
+                _time(lambda: dispatch("run_shell", command="sleep 0.03"), 5),
+                "ms",
+            ),
         ]
         loop.close()
     scale = {"us": 1e6, "ms": 1e3}

@@ -72,6 +72,25 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     assert _wait_dead(child), f"background child {child} survived the timeout"
 
 
+@pytest.mark.parametrize("descriptor", ["process descriptor", "none (polling)"])
+def test_exit_output_and_timeout_with_and_without_a_process_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, descriptor: str
+) -> None:
+    """The exit is waited for on a process descriptor where one opens; without one
+    (not Linux) by polling: both give the output, the exit code and the timeout."""
+    if descriptor.startswith("none"):
+        monkeypatch.delattr(os, "pidfd_open")
+    tools = _subset(tmp_path, shell_timeout=5.0, shell_sandbox="off")
+    assert sh(tools, "sleep 0.05; echo out").startswith("out\n")
+    with pytest.raises(ToolError) as info:
+        sh(tools, "echo partial; exit 4")
+    assert info.value.data["exit_code"] == 4 and "partial" in str(info.value)
+    started = time.monotonic()
+    with pytest.raises(ToolError, match=r"timed out after 0\.4s"):
+        sh(tools, "echo begun; sleep 30", timeout=0.4)
+    assert time.monotonic() - started < 4.0
+
+
 def test_model_cannot_raise_the_timeout(tmp_path: Path) -> None:
     tools = _subset(tmp_path, shell_timeout=0.3)
     with pytest.raises(ToolError, match=r"timed out after 0\.3s"):

@@ -210,12 +210,19 @@ def _killpg(pid: int) -> None:
 async def _wait_exit(proc: asyncio.subprocess.Process, timeout: float | None) -> bool:
     """Whether ``proc`` exited within ``timeout`` s.
 
-    Polls ``returncode``: on Python 3.11 ``proc.wait()`` also waits for the
-    pipes to close, which a background child can hold open indefinitely.
+    Not ``proc.wait()``: on Python 3.11 it also waits for the pipes to close,
+    which a background child can hold open indefinitely. Where a process
+    descriptor opens (Linux), the exit wakes the wait (:func:`_exit_seen`), then
+    ``returncode`` is looked at from 0.5 ms on until asyncio's child watcher has
+    set it; elsewhere it is looked at from 2 ms on, doubling up to 50 ms (a
+    command ending at 31 ms was seen at 62).
     """
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
-    delay = 0.002
+    seen = await _exit_seen(proc, timeout)
+    if seen is False:
+        return False
+    delay = 0.0005 if seen else 0.002
     while proc.returncode is None:
         if deadline is not None:
             remaining = deadline - loop.time()
@@ -224,6 +231,36 @@ async def _wait_exit(proc: asyncio.subprocess.Process, timeout: float | None) ->
             delay = min(delay, remaining)
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.05)
+    return True
+
+
+async def _exit_seen(proc: asyncio.subprocess.Process, timeout: float | None) -> bool | None:
+    """Wait for ``proc``'s exit on a process descriptor: ``True`` once it has exited,
+    ``False`` at ``timeout`` s, ``None`` when no descriptor opens (not Linux, or the
+    process is already reaped)."""
+    try:
+        exit_fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        return None
+    loop = asyncio.get_running_loop()
+    exited: asyncio.Future[None] = loop.create_future()
+
+    def seen() -> None:
+        if not exited.done():
+            exited.set_result(None)
+
+    try:
+        loop.add_reader(exit_fd, seen)
+    except (NotImplementedError, OSError, ValueError):  # a loop that cannot watch it
+        os.close(exit_fd)
+        return None
+    try:
+        await asyncio.wait_for(exited, timeout)
+    except TimeoutError:
+        return False
+    finally:
+        loop.remove_reader(exit_fd)
+        os.close(exit_fd)
     return True
 
 
