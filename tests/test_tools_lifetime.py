@@ -225,6 +225,15 @@ def test_run_tied_times_out_when_a_background_job_keeps_the_output_open(tmp_path
     assert settle(token, limit=2) == []
 
 
+def test_run_tied_takes_a_timeout_past_what_one_poll_can_wait(tmp_path: Path) -> None:
+    """A project may set a `!command` timeout of any size (``timeout: 1e12``): the wait
+    polls in bounded steps instead of overflowing ``poll``'s milliseconds."""
+    from personae.procs import run_tied
+
+    done = run_tied(["sh", "-c", "sleep 0.1; echo late"], cwd=tmp_path, timeout=1e12)
+    assert (done.returncode, done.stdout) == (0, "late\n")
+
+
 @pytest.mark.parametrize("fork_free", [False, True])
 def test_run_tied_starts_the_command_in_its_own_session(tmp_path: Path, fork_free: bool) -> None:
     """Both kinds lead a new session (so a group of their own, killed as one, and no

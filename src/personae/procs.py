@@ -380,7 +380,7 @@ def _output(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes
             left = deadline - time.monotonic()
             if left <= 0:
                 raise subprocess.TimeoutExpired(proc.args, timeout)
-            for fd, _event in poller.poll(left * 1000):
+            for fd, _event in poller.poll(min(left, _POLL_MAX) * 1000):
                 data = b"" if fd == exit_fd else os.read(fd, 65536)
                 if data:
                     chunks[fd].append(data)
@@ -392,6 +392,11 @@ def _output(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes
     proc.wait()
     out, err = (b"".join(chunks[fd]) for fd in (proc.stdout.fileno(), proc.stderr.fileno()))
     return out, err
+
+
+_POLL_MAX = 86_400.0
+"""The longest single ``poll`` in seconds (its timeout is an int of milliseconds); a
+longer wait polls again."""
 
 
 def _text(data: bytes) -> str:
