@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
-from personae.context._lru import SizedMemo
+from personae.context._lru import SizedMemo, hold
 from personae.tokens.exact import exact_counter
 
 COUNTER = exact_counter("o200k_base")
@@ -32,6 +32,14 @@ def _project(root: Path, extra: str) -> Path:
         encoding="utf-8",
     )
     return root
+
+
+def test_hold_keeps_at_most_its_limit_and_empties_when_full() -> None:
+    memo: dict[int, str] = {}
+    assert [hold(memo, k, f"v{k}", 3) for k in range(3)] == ["v0", "v1", "v2"]
+    assert memo == {0: "v0", 1: "v1", 2: "v2"}
+    assert hold(memo, 3, "v3", 3) == "v3"
+    assert memo == {3: "v3"}  # full: emptied before the new entry
 
 
 def test_fresh_snapshots_escape_for_their_own_tags(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ import threading
 from collections import OrderedDict
 from typing import Generic, TypeVar
 
-__all__ = ["IdentityMemo", "SizedMemo", "recall", "remember"]
+__all__ = ["IdentityMemo", "SizedMemo", "hold", "recall", "remember"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -43,6 +43,16 @@ def remember(memo: OrderedDict[K, V], key: K, value: V, limit: int) -> None:
             memo.popitem(last=False)
         except KeyError:  # another thread emptied it just now
             pass
+
+
+def hold(memo: dict[K, V], key: K, value: V, limit: int) -> V:
+    """Store ``value`` for ``key`` in a memo that is emptied once it holds ``limit``
+    entries, and return it: for memos read on every prompt whose keys rarely vary (a
+    plain ``dict.get`` per hit, no use order kept)."""
+    if len(memo) >= limit:
+        memo.clear()
+    memo[key] = value
+    return value
 
 
 class SizedMemo(Generic[K, V]):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import operator
 
-from personae.context._lru import IdentityMemo
+from personae.context._lru import IdentityMemo, hold
 from personae.context._textcut import Cut, count_small, cut_text
 from personae.context.messages import ChatMessage, ChatToolCall, Unit
 from personae.tokens.base import TokenCounter
@@ -88,9 +88,7 @@ def _overhead_of(msg: ChatMessage, counter: TokenCounter) -> int:
     if got is None:
         extra = call_lines(msg)
         got = count_small(counter, header_line(msg)) + (count_small(counter, extra) if extra else 0)
-        if len(_OVERHEADS) >= _OVERHEADS_MAX:
-            _OVERHEADS.clear()  # rare: a process meets many distinct calls
-        _OVERHEADS[key] = got
+        hold(_OVERHEADS, key, got, _OVERHEADS_MAX)
     return got
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
-from personae.context._lru import recall, remember
+from personae.context._lru import hold, recall, remember
 from personae.context._textcut import count_small
 from personae.context.budget import Budget
 from personae.context.commands import expand_commands, has_commands
@@ -106,9 +106,7 @@ def _costs_of(counter: TokenCounter, tags: frozenset[str]) -> MessageCosts:
     key = (id(counter), counter.name, tags)
     got = _COSTS.get(key)
     if got is None or got.counter is not counter:
-        if len(_COSTS) >= 64:
-            _COSTS.clear()  # rare: a process meets many counters or tag sets
-        got = _COSTS[key] = MessageCosts(counter, tags)
+        got = hold(_COSTS, key, MessageCosts(counter, tags), 64)
     return got
 
 
@@ -278,9 +276,7 @@ def _warning(cut: list[str], counter: TokenCounter) -> SectionContent:
             tokens=count_small(counter, text), alternative=None, alt_tokens=None,
             keep_from=None, exchanges=None,
         )  # fmt: skip
-        if len(_WARNINGS) >= 256:
-            _WARNINGS.clear()  # rare: a process meets many sets of cut sections
-        _WARNINGS[key] = got
+        hold(_WARNINGS, key, got, 256)
     return got
 
 

@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
 
 from personae.context._counted import render_counted
-from personae.context._lru import SizedMemo
+from personae.context._lru import SizedMemo, hold
 from personae.context._textcut import count_small, cut_text, outline, outline_cut
 from personae.context.history import Exchanges, fit_history
 from personae.context.messages import ChatMessage, Unit
@@ -364,9 +364,7 @@ def _frame(counter: TokenCounter, tag: str | None, name: str | None = None) -> i
             got = count_small(counter, SEPARATOR)
         else:
             got = count_small(counter, open_tag(tag)) + count_small(counter, close_tag(tag))
-        if len(_FRAMES) >= 4096:
-            _FRAMES.clear()  # rare: a process meets many distinct tags or counters
-        _FRAMES[key] = got
+        hold(_FRAMES, key, got, 4096)
     return got
 
 

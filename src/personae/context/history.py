@@ -22,7 +22,7 @@ from functools import cached_property
 from typing import NamedTuple
 
 from personae.context._counted import count_later
-from personae.context._lru import IdentityMemo, SizedMemo
+from personae.context._lru import IdentityMemo, SizedMemo, hold
 from personae.context._textcut import (
     count_around,
     count_cuttable,
@@ -165,10 +165,8 @@ def _notice_cost(
     key = (counter.name, template, omitted_msgs, omitted_tokens)
     got = ex.notices.get(key)
     if got is None:
-        got = count_small(counter, _notice(template, omitted_msgs, omitted_tokens)) + ex.sep
-        if len(ex.notices) >= _MAX_NOTICES:
-            ex.notices.clear()  # rare: the budgets of one conversation share a few
-        ex.notices[key] = got
+        cost = count_small(counter, _notice(template, omitted_msgs, omitted_tokens)) + ex.sep
+        got = hold(ex.notices, key, cost, _MAX_NOTICES)  # a conversation's budgets share few
     return got
 
 

@@ -6,6 +6,8 @@ import re
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
+from personae.context._lru import hold
+
 __all__ = ["SEPARATOR", "close_tag", "escape", "open_tag", "render_sections"]
 
 SEPARATOR = "\n\n"
@@ -17,7 +19,7 @@ def open_tag(tag: str) -> str:
     the same tag (a prompt's groups are looked up with the hashes it keeps)."""
     got = _OPEN.get(tag)
     if got is None:
-        got = _held(_OPEN, tag, f"<{tag}>\n")
+        got = hold(_OPEN, tag, f"<{tag}>\n", _TAGS_MAX)
     return got
 
 
@@ -26,20 +28,14 @@ def close_tag(tag: str) -> str:
     the same tag."""
     got = _CLOSE.get(tag)
     if got is None:
-        got = _held(_CLOSE, tag, f"\n</{tag}>")
+        got = hold(_CLOSE, tag, f"\n</{tag}>", _TAGS_MAX)
     return got
 
 
 _OPEN: dict[str, str] = {}
 _CLOSE: dict[str, str] = {}
-
-
-def _held(lines: dict[str, str], tag: str, line: str) -> str:
-    """``line`` remembered for ``tag`` (the lines of the 1,024 tags met last at most)."""
-    if len(lines) >= 1024:
-        lines.clear()  # rare: a process renders far more tags than profiles name
-    lines[tag] = line
-    return line
+_TAGS_MAX = 1024
+"""Tags whose lines are held (far more than profiles name)."""
 
 
 @lru_cache(maxsize=64)
