@@ -62,6 +62,7 @@ __all__ = [
     "UNATTENDED_ENV",
     "RunProcesses",
     "die_with_parent",
+    "exit_descriptor",
     "lifeline",
     "run_tied",
     "tied_argv",
@@ -355,6 +356,16 @@ def run_tied(
     return subprocess.CompletedProcess(list(argv), proc.returncode, _text(out), _text(err))
 
 
+def exit_descriptor(pid: int) -> int | None:
+    """A descriptor that turns readable when process ``pid`` (a child not reaped yet)
+    exits, to close after use; ``None`` where none opens (not Linux 5.3+, or the
+    process is gone). Waiting on it wakes at the exit instead of polling for it."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
 def _output(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes]:
     """``proc``'s stdout and stderr, read to their end, and ``proc`` reaped, within
     ``timeout`` seconds (``subprocess.TimeoutExpired`` after).
@@ -365,9 +376,8 @@ def _output(proc: subprocess.Popen[bytes], timeout: float) -> tuple[bytes, bytes
     command. Elsewhere: ``communicate`` as is.
     """
     assert proc.stdout is not None and proc.stderr is not None
-    try:
-        exit_fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
+    exit_fd = exit_descriptor(proc.pid)
+    if exit_fd is None:
         return proc.communicate(timeout=timeout)
     deadline = time.monotonic() + timeout
     chunks: dict[int, list[bytes]] = {proc.stdout.fileno(): [], proc.stderr.fileno(): []}

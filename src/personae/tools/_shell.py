@@ -27,7 +27,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from personae.errors import ConfigError
-from personae.procs import RUN_PROCESSES, die_with_parent
+from personae.procs import RUN_PROCESSES, die_with_parent, exit_descriptor
 from personae.tools.base import ToolContext, ToolLimits
 from personae.tools.control import Lease, Placeholders
 from personae.tools.sandbox import (
@@ -238,9 +238,8 @@ async def _exit_seen(proc: asyncio.subprocess.Process, timeout: float | None) ->
     """Wait for ``proc``'s exit on a process descriptor: ``True`` once it has exited,
     ``False`` at ``timeout`` s, ``None`` when no descriptor opens (not Linux, or the
     process is already reaped)."""
-    try:
-        exit_fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
+    exit_fd = exit_descriptor(proc.pid)
+    if exit_fd is None:
         return None
     loop = asyncio.get_running_loop()
     exited: asyncio.Future[None] = loop.create_future()
@@ -251,7 +250,7 @@ async def _exit_seen(proc: asyncio.subprocess.Process, timeout: float | None) ->
 
     try:
         loop.add_reader(exit_fd, seen)
-    except (NotImplementedError, OSError, ValueError):  # a loop that cannot watch it
+    except NotImplementedError:  # an event loop that does not watch descriptors
         os.close(exit_fd)
         return None
     try:
