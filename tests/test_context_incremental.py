@@ -40,6 +40,29 @@ def test_counted_render_is_the_render_and_its_exact_count(
             joined = [(tag, "\n\n".join(pieces or [""])) for tag, pieces in sections]
             assert rendered == render_sections(joined)
             assert total == counter.count(rendered)
+            # Not remembered: the same prompt and count, rendered and counted anew.
+            assert render_counted(counter, sections, remember_prompt=False) == (rendered, total)
+
+
+def test_a_prompt_kept_again_is_not_rendered_again() -> None:
+    """A fitting that keeps what an earlier one kept (equal pieces, other string
+    objects) gets the remembered prompt back; a changed piece or tag gets its own."""
+    counter = exact_counter("o200k_base")
+    pieces = ["### user\nfix the login", "### assistant\nreading auth.py"]
+    first = render_counted(counter, [("task", ["fix it"]), ("recent_messages", pieces)])
+    equal = [p.encode().decode() for p in pieces]  # equal strings, not the same objects
+    assert all(a is not b for a, b in zip(equal, pieces, strict=True))
+    again = render_counted(counter, [("task", ["fix it"]), ("recent_messages", equal)])
+    assert again[0] is first[0] and again[1] == first[1]
+    for sections in (
+        [("task", ["fix it"]), ("recent_messages", [pieces[0], "### assistant\nreading db.py"])],
+        [("task", ["fix it"]), ("messages", pieces)],
+        [("task", ["fix it"]), ("recent_messages", pieces[:1])],
+    ):
+        rendered, total = render_counted(counter, sections)
+        joined = [(tag, "\n\n".join(p)) for tag, p in sections]
+        assert rendered == render_sections(joined) != first[0]
+        assert total == counter.count(rendered)
 
 
 def _write(path: Path, text: str) -> None:

@@ -17,7 +17,7 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from personae.context._lru import recall, remember
+from personae.context._lru import SizedMemo, recall, remember
 from personae.context._textcut import SPLITTABLE, count_followed, count_small
 from personae.context.render import SEPARATOR, close_tag, open_tag
 from personae.tokens.base import TokenCounter
@@ -57,7 +57,10 @@ def _section_groups(
 
 
 def render_counted(
-    counter: TokenCounter, sections: Sequence[tuple[str, Sequence[str]]]
+    counter: TokenCounter,
+    sections: Sequence[tuple[str, Sequence[str]]],
+    *,
+    remember_prompt: bool = True,
 ) -> tuple[str, int]:
     """Render ``(tag, pieces)`` sections and count the result exactly.
 
@@ -65,7 +68,34 @@ def render_counted(
     what :func:`~personae.context.render.render_sections` renders for the joined
     contents. Counters other than exact o200k_base and cl100k_base count the
     whole text.
+
+    The prompt and its count are remembered by the sections' tags and pieces: a
+    fitting that keeps what an earlier one kept (another budget with the same cut
+    point, the same budget again) gets that prompt back without joining or counting
+    it. ``remember_prompt=False``: pieces new to this fitting (a latest turn cut to
+    this budget), never met again: not looked up, not kept.
     """
+    if not remember_prompt:
+        return _render_counted(counter, sections)
+    key = (counter.name, *((tag, tuple(pieces)) for tag, pieces in sections))
+    got = _PROMPTS.get(key)
+    if got is None:
+        got = _render_counted(counter, sections)
+        # Sized by the prompt and the pieces the key keeps alive (about as long).
+        _PROMPTS.put(key, got, 2 * len(got[0]) + 64)
+    return got
+
+
+_PROMPTS: SizedMemo[tuple[object, ...], tuple[str, int]] = SizedMemo(16 << 20)
+"""Prompts rendered and counted lately (see :func:`render_counted`), by the counter's
+name and each section's tag and pieces (equal strings, mostly the very objects), least
+recently used dropped past 16 M characters held (prompts and the pieces of their keys)."""
+
+
+def _render_counted(
+    counter: TokenCounter, sections: Sequence[tuple[str, Sequence[str]]]
+) -> tuple[str, int]:
+    """:func:`render_counted`, not remembered."""
     out: list[str] = []
     for i, (tag, pieces) in enumerate(sections):
         if i:

@@ -668,10 +668,12 @@ def _fit_once(
 
 
 def _render(states: Sequence[_State], counter: TokenCounter) -> tuple[str, int]:
-    """The rendered prompt of the shown sections and its exact count."""
+    """The rendered prompt of the shown sections and its exact count (not remembered
+    when a conversation's latest turn was cut to this budget: see ``render_counted``)."""
     return render_counted(
         counter,
         [(s.spec.tag, s.pieces or (s.text,)) for s in states if s.text is not None],
+        remember_prompt=all(s.rule.action is not Action.SHRUNK for s in states),
     )
 
 
