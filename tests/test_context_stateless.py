@@ -480,8 +480,12 @@ def test_token_offsets_are_tiktokens(name: str) -> None:
     assert _starts_of(encoding, "a\ud800b") is None
     # The per-token tables span the whole vocabulary: the garbage collector must never
     # walk them (as lists they made each young collection after a first cut take ms).
-    for table in _textcut_mod._TOKEN_CHARS[name]:
+    *tables, starting_inside = _textcut_mod._TOKEN_CHARS[name]
+    for table in tables:
         assert len(table) == encoding.n_vocab and len(gc.get_referents(table)) <= 1
+    # The set of tokens that start inside a character holds those the arrays flag.
+    assert starting_inside == {t for t in range(encoding.n_vocab) if tables[1][t]}
+    assert starting_inside  # the alphabet's emoji are split inside their bytes
     # Offsets over tokens the table has not met: one (its count reaches the sentinel)
     # and two (their sum overflows the offsets' array) in one pass.
     known = "alpha beta gamma delta\n" * 40

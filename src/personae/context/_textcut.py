@@ -358,9 +358,9 @@ class _Starts(Sequence[int]):
         the caller sees in the last value (or in an overflow, for two or more)."""
         if learn:
             _learn(self.encoding, chunk)
-        leads, inside = _token_table(self.encoding)
-        acc = itertools.accumulate(map(leads.__getitem__, chunk), initial=self.chars)
-        if self.ascii_only or not any(map(inside.__getitem__, chunk)):
+        leads, inside, starting_inside = _token_table(self.encoding)
+        acc = itertools.accumulate(_picked(leads, chunk), initial=self.chars)
+        if self.ascii_only or starting_inside.isdisjoint(chunk):
             # No token starts inside a character (in CJK text too, mostly): a token's
             # offset is the characters its predecessors started.
             self.done.extend(acc)
@@ -440,9 +440,11 @@ def count_cuttable(counter: TokenCounter, text: str) -> int:
     return _remembered_count(counter, text, encode_keeping)
 
 
-_TOKEN_CHARS: dict[str, tuple[array[int], array[int]]] = {}
+_TOKEN_CHARS: dict[str, tuple[array[int], array[int], set[int]]] = {}
 """Per encoding, indexed by token: the characters it starts (:data:`_UNKNOWN` for a
-token not met yet), and 1 when its first byte continues a character. Arrays: an
+token not met yet), and 1 when its first byte continues a character; then the set of
+the tokens met that do (few: a pass asks whether a text has any in one C-speed call,
+a third of a pass over the second array). Arrays: an
 index is cheaper than a dict lookup (about 30% of an offsets pass), and unlike a
 list of the vocabulary's size (200,000 entries) the garbage collector never walks
 them (a list of that size made each of the next young collections take 2 ms). The
@@ -456,25 +458,35 @@ _CONTINUATION = bytes(int(0x80 <= b < 0xC0) for b in range(256))
 """Byte -> 1 for a UTF-8 continuation byte, else 0 (for ``bytes.translate``)."""
 
 
-def _token_table(encoding: Any) -> tuple[array[int], array[int]]:
+def _token_table(encoding: Any) -> tuple[array[int], array[int], set[int]]:
     """The encoding's per-token table (:data:`_TOKEN_CHARS`)."""
     table = _TOKEN_CHARS.get(encoding.name)
     if table is None:
         size = encoding.n_vocab
         table = _TOKEN_CHARS.setdefault(
-            encoding.name, (array("I", [_UNKNOWN]) * size, array("B", [0]) * size)
+            encoding.name, (array("I", [_UNKNOWN]) * size, array("B", [0]) * size, set())
         )
     return table
+
+
+def _picked(table: array[int], tokens: Sequence[int]) -> Sequence[int]:
+    """``table``'s entry for each of ``tokens``, in one C-speed call (about a third of a
+    ``map`` over the table's ``__getitem__``)."""
+    if len(tokens) > 1:
+        return operator.itemgetter(*tokens)(table)  # type: ignore[no-any-return]
+    return [table[t] for t in tokens]
 
 
 def _learn(encoding: Any, tokens: Sequence[int]) -> None:
     """Fill the table for the tokens of ``tokens`` it does not know yet: the characters
     each starts (its bytes that are not UTF-8 continuation bytes), and 1 when it starts
     inside a character (its first byte is a continuation byte)."""
-    leads, inside = _token_table(encoding)
+    leads, inside, starting_inside = _token_table(encoding)
     for token in {t for t in tokens if leads[t] == _UNKNOWN}:
         raw = encoding.decode_single_token_bytes(token)
-        inside[token] = int(bool(raw) and raw[0] >> 6 == 2)
+        if raw and raw[0] >> 6 == 2:
+            inside[token] = 1
+            starting_inside.add(token)
         leads[token] = len(raw) - sum(raw.translate(_CONTINUATION))
 
 
