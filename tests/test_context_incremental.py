@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from personae.context import ContextWindow, Snapshot
 from personae.context._counted import render_counted
+from personae.context.fit import SectionContent, fit
 from personae.context.render import render_sections
+from personae.context.spec import SectionSource, SectionSpec
 from personae.tokens.exact import exact_counter
 
 PIECES = st.sampled_from(
@@ -63,6 +65,23 @@ def test_a_prompt_kept_again_is_not_rendered_again() -> None:
         joined = [(tag, "\n\n".join(p)) for tag, p in sections]
         assert rendered == render_sections(joined) != first[0]
         assert total == counter.count(rendered)
+
+
+def test_a_text_section_is_started_once_per_counter() -> None:
+    """The fitting of the same text section content again starts from what its first
+    fitting found (its counts, floor and rule), per counter: each counter's counts."""
+    spec = SectionSpec(tag="notes", source=SectionSource.TEXT, text="x", priority=10)
+    text = "Read the notes first. 日本語のテキストと中文内容混合在一起。" * 10
+    counters = [exact_counter("o200k_base"), exact_counter("cl100k_base")]
+    assert counters[0].count(text) != counters[1].count(text)  # each counter's own counts
+    content = SectionContent(spec, text=text)  # no stored count: the counter counts it
+    for budget in (10_000, 20, 10_000, 25):
+        for counter in counters:
+            got = fit([content], budget, counter)
+            (section,) = got.sections
+            assert section.requested == counter.count(text)
+            assert got.total == counter.count(got.rendered) <= budget
+            assert (section.rule == "full") == (budget >= 10_000)
 
 
 def _write(path: Path, text: str) -> None:

@@ -14,7 +14,7 @@ from functools import cached_property
 from typing import Any, NamedTuple, TypeVar
 
 from personae.context._counted import render_counted
-from personae.context._lru import SizedMemo, hold
+from personae.context._lru import IdentityMemo, SizedMemo, hold
 from personae.context._textcut import count_small, cut_text, outline, outline_cut
 from personae.context.history import Exchanges, fit_history
 from personae.context.messages import ChatMessage, Unit
@@ -437,6 +437,10 @@ def _start(st: _State, budget: int, counter: TokenCounter) -> None:
         st.show(capped)
         st.allotted = min(spec.cap or budget, budget)
         return
+    held = _TEXT_STARTS.get(c)
+    if held is not None and held[0] == counter.name:
+        vars(st).update(held[1])
+        return
     st.requested = c.tokens if c.tokens is not None else counter.count(c.text or "")
     if c.alternative is not None:
         st.alt_tokens = c.alt_tokens if c.alt_tokens is not None else counter.count(c.alternative)
@@ -445,6 +449,18 @@ def _start(st: _State, budget: int, counter: TokenCounter) -> None:
     st.rule = _RULES[Action.PINNED] if spec.pinned else FULL
     if not spec.pinned:
         st.floor_tokens = _floor(st, counter)
+    _TEXT_STARTS.put(c, (counter.name, {k: v for k, v in vars(st).items() if k in _STARTED}))
+
+
+_STARTED = frozenset(
+    ("requested", "alt_tokens", "text", "tokens", "allotted", "want", "rule", "floor_tokens")
+)
+"""What :func:`_start` sets on a text section's state: its content and counter alone
+decide it (not the budget)."""
+
+_TEXT_STARTS: IdentityMemo[SectionContent, tuple[str, dict[str, Any]]] = IdentityMemo(1024)
+"""What :func:`_start` set for the text sections fitted lately, by their content (the
+same object prompt after prompt: see ``assemble``) with the counter's name."""
 
 
 def known_cuts(contents: Sequence[SectionContent], budget: int) -> list[str] | None:
