@@ -561,7 +561,7 @@ def test_cut_exchanges_are_counted_exactly_from_their_offsets(name: str) -> None
                 [unit], costs, (pool, level), counter, None if held else made
             )
             block = history_mod._render_cut(turn[0], counter, None if held else made)
-            later = _counted_mod._LATER.get((name, block))
+            later = _counted_mod._later(counter, block)
             if not shrunk or later is None:
                 continue
             for after in ("\n\n", "\n</recent_messages>\n\n", "\n</recent_messages>"):
@@ -569,6 +569,15 @@ def test_cut_exchanges_are_counted_exactly_from_their_offsets(name: str) -> None
                 if got is not None:
                     checked += 1
                     assert got == counter.count(block + after), (block, after)
+            # In a prompt rendered for this fitting only (its pieces new to it), the cut
+            # exchange is counted by what was said, first, in the middle or last.
+            notice, user = "[3 earlier messages omitted]", "### user\nnext"
+            for pieces in ([block, user], [notice, block, user], [notice, block]):
+                rendered, total = _counted_mod.render_counted(
+                    counter, [("task", ["fix it"]), ("recent_messages", pieces)],
+                    remember_prompt=False,
+                )  # fmt: skip
+                assert total == counter.count(rendered), pieces
     assert checked > 400, checked
 
 

@@ -17,7 +17,7 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from personae.context._lru import SizedMemo, recall, remember
+from personae.context._lru import IdentityMemo, SizedMemo, recall, remember
 from personae.context._textcut import SPLITTABLE, count_followed, count_small
 from personae.context.render import SEPARATOR, close_tag, open_tag
 from personae.tokens.base import TokenCounter
@@ -76,7 +76,7 @@ def render_counted(
     this budget), never met again: not looked up, not kept.
     """
     if not remember_prompt:
-        return _render_counted(counter, sections)
+        return _render_counted(counter, sections, fresh=True)
     key = (counter.name, *((tag, tuple(pieces)) for tag, pieces in sections))
     got = _PROMPTS.get(key)
     if got is None:
@@ -93,9 +93,11 @@ recently used dropped past 16 M characters held (prompts and the pieces of their
 
 
 def _render_counted(
-    counter: TokenCounter, sections: Sequence[tuple[str, Sequence[str]]]
+    counter: TokenCounter, sections: Sequence[tuple[str, Sequence[str]]], *, fresh: bool = False
 ) -> tuple[str, int]:
-    """:func:`render_counted`, not remembered."""
+    """:func:`render_counted`, not remembered (``fresh``: the pieces said to be counted
+    later, see :func:`count_later`, are new to this prompt: counted by what was said,
+    neither hashed nor remembered)."""
     out: list[str] = []
     for i, (tag, pieces) in enumerate(sections):
         if i:
@@ -115,6 +117,9 @@ def _render_counted(
     last = len(sections) - 1
     for i, (tag, pieces) in enumerate(sections):
         _section_groups(tag, pieces, SEPARATOR if i < last else "", groups, single)
+    if fresh:
+        total, groups, single = _count_fresh(counter, groups, single)
+        return rendered, total + _count_groups(counter, groups) + _count_single(counter, single)
     return rendered, _count_groups(counter, groups) + _count_single(counter, single)
 
 
@@ -127,10 +132,10 @@ _SINGLE: dict[str, dict[str, int]] = {}
 _SINGLE_MAX = 1 << 17
 
 
-_LATER: dict[tuple[str, str], Callable[[str], int | None]] = {}
-"""Per counter and piece, how to count the piece followed by other text without
-counting all of it (see :func:`count_later`)."""
-_LATER_MAX = 64
+_LATER: IdentityMemo[str, tuple[str, Callable[[str], int | None]]] = IdentityMemo(64)
+"""By piece (the very string object: a new piece is often long, and hashing it costs
+microseconds), with the counter's name, how to count it followed by other text
+without counting all of it (see :func:`count_later`)."""
 
 
 def count_later(counter: TokenCounter, piece: str, count: Callable[[str], int | None]) -> None:
@@ -138,16 +143,41 @@ def count_later(counter: TokenCounter, piece: str, count: Callable[[str], int | 
     ``count(after)`` is the exact count of ``piece + after`` (``None``: count it whole).
     For a new piece that is mostly text counted before (an exchange with one output
     cut at a new place: its kept part's tokens are read off the output's offsets)."""
-    if len(_LATER) >= _LATER_MAX:
-        _LATER.clear()  # the pieces of the last prompts are the ones asked for
-    _LATER[counter.name, piece] = count
+    _LATER.put(piece, (counter.name, count))  # the pieces of the last prompts are asked for
+
+
+def _later(counter: TokenCounter, piece: str) -> Callable[[str], int | None] | None:
+    """How to count ``piece`` followed by other text, when :func:`count_later` said."""
+    held = _LATER.get(piece)
+    return held[1] if held is not None and held[0] == counter.name else None
 
 
 def _count_new(counter: TokenCounter, piece: str, after: str) -> int:
     """Exact count of ``piece + after`` (a piece no earlier prompt had)."""
-    later = _LATER.get((counter.name, piece))
+    later = _later(counter, piece)
     n = later(after) if later is not None else None
     return n if n is not None else count_small(counter, piece + after)
+
+
+def _count_fresh(
+    counter: TokenCounter, groups: list[Group], single: list[str]
+) -> tuple[int, list[Group], list[str]]:
+    """The count of the groups and single pieces that start with a piece said to be
+    counted later (new to this prompt), and the others."""
+    total = 0
+    others: list[Group] = []
+    for g in groups:
+        if _later(counter, g[0]) is None:
+            others.append(g)
+        else:
+            total += _count_new(counter, g[0], "".join(g[1:]))
+    rest: list[str] = []
+    for piece in single:
+        if _later(counter, piece) is None:
+            rest.append(piece)
+        else:
+            total += _count_new(counter, piece, SEPARATOR)
+    return total, others, rest
 
 
 def _count_groups(counter: TokenCounter, groups: list[Group]) -> int:

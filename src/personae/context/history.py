@@ -200,7 +200,9 @@ def _render_cut(unit: Unit, counter: TokenCounter, made: Cuts | None = None) -> 
     cuts = [CUTS.get(m) for m in msgs] if made is None else [made.get(id(m)) for m in msgs]
     if all(c is None for c in cuts):
         return render_unit(unit)
-    rendered = [render_message(m) for m in msgs]
+    rendered = [
+        render_message(m) if c is not None else _whole(m) for m, c in zip(msgs, cuts, strict=True)
+    ]
     block = _SEP.join(rendered)
     if made is None:
         _CUT_BLOCKS.put(unit, block)
@@ -209,20 +211,46 @@ def _render_cut(unit: Unit, counter: TokenCounter, made: Cuts | None = None) -> 
         total = 0
         last = len(msgs) - 1
         for j, (m, cut) in enumerate(zip(msgs, cuts, strict=True)):
-            tail = _SEP if j < last else after
             if cut is not None:
+                tail = _SEP if j < last else after
                 n = count_around(counter, header_line(m), cut, call_lines(m) + tail)
                 if n is None:
                     return None
-            else:  # an output left whole: read off its offsets too when they are known
-                n = count_text_around(counter, header_line(m), m.content, call_lines(m) + tail)
-                if n is None:
-                    n = count_small(counter, rendered[j] + tail)
+            else:
+                n = _whole_count(counter, m, rendered[j], _SEP if j < last else after)
             total += n
         return total
 
     count_later(counter, block, count)
     return block
+
+
+_WHOLE: IdentityMemo[ChatMessage, tuple[str, str, int]] = IdentityMemo(1024)
+"""Messages left whole in exchanges cut lately, by the message: rendered, with the
+counter's name and the count followed by a blank line (a latest turn is cut again at
+every budget below its size; its other messages are the same objects each time)."""
+
+
+def _whole(msg: ChatMessage) -> str:
+    """``msg`` rendered (:func:`render_message`), remembered by the message."""
+    held = _WHOLE.get(msg)
+    return held[0] if held is not None else render_message(msg)
+
+
+def _whole_count(counter: TokenCounter, msg: ChatMessage, rendered: str, tail: str) -> int:
+    """Exact count of ``rendered + tail`` (``rendered``: ``msg`` left whole in a cut
+    exchange), from the content's count and last pieces when known (see
+    :func:`count_text_around`); remembered by the message when ``tail`` is a blank line."""
+    if tail == _SEP:
+        held = _WHOLE.get(msg)
+        if held is not None and held[1] == counter.name:
+            return held[2]
+    n = count_text_around(counter, header_line(msg), msg.content, call_lines(msg) + tail)
+    if n is None:
+        n = count_small(counter, rendered + tail)
+    if tail == _SEP:
+        _WHOLE.put(msg, (rendered, counter.name, n))
+    return n
 
 
 @dataclass(frozen=True)
