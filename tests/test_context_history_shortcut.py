@@ -4,6 +4,7 @@ shortcut switched off, over histories, limits and every setting that chooses a s
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 
@@ -74,3 +75,26 @@ def test_a_turn_over_the_room_is_fitted_as_the_general_path_fits_it(
                 slow = _fit(ex, limit, setting)
             assert fast == slow, (limit, setting)
     assert any(taken) and not all(taken), sum(taken)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_start_on_the_grid_is_fitted_as_it_was_fitted_anew(seed: int) -> None:
+    """Fits that start on a cut grid point are kept by what decides them (the start,
+    the cut exchange, the notice): every limit gets what a fit of exchanges that kept
+    nothing gives, and limits that share a grid point share one fit."""
+    rng = random.Random(seed)
+    ex = with_oversized_turn(_history(rng, rng.randint(20, 40)), "done", COUNTER)
+    total = ex.cum_cost[-1]
+    limits = [rng.randint(ex.turn_tokens + 50, total) for _ in range(60)]
+    shared = 0
+    for cut_step, earlier in itertools.product((0.08, 0.25), (0, 3)):
+        setting = (None, cut_step, 1.0, earlier, None)
+        for limit in limits:
+            fresh = dataclasses.replace(ex, notices={}, on_grid={})
+            anew = _fit(fresh, limit, setting)
+            kept = _fit(ex, limit, setting)
+            assert kept == anew, (limit, setting)
+            if any(fitted is kept for _, fitted in ex.on_grid.values()):
+                assert _fit(ex, limit, setting) is kept  # read back, not fitted again
+                shared += _fit(ex, limit + 1, setting) is kept
+    assert ex.on_grid and shared > 20, shared

@@ -52,6 +52,8 @@ __all__ = [
 _SEP = "\n\n"
 _MESSAGES = operator.attrgetter("messages")
 _MAX_NOTICES = 4096
+_MAX_GRID_FITS = 256
+"""Grid fits kept per conversation (a few grid points per grid step are met)."""
 
 
 def render_message(msg: ChatMessage) -> str:
@@ -278,6 +280,12 @@ class Exchanges:
     )
     """Cost of each eviction notice met with these exchanges, per counter (a notice
     depends on where the kept part starts, so budgets share a few)."""
+    on_grid: dict[tuple[str, str, int, int, int, int], tuple[Unit, HistoryFit]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """The fits that start on a cut grid point, by what decides them (see
+    :func:`fit_history`; with the cut exchange, kept alive so its id is not reused):
+    limits that share a grid point share the fit."""
 
     def __post_init__(self) -> None:
         if len(self.heads) != len(self.units):
@@ -371,6 +379,8 @@ def fit_history(
         ex, counter, (s_min, last, hinted), (limit, max_messages), (low_water, cut_step, batch),
         notice_cost,
     )  # fmt: skip
+    if grid is not None:
+        return _on_grid(ex, counter, (notice, earlier), start, grid)
     head: Sequence[Unit] = ()  # kept exchanges shortened, before the ones kept whole
     whole_from = start  # the first of the exchanges kept whole to the end
     blocks = list(ex.blocks[start:])
@@ -378,10 +388,7 @@ def fit_history(
     body_cost = suffix_cost(start) + turn_cost
     shrunk, fits = 0, True
     head_cost = notice_cost(evicted_msgs, evicted_tokens)
-    if grid is not None:
-        head, whole_from, blocks[0] = (grid[0],), start + 1, _render_cut(grid[0], counter)
-        body_cost += grid[1] - (cum_cost[start + 1] - cum_cost[start])
-    elif (
+    if (
         hinted is None
         and cut_step <= 0
         and start == s_min
@@ -420,6 +427,39 @@ def fit_history(
     if omitted:
         blocks.insert(0, _notice(notice, omitted, evicted_tokens))
     return HistoryFit(msgs, body_cost + head_cost - sep, omitted, shrunk, fits, tuple(blocks))
+
+
+def _on_grid(
+    ex: Exchanges,
+    counter: TokenCounter,
+    notice: tuple[str, int],
+    start: int,
+    grid: tuple[Unit, int],
+) -> HistoryFit:
+    """The fit that starts on a grid point inside exchange ``start``, shown as ``grid``
+    (the exchange cut, its cost) and followed by every later exchange whole
+    (``notice``: the template and the messages not shown before the exchanges). Such a
+    start fits whole (:func:`_grid_start` checks it): the fit depends on the start, the
+    cut and the notice, not on the limit, so limits that share the grid point share
+    it (kept with the exchanges, see :attr:`Exchanges.on_grid`)."""
+    template, earlier = notice
+    key = (counter.name, template, earlier, start, id(grid[0]), grid[1])
+    held = ex.on_grid.get(key)
+    if held is not None and held[0] is grid[0]:
+        return held[1]
+    cum_cost, cum_msgs = ex.cum_cost, ex.cum_msgs
+    omitted, evicted_tokens = cum_msgs[start] + earlier, cum_cost[start]
+    blocks = [_render_cut(grid[0], counter), *ex.blocks[start + 1 :]]
+    if omitted:
+        blocks.insert(0, _notice(template, omitted, evicted_tokens))
+    tokens = (
+        cum_cost[-1] - cum_cost[start + 1] + grid[1] - ex.sep
+        + _notice_cost(ex, counter, template, omitted, evicted_tokens)
+    )  # fmt: skip
+    msgs = (*grid[0].messages, *ex.flat[cum_msgs[start + 1] :])
+    got = HistoryFit(msgs, tokens, omitted, 0, True, tuple(blocks))
+    hold(ex.on_grid, key, (grid[0], got), _MAX_GRID_FITS)
+    return got
 
 
 def _turn_blocks(
