@@ -16,13 +16,13 @@ from _helpers import HISTORY_TEXTS, with_oversized_turn
 from personae.context import Budget, ChatMessage, Snapshot, assemble_snapshot, load_profiles
 from personae.context import assemble as assemble_mod
 from personae.context import fit as fit_mod
+from personae.context._filled import filled
 from personae.context.assemble import WARNING_TAG, AssembledContext
 from personae.context.fit import (
     Draft,
     FitResult,
     FittedSection,
     SectionContent,
-    filled,
     known_cuts,
 )
 from personae.context.messages import ChatToolCall

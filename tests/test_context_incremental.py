@@ -82,6 +82,10 @@ def test_a_text_section_is_started_once_per_counter() -> None:
             assert section.requested == counter.count(text)
             assert got.total == counter.count(got.rendered) <= budget
             assert (section.rule == "full") == (budget >= 10_000)
+            # What a content object met for the first time gets (nothing remembered).
+            (anew,) = fit([SectionContent(spec, text=text)], budget, counter).sections
+            assert section == anew and section is not anew
+            assert sorted(vars(section)) == sorted(vars(anew))  # the fields, no more
 
 
 def _write(path: Path, text: str) -> None:

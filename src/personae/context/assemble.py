@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from dataclasses import dataclass
 
+from personae.context._filled import filled
 from personae.context._lru import hold, recall, remember
 from personae.context._textcut import count_small
 from personae.context.budget import Budget
@@ -14,7 +15,6 @@ from personae.context.fit import (
     FitResult,
     FittedSection,
     SectionContent,
-    filled,
     known_cuts,
 )
 from personae.context.history import Exchanges, MessageCosts

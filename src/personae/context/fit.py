@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from personae.context._counted import render_counted
+from personae.context._filled import filled
 from personae.context._lru import IdentityMemo, SizedMemo, hold
 from personae.context._textcut import count_small, cut_text, outline, outline_cut
 from personae.context.history import Exchanges, fit_history
@@ -693,23 +694,18 @@ def _render(states: Sequence[_State], counter: TokenCounter) -> tuple[str, int]:
     )
 
 
-_T = TypeVar("_T")
-
-
-def filled(cls: type[_T], **fields: Any) -> _T:
-    """An instance of the frozen dataclass ``cls`` with ``fields`` (every field, each
-    named), built by filling its ``__dict__``: its ``__init__`` sets each field
-    through ``object.__setattr__``, several times the cost, and results are built per
-    section per assembly. ``cls`` must have no ``__post_init__`` and no slots."""
-    got: _T = object.__new__(cls)
-    got.__dict__.update(fields)
-    return got
-
-
 def _fitted(st: _State, budget: int) -> FittedSection:
-    """The section's public result."""
+    """The section's public result (a text section shown as its last fitting showed it
+    gets a copy of that result's fields, not built again)."""
     spec = st.spec
-    return filled(
+    target = None if spec.share is None else int(spec.share * budget)
+    shown = (st.text, st.pieces, st.tokens, st.requested, st.allotted, st.rule, target)
+    held = None if st.is_history else _SHOWN.get(st.content)
+    if held is not None and held[0] == shown:
+        got: FittedSection = object.__new__(FittedSection)
+        got.__dict__.update(held[1])
+        return got
+    got = filled(
         FittedSection,
         tag=spec.tag,
         source=spec.source,
@@ -721,8 +717,16 @@ def _fitted(st: _State, budget: int) -> FittedSection:
         messages=st.messages,
         key=section_keys(spec)[0],
         outcome=st.rule,
-        target=None if spec.share is None else int(spec.share * budget),
+        target=target,
     )
+    if not st.is_history:
+        _SHOWN.put(st.content, (shown, dict(vars(got))))
+    return got
+
+
+_SHOWN: IdentityMemo[SectionContent, tuple[tuple[Any, ...], dict[str, Any]]] = IdentityMemo(1024)
+"""The fields of the last result of each text section fitted lately, by its content,
+with what it showed."""
 
 
 class Draft:
