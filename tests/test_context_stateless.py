@@ -463,6 +463,8 @@ def test_token_offsets_are_tiktokens(name: str) -> None:
     texts += [
         "".join(rng.choice(alphabet) for _ in range(rng.randint(3000, 9000))) for _ in range(6)
     ]
+    # Longer than one batch of the table's reads (_PICK tokens): read in batches.
+    texts.append("".join(rng.choice(alphabet) for _ in range(3 * _textcut_mod._PICK)))
     _textcut_mod._TOKEN_CHARS.pop(name, None)  # every token unknown: the table learns them
     for text in [*texts, *TEXTS, "plain ascii only", "x" * 5000]:
         tokens = encoding.encode_ordinary(text)

@@ -469,12 +469,22 @@ def _token_table(encoding: Any) -> tuple[array[int], array[int], set[int]]:
     return table
 
 
-def _picked(table: array[int], tokens: Sequence[int]) -> Sequence[int]:
-    """``table``'s entry for each of ``tokens``, in one C-speed call (about a third of a
-    ``map`` over the table's ``__getitem__``)."""
-    if len(tokens) > 1:
+def _picked(table: array[int], tokens: Sequence[int]) -> Iterable[int]:
+    """``table``'s entry for each of ``tokens``, by one C-speed call per
+    :data:`_PICK` tokens (about a third of a ``map`` over the table's ``__getitem__``;
+    a batch's tokens and entries are held at once, so a huge text is read in batches)."""
+    n = len(tokens)
+    if n <= 1:
+        return [table[t] for t in tokens]
+    if n <= _PICK:
         return operator.itemgetter(*tokens)(table)  # type: ignore[no-any-return]
-    return [table[t] for t in tokens]
+    return itertools.chain.from_iterable(
+        _picked(table, tokens[at : at + _PICK]) for at in range(0, n, _PICK)
+    )
+
+
+_PICK = 1 << 14
+"""Tokens whose entries :func:`_picked` reads in one call (about 1 MB held at once)."""
 
 
 def _learn(encoding: Any, tokens: Sequence[int]) -> None:
