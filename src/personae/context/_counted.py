@@ -152,9 +152,15 @@ def _later(counter: TokenCounter, piece: str) -> Callable[[str], int | None] | N
     return held[1] if held is not None and held[0] == counter.name else None
 
 
-def _count_new(counter: TokenCounter, piece: str, after: str) -> int:
-    """Exact count of ``piece + after`` (a piece no earlier prompt had)."""
-    later = _later(counter, piece)
+def _count_new(
+    counter: TokenCounter,
+    piece: str,
+    after: str,
+    later: Callable[[str], int | None] | None = None,
+) -> int:
+    """Exact count of ``piece + after`` (a piece no earlier prompt had; ``later``: how
+    to count it, when the caller looked it up already)."""
+    later = later or _later(counter, piece)
     n = later(after) if later is not None else None
     return n if n is not None else count_small(counter, piece + after)
 
@@ -167,16 +173,18 @@ def _count_fresh(
     total = 0
     others: list[Group] = []
     for g in groups:
-        if _later(counter, g[0]) is None:
+        later = _later(counter, g[0])
+        if later is None:
             others.append(g)
         else:
-            total += _count_new(counter, g[0], "".join(g[1:]))
+            total += _count_new(counter, g[0], "".join(g[1:]), later)
     rest: list[str] = []
     for piece in single:
-        if _later(counter, piece) is None:
+        later = _later(counter, piece)
+        if later is None:
             rest.append(piece)
         else:
-            total += _count_new(counter, piece, SEPARATOR)
+            total += _count_new(counter, piece, SEPARATOR, later)
     return total, others, rest
 
 

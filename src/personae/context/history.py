@@ -420,13 +420,31 @@ def fit_history(
         head_cost = notice_cost(evicted_msgs, evicted_tokens)
         body_cost = sum(sum(c) + sep * len(c) for c in kept_costs)
         fits = fits and body_cost + head_cost <= limit
-    msgs = ex.flat[cum_msgs[whole_from] :]
+    return _shown(
+        ex, (head, whole_from, blocks), (notice, evicted_msgs + earlier, evicted_tokens),
+        (body_cost + head_cost - sep, shrunk, fits),
+    )  # fmt: skip
+
+
+def _shown(
+    ex: Exchanges,
+    kept: tuple[Sequence[Unit], int, list[str]],
+    notice: tuple[str, int, int],
+    sizes: tuple[int, int, bool],
+) -> HistoryFit:
+    """The fit that shows ``kept`` (the exchanges shortened, the first of those kept
+    whole to the end, and the blocks of all of them) after the notice ``notice`` says
+    (its template, the messages not shown, their tokens); ``sizes``: its tokens, the
+    latest-turn messages shrunk, and whether it fits."""
+    head, whole_from, blocks = kept
+    template, omitted, evicted_tokens = notice
+    msgs = ex.flat[ex.cum_msgs[whole_from] :]
     if head:
         msgs = (*itertools.chain.from_iterable(map(_MESSAGES, head)), *msgs)
-    omitted = evicted_msgs + earlier
     if omitted:
-        blocks.insert(0, _notice(notice, omitted, evicted_tokens))
-    return HistoryFit(msgs, body_cost + head_cost - sep, omitted, shrunk, fits, tuple(blocks))
+        blocks.insert(0, _notice(template, omitted, evicted_tokens))
+    tokens, shrunk, fits = sizes
+    return HistoryFit(msgs, tokens, omitted, shrunk, fits, tuple(blocks))
 
 
 def _on_grid(
@@ -447,17 +465,16 @@ def _on_grid(
     held = ex.on_grid.get(key)
     if held is not None and held[0] is grid[0]:
         return held[1]
-    cum_cost, cum_msgs = ex.cum_cost, ex.cum_msgs
-    omitted, evicted_tokens = cum_msgs[start] + earlier, cum_cost[start]
-    blocks = [_render_cut(grid[0], counter), *ex.blocks[start + 1 :]]
-    if omitted:
-        blocks.insert(0, _notice(template, omitted, evicted_tokens))
+    cum_cost = ex.cum_cost
+    omitted, evicted_tokens = ex.cum_msgs[start] + earlier, cum_cost[start]
     tokens = (
         cum_cost[-1] - cum_cost[start + 1] + grid[1] - ex.sep
         + _notice_cost(ex, counter, template, omitted, evicted_tokens)
     )  # fmt: skip
-    msgs = (*grid[0].messages, *ex.flat[cum_msgs[start + 1] :])
-    got = HistoryFit(msgs, tokens, omitted, 0, True, tuple(blocks))
+    blocks = [_render_cut(grid[0], counter), *ex.blocks[start + 1 :]]
+    got = _shown(
+        ex, ((grid[0],), start + 1, blocks), (template, omitted, evicted_tokens), (tokens, 0, True)
+    )
     hold(ex.on_grid, key, (grid[0], got), _MAX_GRID_FITS)
     return got
 
